@@ -1,0 +1,73 @@
+/* cli.h - what every command group shares: option tables, errors, JSON.  */
+#ifndef RT_CLI_H
+#define RT_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "runtime.h"
+
+#define CLI_MAX_OPTS 32
+#define CLI_MAX_POS 8
+
+/* One option of a command; the table is also the help text.  */
+struct cli_opt
+{
+  const char *name;    /* without the leading -- */
+  const char *metavar; /* NULL for a flag */
+  const char *help;
+  const char *dflt;    /* shown in help, or NULL */
+  bool repeat;         /* may be given many times */
+};
+
+struct cli_command
+{
+  const char *name;
+  int (*run) (struct cli_command *cmd, int argc, char **argv);
+  const char *summary;
+  const char *usage;   /* after "runtime <group> <name> " */
+  const char *example;
+  const struct cli_opt *opts; /* NULL-name terminated; --json and --help are implicit */
+  bool takes_command;  /* -- CMD… follows */
+  int min_pos, max_pos;
+  const char *group;
+};
+
+struct cli_args
+{
+  const char *val[CLI_MAX_OPTS]; /* last value of each option, or "" for a set flag */
+  const char **multi[CLI_MAX_OPTS];
+  int count[CLI_MAX_OPTS];
+  char *pos[CLI_MAX_POS];
+  int npos;
+  char **rest; /* after -- */
+  int nrest;
+  bool json;
+};
+
+/* Global to the process, not the library: how errors are printed.  */
+extern bool cli_json_errors;
+
+int cli_group_dispatch (const char *group, struct cli_command *cmds, int argc, char **argv);
+/* Parses argv (argv[0] is the command name).  On a usage error prints it
+   and returns -1; after --help prints help and returns 1; else 0.  */
+int cli_parse (struct cli_command *cmd, int argc, char **argv, struct cli_args *a);
+void cli_args_free (struct cli_args *a);
+const char *cli_opt (struct cli_command *cmd, struct cli_args *a, const char *name);
+/* Parses an unsigned option within [min, max]; prints a usage error.  */
+int cli_opt_uint (struct cli_command *cmd, struct cli_args *a, const char *name, unsigned long min,
+                  unsigned long max, unsigned long *out);
+
+/* Prints an error (text or JSON) on stderr; returns 1, the exit code.  */
+int cli_error (const rt_error *err);
+int cli_usage_error (const char *hint, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+/* The closest name to @word in @names (NULL-terminated), or NULL.  */
+const char *cli_suggest (const char *word, const char *const *names);
+void cli_print_help (struct cli_command *cmd);
+void cli_progress (void *data, const char *line);
+/* A context with progress on stderr; prints the error and returns NULL.  */
+rt_context *cli_context (void);
+
+int cmd_sandbox (int argc, char **argv);
+
+#endif

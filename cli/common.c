@@ -1,0 +1,384 @@
+/* common.c - option parsing, help, did-you-mean and error printing shared
+   by every command group.  */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+bool cli_json_errors;
+
+int
+cli_error (const rt_error *err)
+{
+  const char *code = err && err->code ? err->code : "internal";
+  const char *msg = err && err->msg ? err->msg : "unknown error";
+  const char *hint = err ? err->hint : NULL;
+
+  if (cli_json_errors)
+    {
+      json_object *o = json_object_new_object (), *e = json_object_new_object ();
+      json_object_object_add (e, "code", json_object_new_string (code));
+      json_object_object_add (e, "message", json_object_new_string (msg));
+      json_object_object_add (e, "hint", hint ? json_object_new_string (hint) : NULL);
+      json_object_object_add (o, "error", e);
+      fprintf (stderr, "%s\n", json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN));
+      json_object_put (o);
+    }
+  else
+    {
+      fprintf (stderr, "Error [%s]: %s\n", code, msg);
+      if (hint)
+        fprintf (stderr, "Hint: %s\n", hint);
+    }
+  return 1;
+}
+
+int
+cli_usage_error (const char *hint, const char *fmt, ...)
+{
+  rt_error e = { EINVAL, (char *) "usage", NULL, (char *) hint };
+  va_list ap;
+  int ret;
+
+  va_start (ap, fmt);
+  if (vasprintf (&e.msg, fmt, ap) < 0)
+    e.msg = NULL;
+  va_end (ap);
+  ret = cli_error (&e);
+  free (e.msg);
+  return ret;
+}
+
+/* Optimal string alignment distance: Levenshtein plus adjacent
+   transpositions ("rnu" is one slip from "run").  */
+static size_t
+edit_distance (const char *a, const char *b)
+{
+  size_t la = strlen (a), lb = strlen (b);
+  size_t d[3][64], *prev2 = d[0], *prev = d[1], *cur = d[2];
+
+  if (la >= 64 || lb >= 64)
+    return 99;
+  for (size_t j = 0; j <= lb; j++)
+    prev[j] = j;
+  for (size_t i = 1; i <= la; i++)
+    {
+      size_t *t;
+      cur[0] = i;
+      for (size_t j = 1; j <= lb; j++)
+        {
+          size_t best = prev[j - 1] + (a[i - 1] != b[j - 1]);
+          if (prev[j] + 1 < best)
+            best = prev[j] + 1;
+          if (cur[j - 1] + 1 < best)
+            best = cur[j - 1] + 1;
+          if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && prev2[j - 2] + 1 < best)
+            best = prev2[j - 2] + 1;
+          cur[j] = best;
+        }
+      t = prev2;
+      prev2 = prev;
+      prev = cur;
+      cur = t;
+    }
+  return prev[lb];
+}
+
+const char *
+cli_suggest (const char *word, const char *const *names)
+{
+  const char *best = NULL;
+  size_t best_d = 99, wl = strlen (word);
+
+  /* A prefix either way ("--mem", "--memory-mib") is the likeliest slip.  */
+  for (const char *const *n = names; *n; n++)
+    {
+      size_t nl = strlen (*n);
+      if (wl > 0 && (strncmp (*n, word, wl) == 0 || strncmp (word, *n, nl) == 0))
+        return *n;
+    }
+  for (const char *const *n = names; *n; n++)
+    {
+      size_t d = edit_distance (word, *n);
+      if (d < best_d)
+        {
+          best_d = d;
+          best = *n;
+        }
+    }
+  if (best && best_d <= (wl > 5 ? 2u : 1u))
+    return best;
+  return NULL;
+}
+
+static const struct cli_opt implicit_opts[] = {
+  { "json", NULL, "print one JSON value on stdout (errors as JSON on stderr)", NULL, false },
+  { "help", NULL, "show this help", NULL, false },
+  { NULL, NULL, NULL, NULL, false },
+};
+
+static const struct cli_opt *
+find_opt (struct cli_command *cmd, const char *name, int *index)
+{
+  int i = 0;
+  for (const struct cli_opt *o = cmd->opts; o && o->name; o++, i++)
+    if (strcmp (o->name, name) == 0)
+      {
+        *index = i;
+        return o;
+      }
+  for (const struct cli_opt *o = implicit_opts; o->name; o++)
+    if (strcmp (o->name, name) == 0)
+      {
+        *index = -1;
+        return o;
+      }
+  return NULL;
+}
+
+void
+cli_print_help (struct cli_command *cmd)
+{
+  printf ("Usage: runtime %s %s %s\n\n%s\n", cmd->group, cmd->name, cmd->usage, cmd->summary);
+  printf ("\nOptions:\n");
+  for (int pass = 0; pass < 2; pass++)
+    for (const struct cli_opt *o = pass == 0 ? cmd->opts : implicit_opts; o && o->name; o++)
+      {
+        char left[64];
+        snprintf (left, sizeof (left), "--%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+        printf ("  %-24s %s", left, o->help);
+        if (o->dflt)
+          printf (" (default: %s)", o->dflt);
+        if (o->repeat)
+          printf (" (repeatable)");
+        printf ("\n");
+      }
+  if (cmd->example)
+    printf ("\nExample:\n  %s\n", cmd->example);
+}
+
+int
+cli_parse (struct cli_command *cmd, int argc, char **argv, struct cli_args *a)
+{
+  memset (a, 0, sizeof (*a));
+  for (int i = 1; i < argc; i++)
+    {
+      char *arg = argv[i];
+      if (strcmp (arg, "--") == 0)
+        {
+          if (!cmd->takes_command)
+            {
+              cli_usage_error (NULL, "'runtime %s %s' takes no command after --", cmd->group, cmd->name);
+              return -1;
+            }
+          a->rest = argv + i + 1;
+          a->nrest = argc - i - 1;
+          break;
+        }
+      if (strncmp (arg, "--", 2) == 0)
+        {
+          const char *eq = strchr (arg + 2, '=');
+          const struct cli_opt *o;
+          const char *value = NULL;
+          char name[64];
+          int idx = -1;
+
+          /* argv stays untouched: the name is copied out.  */
+          snprintf (name, sizeof (name), "%.*s", eq ? (int) (eq - arg - 2) : (int) strlen (arg + 2), arg + 2);
+          o = find_opt (cmd, name, &idx);
+          if (o == NULL)
+            {
+              const char *names[CLI_MAX_OPTS + 4];
+              const char *s;
+              int n = 0;
+              char hint[256];
+              for (const struct cli_opt *p = cmd->opts; p && p->name && n < CLI_MAX_OPTS; p++)
+                names[n++] = p->name;
+              names[n++] = "json";
+              names[n++] = "help";
+              names[n] = NULL;
+              s = cli_suggest (name, names);
+              if (cmd->takes_command && a->rest == NULL)
+                snprintf (hint, sizeof (hint), "put the command to run after --: runtime %s %s %s", cmd->group,
+                          cmd->name, cmd->usage);
+              else
+                snprintf (hint, sizeof (hint), "runtime %s %s --help lists the options", cmd->group, cmd->name);
+              if (s)
+                cli_usage_error (hint, "Unknown option --%s. Did you mean --%s?", name, s);
+              else
+                cli_usage_error (hint, "Unknown option --%s.", name);
+              return -1;
+            }
+          if (o->metavar)
+            {
+              if (eq)
+                value = eq + 1;
+              else if (i + 1 < argc && strcmp (argv[i + 1], "--") != 0)
+                value = argv[++i];
+              else
+                {
+                  cli_usage_error (NULL, "--%s needs a value (%s)", o->name, o->metavar);
+                  return -1;
+                }
+            }
+          else if (eq)
+            {
+              cli_usage_error (NULL, "--%s takes no value", o->name);
+              return -1;
+            }
+          if (idx < 0)
+            {
+              if (strcmp (o->name, "help") == 0)
+                {
+                  cli_print_help (cmd);
+                  return 1;
+                }
+              a->json = true;
+              continue;
+            }
+          if (a->count[idx] > 0 && !o->repeat)
+            {
+              cli_usage_error (NULL, "--%s given twice", o->name);
+              return -1;
+            }
+          if (o->repeat)
+            {
+              const char **m = realloc (a->multi[idx], (a->count[idx] + 2) * sizeof (char *));
+              if (m == NULL)
+                return -1;
+              m[a->count[idx]] = value;
+              m[a->count[idx] + 1] = NULL;
+              a->multi[idx] = m;
+            }
+          a->count[idx]++;
+          a->val[idx] = value ? value : "";
+          continue;
+        }
+      if (cmd->takes_command)
+        {
+          cli_usage_error ("put the command to run after --, for example: runtime sandbox run -- python3 -V",
+                           "'%s' is not an option of 'runtime %s %s'", arg, cmd->group, cmd->name);
+          return -1;
+        }
+      if (a->npos >= cmd->max_pos || a->npos >= CLI_MAX_POS)
+        {
+          cli_usage_error (NULL, "unexpected argument '%s'", arg);
+          return -1;
+        }
+      a->pos[a->npos++] = arg;
+    }
+  if (a->npos < cmd->min_pos)
+    {
+      cli_usage_error (NULL, "usage: runtime %s %s %s", cmd->group, cmd->name, cmd->usage);
+      return -1;
+    }
+  if (cmd->takes_command && a->nrest == 0)
+    {
+      char hint[256];
+      snprintf (hint, sizeof (hint), "for example: runtime %s %s -- python3 -c 'print(6*7)'", cmd->group, cmd->name);
+      cli_usage_error (hint, "no command given: put it after --");
+      return -1;
+    }
+  return 0;
+}
+
+void
+cli_args_free (struct cli_args *a)
+{
+  for (int i = 0; i < CLI_MAX_OPTS; i++)
+    free (a->multi[i]);
+}
+
+const char *
+cli_opt (struct cli_command *cmd, struct cli_args *a, const char *name)
+{
+  int i = 0;
+  for (const struct cli_opt *o = cmd->opts; o && o->name; o++, i++)
+    if (strcmp (o->name, name) == 0)
+      return a->val[i];
+  return NULL;
+}
+
+int
+cli_opt_uint (struct cli_command *cmd, struct cli_args *a, const char *name, unsigned long min, unsigned long max,
+              unsigned long *out)
+{
+  const char *v = cli_opt (cmd, a, name);
+  char *end = NULL;
+  unsigned long n;
+
+  if (v == NULL)
+    return 0;
+  errno = 0;
+  n = strtoul (v, &end, 10);
+  if (*v == '\0' || *v == '-' || *end != '\0' || errno != 0 || n < min || n > max)
+    {
+      cli_usage_error (NULL, "--%s must be a whole number from %lu to %lu, not '%s'", name, min, max, v);
+      return -1;
+    }
+  *out = n;
+  return 0;
+}
+
+int
+cli_group_dispatch (const char *group, struct cli_command *cmds, int argc, char **argv)
+{
+  const char *names[32];
+  const char *s;
+  int n = 0;
+
+  if (argc < 2 || strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "help") == 0)
+    {
+      printf ("Usage: runtime %s <command> [options]\n\nCommands:\n", group);
+      for (struct cli_command *c = cmds; c->name; c++)
+        printf ("  %-10s %s\n", c->name, c->summary);
+      printf ("\n'runtime %s <command> --help' shows a command's options.\n", group);
+      return argc < 2 ? 1 : 0;
+    }
+  for (struct cli_command *c = cmds; c->name; c++)
+    {
+      if (strcmp (c->name, argv[1]) == 0)
+        {
+          c->group = group;
+          return c->run (c, argc - 1, argv + 1);
+        }
+      if (n < 31)
+        names[n++] = c->name;
+    }
+  names[n] = NULL;
+  s = cli_suggest (argv[1], names);
+  {
+    char hint[128];
+    snprintf (hint, sizeof (hint), "runtime %s --help lists the commands", group);
+    if (s)
+      return cli_usage_error (hint, "Unknown command '%s %s'. Did you mean '%s'?", group, argv[1], s);
+    return cli_usage_error (hint, "Unknown command '%s %s'.", group, argv[1]);
+  }
+}
+
+void
+cli_progress (void *data, const char *line)
+{
+  (void) data;
+  fprintf (stderr, "runtime: %s\n", line);
+}
+
+rt_context *
+cli_context (void)
+{
+  rt_context *ctx = NULL;
+  rt_error *err = NULL;
+
+  if (rt_context_new (&ctx, &err) < 0)
+    {
+      cli_error (err);
+      rt_error_free (err);
+      return NULL;
+    }
+  rt_context_set_progress (ctx, cli_progress, NULL);
+  return ctx;
+}

@@ -1,0 +1,135 @@
+/* util.h - cleanup attributes, ownership and small I/O helpers.  */
+#ifndef RT_UTIL_H
+#define RT_UTIL_H
+
+#include <dirent.h>
+#include <json-c/json.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+#define RT_PRINTF(a, b) __attribute__ ((format (printf, a, b)))
+
+static inline void
+cleanup_freep (void *p)
+{
+  free (*(void **) p);
+}
+static inline void
+cleanup_closep (int *fd)
+{
+  if (*fd >= 0)
+    {
+      int saved = errno;
+      close (*fd);
+      errno = saved;
+    }
+}
+static inline void
+cleanup_filep (FILE **f)
+{
+  if (*f)
+    fclose (*f);
+}
+static inline void
+cleanup_dirp (DIR **d)
+{
+  if (*d)
+    closedir (*d);
+}
+static inline void
+cleanup_strvp (char ***v)
+{
+  if (*v)
+    {
+      for (char **p = *v; *p; p++)
+        free (*p);
+      free (*v);
+    }
+}
+static inline void
+cleanup_errorp (rt_error **e)
+{
+  rt_error_free (*e);
+}
+
+static inline void
+cleanup_jsonp (json_object **o)
+{
+  if (*o)
+    json_object_put (*o);
+}
+
+#define cleanup_free __attribute__ ((cleanup (cleanup_freep)))
+#define cleanup_close __attribute__ ((cleanup (cleanup_closep)))
+#define cleanup_file __attribute__ ((cleanup (cleanup_filep)))
+#define cleanup_dir __attribute__ ((cleanup (cleanup_dirp)))
+#define cleanup_strv __attribute__ ((cleanup (cleanup_strvp)))
+#define cleanup_error __attribute__ ((cleanup (cleanup_errorp)))
+#define cleanup_json __attribute__ ((cleanup (cleanup_jsonp)))
+
+static inline void *
+steal_pointer_impl (void *pp)
+{
+  void **p = (void **) pp;
+  void *v = *p;
+  *p = NULL;
+  return v;
+}
+#define steal_pointer(pp) ((__typeof__ (*(pp))) steal_pointer_impl (pp))
+
+static inline int
+steal_fd (int *fd)
+{
+  int v = *fd;
+  *fd = -1;
+  return v;
+}
+
+/* error.c */
+int rt_error_set (rt_error **err, int status, const char *code, const char *fmt, ...) RT_PRINTF (4, 5);
+/* Sets a hint on an error already set; returns err's status negated.  */
+int rt_error_hint (rt_error **err, const char *fmt, ...) RT_PRINTF (2, 3);
+/* Prefixes the message of an error already set ("context: message").  */
+int rt_error_prefix (rt_error **err, const char *fmt, ...) RT_PRINTF (2, 3);
+int rt_error_oom (rt_error **err);
+
+/* util.c */
+char *rt_strdup_printf (const char *fmt, ...) RT_PRINTF (1, 2);
+int rt_write_all (int fd, const void *buf, size_t len);
+/* Reads a whole file; *out is NUL-terminated.  */
+int rt_read_file (const char *path, char **out, size_t *len, rt_error **err);
+/* Writes a file through a temp name and rename, so readers never see half.  */
+int rt_write_file_atomic (const char *path, const void *data, size_t len, mode_t mode, rt_error **err);
+int rt_mkdir_p (const char *path, mode_t mode, rt_error **err);
+/* Removes a tree; missing is fine.  */
+int rt_rm_rf (const char *path, rt_error **err);
+/* Finds an executable in $PATH; NULL when absent.  */
+char *rt_find_program (const char *name);
+uint64_t rt_now_ms (void);
+/* Runs argv with stdout+stderr captured into *output (may be NULL); returns
+   the exit status (>= 0) or a negative errno when it could not run.  */
+int rt_run_capture (char *const argv[], char **output, rt_error **err);
+/* Last `lines` lines of a text file, for error messages.  */
+char *rt_file_tail (const char *path, int lines);
+/* The start time of a process (clock ticks since boot, /proc/PID/stat
+   field 22), 0 when it does not exist: with the pid it names a process
+   uniquely, where a pid alone may be reused.  */
+unsigned long long rt_proc_starttime (pid_t pid);
+/* Opens (creating) and flocks @path exclusively; *out is the held fd.  */
+int rt_lock_file (const char *path, int *out, rt_error **err);
+/* Makes @dir and locks @dir/.lock.  */
+int rt_lock_dir (const char *dir, int *out, rt_error **err);
+/* Removes the entries of @dir matching the fnmatch @pattern: leftovers of
+   a process that died in a slow step.  Call with the dir's lock held.  */
+void rt_remove_matching (const char *dir, const char *pattern);
+/* Hex SHA-256 of a file.  */
+int rt_sha256_file (const char *path, char out[65], rt_error **err);
+
+#endif

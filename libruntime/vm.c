@@ -1,0 +1,202 @@
+/* vm.c - builds the QEMU microvm command line and runs it.  */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include "vm.h"
+
+#define MAX_ARGS 64
+
+int
+rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, rt_error **err)
+{
+  cleanup_free char *mem = rt_strdup_printf ("%u", cfg->memory_mib);
+  cleanup_free char *smp = rt_strdup_printf ("%u", cfg->vcpu);
+  cleanup_free char *console = rt_strdup_printf ("file:%s/console.log", cfg->dir);
+  cleanup_free char *append = NULL, *chardev = NULL, *drive = NULL, *qmp = NULL, *log = NULL, *tsc = NULL;
+  const char *argv[MAX_ARGS];
+  unsigned long khz = 0;
+  bool tcg = strcmp (cfg->accel, "tcg") == 0;
+  int n = 0, logfd;
+  pid_t pid;
+
+  memset (vm, 0, sizeof (*vm));
+  vm->pid = -1;
+  vm->pidfd = -1;
+  if (ctx->qemu == NULL)
+    {
+      rt_error_set (err, ENOENT, "startup_failed", "qemu-system-x86_64 not found");
+      return rt_error_hint (err, "apt-get install qemu-system-x86");
+    }
+  /* Without the TSC frequency, TCG guests hang at random after "Marking
+     TSC unstable" (ARCHITECTURE.md).  */
+  if (tcg && (khz = rt_host_tsc_khz ()) > 0)
+    tsc = rt_strdup_printf (" tsc_early_khz=%lu", khz);
+  append = rt_strdup_printf ("console=ttyS0 quiet panic=-1 reboot=t%s%s%s", tsc ? tsc : "",
+                             cfg->cmdline ? " " : "", cfg->cmdline ? cfg->cmdline : "");
+  vm->agent_sock = rt_strdup_printf ("%s/agent.sock", cfg->dir);
+  vm->console_log = rt_strdup_printf ("%s/console.log", cfg->dir);
+  chardev = rt_strdup_printf ("socket,id=agent,path=%s,server=on,wait=off", vm->agent_sock);
+  qmp = rt_strdup_printf ("unix:%s/qmp.sock,server=on,wait=off", cfg->dir);
+  log = rt_strdup_printf ("%s/qemu.log", cfg->dir);
+  if (cfg->disk)
+    drive = rt_strdup_printf ("id=root,file=%s,format=raw,if=none,snapshot=on,discard=unmap", cfg->disk);
+  if (!mem || !smp || !console || !append || !vm->agent_sock || !vm->console_log || !chardev || !qmp || !log
+      || (cfg->disk && !drive))
+    return rt_error_oom (err);
+
+  argv[n++] = ctx->qemu;
+  argv[n++] = "-M";
+  argv[n++] = "microvm,x-option-roms=off,isa-serial=on,rtc=on";
+  argv[n++] = "-accel";
+  argv[n++] = tcg ? "tcg,tb-size=64" : "kvm";
+  argv[n++] = "-cpu";
+  argv[n++] = tcg ? "max" : "host";
+  argv[n++] = "-m";
+  argv[n++] = mem;
+  argv[n++] = "-smp";
+  argv[n++] = smp;
+  argv[n++] = "-nodefaults";
+  argv[n++] = "-no-user-config";
+  argv[n++] = "-display";
+  argv[n++] = "none";
+  argv[n++] = "-no-reboot";
+  argv[n++] = "-serial";
+  argv[n++] = console;
+  argv[n++] = "-kernel";
+  argv[n++] = cfg->vmlinux;
+  argv[n++] = "-initrd";
+  argv[n++] = cfg->initramfs;
+  argv[n++] = "-append";
+  argv[n++] = append;
+  if (cfg->channel)
+    {
+      argv[n++] = "-device";
+      argv[n++] = "virtio-serial-device";
+      argv[n++] = "-chardev";
+      argv[n++] = chardev;
+      argv[n++] = "-device";
+      argv[n++] = "virtserialport,chardev=agent,name=runtime.agent";
+      argv[n++] = "-qmp";
+      argv[n++] = qmp;
+    }
+  if (cfg->disk)
+    {
+      argv[n++] = "-drive";
+      argv[n++] = drive;
+      argv[n++] = "-device";
+      argv[n++] = "virtio-blk-device,drive=root";
+    }
+  argv[n] = NULL;
+
+  logfd = open (log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (logfd < 0)
+    return rt_error_set (err, errno, "startup_failed", "cannot create '%s': %s", log, strerror (errno));
+  pid = fork ();
+  if (pid < 0)
+    {
+      close (logfd);
+      return rt_error_set (err, errno, "startup_failed", "fork: %s", strerror (errno));
+    }
+  if (pid == 0)
+    {
+      int devnull = open ("/dev/null", O_RDONLY);
+      pid_t parent = getppid ();
+      sigset_t all;
+
+      /* Its own session keeps the terminal's Ctrl-C away from QEMU: the
+         caller decides what an interrupt means.  Death of the caller must
+         not leave a VM behind.  */
+      setsid ();
+      prctl (PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid () != parent)
+        _exit (1);
+      sigemptyset (&all);
+      sigprocmask (SIG_SETMASK, &all, NULL);
+      dup2 (devnull, 0);
+      dup2 (logfd, 1);
+      dup2 (logfd, 2);
+      /* snapshot=on puts its temporary overlay in $TMPDIR: keep it in the
+         state dir so it goes with the sandbox even after a SIGKILL.  */
+      setenv ("TMPDIR", cfg->dir, 1);
+      execv (argv[0], (char **) argv);
+      dprintf (2, "cannot run %s: %s\n", argv[0], strerror (errno));
+      _exit (127);
+    }
+  close (logfd);
+  vm->pid = pid;
+  vm->pidfd = pidfd_open (pid, 0);
+  if (vm->pidfd < 0)
+    {
+      int e = errno;
+      rt_vm_kill (vm);
+      return rt_error_set (err, e, "startup_failed", "pidfd_open: %s", strerror (e));
+    }
+  fcntl (vm->pidfd, F_SETFD, FD_CLOEXEC);
+  return 0;
+}
+
+int
+rt_vm_wait (struct rt_vm *vm, int timeout_ms, int *status)
+{
+  struct pollfd pfd = { .fd = vm->pidfd, .events = POLLIN };
+  int st = 0;
+
+  if (vm->pid <= 0)
+    return 1;
+  if (timeout_ms != 0 && poll (&pfd, 1, timeout_ms) <= 0)
+    return 0;
+  if (waitpid (vm->pid, &st, WNOHANG) != vm->pid)
+    return 0;
+  vm->pid = -1;
+  if (status)
+    *status = st;
+  return 1;
+}
+
+void
+rt_vm_kill (struct rt_vm *vm)
+{
+  if (vm->pid > 0)
+    {
+      kill (vm->pid, SIGKILL);
+      while (waitpid (vm->pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+      vm->pid = -1;
+    }
+  if (vm->pidfd >= 0)
+    close (vm->pidfd);
+  vm->pidfd = -1;
+  free (vm->agent_sock);
+  free (vm->console_log);
+  vm->agent_sock = vm->console_log = NULL;
+}
+
+int
+rt_vm_startup_error (struct rt_vm *vm, rt_error **err, const char *what)
+{
+  cleanup_free char *tail = vm->console_log ? rt_file_tail (vm->console_log, 40) : NULL;
+  const char *show = tail, *panic;
+  int lines = 0;
+
+  rt_error_set (err, EIO, "startup_failed", "the sandbox did not start: %s", what);
+  if (tail == NULL || *tail == '\0')
+    return rt_error_hint (err, "the guest printed nothing on its console");
+  /* A panic's cause is on the lines just before its stack dump.  */
+  panic = strstr (tail, "Kernel panic");
+  if (panic)
+    {
+      for (show = panic; show > tail && lines < 3; show--)
+        if (show[-1] == '\n' && ++lines == 3)
+          break;
+      return rt_error_hint (err, "console:\n%.*s", (int) (strchrnul (panic, '\n') - show), show);
+    }
+  for (show = tail + strlen (tail); show > tail; show--)
+    if (show[-1] == '\n' && ++lines == 8)
+      break;
+  return rt_error_hint (err, "last console lines:\n%s", show);
+}

@@ -1,0 +1,66 @@
+#!/bin/bash
+# errors.sh - every user-facing error is one clear line, exit 1, and leaves
+# nothing behind.
+. "$(dirname "$0")/libtest.sh"
+
+# expect_error DESC CODE PATTERN CMD…: exit 1, "Error [CODE]: …PATTERN…".
+expect_error() {
+    local d=$1 code=$2 pat=$3 rc; shift 3
+    "$@" >"$tmp/out" 2>"$tmp/err" </dev/null; rc=$?
+    if [ "$rc" = 1 ] && grep -q "^Error \[$code\]: .*$pat" "$tmp/err" && [ ! -s "$tmp/out" ]; then
+        ok "$d"
+    else
+        fail "$d"; diag "exit $rc" "$(cat "$tmp/err" "$tmp/out")"
+    fi
+}
+
+expect_error "unknown option suggests the right one" usage "Unknown option --memory-mib. Did you mean --memory?" \
+    runtime sandbox run --memory-mib 512 -- true
+check "a stray option hints to put the command after --" grep -q "^Hint: put the command to run after --" "$tmp/err"
+expect_error "a command without -- is refused" usage "is not an option" runtime sandbox run python3 -c 1
+expect_error "no command at all" usage "no command given" runtime sandbox run
+expect_error "unknown command suggests" usage "Did you mean 'run'" runtime sandbox rnu
+expect_error "unknown group suggests" usage "Did you mean 'sandbox'" runtime sandbx run
+expect_error "bad --vcpu" usage "vcpu must be a whole number from 1 to 16" runtime sandbox run --vcpu 0 -- true
+expect_error "bad --timeout" usage "timeout must be a whole number" runtime sandbox run --timeout soon -- true
+expect_error "unknown image" image_not_found "image 'nope' not found" runtime sandbox run --image nope -- true
+
+# --json errors are one JSON object on stderr.
+runtime sandbox run --json --memory-mib 1 -- true >"$tmp/out" 2>"$tmp/err"; rc=$?
+is "--json usage error exits 1" "$rc" 1
+is "--json error shape" "$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["error"]; print(e["code"], "memory" in e["message"], "hint" in e)' "$tmp/err")" "usage True True"
+
+# Help runs nothing and exits 0.
+runtime sandbox run --help >"$tmp/out"; is "--help exits 0" "$?" 0
+check "--help lists --timeout with its default" grep -q -- "--timeout S.*default" "$tmp/out"
+runtime --version | grep -q '^runtime [0-9]'; is "--version" "$?" 0
+
+# QEMU missing: the package is named, nothing is left.
+expect_error "QEMU missing names the package" startup_failed "qemu-system-x86_64 not found" \
+    env RUNTIME_QEMU=/nonexistent/qemu runtime sandbox run -- true
+check "… with the apt-get hint" grep -q "apt-get install qemu-system-x86" "$tmp/err"
+check_no_leaks "after QEMU missing"
+mkdir -p "$tmp/c1"; cp -a "${RUNTIME_CACHE_DIR:-/var/cache/runtime}/kernel" "$tmp/c1/"
+env RUNTIME_CACHE_DIR="$tmp/c1" RUNTIME_QEMU=/nonexistent/qemu runtime sandbox run -- true 2>/dev/null
+check "a missing QEMU caches no accelerator verdict" test ! -e "$tmp/c1/accel"
+
+# A kernel that cannot be had, in a private cache.
+cache="$tmp/cache"; mkdir -p "$cache"
+shared=${RUNTIME_CACHE_DIR:-/var/cache/runtime}
+ln -s "$shared/base" "$cache/base"; ln -s "$shared/disks" "$cache/disks"; cp "$shared/accel" "$cache/" 2>/dev/null
+expect_error "a missing kernel package is one clear error" internal "" \
+    env RUNTIME_CACHE_DIR="$cache" RUNTIME_KERNEL=/nonexistent/linux.deb runtime sandbox run -- true
+check "… naming the file" grep -q "/nonexistent/linux.deb" "$tmp/err"
+check "… and leaving no half-made kernel" test -z "$(ls -A "$cache/kernel" 2>/dev/null | grep -v '^\.lock$')"
+check_no_leaks "after a missing kernel"
+
+# A guest that cannot boot: an agent that is not a static binary panics the
+# kernel; the error carries the console's last lines.
+cp -a "$shared/kernel" "$cache/kernel.tmp" && rm -rf "$cache/kernel" && mv "$cache/kernel.tmp" "$cache/kernel"
+printf '#!/bin/nonexistent\n' > "$tmp/bad-agent"; chmod +x "$tmp/bad-agent"
+expect_error "a guest that fails to boot is startup_failed" startup_failed "did not start" \
+    env RUNTIME_CACHE_DIR="$cache" RUNTIME_AGENT="$tmp/bad-agent" runtime sandbox run -- true
+check "… with the console's last lines" grep -qi "panic\|init" "$tmp/err"
+check_no_leaks "after a failed boot"
+
+done_testing

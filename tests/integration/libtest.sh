@@ -1,0 +1,45 @@
+# libtest.sh - sourced by each integration test: TAP output, a private state
+# dir, and a cleanup that runs whatever happened.
+set -u
+n=0
+failed=0
+tmp=$(mktemp -d /tmp/rt-test.XXXXXX)
+export RUNTIME_STATE_DIR="$tmp/state"
+: "${RUNTIME_DATA_DIR:=${RUNTIME_TEST_DATA:-$tmp/data}}"
+export RUNTIME_DATA_DIR
+
+ok()   { n=$((n + 1)); echo "ok $n - $1"; }
+fail() { n=$((n + 1)); echo "not ok $n - $1"; failed=1; }
+diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
+# check DESC CMD…: ok when CMD succeeds.
+check() { local d=$1; shift; if "$@"; then ok "$d"; else fail "$d"; fi; }
+# is DESC GOT WANT
+is() {
+    if [ "$2" = "$3" ]; then ok "$1"; else fail "$1"; diag "got:  $(printf %q "$2")" "want: $(printf %q "$3")"; fi
+}
+
+# QEMU processes started for this test's state dir.
+our_qemus() { pgrep -f "qemu-system-x86_64.*$RUNTIME_STATE_DIR" 2>/dev/null || true; }
+
+cleanup() {
+    local left
+    left=$(our_qemus)
+    if [ -n "$left" ]; then
+        echo "# cleanup: killing leftover QEMU $left"
+        kill -9 $left 2>/dev/null
+    fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# Nothing of this test may be left: no QEMU, no sandbox dir.
+check_no_leaks() {
+    local what=$1
+    is "$what: no QEMU left" "$(our_qemus)" ""
+    is "$what: no sandbox state left" "$(ls -A "$RUNTIME_STATE_DIR" 2>/dev/null)" ""
+}
+
+done_testing() {
+    echo "1..$n"
+    exit $failed
+}

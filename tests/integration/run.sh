@@ -1,0 +1,55 @@
+#!/bin/bash
+# run.sh - `runtime sandbox run`: output, exit codes, argv, stdin, --json.
+. "$(dirname "$0")/libtest.sh"
+
+out=$(runtime sandbox run -- python3 -c 'print(6*7)'); rc=$?
+is "prints 42" "$out" "42"
+is "exit 0" "$rc" 0
+
+runtime sandbox run -- false; is "exit 1 passed through" "$?" 1
+runtime sandbox run -- bash -c 'exit 3'; is "exit 3 passed through" "$?" 3
+
+runtime sandbox run -- bash -c 'kill -USR1 $$'; is "killed by SIGUSR1 (10) gives 138" "$?" 138
+
+start=$(date +%s)
+runtime sandbox run --timeout 2 -- sleep 60 2>"$tmp/err"; rc=$?
+is "timeout gives 124" "$rc" 124
+check "timeout message on stderr" grep -q "runtime: timed out after 2 s; the command's process group was killed." "$tmp/err"
+check "timeout did not wait for the command" test $(( $(date +%s) - start )) -lt 40
+
+runtime sandbox run -- bash -c 'echo out1; echo err1 >&2; echo out2; echo err2 >&2' >"$tmp/o" 2>"$tmp/e"
+is "stdout kept apart" "$(cat "$tmp/o")" "$(printf 'out1\nout2')"
+is "stderr kept apart" "$(cat "$tmp/e")" "$(printf 'err1\nerr2')"
+
+# 1 MiB (and more) of output arrives intact.
+runtime sandbox run -- bash -c 'head -c 1500000 /dev/urandom > /tmp/blob; sha256sum < /tmp/blob >&2; cat /tmp/blob' >"$tmp/blob" 2>"$tmp/sum"
+is "1.5 MB of binary output intact" "$(sha256sum < "$tmp/blob")" "$(cat "$tmp/sum")"
+
+# argv passes through unmangled; one argument runs under bash -c.
+out=$(runtime sandbox run -- printf '[%s]' 'a b' '"q"' "it's" '$HOME' '*' '')
+is "argv with spaces, quotes, \$ and globs unmangled" "$out" "[a b][\"q\"][it's][\$HOME][*][]"
+out=$(runtime sandbox run -- 'echo $((6*7)) | tr 4 X; echo $0')
+is "one argument runs under bash -c" "$out" "$(printf 'X2\nbash')"
+
+out=$(printf 'from the host\n' | runtime sandbox run -- tr a-z A-Z)
+is "piped stdin reaches the command" "$out" "FROM THE HOST"
+
+out=$(runtime sandbox run -- bash -c 'id -un; pwd; echo $HOME')
+is "runs as user runtime in /workspace" "$out" "$(printf 'runtime\n/workspace\n/workspace')"
+
+out=$(runtime sandbox run --vcpu 1 --memory 512 -- bash -c 'nproc; awk "/MemTotal/ {print (\$2 > 400000 && \$2 < 530000)}" /proc/meminfo')
+is "--vcpu and --memory shape the VM" "$out" "$(printf '1\n1')"
+
+json=$(runtime sandbox run --json -- bash -c 'echo hi; echo oops >&2; exit 5'); rc=$?
+is "--json keeps the exit code" "$rc" 5
+is "--json result" "$(printf '%s' "$json" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["exitCode"], repr(r["stdout"]), repr(r["stderr"]), r["timedOut"], r["stdoutTruncated"], r["stderrTruncated"], type(r["durationMs"]).__name__)')" "5 'hi\\n' 'oops\\n' False False False int"
+
+json=$(runtime sandbox run --json -- head -c 100000 /dev/zero)
+is "--json caps stdout at 64 KiB with the default 60 s timeout" "$(printf '%s' "$json" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(len(r["stdout"]), r["stdoutTruncated"])')" "65536 True"
+
+out=$(runtime sandbox run -- nosuchprogram 2>"$tmp/err"); rc=$?
+is "a missing program exits 127" "$rc" 127
+check "and says so" grep -q "nosuchprogram" "$tmp/err"
+
+check_no_leaks "after every run"
+done_testing
