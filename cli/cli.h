@@ -61,6 +61,8 @@ int cli_opt_uint (struct cli_command *cmd, struct cli_args *a, const char *name,
 /* Prints an error (text or JSON) on stderr; returns 1, the exit code.  */
 int cli_error (const rt_error *err);
 int cli_usage_error (const char *hint, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+/* An error with any code (text or JSON, as cli_error); returns 1.  */
+int cli_fail (const char *code, const char *hint, const char *fmt, ...) __attribute__ ((format (printf, 3, 4)));
 /* The closest name to @word in @names (NULL-terminated), or NULL.  */
 const char *cli_suggest (const char *word, const char *const *names);
 void cli_print_help (struct cli_command *cmd);

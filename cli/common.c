@@ -25,7 +25,7 @@ cli_error (const rt_error *err)
       json_object_object_add (e, "message", json_object_new_string (msg));
       json_object_object_add (e, "hint", hint ? json_object_new_string (hint) : NULL);
       json_object_object_add (o, "error", e);
-      fprintf (stderr, "%s\n", json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN));
+      fprintf (stderr, "%s\n", json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
       json_object_put (o);
     }
   else
@@ -37,19 +37,40 @@ cli_error (const rt_error *err)
   return 1;
 }
 
-int
-cli_usage_error (const char *hint, const char *fmt, ...)
+static int
+vfail (const char *code, const char *hint, const char *fmt, va_list ap)
 {
-  rt_error e = { EINVAL, (char *) "usage", NULL, (char *) hint };
+  rt_error e = { EINVAL, (char *) code, NULL, (char *) hint };
+  int ret;
+
+  if (vasprintf (&e.msg, fmt, ap) < 0)
+    e.msg = NULL;
+  ret = cli_error (&e);
+  free (e.msg);
+  return ret;
+}
+
+int
+cli_fail (const char *code, const char *hint, const char *fmt, ...)
+{
   va_list ap;
   int ret;
 
   va_start (ap, fmt);
-  if (vasprintf (&e.msg, fmt, ap) < 0)
-    e.msg = NULL;
+  ret = vfail (code, hint, fmt, ap);
   va_end (ap);
-  ret = cli_error (&e);
-  free (e.msg);
+  return ret;
+}
+
+int
+cli_usage_error (const char *hint, const char *fmt, ...)
+{
+  va_list ap;
+  int ret;
+
+  va_start (ap, fmt);
+  ret = vfail ("usage", hint, fmt, ap);
+  va_end (ap);
   return ret;
 }
 

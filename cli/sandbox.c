@@ -2,7 +2,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,232 @@
 #define JSON_LARGE_CAP (1024 * 1024)
 #define DEFAULT_JSON_TIMEOUT_S 60
 #define MAX_TIMEOUT_S (24 * 3600)
+#define MAX_LABELS 32
+#define MAX_ENV 32
+#define MAX_ENV_BYTES (32 * 1024)
+#define MAX_NAME 63
+#define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+static const char *const states[] = { "starting", "running", "pausing", "paused", "resuming", "stopping", "stopped",
+                                      NULL };
+static const char *const on_timeout_values[] = { "pause", "stop", NULL };
+
+/* Prints and frees a library error; returns the exit code.  */
+static int
+lib_fail (rt_error *err)
+{
+  int ret = cli_error (err);
+  rt_error_free (err);
+  return ret;
+}
+
+/* Every value of a repeatable option, NULL-terminated, or NULL.  */
+static const char **
+opt_list (struct cli_command *cmd, struct cli_args *a, const char *name, int *n)
+{
+  int i = 0;
+  for (const struct cli_opt *o = cmd->opts; o && o->name; o++, i++)
+    if (strcmp (o->name, name) == 0)
+      {
+        *n = a->count[i];
+        return a->multi[i];
+      }
+  *n = 0;
+  return NULL;
+}
+
+static bool
+has_opt (struct cli_command *cmd, struct cli_args *a, const char *name)
+{
+  return cli_opt (cmd, a, name) != NULL;
+}
+
+/* One of @names, or a usage error naming the likeliest one.  */
+static int
+check_choice (const char *opt, const char *v, const char *const *names)
+{
+  const char *s;
+
+  for (const char *const *p = names; *p; p++)
+    if (strcmp (*p, v) == 0)
+      return 0;
+  s = cli_suggest (v, names);
+  {
+    char list[256] = "";
+    for (const char *const *p = names; *p; p++)
+      snprintf (list + strlen (list), sizeof (list) - strlen (list), "%s%s", p == names ? "" : ", ", *p);
+    if (s)
+      cli_usage_error (NULL, "--%s must be one of %s, not '%s'. Did you mean '%s'?", opt, list, v, s);
+    else
+      cli_usage_error (NULL, "--%s must be one of %s, not '%s'", opt, list, v);
+  }
+  return -1;
+}
+
+static bool
+env_name_ok (const char *s, size_t len)
+{
+  if (len == 0 || !((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
+    return false;
+  for (size_t i = 1; i < len; i++)
+    if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')
+          || s[i] == '_'))
+      return false;
+  return true;
+}
+
+/* K=V with a portable name.  The library checks again, but a typo is
+   cheaper to report before a VM boots.  @limits: also the 32 / 32 KiB cap
+   of a sandbox's own env.  */
+static int
+check_env (const char **env, int n, bool limits)
+{
+  size_t total = 0;
+
+  if (limits && n > MAX_ENV)
+    {
+      cli_fail ("env_too_large", NULL, "at most %d --env variables, not %d", MAX_ENV, n);
+      return -1;
+    }
+  for (int i = 0; i < n; i++)
+    {
+      const char *eq = strchr (env[i], '=');
+      if (eq == NULL || !env_name_ok (env[i], eq - env[i]))
+        {
+          cli_fail ("invalid_env", "names are letters, digits and _, not starting with a digit: --env NAME=VALUE",
+                "--env '%.*s' is not NAME=VALUE with a valid name", eq ? (int) (eq - env[i]) : 64, env[i]);
+          return -1;
+        }
+      total += strlen (env[i]) + 1;
+    }
+  if (limits && total > MAX_ENV_BYTES)
+    {
+      cli_fail ("env_too_large", "pass large inputs as files with 'runtime sandbox cp'",
+            "the --env variables take %zu bytes; at most %d are allowed", total, MAX_ENV_BYTES);
+      return -1;
+    }
+  return 0;
+}
+
+static int
+check_labels (const char **labels, int n)
+{
+  if (n > MAX_LABELS)
+    {
+      cli_usage_error (NULL, "at most %d --label options, not %d", MAX_LABELS, n);
+      return -1;
+    }
+  for (int i = 0; i < n; i++)
+    {
+      const char *eq = strchr (labels[i], '=');
+      if (eq == NULL || eq == labels[i])
+        {
+          cli_usage_error ("for example: --label team=ml", "--label '%s' is not key=value", labels[i]);
+          return -1;
+        }
+      for (int j = 0; j < i; j++)
+        if (strncmp (labels[j], labels[i], eq - labels[i] + 1) == 0)
+          {
+            cli_usage_error (NULL, "--label '%.*s' given twice", (int) (eq - labels[i]), labels[i]);
+            return -1;
+          }
+    }
+  return 0;
+}
+
+/* Names are shown in tables and completed in shells: keep them one word.  */
+static int
+check_name (const char *name)
+{
+  size_t len = strlen (name);
+
+  if (len == 0 || len > MAX_NAME)
+    {
+      cli_usage_error (NULL, "--name must be 1 to %d characters", MAX_NAME);
+      return -1;
+    }
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char) name[i] <= ' ' || name[i] == 0x7f || name[i] == '/')
+      {
+        cli_usage_error (NULL, "--name '%s' contains a space, a control character or '/'", name);
+        return -1;
+      }
+  return 0;
+}
+
+/* The options `create` and `run` share, into @cfg (which points into @a).  */
+static int
+read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config *cfg)
+{
+  unsigned long vcpu = 0, mem = 0, disk = 0;
+  const char **labels, **env;
+  int nlabels, nenv;
+
+  if (cli_opt_uint (cmd, a, "vcpu", 1, 16, &vcpu) < 0 || cli_opt_uint (cmd, a, "memory", 256, 65536, &mem) < 0
+      || cli_opt_uint (cmd, a, "disk", 512, 262144, &disk) < 0)
+    return -1;
+  cfg->vcpu = vcpu;
+  cfg->memory_mib = mem;
+  cfg->disk_mib = disk;
+  cfg->image = cli_opt (cmd, a, "image");
+  cfg->name = cli_opt (cmd, a, "name");
+  if (cfg->name && check_name (cfg->name) < 0)
+    return -1;
+  labels = opt_list (cmd, a, "label", &nlabels);
+  if (check_labels (labels, nlabels) < 0)
+    return -1;
+  cfg->labels = (char *const *) labels;
+  env = opt_list (cmd, a, "env", &nenv);
+  if (check_env (env, nenv, true) < 0)
+    return -1;
+  cfg->env = (char *const *) env;
+  return 0;
+}
+
+/* Parses a library JSON answer; prints an error when it is not JSON.  */
+static json_object *
+parse_json (const char *text)
+{
+  json_object *o = text ? json_tokener_parse (text) : NULL;
+
+  if (o == NULL)
+    cli_fail ("internal", NULL, "the library returned unreadable JSON");
+  return o;
+}
+
+static const char *
+jstr (json_object *o, const char *key)
+{
+  json_object *v;
+
+  if (!json_object_object_get_ex (o, key, &v) || v == NULL)
+    return NULL;
+  return json_object_get_string (v);
+}
+
+static void
+print_json (json_object *o)
+{
+  printf ("%s\n", json_object_to_json_string_ext (o, JSON_FLAGS));
+}
+
+/* Prints the library's object for @ref as is.  */
+static int
+print_get_json (rt_context *ctx, const char *ref)
+{
+  rt_error *err = NULL;
+  char *json = NULL;
+  size_t len;
+
+  if (rt_sandbox_get_json (ctx, ref, &json, &err) < 0)
+    return lib_fail (err);
+  len = strlen (json);
+  printf ("%s%s", json, len > 0 && json[len - 1] == '\n' ? "" : "\n");
+  free (json);
+  return 0;
+}
+
+/* -- running commands: `run` and `exec` share this path.  */
 
 struct capture
 {
@@ -28,6 +256,7 @@ struct capture
 struct output
 {
   bool json;
+  bool lost; /* a write to our stdout or stderr failed */
   struct capture out, err;
 };
 
@@ -70,6 +299,9 @@ on_output (void *data, int stream, const char *buf, size_t len)
         {
           if (errno == EINTR)
             continue;
+          /* Nobody reads the rest: stopping the command beats running it
+             blind.  */
+          o->lost = true;
           return -1;
         }
       buf += n;
@@ -123,135 +355,916 @@ read_stdin (char **out, size_t *len)
 }
 
 static void
-print_json_result (struct output *o, const rt_exec_result *res)
+print_json_result (struct output *o, const rt_exec_result *res, int code)
 {
   json_object *r = json_object_new_object ();
-  json_object_object_add (r, "exitCode", json_object_new_int (res->exit_code));
+  json_object_object_add (r, "exitCode", json_object_new_int (code));
   json_object_object_add (r, "stdout", json_object_new_string_len (o->out.buf ? o->out.buf : "", o->out.len));
   json_object_object_add (r, "stderr", json_object_new_string_len (o->err.buf ? o->err.buf : "", o->err.len));
   json_object_object_add (r, "timedOut", json_object_new_boolean (res->timed_out));
   json_object_object_add (r, "stdoutTruncated", json_object_new_boolean (o->out.truncated));
   json_object_object_add (r, "stderrTruncated", json_object_new_boolean (o->err.truncated));
   json_object_object_add (r, "durationMs", json_object_new_int64 (res->duration_ms));
-  printf ("%s\n", json_object_to_json_string_ext (r, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  print_json (r);
   json_object_put (r);
 }
 
-/* One argument runs under bash -c, several as argv with no shell.  */
-static char **
-command_argv (struct cli_args *a, char *shell[4])
+/* One command to run: everything checked and read before any sandbox is
+   touched.  */
+struct job
 {
-  if (a->nrest == 1)
-    {
-      shell[0] = (char *) "bash";
-      shell[1] = (char *) "-c";
-      shell[2] = a->rest[0];
-      shell[3] = NULL;
-      return shell;
-    }
-  return a->rest;
-}
+  char **argv;
+  char *shell[4];
+  const char *cwd;
+  const char **env;
+  unsigned long timeout_s; /* 0: none (24 h) */
+  char *input;
+  size_t input_len;
+  int sfd;
+  struct output o;
+};
 
 static int
-sandbox_run (struct cli_command *cmd, int argc, char **argv)
+job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct job *j)
 {
-  struct cli_args a;
-  rt_context *ctx = NULL;
-  rt_sandbox *sb = NULL;
-  rt_error *err = NULL;
-  rt_sandbox_config cfg = { 0 };
-  rt_exec_result res = { 0 };
-  struct output o = { 0 };
-  char *shell[4], *input = NULL;
-  size_t input_len = 0;
-  unsigned long vcpu = 0, mem = 0, timeout = 0;
   sigset_t mask;
-  int sfd = -1, ret, code = 1;
+  int ret;
 
-  ret = cli_parse (cmd, argc, argv, &a);
-  if (ret != 0)
-    return ret > 0 ? 0 : 1;
-  if (cli_opt_uint (cmd, &a, "vcpu", 1, 16, &vcpu) < 0 || cli_opt_uint (cmd, &a, "memory", 256, 65536, &mem) < 0
-      || cli_opt_uint (cmd, &a, "timeout", 1, MAX_TIMEOUT_S, &timeout) < 0)
-    goto out;
-  cfg.vcpu = vcpu;
-  cfg.memory_mib = mem;
-  cfg.image = cli_opt (cmd, &a, "image");
-  o.json = a.json;
-  if (a.json && timeout == 0)
-    timeout = DEFAULT_JSON_TIMEOUT_S;
-  o.out.cap = o.err.cap = timeout > 0 && timeout <= 60 ? JSON_SMALL_CAP : JSON_LARGE_CAP;
-  if (read_stdin (&input, &input_len) < 0)
-    goto out;
+  memset (j, 0, sizeof (*j));
+  j->sfd = -1;
+  if (cli_opt_uint (cmd, a, "timeout", 1, MAX_TIMEOUT_S, &j->timeout_s) < 0)
+    return -1;
+  j->cwd = cli_opt (cmd, a, "cwd");
+  if (j->cwd && j->cwd[0] != '/')
+    {
+      cli_usage_error ("for example: --cwd /workspace/src", "--cwd must be an absolute path, not '%s'", j->cwd);
+      return -1;
+    }
+  if (with_env)
+    {
+      int n;
+      j->env = opt_list (cmd, a, "env", &n);
+      if (check_env (j->env, n, false) < 0)
+        return -1;
+    }
+  /* One argument runs under bash -c, several as argv with no shell.  */
+  if (a->nrest == 1)
+    {
+      j->shell[0] = (char *) "bash";
+      j->shell[1] = (char *) "-c";
+      j->shell[2] = a->rest[0];
+      j->shell[3] = NULL;
+      j->argv = j->shell;
+    }
+  else
+    j->argv = a->rest;
+  j->o.json = a->json;
+  if (a->json && j->timeout_s == 0)
+    j->timeout_s = DEFAULT_JSON_TIMEOUT_S;
+  j->o.out.cap = j->o.err.cap = j->timeout_s > 0 && j->timeout_s <= 60 ? JSON_SMALL_CAP : JSON_LARGE_CAP;
+  ret = read_stdin (&j->input, &j->input_len);
+  if (ret < 0)
+    {
+      if (ret == -1)
+        cli_fail ("internal", NULL, "cannot read standard input: %s", strerror (errno));
+      return -1;
+    }
 
-  /* Ctrl-C, SIGTERM and SIGHUP become a request to stop the command: the
-     sandbox must still be torn down, so they must not kill us.  */
+  /* Ctrl-C, SIGTERM and SIGHUP become a request to stop the command (the
+     library watches the signalfd): a `run` must still tear its sandbox
+     down, so they must not kill us.  */
   sigemptyset (&mask);
   sigaddset (&mask, SIGINT);
   sigaddset (&mask, SIGTERM);
   sigaddset (&mask, SIGHUP);
   sigprocmask (SIG_BLOCK, &mask, NULL);
-  sfd = signalfd (-1, &mask, SFD_CLOEXEC);
+  j->sfd = signalfd (-1, &mask, SFD_CLOEXEC);
   signal (SIGPIPE, SIG_IGN);
+  return 0;
+}
+
+/* Runs the job; returns the exit code `run` and `exec` end with.  */
+static int
+job_run (rt_sandbox *sb, struct job *j)
+{
+  rt_exec_opts opts = { .cwd = j->cwd, .env = (char *const *) j->env, .stdin_data = j->input,
+                        .stdin_len = j->input_len, .timeout_ms = j->timeout_s * 1000ULL, .cancel_fd = j->sfd,
+                        .on_output = on_output, .data = &j->o };
+  rt_exec_result res = { 0 };
+  rt_error *err = NULL;
+  int code;
+
+  if (rt_sandbox_exec (sb, j->argv, &opts, &res, &err) < 0)
+    {
+      if (j->o.lost)
+        {
+          rt_error_free (err);
+          return 1;
+        }
+      return lib_fail (err);
+    }
+  if (res.timed_out)
+    fprintf (stderr, "runtime: timed out after %lu s; the command's process group was killed.\n",
+             j->timeout_s ? j->timeout_s : (unsigned long) MAX_TIMEOUT_S);
+  code = res.interrupted ? 130 : res.timed_out ? 124 : res.exit_code;
+  if (j->o.json)
+    print_json_result (&j->o, &res, code);
+  if (j->o.lost)
+    code = 1;
+  return code;
+}
+
+static void
+job_free (struct job *j)
+{
+  free (j->input);
+  free (j->o.out.buf);
+  free (j->o.err.buf);
+  if (j->sfd >= 0)
+    close (j->sfd);
+}
+
+/* cli_parse takes no positional word on a command followed by -- CMD, so
+   the sandbox's ID is taken out first: the first word before -- that is
+   neither an option nor an option's value.  @copy backs a->rest: free it
+   after @a.  */
+static int
+parse_ref_and_command (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, const char **ref,
+                       char ***copy)
+{
+  char **c = calloc (argc + 1, sizeof (char *));
+  int m = 0, ret;
+
+  *ref = NULL;
+  *copy = c;
+  if (c == NULL)
+    {
+      memset (a, 0, sizeof (*a));
+      return -1;
+    }
+  c[m++] = argv[0];
+  for (int i = 1; i < argc; i++)
+    {
+      const char *arg = argv[i];
+
+      if (*ref != NULL)
+        c[m++] = argv[i];
+      else if (strcmp (arg, "--") == 0)
+        {
+          /* No ID before --: cli_parse reports what else is wrong.  */
+          while (i < argc)
+            c[m++] = argv[i++];
+        }
+      else if (strncmp (arg, "--", 2) != 0)
+        *ref = arg;
+      else
+        {
+          c[m++] = argv[i];
+          if (strchr (arg, '=') == NULL && i + 1 < argc && strcmp (argv[i + 1], "--") != 0)
+            for (const struct cli_opt *o = cmd->opts; o && o->name; o++)
+              if (o->metavar && strcmp (o->name, arg + 2) == 0)
+                {
+                  c[m++] = argv[++i];
+                  break;
+                }
+        }
+    }
+  ret = cli_parse (cmd, m, c, a);
+  if (ret == 0 && *ref == NULL)
+    {
+      cli_usage_error ("'runtime sandbox ls' lists the sandboxes", "usage: runtime %s %s %s", cmd->group, cmd->name,
+                       cmd->usage);
+      return -1;
+    }
+  return ret;
+}
+
+/* -- commands  */
+
+static int
+sandbox_run (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  struct job j = { .sfd = -1 };
+  rt_context *ctx = NULL;
+  rt_sandbox *sb = NULL;
+  rt_error *err = NULL;
+  rt_sandbox_config cfg = { 0 };
+  int ret, code = 1;
+
+  ret = cli_parse (cmd, argc, argv, &a);
+  if (ret != 0)
+    {
+      cli_args_free (&a);
+      return ret > 0 ? 0 : 1;
+    }
+  if (read_create_opts (cmd, &a, &cfg) < 0 || job_prepare (cmd, &a, false, &j) < 0)
+    goto out;
+  /* Without --keep the sandbox must not outlive us, even after kill -9.  */
+  cfg.ephemeral = !has_opt (cmd, &a, "keep");
 
   ctx = cli_context ();
   if (ctx == NULL)
     goto out;
   if (rt_sandbox_create (ctx, &cfg, &sb, &err) < 0)
     {
-      code = cli_error (err);
+      code = lib_fail (err);
       goto out;
     }
-  {
-    rt_exec_opts opts = { .stdin_data = input, .stdin_len = input_len, .timeout_ms = timeout * 1000ULL,
-                          .cancel_fd = sfd, .on_output = on_output, .data = &o };
-    ret = rt_sandbox_exec (sb, command_argv (&a, shell), &opts, &res, &err);
-  }
-  if (ret < 0)
-    code = cli_error (err);
-  else
+  code = job_run (sb, &j);
+  if (has_opt (cmd, &a, "keep"))
     {
-      if (res.timed_out)
-        fprintf (stderr, "runtime: timed out after %lu s; the command's process group was killed.\n", timeout);
-      code = res.interrupted ? 130 : res.exit_code;
-      if (o.json)
-        print_json_result (&o, &res);
+      const char *id = rt_sandbox_id (sb);
+      fprintf (stderr,
+               "runtime: kept sandbox %s; run more with: runtime sandbox exec %s -- CMD\n"
+               "runtime: stop it with: runtime sandbox stop %s (or it pauses when its lease ends)\n",
+               id, id, id);
+      rt_sandbox_close (sb);
     }
-  rt_error_free (err);
-  err = NULL;
-  ret = rt_sandbox_destroy (sb, &err);
+  else if (rt_sandbox_destroy (sb, &err) < 0)
+    code = lib_fail (err);
   sb = NULL;
-  if (ret < 0)
-    {
-      cli_error (err);
-      code = 1;
-    }
 
 out:
+  /* Only an error before the command ran leaves @sb here.  */
   if (sb)
     rt_sandbox_destroy (sb, NULL);
-  rt_error_free (err);
   rt_context_free (ctx);
   cli_args_free (&a);
-  free (input);
-  free (o.out.buf);
-  free (o.err.buf);
-  if (sfd >= 0)
-    close (sfd);
+  job_free (&j);
   return code;
 }
 
+static int
+sandbox_exec (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  struct job j = { .sfd = -1 };
+  rt_context *ctx = NULL;
+  rt_sandbox *sb = NULL;
+  rt_error *err = NULL;
+  const char *ref;
+  char **copy = NULL;
+  int ret, code = 1;
+
+  ret = parse_ref_and_command (cmd, argc, argv, &a, &ref, &copy);
+  if (ret != 0)
+    {
+      code = ret > 0 ? 0 : 1;
+      goto out;
+    }
+  if (job_prepare (cmd, &a, true, &j) < 0)
+    goto out;
+  ctx = cli_context ();
+  if (ctx == NULL)
+    goto out;
+  if (rt_sandbox_open (ctx, ref, &sb, &err) < 0)
+    {
+      code = lib_fail (err);
+      goto out;
+    }
+  code = job_run (sb, &j);
+  rt_sandbox_close (sb);
+
+out:
+  rt_context_free (ctx);
+  cli_args_free (&a);
+  free (copy);
+  job_free (&j);
+  return code;
+}
+
+static int
+sandbox_create (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  rt_context *ctx = NULL;
+  rt_sandbox *sb = NULL;
+  rt_error *err = NULL;
+  rt_sandbox_config cfg = { 0 };
+  unsigned long lease = 0;
+  sigset_t mask, pending;
+  bool interrupted;
+  int ret, code = 1;
+
+  ret = cli_parse (cmd, argc, argv, &a);
+  if (ret != 0)
+    {
+      cli_args_free (&a);
+      return ret > 0 ? 0 : 1;
+    }
+  if (read_create_opts (cmd, &a, &cfg) < 0 || cli_opt_uint (cmd, &a, "timeout", 60, 3600, &lease) < 0)
+    goto out;
+  cfg.timeout_s = lease;
+  cfg.on_timeout = cli_opt (cmd, &a, "on-timeout");
+  if (cfg.on_timeout && check_choice ("on-timeout", cfg.on_timeout, on_timeout_values) < 0)
+    goto out;
+  cfg.get_or_create = has_opt (cmd, &a, "get-or-create");
+  if (cfg.get_or_create && cfg.name == NULL)
+    {
+      cli_usage_error ("for example: runtime sandbox create --name dev --get-or-create",
+                       "--get-or-create needs --name");
+      goto out;
+    }
+
+  ctx = cli_context ();
+  if (ctx == NULL)
+    goto out;
+  /* A Ctrl-C during the boot must not leave a sandbox whose id nobody
+     saw: hold the signals until the library answers, then undo.  */
+  sigemptyset (&mask);
+  sigaddset (&mask, SIGINT);
+  sigaddset (&mask, SIGTERM);
+  sigaddset (&mask, SIGHUP);
+  sigprocmask (SIG_BLOCK, &mask, NULL);
+  ret = rt_sandbox_create (ctx, &cfg, &sb, &err);
+  sigpending (&pending);
+  interrupted = sigismember (&pending, SIGINT) || sigismember (&pending, SIGTERM) || sigismember (&pending, SIGHUP);
+  if (ret < 0)
+    {
+      lib_fail (err);
+      code = interrupted ? 130 : 1;
+      goto out;
+    }
+  if (interrupted)
+    {
+      char *id = strdup (rt_sandbox_id (sb));
+      rt_sandbox_close (sb);
+      /* --get-or-create may have found one that was there before.  */
+      code = 130;
+      if (id && !cfg.get_or_create && rt_sandbox_remove (ctx, id, &err) < 0)
+        code = lib_fail (err);
+      else if (id && cfg.get_or_create)
+        fprintf (stderr, "runtime: interrupted; sandbox %s named '%s' keeps running\n", id, cfg.name);
+      else if (id)
+        fprintf (stderr, "runtime: interrupted; removed the new sandbox %s\n", id);
+      free (id);
+      goto out;
+    }
+  if (a.json)
+    code = print_get_json (ctx, rt_sandbox_id (sb));
+  else
+    {
+      printf ("%s\n", rt_sandbox_id (sb));
+      code = 0;
+    }
+  rt_sandbox_close (sb);
+
+out:
+  rt_context_free (ctx);
+  cli_args_free (&a);
+  return code;
+}
+
+/* Does @sb (a get object) carry label "k=v"?  Labels come as an object
+   {k: v}, or as an array of "k=v".  */
+static bool
+has_label (json_object *sb, const char *kv)
+{
+  const char *eq = strchr (kv, '=');
+  json_object *labels, *v;
+
+  if (!json_object_object_get_ex (sb, "labels", &labels) || labels == NULL)
+    return false;
+  if (json_object_is_type (labels, json_type_array))
+    {
+      for (size_t i = 0; i < json_object_array_length (labels); i++)
+        {
+          const char *s = json_object_get_string (json_object_array_get_idx (labels, i));
+          if (s && strcmp (s, kv) == 0)
+            return true;
+        }
+      return false;
+    }
+  {
+    char key[256];
+    snprintf (key, sizeof (key), "%.*s", (int) (eq - kv), kv);
+    return json_object_object_get_ex (labels, key, &v) && v && strcmp (json_object_get_string (v), eq + 1) == 0;
+  }
+}
+
+static void
+print_table (char *(*rows)[6], size_t n)
+{
+  size_t w[6] = { 0 };
+
+  for (size_t r = 0; r < n; r++)
+    for (int c = 0; c < 6; c++)
+      if (strlen (rows[r][c]) > w[c])
+        w[c] = strlen (rows[r][c]);
+  for (size_t r = 0; r < n; r++)
+    printf ("%-*s  %-*s  %-*s  %-*s  %-*s  %s\n", (int) w[0], rows[r][0], (int) w[1], rows[r][1], (int) w[2],
+            rows[r][2], (int) w[3], rows[r][3], (int) w[4], rows[r][4], rows[r][5]);
+}
+
+static int
+sandbox_ls (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  rt_context *ctx = NULL;
+  rt_error *err = NULL;
+  json_object *all = NULL, *keep = NULL;
+  char *json = NULL, *(*rows)[6] = NULL;
+  const char **labels, *state;
+  int nlabels, ret, code = 1;
+  size_t nrows = 0;
+
+  ret = cli_parse (cmd, argc, argv, &a);
+  if (ret != 0)
+    {
+      cli_args_free (&a);
+      return ret > 0 ? 0 : 1;
+    }
+  labels = opt_list (cmd, &a, "label", &nlabels);
+  for (int i = 0; i < nlabels; i++)
+    if (strchr (labels[i], '=') == NULL || labels[i][0] == '=')
+      {
+        cli_usage_error ("for example: --label team=ml", "--label '%s' is not key=value", labels[i]);
+        goto out;
+      }
+  state = cli_opt (cmd, &a, "state");
+  if (state && check_choice ("state", state, states) < 0)
+    goto out;
+
+  ctx = cli_context ();
+  if (ctx == NULL)
+    goto out;
+  /* A stopped sandbox is only listed with --all; asking for that state
+     asks for them too.  */
+  if (rt_sandbox_list_json (ctx, has_opt (cmd, &a, "all") || (state && strcmp (state, "stopped") == 0), &json, &err)
+      < 0)
+    {
+      code = lib_fail (err);
+      goto out;
+    }
+  all = parse_json (json);
+  if (all == NULL)
+    goto out;
+  if (!json_object_is_type (all, json_type_array))
+    {
+      cli_fail ("internal", NULL, "the library's sandbox list is not an array");
+      goto out;
+    }
+  keep = json_object_new_array ();
+  for (size_t i = 0; i < json_object_array_length (all); i++)
+    {
+      json_object *sb = json_object_array_get_idx (all, i);
+      const char *st = jstr (sb, "state");
+      bool match = !state || (st && strcmp (st, state) == 0);
+      for (int l = 0; match && l < nlabels; l++)
+        match = has_label (sb, labels[l]);
+      if (match)
+        json_object_array_add (keep, json_object_get (sb));
+    }
+  if (a.json)
+    {
+      print_json (keep);
+      code = 0;
+      goto out;
+    }
+
+  nrows = json_object_array_length (keep) + 1;
+  rows = calloc (nrows, sizeof (*rows));
+  if (rows == NULL)
+    goto out;
+  rows[0][0] = strdup ("ID");
+  rows[0][1] = strdup ("NAME");
+  rows[0][2] = strdup ("STATE");
+  rows[0][3] = strdup ("CPU/MIB");
+  rows[0][4] = strdup ("FUNDING");
+  rows[0][5] = strdup ("EXPIRES");
+  for (size_t i = 1; i < nrows; i++)
+    {
+      json_object *sb = json_object_array_get_idx (keep, i - 1), *v;
+      const char *st = jstr (sb, "state"), *s;
+      long vcpu = json_object_object_get_ex (sb, "vcpu", &v) ? json_object_get_int64 (v) : 0;
+      long mem = json_object_object_get_ex (sb, "memoryMiB", &v) ? json_object_get_int64 (v) : 0;
+
+      rows[i][0] = strdup ((s = jstr (sb, "id")) ? s : "-");
+      rows[i][1] = strdup ((s = jstr (sb, "name")) && *s ? s : "-");
+      rows[i][2] = strdup (st ? st : "-");
+      if (asprintf (&rows[i][3], "%ld/%ld", vcpu, mem) < 0)
+        rows[i][3] = NULL;
+      rows[i][4] = strdup ((s = jstr (sb, "funding")) ? s : "-");
+      rows[i][5] = strdup ((s = jstr (sb, "expiresAt")) && !(st && strcmp (st, "stopped") == 0) ? s : "-");
+    }
+  for (size_t i = 0; i < nrows; i++)
+    for (int c = 0; c < 6; c++)
+      if (rows[i][c] == NULL)
+        goto out;
+  print_table (rows, nrows);
+  code = 0;
+
+out:
+  if (rows)
+    for (size_t i = 0; i < nrows; i++)
+      for (int c = 0; c < 6; c++)
+        free (rows[i][c]);
+  free (rows);
+  json_object_put (keep);
+  json_object_put (all);
+  free (json);
+  rt_context_free (ctx);
+  cli_args_free (&a);
+  return code;
+}
+
+/* A value of a get object as one table cell: null or empty is "-", arrays
+   are comma-separated, objects k=v,k=v.  */
+static void
+write_value (FILE *f, json_object *v, bool top)
+{
+  bool first = true;
+
+  if (v == NULL)
+    {
+      fputs (top ? "-" : "null", f);
+      return;
+    }
+  switch (json_object_get_type (v))
+    {
+    case json_type_array:
+      if (!top)
+        {
+          fputs (json_object_to_json_string_ext (v, JSON_FLAGS), f);
+          return;
+        }
+      if (json_object_array_length (v) == 0)
+        fputs ("-", f);
+      for (size_t i = 0; i < json_object_array_length (v); i++)
+        {
+          fputs (i ? "," : "", f);
+          write_value (f, json_object_array_get_idx (v, i), false);
+        }
+      return;
+    case json_type_object:
+      if (!top)
+        {
+          fputs (json_object_to_json_string_ext (v, JSON_FLAGS), f);
+          return;
+        }
+      {
+        json_object_object_foreach (v, key, val)
+        {
+          fprintf (f, "%s%s=", first ? "" : ",", key);
+          write_value (f, val, false);
+          first = false;
+        }
+      }
+      if (first)
+        fputs ("-", f);
+      return;
+    case json_type_string:
+      fputs (top && json_object_get_string_len (v) == 0 ? "-" : json_object_get_string (v), f);
+      return;
+    default:
+      fputs (json_object_get_string (v), f);
+      return;
+    }
+}
+
+static int
+sandbox_get (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  rt_context *ctx = NULL;
+  rt_error *err = NULL;
+  json_object *o = NULL;
+  char *json = NULL;
+  int ret, code = 1, width = 0;
+
+  ret = cli_parse (cmd, argc, argv, &a);
+  if (ret != 0)
+    {
+      cli_args_free (&a);
+      return ret > 0 ? 0 : 1;
+    }
+  ctx = cli_context ();
+  if (ctx == NULL)
+    goto out;
+  if (a.json)
+    {
+      code = print_get_json (ctx, a.pos[0]);
+      goto out;
+    }
+  if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
+    {
+      code = lib_fail (err);
+      goto out;
+    }
+  o = parse_json (json);
+  if (o == NULL)
+    goto out;
+  {
+    json_object_object_foreach (o, key, val)
+    {
+      (void) val;
+      if ((int) strlen (key) > width)
+        width = strlen (key);
+    }
+  }
+  {
+    json_object_object_foreach (o, key, val)
+    {
+      printf ("%-*s  ", width, key);
+      write_value (stdout, val, true);
+      putchar ('\n');
+    }
+  }
+  code = 0;
+
+out:
+  json_object_put (o);
+  free (json);
+  rt_context_free (ctx);
+  cli_args_free (&a);
+  return code;
+}
+
+enum action
+{
+  ACT_STOP,
+  ACT_PAUSE,
+  ACT_WAKE,
+};
+
+/* stop, pause, wake: open the sandbox, act, print its id (or, with --json,
+   its object as it is afterwards).  */
+static int
+sandbox_act (struct cli_command *cmd, int argc, char **argv, enum action act)
+{
+  struct cli_args a;
+  rt_context *ctx = NULL;
+  rt_sandbox *sb = NULL;
+  rt_error *err = NULL;
+  char *id = NULL;
+  int ret, code = 1;
+
+  ret = cli_parse (cmd, argc, argv, &a);
+  if (ret != 0)
+    {
+      cli_args_free (&a);
+      return ret > 0 ? 0 : 1;
+    }
+  ctx = cli_context ();
+  if (ctx == NULL)
+    goto out;
+  if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
+    {
+      /* Stopping what has stopped already is done, as rm is idempotent.  */
+      if (act == ACT_STOP && strcmp (err->code, "sandbox_not_ready") == 0)
+        {
+          json_object *o = NULL, *v;
+          char *json = NULL;
+          rt_error_free (err);
+          err = NULL;
+          if (a.json)
+            code = print_get_json (ctx, a.pos[0]);
+          else if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
+            code = lib_fail (err);
+          else if ((o = json_tokener_parse (json)) && json_object_object_get_ex (o, "id", &v))
+            {
+              printf ("%s\n", json_object_get_string (v));
+              code = 0;
+            }
+          json_object_put (o);
+          free (json);
+          goto out;
+        }
+      code = lib_fail (err);
+      goto out;
+    }
+  id = strdup (rt_sandbox_id (sb));
+  if (id == NULL)
+    goto out;
+  switch (act)
+    {
+    case ACT_STOP:
+      ret = rt_sandbox_stop (sb, &err);
+      break;
+    case ACT_PAUSE:
+      ret = rt_sandbox_pause (sb, &err);
+      break;
+    default:
+      ret = rt_sandbox_wake (sb, &err);
+      break;
+    }
+  rt_sandbox_close (sb);
+  if (ret < 0)
+    {
+      code = lib_fail (err);
+      goto out;
+    }
+  if (a.json)
+    code = print_get_json (ctx, id);
+  else
+    {
+      printf ("%s\n", id);
+      code = 0;
+    }
+
+out:
+  free (id);
+  rt_context_free (ctx);
+  cli_args_free (&a);
+  return code;
+}
+
+static int
+sandbox_stop (struct cli_command *cmd, int argc, char **argv)
+{
+  return sandbox_act (cmd, argc, argv, ACT_STOP);
+}
+
+static int
+sandbox_pause (struct cli_command *cmd, int argc, char **argv)
+{
+  return sandbox_act (cmd, argc, argv, ACT_PAUSE);
+}
+
+static int
+sandbox_wake (struct cli_command *cmd, int argc, char **argv)
+{
+  return sandbox_act (cmd, argc, argv, ACT_WAKE);
+}
+
+static int
+sandbox_rm (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  rt_context *ctx = NULL;
+  rt_error *err = NULL;
+  json_object *o = NULL;
+  char *json = NULL, *id = NULL;
+  int ret, code = 1;
+
+  ret = cli_parse (cmd, argc, argv, &a);
+  if (ret != 0)
+    {
+      cli_args_free (&a);
+      return ret > 0 ? 0 : 1;
+    }
+  ctx = cli_context ();
+  if (ctx == NULL)
+    goto out;
+  /* Learn the id behind a name first (afterwards nothing knows it) and
+     remove by id.  An unknown ref is no error: removing is idempotent.  */
+  if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) == 0 && (o = json_tokener_parse (json)) && jstr (o, "id"))
+    id = strdup (jstr (o, "id"));
+  rt_error_free (err);
+  err = NULL;
+  if (id == NULL && (id = strdup (a.pos[0])) == NULL)
+    goto out;
+  if (rt_sandbox_remove (ctx, id, &err) < 0)
+    {
+      code = lib_fail (err);
+      goto out;
+    }
+  if (a.json)
+    {
+      json_object *r = json_object_new_object ();
+      json_object_object_add (r, "id", json_object_new_string (id));
+      json_object_object_add (r, "removed", json_object_new_boolean (true));
+      print_json (r);
+      json_object_put (r);
+    }
+  else
+    printf ("%s\n", id);
+  code = 0;
+
+out:
+  free (id);
+  json_object_put (o);
+  free (json);
+  rt_context_free (ctx);
+  cli_args_free (&a);
+  return code;
+}
+
+static int
+sandbox_extend (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  rt_context *ctx = NULL;
+  rt_sandbox *sb = NULL;
+  rt_error *err = NULL;
+  char *end = NULL, *expires = NULL;
+  unsigned long secs;
+  int ret, code = 1;
+
+  ret = cli_parse (cmd, argc, argv, &a);
+  if (ret != 0)
+    {
+      cli_args_free (&a);
+      return ret > 0 ? 0 : 1;
+    }
+  errno = 0;
+  secs = strtoul (a.pos[1], &end, 10);
+  if (a.pos[1][0] < '0' || a.pos[1][0] > '9' || *end != '\0' || errno != 0 || secs == 0 || secs > UINT_MAX)
+    {
+      cli_usage_error ("for example: runtime sandbox extend ID 600",
+                       "SECONDS must be a positive whole number, not '%s'", a.pos[1]);
+      goto out;
+    }
+  ctx = cli_context ();
+  if (ctx == NULL)
+    goto out;
+  if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
+    {
+      code = lib_fail (err);
+      goto out;
+    }
+  ret = rt_sandbox_extend (sb, secs, &expires, &err);
+  if (ret < 0)
+    {
+      rt_sandbox_close (sb);
+      code = lib_fail (err);
+      goto out;
+    }
+  if (a.json)
+    {
+      json_object *r = json_object_new_object ();
+      json_object_object_add (r, "id", json_object_new_string (rt_sandbox_id (sb)));
+      json_object_object_add (r, "expiresAt", json_object_new_string (expires));
+      print_json (r);
+      json_object_put (r);
+    }
+  else
+    printf ("%s\n", expires);
+  rt_sandbox_close (sb);
+  code = 0;
+
+out:
+  free (expires);
+  rt_context_free (ctx);
+  cli_args_free (&a);
+  return code;
+}
+
+/* The options `create` and `run` share (read_create_opts).  */
+#define CREATE_OPTS                                                                                \
+  { "name", "N", "a name unique among live sandboxes; use it in place of the id", NULL, false },   \
+  { "label", "K=V", "a label to find the sandbox by (at most 32)", NULL, true },                   \
+  { "env", "K=V", "a variable for every command; only its name is shown again", NULL, true },      \
+  { "vcpu", "N", "virtual CPUs (1-16)", "2", false },                                              \
+  { "memory", "MiB", "guest memory (256-65536)", "4096", false },                                  \
+  { "disk", "MiB", "disk size (512-262144)", "4096", false },                                      \
+  { "image", "REF", "image to boot", "runtime", false }
+
 static const struct cli_opt run_opts[] = {
   { "timeout", "S", "kill the command's process group after S seconds (exit 124)", "none; 60 with --json", false },
-  { "vcpu", "N", "virtual CPUs", "2", false },
-  { "memory", "MiB", "guest memory", "4096", false },
-  { "image", "REF", "image to boot", "runtime", false },
+  { "keep", NULL, "keep the sandbox afterwards and print how to use and stop it", NULL, false },
+  CREATE_OPTS,
+  { NULL, NULL, NULL, NULL, false },
+};
+
+static const struct cli_opt create_opts[] = {
+  CREATE_OPTS,
+  { "timeout", "S", "the lease: seconds (60-3600) until --on-timeout happens", "1800", false },
+  { "on-timeout", "pause|stop", "what happens when the lease ends", "pause", false },
+  { "get-or-create", NULL, "with --name: print the live sandbox of that name instead of failing", NULL, false },
+  { NULL, NULL, NULL, NULL, false },
+};
+
+static const struct cli_opt exec_opts[] = {
+  { "cwd", "DIR", "working directory (absolute)", "/workspace", false },
+  { "env", "K=V", "an environment variable for this command", NULL, true },
+  { "timeout", "S", "kill the command's process group after S seconds (exit 124)", "none; 60 with --json", false },
+  { NULL, NULL, NULL, NULL, false },
+};
+
+static const struct cli_opt ls_opts[] = {
+  { "all", NULL, "list stopped sandboxes too", NULL, false },
+  { "label", "K=V", "only sandboxes with this label", NULL, true },
+  { "state", "S", "only sandboxes in this state (starting, running, pausing, paused, resuming, stopping, stopped)",
+    NULL, false },
+  { NULL, NULL, NULL, NULL, false },
+};
+
+static const struct cli_opt no_opts[] = {
   { NULL, NULL, NULL, NULL, false },
 };
 
 static struct cli_command sandbox_cmds[] = {
-  { "run", sandbox_run, "Run one command in a fresh sandbox, stream its output, remove the sandbox.",
+  { "run", sandbox_run, "Run one command in a fresh sandbox, stream its output, stop the sandbox.",
     "[options] -- CMD [ARG…]", "runtime sandbox run -- python3 -c 'print(6*7)'", run_opts, true, 0, 0, NULL },
+  { "create", sandbox_create, "Start a sandbox and print its id once it answers commands.", "[options]",
+    "id=$(runtime sandbox create --name dev --timeout 600)", create_opts, false, 0, 0, NULL },
+  { "exec", sandbox_exec, "Run one command in a running sandbox, stream its output, exit with its code.",
+    "ID [options] -- CMD [ARG…]", "runtime sandbox exec dev --cwd /tmp -- ls -l", exec_opts, true, 0, 0, NULL },
+  { "ls", sandbox_ls, "List sandboxes, oldest first.", "[options]", "runtime sandbox ls --label team=ml", ls_opts,
+    false, 0, 0, NULL },
+  { "get", sandbox_get, "Show everything about one sandbox.", "ID", "runtime sandbox get dev --json", no_opts, false,
+    1, 1, NULL },
+  { "stop", sandbox_stop, "Stop a sandbox: its VM ends, its record stays.", "ID", "runtime sandbox stop dev", no_opts,
+    false, 1, 1, NULL },
+  { "pause", sandbox_pause, "Freeze a sandbox; it uses no CPU until woken.", "ID", "runtime sandbox pause dev",
+    no_opts, false, 1, 1, NULL },
+  { "wake", sandbox_wake, "Resume a paused sandbox.", "ID", "runtime sandbox wake dev", no_opts, false, 1, 1, NULL },
+  { "rm", sandbox_rm, "Stop a sandbox if it runs and forget it (no error if it is gone).", "ID",
+    "runtime sandbox rm dev", no_opts, false, 1, 1, NULL },
+  { "extend", sandbox_extend, "Move a sandbox's lease end SECONDS later (at most 1 h from now); print the new end.",
+    "ID SECONDS", "runtime sandbox extend dev 600", no_opts, false, 2, 2, NULL },
   { NULL, NULL, NULL, NULL, NULL, NULL, false, 0, 0, NULL },
 };
 

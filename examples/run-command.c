@@ -34,7 +34,7 @@ main (int argc, char **argv)
   rt_error *err = NULL;
   rt_exec_result res;
   rt_exec_opts opts = { .cancel_fd = -1, .on_output = print_output, .timeout_ms = 60000 };
-  rt_sandbox_config cfg = { .vcpu = 1, .memory_mib = 1024 };
+  rt_sandbox_config cfg = { .vcpu = 1, .memory_mib = 1024, .ephemeral = true };
 
   if (argc < 2)
     {

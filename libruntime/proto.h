@@ -28,10 +28,14 @@
  *   ERROR     guest→host            {"code":"…","message":"…"} — the request
  *                                   was refused; last frame of that stream
  *                                   (stream 0: the connection's own error)
- *   WINDOW    host→guest, 4 bytes   u32 LE: output bytes the host consumed;
- *                                   the guest may have at most
+ *   WINDOW    both ways, 4 bytes    u32 LE: bytes consumed since the last
+ *                                   WINDOW.  host→guest: output the host
+ *                                   consumed; the guest may have at most
  *                                   RT_WINDOW_INITIAL unacknowledged bytes of
- *                                   STDOUT+STDERR payload in flight per stream
+ *                                   STDOUT+STDERR payload in flight per
+ *                                   stream.  guest→host: stdin the command
+ *                                   took; the host likewise keeps at most
+ *                                   RT_WINDOW_INITIAL bytes of STDIN in flight
  *   SHUTDOWN  host→guest, stream 0  sync the disks and power off
  */
 #ifndef RT_PROTO_H

@@ -89,30 +89,65 @@ int rt_context_prepare (rt_context *ctx, rt_error **err);
 
 /**
  * rt_sandbox_config - how to make a sandbox; all-zero means the defaults
- * @vcpu:       virtual CPUs (default 2, 1–16)
- * @memory_mib: guest memory (default 4096, 256–65536)
- * @image:      image reference (default "runtime")
+ * @vcpu:          virtual CPUs (default 2, 1–16)
+ * @memory_mib:    guest memory (default 4096, 256–65536)
+ * @disk_mib:      disk size (default 4096)
+ * @image:         image reference (default "runtime")
+ * @name:          a name unique among live sandboxes, or NULL
+ * @labels:        NULL-terminated "key=value" strings (at most 32), or NULL
+ * @env:           NULL-terminated "K=V" strings given to every command (at
+ *                 most 32 / 32 KiB; names [A-Za-z_][A-Za-z0-9_]*); only their
+ *                 names are ever shown again
+ * @timeout_s:     the lease: seconds until @on_timeout happens (default
+ *                 1800, 60–3600)
+ * @on_timeout:    "pause" (default) or "stop"
+ * @get_or_create: with @name: when a live sandbox has that name, open it
+ *                 instead of failing with name_taken
+ * @ephemeral:     stop the sandbox when the process that created it exits,
+ *                 however it exits (what `sandbox run` uses)
  */
 typedef struct rt_sandbox_config
 {
   unsigned vcpu;
   unsigned memory_mib;
+  unsigned disk_mib;
   const char *image;
+  const char *name;
+  char *const *labels;
+  char *const *env;
+  unsigned timeout_s;
+  const char *on_timeout;
+  bool get_or_create;
+  bool ephemeral;
 } rt_sandbox_config;
 
 typedef struct rt_sandbox rt_sandbox;
 
 /**
  * rt_sandbox_create - boot a sandbox and wait until its agent answers
- * @ctx: the context (must outlive the sandbox)
+ * @ctx: the context
  * @cfg: configuration, or NULL for the defaults
- * @out: the running sandbox
- * @err: set on failure ("startup_failed" carries the console's last lines)
+ * @out: a handle to the running sandbox (free with rt_sandbox_close)
+ * @err: set on failure ("startup_failed" carries the console's last lines,
+ *       "name_taken", "invalid_request", "invalid_env", "image_not_found")
  *
- * On failure nothing is left behind: no QEMU, no state directory.
+ * The sandbox is owned by its own monitor process and outlives the caller
+ * until it is stopped or its lease ends.  On failure nothing is left
+ * behind: no QEMU, no monitor, no state directory.
  * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **out, rt_error **err);
+
+/**
+ * rt_sandbox_open - a handle to a live sandbox
+ * @ref: its id, or its name when exactly one live sandbox has it
+ * Errors: "not_found"; "sandbox_not_ready" when it has stopped.
+ * Return: 0, or <0 with @err set.
+ */
+int rt_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **err);
+
+/** rt_sandbox_close - free a handle; the sandbox keeps running.  */
+void rt_sandbox_close (rt_sandbox *sb);
 
 /** rt_sandbox_id - the sandbox's id ("sb-…").  */
 const char *rt_sandbox_id (rt_sandbox *sb);
@@ -179,12 +214,105 @@ typedef struct rt_exec_result
 int rt_sandbox_exec (rt_sandbox *sb, char *const argv[], const rt_exec_opts *opts, rt_exec_result *res, rt_error **err);
 
 /**
- * rt_sandbox_destroy - stop the sandbox and remove everything it made
- * @sb:  the sandbox; freed in every case
- * @err: set when something could not be removed ("cleanup_failed")
+ * rt_sandbox_spawn - start a command in the background
+ * @argv:    NULL-terminated argument vector, run without a shell
+ * @opts:    cwd, env, user, stdin_data, timeout_ms as for exec; the output
+ *           callbacks are not used: read the output with rt_sandbox_logs
+ * @process: set to the process's number in this sandbox
+ * The sandbox keeps the latest 1 MiB of its output.
  * Return: 0, or <0 with @err set.
  */
+int rt_sandbox_spawn (rt_sandbox *sb, char *const argv[], const rt_exec_opts *opts, uint32_t *process,
+                      rt_error **err);
+
+/**
+ * rt_sandbox_ps_json - the background processes as a JSON array of
+ * {process, state ("running"|"exited"), exitCode, command, droppedBytes}
+ */
+int rt_sandbox_ps_json (rt_sandbox *sb, char **json, rt_error **err);
+
+/**
+ * rt_sandbox_logs - a background process's output
+ * @follow: keep streaming until the process exits
+ * @opts:   on_output and data receive the output (stream 1 or 2; a note
+ *          that older output was dropped arrives on stream 2)
+ * @res:    filled when the process has exited (*exited true)
+ * Return: 0, or <0 with @err set ("not_found").
+ */
+int rt_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow, const rt_exec_opts *opts, rt_exec_result *res,
+                     bool *exited, rt_error **err);
+
+/** rt_sandbox_kill - send @signal to a background process's group.  */
+int rt_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err);
+
+/**
+ * rt_sandbox_cat - stream a file's bytes out of the sandbox
+ * @path: absolute path in the sandbox
+ * @opts: on_output/data receive the bytes (stream 1); cancel_fd as for exec
+ * Errors: "usage" (relative path), "file_not_found", "is_a_directory".
+ * Return: 0, or <0 with @err set.
+ */
+int rt_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opts, rt_error **err);
+
+/**
+ * rt_sandbox_files_json - list a directory (or one file) in the sandbox
+ * @path:  absolute path
+ * @depth: how many levels below @path (1: its entries)
+ * @json:  set to a JSON array of {type ("d"|"l"|"-"), size, path}, sorted
+ * Errors: "usage", "file_not_found".
+ */
+int rt_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, char **json, rt_error **err);
+
+/**
+ * rt_sandbox_stop - stop the sandbox: its VM ends, its record stays
+ * Waits (up to 30 s) until the monitor confirms; "cleanup_failed" if not.
+ * Return: 0, or <0 with @err set.
+ */
+int rt_sandbox_stop (rt_sandbox *sb, rt_error **err);
+
+/**
+ * rt_sandbox_destroy - stop the sandbox and free the handle (also on error)
+ * Return: 0, or <0 with @err set ("cleanup_failed").
+ */
 int rt_sandbox_destroy (rt_sandbox *sb, rt_error **err);
+
+/** rt_sandbox_pause - freeze the VM (state paused; no CPU used).  */
+int rt_sandbox_pause (rt_sandbox *sb, rt_error **err);
+
+/** rt_sandbox_wake - resume a paused VM; a lease that ended restarts.  */
+int rt_sandbox_wake (rt_sandbox *sb, rt_error **err);
+
+/**
+ * rt_sandbox_extend - move the lease's end
+ * @seconds:    added to the current end, which may be at most 1 h from now
+ *              ("invalid_request" otherwise)
+ * @expires_at: set to the new end, RFC 3339 UTC (free it)
+ * Return: 0, or <0 with @err set.
+ */
+int rt_sandbox_extend (rt_sandbox *sb, unsigned seconds, char **expires_at, rt_error **err);
+
+/**
+ * rt_sandbox_remove - stop a sandbox if it runs and forget its record
+ * Idempotent: an unknown or already removed @ref is not an error.
+ * Return: 0, or <0 with @err set.
+ */
+int rt_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err);
+
+/**
+ * rt_sandbox_get_json - a sandbox as a JSON object (live or ended):
+ * {id, kind, name, labels, state, funding, vcpu, memoryMiB, diskMiB, image,
+ *  timeoutSeconds, onLeaseEnd, createdAt, expiresAt, endedAt, stopReason,
+ *  network, envNames, cpuSeconds, chargedMicros}
+ * @json: set to the text (free it)
+ * Errors: "not_found".
+ */
+int rt_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err);
+
+/**
+ * rt_sandbox_list_json - every live sandbox (and ended ones with @all) as a
+ * JSON array of rt_sandbox_get_json objects, oldest first
+ */
+int rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err);
 
 #ifdef __cplusplus
 }

@@ -1,94 +1,125 @@
-/* sandbox.c - a sandbox: its state dir, its VM and its agent channel.  */
+/* sandbox.c - the public sandbox API: validation, names, and handles on
+   sandboxes whose monitors do the work (monitor.c, api.c).  */
+#include <openssl/evp.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 
-#include "channel.h"
-#include "vm.h"
+#include "api.h"
+#include "monitor.h"
+#include "store.h"
 
-/* TCG on a loaded 2-core host can take several seconds to boot.  */
-#define BOOT_TIMEOUT_MS 60000
+#define STOP_WAIT_MS 30000
+#define MAX_LABELS 32
+#define MAX_ENV 32
+#define MAX_ENV_BYTES (32 * 1024)
 
 struct rt_sandbox
 {
   rt_context *ctx;
   char id[32];
   char *dir;
-  struct rt_vm vm;
-  struct rt_channel ch;
-  struct rt_image_disk image;
+  char *sock;
 };
 
-static void
-sandbox_free (rt_sandbox *sb)
+void
+rt_sandbox_close (rt_sandbox *sb)
 {
   if (sb == NULL)
     return;
-  rt_channel_close (&sb->ch);
-  rt_vm_kill (&sb->vm);
-  if (sb->dir)
-    rt_rm_rf (sb->dir, NULL);
-  rt_image_disk_clear (&sb->image);
   free (sb->dir);
+  free (sb->sock);
   free (sb);
 }
 
 static inline void
 cleanup_sandboxp (rt_sandbox **sb)
 {
-  sandbox_free (*sb);
+  rt_sandbox_close (*sb);
 }
 #define cleanup_sandbox __attribute__ ((cleanup (cleanup_sandboxp)))
 
-/* A sandbox dir whose owner process is gone was left by a killed caller
-   (its QEMU died with it, PR_SET_PDEATHSIG): remove it.  */
-static void
-reap_stale (rt_context *ctx)
+static rt_sandbox *
+handle_new (rt_context *ctx, const char *id)
 {
-  cleanup_dir DIR *d = opendir (ctx->state_dir);
-  struct dirent *de;
-
-  if (d == NULL)
-    return;
-  while ((de = readdir (d)))
+  rt_sandbox *sb = calloc (1, sizeof (*sb));
+  if (sb == NULL)
+    return NULL;
+  sb->ctx = ctx;
+  snprintf (sb->id, sizeof (sb->id), "%s", id);
+  sb->dir = rt_sandbox_dir (ctx, id);
+  sb->sock = rt_strdup_printf ("%s/api.sock", sb->dir);
+  if (sb->dir == NULL || sb->sock == NULL)
     {
-      cleanup_free char *owner = NULL, *data = NULL, *dir = NULL;
-      cleanup_error rt_error *tmp = NULL;
-      unsigned long long start = 0;
-      int pid = 0;
-
-      if (strncmp (de->d_name, "sb-", 3) != 0)
-        continue;
-      dir = rt_strdup_printf ("%s/%s", ctx->state_dir, de->d_name);
-      owner = rt_strdup_printf ("%s/owner", dir);
-      if (dir == NULL || owner == NULL)
-        return;
-      if (rt_read_file (owner, &data, NULL, &tmp) < 0)
-        {
-          /* No owner file: being created right now, or a crash between
-             mkdir and writing it; only an old one is stale.  */
-          struct stat st;
-          if (stat (dir, &st) == 0 && st.st_mtime + 60 < time (NULL))
-            rt_rm_rf (dir, NULL);
-          continue;
-        }
-      if (sscanf (data, "%d %llu", &pid, &start) == 2 && pid > 0 && rt_proc_starttime (pid) == start)
-        continue;
-      rt_rm_rf (dir, NULL);
+      rt_sandbox_close (sb);
+      return NULL;
     }
+  return sb;
+}
+
+static const char *
+str_field (json_object *o, const char *key)
+{
+  json_object *v;
+  if (o && json_object_object_get_ex (o, key, &v) && json_object_is_type (v, json_type_string))
+    return json_object_get_string (v);
+  return NULL;
+}
+
+static bool
+valid_env_name (const char *s, size_t len)
+{
+  if (len == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
+    return false;
+  for (size_t i = 1; i < len; i++)
+    if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+      return false;
+  return true;
 }
 
 static int
-write_owner (rt_sandbox *sb, rt_error **err)
+check_config (const rt_sandbox_config *cfg, rt_error **err)
 {
-  cleanup_free char *path = rt_strdup_printf ("%s/owner", sb->dir);
-  char data[64];
-  int len = snprintf (data, sizeof (data), "%d %llu\n", (int) getpid (), rt_proc_starttime (getpid ()));
+  size_t n = 0, bytes = 0;
 
-  if (path == NULL)
-    return rt_error_oom (err);
-  return rt_write_file_atomic (path, data, len, 0600, err);
+  if (cfg->vcpu > 16)
+    return rt_error_set (err, EINVAL, "invalid_request", "--vcpu must be 1 to 16, not %u", cfg->vcpu);
+  if (cfg->memory_mib && (cfg->memory_mib < 256 || cfg->memory_mib > 65536))
+    return rt_error_set (err, EINVAL, "invalid_request", "--memory must be 256 to 65536 MiB, not %u",
+                         cfg->memory_mib);
+  if (cfg->disk_mib && (cfg->disk_mib < 1024 || cfg->disk_mib > 65536))
+    return rt_error_set (err, EINVAL, "invalid_request", "--disk must be 1024 to 65536 MiB, not %u", cfg->disk_mib);
+  if (cfg->timeout_s && (cfg->timeout_s < 60 || cfg->timeout_s > 3600))
+    return rt_error_set (err, EINVAL, "invalid_request", "--timeout must be 60 to 3600 s, not %u", cfg->timeout_s);
+  if (cfg->on_timeout && strcmp (cfg->on_timeout, "pause") != 0 && strcmp (cfg->on_timeout, "stop") != 0)
+    return rt_error_set (err, EINVAL, "invalid_request", "--on-timeout must be pause or stop, not '%s'",
+                         cfg->on_timeout);
+  if (cfg->name && (*cfg->name == '\0' || strlen (cfg->name) > 63 || strchr (cfg->name, '/')))
+    return rt_error_set (err, EINVAL, "invalid_request", "a name is 1 to 63 characters without '/'");
+  if (cfg->get_or_create && cfg->name == NULL)
+    return rt_error_set (err, EINVAL, "usage", "--get-or-create needs --name");
+  for (char *const *l = cfg->labels; l && *l; l++, n++)
+    if (strchr (*l, '=') == NULL || **l == '=')
+      return rt_error_set (err, EINVAL, "invalid_request", "a label is key=value, not '%s'", *l);
+  if (n > MAX_LABELS)
+    return rt_error_set (err, EINVAL, "invalid_request", "at most %d labels", MAX_LABELS);
+  n = 0;
+  for (char *const *e = cfg->env; e && *e; e++, n++)
+    {
+      const char *eq = strchr (*e, '=');
+      if (eq == NULL || !valid_env_name (*e, eq - *e))
+        {
+          rt_error_set (err, EINVAL, "invalid_env", "bad environment variable '%.*s'",
+                        eq ? (int) (eq - *e) : (int) strlen (*e), *e);
+          return rt_error_hint (err, "names are [A-Za-z_][A-Za-z0-9_]* and values follow '='");
+        }
+      bytes += strlen (*e);
+    }
+  if (n > MAX_ENV || bytes > MAX_ENV_BYTES)
+    return rt_error_set (err, E2BIG, "env_too_large", "at most %d variables and 32 KiB of environment", MAX_ENV);
+  return 0;
 }
 
 static int
@@ -102,55 +133,161 @@ make_id (char out[32], rt_error **err)
   return 0;
 }
 
+static json_object *
+initial_state (const char *id, const rt_sandbox_config *cfg, unsigned vcpu, unsigned mem, unsigned disk,
+               unsigned timeout, const char *image, int64_t now)
+{
+  json_object *s = json_object_new_object (), *labels = json_object_new_object (), *names = json_object_new_array ();
+  char created[32];
+
+  rt_format_time (now, created);
+  for (char *const *l = cfg->labels; l && *l; l++)
+    {
+      const char *eq = strchr (*l, '=');
+      cleanup_free char *key = strndup (*l, eq - *l);
+      if (key)
+        json_object_object_add (labels, key, json_object_new_string (eq + 1));
+    }
+  /* Values stay in the monitor's memory only: never written, never shown.  */
+  for (char *const *e = cfg->env; e && *e; e++)
+    json_object_array_add (names, json_object_new_string_len (*e, strchr (*e, '=') - *e));
+  json_object_object_add (s, "id", json_object_new_string (id));
+  json_object_object_add (s, "kind", json_object_new_string ("sandbox"));
+  json_object_object_add (s, "name", cfg->name ? json_object_new_string (cfg->name) : NULL);
+  json_object_object_add (s, "labels", labels);
+  json_object_object_add (s, "state", json_object_new_string ("starting"));
+  json_object_object_add (s, "funding", json_object_new_string ("paid"));
+  json_object_object_add (s, "vcpu", json_object_new_int (vcpu));
+  json_object_object_add (s, "memoryMiB", json_object_new_int (mem));
+  json_object_object_add (s, "diskMiB", json_object_new_int (disk));
+  json_object_object_add (s, "image", json_object_new_string (image));
+  json_object_object_add (s, "timeoutSeconds", json_object_new_int (timeout));
+  json_object_object_add (s, "onLeaseEnd", json_object_new_string (cfg->on_timeout ? cfg->on_timeout : "pause"));
+  json_object_object_add (s, "createdAt", json_object_new_string (created));
+  json_object_object_add (s, "expiresAt", NULL);
+  json_object_object_add (s, "endedAt", NULL);
+  json_object_object_add (s, "stopReason", NULL);
+  {
+    json_object *net = json_object_new_object ();
+    json_object_object_add (net, "internet", json_object_new_boolean (false));
+    json_object_object_add (net, "allow", json_object_new_array ());
+    json_object_object_add (net, "deny", json_object_new_array ());
+    json_object_object_add (s, "network", net);
+  }
+  json_object_object_add (s, "envNames", names);
+  json_object_object_add (s, "cpuSeconds", json_object_new_double (0));
+  json_object_object_add (s, "chargedMicros", json_object_new_int64 (0));
+  return s;
+}
+
+/* The live sandbox named @name, if any (under the state lock).  */
+static int
+find_live_name (rt_context *ctx, const char *name, char id[32], rt_error **err)
+{
+  cleanup_json json_object *arr = NULL;
+  int ret = rt_store_list (ctx, false, &arr, err);
+
+  if (ret < 0)
+    return ret;
+  for (size_t i = 0; i < json_object_array_length (arr); i++)
+    {
+      json_object *o = json_object_array_get_idx (arr, i);
+      const char *n = str_field (o, "name");
+      if (n && strcmp (n, name) == 0)
+        {
+          snprintf (id, 32, "%s", str_field (o, "id"));
+          return 1;
+        }
+    }
+  return 0;
+}
+
+static char **
+strv_concat (char **a, char *const *b)
+{
+  size_t n = 0, m = 0;
+  char **out;
+
+  while (a && a[n])
+    n++;
+  while (b && b[m])
+    m++;
+  out = calloc (n + m + 1, sizeof (char *));
+  if (out == NULL)
+    return NULL;
+  memcpy (out, a, n * sizeof (char *));
+  if (m)
+    memcpy (out + n, b, m * sizeof (char *));
+  return out;
+}
+
 int
 rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **out, rt_error **err)
 {
   static const rt_sandbox_config defaults = { 0 };
-  cleanup_sandbox rt_sandbox *sb = NULL;
   struct rt_kernel_files k = { 0 };
-  cleanup_free char *cmdline = NULL;
+  struct rt_image_disk image = { 0 };
+  cleanup_sandbox rt_sandbox *sb = NULL;
+  cleanup_json json_object *state = NULL;
+  cleanup_free char *cmdline = NULL, *owner = NULL;
+  cleanup_free char **env = NULL;
+  cleanup_close int lock = -1;
   const char *accel;
-  unsigned vcpu, mem;
+  unsigned vcpu, mem, disk, timeout;
+  char id[32];
+  int64_t now;
   int ret;
 
   if (cfg == NULL)
     cfg = &defaults;
+  ret = check_config (cfg, err);
+  if (ret < 0)
+    return ret;
   vcpu = cfg->vcpu ? cfg->vcpu : 2;
   mem = cfg->memory_mib ? cfg->memory_mib : 4096;
-  if (vcpu > 16)
-    return rt_error_set (err, EINVAL, "invalid_request", "--vcpu must be 1 to 16, not %u", vcpu);
-  if (mem < 256 || mem > 65536)
-    return rt_error_set (err, EINVAL, "invalid_request", "--memory must be 256 to 65536 MiB, not %u", mem);
-
-  sb = calloc (1, sizeof (*sb));
-  if (sb == NULL)
-    return rt_error_oom (err);
-  sb->ctx = ctx;
-  sb->vm.pid = -1;
-  sb->vm.pidfd = -1;
-  sb->ch.fd = -1;
+  disk = cfg->disk_mib ? cfg->disk_mib : 4096;
+  timeout = cfg->timeout_s ? cfg->timeout_s : 1800;
 
   /* The kernel first: it fails faster than building a boot disk.  */
   ret = rt_kernel_ensure (ctx, &k, err);
   if (ret < 0)
     return ret;
-  ret = rt_image_ensure_disk (ctx, cfg->image, &sb->image, err);
+  ret = rt_image_ensure_disk (ctx, cfg->image, &image, err);
   if (ret < 0)
     goto out;
   ret = rt_context_accel (ctx, &accel, err);
   if (ret < 0)
     goto out;
 
-  ret = make_id (sb->id, err);
+  /* Names are unique among live sandboxes: check and claim under the lock.  */
+  ret = rt_store_lock (ctx, &lock, err);
   if (ret < 0)
     goto out;
-  ret = rt_mkdir_p (ctx->state_dir, 0755, err);
+  if (cfg->name)
+    {
+      ret = find_live_name (ctx, cfg->name, id, err);
+      if (ret < 0)
+        goto out;
+      if (ret > 0)
+        {
+          if (cfg->get_or_create)
+            {
+              ret = rt_sandbox_open (ctx, id, out, err);
+              goto out;
+            }
+          rt_error_set (err, EEXIST, "name_taken", "a live sandbox is already named '%s' (%s)", cfg->name, id);
+          ret = rt_error_hint (err, "pick another --name, or add --get-or-create to use it");
+          goto out;
+        }
+    }
+  else
+    rt_store_reap (ctx);
+  ret = make_id (id, err);
   if (ret < 0)
     goto out;
-  reap_stale (ctx);
-  sb->dir = rt_strdup_printf ("%s/%s", ctx->state_dir, sb->id);
-  cmdline = rt_strdup_printf ("rt.hostname=%s", sb->id);
-  if (sb->dir == NULL || cmdline == NULL)
+  sb = handle_new (ctx, id);
+  owner = sb ? rt_strdup_printf ("%s/owner", sb->dir) : NULL;
+  if (owner == NULL)
     {
       ret = rt_error_oom (err);
       goto out;
@@ -158,43 +295,50 @@ rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **o
   if (mkdir (sb->dir, 0700) < 0)
     {
       ret = rt_error_set (err, errno, "internal", "cannot create '%s': %s", sb->dir, strerror (errno));
-      free (steal_pointer (&sb->dir));
       goto out;
     }
-  ret = write_owner (sb, err);
+  now = rt_epoch_ms ();
+  state = initial_state (id, cfg, vcpu, mem, disk, timeout, cfg->image ? cfg->image : "runtime", now);
+  ret = rt_write_pidfile (owner, getpid (), err);
+  if (ret == 0)
+    ret = rt_store_write_state (sb->dir, state, err);
+  close (steal_fd (&lock));
   if (ret < 0)
-    goto out;
+    goto fail;
 
-  {
-    struct rt_vm_config vc = { .dir = sb->dir, .accel = accel, .vcpu = vcpu, .memory_mib = mem,
-                               .vmlinux = k.vmlinux, .initramfs = k.initramfs, .disk = sb->image.disk,
-                               .cmdline = cmdline, .channel = true };
-    ret = rt_vm_start (ctx, &vc, &sb->vm, err);
-    if (ret < 0)
-      goto out;
-  }
-  ret = rt_channel_connect (&sb->ch, sb->vm.agent_sock, sb->vm.pidfd, BOOT_TIMEOUT_MS, err);
-  if (ret < 0)
+  cmdline = rt_strdup_printf ("rt.hostname=%s", id);
+  env = strv_concat (image.env, cfg->env);
+  if (cmdline == NULL || env == NULL)
     {
-      cleanup_free char *why = *err ? strdup ((*err)->msg) : NULL;
-      cleanup_free char *qemu_log = rt_strdup_printf ("%s/qemu.log", sb->dir);
-      cleanup_free char *qemu_tail = qemu_log ? rt_file_tail (qemu_log, 3) : NULL;
-      rt_error_free (*err);
-      *err = NULL;
-      /* QEMU's own complaint beats an empty console.  */
-      if (qemu_tail && *qemu_tail)
-        {
-          rt_error_set (err, EIO, "startup_failed", "the sandbox did not start: %s", why ? why : "QEMU failed");
-          ret = rt_error_hint (err, "QEMU said: %s", qemu_tail);
-        }
-      else
-        ret = rt_vm_startup_error (&sb->vm, err, why ? why : "unknown");
-      goto out;
+      ret = rt_error_oom (err);
+      goto fail;
     }
+  {
+    struct rt_monitor_config mc = {
+      .id = id,
+      .dir = sb->dir,
+      .vm = { .dir = sb->dir, .accel = accel, .vcpu = vcpu, .memory_mib = mem, .vmlinux = k.vmlinux,
+              .initramfs = k.initramfs, .disk = image.disk, .cmdline = cmdline, .channel = true },
+      .env = env,
+      .workdir = image.workdir,
+      .state = state,
+      .expires_ms = cfg->ephemeral ? 0 : now + (int64_t) timeout * 1000,
+      .timeout_s = timeout,
+      .stop_on_timeout = cfg->on_timeout && strcmp (cfg->on_timeout, "stop") == 0,
+      .owner = cfg->ephemeral ? getpid () : 0,
+    };
+    ret = rt_monitor_spawn (ctx, &mc, err);
+  }
+  if (ret < 0)
+    goto fail;
   *out = steal_pointer (&sb);
   ret = 0;
+  goto out;
+fail:
+  rt_rm_rf (sb->dir, NULL);
 out:
   rt_kernel_files_clear (&k);
+  rt_image_disk_clear (&image);
   return ret;
 }
 
@@ -204,31 +348,454 @@ rt_sandbox_id (rt_sandbox *sb)
   return sb->id;
 }
 
+/* Fast path for ids: one stat and one small read, no directory scan.  */
+static int
+resolve (rt_context *ctx, const char *ref, json_object **out, rt_error **err)
+{
+  if (strncmp (ref, "sb-", 3) == 0 && strlen (ref) < 32 && strchr (ref, '/') == NULL)
+    {
+      cleanup_free char *dir = rt_sandbox_dir (ctx, ref);
+      cleanup_free char *pidfile = dir ? rt_strdup_printf ("%s/monitor.pid", dir) : NULL;
+      cleanup_free char *path = dir ? rt_strdup_printf ("%s/state.json", dir) : NULL;
+      cleanup_free char *data = NULL;
+      if (pidfile && rt_pidfile_alive (pidfile, NULL) == 1 && rt_read_file (path, &data, NULL, NULL) == 0)
+        {
+          *out = json_tokener_parse (data);
+          if (*out)
+            return 0;
+        }
+    }
+  return rt_store_resolve (ctx, ref, out, err);
+}
+
+int
+rt_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **err)
+{
+  cleanup_json json_object *state = NULL;
+  const char *st;
+  int ret = resolve (ctx, ref, &state, err);
+
+  if (ret < 0)
+    return ret;
+  st = str_field (state, "state");
+  if (st && (strcmp (st, "stopped") == 0 || strcmp (st, "stopping") == 0))
+    {
+      rt_error_set (err, ENOENT, "sandbox_not_ready", "sandbox %s is stopped", str_field (state, "id"));
+      return rt_error_hint (err, "runtime sandbox create starts a new one");
+    }
+  *out = handle_new (ctx, str_field (state, "id"));
+  if (*out == NULL)
+    return rt_error_oom (err);
+  return 0;
+}
+
+/* The JSON of a command request (exec, spawn).  */
+static json_object *
+command_request (char *const argv[], const rt_exec_opts *opts, rt_error **err)
+{
+  json_object *req, *arr;
+
+  if (argv == NULL || argv[0] == NULL)
+    {
+      rt_error_set (err, EINVAL, "usage", "no command given");
+      return NULL;
+    }
+  if (opts->stdin_len > 1024 * 1024)
+    {
+      rt_error_set (err, E2BIG, "usage", "standard input is over 1 MiB");
+      return NULL;
+    }
+  req = json_object_new_object ();
+  arr = json_object_new_array ();
+  for (char *const *a = argv; *a; a++)
+    json_object_array_add (arr, json_object_new_string (*a));
+  json_object_object_add (req, "argv", arr);
+  arr = json_object_new_array ();
+  for (char *const *e = opts->env; e && *e; e++)
+    json_object_array_add (arr, json_object_new_string (*e));
+  json_object_object_add (req, "env", arr);
+  if (opts->cwd)
+    json_object_object_add (req, "cwd", json_object_new_string (opts->cwd));
+  if (opts->user)
+    json_object_object_add (req, "user", json_object_new_string (opts->user));
+  json_object_object_add (req, "timeoutMs", json_object_new_int64 (opts->timeout_ms));
+  if (opts->stdin_len > 0)
+    {
+      char *b64 = malloc (4 * ((opts->stdin_len + 2) / 3) + 1);
+      if (b64 == NULL)
+        {
+          json_object_put (req);
+          rt_error_oom (err);
+          return NULL;
+        }
+      EVP_EncodeBlock ((unsigned char *) b64, opts->stdin_data, opts->stdin_len);
+      json_object_object_add (req, "stdin", json_object_new_string (b64));
+      free (b64);
+    }
+  return req;
+}
+
+static const rt_exec_opts no_opts = { .cancel_fd = -1 };
+
 int
 rt_sandbox_exec (rt_sandbox *sb, char *const argv[], const rt_exec_opts *opts, rt_exec_result *res, rt_error **err)
 {
-  return rt_channel_exec (&sb->ch, argv, sb->image.env, sb->image.workdir, opts, res, err);
+  cleanup_json json_object *req = NULL;
+
+  if (opts == NULL)
+    opts = &no_opts;
+  memset (res, 0, sizeof (*res));
+  req = command_request (argv, opts, err);
+  if (req == NULL)
+    return -EINVAL;
+  return rt_api_stream (sb->sock, sb->id, "exec", req, opts, res, NULL, err);
+}
+
+int
+rt_sandbox_spawn (rt_sandbox *sb, char *const argv[], const rt_exec_opts *opts, uint32_t *process, rt_error **err)
+{
+  cleanup_json json_object *req = NULL;
+  cleanup_json json_object *reply = NULL;
+  json_object *v;
+  int ret;
+
+  req = command_request (argv, opts ? opts : &no_opts, err);
+  if (req == NULL)
+    return -EINVAL;
+  ret = rt_api_call (sb->sock, sb->id, "spawn", req, &reply, err);
+  if (ret < 0)
+    return ret;
+  if (!json_object_object_get_ex (reply, "process", &v))
+    return rt_error_set (err, EIO, "internal", "the monitor did not name the process");
+  *process = (uint32_t) json_object_get_int64 (v);
+  return 0;
+}
+
+int
+rt_sandbox_ps_json (rt_sandbox *sb, char **json, rt_error **err)
+{
+  cleanup_json json_object *reply = NULL;
+  int ret = rt_api_call (sb->sock, sb->id, "ps", NULL, &reply, err);
+
+  if (ret < 0)
+    return ret;
+  *json = strdup (json_object_to_json_string_ext (reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return *json ? 0 : rt_error_oom (err);
+}
+
+int
+rt_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow, const rt_exec_opts *opts, rt_exec_result *res,
+                 bool *exited, rt_error **err)
+{
+  cleanup_json json_object *req = json_object_new_object ();
+
+  memset (res, 0, sizeof (*res));
+  json_object_object_add (req, "process", json_object_new_int64 (process));
+  json_object_object_add (req, "follow", json_object_new_boolean (follow));
+  return rt_api_stream (sb->sock, sb->id, "logs", req, opts ? opts : &no_opts, res, exited, err);
+}
+
+int
+rt_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err)
+{
+  cleanup_json json_object *req = json_object_new_object ();
+
+  json_object_object_add (req, "process", json_object_new_int64 (process));
+  json_object_object_add (req, "signal", json_object_new_int (signal));
+  return rt_api_call (sb->sock, sb->id, "kill", req, NULL, err);
+}
+
+/* Files are read with the guest's own tools, as root; a two-line prelude
+   turns "missing" and "a directory" into exit codes, not stderr to parse.  */
+#define EXIT_IS_DIR 66
+#define EXIT_MISSING 67
+
+struct captured
+{
+  char *out, *err;           /* stdout (unless passed on), stderr */
+  size_t out_len, err_len;
+  const rt_exec_opts *pass;  /* stdout goes to its callback when set */
+};
+
+static int
+append (char **buf, size_t *len, const char *data, size_t n)
+{
+  char *nb;
+
+  /* Bounded: 16 MiB is far beyond any listing or error text.  */
+  if (*len + n > 16 * 1024 * 1024 || (nb = realloc (*buf, *len + n + 1)) == NULL)
+    return -1;
+  memcpy (nb + *len, data, n);
+  *len += n;
+  nb[*len] = '\0';
+  *buf = nb;
+  return 0;
+}
+
+static int
+capture (void *data, int stream, const char *buf, size_t len)
+{
+  struct captured *c = data;
+
+  if (stream == 2)
+    return append (&c->err, &c->err_len, buf, len);
+  if (c->pass)
+    return c->pass->on_output ? c->pass->on_output (c->pass->data, 1, buf, len) : 0;
+  return append (&c->out, &c->out_len, buf, len);
+}
+
+static int
+check_guest_path (const char *path, rt_error **err)
+{
+  if (path == NULL || path[0] != '/')
+    {
+      rt_error_set (err, EINVAL, "usage", "sandbox paths must be absolute, not '%s'", path ? path : "");
+      return rt_error_hint (err, "for example /workspace/%s", path ? path : "file");
+    }
+  return 0;
+}
+
+static int
+file_error (int exit_code, const char *path, const char *stderr_text, rt_error **err)
+{
+  if (exit_code == EXIT_MISSING)
+    return rt_error_set (err, ENOENT, "file_not_found", "no such file in the sandbox: %s", path);
+  if (exit_code == EXIT_IS_DIR)
+    {
+      rt_error_set (err, EISDIR, "is_a_directory", "%s is a directory", path);
+      return rt_error_hint (err, "runtime sandbox files lists it; runtime sandbox cp copies it whole");
+    }
+  return rt_error_set (err, EIO, "internal", "cannot read %s: %s", path,
+                       stderr_text && *stderr_text ? stderr_text : "the guest's tool failed");
+}
+
+int
+rt_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opts, rt_error **err)
+{
+  char *argv[] = { (char *) "sh", (char *) "-c",
+                   (char *) "[ -d \"$1\" ] && exit 66; [ -e \"$1\" ] || exit 67; exec cat -- \"$1\"",
+                   (char *) "sh", (char *) path, NULL };
+  struct captured c = { .pass = opts ? opts : &no_opts };
+  rt_exec_opts o = { .user = "root", .cancel_fd = opts ? opts->cancel_fd : -1, .on_output = capture, .data = &c };
+  rt_exec_result res;
+  int ret = check_guest_path (path, err);
+
+  if (ret < 0)
+    return ret;
+  ret = rt_sandbox_exec (sb, argv, &o, &res, err);
+  if (ret == 0 && res.exit_code != 0)
+    ret = file_error (res.exit_code, path, c.err, err);
+  free (c.err);
+  return ret;
+}
+
+static int
+by_path (const void *a, const void *b)
+{
+  json_object *x = *(json_object *const *) a, *y = *(json_object *const *) b;
+  return strcmp (str_field (x, "path"), str_field (y, "path"));
+}
+
+int
+rt_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, char **json, rt_error **err)
+{
+  char depth_s[16];
+  char *argv[] = { (char *) "sh", (char *) "-c",
+                   (char *) "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 67; "
+                            "if [ -d \"$1\" ]; then exec find \"$1\" -mindepth 1 -maxdepth \"$2\" -printf '%y %s %p\\0'; "
+                            "else exec find \"$1\" -maxdepth 0 -printf '%y %s %p\\0'; fi",
+                   (char *) "sh", (char *) path, depth_s, NULL };
+  struct captured c = { 0 };
+  cleanup_json json_object *arr = NULL;
+  rt_exec_opts o = { .user = "root", .cancel_fd = -1, .on_output = capture, .data = &c };
+  rt_exec_result res;
+  int ret = check_guest_path (path, err);
+
+  if (ret < 0)
+    return ret;
+  snprintf (depth_s, sizeof (depth_s), "%u", depth ? depth : 1);
+  ret = rt_sandbox_exec (sb, argv, &o, &res, err);
+  if (ret == 0 && res.exit_code != 0)
+    ret = file_error (res.exit_code, path, c.err, err);
+  if (ret < 0)
+    {
+      free (c.out);
+      free (c.err);
+      return ret;
+    }
+  arr = json_object_new_array ();
+  /* Records: "TYPE SIZE PATH\0" (find -printf); paths may hold spaces.  */
+  for (char *p = c.out, *end = c.out + c.out_len; p && p < end;)
+    {
+      char *nul = memchr (p, '\0', end - p), *sp1, *sp2;
+      if (nul == NULL)
+        break;
+      sp1 = strchr (p, ' ');
+      sp2 = sp1 ? strchr (sp1 + 1, ' ') : NULL;
+      if (sp1 && sp2 && sp2 < nul)
+        {
+          char type = *p == 'd' ? 'd' : *p == 'l' ? 'l' : '-';
+          json_object *e = json_object_new_object ();
+          json_object_object_add (e, "type", json_object_new_string_len (&type, 1));
+          json_object_object_add (e, "size", json_object_new_int64 (strtoll (sp1 + 1, NULL, 10)));
+          json_object_object_add (e, "path", json_object_new_string (sp2 + 1));
+          json_object_array_add (arr, e);
+        }
+      p = nul + 1;
+    }
+  free (c.out);
+  free (c.err);
+  json_object_array_sort (arr, by_path);
+  *json = strdup (json_object_to_json_string_ext (arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return *json ? 0 : rt_error_oom (err);
+}
+
+/* Waits until the monitor named by @pidfile has exited.  */
+static int
+wait_monitor_gone (rt_sandbox *sb, pid_t pid, rt_error **err)
+{
+  int pfd = pidfd_open (pid, 0);
+  struct stat st;
+
+  if (pfd >= 0)
+    {
+      struct pollfd p = { .fd = pfd, .events = POLLIN };
+      int r = poll (&p, 1, STOP_WAIT_MS);
+      close (pfd);
+      if (r <= 0)
+        {
+          rt_error_set (err, ETIMEDOUT, "cleanup_failed", "sandbox %s did not confirm it stopped within 30 s", sb->id);
+          return rt_error_hint (err, "its monitor is pid %d", (int) pid);
+        }
+    }
+  /* The monitor removes its dir just before exiting; a crash may not.  */
+  rt_store_reap (sb->ctx);
+  if (stat (sb->dir, &st) == 0)
+    return rt_error_set (err, EBUSY, "cleanup_failed", "could not remove '%s'", sb->dir);
+  return 0;
+}
+
+int
+rt_sandbox_stop (rt_sandbox *sb, rt_error **err)
+{
+  cleanup_free char *pidfile = rt_strdup_printf ("%s/monitor.pid", sb->dir);
+  pid_t pid = 0;
+  int ret;
+
+  if (pidfile == NULL)
+    return rt_error_oom (err);
+  if (rt_pidfile_alive (pidfile, &pid) != 1)
+    {
+      rt_store_reap (sb->ctx);
+      return 0;
+    }
+  ret = rt_api_call (sb->sock, sb->id, "stop", NULL, NULL, err);
+  if (ret < 0 && rt_pidfile_alive (pidfile, NULL) == 1)
+    return ret;
+  if (ret < 0)
+    {
+      /* It died on its own meanwhile: that is stopped too.  */
+      rt_error_free (*err);
+      *err = NULL;
+    }
+  return wait_monitor_gone (sb, pid, err);
 }
 
 int
 rt_sandbox_destroy (rt_sandbox *sb, rt_error **err)
 {
-  struct stat st;
-  char *dir;
-  int ret = 0;
-
+  int ret;
   if (sb == NULL)
     return 0;
-  /* The root disk is a throwaway overlay: nothing in the guest needs an
-     orderly shutdown, so SIGKILL is both safe and fastest.  */
-  rt_channel_close (&sb->ch);
-  rt_vm_kill (&sb->vm);
-  dir = steal_pointer (&sb->dir);
-  if (dir && rt_rm_rf (dir, err) < 0)
-    ret = -EIO;
-  else if (dir && lstat (dir, &st) == 0)
-    ret = rt_error_set (err, EBUSY, "cleanup_failed", "could not remove '%s'", dir);
-  free (dir);
-  sandbox_free (sb);
+  ret = rt_sandbox_stop (sb, err);
+  rt_sandbox_close (sb);
   return ret;
+}
+
+int
+rt_sandbox_pause (rt_sandbox *sb, rt_error **err)
+{
+  return rt_api_call (sb->sock, sb->id, "pause", NULL, NULL, err);
+}
+
+int
+rt_sandbox_wake (rt_sandbox *sb, rt_error **err)
+{
+  return rt_api_call (sb->sock, sb->id, "wake", NULL, NULL, err);
+}
+
+int
+rt_sandbox_extend (rt_sandbox *sb, unsigned seconds, char **expires_at, rt_error **err)
+{
+  cleanup_json json_object *body = json_object_new_object ();
+  cleanup_json json_object *reply = NULL;
+  const char *end;
+  int ret;
+
+  json_object_object_add (body, "seconds", json_object_new_int64 (seconds));
+  ret = rt_api_call (sb->sock, sb->id, "extend", body, &reply, err);
+  if (ret < 0)
+    return ret;
+  end = str_field (reply, "expiresAt");
+  *expires_at = strdup (end ? end : "");
+  return *expires_at ? 0 : rt_error_oom (err);
+}
+
+int
+rt_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err)
+{
+  cleanup_json json_object *state = NULL;
+  cleanup_error rt_error *lookup = NULL;
+  cleanup_free char *record = NULL;
+  const char *st, *id;
+
+  if (rt_store_resolve (ctx, ref, &state, &lookup) < 0)
+    {
+      /* Idempotent: what is not there is removed already.  */
+      if (strcmp (lookup->code, "not_found") == 0)
+        return 0;
+      return rt_error_set (err, lookup->status, lookup->code, "%s", lookup->msg);
+    }
+  id = str_field (state, "id");
+  st = str_field (state, "state");
+  if (st && strcmp (st, "stopped") != 0)
+    {
+      cleanup_sandbox rt_sandbox *sb = handle_new (ctx, id);
+      int ret;
+      if (sb == NULL)
+        return rt_error_oom (err);
+      ret = rt_sandbox_stop (sb, err);
+      if (ret < 0)
+        return ret;
+    }
+  record = rt_record_path (ctx, id);
+  if (record == NULL)
+    return rt_error_oom (err);
+  if (unlink (record) < 0 && errno != ENOENT)
+    return rt_error_set (err, errno, "internal", "cannot remove '%s': %s", record, strerror (errno));
+  return 0;
+}
+
+int
+rt_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
+{
+  cleanup_json json_object *state = NULL;
+  int ret = resolve (ctx, ref, &state, err);
+
+  if (ret < 0)
+    return ret;
+  *json = strdup (json_object_to_json_string_ext (state, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return *json ? 0 : rt_error_oom (err);
+}
+
+int
+rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err)
+{
+  cleanup_json json_object *arr = NULL;
+  int ret = rt_store_list (ctx, all, &arr, err);
+
+  if (ret < 0)
+    return ret;
+  *json = strdup (json_object_to_json_string_ext (arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return *json ? 0 : rt_error_oom (err);
 }

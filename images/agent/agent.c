@@ -1060,9 +1060,14 @@ cmd_fail (struct agent *ag, struct cmd *c, const char *code, const char *fmt, ..
   cmd_orphan (c);
 }
 
+/* Feeds queued stdin to the command and tells the host how much it took
+   (WINDOW, guest→host): the host keeps at most RT_WINDOW_INITIAL bytes of
+   stdin in flight, so a large upload never overflows the queue.  */
 static void
-cmd_write_stdin (struct cmd *c)
+cmd_write_stdin (struct agent *ag, struct cmd *c)
 {
+  size_t taken = 0;
+
   while (c->inq_len > 0 && c->fd[0] >= 0)
     {
       ssize_t n = write (c->fd[0], c->inq + c->inq_off, c->inq_len);
@@ -1070,16 +1075,27 @@ cmd_write_stdin (struct cmd *c)
         {
           c->inq_off += n;
           c->inq_len -= n;
+          taken += n;
           continue;
         }
       if (n < 0 && errno == EINTR)
         continue;
       if (n < 0 && errno == EAGAIN)
-        return;
-      /* EPIPE: the command closed its stdin, the rest has nowhere to go.  */
+        break;
+      /* EPIPE: the command closed its stdin, the rest has nowhere to go:
+         it counts as taken, or the host would wait for credit forever.  */
+      taken += c->inq_len;
       cmd_close_stdin (c);
-      return;
+      break;
     }
+  if (taken > 0 && c->stream != 0)
+    {
+      uint8_t ack[4];
+      rt_put_u32 (ack, (uint32_t) taken);
+      send_frame (ag, RT_FRAME_WINDOW, c->stream, ack, sizeof ack);
+    }
+  if (c->inq_len > 0 || c->fd[0] < 0)
+    return;
   c->inq_off = 0;
   if (c->inq_cap > 256 * 1024)
     {
@@ -1449,7 +1465,7 @@ handle_stdin (struct agent *ag, struct cmd *c, const uint8_t *p, size_t len)
   if (len == 0)
     {
       c->stdin_eof = true;
-      cmd_write_stdin (c);
+      cmd_write_stdin (ag, c);
       return;
     }
   if (c->inq_len + len > STDIN_MAX)
@@ -1481,7 +1497,7 @@ handle_stdin (struct agent *ag, struct cmd *c, const uint8_t *p, size_t len)
     }
   memcpy (c->inq + c->inq_off + c->inq_len, p, len);
   c->inq_len += len;
-  cmd_write_stdin (c);
+  cmd_write_stdin (ag, c);
 }
 
 static void
@@ -1955,7 +1971,7 @@ serve (void)
           if (!c->used || c->fd[who[k].i] != pfd[k].fd)
             continue;
           if (who[k].i == 0)
-            cmd_write_stdin (c);
+            cmd_write_stdin (ag, c);
           else
             cmd_read (ag, c, who[k].i);
         }

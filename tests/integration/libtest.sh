@@ -21,8 +21,13 @@ is() {
 # QEMU processes started for this test's state dir.
 our_qemus() { pgrep -f "qemu-system-x86_64.*$RUNTIME_STATE_DIR" 2>/dev/null || true; }
 
+# Sandboxes whose monitors still run in this test's state dir.
+our_monitors() { cat "$RUNTIME_STATE_DIR"/sb-*/monitor.pid 2>/dev/null | cut -d' ' -f1; }
+
 cleanup() {
-    local left
+    local left pid
+    for pid in $(our_monitors); do kill -TERM "$pid" 2>/dev/null; done
+    for _ in $(seq 50); do [ -z "$(our_monitors)" ] && break; sleep 0.1; done
     left=$(our_qemus)
     if [ -n "$left" ]; then
         echo "# cleanup: killing leftover QEMU $left"
@@ -36,7 +41,7 @@ trap cleanup EXIT
 check_no_leaks() {
     local what=$1
     is "$what: no QEMU left" "$(our_qemus)" ""
-    is "$what: no sandbox state left" "$(ls -A "$RUNTIME_STATE_DIR" 2>/dev/null)" ""
+    is "$what: no sandbox state left" "$(ls -A "$RUNTIME_STATE_DIR" 2>/dev/null | grep -v '^\.lock$')" ""
 }
 
 done_testing() {

@@ -1,0 +1,1335 @@
+/* monitor.c - the per-sandbox monitor: one process per sandbox, one
+   libevent loop multiplexing every api.sock client onto the one agent
+   channel.  See monitor.h for the API it serves.  */
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "channel.h"
+#include "monitor.h"
+#include "qmp.h"
+#include "store.h"
+
+/* TCG on a loaded 2-core host can take several seconds to boot.  */
+#define BOOT_TIMEOUT_MS 60000
+#define MAX_BODY (2 * 1024 * 1024)
+#define STDIN_MAX (1024 * 1024)
+#define EXTEND_MAX_S 3600
+/* Time for the last replies to reach their clients before the monitor exits.  */
+#define EXIT_FLUSH_MS 100
+#define LOG_MAX (1024 * 1024)
+#define MAX_PROCS 256
+
+struct mon;
+
+struct mon_proc;
+
+struct mon_exec
+{
+  struct mon *m;
+  uint32_t stream;
+  struct evhttp_request *req; /* NULL once the client went away */
+  uint32_t unacked;           /* output handed to the client, not yet flushed */
+  struct mon_proc *proc;      /* set for a spawned process */
+  struct mon_exec *next;
+};
+
+/* A `logs -f` client.  */
+struct mon_follow
+{
+  struct mon_proc *p;
+  struct evhttp_request *req;
+  struct mon_follow *next;
+};
+
+/* A spawned process: nobody reads its output as it comes, so the monitor
+   keeps the latest LOG_MAX bytes of it (records: u8 stream, u32 length,
+   bytes) for `logs`, and its exit for `ps`.  */
+struct mon_proc
+{
+  uint32_t id;
+  char *command;
+  struct evbuffer *log;
+  size_t log_bytes;
+  uint64_t dropped;
+  json_object *exit;          /* the exit event, once it ended */
+  struct mon_follow *followers;
+  struct mon_proc *next;
+};
+
+struct mon
+{
+  rt_context *ctx;
+  const struct rt_monitor_config *cfg;
+  char *api_sock, *qmp_sock;
+  json_object *state;
+  struct rt_vm vm;
+  int chan_fd;
+  struct rt_frame_reader *reader;
+  struct evbuffer *chan_out;
+  struct event_base *base;
+  struct event *ev_read, *ev_write, *ev_qemu, *ev_lease, *ev_term, *ev_owner;
+  int owner_pidfd;
+  struct evhttp *http;
+  struct mon_exec *execs;
+  struct mon_proc *procs;
+  uint32_t next_stream;
+  int64_t expires_ms;
+  bool stopping, paused;
+};
+
+static void
+set_str (struct mon *m, const char *key, const char *value)
+{
+  json_object_object_add (m->state, key, value ? json_object_new_string (value) : NULL);
+}
+
+static void
+save_state (struct mon *m)
+{
+  rt_store_write_state (m->cfg->dir, m->state, NULL);
+}
+
+static void
+set_expires (struct mon *m, int64_t expires_ms)
+{
+  char when[32];
+  struct timeval tv;
+  int64_t left = expires_ms - rt_epoch_ms ();
+
+  m->expires_ms = expires_ms;
+  rt_format_time (expires_ms, when);
+  set_str (m, "expiresAt", when);
+  if (left < 0)
+    left = 0;
+  tv.tv_sec = left / 1000;
+  tv.tv_usec = (left % 1000) * 1000;
+  evtimer_add (m->ev_lease, &tv);
+}
+
+/* ---- the agent channel ------------------------------------------------ */
+
+static void
+chan_queue (struct mon *m, uint8_t type, uint32_t stream, const void *payload, size_t len)
+{
+  uint8_t hdr[RT_FRAME_HEADER];
+
+  if (m->chan_fd < 0)
+    return;
+  rt_frame_encode_header (hdr, type, stream, len);
+  evbuffer_add (m->chan_out, hdr, sizeof (hdr));
+  if (len)
+    evbuffer_add (m->chan_out, payload, len);
+  event_add (m->ev_write, NULL);
+}
+
+static void
+chan_queue_json (struct mon *m, uint8_t type, uint32_t stream, json_object *obj)
+{
+  size_t len;
+  const char *s = json_object_to_json_string_length (obj, JSON_C_TO_STRING_PLAIN, &len);
+  chan_queue (m, type, stream, s, len);
+}
+
+static void
+chan_signal (struct mon *m, uint32_t stream, int sig)
+{
+  json_object *o = json_object_new_object ();
+  json_object_object_add (o, "signal", json_object_new_int (sig));
+  chan_queue_json (m, RT_FRAME_SIGNAL, stream, o);
+  json_object_put (o);
+}
+
+static void
+chan_ack (struct mon *m, uint32_t stream, uint32_t bytes)
+{
+  uint8_t ack[4];
+  rt_put_u32 (ack, bytes);
+  chan_queue (m, RT_FRAME_WINDOW, stream, ack, sizeof (ack));
+}
+
+static void
+on_chan_write (evutil_socket_t fd, short what, void *arg)
+{
+  struct mon *m = arg;
+  (void) what;
+  if (evbuffer_write (m->chan_out, fd) < 0 && errno != EAGAIN && errno != EINTR)
+    return;
+  if (evbuffer_get_length (m->chan_out) > 0)
+    event_add (m->ev_write, NULL);
+}
+
+/* ---- HTTP helpers ------------------------------------------------------ */
+
+static void
+reply_json (struct evhttp_request *req, int code, json_object *obj)
+{
+  struct evbuffer *buf = evbuffer_new ();
+  size_t len;
+  const char *s = json_object_to_json_string_length (obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+                                                     &len);
+  evbuffer_add (buf, s, len);
+  evhttp_add_header (evhttp_request_get_output_headers (req), "Content-Type", "application/json");
+  evhttp_send_reply (req, code, code < 400 ? "OK" : "Error", buf);
+  evbuffer_free (buf);
+}
+
+static json_object *
+error_object (const char *code, const char *msg, const char *hint)
+{
+  json_object *o = json_object_new_object (), *e = json_object_new_object ();
+  json_object_object_add (e, "code", json_object_new_string (code));
+  json_object_object_add (e, "message", json_object_new_string (msg));
+  json_object_object_add (e, "hint", hint ? json_object_new_string (hint) : NULL);
+  json_object_object_add (o, "error", e);
+  return o;
+}
+
+static void RT_PRINTF (5, 6)
+reply_error (struct evhttp_request *req, int http, const char *code, const char *hint, const char *fmt, ...)
+{
+  cleanup_free char *msg = NULL;
+  json_object *o;
+  va_list ap;
+
+  va_start (ap, fmt);
+  if (vasprintf (&msg, fmt, ap) < 0)
+    msg = NULL;
+  va_end (ap);
+  o = error_object (code, msg ? msg : code, hint);
+  reply_json (req, http, o);
+  json_object_put (o);
+}
+
+#define reply_error_null(...) (reply_error (__VA_ARGS__), (struct mon_exec *) NULL)
+
+static void
+send_line (struct evhttp_request *req, json_object *obj, void (*cb) (struct evhttp_connection *, void *), void *arg)
+{
+  struct evbuffer *buf = evbuffer_new ();
+  size_t len;
+  const char *s = json_object_to_json_string_length (obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+                                                     &len);
+  evbuffer_add (buf, s, len);
+  evbuffer_add (buf, "\n", 1);
+  evhttp_send_reply_chunk_with_cb (req, buf, cb, arg);
+  evbuffer_free (buf);
+}
+
+/* ---- execs ------------------------------------------------------------- */
+
+static struct mon_exec *
+find_exec (struct mon *m, uint32_t stream)
+{
+  for (struct mon_exec *e = m->execs; e; e = e->next)
+    if (e->stream == stream)
+      return e;
+  return NULL;
+}
+
+static void
+exec_free (struct mon_exec *e)
+{
+  struct mon_exec **p;
+  for (p = &e->m->execs; *p; p = &(*p)->next)
+    if (*p == e)
+      {
+        *p = e->next;
+        break;
+      }
+  free (e);
+}
+
+/* Called when everything handed to the client so far has been written to
+   its socket: only then may the guest send more (end-to-end flow control,
+   so a client that does not read cannot make the monitor buffer).  */
+static void
+on_flushed (struct evhttp_connection *evcon, void *arg)
+{
+  struct mon_exec *e = arg;
+  (void) evcon;
+  if (e->unacked)
+    chan_ack (e->m, e->stream, e->unacked);
+  e->unacked = 0;
+}
+
+static void
+on_client_gone (struct evhttp_connection *evcon, void *arg)
+{
+  struct mon_exec *e = arg;
+  (void) evcon;
+  /* Nobody will see the output: the command must not run on unseen.  */
+  e->req = NULL;
+  chan_signal (e->m, e->stream, SIGKILL);
+  on_flushed (NULL, e);
+}
+
+static void follower_end (struct mon_follow *f, json_object *last);
+
+static void
+exec_finish (struct mon_exec *e, json_object *last)
+{
+  if (e->proc)
+    {
+      e->proc->exit = json_object_get (last);
+      while (e->proc->followers)
+        follower_end (e->proc->followers, last);
+    }
+  if (e->req)
+    {
+      struct evhttp_connection *evcon = evhttp_request_get_connection (e->req);
+      send_line (e->req, last, NULL, NULL);
+      evhttp_connection_set_closecb (evcon, NULL, NULL);
+      evhttp_send_reply_end (e->req);
+    }
+  exec_free (e);
+}
+
+static json_object *
+output_line (const char *type, const uint8_t *data, uint32_t len)
+{
+  json_object *line = json_object_new_object ();
+  char *b64 = malloc (4 * ((len + 2) / 3) + 1);
+
+  if (b64 == NULL)
+    {
+      json_object_put (line);
+      return NULL;
+    }
+  EVP_EncodeBlock ((unsigned char *) b64, data, len);
+  json_object_object_add (line, "type", json_object_new_string (type));
+  json_object_object_add (line, "data", json_object_new_string (b64));
+  free (b64);
+  return line;
+}
+
+static void
+follower_end (struct mon_follow *f, json_object *last)
+{
+  struct mon_follow **pp;
+  struct evhttp_connection *evcon = evhttp_request_get_connection (f->req);
+
+  if (last)
+    send_line (f->req, last, NULL, NULL);
+  evhttp_connection_set_closecb (evcon, NULL, NULL);
+  evhttp_send_reply_end (f->req);
+  for (pp = &f->p->followers; *pp; pp = &(*pp)->next)
+    if (*pp == f)
+      {
+        *pp = f->next;
+        break;
+      }
+  free (f);
+}
+
+/* Keeps a spawned process's output, dropping the oldest beyond LOG_MAX.  */
+static void
+proc_output (struct mon_proc *p, int stream, const uint8_t *data, uint32_t len)
+{
+  uint8_t hdr[5];
+
+  hdr[0] = stream;
+  rt_put_u32 (hdr + 1, len);
+  evbuffer_add (p->log, hdr, sizeof (hdr));
+  evbuffer_add (p->log, data, len);
+  p->log_bytes += len;
+  while (p->log_bytes > LOG_MAX)
+    {
+      uint32_t n;
+      evbuffer_copyout (p->log, hdr, sizeof (hdr));
+      n = rt_get_u32 (hdr + 1);
+      evbuffer_drain (p->log, sizeof (hdr) + n);
+      p->log_bytes -= n;
+      p->dropped += n;
+    }
+  if (p->followers)
+    {
+      json_object *line = output_line (stream == 1 ? "stdout" : "stderr", data, len);
+      for (struct mon_follow *f = p->followers; f && line; f = f->next)
+        send_line (f->req, line, NULL, NULL);
+      json_object_put (line);
+    }
+}
+
+static void
+exec_output (struct mon *m, struct mon_exec *e, const char *type, const uint8_t *data, uint32_t len)
+{
+  json_object *line;
+
+  if (e->proc)
+    {
+      proc_output (e->proc, type[3] == 'o' ? 1 : 2, data, len);
+      chan_ack (m, e->stream, len);
+      return;
+    }
+  if (e->req == NULL || (line = output_line (type, data, len)) == NULL)
+    {
+      chan_ack (m, e->stream, len);
+      return;
+    }
+  e->unacked += len;
+  send_line (e->req, line, on_flushed, e);
+  json_object_put (line);
+}
+
+static json_object *
+parse_payload (const uint8_t *payload, uint32_t len)
+{
+  json_tokener *tok = json_tokener_new ();
+  json_object *obj = tok ? json_tokener_parse_ex (tok, (const char *) payload, len) : NULL;
+  if (obj && (json_tokener_get_error (tok) != json_tokener_success || !json_object_is_type (obj, json_type_object)))
+    {
+      json_object_put (obj);
+      obj = NULL;
+    }
+  json_tokener_free (tok);
+  return obj;
+}
+
+static void mon_stop (struct mon *m, const char *reason);
+
+static void
+dispatch_frame (struct mon *m, const struct rt_frame_header *h, const uint8_t *payload)
+{
+  struct mon_exec *e = h->stream ? find_exec (m, h->stream) : NULL;
+
+  if (e == NULL)
+    return;
+  switch (h->type)
+    {
+    case RT_FRAME_STDOUT:
+    case RT_FRAME_STDERR:
+      exec_output (m, e, h->type == RT_FRAME_STDOUT ? "stdout" : "stderr", payload, h->len);
+      break;
+    case RT_FRAME_EXIT:
+    case RT_FRAME_ERROR:
+      {
+        json_object *in = parse_payload (payload, h->len), *line = json_object_new_object (), *v;
+        if (h->type == RT_FRAME_EXIT)
+          {
+            json_object_object_add (line, "type", json_object_new_string ("exit"));
+            for (const char *const *k = (const char *const[]){ "exitCode", "signal", "timedOut", "durationMs", NULL };
+                 *k; k++)
+              if (in && json_object_object_get_ex (in, *k, &v))
+                json_object_object_add (line, *k, json_object_get (v));
+          }
+        else
+          {
+            const char *code = "internal", *msg = "the agent refused the command";
+            json_object *err;
+            if (in && json_object_object_get_ex (in, "code", &v) && json_object_is_type (v, json_type_string))
+              code = json_object_get_string (v);
+            if (in && json_object_object_get_ex (in, "message", &v) && json_object_is_type (v, json_type_string))
+              msg = json_object_get_string (v);
+            /* Only codes the product documents reach the user.  */
+            if (strcmp (code, "file_not_found") != 0 && strcmp (code, "invalid_env") != 0
+                && strcmp (code, "invalid_request") != 0)
+              code = "internal";
+            err = error_object (code, msg, NULL);
+            json_object_object_add (line, "type", json_object_new_string ("error"));
+            json_object_object_get_ex (err, "error", &v);
+            json_object_object_add (line, "error", json_object_get (v));
+            json_object_put (err);
+          }
+        json_object_put (in);
+        exec_finish (e, line);
+        json_object_put (line);
+      }
+      break;
+    default:
+      break;
+    }
+}
+
+static void
+on_chan_read (evutil_socket_t fd, short what, void *arg)
+{
+  struct mon *m = arg;
+  struct rt_frame_header h;
+  const uint8_t *payload;
+  size_t avail;
+  uint8_t *space;
+  ssize_t n;
+  int ret;
+
+  (void) what;
+  space = rt_frame_reader_space (m->reader, &avail);
+  n = read (fd, space, avail);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    return;
+  if (n <= 0)
+    {
+      /* QEMU closed the channel: it is exiting; the pidfd says why.  */
+      event_del (m->ev_read);
+      return;
+    }
+  rt_frame_reader_filled (m->reader, n);
+  while ((ret = rt_frame_reader_next (m->reader, &h, &payload)) > 0)
+    dispatch_frame (m, &h, payload);
+  if (ret < 0)
+    /* The byte stream from the guest is garbage: it cannot be trusted
+       again.  */
+    mon_stop (m, "host_stopped");
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+static void
+end_loop (evutil_socket_t fd, short what, void *arg)
+{
+  (void) fd;
+  (void) what;
+  event_base_loopbreak (arg);
+}
+
+static void
+mon_stop (struct mon *m, const char *reason)
+{
+  char now[32];
+  struct timeval flush = { 0, EXIT_FLUSH_MS * 1000 };
+
+  if (m->stopping)
+    return;
+  m->stopping = true;
+  set_str (m, "state", "stopping");
+  save_state (m);
+  /* The root disk is a throwaway overlay: SIGKILL is safe and fastest.  */
+  rt_vm_kill (&m->vm);
+  if (m->ev_read)
+    event_del (m->ev_read);
+  if (m->ev_write)
+    event_del (m->ev_write);
+  if (m->ev_qemu)
+    event_del (m->ev_qemu);
+  if (m->ev_owner)
+    event_del (m->ev_owner);
+  evtimer_del (m->ev_lease);
+  if (m->chan_fd >= 0)
+    close (m->chan_fd);
+  m->chan_fd = -1;
+  while (m->execs)
+    {
+      json_object *line = json_object_new_object (), *err = error_object ("sandbox_not_ready", "the sandbox stopped", NULL), *v;
+      json_object_object_add (line, "type", json_object_new_string ("error"));
+      json_object_object_get_ex (err, "error", &v);
+      json_object_object_add (line, "error", json_object_get (v));
+      json_object_put (err);
+      exec_finish (m->execs, line);
+      json_object_put (line);
+    }
+  rt_format_time (rt_epoch_ms (), now);
+  set_str (m, "state", "stopped");
+  set_str (m, "stopReason", reason);
+  set_str (m, "endedAt", now);
+  rt_store_write_record (m->ctx, m->state, NULL);
+  save_state (m);
+  event_base_once (m->base, -1, EV_TIMEOUT, end_loop, m->base, &flush);
+}
+
+static void
+on_qemu_exit (evutil_socket_t fd, short what, void *arg)
+{
+  (void) fd;
+  (void) what;
+  mon_stop (arg, "host_stopped");
+}
+
+/* An ephemeral sandbox's creator is gone (even by kill -9): nobody will
+   use the sandbox again.  */
+static void
+on_owner_exit (evutil_socket_t fd, short what, void *arg)
+{
+  (void) fd;
+  (void) what;
+  mon_stop (arg, "requested");
+}
+
+static void
+on_term (evutil_socket_t fd, short what, void *arg)
+{
+  (void) fd;
+  (void) what;
+  mon_stop (arg, "host_stopped");
+}
+
+static int
+mon_pause (struct mon *m, rt_error **err)
+{
+  int ret;
+  if (m->paused)
+    return 0;
+  set_str (m, "state", "pausing");
+  ret = rt_qmp_command (m->qmp_sock, "stop", err);
+  if (ret < 0)
+    {
+      set_str (m, "state", "running");
+      return ret;
+    }
+  m->paused = true;
+  set_str (m, "state", "paused");
+  save_state (m);
+  return 0;
+}
+
+static void
+on_lease (evutil_socket_t fd, short what, void *arg)
+{
+  struct mon *m = arg;
+  (void) fd;
+  (void) what;
+  if (m->cfg->stop_on_timeout)
+    mon_stop (m, "time_limit");
+  else
+    mon_pause (m, NULL);
+}
+
+/* ---- request handlers --------------------------------------------------- */
+
+static bool
+valid_env_name (const char *s, size_t len)
+{
+  if (len == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
+    return false;
+  for (size_t i = 1; i < len; i++)
+    if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+      return false;
+  return true;
+}
+
+/* Checks a command request, starts it in the guest and returns its exec;
+   NULL after replying the error.  */
+static struct mon_exec *
+start_command (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  json_object *argv, *env, *v, *exec;
+  const char *cwd = m->cfg->workdir ? m->cfg->workdir : "/workspace", *user = "runtime";
+  int64_t timeout = 0;
+  cleanup_free uint8_t *input = NULL;
+  size_t input_len = 0, size;
+  struct mon_exec *e;
+  const char *s;
+
+  if (m->paused)
+    return reply_error_null (req, 409, "sandbox_paused", "runtime sandbox wake wakes it", "sandbox %s is paused",
+                        m->cfg->id);
+  if (!json_object_object_get_ex (body, "argv", &argv) || !json_object_is_type (argv, json_type_array)
+      || json_object_array_length (argv) == 0)
+    return reply_error_null (req, 400, "invalid_request", NULL, "argv must be a non-empty array of strings");
+  for (size_t i = 0; i < json_object_array_length (argv); i++)
+    if (!json_object_is_type (json_object_array_get_idx (argv, i), json_type_string))
+      return reply_error_null (req, 400, "invalid_request", NULL, "argv must be a non-empty array of strings");
+  if (json_object_object_get_ex (body, "env", &env) && env)
+    {
+      if (!json_object_is_type (env, json_type_array))
+        return reply_error_null (req, 400, "invalid_env", NULL, "env must be an array of K=V strings");
+      for (size_t i = 0; i < json_object_array_length (env); i++)
+        {
+          json_object *item = json_object_array_get_idx (env, i);
+          const char *kv = json_object_is_type (item, json_type_string) ? json_object_get_string (item) : NULL;
+          const char *eq = kv ? strchr (kv, '=') : NULL;
+          if (eq == NULL || !valid_env_name (kv, eq - kv))
+            return reply_error_null (req, 400, "invalid_env", "names are [A-Za-z_][A-Za-z0-9_]*",
+                                "bad environment entry '%s'", kv ? kv : "?");
+        }
+    }
+  else
+    env = NULL;
+  if (json_object_object_get_ex (body, "cwd", &v) && v)
+    {
+      cwd = json_object_get_string (v);
+      if (cwd == NULL || cwd[0] != '/')
+        return reply_error_null (req, 400, "invalid_request", NULL, "the working directory must be an absolute path");
+    }
+  if (json_object_object_get_ex (body, "user", &v) && v)
+    {
+      user = json_object_get_string (v);
+      if (user == NULL || (strcmp (user, "runtime") != 0 && strcmp (user, "root") != 0))
+        return reply_error_null (req, 400, "invalid_request", NULL, "user must be runtime or root");
+    }
+  if (json_object_object_get_ex (body, "timeoutMs", &v) && v)
+    timeout = json_object_get_int64 (v);
+  if (timeout < 0)
+    return reply_error_null (req, 400, "invalid_request", NULL, "timeoutMs must not be negative");
+  if (json_object_object_get_ex (body, "stdin", &v) && v && (s = json_object_get_string (v)) && *s)
+    {
+      size = strlen (s);
+      if (size / 4 * 3 > STDIN_MAX + 3)
+        return reply_error_null (req, 400, "usage", NULL, "standard input is over 1 MiB");
+      input = malloc (size / 4 * 3 + 3);
+      if (input == NULL)
+        return reply_error_null (req, 500, "internal", NULL, "out of memory");
+      {
+        int n = EVP_DecodeBlock (input, (const unsigned char *) s, (int) size);
+        if (n < 0 || size % 4 != 0)
+          return reply_error_null (req, 400, "invalid_request", NULL, "stdin must be base64");
+        /* EVP_DecodeBlock counts the padding as data.  */
+        input_len = n - (size >= 1 && s[size - 1] == '=') - (size >= 2 && s[size - 2] == '=');
+      }
+    }
+
+  exec = json_object_new_object ();
+  json_object_object_add (exec, "argv", json_object_get (argv));
+  {
+    json_object *all = json_object_new_array ();
+    for (char **p = m->cfg->env; p && *p; p++)
+      json_object_array_add (all, json_object_new_string (*p));
+    for (size_t i = 0; env && i < json_object_array_length (env); i++)
+      json_object_array_add (all, json_object_get (json_object_array_get_idx (env, i)));
+    json_object_object_add (exec, "env", all);
+  }
+  json_object_object_add (exec, "cwd", json_object_new_string (cwd));
+  json_object_object_add (exec, "user", json_object_new_string (user));
+  json_object_object_add (exec, "timeoutMs", json_object_new_int64 (timeout));
+  json_object_object_add (exec, "stdin", json_object_new_boolean (input_len > 0));
+  if (strlen (json_object_to_json_string_ext (exec, JSON_C_TO_STRING_PLAIN)) > RT_FRAME_MAX_PAYLOAD)
+    {
+      json_object_put (exec);
+      return reply_error_null (req, 400, "invalid_request", NULL, "the command and its environment are too large");
+    }
+  e = calloc (1, sizeof (*e));
+  if (e == NULL)
+    {
+      json_object_put (exec);
+      return reply_error_null (req, 500, "internal", NULL, "out of memory");
+    }
+  e->m = m;
+  e->stream = m->next_stream++;
+  e->next = m->execs;
+  m->execs = e;
+  chan_queue_json (m, RT_FRAME_EXEC, e->stream, exec);
+  json_object_put (exec);
+  for (size_t off = 0; off < input_len; off += 65536)
+    chan_queue (m, RT_FRAME_STDIN, e->stream, input + off, input_len - off < 65536 ? input_len - off : 65536);
+  if (input_len)
+    chan_queue (m, RT_FRAME_STDIN, e->stream, NULL, 0);
+  return e;
+}
+
+static void
+start_stream (struct evhttp_request *req)
+{
+  evhttp_add_header (evhttp_request_get_output_headers (req), "Content-Type", "application/x-ndjson");
+  evhttp_send_reply_start (req, 200, "OK");
+}
+
+static void
+handle_exec (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  struct mon_exec *e = start_command (m, req, body);
+
+  if (e == NULL)
+    return;
+  e->req = req;
+  start_stream (req);
+  evhttp_connection_set_closecb (evhttp_request_get_connection (req), on_client_gone, e);
+  {
+    json_object *start = json_object_new_object ();
+    json_object_object_add (start, "type", json_object_new_string ("start"));
+    json_object_object_add (start, "execId", json_object_new_int64 (e->stream));
+    send_line (req, start, NULL, NULL);
+    json_object_put (start);
+  }
+}
+
+static char *
+join_argv (json_object *argv)
+{
+  struct evbuffer *b = evbuffer_new ();
+  char *out;
+  size_t len;
+
+  for (size_t i = 0; b && i < json_object_array_length (argv); i++)
+    evbuffer_add_printf (b, "%s%s", i ? " " : "", json_object_get_string (json_object_array_get_idx (argv, i)));
+  len = b ? evbuffer_get_length (b) : 0;
+  out = malloc (len + 1);
+  if (out)
+    {
+      evbuffer_remove (b, out, len);
+      out[len] = '\0';
+    }
+  if (b)
+    evbuffer_free (b);
+  return out;
+}
+
+static struct mon_proc *
+find_proc (struct mon *m, int64_t id)
+{
+  for (struct mon_proc *p = m->procs; p; p = p->next)
+    if (p->id == id)
+      return p;
+  return NULL;
+}
+
+static void
+proc_free (struct mon_proc *p)
+{
+  while (p->followers)
+    follower_end (p->followers, NULL);
+  evbuffer_free (p->log);
+  json_object_put (p->exit);
+  free (p->command);
+  free (p);
+}
+
+static json_object *
+proc_json (struct mon_proc *p)
+{
+  json_object *o = json_object_new_object (), *v;
+  json_object_object_add (o, "process", json_object_new_int64 (p->id));
+  json_object_object_add (o, "state", json_object_new_string (p->exit ? "exited" : "running"));
+  json_object_object_add (o, "exitCode", p->exit && json_object_object_get_ex (p->exit, "exitCode", &v)
+                                            ? json_object_get (v)
+                                            : NULL);
+  json_object_object_add (o, "command", json_object_new_string (p->command ? p->command : ""));
+  json_object_object_add (o, "droppedBytes", json_object_new_int64 (p->dropped));
+  return o;
+}
+
+static void
+handle_spawn (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  struct mon_proc *p, **pp;
+  struct mon_exec *e;
+  json_object *argv;
+  int n = 0;
+
+  /* Forget the oldest ended processes beyond the cap; refuse when all run.  */
+  for (pp = &m->procs; *pp; n++)
+    if (n >= MAX_PROCS - 1 && (*pp)->exit)
+      {
+        p = *pp;
+        *pp = p->next;
+        proc_free (p);
+      }
+    else
+      pp = &(*pp)->next;
+  if (n >= MAX_PROCS)
+    return reply_error (req, 409, "quota_exceeded", NULL, "at most %d background processes", MAX_PROCS);
+  p = calloc (1, sizeof (*p));
+  if (p == NULL || (p->log = evbuffer_new ()) == NULL)
+    {
+      free (p);
+      return reply_error (req, 500, "internal", NULL, "out of memory");
+    }
+  e = start_command (m, req, body);
+  if (e == NULL)
+    {
+      evbuffer_free (p->log);
+      free (p);
+      return;
+    }
+  json_object_object_get_ex (body, "argv", &argv);
+  p->id = e->stream;
+  p->command = join_argv (argv);
+  e->proc = p;
+  /* Newest last: ps lists them in start order.  */
+  for (pp = &m->procs; *pp; pp = &(*pp)->next)
+    ;
+  *pp = p;
+  {
+    json_object *o = proc_json (p);
+    reply_json (req, 200, o);
+    json_object_put (o);
+  }
+}
+
+static void
+handle_ps (struct mon *m, struct evhttp_request *req)
+{
+  json_object *arr = json_object_new_array ();
+  for (struct mon_proc *p = m->procs; p; p = p->next)
+    json_object_array_add (arr, proc_json (p));
+  reply_json (req, 200, arr);
+  json_object_put (arr);
+}
+
+static void
+on_follower_gone (struct evhttp_connection *evcon, void *arg)
+{
+  struct mon_follow *f = arg, **pp;
+  (void) evcon;
+  for (pp = &f->p->followers; *pp; pp = &(*pp)->next)
+    if (*pp == f)
+      {
+        *pp = f->next;
+        break;
+      }
+  free (f);
+}
+
+static void
+handle_logs (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  struct mon_proc *p;
+  json_object *v;
+  struct evbuffer_ptr pos;
+  bool follow = json_object_object_get_ex (body, "follow", &v) && json_object_get_boolean (v);
+  int64_t id = json_object_object_get_ex (body, "process", &v) ? json_object_get_int64 (v) : 0;
+
+  p = find_proc (m, id);
+  if (p == NULL)
+    return reply_error (req, 404, "not_found", "runtime sandbox ps lists the processes", "no process %lld",
+                        (long long) id);
+  start_stream (req);
+  if (p->dropped)
+    {
+      json_object *d = json_object_new_object ();
+      json_object_object_add (d, "type", json_object_new_string ("dropped"));
+      json_object_object_add (d, "bytes", json_object_new_int64 (p->dropped));
+      send_line (req, d, NULL, NULL);
+      json_object_put (d);
+    }
+  evbuffer_ptr_set (p->log, &pos, 0, EVBUFFER_PTR_SET);
+  while (pos.pos + 5 <= (ssize_t) evbuffer_get_length (p->log))
+    {
+      uint8_t hdr[5];
+      uint32_t n;
+      uint8_t *data;
+      json_object *line;
+      evbuffer_copyout_from (p->log, &pos, hdr, sizeof (hdr));
+      n = rt_get_u32 (hdr + 1);
+      evbuffer_ptr_set (p->log, &pos, 5, EVBUFFER_PTR_ADD);
+      data = malloc (n ? n : 1);
+      if (data == NULL)
+        break;
+      evbuffer_copyout_from (p->log, &pos, data, n);
+      evbuffer_ptr_set (p->log, &pos, n, EVBUFFER_PTR_ADD);
+      line = output_line (hdr[0] == 1 ? "stdout" : "stderr", data, n);
+      free (data);
+      if (line)
+        send_line (req, line, NULL, NULL);
+      json_object_put (line);
+    }
+  if (p->exit || !follow)
+    {
+      if (p->exit)
+        send_line (req, p->exit, NULL, NULL);
+      evhttp_send_reply_end (req);
+      return;
+    }
+  {
+    struct mon_follow *f = calloc (1, sizeof (*f));
+    if (f == NULL)
+      {
+        evhttp_send_reply_end (req);
+        return;
+      }
+    f->p = p;
+    f->req = req;
+    f->next = p->followers;
+    p->followers = f;
+    evhttp_connection_set_closecb (evhttp_request_get_connection (req), on_follower_gone, f);
+  }
+}
+
+static void
+handle_kill (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  json_object *v;
+  int64_t id = json_object_object_get_ex (body, "process", &v) ? json_object_get_int64 (v) : 0;
+  int64_t sig = json_object_object_get_ex (body, "signal", &v) ? json_object_get_int64 (v) : SIGTERM;
+  struct mon_proc *p = find_proc (m, id);
+
+  if (p == NULL)
+    return reply_error (req, 404, "not_found", "runtime sandbox ps lists the processes", "no process %lld",
+                        (long long) id);
+  if (sig < 1 || sig > 64)
+    return reply_error (req, 400, "invalid_request", NULL, "signal must be 1 to 64");
+  if (p->exit == NULL)
+    chan_signal (m, p->id, (int) sig);
+  {
+    json_object *o = proc_json (p);
+    reply_json (req, 200, o);
+    json_object_put (o);
+  }
+}
+
+static void
+handle_signal (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  json_object *v;
+  int64_t id = 0, sig = 0;
+
+  if (json_object_object_get_ex (body, "execId", &v))
+    id = json_object_get_int64 (v);
+  if (json_object_object_get_ex (body, "signal", &v))
+    sig = json_object_get_int64 (v);
+  if (sig < 1 || sig > 64)
+    return reply_error (req, 400, "invalid_request", NULL, "signal must be 1 to 64");
+  if (id <= 0 || id > UINT32_MAX || find_exec (m, (uint32_t) id) == NULL)
+    return reply_error (req, 404, "not_found", NULL, "no running command %lld", (long long) id);
+  chan_signal (m, (uint32_t) id, (int) sig);
+  reply_json (req, 200, m->state);
+}
+
+static void
+handle_extend (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  json_object *v;
+  int64_t seconds = 0, now = rt_epoch_ms (), end;
+
+  if (json_object_object_get_ex (body, "seconds", &v))
+    seconds = json_object_get_int64 (v);
+  if (seconds <= 0)
+    return reply_error (req, 400, "invalid_request", NULL, "seconds must be a positive whole number");
+  end = (m->expires_ms > now ? m->expires_ms : now) + seconds * 1000;
+  if (end > now + (int64_t) EXTEND_MAX_S * 1000 + 1000)
+    return reply_error (req, 400, "invalid_request", "a lease may end at most 1 h from now",
+                        "extending by %lld s would end the lease more than 1 h from now", (long long) seconds);
+  set_expires (m, end);
+  save_state (m);
+  reply_json (req, 200, m->state);
+}
+
+static void
+handle_request (struct evhttp_request *req, void *arg)
+{
+  struct mon *m = arg;
+  const char *uri = evhttp_request_get_uri (req);
+  const char *prefix = "/v1/sandboxes/";
+  enum evhttp_cmd_type method = evhttp_request_get_command (req);
+  cleanup_free char *path = NULL;
+  cleanup_json json_object *body = NULL;
+  cleanup_error rt_error *err = NULL;
+  const char *verb = "";
+  char *colon;
+
+  if (uri == NULL || strncmp (uri, prefix, strlen (prefix)) != 0)
+    return reply_error (req, 404, "not_found", NULL, "no such endpoint");
+  path = strdup (uri + strlen (prefix));
+  if (path == NULL)
+    return reply_error (req, 500, "internal", NULL, "out of memory");
+  if ((colon = strchr (path, ':')))
+    {
+      *colon = '\0';
+      verb = colon + 1;
+    }
+  if (strcmp (path, m->cfg->id) != 0)
+    return reply_error (req, 404, "not_found", NULL, "no sandbox '%s' here", path);
+  if (method == EVHTTP_REQ_GET && *verb == '\0')
+    return reply_json (req, 200, m->state);
+  if (method != EVHTTP_REQ_POST)
+    return reply_error (req, 405, "invalid_request", NULL, "method not allowed");
+  if (m->stopping)
+    return reply_error (req, 409, "sandbox_not_ready", "runtime sandbox create starts a new one",
+                        "sandbox %s is stopped", m->cfg->id);
+  {
+    struct evbuffer *in = evhttp_request_get_input_buffer (req);
+    size_t len = evbuffer_get_length (in);
+    if (len > 0)
+      {
+        json_tokener *tok = json_tokener_new ();
+        body = json_tokener_parse_ex (tok, (const char *) evbuffer_pullup (in, -1), len);
+        if (body && !json_object_is_type (body, json_type_object))
+          {
+            json_object_put (body);
+            body = NULL;
+          }
+        json_tokener_free (tok);
+        if (body == NULL)
+          return reply_error (req, 400, "invalid_request", NULL, "the request body is not a JSON object");
+      }
+    else
+      body = json_object_new_object ();
+  }
+  if (strcmp (verb, "exec") == 0)
+    return handle_exec (m, req, body);
+  if (strcmp (verb, "signal") == 0)
+    return handle_signal (m, req, body);
+  if (strcmp (verb, "spawn") == 0)
+    return handle_spawn (m, req, body);
+  if (strcmp (verb, "ps") == 0)
+    return handle_ps (m, req);
+  if (strcmp (verb, "logs") == 0)
+    return handle_logs (m, req, body);
+  if (strcmp (verb, "kill") == 0)
+    return handle_kill (m, req, body);
+  if (strcmp (verb, "extend") == 0)
+    return handle_extend (m, req, body);
+  if (strcmp (verb, "stop") == 0)
+    {
+      mon_stop (m, "requested");
+      return reply_json (req, 200, m->state);
+    }
+  if (strcmp (verb, "pause") == 0)
+    {
+      if (mon_pause (m, &err) < 0)
+        return reply_error (req, 500, err->code, err->hint, "%s", err->msg);
+      return reply_json (req, 200, m->state);
+    }
+  if (strcmp (verb, "wake") == 0)
+    {
+      if (m->paused)
+        {
+          set_str (m, "state", "resuming");
+          if (rt_qmp_command (m->qmp_sock, "cont", &err) < 0)
+            {
+              set_str (m, "state", "paused");
+              return reply_error (req, 500, err->code, err->hint, "%s", err->msg);
+            }
+          m->paused = false;
+          set_str (m, "state", "running");
+          /* A lease that ended while paused starts again.  */
+          if (m->expires_ms > 0 && m->expires_ms <= rt_epoch_ms ())
+            set_expires (m, rt_epoch_ms () + (int64_t) m->cfg->timeout_s * 1000);
+          save_state (m);
+        }
+      return reply_json (req, 200, m->state);
+    }
+  reply_error (req, 404, "not_found", NULL, "no such action '%s'", verb);
+}
+
+/* ---- start-up ----------------------------------------------------------- */
+
+static void
+report (int sync_fd, const rt_error *err)
+{
+  if (err == NULL)
+    rt_write_all (sync_fd, "OK\n", 3);
+  else
+    {
+      json_object *o = error_object (err->code, err->msg, err->hint);
+      const char *s = json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN);
+      rt_write_all (sync_fd, s, strlen (s));
+      json_object_put (o);
+    }
+  close (sync_fd);
+}
+
+static int
+listen_unix (const char *path, rt_error **err)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  int fd;
+
+  if (strlen (path) >= sizeof (addr.sun_path))
+    return rt_error_set (err, ENAMETOOLONG, "startup_failed", "socket path too long: %s", path);
+  strcpy (addr.sun_path, path);
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return rt_error_set (err, errno, "startup_failed", "socket: %s", strerror (errno));
+  unlink (path);
+  if (bind (fd, (struct sockaddr *) &addr, sizeof (addr)) < 0 || listen (fd, 128) < 0)
+    {
+      int e = errno;
+      close (fd);
+      return rt_error_set (err, e, "startup_failed", "cannot listen on '%s': %s", path, strerror (e));
+    }
+  return fd;
+}
+
+/* The VM booted or not: on failure, the console or QEMU's own complaint.  */
+static int
+boot_error (struct mon *m, rt_error **err)
+{
+  cleanup_free char *why = *err ? strdup ((*err)->msg) : NULL;
+  cleanup_free char *qemu_log = rt_strdup_printf ("%s/qemu.log", m->cfg->dir);
+  cleanup_free char *qemu_tail = qemu_log ? rt_file_tail (qemu_log, 3) : NULL;
+
+  rt_error_free (*err);
+  *err = NULL;
+  if (qemu_tail && *qemu_tail)
+    {
+      rt_error_set (err, EIO, "startup_failed", "the sandbox did not start: %s", why ? why : "QEMU failed");
+      return rt_error_hint (err, "QEMU said: %s", qemu_tail);
+    }
+  return rt_vm_startup_error (&m->vm, err, why ? why : "unknown");
+}
+
+static int
+monitor_start (struct mon *m, rt_error **err)
+{
+  struct rt_channel ch;
+  cleanup_free char *pidfile = rt_strdup_printf ("%s/monitor.pid", m->cfg->dir);
+  cleanup_free char *qemufile = rt_strdup_printf ("%s/qemu.pid", m->cfg->dir);
+  int ret, api_fd;
+
+  m->api_sock = rt_strdup_printf ("%s/api.sock", m->cfg->dir);
+  m->qmp_sock = rt_strdup_printf ("%s/qmp.sock", m->cfg->dir);
+  if (pidfile == NULL || qemufile == NULL || m->api_sock == NULL || m->qmp_sock == NULL)
+    return rt_error_oom (err);
+  ret = rt_write_pidfile (pidfile, getpid (), err);
+  if (ret < 0)
+    return ret;
+  ret = rt_vm_start (m->ctx, &m->cfg->vm, &m->vm, err);
+  if (ret < 0)
+    return ret;
+  rt_write_pidfile (qemufile, m->vm.pid, NULL);
+  ret = rt_channel_connect (&ch, m->vm.agent_sock, m->vm.pidfd, BOOT_TIMEOUT_MS, err);
+  if (ret < 0)
+    {
+      rt_channel_close (&ch);
+      return boot_error (m, err);
+    }
+  /* The channel now belongs to the event loop.  */
+  m->chan_fd = steal_fd (&ch.fd);
+  m->reader = steal_pointer (&ch.reader);
+  rt_channel_close (&ch);
+  fcntl (m->chan_fd, F_SETFL, O_NONBLOCK);
+
+  api_fd = listen_unix (m->api_sock, err);
+  if (api_fd < 0)
+    return api_fd;
+  m->base = event_base_new ();
+  m->http = m->base ? evhttp_new (m->base) : NULL;
+  m->chan_out = evbuffer_new ();
+  if (m->http == NULL || m->chan_out == NULL)
+    return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
+  evhttp_set_max_body_size (m->http, MAX_BODY);
+  evhttp_set_allowed_methods (m->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+  evhttp_set_gencb (m->http, handle_request, m);
+  if (evhttp_accept_socket (m->http, api_fd) < 0)
+    return rt_error_set (err, EIO, "startup_failed", "cannot serve '%s'", m->api_sock);
+  m->ev_read = event_new (m->base, m->chan_fd, EV_READ | EV_PERSIST, on_chan_read, m);
+  m->ev_write = event_new (m->base, m->chan_fd, EV_WRITE, on_chan_write, m);
+  m->ev_qemu = event_new (m->base, m->vm.pidfd, EV_READ, on_qemu_exit, m);
+  m->ev_lease = evtimer_new (m->base, on_lease, m);
+  m->ev_term = evsignal_new (m->base, SIGTERM, on_term, m);
+  if (!m->ev_read || !m->ev_write || !m->ev_qemu || !m->ev_lease || !m->ev_term)
+    return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
+  if (m->cfg->owner > 0)
+    {
+      /* Opened before readiness is reported, so the owner is still there:
+         a pidfd cannot name a recycled pid.  */
+      m->owner_pidfd = pidfd_open (m->cfg->owner, 0);
+      if (m->owner_pidfd < 0)
+        return rt_error_set (err, errno, "startup_failed", "pidfd_open: %s", strerror (errno));
+      m->ev_owner = event_new (m->base, m->owner_pidfd, EV_READ, on_owner_exit, m);
+      if (m->ev_owner == NULL)
+        return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
+      event_add (m->ev_owner, NULL);
+    }
+  event_add (m->ev_read, NULL);
+  event_add (m->ev_qemu, NULL);
+  event_add (m->ev_term, NULL);
+  /* An ephemeral sandbox is bounded by its creator's life and its
+     command's timeout: a lease would only freeze a long command.  */
+  if (m->cfg->expires_ms > 0)
+    set_expires (m, m->cfg->expires_ms);
+  set_str (m, "state", "running");
+  return rt_store_write_state (m->cfg->dir, m->state, err);
+}
+
+static void __attribute__ ((noreturn))
+monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd)
+{
+  struct mon m = { .ctx = ctx, .cfg = cfg, .chan_fd = -1, .next_stream = 1, .owner_pidfd = -1 };
+  cleanup_free char *log = rt_strdup_printf ("%s/monitor.log", cfg->dir);
+  rt_error *err = NULL;
+  sigset_t none;
+  int fd;
+
+  /* Nothing of the caller's may leak into a process that lives on: its
+     terminal, its pipes, its signal mask.  */
+  sigemptyset (&none);
+  sigprocmask (SIG_SETMASK, &none, NULL);
+  signal (SIGPIPE, SIG_IGN);
+  signal (SIGINT, SIG_IGN);
+  signal (SIGHUP, SIG_IGN);
+  fd = open ("/dev/null", O_RDWR);
+  dup2 (fd, 0);
+  dup2 (fd, 1);
+  if (log)
+    {
+      int lfd = open (log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+      if (lfd >= 0)
+        fd = lfd;
+    }
+  dup2 (fd, 2);
+  if (sync_fd != 3)
+    {
+      dup2 (sync_fd, 3);
+      sync_fd = 3;
+    }
+  close_range (4, ~0U, 0);
+  fcntl (sync_fd, F_SETFD, FD_CLOEXEC);
+
+  m.state = json_object_get (cfg->state);
+  if (monitor_start (&m, &err) < 0)
+    {
+      report (sync_fd, err);
+      rt_error_free (err);
+      rt_vm_kill (&m.vm);
+      rt_rm_rf (cfg->dir, NULL);
+      _exit (1);
+    }
+  report (sync_fd, NULL);
+  event_base_dispatch (m.base);
+  mon_stop (&m, "host_stopped");
+  rt_rm_rf (cfg->dir, NULL);
+  _exit (0);
+}
+
+int
+rt_monitor_spawn (rt_context *ctx, const struct rt_monitor_config *cfg, rt_error **err)
+{
+  int sync[2];
+  pid_t pid;
+  int status;
+  char buf[8192];
+  size_t fill = 0;
+
+  if (pipe2 (sync, O_CLOEXEC) < 0)
+    return rt_error_set (err, errno, "startup_failed", "pipe: %s", strerror (errno));
+  pid = fork ();
+  if (pid < 0)
+    {
+      close (sync[0]);
+      close (sync[1]);
+      return rt_error_set (err, errno, "startup_failed", "fork: %s", strerror (errno));
+    }
+  if (pid == 0)
+    {
+      /* Double fork: the monitor is nobody's child we would have to reap,
+         and setsid keeps the terminal's signals away from it.  */
+      close (sync[0]);
+      setsid ();
+      pid = fork ();
+      if (pid != 0)
+        _exit (pid < 0 ? 1 : 0);
+      monitor_main (ctx, cfg, sync[1]);
+    }
+  close (sync[1]);
+  while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  for (;;)
+    {
+      ssize_t n = read (sync[0], buf + fill, sizeof (buf) - 1 - fill);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      fill += n;
+      if (fill >= sizeof (buf) - 1)
+        break;
+    }
+  close (sync[0]);
+  buf[fill] = '\0';
+  if (strncmp (buf, "OK\n", 3) == 0)
+    return 0;
+  {
+    cleanup_json json_object *o = json_tokener_parse (buf);
+    json_object *e, *code, *msg, *hint;
+    if (o && json_object_object_get_ex (o, "error", &e) && json_object_object_get_ex (e, "code", &code)
+        && json_object_object_get_ex (e, "message", &msg))
+      {
+        rt_error_set (err, EIO, json_object_get_string (code), "%s", json_object_get_string (msg));
+        if (json_object_object_get_ex (e, "hint", &hint) && hint)
+          rt_error_hint (err, "%s", json_object_get_string (hint));
+        return -EIO;
+      }
+  }
+  return rt_error_set (err, EIO, "startup_failed", "the sandbox's monitor died while starting");
+}
