@@ -279,10 +279,12 @@ cli_parse (struct cli_command *cmd, int argc, char **argv, struct cli_args *a)
           a->val[idx] = value ? value : "";
           continue;
         }
-      if (cmd->takes_command)
+      if (cmd->takes_command && (a->npos >= cmd->max_pos || a->npos >= CLI_MAX_POS))
         {
-          cli_usage_error ("put the command to run after --, for example: runtime sandbox run -- python3 -V",
-                           "'%s' is not an option of 'runtime %s %s'", arg, cmd->group, cmd->name);
+          char hint[256];
+          snprintf (hint, sizeof (hint), "put the command to run after --: runtime %s %s %s", cmd->group, cmd->name,
+                    cmd->usage);
+          cli_usage_error (hint, "'%s' is not an option of 'runtime %s %s'", arg, cmd->group, cmd->name);
           return -1;
         }
       if (a->npos >= cmd->max_pos || a->npos >= CLI_MAX_POS)
@@ -300,7 +302,7 @@ cli_parse (struct cli_command *cmd, int argc, char **argv, struct cli_args *a)
   if (cmd->takes_command && a->nrest == 0)
     {
       char hint[256];
-      snprintf (hint, sizeof (hint), "for example: runtime %s %s -- python3 -c 'print(6*7)'", cmd->group, cmd->name);
+      snprintf (hint, sizeof (hint), "for example: %s", cmd->example ? cmd->example : cmd->usage);
       cli_usage_error (hint, "no command given: put it after --");
       return -1;
     }

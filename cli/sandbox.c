@@ -484,61 +484,6 @@ job_free (struct job *j)
     close (j->sfd);
 }
 
-/* cli_parse takes no positional word on a command followed by -- CMD, so
-   the sandbox's ID is taken out first: the first word before -- that is
-   neither an option nor an option's value.  @copy backs a->rest: free it
-   after @a.  */
-static int
-parse_ref_and_command (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, const char **ref,
-                       char ***copy)
-{
-  char **c = calloc (argc + 1, sizeof (char *));
-  int m = 0, ret;
-
-  *ref = NULL;
-  *copy = c;
-  if (c == NULL)
-    {
-      memset (a, 0, sizeof (*a));
-      return -1;
-    }
-  c[m++] = argv[0];
-  for (int i = 1; i < argc; i++)
-    {
-      const char *arg = argv[i];
-
-      if (*ref != NULL)
-        c[m++] = argv[i];
-      else if (strcmp (arg, "--") == 0)
-        {
-          /* No ID before --: cli_parse reports what else is wrong.  */
-          while (i < argc)
-            c[m++] = argv[i++];
-        }
-      else if (strncmp (arg, "--", 2) != 0)
-        *ref = arg;
-      else
-        {
-          c[m++] = argv[i];
-          if (strchr (arg, '=') == NULL && i + 1 < argc && strcmp (argv[i + 1], "--") != 0)
-            for (const struct cli_opt *o = cmd->opts; o && o->name; o++)
-              if (o->metavar && strcmp (o->name, arg + 2) == 0)
-                {
-                  c[m++] = argv[++i];
-                  break;
-                }
-        }
-    }
-  ret = cli_parse (cmd, m, c, a);
-  if (ret == 0 && *ref == NULL)
-    {
-      cli_usage_error ("'runtime sandbox ls' lists the sandboxes", "usage: runtime %s %s %s", cmd->group, cmd->name,
-                       cmd->usage);
-      return -1;
-    }
-  return ret;
-}
-
 /* -- commands  */
 
 static int
@@ -603,11 +548,9 @@ sandbox_exec (struct cli_command *cmd, int argc, char **argv)
   rt_context *ctx = NULL;
   rt_sandbox *sb = NULL;
   rt_error *err = NULL;
-  const char *ref;
-  char **copy = NULL;
   int ret, code = 1;
 
-  ret = parse_ref_and_command (cmd, argc, argv, &a, &ref, &copy);
+  ret = cli_parse (cmd, argc, argv, &a);
   if (ret != 0)
     {
       code = ret > 0 ? 0 : 1;
@@ -618,7 +561,7 @@ sandbox_exec (struct cli_command *cmd, int argc, char **argv)
   ctx = cli_context ();
   if (ctx == NULL)
     goto out;
-  if (rt_sandbox_open (ctx, ref, &sb, &err) < 0)
+  if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
     {
       code = lib_fail (err);
       goto out;
@@ -629,7 +572,6 @@ sandbox_exec (struct cli_command *cmd, int argc, char **argv)
 out:
   rt_context_free (ctx);
   cli_args_free (&a);
-  free (copy);
   job_free (&j);
   return code;
 }
@@ -1226,6 +1168,314 @@ static const struct cli_opt create_opts[] = {
   { NULL, NULL, NULL, NULL, false },
 };
 
+/* -- background processes and files  */
+
+/* The common start of a command on one live sandbox: parse, make a
+   context, open a.pos[0].  Return: 0 to go on; else the exit code (help
+   printed: 0 with *done set).  */
+static int
+open_target (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, rt_context **ctx, rt_sandbox **sb,
+             bool *done)
+{
+  rt_error *err = NULL;
+  int ret = cli_parse (cmd, argc, argv, a);
+
+  *ctx = NULL;
+  *sb = NULL;
+  *done = ret != 0;
+  if (ret != 0)
+    return ret > 0 ? 0 : 1;
+  *ctx = cli_context ();
+  if (*ctx == NULL)
+    {
+      *done = true;
+      return 1;
+    }
+  if (rt_sandbox_open (*ctx, a->pos[0], sb, &err) < 0)
+    {
+      *done = true;
+      return lib_fail (err);
+    }
+  return 0;
+}
+
+static int
+close_target (struct cli_args *a, rt_context *ctx, rt_sandbox *sb, int code)
+{
+  rt_sandbox_close (sb);
+  rt_context_free (ctx);
+  cli_args_free (a);
+  return code;
+}
+
+static int
+parse_process (const char *s, uint32_t *out)
+{
+  char *end = NULL;
+  unsigned long v;
+
+  errno = 0;
+  v = strtoul (s, &end, 10);
+  if (*s == '\0' || *s == '-' || *end != '\0' || errno || v == 0 || v > UINT32_MAX)
+    {
+      cli_usage_error ("runtime sandbox ps ID lists the processes", "'%s' is not a process number", s);
+      return -1;
+    }
+  *out = (uint32_t) v;
+  return 0;
+}
+
+static int
+sandbox_spawn (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  struct job j = { .sfd = -1 };
+  rt_context *ctx;
+  rt_sandbox *sb;
+  rt_error *err = NULL;
+  uint32_t process;
+  bool done;
+  int code = open_target (cmd, argc, argv, &a, &ctx, &sb, &done);
+
+  if (done || job_prepare (cmd, &a, true, &j) < 0)
+    {
+      job_free (&j);
+      return close_target (&a, ctx, sb, done ? code : 1);
+    }
+  {
+    rt_exec_opts opts = { .cwd = j.cwd, .env = (char *const *) j.env, .stdin_data = j.input,
+                          .stdin_len = j.input_len, .timeout_ms = j.timeout_s * 1000ULL, .cancel_fd = -1 };
+    if (rt_sandbox_spawn (sb, j.argv, &opts, &process, &err) < 0)
+      code = lib_fail (err);
+    else if (a.json)
+      {
+        printf ("{\"id\":\"%s\",\"process\":%u}\n", rt_sandbox_id (sb), process);
+        code = 0;
+      }
+    else
+      {
+        printf ("%u\n", process);
+        code = 0;
+      }
+  }
+  job_free (&j);
+  return close_target (&a, ctx, sb, code);
+}
+
+static int
+sandbox_ps (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  rt_context *ctx;
+  rt_sandbox *sb;
+  rt_error *err = NULL;
+  char *json = NULL;
+  json_object *arr = NULL;
+  bool done;
+  int code = open_target (cmd, argc, argv, &a, &ctx, &sb, &done);
+
+  if (done)
+    return close_target (&a, ctx, sb, code);
+  code = 1;
+  if (rt_sandbox_ps_json (sb, &json, &err) < 0)
+    code = lib_fail (err);
+  else if (a.json)
+    {
+      printf ("%s\n", json);
+      code = 0;
+    }
+  else if ((arr = parse_json (json)) != NULL)
+    {
+      size_t n = json_object_array_length (arr);
+      printf ("%-8s %-8s %-5s %s\n", "PROCESS", "STATE", "EXIT", "COMMAND");
+      for (size_t i = 0; i < n; i++)
+        {
+          json_object *p = json_object_array_get_idx (arr, i), *v;
+          char exit_s[16] = "-";
+          if (json_object_object_get_ex (p, "exitCode", &v) && v)
+            snprintf (exit_s, sizeof (exit_s), "%d", json_object_get_int (v));
+          json_object_object_get_ex (p, "process", &v);
+          printf ("%-8d %-8s %-5s %s\n", json_object_get_int (v), jstr (p, "state"), exit_s, jstr (p, "command"));
+        }
+      code = 0;
+    }
+  json_object_put (arr);
+  free (json);
+  return close_target (&a, ctx, sb, code);
+}
+
+static int
+sandbox_logs (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  struct output o = { 0 };
+  rt_context *ctx;
+  rt_sandbox *sb;
+  rt_error *err = NULL;
+  rt_exec_result res;
+  uint32_t process;
+  bool done, exited = false;
+  int code;
+
+  /* -f is what everyone types (tail -f).  */
+  for (int i = 1; i < argc && strcmp (argv[i], "--") != 0; i++)
+    if (strcmp (argv[i], "-f") == 0)
+      argv[i] = (char *) "--follow";
+  code = open_target (cmd, argc, argv, &a, &ctx, &sb, &done);
+  if (done)
+    return close_target (&a, ctx, sb, code);
+  if (parse_process (a.pos[1], &process) < 0)
+    return close_target (&a, ctx, sb, 1);
+  signal (SIGPIPE, SIG_IGN);
+  {
+    rt_exec_opts opts = { .cancel_fd = -1, .on_output = on_output, .data = &o };
+    code = rt_sandbox_logs (sb, process, has_opt (cmd, &a, "follow"), &opts, &res, &exited, &err) < 0
+               ? lib_fail (err)
+               : o.lost;
+  }
+  return close_target (&a, ctx, sb, code);
+}
+
+static const struct
+{
+  const char *name;
+  int sig;
+} signals[] = {
+  { "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "KILL", SIGKILL }, { "USR1", SIGUSR1 },
+  { "USR2", SIGUSR2 }, { "ALRM", SIGALRM }, { "TERM", SIGTERM }, { "CONT", SIGCONT }, { "STOP", SIGSTOP },
+};
+
+static int
+parse_signal (const char *s)
+{
+  char *end = NULL;
+  long v;
+
+  if (strncasecmp (s, "SIG", 3) == 0)
+    s += 3;
+  for (size_t i = 0; i < sizeof (signals) / sizeof (signals[0]); i++)
+    if (strcasecmp (s, signals[i].name) == 0)
+      return signals[i].sig;
+  v = strtol (s, &end, 10);
+  return *s && *end == '\0' && v >= 1 && v <= 64 ? (int) v : -1;
+}
+
+static int
+sandbox_kill (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  rt_context *ctx;
+  rt_sandbox *sb;
+  rt_error *err = NULL;
+  uint32_t process;
+  const char *sig_s;
+  bool done;
+  int sig = SIGTERM, code = open_target (cmd, argc, argv, &a, &ctx, &sb, &done);
+
+  if (done)
+    return close_target (&a, ctx, sb, code);
+  if (parse_process (a.pos[1], &process) < 0)
+    return close_target (&a, ctx, sb, 1);
+  if ((sig_s = cli_opt (cmd, &a, "signal")) && (sig = parse_signal (sig_s)) < 0)
+    {
+      cli_usage_error ("for example --signal KILL, --signal INT or --signal 9", "unknown signal '%s'", sig_s);
+      return close_target (&a, ctx, sb, 1);
+    }
+  if (rt_sandbox_kill (sb, process, sig, &err) < 0)
+    code = lib_fail (err);
+  else
+    {
+      printf ("%u\n", process);
+      code = 0;
+    }
+  return close_target (&a, ctx, sb, code);
+}
+
+static int
+sandbox_cat (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  struct output o = { 0 };
+  rt_context *ctx;
+  rt_sandbox *sb;
+  rt_error *err = NULL;
+  bool done;
+  int code = open_target (cmd, argc, argv, &a, &ctx, &sb, &done);
+
+  if (done)
+    return close_target (&a, ctx, sb, code);
+  signal (SIGPIPE, SIG_IGN);
+  {
+    rt_exec_opts opts = { .cancel_fd = -1, .on_output = on_output, .data = &o };
+    code = rt_sandbox_cat (sb, a.pos[1], &opts, &err) < 0 ? (o.lost ? 1 : lib_fail (err)) : o.lost;
+    if (o.lost)
+      rt_error_free (err);
+  }
+  return close_target (&a, ctx, sb, code);
+}
+
+static int
+sandbox_files (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  rt_context *ctx;
+  rt_sandbox *sb;
+  rt_error *err = NULL;
+  unsigned long depth = 1;
+  char *json = NULL;
+  json_object *arr = NULL;
+  bool done;
+  int code = open_target (cmd, argc, argv, &a, &ctx, &sb, &done);
+
+  if (done)
+    return close_target (&a, ctx, sb, code);
+  if (cli_opt_uint (cmd, &a, "depth", 1, 64, &depth) < 0)
+    return close_target (&a, ctx, sb, 1);
+  code = 1;
+  if (rt_sandbox_files_json (sb, a.npos > 1 ? a.pos[1] : "/workspace", depth, &json, &err) < 0)
+    code = lib_fail (err);
+  else if (a.json)
+    {
+      printf ("%s\n", json);
+      code = 0;
+    }
+  else if ((arr = parse_json (json)) != NULL)
+    {
+      for (size_t i = 0; i < json_object_array_length (arr); i++)
+        {
+          json_object *e = json_object_array_get_idx (arr, i), *v;
+          json_object_object_get_ex (e, "size", &v);
+          printf ("%s %lld %s\n", jstr (e, "type"), (long long) json_object_get_int64 (v), jstr (e, "path"));
+        }
+      code = 0;
+    }
+  json_object_put (arr);
+  free (json);
+  return close_target (&a, ctx, sb, code);
+}
+
+static const struct cli_opt spawn_opts[] = {
+  { "cwd", "DIR", "working directory (absolute)", "/workspace", false },
+  { "env", "K=V", "an environment variable for this command", NULL, true },
+  { "timeout", "S", "kill the command's process group after S seconds", "none", false },
+  { NULL, NULL, NULL, NULL, false },
+};
+
+static const struct cli_opt logs_opts[] = {
+  { "follow", NULL, "keep printing output until the process exits (also -f)", NULL, false },
+  { NULL, NULL, NULL, NULL, false },
+};
+
+static const struct cli_opt kill_opts[] = {
+  { "signal", "SIG", "signal name or number (TERM, KILL, INT, HUP, USR1, …)", "TERM", false },
+  { NULL, NULL, NULL, NULL, false },
+};
+
+static const struct cli_opt files_opts[] = {
+  { "depth", "N", "levels below PATH to list", "1", false },
+  { NULL, NULL, NULL, NULL, false },
+};
+
 static const struct cli_opt exec_opts[] = {
   { "cwd", "DIR", "working directory (absolute)", "/workspace", false },
   { "env", "K=V", "an environment variable for this command", NULL, true },
@@ -1251,7 +1501,7 @@ static struct cli_command sandbox_cmds[] = {
   { "create", sandbox_create, "Start a sandbox and print its id once it answers commands.", "[options]",
     "id=$(runtime sandbox create --name dev --timeout 600)", create_opts, false, 0, 0, NULL },
   { "exec", sandbox_exec, "Run one command in a running sandbox, stream its output, exit with its code.",
-    "ID [options] -- CMD [ARG…]", "runtime sandbox exec dev --cwd /tmp -- ls -l", exec_opts, true, 0, 0, NULL },
+    "ID [options] -- CMD [ARG…]", "runtime sandbox exec dev --cwd /tmp -- ls -l", exec_opts, true, 1, 1, NULL },
   { "ls", sandbox_ls, "List sandboxes, oldest first.", "[options]", "runtime sandbox ls --label team=ml", ls_opts,
     false, 0, 0, NULL },
   { "get", sandbox_get, "Show everything about one sandbox.", "ID", "runtime sandbox get dev --json", no_opts, false,
@@ -1263,6 +1513,19 @@ static struct cli_command sandbox_cmds[] = {
   { "wake", sandbox_wake, "Resume a paused sandbox.", "ID", "runtime sandbox wake dev", no_opts, false, 1, 1, NULL },
   { "rm", sandbox_rm, "Stop a sandbox if it runs and forget it (no error if it is gone).", "ID",
     "runtime sandbox rm dev", no_opts, false, 1, 1, NULL },
+  { "spawn", sandbox_spawn, "Start a command in the background; print its process number.",
+    "ID [options] -- CMD [ARG…]", "runtime sandbox spawn dev -- python3 -m http.server 8000", spawn_opts, true, 1, 1,
+    NULL },
+  { "ps", sandbox_ps, "List a sandbox's background processes.", "ID", "runtime sandbox ps dev", no_opts, false, 1, 1,
+    NULL },
+  { "logs", sandbox_logs, "Print a background process's output (its latest 1 MiB).", "ID PROCESS [-f]",
+    "runtime sandbox logs dev 1 -f", logs_opts, false, 2, 2, NULL },
+  { "kill", sandbox_kill, "Signal a background process's group.", "ID PROCESS [--signal SIG]",
+    "runtime sandbox kill dev 1 --signal INT", kill_opts, false, 2, 2, NULL },
+  { "cat", sandbox_cat, "Print a file from the sandbox, byte for byte.", "ID PATH",
+    "runtime sandbox cat dev /workspace/out.json", no_opts, false, 2, 2, NULL },
+  { "files", sandbox_files, "List files in the sandbox: TYPE (d, l or -) SIZE PATH per entry.",
+    "ID [PATH] [--depth N]", "runtime sandbox files dev /workspace --depth 2", files_opts, false, 1, 2, NULL },
   { "extend", sandbox_extend, "Move a sandbox's lease end SECONDS later (at most 1 h from now); print the new end.",
     "ID SECONDS", "runtime sandbox extend dev 600", no_opts, false, 2, 2, NULL },
   { NULL, NULL, NULL, NULL, NULL, NULL, false, 0, 0, NULL },

@@ -1,0 +1,65 @@
+#!/bin/bash
+# procs.sh - spawn/ps/logs/kill and cat/files on one long-lived sandbox.
+. "$(dirname "$0")/libtest.sh"
+
+# expect_error DESC CODE CMD…: exit 1 and "Error [CODE]" on stderr.
+expect_error() {
+    local d=$1 code=$2 rc; shift 2
+    "$@" >/dev/null 2>"$tmp/err" </dev/null; rc=$?
+    if [ "$rc" = 1 ] && grep -q "^Error \[$code\]" "$tmp/err"; then ok "$d"; else fail "$d"; diag "exit $rc" "$(cat "$tmp/err")"; fi
+}
+json_get() { python3 -c "import json,sys; o=json.load(sys.stdin); print($1)"; }
+
+id=$(runtime sandbox create --timeout 600)
+trap 'runtime sandbox rm "$id" >/dev/null 2>&1; cleanup' EXIT
+
+# -- background processes
+p1=$(runtime sandbox spawn "$id" -- bash -c 'for i in 1 2 3; do echo tick $i; echo tock $i >&2; sleep 0.5; done; exit 2')
+is "spawn prints a process number" "$p1" 1
+p2=$(runtime sandbox spawn "$id" -- sleep 300)
+is "a second spawn gets the next number" "$p2" 2
+runtime sandbox ps "$id" >"$tmp/ps"
+check "ps has its header" grep -q "^PROCESS  *STATE  *EXIT  *COMMAND" "$tmp/ps"
+check "ps shows the sleeper running" grep -qE "^2 +running +- +sleep 300" "$tmp/ps"
+runtime sandbox logs "$id" "$p1" -f >"$tmp/out" 2>"$tmp/err"
+is "logs -f follows stdout to the end" "$(cat "$tmp/out")" "$(printf 'tick 1\ntick 2\ntick 3')"
+is "… and stderr, kept apart" "$(cat "$tmp/err")" "$(printf 'tock 1\ntock 2\ntock 3')"
+is "ps --json shows its exit code" "$(runtime sandbox ps "$id" --json | json_get '[(p["process"], p["state"], p["exitCode"]) for p in o if p["process"] == 1]')" "[(1, 'exited', 2)]"
+is "logs of an ended process still works" "$(runtime sandbox logs "$id" "$p1" 2>/dev/null)" "$(printf 'tick 1\ntick 2\ntick 3')"
+is "kill prints the process" "$(runtime sandbox kill "$id" "$p2" --signal KILL)" "$p2"
+for _ in $(seq 50); do runtime sandbox ps "$id" | grep -qE "^2 +exited" && break; sleep 0.1; done
+check "the killed process shows 137" grep -qE "^2 +exited +137 " <(runtime sandbox ps "$id")
+p3=$(runtime sandbox spawn "$id" -- bash -c 'trap "echo got-int; exit 0" INT; while :; do sleep 0.1; done')
+sleep 1
+runtime sandbox kill "$id" "$p3" --signal INT >/dev/null
+is "kill --signal INT reaches the process's trap" "$(runtime sandbox logs "$id" "$p3" -f)" "got-int"
+# Nobody reads: the latest 1 MiB is kept and the rest is reported dropped.
+p4=$(runtime sandbox spawn "$id" -- bash -c 'head -c 3000000 /dev/zero | tr "\0" x; echo; echo END')
+for _ in $(seq 100); do runtime sandbox ps "$id" | grep -qE "^$p4 +exited" && break; sleep 0.2; done
+runtime sandbox logs "$id" "$p4" >"$tmp/big" 2>"$tmp/note"
+check "an unread process keeps about its latest 1 MiB" test "$(stat -c %s "$tmp/big")" -le $((1024 * 1024 + 65536))
+is "… ending with its last line" "$(tail -n 1 "$tmp/big")" "END"
+check "… and says it dropped the rest" grep -q "bytes of older output were dropped" "$tmp/note"
+expect_error "logs of an unknown process is not_found" not_found runtime sandbox logs "$id" 99
+expect_error "a process that is not a number is a usage error" usage runtime sandbox logs "$id" abc
+expect_error "an unknown signal is a usage error" usage runtime sandbox kill "$id" 1 --signal BOGUS
+expect_error "spawn without a command is a usage error" usage runtime sandbox spawn "$id"
+
+# -- files
+runtime sandbox exec "$id" -- bash -c 'mkdir -p d/e; echo hello > d/a.txt; printf 0123456789 > "d/sp ace"; ln -s a.txt d/link; head -c 2000000 /dev/urandom > /tmp/blob; sha256sum < /tmp/blob > /tmp/blob.sum'
+is "files lists one level, sorted, d|l|- SIZE PATH" "$(runtime sandbox files "$id" /workspace/d)" \
+    "$(printf -- '- 6 /workspace/d/a.txt\nd 4096 /workspace/d/e\nl 5 /workspace/d/link\n- 10 /workspace/d/sp ace')"
+check "files defaults to /workspace" grep -q "^d 4096 /workspace/d$" <(runtime sandbox files "$id")
+check "--depth 2 goes deeper" grep -q "/workspace/d/a.txt" <(runtime sandbox files "$id" --depth 2)
+is "files --json" "$(runtime sandbox files "$id" /workspace/d/a.txt --json | json_get 'o')" "[{'type': '-', 'size': 6, 'path': '/workspace/d/a.txt'}]"
+is "cat prints a file" "$(runtime sandbox cat "$id" /workspace/d/a.txt)" "hello"
+is "cat is byte for byte (2 MB of binary)" "$(runtime sandbox cat "$id" /tmp/blob | sha256sum)" "$(runtime sandbox cat "$id" /tmp/blob.sum)"
+expect_error "cat of a directory is is_a_directory" is_a_directory runtime sandbox cat "$id" /workspace/d
+expect_error "cat of a missing file is file_not_found" file_not_found runtime sandbox cat "$id" /workspace/nope
+expect_error "a relative sandbox path is a usage error" usage runtime sandbox cat "$id" d/a.txt
+expect_error "files of a missing path is file_not_found" file_not_found runtime sandbox files "$id" /nope
+expect_error "files --depth 0 is a usage error" usage runtime sandbox files "$id" --depth 0
+
+runtime sandbox rm "$id" >/dev/null
+check_no_leaks "after procs and files"
+done_testing
