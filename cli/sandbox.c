@@ -1454,6 +1454,64 @@ sandbox_files (struct cli_command *cmd, int argc, char **argv)
   return close_target (&a, ctx, sb, code);
 }
 
+/* "ID:/abs/path" names a sandbox side; ids and names never hold '/', so a
+   ':' after a '/' is part of a host path.  */
+static char *
+remote_ref (const char *arg, const char **path)
+{
+  const char *colon = strchr (arg, ':');
+  if (colon == NULL || colon == arg || memchr (arg, '/', colon - arg))
+    return NULL;
+  *path = colon + 1;
+  return strndup (arg, colon - arg);
+}
+
+static int
+sandbox_cp (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  rt_context *ctx = NULL;
+  rt_sandbox *sb = NULL;
+  rt_error *err = NULL;
+  char *src_ref = NULL, *dst_ref = NULL;
+  const char *src_path = NULL, *dst_path = NULL;
+  int ret, code = 1;
+
+  ret = cli_parse (cmd, argc, argv, &a);
+  if (ret != 0)
+    {
+      cli_args_free (&a);
+      return ret > 0 ? 0 : 1;
+    }
+  src_ref = remote_ref (a.pos[0], &src_path);
+  dst_ref = remote_ref (a.pos[1], &dst_path);
+  if ((src_ref == NULL) == (dst_ref == NULL))
+    {
+      cli_usage_error ("for example: runtime sandbox cp ./data dev:/workspace/ or cp dev:/workspace/out.csv .",
+                       "exactly one side of cp must be a sandbox path ID:/abs/path");
+      goto out;
+    }
+  ctx = cli_context ();
+  if (ctx == NULL)
+    goto out;
+  if (rt_sandbox_open (ctx, src_ref ? src_ref : dst_ref, &sb, &err) < 0)
+    {
+      code = lib_fail (err);
+      goto out;
+    }
+  ret = src_ref ? rt_sandbox_copy_out (sb, src_path, a.pos[1], &err) : rt_sandbox_copy_in (sb, a.pos[0], dst_path, &err);
+  code = ret < 0 ? lib_fail (err) : 0;
+  if (ret == 0 && a.json)
+    printf ("{\"id\":\"%s\",\"copied\":true}\n", rt_sandbox_id (sb));
+out:
+  rt_sandbox_close (sb);
+  free (src_ref);
+  free (dst_ref);
+  rt_context_free (ctx);
+  cli_args_free (&a);
+  return code;
+}
+
 static const struct cli_opt spawn_opts[] = {
   { "cwd", "DIR", "working directory (absolute)", "/workspace", false },
   { "env", "K=V", "an environment variable for this command", NULL, true },
@@ -1522,6 +1580,9 @@ static struct cli_command sandbox_cmds[] = {
     "runtime sandbox logs dev 1 -f", logs_opts, false, 2, 2, NULL },
   { "kill", sandbox_kill, "Signal a background process's group.", "ID PROCESS [--signal SIG]",
     "runtime sandbox kill dev 1 --signal INT", kill_opts, false, 2, 2, NULL },
+  { "cp", sandbox_cp, "Copy a file or a whole directory into or out of a sandbox (modes kept).", "SRC DST",
+    "runtime sandbox cp ./project dev:/workspace/ && runtime sandbox cp dev:/workspace/report.html .", no_opts,
+    false, 2, 2, NULL },
   { "cat", sandbox_cat, "Print a file from the sandbox, byte for byte.", "ID PATH",
     "runtime sandbox cat dev /workspace/out.json", no_opts, false, 2, 2, NULL },
   { "files", sandbox_files, "List files in the sandbox: TYPE (d, l or -) SIZE PATH per entry.",

@@ -42,6 +42,9 @@ struct mon_exec
   struct evhttp_request *req; /* NULL once the client went away */
   uint32_t unacked;           /* output handed to the client, not yet flushed */
   struct mon_proc *proc;      /* set for a spawned process */
+  int stdin_fd;               /* streamed stdin (stdinPath), or -1 */
+  struct event *ev_stdin;
+  uint32_t stdin_inflight;    /* sent to the guest, not yet taken */
   struct mon_exec *next;
 };
 
@@ -239,9 +242,50 @@ find_exec (struct mon *m, uint32_t stream)
 }
 
 static void
+stdin_close (struct mon_exec *e)
+{
+  if (e->ev_stdin)
+    event_free (e->ev_stdin);
+  e->ev_stdin = NULL;
+  if (e->stdin_fd >= 0)
+    close (e->stdin_fd);
+  e->stdin_fd = -1;
+}
+
+/* Streams a stdinPath into the guest, never more than the window ahead of
+   what the command has taken (the agent's WINDOW frames).  */
+static void
+on_stdin_ready (evutil_socket_t fd, short what, void *arg)
+{
+  struct mon_exec *e = arg;
+  uint8_t buf[65536];
+  (void) what;
+
+  while (e->stdin_inflight < RT_WINDOW_INITIAL)
+    {
+      size_t want = RT_WINDOW_INITIAL - e->stdin_inflight;
+      ssize_t n = read (fd, buf, want < sizeof (buf) ? want : sizeof (buf));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && errno == EAGAIN)
+        return;
+      if (n <= 0)
+        {
+          chan_queue (e->m, RT_FRAME_STDIN, e->stream, NULL, 0);
+          stdin_close (e);
+          return;
+        }
+      chan_queue (e->m, RT_FRAME_STDIN, e->stream, buf, n);
+      e->stdin_inflight += n;
+    }
+  event_del (e->ev_stdin);
+}
+
+static void
 exec_free (struct mon_exec *e)
 {
   struct mon_exec **p;
+  stdin_close (e);
   for (p = &e->m->execs; *p; p = &(*p)->next)
     if (*p == e)
       {
@@ -408,6 +452,15 @@ dispatch_frame (struct mon *m, const struct rt_frame_header *h, const uint8_t *p
     return;
   switch (h->type)
     {
+    case RT_FRAME_WINDOW:
+      if (h->len == 4)
+        {
+          uint32_t n = rt_get_u32 (payload);
+          e->stdin_inflight -= n < e->stdin_inflight ? n : e->stdin_inflight;
+          if (e->ev_stdin && !event_pending (e->ev_stdin, EV_READ, NULL))
+            event_add (e->ev_stdin, NULL);
+        }
+      break;
     case RT_FRAME_STDOUT:
     case RT_FRAME_STDERR:
       exec_output (m, e, h->type == RT_FRAME_STDOUT ? "stdout" : "stderr", payload, h->len);
@@ -616,6 +669,7 @@ start_command (struct mon *m, struct evhttp_request *req, json_object *body)
   const char *cwd = m->cfg->workdir ? m->cfg->workdir : "/workspace", *user = "runtime";
   int64_t timeout = 0;
   cleanup_free uint8_t *input = NULL;
+  cleanup_close int stdin_fd = -1;
   size_t input_len = 0, size;
   struct mon_exec *e;
   const char *s;
@@ -678,6 +732,20 @@ start_command (struct mon *m, struct evhttp_request *req, json_object *body)
       }
     }
 
+  /* A stream too large for the request body: a FIFO or file the client
+     made in this sandbox's own directory (nowhere else).  */
+  if (json_object_object_get_ex (body, "stdinPath", &v) && v)
+    {
+      const char *path = json_object_get_string (v);
+      size_t dl = strlen (m->cfg->dir);
+      if (input_len > 0 || path == NULL || strncmp (path, m->cfg->dir, dl) != 0
+          || strncmp (path + dl, "/upload-", 8) != 0 || strchr (path + dl + 1, '/') != NULL)
+        return reply_error_null (req, 400, "invalid_request", NULL, "stdinPath must be an upload in the sandbox's dir");
+      stdin_fd = open (path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      if (stdin_fd < 0)
+        return reply_error_null (req, 400, "invalid_request", NULL, "cannot open '%s': %s", path, strerror (errno));
+    }
+
   exec = json_object_new_object ();
   json_object_object_add (exec, "argv", json_object_get (argv));
   {
@@ -691,7 +759,7 @@ start_command (struct mon *m, struct evhttp_request *req, json_object *body)
   json_object_object_add (exec, "cwd", json_object_new_string (cwd));
   json_object_object_add (exec, "user", json_object_new_string (user));
   json_object_object_add (exec, "timeoutMs", json_object_new_int64 (timeout));
-  json_object_object_add (exec, "stdin", json_object_new_boolean (input_len > 0));
+  json_object_object_add (exec, "stdin", json_object_new_boolean (input_len > 0 || stdin_fd >= 0));
   if (strlen (json_object_to_json_string_ext (exec, JSON_C_TO_STRING_PLAIN)) > RT_FRAME_MAX_PAYLOAD)
     {
       json_object_put (exec);
@@ -705,6 +773,7 @@ start_command (struct mon *m, struct evhttp_request *req, json_object *body)
     }
   e->m = m;
   e->stream = m->next_stream++;
+  e->stdin_fd = steal_fd (&stdin_fd);
   e->next = m->execs;
   m->execs = e;
   chan_queue_json (m, RT_FRAME_EXEC, e->stream, exec);
@@ -713,6 +782,12 @@ start_command (struct mon *m, struct evhttp_request *req, json_object *body)
     chan_queue (m, RT_FRAME_STDIN, e->stream, input + off, input_len - off < 65536 ? input_len - off : 65536);
   if (input_len)
     chan_queue (m, RT_FRAME_STDIN, e->stream, NULL, 0);
+  if (e->stdin_fd >= 0)
+    {
+      e->ev_stdin = event_new (m->base, e->stdin_fd, EV_READ | EV_PERSIST, on_stdin_ready, e);
+      if (e->ev_stdin)
+        event_add (e->ev_stdin, NULL);
+    }
   return e;
 }
 

@@ -264,6 +264,27 @@ int rt_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opts, 
 int rt_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, char **json, rt_error **err);
 
 /**
+ * rt_sandbox_copy_in - copy a host file or directory into the sandbox
+ * @src: host path (a directory is copied whole, modes kept)
+ * @dst: absolute sandbox path; an existing directory receives @src by name
+ * Streamed as a tar archive; the copy lands under its name only when whole.
+ * Errors: "usage", "file_not_found" (either side).
+ * Return: 0, or <0 with @err set.
+ */
+int rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, rt_error **err);
+
+/**
+ * rt_sandbox_copy_out - copy a sandbox file or directory to the host
+ * @src: absolute sandbox path
+ * @dst: host path; an existing directory receives @src by name
+ * Written under a temporary name and renamed when complete: a copy cut
+ * short never appears under @dst ("download_incomplete").
+ * Errors: "usage", "file_not_found", "download_incomplete".
+ * Return: 0, or <0 with @err set.
+ */
+int rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, rt_error **err);
+
+/**
  * rt_sandbox_stop - stop the sandbox: its VM ends, its record stays
  * Waits (up to 30 s) until the monitor confirms; "cleanup_failed" if not.
  * Return: 0, or <0 with @err set.

@@ -9,6 +9,7 @@
 
 #include "api.h"
 #include "monitor.h"
+#include "sandbox.h"
 #include "store.h"
 
 #define STOP_WAIT_MS 30000
@@ -16,13 +17,6 @@
 #define MAX_ENV 32
 #define MAX_ENV_BYTES (32 * 1024)
 
-struct rt_sandbox
-{
-  rt_context *ctx;
-  char id[32];
-  char *dir;
-  char *sock;
-};
 
 void
 rt_sandbox_close (rt_sandbox *sb)
@@ -389,9 +383,8 @@ rt_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **
   return 0;
 }
 
-/* The JSON of a command request (exec, spawn).  */
-static json_object *
-command_request (char *const argv[], const rt_exec_opts *opts, rt_error **err)
+json_object *
+rt_command_request (char *const argv[], const rt_exec_opts *opts, rt_error **err)
 {
   json_object *req, *arr;
 
@@ -445,7 +438,7 @@ rt_sandbox_exec (rt_sandbox *sb, char *const argv[], const rt_exec_opts *opts, r
   if (opts == NULL)
     opts = &no_opts;
   memset (res, 0, sizeof (*res));
-  req = command_request (argv, opts, err);
+  req = rt_command_request (argv, opts, err);
   if (req == NULL)
     return -EINVAL;
   return rt_api_stream (sb->sock, sb->id, "exec", req, opts, res, NULL, err);
@@ -459,7 +452,7 @@ rt_sandbox_spawn (rt_sandbox *sb, char *const argv[], const rt_exec_opts *opts, 
   json_object *v;
   int ret;
 
-  req = command_request (argv, opts ? opts : &no_opts, err);
+  req = rt_command_request (argv, opts ? opts : &no_opts, err);
   if (req == NULL)
     return -EINVAL;
   ret = rt_api_call (sb->sock, sb->id, "spawn", req, &reply, err);
@@ -507,15 +500,6 @@ rt_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err)
 
 /* Files are read with the guest's own tools, as root; a two-line prelude
    turns "missing" and "a directory" into exit codes, not stderr to parse.  */
-#define EXIT_IS_DIR 66
-#define EXIT_MISSING 67
-
-struct captured
-{
-  char *out, *err;           /* stdout (unless passed on), stderr */
-  size_t out_len, err_len;
-  const rt_exec_opts *pass;  /* stdout goes to its callback when set */
-};
 
 static int
 append (char **buf, size_t *len, const char *data, size_t n)
@@ -532,10 +516,10 @@ append (char **buf, size_t *len, const char *data, size_t n)
   return 0;
 }
 
-static int
-capture (void *data, int stream, const char *buf, size_t len)
+int
+rt_capture_output (void *data, int stream, const char *buf, size_t len)
 {
-  struct captured *c = data;
+  struct rt_captured *c = data;
 
   if (stream == 2)
     return append (&c->err, &c->err_len, buf, len);
@@ -544,8 +528,8 @@ capture (void *data, int stream, const char *buf, size_t len)
   return append (&c->out, &c->out_len, buf, len);
 }
 
-static int
-check_guest_path (const char *path, rt_error **err)
+int
+rt_check_guest_path (const char *path, rt_error **err)
 {
   if (path == NULL || path[0] != '/')
     {
@@ -575,10 +559,10 @@ rt_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opts, rt_e
   char *argv[] = { (char *) "sh", (char *) "-c",
                    (char *) "[ -d \"$1\" ] && exit 66; [ -e \"$1\" ] || exit 67; exec cat -- \"$1\"",
                    (char *) "sh", (char *) path, NULL };
-  struct captured c = { .pass = opts ? opts : &no_opts };
-  rt_exec_opts o = { .user = "root", .cancel_fd = opts ? opts->cancel_fd : -1, .on_output = capture, .data = &c };
+  struct rt_captured c = { .pass = opts ? opts : &no_opts };
+  rt_exec_opts o = { .user = "root", .cancel_fd = opts ? opts->cancel_fd : -1, .on_output = rt_capture_output, .data = &c };
   rt_exec_result res;
-  int ret = check_guest_path (path, err);
+  int ret = rt_check_guest_path (path, err);
 
   if (ret < 0)
     return ret;
@@ -605,11 +589,11 @@ rt_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, char **
                             "if [ -d \"$1\" ]; then exec find \"$1\" -mindepth 1 -maxdepth \"$2\" -printf '%y %s %p\\0'; "
                             "else exec find \"$1\" -maxdepth 0 -printf '%y %s %p\\0'; fi",
                    (char *) "sh", (char *) path, depth_s, NULL };
-  struct captured c = { 0 };
+  struct rt_captured c = { 0 };
   cleanup_json json_object *arr = NULL;
-  rt_exec_opts o = { .user = "root", .cancel_fd = -1, .on_output = capture, .data = &c };
+  rt_exec_opts o = { .user = "root", .cancel_fd = -1, .on_output = rt_capture_output, .data = &c };
   rt_exec_result res;
-  int ret = check_guest_path (path, err);
+  int ret = rt_check_guest_path (path, err);
 
   if (ret < 0)
     return ret;

@@ -60,6 +60,41 @@ expect_error "a relative sandbox path is a usage error" usage runtime sandbox ca
 expect_error "files of a missing path is file_not_found" file_not_found runtime sandbox files "$id" /nope
 expect_error "files --depth 0 is a usage error" usage runtime sandbox files "$id" --depth 0
 
+# -- cp, both ways
+mkdir -p "$tmp/src/sub"; echo hi > "$tmp/src/a.txt"; chmod 750 "$tmp/src/a.txt"
+head -c 3000000 /dev/urandom > "$tmp/src/sub/big.bin"; ln -s a.txt "$tmp/src/link"; printf x > "$tmp/src/sp ace"
+runtime sandbox cp "$tmp/src" "$id:/workspace/"; is "cp a directory in" "$?" 0
+is "… whole, modes and links kept, owned by the user" \
+    "$(runtime sandbox exec "$id" -- bash -c 'cd /workspace/src && stat -c "%A %U %n" a.txt link "sp ace" sub/big.bin && readlink link')" \
+    "$(printf -- '-rwxr-x--- runtime a.txt\nlrwxrwxrwx runtime link\n-rw-r--r-- runtime sp ace\n-rw-r--r-- runtime sub/big.bin\na.txt')"
+is "… byte for byte" "$(runtime sandbox exec "$id" -- sha256sum < /dev/null /workspace/src/sub/big.bin | cut -d' ' -f1)" "$(sha256sum "$tmp/src/sub/big.bin" | cut -d' ' -f1)"
+runtime sandbox cp "$id:/workspace/src" "$tmp/back"; is "cp a directory out under a new name" "$?" 0
+check "… identical to the original" diff -r "$tmp/src" "$tmp/back"
+is "… modes kept" "$(stat -c %A "$tmp/back/a.txt")" "-rwxr-x---"
+mkdir "$tmp/into"
+runtime sandbox cp "$id:/workspace/src/a.txt" "$tmp/into"; is "cp a file out into a directory" "$(cat "$tmp/into/a.txt")" "hi"
+runtime sandbox cp "$tmp/src/a.txt" "$id:/workspace/renamed.txt"; is "cp a file in under a new name" "$(runtime sandbox cat "$id" /workspace/renamed.txt)" "hi"
+expect_error "cp needs exactly one sandbox side" usage runtime sandbox cp "$tmp/a" "$tmp/b"
+expect_error "… not two" usage runtime sandbox cp "$id:/a" "$id:/b"
+expect_error "cp of a missing sandbox file is file_not_found" file_not_found runtime sandbox cp "$id:/workspace/nope" "$tmp/"
+expect_error "cp of a missing host file is file_not_found" file_not_found runtime sandbox cp "$tmp/nope" "$id:/workspace/"
+expect_error "cp into a missing sandbox dir is file_not_found" file_not_found runtime sandbox cp "$tmp/src/a.txt" "$id:/nope/dir/x"
+expect_error "a relative sandbox path is a usage error" usage runtime sandbox cp "$id:workspace/x" "$tmp/"
+check "no temporary dirs left on the host" test -z "$(ls -A "$tmp" | grep rt-cp)"
+is "no temporary dirs left in the sandbox" "$(runtime sandbox exec "$id" -- bash -c 'ls -A /workspace | grep -c rt-cp')" 0
+
+# A copy cut short (the sandbox stops mid-stream) never lands under its name.
+runtime sandbox exec "$id" -- bash -c 'head -c 200000000 /dev/zero > /tmp/huge'
+runtime sandbox cp "$id:/tmp/huge" "$tmp/huge" 2>"$tmp/cperr" &
+cp_pid=$!
+sleep 2
+runtime sandbox stop "$id" >/dev/null
+wait $cp_pid; rc=$?
+is "a copy cut short exits 1" "$rc" 1
+check "… with download_incomplete" grep -q "download_incomplete" "$tmp/cperr"
+check "… and nothing under the real name" test ! -e "$tmp/huge"
+check "… nor a temporary dir" test -z "$(ls -A "$tmp" | grep rt-cp)"
+
 runtime sandbox rm "$id" >/dev/null
 check_no_leaks "after procs and files"
 done_testing
