@@ -2,6 +2,7 @@
    libevent loop multiplexing every api.sock client onto the one agent
    channel.  See monitor.h for the API it serves.  */
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -29,6 +30,7 @@
 /* Time for the last replies to reach their clients before the monitor exits.  */
 #define EXIT_FLUSH_MS 100
 #define LOG_MAX (1024 * 1024)
+#define CLIENT_HIGH_WATER (2 * 1024 * 1024)
 #define MAX_PROCS 256
 
 struct mon;
@@ -422,9 +424,19 @@ exec_output (struct mon *m, struct mon_exec *e, const char *type, const uint8_t 
       chan_ack (m, e->stream, len);
       return;
     }
-  e->unacked += len;
   send_line (e->req, line, on_flushed, e);
   json_object_put (line);
+  /* Ack at once while the client keeps up (its buffer under the high-water
+     mark): acking only on a full drain made every window stop and go.
+     Past the mark, acks wait for the flush, so a client that does not read
+     holds the guest back instead of filling the monitor's memory.  */
+  if (e->unacked == 0
+      && evbuffer_get_length (bufferevent_get_output (evhttp_connection_get_bufferevent (
+             evhttp_request_get_connection (e->req))))
+             < CLIENT_HIGH_WATER)
+    chan_ack (m, e->stream, len);
+  else
+    e->unacked += len;
 }
 
 static json_object *

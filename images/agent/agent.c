@@ -54,7 +54,9 @@
 #define WORKSPACE "/workspace"
 
 #define MAX_CMDS 256
-#define OUT_CHUNK (64u * 1024u)            /* largest STDOUT/STDERR payload */
+#define OUT_CHUNK (256u * 1024u)           /* largest STDOUT/STDERR payload */
+/* Under TCG every syscall is dear: big pipes and frames mean few of them.  */
+#define PIPE_SIZE (1024 * 1024)
 #define STDIN_MAX (2u * 1024u * 1024u)     /* queued STDIN bytes per stream */
 #define DRAIN_MAX (1024u * 1024u + OUT_CHUNK) /* read after exit, per pipe */
 /* The outgoing queue.  Output is read from pipes only while less than
@@ -1416,6 +1418,10 @@ handle_exec (struct agent *ag, uint32_t stream, const uint8_t *p, size_t len)
       send_error (ag, stream, "internal", "cannot create pipes: %s", strerror (errno));
       goto out;
     }
+  fcntl (out[0], F_SETPIPE_SZ, PIPE_SIZE);
+  fcntl (err[0], F_SETPIPE_SZ, PIPE_SIZE);
+  if (in[1] >= 0)
+    fcntl (in[1], F_SETPIPE_SZ, PIPE_SIZE);
   /* Only the agent's ends are non-blocking; the child's stay blocking.  */
   if ((in[1] >= 0 && fcntl (in[1], F_SETFL, O_NONBLOCK) < 0) || fcntl (out[0], F_SETFL, O_NONBLOCK) < 0
       || fcntl (err[0], F_SETFL, O_NONBLOCK) < 0)
@@ -1978,6 +1984,53 @@ serve (void)
     }
 }
 
+/* Benchmark mode (rt.rawbench=BYTES): the bare virtio-serial port, no
+   framing, as the baseline for the protocol's throughput.  Once the host
+   connects: BYTES to the host, BYTES from the host, one 'D', power off.  */
+static void __attribute__ ((noreturn))
+rawbench (const char *arg)
+{
+  static char buf[65536];
+  long long total = atoll (arg), done;
+  int fd = open_channel ();
+
+  if (fd < 0 || total <= 0)
+    power_off ();
+  fcntl (fd, F_SETFL, 0);
+  for (;;)
+    {
+      struct pollfd p = { .fd = fd, .events = POLLOUT };
+      if (poll (&p, 1, -1) > 0 && !(p.revents & POLLHUP))
+        break;
+      sleep_ms (RECONNECT_POLL_MS);
+    }
+  memset (buf, 'x', sizeof buf);
+  for (done = 0; done < total;)
+    {
+      ssize_t n = write (fd, buf, total - done < (long long) sizeof buf ? (size_t) (total - done) : sizeof buf);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        power_off ();
+      done += n;
+    }
+  for (done = 0; done < total;)
+    {
+      ssize_t n = read (fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        {
+          sleep_ms (RECONNECT_POLL_MS);
+          continue;
+        }
+      done += n;
+    }
+  write_all (fd, "D", 1);
+  sleep_ms (200);
+  power_off ();
+}
+
 int
 main (void)
 {
@@ -2007,5 +2060,7 @@ main (void)
   setup_root ();
   if (cmdline_get ("rt.cmd", cmd, sizeof cmd))
     run_once (cmd);
+  if (cmdline_get ("rt.rawbench", cmd, sizeof cmd))
+    rawbench (cmd);
   serve ();
 }
