@@ -84,8 +84,9 @@ struct mon
   struct rt_frame_reader *reader;
   struct evbuffer *chan_out;
   struct event_base *base;
-  struct event *ev_read, *ev_write, *ev_qemu, *ev_lease, *ev_term, *ev_owner;
+  struct event *ev_read, *ev_write, *ev_qemu, *ev_lease, *ev_term, *ev_owner, *ev_claim;
   int owner_pidfd;
+  int claim_fd;
   struct evhttp *http;
   struct mon_exec *execs;
   struct mon_proc *procs;
@@ -579,6 +580,8 @@ mon_stop (struct mon *m, const char *reason)
     event_del (m->ev_qemu);
   if (m->ev_owner)
     event_del (m->ev_owner);
+  if (m->ev_claim)
+    event_del (m->ev_claim);
   evtimer_del (m->ev_lease);
   if (m->chan_fd >= 0)
     close (m->chan_fd);
@@ -618,6 +621,25 @@ on_owner_exit (evutil_socket_t fd, short what, void *arg)
   (void) fd;
   (void) what;
   mon_stop (arg, "requested");
+}
+
+/* The creator claims the sandbox once it has its id: a creator killed
+   before that (kill -9 during create) leaves a sandbox nobody can name,
+   so it stops.  */
+static void
+on_claim (evutil_socket_t fd, short what, void *arg)
+{
+  struct mon *m = arg;
+  char c = 0;
+  ssize_t n;
+  (void) what;
+
+  do
+    n = read (fd, &c, 1);
+  while (n < 0 && errno == EINTR);
+  event_del (m->ev_claim);
+  if (n != 1 || c != 'C')
+    mon_stop (m, "requested");
 }
 
 static void
@@ -1298,6 +1320,10 @@ monitor_start (struct mon *m, rt_error **err)
         return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
       event_add (m->ev_owner, NULL);
     }
+  m->ev_claim = event_new (m->base, m->claim_fd, EV_READ, on_claim, m);
+  if (m->ev_claim == NULL)
+    return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
+  event_add (m->ev_claim, NULL);
   event_add (m->ev_read, NULL);
   event_add (m->ev_qemu, NULL);
   event_add (m->ev_term, NULL);
@@ -1310,9 +1336,9 @@ monitor_start (struct mon *m, rt_error **err)
 }
 
 static void __attribute__ ((noreturn))
-monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd)
+monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd, int claim_fd)
 {
-  struct mon m = { .ctx = ctx, .cfg = cfg, .chan_fd = -1, .next_stream = 1, .owner_pidfd = -1 };
+  struct mon m = { .ctx = ctx, .cfg = cfg, .chan_fd = -1, .next_stream = 1, .owner_pidfd = -1, .claim_fd = 4 };
   cleanup_free char *log = rt_strdup_printf ("%s/monitor.log", cfg->dir);
   rt_error *err = NULL;
   sigset_t none;
@@ -1335,13 +1361,19 @@ monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd)
         fd = lfd;
     }
   dup2 (fd, 2);
-  if (sync_fd != 3)
+  /* The two pipes to the creator become fds 3 and 4, everything else goes.  */
+  if (sync_fd == 4 || claim_fd == 3)
     {
-      dup2 (sync_fd, 3);
-      sync_fd = 3;
+      int tmp = fcntl (sync_fd, F_DUPFD_CLOEXEC, 10);
+      sync_fd = tmp >= 0 ? tmp : sync_fd;
     }
-  close_range (4, ~0U, 0);
-  fcntl (sync_fd, F_SETFD, FD_CLOEXEC);
+  dup3 (claim_fd, 4, O_CLOEXEC);
+  if (sync_fd != 3)
+    dup3 (sync_fd, 3, O_CLOEXEC);
+  sync_fd = 3;
+  close_range (5, ~0U, 0);
+  fcntl (3, F_SETFD, FD_CLOEXEC);
+  fcntl (4, F_SETFD, FD_CLOEXEC);
 
   m.state = json_object_get (cfg->state);
   if (monitor_start (&m, &err) < 0)
@@ -1362,7 +1394,7 @@ monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd)
 int
 rt_monitor_spawn (rt_context *ctx, const struct rt_monitor_config *cfg, rt_error **err)
 {
-  int sync[2];
+  int sync[2], claim[2];
   pid_t pid;
   int status;
   char buf[8192];
@@ -1370,11 +1402,19 @@ rt_monitor_spawn (rt_context *ctx, const struct rt_monitor_config *cfg, rt_error
 
   if (pipe2 (sync, O_CLOEXEC) < 0)
     return rt_error_set (err, errno, "startup_failed", "pipe: %s", strerror (errno));
+  if (pipe2 (claim, O_CLOEXEC) < 0)
+    {
+      close (sync[0]);
+      close (sync[1]);
+      return rt_error_set (err, errno, "startup_failed", "pipe: %s", strerror (errno));
+    }
   pid = fork ();
   if (pid < 0)
     {
       close (sync[0]);
       close (sync[1]);
+      close (claim[0]);
+      close (claim[1]);
       return rt_error_set (err, errno, "startup_failed", "fork: %s", strerror (errno));
     }
   if (pid == 0)
@@ -1382,13 +1422,15 @@ rt_monitor_spawn (rt_context *ctx, const struct rt_monitor_config *cfg, rt_error
       /* Double fork: the monitor is nobody's child we would have to reap,
          and setsid keeps the terminal's signals away from it.  */
       close (sync[0]);
+      close (claim[1]);
       setsid ();
       pid = fork ();
       if (pid != 0)
         _exit (pid < 0 ? 1 : 0);
-      monitor_main (ctx, cfg, sync[1]);
+      monitor_main (ctx, cfg, sync[1], claim[0]);
     }
   close (sync[1]);
+  close (claim[0]);
   while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
     ;
   for (;;)
@@ -1405,7 +1447,14 @@ rt_monitor_spawn (rt_context *ctx, const struct rt_monitor_config *cfg, rt_error
   close (sync[0]);
   buf[fill] = '\0';
   if (strncmp (buf, "OK\n", 3) == 0)
-    return 0;
+    {
+      /* Claimed: from here the caller has the handle (a kill -9 before
+         this point stops the sandbox; see on_claim).  */
+      rt_write_all (claim[1], "C", 1);
+      close (claim[1]);
+      return 0;
+    }
+  close (claim[1]);
   {
     cleanup_json json_object *o = json_tokener_parse (buf);
     json_object *e, *code, *msg, *hint;

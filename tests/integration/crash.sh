@@ -41,6 +41,16 @@ is "kill -9 of an exec client kills its command" "$out" "gone"
 is "… and the sandbox still runs" "$(state_of "$id")" "running None"
 runtime sandbox rm "$id" >/dev/null
 
+# kill -9 of `create` while the VM boots: nobody ever learns the id, so
+# the sandbox must not live on.
+runtime sandbox create --name orphan >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -n "$(our_qemus)" ] && break; sleep 0.05; done
+kill -9 $pid; wait $pid 2>/dev/null
+for _ in $(seq 200); do [ -z "$(our_qemus)" ] && break; sleep 0.1; done
+is "kill -9 of create during boot leaves no QEMU" "$(our_qemus)" ""
+is "… and no live sandbox" "$(runtime sandbox ls --json)" "[]"
+
 # Two creators racing for one name: exactly one wins.
 for i in 1 2 3; do runtime sandbox create --name racer >"$tmp/c$i" 2>"$tmp/e$i" & done
 wait
