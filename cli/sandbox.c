@@ -181,7 +181,7 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
   int nlabels, nenv;
 
   if (cli_opt_uint (cmd, a, "vcpu", 1, 16, &vcpu) < 0 || cli_opt_uint (cmd, a, "memory", 256, 65536, &mem) < 0
-      || cli_opt_uint (cmd, a, "disk", 512, 262144, &disk) < 0)
+      || cli_opt_uint (cmd, a, "disk", 4096, 65536, &disk) < 0)
     return -1;
   cfg->vcpu = vcpu;
   cfg->memory_mib = mem;
@@ -602,6 +602,7 @@ sandbox_create (struct cli_command *cmd, int argc, char **argv)
   if (cfg.on_timeout && check_choice ("on-timeout", cfg.on_timeout, on_timeout_values) < 0)
     goto out;
   cfg.get_or_create = has_opt (cmd, &a, "get-or-create");
+  cfg.no_wait = has_opt (cmd, &a, "no-wait");
   if (cfg.get_or_create && cfg.name == NULL)
     {
       cli_usage_error ("for example: runtime sandbox create --name dev --get-or-create",
@@ -1150,7 +1151,7 @@ out:
   { "env", "K=V", "a variable for every command; only its name is shown again", NULL, true },      \
   { "vcpu", "N", "virtual CPUs (1-16)", "2", false },                                              \
   { "memory", "MiB", "guest memory (256-65536)", "4096", false },                                  \
-  { "disk", "MiB", "disk size (512-262144)", "4096", false },                                      \
+  { "disk", "MiB", "disk size (4096-65536)", "4096", false },                                           \
   { "image", "REF", "image to boot", "runtime", false }
 
 static const struct cli_opt run_opts[] = {
@@ -1164,6 +1165,7 @@ static const struct cli_opt create_opts[] = {
   CREATE_OPTS,
   { "timeout", "S", "the lease: seconds (60-3600) until --on-timeout happens", "1800", false },
   { "on-timeout", "pause|stop", "what happens when the lease ends", "pause", false },
+  { "no-wait", NULL, "print the id at once, while the sandbox boots (state starting)", NULL, false },
   { "get-or-create", NULL, "with --name: print the live sandbox of that name instead of failing", NULL, false },
   { NULL, NULL, NULL, NULL, false },
 };

@@ -268,7 +268,7 @@ rt_api_stream (const char *sock, const char *id, const char *verb, json_object *
   CURLMsg *msg;
   CURLcode rc = CURLE_OK;
   uint64_t kill_at = 0;
-  bool cancelled = false;
+  bool cancelled = false, term_sent = false;
   int running = 1, left, ret = 0;
 
   if (c == NULL)
@@ -299,6 +299,8 @@ rt_api_stream (const char *sock, const char *id, const char *verb, json_object *
       now = rt_now_ms ();
       if (kill_at)
         timeout = kill_at > now ? (int) (kill_at - now) : 0;
+      else if (cancelled && !term_sent)
+        timeout = 50;
       curl_multi_poll (multi, watch ? &cancel : NULL, watch ? 1 : 0, timeout, NULL);
       now = rt_now_ms ();
       if (watch && (cancel.revents & CURL_WAIT_POLLIN))
@@ -307,8 +309,13 @@ rt_api_stream (const char *sock, const char *id, const char *verb, json_object *
              grace period, like a terminal would.  */
           cancelled = true;
           res->interrupted = true;
-          if (s.exec_id > 0)
-            send_signal (sock, id, s.exec_id, SIGTERM);
+        }
+      /* Before the start event there is no command to signal yet: the
+         SIGTERM waits for its id.  */
+      if (cancelled && !term_sent && s.exec_id > 0)
+        {
+          send_signal (sock, id, s.exec_id, SIGTERM);
+          term_sent = true;
           kill_at = now + KILL_GRACE_MS;
         }
       if (kill_at && now >= kill_at)

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -53,6 +54,8 @@ extract_child (int fd, int errfd)
   struct archive *in = archive_read_new (), *out = archive_write_disk_new ();
   struct archive_entry *entry;
   int r, entries = 0;
+
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
 
   archive_read_support_format_tar (in);
   archive_write_disk_set_options (out, ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_SECURE_NODOTDOT
@@ -99,6 +102,7 @@ struct to_child
 {
   int fd;
   struct rt_captured errs;
+  size_t bytes;  /* archive bytes that arrived */
   bool broken;
 };
 
@@ -109,6 +113,7 @@ to_child (void *data, int stream, const char *buf, size_t len)
 
   if (stream == 2)
     return rt_capture_output (&t->errs, 2, buf, len);
+  t->bytes += len;
   while (len > 0 && !t->broken)
     {
       ssize_t n = send (t->fd, buf, len, MSG_NOSIGNAL);
@@ -212,13 +217,19 @@ rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, rt_error 
   status = wait_child (pid);
   why = read_all_fd (errp[0]);
   close (errp[0]);
-  if (ret < 0)
+  if (ret < 0 && t.bytes > 0)
     {
-      /* The stream broke off: whatever arrived is not the whole thing.  */
-      rt_error_free (*err);
-      *err = NULL;
+      /* The stream broke off midway: what arrived is not the whole thing.
+         (An error before any byte, paused or not found, stands as it is.)  */
+      if (err)
+        {
+          rt_error_free (*err);
+          *err = NULL;
+        }
       ret = rt_error_set (err, EIO, "download_incomplete", "the copy of %s was cut short", src);
     }
+  else if (ret < 0)
+    ;
   else if (res.exit_code == EXIT_MISSING)
     ret = rt_error_set (err, ENOENT, "file_not_found", "no such file in the sandbox: %s", src);
   else if (res.exit_code != 0)
@@ -254,6 +265,10 @@ archive_child (const char *fifo, const char *abs, const char *name, int errfd)
   size_t abs_len = strlen (abs);
   int fd, r;
 
+  /* Never outlive the copy (a killed CLI would leave us blocked in open);
+     a reader that stops early is an error to report, not a signal.  */
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  signal (SIGPIPE, SIG_IGN);
   fd = open (fifo, O_WRONLY | O_CLOEXEC);
   if (fd < 0)
     _exit (1);
@@ -333,7 +348,11 @@ rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, rt_error *
   if (abs == NULL)
     return rt_error_set (err, errno, errno == ENOENT ? "file_not_found" : "internal", "cannot copy '%s': %s", src,
                          strerror (errno));
-  name = base_name (abs);
+  /* Named as given: a link is copied as what it points to, under its own
+     name.  */
+  name = base_name (src);
+  if (name == NULL)
+    name = base_name (abs);
   if (name == NULL)
     return rt_error_set (err, EINVAL, "usage", "cannot copy '/' itself");
   argv[5] = name;
@@ -381,13 +400,15 @@ rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, rt_error *
   why = read_all_fd (errp[0]);
   close (errp[0]);
   unlink (fifo);
-  if (ret == 0 && status != 0)
-    ret = rt_error_set (err, EIO, "internal", "cannot read '%s': %s", src, why && *why ? why : "archiving failed");
-  else if (ret == 0 && res.exit_code == EXIT_MISSING)
+  /* The guest's verdict first: when it refused early, the archiver only
+     lost its reader.  */
+  if (ret == 0 && res.exit_code == EXIT_MISSING)
     ret = rt_error_set (err, ENOENT, "file_not_found", "no such directory in the sandbox for %s", dst);
-  else if (ret == 0 && res.exit_code != 0)
+  else if (ret == 0 && res.exit_code != 0 && status == 0)
     ret = rt_error_set (err, EIO, "internal", "cannot write %s in the sandbox: %s", dst,
                         c.err && *c.err ? c.err : "tar failed");
+  else if (ret == 0 && status != 0)
+    ret = rt_error_set (err, EIO, "internal", "cannot read '%s': %s", src, why && *why ? why : "archiving failed");
   free (c.out);
   free (c.err);
   return ret;

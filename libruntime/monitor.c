@@ -43,6 +43,7 @@ struct mon_exec
   uint32_t stream;
   struct evhttp_request *req; /* NULL once the client went away */
   uint32_t unacked;           /* output handed to the client, not yet flushed */
+  uint32_t outstanding;       /* output received, not yet acked to the guest */
   struct mon_proc *proc;      /* set for a spawned process */
   int stdin_fd;               /* streamed stdin (stdinPath), or -1 */
   struct event *ev_stdin;
@@ -157,10 +158,16 @@ chan_signal (struct mon *m, uint32_t stream, int sig)
   json_object_put (o);
 }
 
+static struct mon_exec *find_exec (struct mon *m, uint32_t stream);
+
 static void
 chan_ack (struct mon *m, uint32_t stream, uint32_t bytes)
 {
+  struct mon_exec *e = find_exec (m, stream);
   uint8_t ack[4];
+
+  if (e)
+    e->outstanding -= bytes < e->outstanding ? bytes : e->outstanding;
   rt_put_u32 (ack, bytes);
   chan_queue (m, RT_FRAME_WINDOW, stream, ack, sizeof (ack));
 }
@@ -317,9 +324,14 @@ on_client_gone (struct evhttp_connection *evcon, void *arg)
   struct mon_exec *e = arg;
   (void) evcon;
   /* Nobody will see the output: the command must not run on unseen.  */
+  struct evhttp_request *req = e->req;
   e->req = NULL;
   chan_signal (e->m, e->stream, SIGKILL);
   on_flushed (NULL, e);
+  /* libevent unlinks a streaming request whose client left but does not
+     free it: ending the reply does (its connection is gone).  */
+  if (req)
+    evhttp_send_reply_end (req);
 }
 
 static void follower_end (struct mon_follow *f, json_object *last);
@@ -390,21 +402,33 @@ proc_output (struct mon_proc *p, int stream, const uint8_t *data, uint32_t len)
   rt_put_u32 (hdr + 1, len);
   evbuffer_add (p->log, hdr, sizeof (hdr));
   evbuffer_add (p->log, data, len);
-  p->log_bytes += len;
+  /* Headers count too: a flood of tiny frames must not grow it forever.  */
+  p->log_bytes += sizeof (hdr) + len;
   while (p->log_bytes > LOG_MAX)
     {
       uint32_t n;
       evbuffer_copyout (p->log, hdr, sizeof (hdr));
       n = rt_get_u32 (hdr + 1);
       evbuffer_drain (p->log, sizeof (hdr) + n);
-      p->log_bytes -= n;
+      p->log_bytes -= sizeof (hdr) + n;
       p->dropped += n;
     }
   if (p->followers)
     {
       json_object *line = output_line (stream == 1 ? "stdout" : "stderr", data, len);
-      for (struct mon_follow *f = p->followers; f && line; f = f->next)
-        send_line (f->req, line, NULL, NULL);
+      struct mon_follow *f = p->followers, *next;
+      for (; f && line; f = next)
+        {
+          next = f->next;
+          /* Spawned output is never held back for a reader: one that
+             stopped reading (a pager, ^Z) is let go, not buffered for.  */
+          if (evbuffer_get_length (bufferevent_get_output (evhttp_connection_get_bufferevent (
+                  evhttp_request_get_connection (f->req))))
+              > CLIENT_HIGH_WATER)
+            follower_end (f, NULL);
+          else
+            send_line (f->req, line, NULL, NULL);
+        }
       json_object_put (line);
     }
 }
@@ -476,6 +500,16 @@ dispatch_frame (struct mon *m, const struct rt_frame_header *h, const uint8_t *p
       break;
     case RT_FRAME_STDOUT:
     case RT_FRAME_STDERR:
+      if (h->len == 0)
+        break;
+      /* Output beyond the window is a guest that ignores the protocol:
+         nothing it sends can be trusted to stay bounded.  */
+      e->outstanding += h->len;
+      if (e->outstanding > RT_WINDOW_INITIAL)
+        {
+          mon_stop (m, "host_stopped");
+          return;
+        }
       exec_output (m, e, h->type == RT_FRAME_STDOUT ? "stdout" : "stderr", payload, h->len);
       break;
     case RT_FRAME_EXIT:
@@ -570,14 +604,14 @@ mon_stop (struct mon *m, const char *reason)
   m->stopping = true;
   set_str (m, "state", "stopping");
   save_state (m);
-  /* The root disk is a throwaway overlay: SIGKILL is safe and fastest.  */
-  rt_vm_kill (&m->vm);
   if (m->ev_read)
     event_del (m->ev_read);
   if (m->ev_write)
     event_del (m->ev_write);
   if (m->ev_qemu)
     event_del (m->ev_qemu);
+  /* The root disk is a throwaway overlay: SIGKILL is safe and fastest.  */
+  rt_vm_kill (&m->vm);
   if (m->ev_owner)
     event_del (m->ev_owner);
   if (m->ev_claim)
@@ -914,13 +948,16 @@ handle_spawn (struct mon *m, struct evhttp_request *req, json_object *body)
   json_object *argv;
   int n = 0;
 
-  /* Forget the oldest ended processes beyond the cap; refuse when all run.  */
-  for (pp = &m->procs; *pp; n++)
-    if (n >= MAX_PROCS - 1 && (*pp)->exit)
+  /* At the cap, forget the oldest ended processes; refuse when all run.  */
+  for (p = m->procs; p; p = p->next)
+    n++;
+  for (pp = &m->procs; *pp && n >= MAX_PROCS;)
+    if ((*pp)->exit)
       {
         p = *pp;
         *pp = p->next;
         proc_free (p);
+        n--;
       }
     else
       pp = &(*pp)->next;
@@ -975,6 +1012,7 @@ on_follower_gone (struct evhttp_connection *evcon, void *arg)
         *pp = f->next;
         break;
       }
+  evhttp_send_reply_end (f->req);
   free (f);
 }
 
@@ -1093,6 +1131,9 @@ handle_extend (struct mon *m, struct evhttp_request *req, json_object *body)
     seconds = json_object_get_int64 (v);
   if (seconds <= 0)
     return reply_error (req, 400, "invalid_request", NULL, "seconds must be a positive whole number");
+  if (seconds > EXTEND_MAX_S)
+    return reply_error (req, 400, "invalid_request", "a lease may end at most 1 h from now",
+                        "extending by %lld s would end the lease more than 1 h from now", (long long) seconds);
   end = (m->expires_ms > now ? m->expires_ms : now) + seconds * 1000;
   if (end > now + (int64_t) EXTEND_MAX_S * 1000 + 1000)
     return reply_error (req, 400, "invalid_request", "a lease may end at most 1 h from now",
@@ -1132,8 +1173,13 @@ handle_request (struct evhttp_request *req, void *arg)
   if (method != EVHTTP_REQ_POST)
     return reply_error (req, 405, "invalid_request", NULL, "method not allowed");
   if (m->stopping)
-    return reply_error (req, 409, "sandbox_not_ready", "runtime sandbox create starts a new one",
-                        "sandbox %s is stopped", m->cfg->id);
+    {
+      /* Stopping what stops already is done.  */
+      if (strcmp (verb, "stop") == 0)
+        return reply_json (req, 200, m->state);
+      return reply_error (req, 409, "sandbox_not_ready", "runtime sandbox create starts a new one",
+                          "sandbox %s is stopped", m->cfg->id);
+    }
   {
     struct evbuffer *in = evhttp_request_get_input_buffer (req);
     size_t len = evbuffer_get_length (in);
@@ -1376,15 +1422,38 @@ monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd,
   fcntl (4, F_SETFD, FD_CLOEXEC);
 
   m.state = json_object_get (cfg->state);
+  if (cfg->no_wait)
+    {
+      /* The caller gets the id now; the pid file tells the reaper this
+         sandbox is alive while it boots.  */
+      cleanup_free char *pidfile = rt_strdup_printf ("%s/monitor.pid", cfg->dir);
+      if (pidfile)
+        rt_write_pidfile (pidfile, getpid (), NULL);
+      report (sync_fd, NULL);
+    }
   if (monitor_start (&m, &err) < 0)
     {
-      report (sync_fd, err);
-      rt_error_free (err);
+      if (cfg->no_wait)
+        {
+          /* Nobody waits for the error: the record carries it.  */
+          char now[32];
+          rt_format_time (rt_epoch_ms (), now);
+          set_str (&m, "state", "stopped");
+          set_str (&m, "stopReason", "startup_failed");
+          set_str (&m, "endedAt", now);
+          json_object_object_add (m.state, "error", error_object (err->code, err->msg, err->hint));
+          rt_store_write_record (ctx, m.state, NULL);
+        }
+      /* QEMU and the state dir go before the caller hears of it.  */
       rt_vm_kill (&m.vm);
       rt_rm_rf (cfg->dir, NULL);
+      if (!cfg->no_wait)
+        report (sync_fd, err);
+      rt_error_free (err);
       _exit (1);
     }
-  report (sync_fd, NULL);
+  if (!cfg->no_wait)
+    report (sync_fd, NULL);
   event_base_dispatch (m.base);
   mon_stop (&m, "host_stopped");
   rt_rm_rf (cfg->dir, NULL);

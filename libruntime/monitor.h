@@ -33,6 +33,7 @@ struct rt_monitor_config
   unsigned timeout_s;
   bool stop_on_timeout;
   pid_t owner;           /* stop when this process exits; 0 for none */
+  bool no_wait;          /* report ready before the boot */
 };
 
 /* Starts the monitor (double fork, setsid) and waits until it reports the

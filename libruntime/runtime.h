@@ -105,6 +105,10 @@ int rt_context_prepare (rt_context *ctx, rt_error **err);
  *                 instead of failing with name_taken
  * @ephemeral:     stop the sandbox when the process that created it exits,
  *                 however it exits (what `sandbox run` uses)
+ * @no_wait:       return as soon as the monitor runs, while the VM boots
+ *                 (state "starting"; a failed boot ends as stopReason
+ *                 "startup_failed"; commands get sandbox_not_ready until
+ *                 it is running)
  */
 typedef struct rt_sandbox_config
 {
@@ -119,6 +123,7 @@ typedef struct rt_sandbox_config
   const char *on_timeout;
   bool get_or_create;
   bool ephemeral;
+  bool no_wait;
 } rt_sandbox_config;
 
 typedef struct rt_sandbox rt_sandbox;

@@ -2,6 +2,7 @@
    sandboxes whose monitors do the work (monitor.c, api.c).  */
 #include <openssl/evp.h>
 #include <poll.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/random.h>
@@ -83,8 +84,9 @@ check_config (const rt_sandbox_config *cfg, rt_error **err)
   if (cfg->memory_mib && (cfg->memory_mib < 256 || cfg->memory_mib > 65536))
     return rt_error_set (err, EINVAL, "invalid_request", "--memory must be 256 to 65536 MiB, not %u",
                          cfg->memory_mib);
-  if (cfg->disk_mib && (cfg->disk_mib < 1024 || cfg->disk_mib > 65536))
-    return rt_error_set (err, EINVAL, "invalid_request", "--disk must be 1024 to 65536 MiB, not %u", cfg->disk_mib);
+  /* The image's file system is 4 GiB; a sandbox may grow it, not shrink.  */
+  if (cfg->disk_mib && (cfg->disk_mib < 4096 || cfg->disk_mib > 65536))
+    return rt_error_set (err, EINVAL, "invalid_request", "--disk must be 4096 to 65536 MiB, not %u", cfg->disk_mib);
   if (cfg->timeout_s && (cfg->timeout_s < 60 || cfg->timeout_s > 3600))
     return rt_error_set (err, EINVAL, "invalid_request", "--timeout must be 60 to 3600 s, not %u", cfg->timeout_s);
   if (cfg->on_timeout && strcmp (cfg->on_timeout, "pause") != 0 && strcmp (cfg->on_timeout, "stop") != 0)
@@ -312,7 +314,8 @@ rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **o
       .id = id,
       .dir = sb->dir,
       .vm = { .dir = sb->dir, .accel = accel, .vcpu = vcpu, .memory_mib = mem, .vmlinux = k.vmlinux,
-              .initramfs = k.initramfs, .disk = image.disk, .cmdline = cmdline, .channel = true },
+              .initramfs = k.initramfs, .disk = image.disk, .disk_mib = disk > 4096 ? disk : 0,
+              .cmdline = cmdline, .channel = true },
       .env = env,
       .workdir = image.workdir,
       .state = state,
@@ -320,6 +323,7 @@ rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **o
       .timeout_s = timeout,
       .stop_on_timeout = cfg->on_timeout && strcmp (cfg->on_timeout, "stop") == 0,
       .owner = cfg->ephemeral ? getpid () : 0,
+      .no_wait = cfg->no_wait,
     };
     ret = rt_monitor_spawn (ctx, &mc, err);
   }
@@ -430,6 +434,30 @@ rt_command_request (char *const argv[], const rt_exec_opts *opts, rt_error **err
 
 static const rt_exec_opts no_opts = { .cancel_fd = -1 };
 
+/* A monitor that cannot be reached may just be booting (--no-wait): say
+   that rather than "cannot reach".  */
+static int
+not_ready_yet (rt_sandbox *sb, int ret, rt_error **err)
+{
+  cleanup_json json_object *state = NULL;
+  cleanup_free char *path = NULL;
+  cleanup_free char *data = NULL;
+  const char *st;
+
+  if (ret >= 0 || *err == NULL || strcmp ((*err)->code, "sandbox_not_ready") != 0)
+    return ret;
+  path = rt_strdup_printf ("%s/state.json", sb->dir);
+  if (path == NULL || rt_read_file (path, &data, NULL, NULL) < 0 || (state = json_tokener_parse (data)) == NULL)
+    return ret;
+  st = str_field (state, "state");
+  if (st == NULL || strcmp (st, "starting") != 0)
+    return ret;
+  rt_error_free (*err);
+  *err = NULL;
+  rt_error_set (err, EAGAIN, "sandbox_not_ready", "sandbox %s is still starting", sb->id);
+  return rt_error_hint (err, "runtime sandbox get %s shows when it is running", sb->id);
+}
+
 int
 rt_sandbox_exec (rt_sandbox *sb, char *const argv[], const rt_exec_opts *opts, rt_exec_result *res, rt_error **err)
 {
@@ -441,7 +469,7 @@ rt_sandbox_exec (rt_sandbox *sb, char *const argv[], const rt_exec_opts *opts, r
   req = rt_command_request (argv, opts, err);
   if (req == NULL)
     return -EINVAL;
-  return rt_api_stream (sb->sock, sb->id, "exec", req, opts, res, NULL, err);
+  return not_ready_yet (sb, rt_api_stream (sb->sock, sb->id, "exec", req, opts, res, NULL, err), err);
 }
 
 int
@@ -659,6 +687,22 @@ wait_monitor_gone (rt_sandbox *sb, pid_t pid, rt_error **err)
   return 0;
 }
 
+/* The reaper calls every sandbox it finds dead host_stopped; one stopped on
+   request during its boot was asked for.  */
+static int
+mark_requested (rt_sandbox *sb)
+{
+  cleanup_free char *path = rt_record_path (sb->ctx, sb->id);
+  cleanup_free char *data = NULL;
+  cleanup_json json_object *rec = NULL;
+
+  if (path == NULL || rt_read_file (path, &data, NULL, NULL) < 0 || (rec = json_tokener_parse (data)) == NULL)
+    return 0;
+  json_object_object_add (rec, "stopReason", json_object_new_string ("requested"));
+  rt_store_write_record (sb->ctx, rec, NULL);
+  return 0;
+}
+
 int
 rt_sandbox_stop (rt_sandbox *sb, rt_error **err)
 {
@@ -674,9 +718,23 @@ rt_sandbox_stop (rt_sandbox *sb, rt_error **err)
       return 0;
     }
   ret = rt_api_call (sb->sock, sb->id, "stop", NULL, NULL, err);
+  if (ret < 0 && access (sb->sock, F_OK) < 0 && rt_pidfile_alive (pidfile, NULL) == 1)
+    {
+      /* Still booting (--no-wait): no API yet, and no handlers either, so
+         SIGTERM ends the monitor; its QEMU dies with it and the reaper
+         writes the record.  */
+      if (err)
+        {
+          rt_error_free (*err);
+          *err = NULL;
+        }
+      kill (pid, SIGTERM);
+      ret = wait_monitor_gone (sb, pid, err);
+      return ret < 0 ? ret : mark_requested (sb);
+    }
   if (ret < 0 && rt_pidfile_alive (pidfile, NULL) == 1)
     return ret;
-  if (ret < 0)
+  if (ret < 0 && err)
     {
       /* It died on its own meanwhile: that is stopped too.  */
       rt_error_free (*err);

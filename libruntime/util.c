@@ -342,6 +342,10 @@ rt_proc_starttime (pid_t pid)
   p = strrchr (buf, ')');
   if (p == NULL)
     return 0;
+  /* A zombie has exited: it is only waiting for its parent (for a
+     double-forked monitor, init) to reap it.  */
+  if (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
+    return 0;
   for (field = 2; *p && field < 22; p++)
     if (*p == ' ')
       field++;

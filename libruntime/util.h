@@ -120,7 +120,7 @@ int rt_run_capture (char *const argv[], char **output, rt_error **err);
 char *rt_file_tail (const char *path, int lines);
 /* The start time of a process (clock ticks since boot, /proc/PID/stat
    field 22), 0 when it does not exist: with the pid it names a process
-   uniquely, where a pid alone may be reused.  */
+   uniquely, where a pid alone may be reused.  0 for a zombie too.  */
 unsigned long long rt_proc_starttime (pid_t pid);
 /* Opens (creating) and flocks @path exclusively; *out is the held fd.  */
 int rt_lock_file (const char *path, int *out, rt_error **err);

@@ -36,14 +36,40 @@ rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, 
      TSC unstable" (ARCHITECTURE.md).  */
   if (tcg && (khz = rt_host_tsc_khz ()) > 0)
     tsc = rt_strdup_printf (" tsc_early_khz=%lu", khz);
-  append = rt_strdup_printf ("console=ttyS0 quiet panic=-1 reboot=t%s%s%s", tsc ? tsc : "",
-                             cfg->cmdline ? " " : "", cfg->cmdline ? cfg->cmdline : "");
+  append = rt_strdup_printf ("console=ttyS0 quiet panic=-1 reboot=t%s%s%s%s", tsc ? tsc : "",
+                             cfg->disk && cfg->disk_mib > 0 ? " rt.growfs=1" : "", cfg->cmdline ? " " : "",
+                             cfg->cmdline ? cfg->cmdline : "");
   vm->agent_sock = rt_strdup_printf ("%s/agent.sock", cfg->dir);
   vm->console_log = rt_strdup_printf ("%s/console.log", cfg->dir);
   chardev = rt_strdup_printf ("socket,id=agent,path=%s,server=on,wait=off", vm->agent_sock);
   qmp = rt_strdup_printf ("unix:%s/qmp.sock,server=on,wait=off", cfg->dir);
   log = rt_strdup_printf ("%s/qemu.log", cfg->dir);
-  if (cfg->disk)
+  if (cfg->disk && cfg->disk_mib > 0)
+    {
+      /* A larger disk: a qcow2 overlay of that size over the shared base,
+         in the state dir; the agent grows the file system (rt.growfs).  */
+      cleanup_free char *overlay = rt_strdup_printf ("%s/overlay.qcow2", cfg->dir);
+      cleanup_free char *size = rt_strdup_printf ("%uM", cfg->disk_mib);
+      cleanup_free char *qemu_img = rt_find_program ("qemu-img");
+      cleanup_free char *out = NULL;
+      char *img_argv[] = { qemu_img, (char *) "create", (char *) "-q", (char *) "-f", (char *) "qcow2", (char *) "-b",
+                           (char *) cfg->disk, (char *) "-F", (char *) "raw", overlay, size, NULL };
+      int rc;
+      if (qemu_img == NULL)
+        {
+          rt_error_set (err, ENOENT, "startup_failed", "qemu-img not found");
+          return rt_error_hint (err, "apt-get install qemu-utils");
+        }
+      if (overlay == NULL || size == NULL)
+        return rt_error_oom (err);
+      rc = rt_run_capture (img_argv, &out, err);
+      if (rc < 0)
+        return rc;
+      if (rc != 0)
+        return rt_error_set (err, EIO, "startup_failed", "qemu-img could not make the disk: %s", out ? out : "");
+      drive = rt_strdup_printf ("id=root,file=%s,format=qcow2,if=none,discard=unmap", overlay);
+    }
+  else if (cfg->disk)
     drive = rt_strdup_printf ("id=root,file=%s,format=raw,if=none,snapshot=on,discard=unmap", cfg->disk);
   if (!mem || !smp || !console || !append || !vm->agent_sock || !vm->console_log || !chardev || !qmp || !log
       || (cfg->disk && !drive))

@@ -13,6 +13,8 @@ struct rt_vm_config
   const char *vmlinux;
   const char *initramfs;
   const char *disk;       /* read-only base disk, NULL for none */
+  unsigned disk_mib;      /* > 0: the sandbox's disk size, larger than the
+                             base (a qcow2 overlay the guest grows into) */
   const char *cmdline;    /* appended to the base kernel command line */
   bool channel;           /* add the agent's virtio-serial port */
 };

@@ -1984,6 +1984,29 @@ serve (void)
     }
 }
 
+/* The sandbox's disk is larger than its image's file system (--disk):
+   grow the mounted ext4 online to fill it.  */
+static void
+grow_root (void)
+{
+  int status = 0;
+  pid_t pid = fork ();
+
+  if (pid == 0)
+    {
+      int fd = open ("/dev/null", O_RDWR);
+      if (fd >= 0)
+        {
+          dup2 (fd, 0);
+          dup2 (fd, 1);
+        }
+      execl ("/sbin/resize2fs", "resize2fs", "/dev/vda", (char *) NULL);
+      _exit (127);
+    }
+  if (pid < 0 || waitpid (pid, &status, 0) < 0 || !WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    agent_log ("cannot grow the root file system (resize2fs: %d)", WIFEXITED (status) ? WEXITSTATUS (status) : -1);
+}
+
 /* Benchmark mode (rt.rawbench=BYTES): the bare virtio-serial port, no
    framing, as the baseline for the protocol's throughput.  Once the host
    connects: BYTES to the host, BYTES from the host, one 'D', power off.  */
@@ -2058,6 +2081,8 @@ main (void)
   load_modules ();
   switch_root ();
   setup_root ();
+  if (cmdline_get ("rt.growfs", probe, sizeof probe) && strcmp (probe, "1") == 0)
+    grow_root ();
   if (cmdline_get ("rt.cmd", cmd, sizeof cmd))
     run_once (cmd);
   if (cmdline_get ("rt.rawbench", cmd, sizeof cmd))

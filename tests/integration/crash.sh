@@ -51,6 +51,29 @@ for _ in $(seq 200); do [ -z "$(our_qemus)" ] && break; sleep 0.1; done
 is "kill -9 of create during boot leaves no QEMU" "$(our_qemus)" ""
 is "… and no live sandbox" "$(runtime sandbox ls --json)" "[]"
 
+# --no-wait: the id at once, the sandbox starting, then running.
+id=$(runtime sandbox create --no-wait --timeout 300)
+is "--no-wait prints the id before the boot ends" "$(state_of "$id")" "starting None"
+runtime sandbox exec "$id" -- true 2>"$tmp/err"; rc=$?
+is "exec while starting fails" "$rc" 1
+check "… with sandbox_not_ready: still starting" grep -q "sandbox_not_ready.*still starting" "$tmp/err"
+for _ in $(seq 600); do [ "$(state_of "$id")" = "running None" ] && break; sleep 0.1; done
+is "… then it runs" "$(runtime sandbox exec "$id" -- echo up)" "up"
+runtime sandbox rm "$id" >/dev/null
+# A --no-wait boot that fails ends as a startup_failed record.
+mkdir -p "$tmp/nw-cache"; cp -a "${RUNTIME_CACHE_DIR:-/var/cache/runtime}/kernel" "$tmp/nw-cache/"
+for d in base disks accel; do ln -s "${RUNTIME_CACHE_DIR:-/var/cache/runtime}/$d" "$tmp/nw-cache/$d"; done
+printf '#!/bin/nonexistent\n' > "$tmp/bad-agent"; chmod +x "$tmp/bad-agent"
+id=$(RUNTIME_CACHE_DIR="$tmp/nw-cache" RUNTIME_AGENT="$tmp/bad-agent" runtime sandbox create --no-wait 2>/dev/null)
+for _ in $(seq 600); do [ "$(state_of "$id" 2>/dev/null)" = "stopped startup_failed" ] && break; sleep 0.1; done
+is "a failed --no-wait boot is stopped with startup_failed" "$(state_of "$id")" "stopped startup_failed"
+runtime sandbox rm "$id" >/dev/null
+# stop while booting.
+id=$(runtime sandbox create --no-wait --timeout 300)
+runtime sandbox stop "$id" >/dev/null; rc=$?
+is "stop during the boot works" "$rc" 0
+is "… and it is stopped, as requested" "$(state_of "$id")" "stopped requested"
+
 # Two creators racing for one name: exactly one wins.
 for i in 1 2 3; do runtime sandbox create --name racer >"$tmp/c$i" 2>"$tmp/e$i" & done
 wait

@@ -80,6 +80,15 @@ expect_error "cp of a missing sandbox file is file_not_found" file_not_found run
 expect_error "cp of a missing host file is file_not_found" file_not_found runtime sandbox cp "$tmp/nope" "$id:/workspace/"
 expect_error "cp into a missing sandbox dir is file_not_found" file_not_found runtime sandbox cp "$tmp/src/a.txt" "$id:/nope/dir/x"
 expect_error "a relative sandbox path is a usage error" usage runtime sandbox cp "$id:workspace/x" "$tmp/"
+ln -s "$tmp/src/a.txt" "$tmp/alias"
+runtime sandbox cp "$tmp/alias" "$id:/workspace/"
+is "a link copied in keeps its own name, with its target's bytes" "$(runtime sandbox cat "$id" /workspace/alias)" "hi"
+head -c 5000000 /dev/zero > "$tmp/five"
+expect_error "a big file into a missing sandbox dir is file_not_found" file_not_found runtime sandbox cp "$tmp/five" "$id:/nope/dir/x"
+expect_error "extend by an absurd number is a usage error" usage runtime sandbox extend "$id" 99999999999
+is "… and the API refuses it too, without overflowing into a past lease end" \
+    "$(curl -s --unix-socket "$RUNTIME_STATE_DIR/$id/api.sock" -d '{"seconds":9999999999999999}' "http://x/v1/sandboxes/$id:extend" | python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])')" "invalid_request"
+is "… the sandbox still runs" "$(runtime sandbox exec "$id" -- echo alive)" "alive"
 check "no temporary dirs left on the host" test -z "$(ls -A "$tmp" | grep rt-cp)"
 is "no temporary dirs left in the sandbox" "$(runtime sandbox exec "$id" -- bash -c 'ls -A /workspace | grep -c rt-cp')" 0
 

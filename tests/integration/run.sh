@@ -40,6 +40,12 @@ is "runs as user runtime in /workspace" "$out" "$(printf 'runtime\n/workspace\n/
 out=$(runtime sandbox run --vcpu 1 --memory 512 -- bash -c 'nproc; awk "/MemTotal/ {print (\$2 > 400000 && \$2 < 530000)}" /proc/meminfo')
 is "--vcpu and --memory shape the VM" "$out" "$(printf '1\n1')"
 
+out=$(runtime sandbox run --disk 8192 -- bash -c 'df -m --output=size / | tail -1')
+check "--disk 8192 gives a root file system of about 8 GiB" test "$out" -gt 7800 -a "$out" -le 8192
+runtime sandbox run --disk 2048 -- true 2>"$tmp/err"; rc=$?
+is "--disk below the image's 4 GiB is refused" "$rc" 1
+check "… as a usage error" grep -q "Error \[usage\].*disk" "$tmp/err"
+
 json=$(runtime sandbox run --json -- bash -c 'echo hi; echo oops >&2; exit 5'); rc=$?
 is "--json keeps the exit code" "$rc" 5
 is "--json result" "$(printf '%s' "$json" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["exitCode"], repr(r["stdout"]), repr(r["stderr"]), r["timedOut"], r["stdoutTruncated"], r["stderrTruncated"], type(r["durationMs"]).__name__)')" "5 'hi\\n' 'oops\\n' False False False int"
