@@ -36,16 +36,8 @@ collect (char *ptr, size_t size, size_t nmemb, void *data)
 static int
 error_from_json (json_object *o, long status, rt_error **err)
 {
-  json_object *e, *code, *msg, *hint;
-
-  if (o && json_object_object_get_ex (o, "error", &e) && json_object_object_get_ex (e, "code", &code)
-      && json_object_object_get_ex (e, "message", &msg))
-    {
-      rt_error_set (err, EIO, json_object_get_string (code), "%s", json_object_get_string (msg));
-      if (json_object_object_get_ex (e, "hint", &hint) && hint)
-        rt_error_hint (err, "%s", json_object_get_string (hint));
-      return -EIO;
-    }
+  if (rt_error_from_json (o, err) < 0)
+    return -EIO;
   return rt_error_set (err, EIO, "internal", "the sandbox's monitor answered HTTP %ld", status);
 }
 

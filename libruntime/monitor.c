@@ -717,17 +717,6 @@ on_lease (evutil_socket_t fd, short what, void *arg)
 
 /* ---- request handlers --------------------------------------------------- */
 
-static bool
-valid_env_name (const char *s, size_t len)
-{
-  if (len == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
-    return false;
-  for (size_t i = 1; i < len; i++)
-    if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
-      return false;
-  return true;
-}
-
 /* Checks a command request, starts it in the guest and returns its exec;
    NULL after replying the error.  */
 static struct mon_exec *
@@ -760,7 +749,7 @@ start_command (struct mon *m, struct evhttp_request *req, json_object *body)
           json_object *item = json_object_array_get_idx (env, i);
           const char *kv = json_object_is_type (item, json_type_string) ? json_object_get_string (item) : NULL;
           const char *eq = kv ? strchr (kv, '=') : NULL;
-          if (eq == NULL || !valid_env_name (kv, eq - kv))
+          if (eq == NULL || !rt_env_name_valid (kv, eq - kv))
             return reply_error_null (req, 400, "invalid_env", "names are [A-Za-z_][A-Za-z0-9_]*",
                                 "bad environment entry '%s'", kv ? kv : "?");
         }
@@ -1526,15 +1515,8 @@ rt_monitor_spawn (rt_context *ctx, const struct rt_monitor_config *cfg, rt_error
   close (claim[1]);
   {
     cleanup_json json_object *o = json_tokener_parse (buf);
-    json_object *e, *code, *msg, *hint;
-    if (o && json_object_object_get_ex (o, "error", &e) && json_object_object_get_ex (e, "code", &code)
-        && json_object_object_get_ex (e, "message", &msg))
-      {
-        rt_error_set (err, EIO, json_object_get_string (code), "%s", json_object_get_string (msg));
-        if (json_object_object_get_ex (e, "hint", &hint) && hint)
-          rt_error_hint (err, "%s", json_object_get_string (hint));
-        return -EIO;
-      }
+    if (rt_error_from_json (o, err) < 0)
+      return -EIO;
   }
   return rt_error_set (err, EIO, "startup_failed", "the sandbox's monitor died while starting");
 }

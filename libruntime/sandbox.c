@@ -54,26 +54,6 @@ handle_new (rt_context *ctx, const char *id)
   return sb;
 }
 
-static const char *
-str_field (json_object *o, const char *key)
-{
-  json_object *v;
-  if (o && json_object_object_get_ex (o, key, &v) && json_object_is_type (v, json_type_string))
-    return json_object_get_string (v);
-  return NULL;
-}
-
-static bool
-valid_env_name (const char *s, size_t len)
-{
-  if (len == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
-    return false;
-  for (size_t i = 1; i < len; i++)
-    if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
-      return false;
-  return true;
-}
-
 static int
 check_config (const rt_sandbox_config *cfg, rt_error **err)
 {
@@ -105,7 +85,7 @@ check_config (const rt_sandbox_config *cfg, rt_error **err)
   for (char *const *e = cfg->env; e && *e; e++, n++)
     {
       const char *eq = strchr (*e, '=');
-      if (eq == NULL || !valid_env_name (*e, eq - *e))
+      if (eq == NULL || !rt_env_name_valid (*e, eq - *e))
         {
           rt_error_set (err, EINVAL, "invalid_env", "bad environment variable '%.*s'",
                         eq ? (int) (eq - *e) : (int) strlen (*e), *e);
@@ -188,10 +168,10 @@ find_live_name (rt_context *ctx, const char *name, char id[32], rt_error **err)
   for (size_t i = 0; i < json_object_array_length (arr); i++)
     {
       json_object *o = json_object_array_get_idx (arr, i);
-      const char *n = str_field (o, "name");
+      const char *n = rt_json_str (o, "name");
       if (n && strcmp (n, name) == 0)
         {
-          snprintf (id, 32, "%s", str_field (o, "id"));
+          snprintf (id, 32, "%s", rt_json_str (o, "id"));
           return 1;
         }
     }
@@ -375,13 +355,13 @@ rt_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **
 
   if (ret < 0)
     return ret;
-  st = str_field (state, "state");
+  st = rt_json_str (state, "state");
   if (st && (strcmp (st, "stopped") == 0 || strcmp (st, "stopping") == 0))
     {
-      rt_error_set (err, ENOENT, "sandbox_not_ready", "sandbox %s is stopped", str_field (state, "id"));
+      rt_error_set (err, ENOENT, "sandbox_not_ready", "sandbox %s is stopped", rt_json_str (state, "id"));
       return rt_error_hint (err, "runtime sandbox create starts a new one");
     }
-  *out = handle_new (ctx, str_field (state, "id"));
+  *out = handle_new (ctx, rt_json_str (state, "id"));
   if (*out == NULL)
     return rt_error_oom (err);
   return 0;
@@ -449,7 +429,7 @@ not_ready_yet (rt_sandbox *sb, int ret, rt_error **err)
   path = rt_strdup_printf ("%s/state.json", sb->dir);
   if (path == NULL || rt_read_file (path, &data, NULL, NULL) < 0 || (state = json_tokener_parse (data)) == NULL)
     return ret;
-  st = str_field (state, "state");
+  st = rt_json_str (state, "state");
   if (st == NULL || strcmp (st, "starting") != 0)
     return ret;
   rt_error_free (*err);
@@ -605,7 +585,7 @@ static int
 by_path (const void *a, const void *b)
 {
   json_object *x = *(json_object *const *) a, *y = *(json_object *const *) b;
-  return strcmp (str_field (x, "path"), str_field (y, "path"));
+  return strcmp (rt_json_str (x, "path"), rt_json_str (y, "path"));
 }
 
 int
@@ -778,7 +758,7 @@ rt_sandbox_extend (rt_sandbox *sb, unsigned seconds, char **expires_at, rt_error
   ret = rt_api_call (sb->sock, sb->id, "extend", body, &reply, err);
   if (ret < 0)
     return ret;
-  end = str_field (reply, "expiresAt");
+  end = rt_json_str (reply, "expiresAt");
   *expires_at = strdup (end ? end : "");
   return *expires_at ? 0 : rt_error_oom (err);
 }
@@ -798,8 +778,8 @@ rt_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err)
         return 0;
       return rt_error_set (err, lookup->status, lookup->code, "%s", lookup->msg);
     }
-  id = str_field (state, "id");
-  st = str_field (state, "state");
+  id = rt_json_str (state, "id");
+  st = rt_json_str (state, "state");
   if (st && strcmp (st, "stopped") != 0)
     {
       cleanup_sandbox rt_sandbox *sb = handle_new (ctx, id);

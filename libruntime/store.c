@@ -116,15 +116,6 @@ read_json_file (const char *path)
   return obj;
 }
 
-static const char *
-str_field (json_object *o, const char *key)
-{
-  json_object *v;
-  if (o && json_object_object_get_ex (o, key, &v) && json_object_is_type (v, json_type_string))
-    return json_object_get_string (v);
-  return NULL;
-}
-
 /* A dead monitor's sandbox: write its record as host_stopped, make sure its
    QEMU is gone (it dies with the monitor: PR_SET_PDEATHSIG), remove it.  */
 static void
@@ -139,7 +130,7 @@ reap_dead (rt_context *ctx, const char *dir)
     kill (pid, SIGKILL);
   if (state)
     {
-      const char *st = str_field (state, "state");
+      const char *st = rt_json_str (state, "state");
       char now[32];
       rt_format_time (rt_epoch_ms (), now);
       if (st == NULL || strcmp (st, "stopped") != 0)
@@ -205,11 +196,11 @@ static int
 by_created (const void *a, const void *b)
 {
   json_object *x = *(json_object *const *) a, *y = *(json_object *const *) b;
-  const char *cx = str_field (x, "createdAt"), *cy = str_field (y, "createdAt");
+  const char *cx = rt_json_str (x, "createdAt"), *cy = rt_json_str (y, "createdAt");
   int c = strcmp (cx ? cx : "", cy ? cy : "");
   if (c)
     return c;
-  return strcmp (str_field (x, "id") ? str_field (x, "id") : "", str_field (y, "id") ? str_field (y, "id") : "");
+  return strcmp (rt_json_str (x, "id") ? rt_json_str (x, "id") : "", rt_json_str (y, "id") ? rt_json_str (y, "id") : "");
 }
 
 static bool
@@ -218,7 +209,7 @@ array_has_id (json_object *arr, const char *id)
   size_t n = json_object_array_length (arr);
   for (size_t i = 0; i < n; i++)
     {
-      const char *other = str_field (json_object_array_get_idx (arr, i), "id");
+      const char *other = rt_json_str (json_object_array_get_idx (arr, i), "id");
       if (other && strcmp (other, id) == 0)
         return true;
     }
@@ -251,7 +242,7 @@ rt_store_list (rt_context *ctx, bool all, json_object **out, rt_error **err)
       if (state == NULL)
         continue;
       /* A stopping monitor wrote its record already: the record wins.  */
-      if (str_field (state, "state") && strcmp (str_field (state, "state"), "stopped") == 0)
+      if (rt_json_str (state, "state") && strcmp (rt_json_str (state, "state"), "stopped") == 0)
         {
           json_object_put (state);
           continue;
@@ -272,7 +263,7 @@ rt_store_list (rt_context *ctx, bool all, json_object **out, rt_error **err)
       rec = path ? read_json_file (path) : NULL;
       if (rec == NULL)
         continue;
-      if (array_has_id (arr, str_field (rec, "id") ? str_field (rec, "id") : ""))
+      if (array_has_id (arr, rt_json_str (rec, "id") ? rt_json_str (rec, "id") : ""))
         json_object_put (rec);
       else
         json_object_array_add (arr, rec);
@@ -300,7 +291,7 @@ rt_store_resolve (rt_context *ctx, const char *ref, json_object **out, rt_error 
   for (size_t i = 0; i < n; i++)
     {
       json_object *o = json_object_array_get_idx (arr, i);
-      const char *id = str_field (o, "id"), *name = str_field (o, "name"), *st = str_field (o, "state");
+      const char *id = rt_json_str (o, "id"), *name = rt_json_str (o, "name"), *st = rt_json_str (o, "state");
       bool stopped = st && strcmp (st, "stopped") == 0;
       if (id && strcmp (id, ref) == 0)
         {

@@ -398,3 +398,37 @@ rt_remove_matching (const char *dir, const char *pattern)
           rt_rm_rf (p, NULL);
       }
 }
+
+const char *
+rt_json_str (json_object *o, const char *key)
+{
+  json_object *v;
+  if (o && json_object_object_get_ex (o, key, &v) && json_object_is_type (v, json_type_string))
+    return json_object_get_string (v);
+  return NULL;
+}
+
+bool
+rt_env_name_valid (const char *s, size_t len)
+{
+  if (len == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
+    return false;
+  for (size_t i = 1; i < len; i++)
+    if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+      return false;
+  return true;
+}
+
+int
+rt_error_from_json (json_object *o, rt_error **err)
+{
+  json_object *e, *code, *msg, *hint;
+
+  if (o == NULL || !json_object_object_get_ex (o, "error", &e) || !json_object_object_get_ex (e, "code", &code)
+      || !json_object_object_get_ex (e, "message", &msg))
+    return 0;
+  rt_error_set (err, EIO, json_object_get_string (code), "%s", json_object_get_string (msg));
+  if (json_object_object_get_ex (e, "hint", &hint) && hint)
+    rt_error_hint (err, "%s", json_object_get_string (hint));
+  return -EIO;
+}

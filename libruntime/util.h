@@ -129,6 +129,13 @@ int rt_lock_dir (const char *dir, int *out, rt_error **err);
 /* Removes the entries of @dir matching the fnmatch @pattern: leftovers of
    a process that died in a slow step.  Call with the dir's lock held.  */
 void rt_remove_matching (const char *dir, const char *pattern);
+/* The string at @key of a JSON object, or NULL.  */
+const char *rt_json_str (json_object *o, const char *key);
+/* An environment variable name: [A-Za-z_][A-Za-z0-9_]*.  */
+bool rt_env_name_valid (const char *s, size_t len);
+/* {"error":{"code","message","hint"}} (the API's and the sync pipe's
+   shape) into @err; returns -EIO, or 0 when @o holds no error.  */
+int rt_error_from_json (json_object *o, rt_error **err);
 /* Hex SHA-256 of a file.  */
 int rt_sha256_file (const char *path, char out[65], rt_error **err);
 
