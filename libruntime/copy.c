@@ -70,6 +70,9 @@ extract_child (int fd, int errfd)
       la_int64_t off;
 
       entries++;
+      /* The guest's files are untrusted: no setuid or setgid bits land on
+         the host, whoever runs the copy.  */
+      archive_entry_set_perm (entry, archive_entry_perm (entry) & ~(S_ISUID | S_ISGID));
       if (archive_write_header (out, entry) < ARCHIVE_WARN)
         {
           dprintf (errfd, "%s", archive_error_string (out));

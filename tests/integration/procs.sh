@@ -89,6 +89,9 @@ expect_error "extend by an absurd number is a usage error" usage runtime sandbox
 is "… and the API refuses it too, without overflowing into a past lease end" \
     "$(curl -s --unix-socket "$RUNTIME_STATE_DIR/$id/api.sock" -d '{"seconds":9999999999999999}' "http://x/v1/sandboxes/$id:extend" | python3 -c 'import json,sys; print(json.load(sys.stdin)["error"]["code"])')" "invalid_request"
 is "… the sandbox still runs" "$(runtime sandbox exec "$id" -- echo alive)" "alive"
+runtime sandbox exec "$id" -- bash -c 'cp /bin/true /tmp/suid && chmod 4755 /tmp/suid'
+runtime sandbox cp "$id:/tmp/suid" "$tmp/suid"
+is "cp out drops setuid bits (the guest's files are untrusted)" "$(stat -c %a "$tmp/suid")" "755"
 check "no temporary dirs left on the host" test -z "$(ls -A "$tmp" | grep rt-cp)"
 is "no temporary dirs left in the sandbox" "$(runtime sandbox exec "$id" -- bash -c 'ls -A /workspace | grep -c rt-cp')" 0
 
