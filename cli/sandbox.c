@@ -1501,8 +1501,23 @@ sandbox_cp (struct cli_command *cmd, int argc, char **argv)
       code = lib_fail (err);
       goto out;
     }
-  ret = src_ref ? rt_sandbox_copy_out (sb, src_path, a.pos[1], &err) : rt_sandbox_copy_in (sb, a.pos[0], dst_path, &err);
-  code = ret < 0 ? lib_fail (err) : 0;
+  {
+    /* Ctrl-C stops the copy cleanly (nothing half-written is left), like
+       run and exec: the library watches the signalfd.  */
+    sigset_t mask;
+    int sfd;
+    sigemptyset (&mask);
+    sigaddset (&mask, SIGINT);
+    sigaddset (&mask, SIGTERM);
+    sigaddset (&mask, SIGHUP);
+    sigprocmask (SIG_BLOCK, &mask, NULL);
+    sfd = signalfd (-1, &mask, SFD_CLOEXEC);
+    ret = src_ref ? rt_sandbox_copy_out (sb, src_path, a.pos[1], sfd, &err)
+                  : rt_sandbox_copy_in (sb, a.pos[0], dst_path, sfd, &err);
+    code = ret < 0 ? (strcmp (err->code, "interrupted") == 0 ? (rt_error_free (err), 130) : lib_fail (err)) : 0;
+    if (sfd >= 0)
+      close (sfd);
+  }
   if (ret == 0 && a.json)
     printf ("{\"id\":\"%s\",\"copied\":true}\n", rt_sandbox_id (sb));
 out:

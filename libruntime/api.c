@@ -263,6 +263,7 @@ rt_api_stream (const char *sock, const char *id, const char *verb, json_object *
   bool cancelled = false, term_sent = false;
   int running = 1, left, ret = 0;
 
+  memset (res, 0, sizeof (*res));
   if (c == NULL)
     return -ENOMEM;
   hdrs = curl_slist_append (hdrs, "Content-Type: application/json");

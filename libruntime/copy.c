@@ -152,7 +152,7 @@ read_all_fd (int fd)
 }
 
 int
-rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, rt_error **err)
+rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, int cancel_fd, rt_error **err)
 {
   char *argv[] = { (char *) "sh", (char *) "-c",
                    (char *) "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 67; cd \"$(dirname \"$1\")\" && "
@@ -160,7 +160,7 @@ rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, rt_error 
                    (char *) "sh", (char *) src, NULL };
   cleanup_free char *name = NULL, *final = NULL, *parent = NULL, *tmp = NULL, *from = NULL, *why = NULL;
   struct to_child t = { .fd = -1 };
-  rt_exec_result res;
+  rt_exec_result res = { 0 };
   struct stat st;
   int sv[2], errp[2], ret, status;
   pid_t pid;
@@ -213,14 +213,16 @@ rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, rt_error 
     }
   t.fd = sv[0];
   {
-    rt_exec_opts o = { .user = "root", .cancel_fd = -1, .on_output = to_child, .data = &t };
+    rt_exec_opts o = { .user = "root", .cancel_fd = cancel_fd, .on_output = to_child, .data = &t };
     ret = rt_sandbox_exec (sb, argv, &o, &res, err);
   }
   close (sv[0]);
   status = wait_child (pid);
   why = read_all_fd (errp[0]);
   close (errp[0]);
-  if (ret < 0 && t.bytes > 0)
+  if (ret == 0 && res.interrupted)
+    ret = rt_error_set (err, EINTR, "interrupted", "the copy of %s was interrupted; nothing was written", src);
+  else if (ret < 0 && t.bytes > 0)
     {
       /* The stream broke off midway: what arrived is not the whole thing.
          (An error before any byte, paused or not found, stands as it is.)  */
@@ -327,7 +329,7 @@ fail_out:
 }
 
 int
-rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, rt_error **err)
+rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, int cancel_fd, rt_error **err)
 {
   char *argv[] = { (char *) "sh", (char *) "-c",
                    (char *) "d=$1; n=$2; if [ -d \"$d\" ]; then dest=\"$d/$n\"; p=\"$d\"; "
@@ -339,7 +341,7 @@ rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, rt_error *
   cleanup_free char *abs = NULL, *name = NULL, *fifo = NULL, *why = NULL;
   cleanup_json json_object *req = NULL;
   struct rt_captured c = { 0 };
-  rt_exec_result res;
+  rt_exec_result res = { 0 };
   unsigned char rnd[6];
   int errp[2], ret, status;
   pid_t pid;
@@ -386,7 +388,7 @@ rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, rt_error *
       return rt_error_set (err, errno, "internal", "fork: %s", strerror (errno));
     }
   {
-    rt_exec_opts o = { .cancel_fd = -1, .on_output = rt_capture_output, .data = &c };
+    rt_exec_opts o = { .cancel_fd = cancel_fd, .on_output = rt_capture_output, .data = &c };
     req = rt_command_request (argv, &o, err);
     if (req)
       {
@@ -405,7 +407,9 @@ rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, rt_error *
   unlink (fifo);
   /* The guest's verdict first: when it refused early, the archiver only
      lost its reader.  */
-  if (ret == 0 && res.exit_code == EXIT_MISSING)
+  if (ret == 0 && res.interrupted)
+    ret = rt_error_set (err, EINTR, "interrupted", "the copy to %s was interrupted; nothing was written", dst);
+  else if (ret == 0 && res.exit_code == EXIT_MISSING)
     ret = rt_error_set (err, ENOENT, "file_not_found", "no such directory in the sandbox for %s", dst);
   else if (ret == 0 && res.exit_code != 0 && status == 0)
     ret = rt_error_set (err, EIO, "internal", "cannot write %s in the sandbox: %s", dst,

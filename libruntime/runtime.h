@@ -272,22 +272,25 @@ int rt_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, cha
  * rt_sandbox_copy_in - copy a host file or directory into the sandbox
  * @src: host path (a directory is copied whole, modes kept)
  * @dst: absolute sandbox path; an existing directory receives @src by name
+ * @cancel_fd: when readable, the copy stops and leaves nothing ("interrupted");
+ *             -1 for none
  * Streamed as a tar archive; the copy lands under its name only when whole.
- * Errors: "usage", "file_not_found" (either side).
+ * Errors: "usage", "file_not_found" (either side), "interrupted".
  * Return: 0, or <0 with @err set.
  */
-int rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, rt_error **err);
+int rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, int cancel_fd, rt_error **err);
 
 /**
  * rt_sandbox_copy_out - copy a sandbox file or directory to the host
  * @src: absolute sandbox path
  * @dst: host path; an existing directory receives @src by name
+ * @cancel_fd: as for rt_sandbox_copy_in
  * Written under a temporary name and renamed when complete: a copy cut
  * short never appears under @dst ("download_incomplete").
- * Errors: "usage", "file_not_found", "download_incomplete".
+ * Errors: "usage", "file_not_found", "download_incomplete", "interrupted".
  * Return: 0, or <0 with @err set.
  */
-int rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, rt_error **err);
+int rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, int cancel_fd, rt_error **err);
 
 /**
  * rt_sandbox_stop - stop the sandbox: its VM ends, its record stays

@@ -569,7 +569,7 @@ rt_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opts, rt_e
                    (char *) "sh", (char *) path, NULL };
   struct rt_captured c = { .pass = opts ? opts : &no_opts };
   rt_exec_opts o = { .user = "root", .cancel_fd = opts ? opts->cancel_fd : -1, .on_output = rt_capture_output, .data = &c };
-  rt_exec_result res;
+  rt_exec_result res = { 0 };
   int ret = rt_check_guest_path (path, err);
 
   if (ret < 0)
@@ -600,7 +600,7 @@ rt_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, char **
   struct rt_captured c = { 0 };
   cleanup_json json_object *arr = NULL;
   rt_exec_opts o = { .user = "root", .cancel_fd = -1, .on_output = rt_capture_output, .data = &c };
-  rt_exec_result res;
+  rt_exec_result res = { 0 };
   int ret = rt_check_guest_path (path, err);
 
   if (ret < 0)

@@ -95,8 +95,19 @@ is "cp out drops setuid bits (the guest's files are untrusted)" "$(stat -c %a "$
 check "no temporary dirs left on the host" test -z "$(ls -A "$tmp" | grep rt-cp)"
 is "no temporary dirs left in the sandbox" "$(runtime sandbox exec "$id" -- bash -c 'ls -A /workspace | grep -c rt-cp')" 0
 
-# A copy cut short (the sandbox stops mid-stream) never lands under its name.
+# Ctrl-C during a copy: exit 130, nothing half-written left anywhere.
 runtime sandbox exec "$id" -- bash -c 'head -c 200000000 /dev/zero > /tmp/huge'
+runtime sandbox cp "$id:/tmp/huge" "$tmp/huge" 2>"$tmp/cperr" &
+cp_pid=$!
+sleep 2
+kill -INT $cp_pid
+wait $cp_pid; rc=$?
+is "Ctrl-C during cp exits 130" "$rc" 130
+check "… leaving nothing under the real name" test ! -e "$tmp/huge"
+check "… nor a temporary dir" test -z "$(ls -A "$tmp" | grep rt-cp)"
+is "… and the sandbox still runs" "$(runtime sandbox exec "$id" -- echo alive)" "alive"
+
+# A copy cut short (the sandbox stops mid-stream) never lands under its name.
 runtime sandbox cp "$id:/tmp/huge" "$tmp/huge" 2>"$tmp/cperr" &
 cp_pid=$!
 sleep 2
