@@ -355,22 +355,30 @@ exec_finish (struct mon_exec *e, json_object *last)
   exec_free (e);
 }
 
-static json_object *
-output_line (const char *type, const uint8_t *data, uint32_t len)
+/* The hottest line the monitor writes, {"type":…,"data":BASE64}, is built
+   straight into the evbuffer: base64 never needs JSON escaping, and
+   json-c copied and scanned every 87 KB string twice (a third of the
+   monitor's CPU on a large copy).  */
+static void
+send_output (struct evhttp_request *req, const char *type, const uint8_t *data, uint32_t len,
+             void (*cb) (struct evhttp_connection *, void *), void *arg)
 {
-  json_object *line = json_object_new_object ();
-  char *b64 = malloc (4 * ((len + 2) / 3) + 1);
+  struct evbuffer *buf = evbuffer_new ();
+  struct evbuffer_iovec v;
+  size_t b64 = 4 * ((len + 2) / 3);
 
-  if (b64 == NULL)
+  if (buf == NULL)
+    return;
+  evbuffer_add_printf (buf, "{\"type\":\"%s\",\"data\":\"", type);
+  if (evbuffer_reserve_space (buf, b64 + 1, &v, 1) == 1)
     {
-      json_object_put (line);
-      return NULL;
+      EVP_EncodeBlock (v.iov_base, data, len);
+      v.iov_len = b64;
+      evbuffer_commit_space (buf, &v, 1);
     }
-  EVP_EncodeBlock ((unsigned char *) b64, data, len);
-  json_object_object_add (line, "type", json_object_new_string (type));
-  json_object_object_add (line, "data", json_object_new_string (b64));
-  free (b64);
-  return line;
+  evbuffer_add (buf, "\"}\n", 3);
+  evhttp_send_reply_chunk_with_cb (req, buf, cb, arg);
+  evbuffer_free (buf);
 }
 
 static void
@@ -415,9 +423,8 @@ proc_output (struct mon_proc *p, int stream, const uint8_t *data, uint32_t len)
     }
   if (p->followers)
     {
-      json_object *line = output_line (stream == 1 ? "stdout" : "stderr", data, len);
       struct mon_follow *f = p->followers, *next;
-      for (; f && line; f = next)
+      for (; f; f = next)
         {
           next = f->next;
           /* Spawned output is never held back for a reader: one that
@@ -427,30 +434,26 @@ proc_output (struct mon_proc *p, int stream, const uint8_t *data, uint32_t len)
               > CLIENT_HIGH_WATER)
             follower_end (f, NULL);
           else
-            send_line (f->req, line, NULL, NULL);
+            send_output (f->req, stream == 1 ? "stdout" : "stderr", data, len, NULL, NULL);
         }
-      json_object_put (line);
     }
 }
 
 static void
 exec_output (struct mon *m, struct mon_exec *e, const char *type, const uint8_t *data, uint32_t len)
 {
-  json_object *line;
-
   if (e->proc)
     {
       proc_output (e->proc, type[3] == 'o' ? 1 : 2, data, len);
       chan_ack (m, e->stream, len);
       return;
     }
-  if (e->req == NULL || (line = output_line (type, data, len)) == NULL)
+  if (e->req == NULL)
     {
       chan_ack (m, e->stream, len);
       return;
     }
-  send_line (e->req, line, on_flushed, e);
-  json_object_put (line);
+  send_output (e->req, type, data, len, on_flushed, e);
   /* Ack at once while the client keeps up (its buffer under the high-water
      mark): acking only on a full drain made every window stop and go.
      Past the mark, acks wait for the flush, so a client that does not read
@@ -1033,7 +1036,6 @@ handle_logs (struct mon *m, struct evhttp_request *req, json_object *body)
       uint8_t hdr[5];
       uint32_t n;
       uint8_t *data;
-      json_object *line;
       evbuffer_copyout_from (p->log, &pos, hdr, sizeof (hdr));
       n = rt_get_u32 (hdr + 1);
       evbuffer_ptr_set (p->log, &pos, 5, EVBUFFER_PTR_ADD);
@@ -1042,11 +1044,8 @@ handle_logs (struct mon *m, struct evhttp_request *req, json_object *body)
         break;
       evbuffer_copyout_from (p->log, &pos, data, n);
       evbuffer_ptr_set (p->log, &pos, n, EVBUFFER_PTR_ADD);
-      line = output_line (hdr[0] == 1 ? "stdout" : "stderr", data, n);
+      send_output (req, hdr[0] == 1 ? "stdout" : "stderr", data, n, NULL, NULL);
       free (data);
-      if (line)
-        send_line (req, line, NULL, NULL);
-      json_object_put (line);
     }
   if (p->exit || !follow)
     {
