@@ -56,6 +56,9 @@ is "create with a 60 s lease" "$rc" 0
 is "… its lease and what ends it" \
     "$(runtime sandbox get "$lease" --json | jq_ 'o["timeoutSeconds"], o["onLeaseEnd"]')" "(60, 'stop')"
 check "… a QEMU runs for it" test -n "$(pgrep -f "qemu-system-x86_64.*$lease")"
+# … and one left to the default end of a lease: pause.
+please=$(runtime sandbox create --timeout 60 --vcpu 1 --memory 512)
+made+=($please)
 
 # -- the long-lived sandbox
 runtime sandbox create --name "$name" --label "t=$tag" --label role=main --env "LC_SECRET=$secret" \
@@ -250,6 +253,17 @@ for _ in $(seq 30); do [ "$(state_of "$lease")" = stopped ] && break; sleep 1; d
 is "the lease ended: stopped, time_limit" \
     "$(runtime sandbox get "$lease" --json | jq_ 'o["state"], o["stopReason"]')" "('stopped', 'time_limit')"
 is "… and its QEMU is gone" "$(pgrep -f "qemu-system-x86_64.*$lease" || true)" ""
+for _ in $(seq 30); do [ "$(state_of "$please")" = paused ] && break; sleep 1; done
+is "a lease that ends by default pauses the sandbox" "$(state_of "$please")" "paused"
+expect_error "… exec on it is sandbox_paused" sandbox_paused runtime sandbox exec "$please" -- true
+runtime sandbox wake "$please" >/dev/null
+is "wake resumes it" "$(runtime sandbox exec "$please" -- echo awake)" "awake"
+check "… with a new lease in the future" python3 -c '
+import datetime, json, sys
+end = json.loads(sys.argv[1])["expiresAt"]
+sys.exit(datetime.datetime.fromisoformat(end.replace("Z", "+00:00")) <= datetime.datetime.now(datetime.timezone.utc))' \
+    "$(runtime sandbox get "$please" --json)"
+runtime sandbox rm "$please" >/dev/null
 
 for s in "${made[@]}"; do runtime sandbox rm "$s" >/dev/null; done
 is "nothing of this test is listed" "$(runtime sandbox ls --all --label "t=$tag" --json)" "[]"
