@@ -132,22 +132,3 @@ rt_host_tsc_khz (void)
       }
   return 0;
 }
-
-int
-rt_context_prepare (rt_context *ctx, rt_error **err)
-{
-  struct rt_kernel_files k = { 0 };
-  struct rt_image_disk d = { 0 };
-  const char *accel;
-  int ret;
-
-  ret = rt_kernel_ensure (ctx, &k, err);
-  rt_kernel_files_clear (&k);
-  if (ret < 0)
-    return ret;
-  ret = rt_image_ensure_disk (ctx, NULL, &d, err);
-  rt_image_disk_clear (&d);
-  if (ret < 0)
-    return ret;
-  return rt_context_accel (ctx, &accel, err);
-}

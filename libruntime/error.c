@@ -59,27 +59,6 @@ rt_error_hint (rt_error **err, const char *fmt, ...)
 }
 
 int
-rt_error_prefix (rt_error **err, const char *fmt, ...)
-{
-  va_list ap;
-  char *prefix = NULL, *msg = NULL;
-
-  if (err == NULL || *err == NULL || *err == &oom_error)
-    return -EIO;
-  va_start (ap, fmt);
-  if (vasprintf (&prefix, fmt, ap) < 0)
-    prefix = NULL;
-  va_end (ap);
-  if (prefix && asprintf (&msg, "%s: %s", prefix, (*err)->msg) >= 0)
-    {
-      free ((*err)->msg);
-      (*err)->msg = msg;
-    }
-  free (prefix);
-  return -(*err)->status;
-}
-
-int
 rt_error_oom (rt_error **err)
 {
   return rt_error_set (err, ENOMEM, "internal", "out of memory");

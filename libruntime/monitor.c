@@ -381,23 +381,30 @@ send_output (struct evhttp_request *req, const char *type, const uint8_t *data, 
   evbuffer_free (buf);
 }
 
+/* Takes a `logs -f` reader off its process's list and frees it; its reply
+   ends (which also frees a request whose client left).  */
 static void
-follower_end (struct mon_follow *f, json_object *last)
+follower_free (struct mon_follow *f)
 {
   struct mon_follow **pp;
-  struct evhttp_connection *evcon = evhttp_request_get_connection (f->req);
 
-  if (last)
-    send_line (f->req, last, NULL, NULL);
-  evhttp_connection_set_closecb (evcon, NULL, NULL);
-  evhttp_send_reply_end (f->req);
   for (pp = &f->p->followers; *pp; pp = &(*pp)->next)
     if (*pp == f)
       {
         *pp = f->next;
         break;
       }
+  evhttp_send_reply_end (f->req);
   free (f);
+}
+
+static void
+follower_end (struct mon_follow *f, json_object *last)
+{
+  if (last)
+    send_line (f->req, last, NULL, NULL);
+  evhttp_connection_set_closecb (evhttp_request_get_connection (f->req), NULL, NULL);
+  follower_free (f);
 }
 
 /* Keeps a spawned process's output, dropping the oldest beyond LOG_MAX.  */
@@ -996,16 +1003,8 @@ handle_ps (struct mon *m, struct evhttp_request *req)
 static void
 on_follower_gone (struct evhttp_connection *evcon, void *arg)
 {
-  struct mon_follow *f = arg, **pp;
   (void) evcon;
-  for (pp = &f->p->followers; *pp; pp = &(*pp)->next)
-    if (*pp == f)
-      {
-        *pp = f->next;
-        break;
-      }
-  evhttp_send_reply_end (f->req);
-  free (f);
+  follower_free (arg);
 }
 
 static void

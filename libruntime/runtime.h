@@ -81,13 +81,6 @@ void rt_context_set_progress (rt_context *ctx, rt_progress_fn fn, void *data);
 int rt_context_accel (rt_context *ctx, const char **out, rt_error **err);
 
 /**
- * rt_context_prepare - fetch the kernel, build the initramfs and the default
- * image if they are not cached yet, and decide the accelerator
- * Return: 0, or <0 with @err set.
- */
-int rt_context_prepare (rt_context *ctx, rt_error **err);
-
-/**
  * rt_sandbox_config - how to make a sandbox; all-zero means the defaults
  * @vcpu:          virtual CPUs (default 2, 1–16)
  * @memory_mib:    guest memory (default 4096, 256–65536)

@@ -275,46 +275,68 @@ rt_store_list (rt_context *ctx, bool all, json_object **out, rt_error **err)
   return 0;
 }
 
-int
-rt_store_resolve (rt_context *ctx, const char *ref, json_object **out, rt_error **err)
+/* The entries of @arr with id @ref (then *n = 1), else those named @ref
+   (counted in *n, the last in *found); with @stopped, only ended ones.  */
+static void
+match_ref (json_object *arr, const char *ref, bool stopped, json_object **found, int *n)
 {
-  json_object *arr = NULL, *live = NULL, *ended = NULL;
-  int live_n = 0, ended_n = 0, ret;
-  size_t n;
-
-  if (ref == NULL || *ref == '\0' || strchr (ref, '/'))
-    return rt_error_set (err, EINVAL, "usage", "a sandbox id or name is needed");
-  ret = rt_store_list (ctx, true, &arr, err);
-  if (ret < 0)
-    return ret;
-  n = json_object_array_length (arr);
-  for (size_t i = 0; i < n; i++)
+  *n = 0;
+  for (size_t i = 0; i < json_object_array_length (arr); i++)
     {
       json_object *o = json_object_array_get_idx (arr, i);
       const char *id = rt_json_str (o, "id"), *name = rt_json_str (o, "name"), *st = rt_json_str (o, "state");
-      bool stopped = st && strcmp (st, "stopped") == 0;
+      if (stopped && (st == NULL || strcmp (st, "stopped") != 0))
+        continue;
       if (id && strcmp (id, ref) == 0)
         {
-          *out = json_object_get (o);
-          json_object_put (arr);
-          return 0;
+          *found = o;
+          *n = 1;
+          return;
         }
       if (name && strcmp (name, ref) == 0)
         {
-          if (stopped)
-            ended = o, ended_n++;
-          else
-            live = o, live_n++;
+          *found = o;
+          (*n)++;
         }
     }
-  if (live_n == 1 || (live_n == 0 && ended_n == 1))
+}
+
+int
+rt_store_resolve (rt_context *ctx, const char *ref, json_object **out, rt_error **err)
+{
+  cleanup_json json_object *arr = NULL;
+  cleanup_free char *record = NULL;
+  json_object *found = NULL;
+  int n = 0, ret;
+
+  if (ref == NULL || *ref == '\0' || strchr (ref, '/'))
+    return rt_error_set (err, EINVAL, "usage", "a sandbox id or name is needed");
+  /* Live sandboxes first: few, and what scripts name.  Records of ended
+     ones grow with every run, so they are read only when needed.  */
+  ret = rt_store_list (ctx, false, &arr, err);
+  if (ret < 0)
+    return ret;
+  match_ref (arr, ref, false, &found, &n);
+  if (n == 0)
     {
-      *out = json_object_get (live_n ? live : ended);
-      json_object_put (arr);
+      record = rt_record_path (ctx, ref);
+      if (record && strncmp (ref, "sb-", 3) == 0 && (found = read_json_file (record)) != NULL)
+        {
+          *out = found;
+          return 0;
+        }
+      json_object_put (steal_pointer (&arr));
+      ret = rt_store_list (ctx, true, &arr, err);
+      if (ret < 0)
+        return ret;
+      match_ref (arr, ref, true, &found, &n);
+    }
+  if (n == 1)
+    {
+      *out = json_object_get (found);
       return 0;
     }
-  json_object_put (arr);
-  if (live_n > 1 || ended_n > 1)
+  if (n > 1)
     {
       rt_error_set (err, EINVAL, "invalid_request", "more than one sandbox is named '%s'", ref);
       return rt_error_hint (err, "use its id (runtime sandbox ls --all)");

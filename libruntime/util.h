@@ -96,8 +96,6 @@ steal_fd (int *fd)
 int rt_error_set (rt_error **err, int status, const char *code, const char *fmt, ...) RT_PRINTF (4, 5);
 /* Sets a hint on an error already set; returns err's status negated.  */
 int rt_error_hint (rt_error **err, const char *fmt, ...) RT_PRINTF (2, 3);
-/* Prefixes the message of an error already set ("context: message").  */
-int rt_error_prefix (rt_error **err, const char *fmt, ...) RT_PRINTF (2, 3);
 int rt_error_oom (rt_error **err);
 
 /* util.c */
