@@ -527,6 +527,41 @@ tar_tree (const char *root, const char *dest_prefix, rt_error **err)
   return ret;
 }
 
+/* The SHA-256 of the installed base recipe: a new one (runtime upgraded)
+   makes a new version of the default image.  */
+static int
+recipe_key (rt_context *ctx, char key[65], rt_error **err)
+{
+  cleanup_free char *recipe = rt_strdup_printf ("%s/%s", ctx->libexec_dir, RECIPE);
+
+  if (recipe == NULL)
+    return rt_error_oom (err);
+  if (access (recipe, R_OK) < 0)
+    {
+      rt_error_set (err, errno, "internal", "the default image's recipe '%s' is missing: %s", recipe,
+                    strerror (errno));
+      return rt_error_hint (err, "reinstall runtime");
+    }
+  return rt_sha256_file (recipe, key, err);
+}
+
+/* The default image's latest id, when the recipe @key made it.  */
+static const char *
+current_default (rt_context *ctx, json_object *index, const char *key)
+{
+  const char *found = index_resolve (index, DEFAULT_IMAGE), *made_by;
+  cleanup_free char *path = NULL;
+  cleanup_json json_object *m = NULL;
+
+  if (found == NULL)
+    return NULL;
+  path = rt_strdup_printf ("%s/images/manifests/%s.json", ctx->data_dir, found);
+  if (path == NULL || read_json (path, false, &m, NULL) < 0)
+    return NULL;
+  made_by = get_string (m, "recipe");
+  return made_by && strcmp (made_by, key) == 0 ? found : NULL;
+}
+
 /* The cached tar of the base rootfs, built with the recipe when missing.  */
 static int
 ensure_base (rt_context *ctx, char **out, rt_error **err)
@@ -712,7 +747,7 @@ strv_json (const char *const *v)
    manifest is deterministic (created = the base tar's mtime), so every
    store gets the same id and so shares one cached boot disk.  */
 static int
-import_default (rt_context *ctx, const char *base_tar, char **id_out, rt_error **err)
+import_default (rt_context *ctx, const char *base_tar, const char *key, char **id_out, rt_error **err)
 {
   cleanup_free char *imgdir = rt_strdup_printf ("%s/images", ctx->data_dir);
   cleanup_free char *index_path = NULL;
@@ -749,7 +784,7 @@ import_default (rt_context *ctx, const char *base_tar, char **id_out, rt_error *
   if (ret < 0)
     return ret;
   /* Another process may have added it while we waited.  */
-  found = index_resolve (index, DEFAULT_IMAGE);
+  found = current_default (ctx, index, key);
   if (found)
     {
       *id_out = strdup (found);
@@ -810,6 +845,7 @@ import_default (rt_context *ctx, const char *base_tar, char **id_out, rt_error *
   json_object_object_add (m, "layers", strv_json ((const char *const[]){ digest, NULL }));
   json_object_object_add (m, "env", strv_json (default_env));
   json_object_object_add (m, "workdir", json_object_new_string ("/workspace"));
+  json_object_object_add (m, "recipe", json_object_new_string (key));
   json_object_object_add (m, "created", json_object_new_string (created));
   plain = json_object_to_json_string_ext (m, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
   if (plain == NULL)
@@ -1167,6 +1203,7 @@ rt_image_ensure_disk (rt_context *ctx, const char *ref, struct rt_image_disk *ou
   cleanup_json json_object *index = NULL;
   cleanup_json json_object *manifest = NULL;
   const char *found, *w;
+  char key[65];
   struct stat st;
   int ret;
 
@@ -1176,14 +1213,25 @@ rt_image_ensure_disk (rt_context *ctx, const char *ref, struct rt_image_disk *ou
   if (ret < 0)
     return ret;
   found = index_resolve (index, ref);
+  if (found && names_default (ref) && (ref == NULL || strchr (ref, '@') == NULL)
+      && (ref == NULL || strchr (ref, ':') == NULL || strcmp (strchr (ref, ':'), ":latest") == 0))
+    {
+      ret = recipe_key (ctx, key, err);
+      if (ret < 0)
+        return ret;
+      if (current_default (ctx, index, key) == NULL)
+        found = NULL;
+    }
   if (found)
     id = strdup (found);
   else if (names_default (ref))
     {
       cleanup_free char *base = NULL;
-      ret = ensure_base (ctx, &base, err);
+      ret = recipe_key (ctx, key, err);
       if (ret == 0)
-        ret = import_default (ctx, base, &id, err);
+        ret = ensure_base (ctx, &base, err);
+      if (ret == 0)
+        ret = import_default (ctx, base, key, &id, err);
       if (ret < 0)
         return ret;
       /* "runtime@2" or "runtime:beta" still need to exist.  */

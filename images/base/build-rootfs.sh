@@ -1,6 +1,8 @@
 #!/bin/sh
 # build-rootfs.sh DIR - the root filesystem of the default image "runtime":
-# Debian 12 minbase with python3, pip, venv, ca-certificates, curl and git,
+# Debian 12 minbase with python3, pip, venv, ca-certificates, curl, git,
+# iproute2 and nftables (so that tests can show root in the guest changes
+# nothing on the host),
 # user runtime (1000:1000, home /workspace), without docs, man pages,
 # locales, apt lists and logs.
 #
@@ -16,7 +18,7 @@ LC_ALL=C
 export LC_ALL
 
 suite=bookworm
-packages=python3,python3-pip,python3-venv,ca-certificates,curl,git
+packages=python3,python3-pip,python3-venv,ca-certificates,curl,git,iproute2,nftables
 
 say () { echo "runtime: $*" >&2; }
 die () { say "error: $*"; exit 1; }
