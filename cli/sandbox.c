@@ -1,6 +1,7 @@
 /* sandbox.c - `runtime sandbox …`.  Parses, calls libruntime, prints.  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <signal.h>
@@ -198,6 +199,9 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
   if (check_env (env, nenv, true) < 0)
     return -1;
   cfg->env = (char *const *) env;
+  cfg->no_internet = has_opt (cmd, a, "no-internet");
+  cfg->allow = (char *const *) opt_list (cmd, a, "allow", &nlabels);
+  cfg->deny = (char *const *) opt_list (cmd, a, "deny", &nlabels);
   return 0;
 }
 
@@ -376,6 +380,7 @@ struct job
   char **argv;
   char *shell[4];
   const char *cwd;
+  const char *user;
   const char **env;
   unsigned long timeout_s; /* 0: none (24 h) */
   char *input;
@@ -395,6 +400,12 @@ job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct 
   if (cli_opt_uint (cmd, a, "timeout", 1, MAX_TIMEOUT_S, &j->timeout_s) < 0)
     return -1;
   j->cwd = cli_opt (cmd, a, "cwd");
+  j->user = cli_opt (cmd, a, "user");
+  if (j->user && strcmp (j->user, "root") != 0 && strcmp (j->user, "runtime") != 0)
+    {
+      cli_usage_error (NULL, "--user must be runtime or root, not '%s'", j->user);
+      return -1;
+    }
   if (j->cwd && j->cwd[0] != '/')
     {
       cli_usage_error ("for example: --cwd /workspace/src", "--cwd must be an absolute path, not '%s'", j->cwd);
@@ -447,7 +458,7 @@ job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct 
 static int
 job_run (rt_sandbox *sb, struct job *j)
 {
-  rt_exec_opts opts = { .cwd = j->cwd, .env = (char *const *) j->env, .stdin_data = j->input,
+  rt_exec_opts opts = { .cwd = j->cwd, .user = j->user, .env = (char *const *) j->env, .stdin_data = j->input,
                         .stdin_len = j->input_len, .timeout_ms = j->timeout_s * 1000ULL, .cancel_fd = j->sfd,
                         .on_output = on_output, .data = &j->o };
   rt_exec_result res = { 0 };
@@ -1152,7 +1163,11 @@ out:
   { "vcpu", "N", "virtual CPUs (1-16)", "2", false },                                              \
   { "memory", "MiB", "guest memory (256-65536)", "4096", false },                                  \
   { "disk", "MiB", "disk size (4096-65536)", "4096", false },                                           \
-  { "image", "REF", "image to boot", "runtime", false }
+  { "image", "REF", "image to boot", "runtime", false },                                          \
+  { "no-internet", NULL, "refuse every connection out of the sandbox", NULL, false },             \
+  { "allow", "HOST", "reach only these: a name, *.domain (its subdomains), an IP or a CIDR", "everything public", \
+    true },                                                                                        \
+  { "deny", "HOST", "never reach this (wins over --allow)", NULL, true }
 
 static const struct cli_opt run_opts[] = {
   { "timeout", "S", "kill the command's process group after S seconds (exit 124)", "none; 60 with --json", false },
@@ -1245,7 +1260,7 @@ sandbox_spawn (struct cli_command *cmd, int argc, char **argv)
       return close_target (&a, ctx, sb, done ? code : 1);
     }
   {
-    rt_exec_opts opts = { .cwd = j.cwd, .env = (char *const *) j.env, .stdin_data = j.input,
+    rt_exec_opts opts = { .cwd = j.cwd, .user = j.user, .env = (char *const *) j.env, .stdin_data = j.input,
                           .stdin_len = j.input_len, .timeout_ms = j.timeout_s * 1000ULL, .cancel_fd = -1 };
     if (rt_sandbox_spawn (sb, j.argv, &opts, &process, &err) < 0)
       code = lib_fail (err);
@@ -1531,6 +1546,7 @@ out:
 
 static const struct cli_opt spawn_opts[] = {
   { "cwd", "DIR", "working directory (absolute)", "/workspace", false },
+  { "user", "NAME", "run as runtime (uid 1000) or root", "runtime", false },
   { "env", "K=V", "an environment variable for this command", NULL, true },
   { "timeout", "S", "kill the command's process group after S seconds", "none", false },
   { NULL, NULL, NULL, NULL, false },
@@ -1553,6 +1569,7 @@ static const struct cli_opt files_opts[] = {
 
 static const struct cli_opt exec_opts[] = {
   { "cwd", "DIR", "working directory (absolute)", "/workspace", false },
+  { "user", "NAME", "run as runtime (uid 1000) or root", "runtime", false },
   { "env", "K=V", "an environment variable for this command", NULL, true },
   { "timeout", "S", "kill the command's process group after S seconds (exit 124)", "none; 60 with --json", false },
   { NULL, NULL, NULL, NULL, false },
@@ -1567,6 +1584,185 @@ static const struct cli_opt ls_opts[] = {
 };
 
 static const struct cli_opt no_opts[] = {
+  { NULL, NULL, NULL, NULL, false },
+};
+
+/* -- network  */
+
+static void
+print_list (const char *key, json_object *arr)
+{
+  size_t n = arr ? json_object_array_length (arr) : 0;
+
+  printf ("%-9s ", key);
+  if (n == 0)
+    printf ("-");
+  for (size_t i = 0; i < n; i++)
+    printf ("%s%s", i ? " " : "", json_object_get_string (json_object_array_get_idx (arr, i)));
+  printf ("\n");
+}
+
+static void
+print_rules (json_object *net)
+{
+  json_object *v;
+  bool internet = json_object_object_get_ex (net, "internet", &v) && json_object_get_boolean (v);
+  json_object *allow = json_object_object_get_ex (net, "allow", &v) ? v : NULL;
+  json_object *deny = json_object_object_get_ex (net, "deny", &v) ? v : NULL;
+
+  printf ("%-9s %s\n", "internet", internet ? (allow && json_object_array_length (allow) ? "allow list" : "on") : "off");
+  print_list ("allow", allow);
+  print_list ("deny", deny);
+}
+
+/* The egress log as it is (--json: one array), else one line per entry.  */
+static int
+print_egress_log (rt_context *ctx, const char *ref, bool json)
+{
+  rt_error *err = NULL;
+  char *path = NULL, *line = NULL;
+  size_t cap = 0;
+  json_object *all = json_object_new_array ();
+  FILE *f;
+
+  if (rt_sandbox_egress_log (ctx, ref, &path, &err) < 0)
+    {
+      json_object_put (all);
+      return lib_fail (err);
+    }
+  /* No file: nothing left the sandbox yet.  */
+  f = fopen (path, "re");
+  free (path);
+  if (!json)
+    printf ("%-24s %-8s %-15s %-7s %-30s %-21s %10s %10s\n", "TIME", "DECISION", "REASON", "KIND", "NAME", "ADDRESS",
+            "OUT", "IN");
+  while (f && getline (&line, &cap, f) > 0)
+    {
+      json_object *o = json_tokener_parse (line), *v;
+      char addr[80];
+      if (o == NULL)
+        continue;
+      if (json)
+        {
+          json_object_array_add (all, o);
+          continue;
+        }
+      snprintf (addr, sizeof addr, "%s:%d", jstr (o, "address") ? jstr (o, "address") : "-",
+                json_object_object_get_ex (o, "port", &v) ? json_object_get_int (v) : 0);
+      printf ("%-24s %-8s %-15s %-7s %-30s %-21s %10" PRId64 " %10" PRId64 "\n",
+              jstr (o, "time") ? jstr (o, "time") : "-", jstr (o, "decision") ? jstr (o, "decision") : "-",
+              jstr (o, "reason") ? jstr (o, "reason") : "-", jstr (o, "kind") ? jstr (o, "kind") : "-",
+              jstr (o, "name") ? jstr (o, "name") : "-", addr,
+              json_object_object_get_ex (o, "bytesOut", &v) ? json_object_get_int64 (v) : (int64_t) 0,
+              json_object_object_get_ex (o, "bytesIn", &v) ? json_object_get_int64 (v) : (int64_t) 0);
+      json_object_put (o);
+    }
+  free (line);
+  if (f)
+    fclose (f);
+  if (json)
+    print_json (all);
+  json_object_put (all);
+  return 0;
+}
+
+static int
+sandbox_network (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  rt_context *ctx = NULL;
+  rt_sandbox *sb = NULL;
+  rt_error *err = NULL;
+  char *json = NULL;
+  json_object *o = NULL;
+  const char **allow, **deny;
+  int nallow, ndeny, ret, code = 1;
+  bool on, off, change;
+
+  ret = cli_parse (cmd, argc, argv, &a);
+  if (ret != 0)
+    {
+      cli_args_free (&a);
+      return ret > 0 ? 0 : 1;
+    }
+  on = has_opt (cmd, &a, "internet");
+  off = has_opt (cmd, &a, "no-internet");
+  allow = opt_list (cmd, &a, "allow", &nallow);
+  deny = opt_list (cmd, &a, "deny", &ndeny);
+  change = on || off || nallow > 0 || ndeny > 0;
+  if (on && off)
+    {
+      cli_usage_error (NULL, "--internet and --no-internet contradict each other");
+      goto out;
+    }
+  if (change && has_opt (cmd, &a, "log"))
+    {
+      cli_usage_error ("show the log and change the rules in two commands", "--log does not go with rule changes");
+      goto out;
+    }
+  ctx = cli_context ();
+  if (ctx == NULL)
+    goto out;
+  if (has_opt (cmd, &a, "log"))
+    {
+      code = print_egress_log (ctx, a.pos[0], a.json);
+      goto out;
+    }
+  if (!change)
+    {
+      json_object *net;
+      if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
+        {
+          code = lib_fail (err);
+          goto out;
+        }
+      o = parse_json (json);
+      if (o == NULL)
+        goto out;
+      if (!json_object_object_get_ex (o, "network", &net))
+        net = NULL;
+      if (a.json)
+        print_json (net);
+      else
+        print_rules (net);
+      code = 0;
+      goto out;
+    }
+  if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0
+      || rt_sandbox_set_network (sb, !off, (char *const *) allow, (char *const *) deny, &json, &err) < 0)
+    {
+      code = lib_fail (err);
+      goto out;
+    }
+  o = parse_json (json);
+  if (o == NULL)
+    goto out;
+  if (a.json)
+    print_json (o);
+  else
+    {
+      json_object *v;
+      int closed = json_object_object_get_ex (o, "closed", &v) ? json_object_get_int (v) : 0;
+      print_rules (o);
+      if (closed > 0)
+        fprintf (stderr, "Closed %d open connection%s the new rules refuse.\n", closed, closed == 1 ? "" : "s");
+    }
+  code = 0;
+out:
+  json_object_put (o);
+  free (json);
+  rt_sandbox_close (sb);
+  rt_context_free (ctx);
+  cli_args_free (&a);
+  return code;
+}
+
+static const struct cli_opt network_opts[] = {
+  { "internet", NULL, "allow the public internet (what --allow and --deny leave)", NULL, false },
+  { "no-internet", NULL, "refuse every connection", NULL, false },
+  { "allow", "HOST", "reach only these: a name, *.domain (its subdomains), an IP or a CIDR", NULL, true },
+  { "deny", "HOST", "never reach this (wins over --allow)", NULL, true },
+  { "log", NULL, "show the egress log: every connection and refused name, with bytes each way", NULL, false },
   { NULL, NULL, NULL, NULL, false },
 };
 
@@ -1606,6 +1802,10 @@ static struct cli_command sandbox_cmds[] = {
     "ID [PATH] [--depth N]", "runtime sandbox files dev /workspace --depth 2", files_opts, false, 1, 2, NULL },
   { "extend", sandbox_extend, "Move a sandbox's lease end SECONDS later (at most 1 h from now); print the new end.",
     "ID SECONDS", "runtime sandbox extend dev 600", no_opts, false, 2, 2, NULL },
+  { "network", sandbox_network,
+    "Show a sandbox's egress rules, replace them live (open connections they refuse are cut), or show its log.",
+    "ID [--internet|--no-internet] [--allow HOST]... [--deny HOST]... | ID --log",
+    "runtime sandbox network dev --allow pypi.org --allow '*.pythonhosted.org'", network_opts, false, 1, 1, NULL },
   { NULL, NULL, NULL, NULL, NULL, NULL, false, 0, 0, NULL },
 };
 

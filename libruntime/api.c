@@ -45,8 +45,9 @@ static CURL *
 easy_for (const char *sock, const char *id, const char *verb, rt_error **err)
 {
   CURL *c = curl_easy_init ();
-  cleanup_free char *url = rt_strdup_printf ("http://localhost/v1/sandboxes/%s%s%s", id, verb ? ":" : "",
-                                             verb ? verb : "");
+  /* "/network" names a sub-resource, anything else a :verb.  */
+  cleanup_free char *url = rt_strdup_printf ("http://localhost/v1/sandboxes/%s%s%s", id,
+                                             verb && *verb != '/' ? ":" : "", verb ? verb : "");
   if (c == NULL || url == NULL)
     {
       if (c)
@@ -92,6 +93,8 @@ rt_api_call (const char *sock, const char *id, const char *verb, json_object *bo
       hdrs = curl_slist_append (hdrs, "Expect:");
       curl_easy_setopt (c, CURLOPT_HTTPHEADER, hdrs);
       curl_easy_setopt (c, CURLOPT_POSTFIELDS, payload);
+      if (*verb == '/')
+        curl_easy_setopt (c, CURLOPT_CUSTOMREQUEST, "PUT");
     }
   rc = curl_easy_perform (c);
   curl_easy_getinfo (c, CURLINFO_RESPONSE_CODE, &status);

@@ -19,6 +19,8 @@
 
 #include "channel.h"
 #include "monitor.h"
+#include "netns.h"
+#include "proxy.h"
 #include "qmp.h"
 #include "store.h"
 
@@ -94,6 +96,9 @@ struct mon
   uint32_t next_stream;
   int64_t expires_ms;
   bool stopping, paused;
+  struct rt_netns net;
+  struct rt_proxy *proxy;
+  bool trial;
 };
 
 static void
@@ -622,6 +627,11 @@ mon_stop (struct mon *m, const char *reason)
     event_del (m->ev_qemu);
   /* The root disk is a throwaway overlay: SIGKILL is safe and fastest.  */
   rt_vm_kill (&m->vm);
+  /* With QEMU gone, closing our fds ends the namespace, its tap and its
+     table.  */
+  rt_proxy_free (m->proxy);
+  m->proxy = NULL;
+  rt_netns_close (&m->net);
   if (m->ev_owner)
     event_del (m->ev_owner);
   if (m->ev_claim)
@@ -1131,6 +1141,41 @@ handle_extend (struct mon *m, struct evhttp_request *req, json_object *body)
 }
 
 static void
+handle_network (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  struct rt_egress_rules rules = { 0 };
+  cleanup_error rt_error *err = NULL;
+  json_object *net;
+  int closed;
+
+  if (rt_egress_rules_from_json (body, &rules, &err) < 0)
+    return reply_error (req, 400, err->code, err->hint, "%s", err->msg);
+  rules.trial = m->trial;
+  /* The kernel refuses new connections first, then the proxy cuts the
+     open ones the new rules refuse.  */
+  if (rt_netns_apply (&m->net, &rules, &err) < 0)
+    {
+      rt_egress_rules_clear (&rules);
+      return reply_error (req, 500, err->code, err->hint, "%s", err->msg);
+    }
+  closed = rt_proxy_set_rules (m->proxy, &rules, &err);
+  if (closed < 0)
+    {
+      rt_egress_rules_clear (&rules);
+      return reply_error (req, 500, err->code, err->hint, "%s", err->msg);
+    }
+  net = rt_egress_rules_to_json (&rules);
+  rt_egress_rules_clear (&rules);
+  if (net == NULL)
+    return reply_error (req, 500, "internal", NULL, "out of memory");
+  json_object_object_add (m->state, "network", json_object_get (net));
+  save_state (m);
+  json_object_object_add (net, "closed", json_object_new_int (closed));
+  reply_json (req, 200, net);
+  json_object_put (net);
+}
+
+static void
 handle_request (struct evhttp_request *req, void *arg)
 {
   struct mon *m = arg;
@@ -1140,8 +1185,8 @@ handle_request (struct evhttp_request *req, void *arg)
   cleanup_free char *path = NULL;
   cleanup_json json_object *body = NULL;
   cleanup_error rt_error *err = NULL;
-  const char *verb = "";
-  char *colon;
+  const char *verb = "", *sub = "";
+  char *colon, *slash;
 
   if (uri == NULL || strncmp (uri, prefix, strlen (prefix)) != 0)
     return reply_error (req, 404, "not_found", NULL, "no such endpoint");
@@ -1153,11 +1198,23 @@ handle_request (struct evhttp_request *req, void *arg)
       *colon = '\0';
       verb = colon + 1;
     }
+  if ((slash = strchr (path, '/')))
+    {
+      *slash = '\0';
+      sub = slash + 1;
+    }
   if (strcmp (path, m->cfg->id) != 0)
     return reply_error (req, 404, "not_found", NULL, "no sandbox '%s' here", path);
+  if (*sub && (strcmp (sub, "network") != 0 || *verb))
+    return reply_error (req, 404, "not_found", NULL, "no such endpoint");
   if (method == EVHTTP_REQ_GET && *verb == '\0')
-    return reply_json (req, 200, m->state);
-  if (method != EVHTTP_REQ_POST)
+    {
+      json_object *net;
+      if (*sub && json_object_object_get_ex (m->state, "network", &net))
+        return reply_json (req, 200, net);
+      return reply_json (req, 200, m->state);
+    }
+  if (method != EVHTTP_REQ_POST && !(method == EVHTTP_REQ_PUT && *sub))
     return reply_error (req, 405, "invalid_request", NULL, "method not allowed");
   if (m->stopping)
     {
@@ -1186,6 +1243,8 @@ handle_request (struct evhttp_request *req, void *arg)
     else
       body = json_object_new_object ();
   }
+  if (*sub)
+    return handle_network (m, req, body);
   if (strcmp (verb, "exec") == 0)
     return handle_exec (m, req, body);
   if (strcmp (verb, "signal") == 0)
@@ -1305,9 +1364,27 @@ monitor_start (struct mon *m, rt_error **err)
   ret = rt_write_pidfile (pidfile, getpid (), err);
   if (ret < 0)
     return ret;
-  ret = rt_vm_start (m->ctx, &m->cfg->vm, &m->vm, err);
-  if (ret < 0)
-    return ret;
+  {
+    struct rt_vm_config vm = m->cfg->vm;
+    cleanup_free char *cmdline = NULL;
+
+    ret = rt_netns_create (&m->net, &m->cfg->net, err);
+    if (ret < 0)
+      return ret;
+    cmdline = rt_strdup_printf ("%s%srt.net=" RT_NET_GUEST "," RT_NET_GATEWAY, vm.cmdline ? vm.cmdline : "",
+                                vm.cmdline ? " " : "");
+    if (cmdline == NULL)
+      return rt_error_oom (err);
+    vm.cmdline = cmdline;
+    vm.tap_fd = m->net.tap_fd;
+    vm.netns_fd = m->net.ns_fd;
+    ret = rt_vm_start (m->ctx, &vm, &m->vm, err);
+    if (ret < 0)
+      return ret;
+    /* QEMU holds the tap now: when it dies, the tap goes.  */
+    close (m->net.tap_fd);
+    m->net.tap_fd = -1;
+  }
   rt_write_pidfile (qemufile, m->vm.pid, NULL);
   ret = rt_channel_connect (&ch, m->vm.agent_sock, m->vm.pidfd, BOOT_TIMEOUT_MS, err);
   if (ret < 0)
@@ -1330,10 +1407,14 @@ monitor_start (struct mon *m, rt_error **err)
   if (m->http == NULL || m->chan_out == NULL)
     return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
   evhttp_set_max_body_size (m->http, MAX_BODY);
-  evhttp_set_allowed_methods (m->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+  evhttp_set_allowed_methods (m->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT);
   evhttp_set_gencb (m->http, handle_request, m);
   if (evhttp_accept_socket (m->http, api_fd) < 0)
     return rt_error_set (err, EIO, "startup_failed", "cannot serve '%s'", m->api_sock);
+  m->trial = m->cfg->net.trial;
+  m->proxy = rt_proxy_new (m->base, &m->net, &m->cfg->net, m->cfg->egress_log, getenv ("RUNTIME_RESOLVE"), err);
+  if (m->proxy == NULL)
+    return -1;
   m->ev_read = event_new (m->base, m->chan_fd, EV_READ | EV_PERSIST, on_chan_read, m);
   m->ev_write = event_new (m->base, m->chan_fd, EV_WRITE, on_chan_write, m);
   m->ev_qemu = event_new (m->base, m->vm.pidfd, EV_READ, on_qemu_exit, m);
@@ -1371,7 +1452,8 @@ monitor_start (struct mon *m, rt_error **err)
 static void __attribute__ ((noreturn))
 monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd, int claim_fd)
 {
-  struct mon m = { .ctx = ctx, .cfg = cfg, .chan_fd = -1, .next_stream = 1, .owner_pidfd = -1, .claim_fd = 4 };
+  struct mon m = { .ctx = ctx, .cfg = cfg, .chan_fd = -1, .next_stream = 1, .owner_pidfd = -1, .claim_fd = 4,
+                   .net = { -1, -1, -1, -1, -1, -1 } };
   cleanup_free char *log = rt_strdup_printf ("%s/monitor.log", cfg->dir);
   rt_error *err = NULL;
   sigset_t none;

@@ -14,11 +14,14 @@
  *   POST  ":signal"  {execId, signal}
  *   POST  ":stop" | ":pause" | ":wake"   → the state object
  *   POST  ":extend"  {seconds} → the state object
+ *   GET   "/network" the egress rules {internet, allow, deny}
+ *   PUT   "/network" replaces them, live → {internet, allow, deny, closed}
  * Errors: HTTP 4xx/5xx with {"error":{code,message,hint}}.
  */
 #ifndef RT_MONITOR_H
 #define RT_MONITOR_H
 
+#include "egress.h"
 #include "vm.h"
 
 struct rt_monitor_config
@@ -34,6 +37,8 @@ struct rt_monitor_config
   bool stop_on_timeout;
   pid_t owner;           /* stop when this process exits; 0 for none */
   bool no_wait;          /* report ready before the boot */
+  struct rt_egress_rules net; /* the egress rules at start */
+  const char *egress_log;     /* JSON lines, one per connection */
 };
 
 /* Starts the monitor (double fork, setsid) and waits until it reports the

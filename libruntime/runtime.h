@@ -102,6 +102,11 @@ int rt_context_accel (rt_context *ctx, const char **out, rt_error **err);
  *                 (state "starting"; a failed boot ends as stopReason
  *                 "startup_failed"; commands get sandbox_not_ready until
  *                 it is running)
+ * @no_internet:   refuse every connection out of the sandbox
+ * @allow:         NULL-terminated destinations the sandbox may reach (host
+ *                 names, "*.domain" for its subdomains, IP addresses,
+ *                 CIDRs); NULL or empty: the public internet
+ * @deny:          NULL-terminated destinations refused even when allowed
  */
 typedef struct rt_sandbox_config
 {
@@ -117,6 +122,9 @@ typedef struct rt_sandbox_config
   bool get_or_create;
   bool ephemeral;
   bool no_wait;
+  bool no_internet;
+  char *const *allow;
+  char *const *deny;
 } rt_sandbox_config;
 
 typedef struct rt_sandbox rt_sandbox;
@@ -135,6 +143,36 @@ typedef struct rt_sandbox rt_sandbox;
  * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **out, rt_error **err);
+
+/**
+ * rt_sandbox_set_network - replace a sandbox's egress rules, live
+ * @sb:       the sandbox
+ * @internet: false refuses every connection
+ * @allow:    NULL-terminated destinations (see rt_sandbox_config), or NULL
+ *            for the public internet
+ * @deny:     NULL-terminated destinations refused even when allowed, or NULL
+ * @json:     if not NULL, the new rules {internet, allow, deny, closed} as
+ *            JSON (free()), closed counting the open connections cut
+ * @err:      set on failure ("invalid_request" for a bad entry)
+ *
+ * The whole rule set is replaced; every open connection the new rules
+ * refuse is closed before this returns.
+ * Return: 0, or <0 with @err set.
+ */
+int rt_sandbox_set_network (rt_sandbox *sb, bool internet, char *const *allow, char *const *deny, char **json,
+                            rt_error **err);
+
+/**
+ * rt_sandbox_egress_log - where a sandbox's egress log is
+ * @ctx:  the context
+ * @ref:  id or name of a live or ended sandbox
+ * @path: the log's path (free()); one JSON object per line: time, kind
+ *        (dns, connect, http, tcp), name, address, port, decision
+ *        (allowed, refused, cut), reason, bytesOut, bytesIn
+ * @err:  set on failure ("not_found")
+ * Return: 0, or <0 with @err set.
+ */
+int rt_sandbox_egress_log (rt_context *ctx, const char *ref, char **path, rt_error **err);
 
 /**
  * rt_sandbox_open - a handle to a live sandbox

@@ -98,6 +98,23 @@ check_config (const rt_sandbox_config *cfg, rt_error **err)
   return 0;
 }
 
+/* The rules a config asks for, each entry checked and normalized.  */
+static int
+rules_of (bool internet, char *const *allow, char *const *deny, struct rt_egress_rules *r, rt_error **err)
+{
+  cleanup_json json_object *o = json_object_new_object ();
+  json_object *a = json_object_new_array (), *d = json_object_new_array ();
+
+  json_object_object_add (o, "internet", json_object_new_boolean (internet));
+  json_object_object_add (o, "allow", a);
+  json_object_object_add (o, "deny", d);
+  for (char *const *p = allow; p && *p; p++)
+    json_object_array_add (a, json_object_new_string (*p));
+  for (char *const *p = deny; p && *p; p++)
+    json_object_array_add (d, json_object_new_string (*p));
+  return rt_egress_rules_from_json (o, r, err);
+}
+
 static int
 make_id (char out[32], rt_error **err)
 {
@@ -111,7 +128,7 @@ make_id (char out[32], rt_error **err)
 
 static json_object *
 initial_state (const char *id, const rt_sandbox_config *cfg, unsigned vcpu, unsigned mem, unsigned disk,
-               unsigned timeout, const char *image, int64_t now)
+               unsigned timeout, const char *image, const struct rt_egress_rules *rules, int64_t now)
 {
   json_object *s = json_object_new_object (), *labels = json_object_new_object (), *names = json_object_new_array ();
   char created[32];
@@ -143,13 +160,7 @@ initial_state (const char *id, const rt_sandbox_config *cfg, unsigned vcpu, unsi
   json_object_object_add (s, "expiresAt", NULL);
   json_object_object_add (s, "endedAt", NULL);
   json_object_object_add (s, "stopReason", NULL);
-  {
-    json_object *net = json_object_new_object ();
-    json_object_object_add (net, "internet", json_object_new_boolean (false));
-    json_object_object_add (net, "allow", json_object_new_array ());
-    json_object_object_add (net, "deny", json_object_new_array ());
-    json_object_object_add (s, "network", net);
-  }
+  json_object_object_add (s, "network", rt_egress_rules_to_json (rules));
   json_object_object_add (s, "envNames", names);
   json_object_object_add (s, "cpuSeconds", json_object_new_double (0));
   json_object_object_add (s, "chargedMicros", json_object_new_int64 (0));
@@ -208,6 +219,8 @@ rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **o
   cleanup_free char *cmdline = NULL, *owner = NULL;
   cleanup_free char **env = NULL;
   cleanup_close int lock = -1;
+  cleanup_free char *egress_log = NULL;
+  struct rt_egress_rules rules = { 0 };
   const char *accel;
   unsigned vcpu, mem, disk, timeout;
   char id[32];
@@ -217,6 +230,9 @@ rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **o
   if (cfg == NULL)
     cfg = &defaults;
   ret = check_config (cfg, err);
+  if (ret < 0)
+    return ret;
+  ret = rules_of (!cfg->no_internet, cfg->allow, cfg->deny, &rules, err);
   if (ret < 0)
     return ret;
   vcpu = cfg->vcpu ? cfg->vcpu : 2;
@@ -274,7 +290,7 @@ rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **o
       goto out;
     }
   now = rt_epoch_ms ();
-  state = initial_state (id, cfg, vcpu, mem, disk, timeout, cfg->image ? cfg->image : "runtime", now);
+  state = initial_state (id, cfg, vcpu, mem, disk, timeout, cfg->image ? cfg->image : "runtime", &rules, now);
   ret = rt_write_pidfile (owner, getpid (), err);
   if (ret == 0)
     ret = rt_store_write_state (sb->dir, state, err);
@@ -284,11 +300,18 @@ rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **o
 
   cmdline = rt_strdup_printf ("rt.hostname=%s", id);
   env = strv_concat (image.env, cfg->env);
-  if (cmdline == NULL || env == NULL)
+  egress_log = rt_egress_log_path (ctx, id);
+  if (cmdline == NULL || env == NULL || egress_log == NULL)
     {
       ret = rt_error_oom (err);
       goto fail;
     }
+  {
+    cleanup_free char *records = rt_strdup_printf ("%s/sandboxes", ctx->data_dir);
+    ret = records ? rt_mkdir_p (records, 0700, err) : rt_error_oom (err);
+    if (ret < 0)
+      goto fail;
+  }
   {
     struct rt_monitor_config mc = {
       .id = id,
@@ -304,6 +327,8 @@ rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **o
       .stop_on_timeout = cfg->on_timeout && strcmp (cfg->on_timeout, "stop") == 0,
       .owner = cfg->ephemeral ? getpid () : 0,
       .no_wait = cfg->no_wait,
+      .net = rules,
+      .egress_log = egress_log,
     };
     ret = rt_monitor_spawn (ctx, &mc, err);
   }
@@ -314,7 +339,10 @@ rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **o
   goto out;
 fail:
   rt_rm_rf (sb->dir, NULL);
+  if (egress_log)
+    unlink (egress_log);
 out:
+  rt_egress_rules_clear (&rules);
   rt_kernel_files_clear (&k);
   rt_image_disk_clear (&image);
   return ret;
@@ -768,7 +796,7 @@ rt_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err)
 {
   cleanup_json json_object *state = NULL;
   cleanup_error rt_error *lookup = NULL;
-  cleanup_free char *record = NULL;
+  cleanup_free char *record = NULL, *log = NULL;
   const char *st, *id;
 
   if (rt_store_resolve (ctx, ref, &state, &lookup) < 0)
@@ -791,11 +819,52 @@ rt_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err)
         return ret;
     }
   record = rt_record_path (ctx, id);
-  if (record == NULL)
+  log = rt_egress_log_path (ctx, id);
+  if (record == NULL || log == NULL)
     return rt_error_oom (err);
+  if (unlink (log) < 0 && errno != ENOENT)
+    return rt_error_set (err, errno, "internal", "cannot remove '%s': %s", log, strerror (errno));
   if (unlink (record) < 0 && errno != ENOENT)
     return rt_error_set (err, errno, "internal", "cannot remove '%s': %s", record, strerror (errno));
   return 0;
+}
+
+int
+rt_sandbox_set_network (rt_sandbox *sb, bool internet, char *const *allow, char *const *deny, char **json,
+                        rt_error **err)
+{
+  struct rt_egress_rules rules = { 0 };
+  cleanup_json json_object *body = NULL, *reply = NULL;
+  int ret = rules_of (internet, allow, deny, &rules, err);
+
+  if (ret < 0)
+    return ret;
+  body = rt_egress_rules_to_json (&rules);
+  rt_egress_rules_clear (&rules);
+  if (body == NULL)
+    return rt_error_oom (err);
+  ret = rt_api_call (sb->sock, sb->id, "/network", body, &reply, err);
+  if (ret < 0)
+    return ret;
+  if (json)
+    {
+      *json = strdup (json_object_to_json_string_ext (reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+      if (*json == NULL)
+        return rt_error_oom (err);
+    }
+  return 0;
+}
+
+int
+rt_sandbox_egress_log (rt_context *ctx, const char *ref, char **path, rt_error **err)
+{
+  cleanup_json json_object *state = NULL;
+  int ret = resolve (ctx, ref, &state, err);
+
+  if (ret < 0)
+    return ret;
+  *path = rt_egress_log_path (ctx, rt_json_str (state, "id"));
+  return *path ? 0 : rt_error_oom (err);
 }
 
 int

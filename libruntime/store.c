@@ -38,6 +38,12 @@ rt_record_path (rt_context *ctx, const char *id)
   return rt_strdup_printf ("%s/sandboxes/%s.json", ctx->data_dir, id);
 }
 
+char *
+rt_egress_log_path (rt_context *ctx, const char *id)
+{
+  return rt_strdup_printf ("%s/sandboxes/%s.egress.jsonl", ctx->data_dir, id);
+}
+
 static int
 write_json (const char *path, json_object *obj, rt_error **err)
 {

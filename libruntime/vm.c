@@ -1,6 +1,7 @@
 /* vm.c - builds the QEMU microvm command line and runs it.  */
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/pidfd.h>
@@ -110,6 +111,14 @@ rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, 
       argv[n++] = "-qmp";
       argv[n++] = qmp;
     }
+  if (cfg->tap_fd > 0)
+    {
+      /* The tap is fd 3 in QEMU (see the child below).  */
+      argv[n++] = "-netdev";
+      argv[n++] = "tap,id=net0,fd=3,vhost=off";
+      argv[n++] = "-device";
+      argv[n++] = "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56";
+    }
   if (cfg->disk)
     {
       argv[n++] = "-drive";
@@ -146,6 +155,19 @@ rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, 
       dup2 (devnull, 0);
       dup2 (logfd, 1);
       dup2 (logfd, 2);
+      if (cfg->tap_fd > 0)
+        {
+          if (cfg->tap_fd == 3)
+            fcntl (3, F_SETFD, 0);
+          else
+            dup2 (cfg->tap_fd, 3);
+        }
+      /* QEMU has no business with the host's network.  */
+      if (cfg->netns_fd > 0 && setns (cfg->netns_fd, CLONE_NEWNET) < 0)
+        {
+          dprintf (2, "cannot enter the sandbox's network namespace: %s\n", strerror (errno));
+          _exit (127);
+        }
       /* snapshot=on puts its temporary overlay in $TMPDIR: keep it in the
          state dir so it goes with the sandbox even after a SIGKILL.  */
       setenv ("TMPDIR", cfg->dir, 1);

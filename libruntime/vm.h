@@ -17,6 +17,9 @@ struct rt_vm_config
                              base (a qcow2 overlay the guest grows into) */
   const char *cmdline;    /* appended to the base kernel command line */
   bool channel;           /* add the agent's virtio-serial port */
+  int tap_fd;             /* > 0: the guest's virtio-net is this tap (0, the
+                             default, is never one) */
+  int netns_fd;           /* > 0: QEMU runs in this network namespace */
 };
 
 struct rt_vm

@@ -20,7 +20,10 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <net/route.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -543,6 +546,81 @@ fail:
   agent_log ("cannot bring lo up: %s", strerror (errno));
 }
 
+/* The proxy URL every command sees once the network is up (rt.net); the
+   host's egress proxy listens on the gateway.  */
+static char proxy_url[64];
+
+static int
+write_file (const char *path, const char *text)
+{
+  cleanup_close int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+  if (fd < 0)
+    return -1;
+  write_all (fd, text, strlen (text));
+  return 0;
+}
+
+static int
+set_inet (struct sockaddr *sa, const char *text)
+{
+  struct sockaddr_in *in = (struct sockaddr_in *) sa;
+
+  memset (in, 0, sizeof *in);
+  in->sin_family = AF_INET;
+  return inet_pton (AF_INET, text, &in->sin_addr) == 1 ? 0 : -1;
+}
+
+/* rt.net=GUEST,GATEWAY: eth0 gets GUEST/24, the default route and the
+   resolver are the gateway.  Nothing here is a security boundary: the
+   host decides what leaves the tap, whatever root does in here.  */
+static void
+setup_net (const char *spec)
+{
+  char guest[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN], resolv[128];
+  const char *comma = strchr (spec, ',');
+  cleanup_close int fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  struct ifreq ifr;
+  struct rtentry rt;
+
+  if (comma == NULL || (size_t) (comma - spec) >= sizeof guest || strlen (comma + 1) >= sizeof gw)
+    goto bad;
+  memcpy (guest, spec, comma - spec);
+  guest[comma - spec] = '\0';
+  strcpy (gw, comma + 1);
+  memset (&ifr, 0, sizeof ifr);
+  snprintf (ifr.ifr_name, sizeof ifr.ifr_name, "eth0");
+  if (set_inet (&ifr.ifr_addr, guest) < 0)
+    goto bad;
+  if (fd < 0 || ioctl (fd, SIOCSIFADDR, &ifr) < 0)
+    goto fail;
+  set_inet (&ifr.ifr_netmask, "255.255.255.0");
+  if (ioctl (fd, SIOCSIFNETMASK, &ifr) < 0 || ioctl (fd, SIOCGIFFLAGS, &ifr) < 0)
+    goto fail;
+  ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+  if (ioctl (fd, SIOCSIFFLAGS, &ifr) < 0)
+    goto fail;
+  memset (&rt, 0, sizeof rt);
+  if (set_inet (&rt.rt_gateway, gw) < 0)
+    goto bad;
+  set_inet (&rt.rt_dst, "0.0.0.0");
+  set_inet (&rt.rt_genmask, "0.0.0.0");
+  rt.rt_flags = RTF_UP | RTF_GATEWAY;
+  if (ioctl (fd, SIOCADDRT, &rt) < 0 && errno != EEXIST)
+    goto fail;
+  snprintf (resolv, sizeof resolv, "nameserver %s\noptions timeout:2 attempts:2\n", gw);
+  unlink ("/etc/resolv.conf");
+  if (write_file ("/etc/resolv.conf", resolv) < 0)
+    agent_log ("cannot write /etc/resolv.conf: %s", strerror (errno));
+  snprintf (proxy_url, sizeof proxy_url, "http://%s:3128", gw);
+  return;
+bad:
+  agent_log ("ignoring invalid rt.net '%s'", spec);
+  return;
+fail:
+  agent_log ("cannot configure eth0: %s", strerror (errno));
+}
+
 static void
 setup_root (void)
 {
@@ -653,6 +731,13 @@ env_base (struct strv *s, const struct user *u)
   if (env_setf (s, "PATH", DEFAULT_PATH) < 0 || env_setf (s, "HOME", u->home) < 0
       || env_setf (s, "USER", u->name) < 0 || env_setf (s, "LOGNAME", u->name) < 0
       || env_setf (s, "LANG", "C.UTF-8") < 0)
+    return -1;
+  /* Both spellings: curl reads only the lower-case http_proxy.  */
+  if (proxy_url[0]
+      && (env_setf (s, "HTTP_PROXY", proxy_url) < 0 || env_setf (s, "HTTPS_PROXY", proxy_url) < 0
+          || env_setf (s, "http_proxy", proxy_url) < 0 || env_setf (s, "https_proxy", proxy_url) < 0
+          || env_setf (s, "NO_PROXY", "localhost,127.0.0.1,::1") < 0
+          || env_setf (s, "no_proxy", "localhost,127.0.0.1,::1") < 0))
     return -1;
   return 0;
 }
@@ -2083,6 +2168,8 @@ main (void)
   setup_root ();
   if (cmdline_get ("rt.growfs", probe, sizeof probe) && strcmp (probe, "1") == 0)
     grow_root ();
+  if (cmdline_get ("rt.net", cmd, sizeof cmd))
+    setup_net (cmd);
   if (cmdline_get ("rt.cmd", cmd, sizeof cmd))
     run_once (cmd);
   if (cmdline_get ("rt.rawbench", cmd, sizeof cmd))

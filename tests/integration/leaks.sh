@@ -8,4 +8,13 @@ is "no test state dir is left" "$(ls -d /tmp/rt-test.* 2>/dev/null | grep -v "^$
 is "no temporary files in the cache" "$(find "$cache" -name '*.tmp*' -o -name 'probe-*' -o -name 'tmp-*' 2>/dev/null)" ""
 is "no QEMU snapshot overlays in /var/tmp" "$(ls /var/tmp/vl.* 2>/dev/null || true)" ""
 is "no loop devices or mounts from runtime" "$(grep -c runtime /proc/mounts || true)" "0"
+# A sandbox's namespace has no name: it lives while a process holds it.
+# Any namespace with a tap0 in it is a sandbox's; none may be left.
+left=""
+for ns in $(lsns -t net -n -o PID 2>/dev/null); do
+    nsenter --net=/proc/$ns/ns/net ip -br link show tap0 >/dev/null 2>&1 && left="$left $ns"
+done
+is "no sandbox network namespace (tap, nft table) is left" "$left" ""
+is "no test network is left" "$(ip netns list | grep rt-testnet || true; ip -br link | grep '^rtn' || true)" ""
+is "no egress proxy listens on the host" "$(ss -Htlnp 2>/dev/null | grep -E ':312[89] ' || true)" ""
 done_testing

@@ -1,0 +1,178 @@
+#!/bin/bash
+# network.sh - egress rules on one sandbox against the test internet
+# (testnet.sh): the seed's PyPI-only flow, live changes that cut open
+# connections, wildcards, deny, CIDRs, private addresses, the host's own
+# services, root in the guest, raw TCP, UDP, the egress log, and nothing
+# left after stop or kill -9.
+. "$(dirname "$0")/libtest.sh"
+. "$(dirname "$0")/testnet.sh"
+
+# in_sb CMD: runs CMD under bash in the sandbox, output on stdout.
+in_sb() { runtime sandbox exec "$id" -- "$1" 2>&1; }
+# http_code URL [curl args]: the status the guest's curl sees, 000 when none.
+http_code() { runtime sandbox exec "$id" -- curl -s -m 10 -o /dev/null -w '%{http_code}' "$@" 2>/dev/null; }
+# tcp_echo ADDR: "ping" back when the connection is allowed, else the error.
+tcp_echo() {
+    in_sb "timeout 10 python3 -c 'import socket; s=socket.create_connection((\"$1\", 7777)); s.sendall(b\"ping\"); print(s.recv(4).decode())' 2>&1 | tail -1"
+}
+# ns_of PID: the network namespace inode of a process.
+ns_of() { readlink "/proc/$1/ns/net" 2>/dev/null; }
+ns_alive() { [ -n "$1" ] && lsns -t net -n -o NS | grep -qx "$(echo "$1" | tr -dc 0-9)"; }
+
+id=
+hostsrv=
+trap 'runtime sandbox rm "$id" >/dev/null 2>&1; [ -n "$hostsrv" ] && kill "$hostsrv" 2>/dev/null; testnet_down; cleanup' EXIT
+if ! testnet_up; then
+    echo "Bail out! cannot make the test network"
+    exit 1
+fi
+
+# -- bad rules are refused before anything starts
+expect_error "a malformed --allow is refused" invalid_request runtime sandbox create --allow 'bad host!'
+expect_error "a CIDR with host bits is refused" invalid_request runtime sandbox create --allow 198.51.100.7/24
+check_no_leaks "refused rules"
+
+# -- the seed's flow: PyPI only, install, internet off, run
+id=$(runtime sandbox create --timeout 900 --allow pypi.org --allow '*.pythonhosted.org')
+check "create with an allow list prints an id" test -n "$id"
+is "get --json shows the rules" "$(runtime sandbox get "$id" --json | json_get 'o["network"]')" \
+    "{'internet': True, 'allow': ['pypi.org', '*.pythonhosted.org'], 'deny': []}"
+is "network shows them as a table" "$(runtime sandbox network "$id" | sed -n 2p)" "allow     pypi.org *.pythonhosted.org"
+runtime sandbox cp "$TESTNET_CA" "$id:/workspace/ca.pem"
+is "the guest sees the proxy variables" "$(in_sb 'echo $HTTPS_PROXY')" "http://10.0.2.2:3128"
+out=$(in_sb 'pip install --quiet --cert /workspace/ca.pem --index-url https://pypi.org/simple rtdemo && python3 -c "import rtdemo; print(rtdemo.answer())"')
+is "pip install through the allow list works" "$(echo "$out" | tail -1)" "42"
+is "a host off the list gets 403 not_allowed" "$(http_code http://http.test/)" "403"
+hdr=$(runtime sandbox exec "$id" -- curl -s -m 10 -D - -o /dev/null http://http.test/ 2>/dev/null | tr -d '\r' | grep -i '^x-runtime-egress')
+is "… with X-Runtime-Egress saying why" "$hdr" "X-Runtime-Egress: not_allowed"
+check "a name off the list does not resolve" test "$(in_sb 'getent hosts http.test >/dev/null; echo $?')" = 2
+is "an allowed name resolves to its address" "$(in_sb 'getent hosts pypi.org' | awk '{print $1}')" "198.51.100.2"
+
+# A connection open across the switch is cut; the next request fails at once.
+runtime sandbox network "$id" --allow pypi.org --allow '*.pythonhosted.org' --allow http.test >/dev/null
+drip=$(runtime sandbox spawn "$id" -- bash -c 'curl -sN http://http.test/drip | { head -c 5 >/dev/null; echo started; cat >/dev/null; }; echo ended')
+for _ in $(seq 100); do runtime sandbox logs "$id" "$drip" 2>/dev/null | grep -q started && break; sleep 0.2; done
+check "the drip reader runs before the switch" grep -qE "^$drip +running" <(runtime sandbox ps "$id")
+start=$(date +%s%N)
+runtime sandbox network "$id" --no-internet >/dev/null 2>"$tmp/closed"
+for _ in $(seq 50); do runtime sandbox ps "$id" | grep -qE "^$drip +exited" && break; sleep 0.1; done
+cut_ms=$((($(date +%s%N) - start) / 1000000))
+check "network --no-internet cuts the open connection" grep -qE "^$drip +exited" <(runtime sandbox ps "$id")
+diag "cut seen by the host after ${cut_ms} ms (TCG)"
+check "… and says it closed it" grep -q "^Closed 1 open connection" "$tmp/closed"
+t0=$(date +%s%N)
+is "the next request is refused (internet_off)" "$(http_code http://http.test/)" "403"
+check "… at once, not after a timeout" test $((($(date +%s%N) - t0) / 1000000)) -lt 5000
+is "raw TCP to an address is reset at once" \
+    "$(in_sb 'timeout 5 python3 -c "import socket; socket.create_connection((\"198.51.100.5\", 7777))" 2>&1 | tail -1')" \
+    "ConnectionRefusedError: [Errno 111] Connection refused"
+check "pypi.org no longer resolves" test "$(in_sb 'getent hosts pypi.org >/dev/null; echo $?')" = 2
+
+# -- wildcards, deny, CIDRs
+runtime sandbox network "$id" --allow '*.http.test' >/dev/null
+is "*.http.test does not match http.test itself" "$(http_code http://http.test/)" "403"
+runtime sandbox network "$id" --allow '*.test' >/dev/null
+is "*.test matches http.test" "$(http_code http://http.test/)" "200"
+runtime sandbox network "$id" --allow '*.test' --deny http.test >/dev/null
+is "deny beats allow" "$(http_code http://http.test/)" "403"
+is "… for that name only" "$(http_code --cacert /workspace/ca.pem https://echo.test/)" "200"
+runtime sandbox network "$id" --allow 198.51.100.0/28 >/dev/null
+is "a CIDR allow admits a name resolving into it" "$(http_code http://http.test/)" "200"
+is "raw TCP into the CIDR works, proxy variables ignored" "$(tcp_echo 198.51.100.5)" "ping"
+runtime sandbox network "$id" --allow 198.51.100.128/25 >/dev/null
+is "a CIDR that does not hold the address refuses it" "$(http_code http://http.test/)" "403"
+is "raw TCP outside the CIDR is reset" \
+    "$(in_sb 'python3 -c "import socket; socket.create_connection((\"198.51.100.5\", 7777)).recv(1)" 2>&1 | tail -1 | cut -d: -f1')" \
+    "ConnectionResetError"
+
+# -- always refused: private addresses, this host, metadata, SMTP
+runtime sandbox network "$id" --internet >/dev/null
+is "the public internet: http.test works" "$(http_code http://http.test/)" "200"
+runtime sandbox network "$id" --allow private.test --allow loop.test >/dev/null
+check "an allowed name resolving to a private address does not resolve" \
+    test "$(in_sb 'getent hosts private.test >/dev/null; echo $?')" = 2
+hdr=$(runtime sandbox exec "$id" -- curl -s -m 10 -D - -o /dev/null http://private.test/ 2>/dev/null | tr -d '\r' | grep -i '^x-runtime-egress')
+is "… and the proxy refuses it (private_address)" "$hdr" "X-Runtime-Egress: private_address"
+runtime sandbox network "$id" --internet >/dev/null
+python3 -m http.server --bind 0.0.0.0 18123 >/dev/null 2>&1 &
+hostsrv=$!
+sleep 0.5
+is "host loopback through the proxy: refused" "$(http_code -x http://10.0.2.2:3128 --noproxy '' http://127.0.0.1:18123/)" "403"
+is "host loopback by name through the proxy: refused" "$(http_code http://loop.test:18123/)" "403"
+is "the gateway's other ports are closed" "$(http_code --noproxy '*' http://10.0.2.2:18123/)" "000"
+is "the proxy's transparent port cannot be dialled directly" "$(http_code --noproxy '*' http://10.0.2.2:3129/)" "000"
+is "cloud metadata is unreachable" "$(http_code --noproxy '*' -m 5 http://169.254.169.254/)" "000"
+is "cloud metadata through the proxy: refused" "$(http_code http://169.254.169.254/)" "403"
+hostip=$(ip -4 -o route get 198.51.100.3 | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+is "this host's own address is unreachable ($hostip)" "$(http_code --noproxy '*' http://$hostip:18123/)" "000"
+is "SMTP is refused even with the internet on" \
+    "$(in_sb 'timeout 5 python3 -c "import socket; print(socket.create_connection((\"198.51.100.6\", 25)).recv(100))" 2>&1 | tail -1 | cut -d: -f1')" \
+    "ConnectionResetError"
+
+# -- UDP other than DNS goes nowhere
+ip netns exec "$TESTNET_NS" python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("198.51.100.5", 9999))
+while True:
+    d, a = s.recvfrom(100)
+    s.sendto(d, a)' &
+udpsrv=$!
+sleep 0.3
+is "the UDP echo answers the host (control)" \
+    "$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2); s.sendto(b"u", ("198.51.100.5", 9999)); print(s.recv(10).decode())' 2>&1)" "u"
+is "UDP from the guest is dropped" \
+    "$(in_sb 'python3 -c "import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2); s.sendto(b\"u\", (\"198.51.100.5\", 9999)); print(s.recv(10))" 2>&1 | tail -1')" \
+    "TimeoutError: timed out"
+kill "$udpsrv" 2>/dev/null
+
+# -- root in the guest changes nothing outside it
+runtime sandbox network "$id" --allow http.test >/dev/null
+mon=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$id/monitor.pid")
+qemu=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$id/qemu.pid")
+before=$(nsenter --net=/proc/$qemu/ns/net nft list ruleset)
+host_before=$(ip route; nft list ruleset 2>/dev/null)
+runtime sandbox exec "$id" --user root -- bash -c 'ip addr add 10.0.2.99/24 dev eth0; ip link set eth0 promisc on;
+    nft flush ruleset; echo nameserver 198.51.100.2 >/etc/resolv.conf; true' >/dev/null 2>&1
+is "root in the guest: a denied host is still reset" "$(tcp_echo 198.51.100.5 | cut -d: -f1)" "ConnectionResetError"
+is "root in the guest: a resolver of its own gets no answer (UDP dropped)" \
+    "$(in_sb 'getent hosts tcp.test >/dev/null; echo $?')" "2"
+is "root in the guest: the allowed host still works, through the host's proxy" \
+    "$(http_code --noproxy '*' --resolve http.test:80:198.51.100.3 http://http.test/)" "200"
+is "the sandbox's table on the host is unchanged" "$(nsenter --net=/proc/$qemu/ns/net nft list ruleset)" "$before"
+is "the host's routes and rules are unchanged" "$(ip route; nft list ruleset 2>/dev/null)" "$host_before"
+
+# -- the egress log
+runtime sandbox network "$id" --log --json >"$tmp/log.json"
+check "the log has the pip download, allowed, with bytes" python3 -c '
+import json, sys
+log = json.load(open(sys.argv[1]))
+assert any(e["name"] == "files.pythonhosted.org" and e["decision"] == "allowed" and e["bytesIn"] > 0 for e in log), log
+assert any(e["decision"] == "cut" and e["reason"] == "internet_off" for e in log)
+assert any(e["kind"] == "dns" and e["decision"] == "refused" for e in log)
+assert all(set(e) >= {"time", "name", "address", "port", "decision", "reason", "bytesOut", "bytesIn"} for e in log)' "$tmp/log.json"
+check "the log table has its header" grep -q "^TIME  *DECISION  *REASON" <(runtime sandbox network "$id" --log)
+
+# -- errors
+expect_error "network of an unknown sandbox" not_found runtime sandbox network sb-000000000000
+expect_error "--internet with --no-internet" usage runtime sandbox network "$id" --internet --no-internet
+expect_error "a bad entry in a change" invalid_request runtime sandbox network "$id" --allow '*.'
+is "a refused change leaves the rules as they were" "$(runtime sandbox network "$id" --json | json_get 'o["allow"]')" "['http.test']"
+
+# -- nothing left: after stop, and after kill -9 of the monitor
+ns=$(ns_of "$qemu")
+check "the sandbox has its own namespace" ns_alive "$ns"
+runtime sandbox stop "$id" >/dev/null
+for _ in $(seq 50); do ns_alive "$ns" || break; sleep 0.1; done
+check "stop: the namespace, its tap and its table are gone" sh -c "! lsns -t net -n -o NS | grep -qx $(echo "$ns" | tr -dc 0-9)"
+id=$(runtime sandbox create --timeout 600 --no-internet)
+mon=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$id/monitor.pid")
+qemu=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$id/qemu.pid")
+ns=$(ns_of "$qemu")
+kill -9 "$mon"
+for _ in $(seq 50); do ns_alive "$ns" || break; sleep 0.1; done
+check "kill -9 of the monitor: the namespace is gone" sh -c "! lsns -t net -n -o NS | grep -qx $(echo "$ns" | tr -dc 0-9)"
+runtime sandbox ls >/dev/null
+is "… and the sandbox is reaped as host_stopped" "$(runtime sandbox get "$id" --json | json_get 'o["stopReason"]')" "host_stopped"
+check_no_leaks "network"
+done_testing

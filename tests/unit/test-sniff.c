@@ -1,0 +1,563 @@
+/* test-sniff.c - SNI and HTTP heads out of hostile first bytes: real
+   shapes, every truncation, and random garbage and mutations (which must
+   never crash nor read past the buffer: run under ASan now and then).  */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sniff.h"
+#include "tap.h"
+
+struct bytes
+{
+  unsigned char b[4096];
+  size_t n;
+};
+
+static void
+put8 (struct bytes *o, unsigned v)
+{
+  o->b[o->n++] = v & 0xff;
+}
+
+static void
+put16 (struct bytes *o, unsigned v)
+{
+  put8 (o, v >> 8);
+  put8 (o, v);
+}
+
+static void
+put24 (struct bytes *o, unsigned v)
+{
+  put8 (o, v >> 16);
+  put16 (o, v);
+}
+
+static void
+putn (struct bytes *o, const void *p, size_t n)
+{
+  memcpy (o->b + o->n, p, n);
+  o->n += n;
+}
+
+static void
+put_ext (struct bytes *o, unsigned type, const struct bytes *body)
+{
+  put16 (o, type);
+  put16 (o, body->n);
+  putn (o, body->b, body->n);
+}
+
+static void
+put_sni_ext (struct bytes *o, const char *name)
+{
+  struct bytes e = { .n = 0 };
+  put16 (&e, 3 + strlen (name)); /* server_name_list */
+  put8 (&e, 0);                  /* host_name */
+  put16 (&e, strlen (name));
+  putn (&e, name, strlen (name));
+  put_ext (o, 0, &e);
+}
+
+/* A TLS 1.3-style ClientHello as browsers send it, with @sni (or none,
+   or two SNI extensions), in one record or split in two after @split
+   handshake bytes.  */
+static size_t
+client_hello (unsigned char *out, const char *sni, bool twice, size_t split)
+{
+  struct bytes body = { .n = 0 }, exts = { .n = 0 }, e = { .n = 0 }, hs = { .n = 0 }, rec = { .n = 0 };
+  unsigned char random[32];
+
+  for (int i = 0; i < 32; i++)
+    random[i] = i * 7;
+  put16 (&body, 0x0303);
+  putn (&body, random, 32);
+  put8 (&body, 32);
+  putn (&body, random, 32);
+  put16 (&body, 6);
+  put16 (&body, 0x1301);
+  put16 (&body, 0x1302);
+  put16 (&body, 0xc02f);
+  put8 (&body, 1);
+  put8 (&body, 0);
+
+  put8 (&e, 2); /* supported_versions: TLS 1.3 */
+  put16 (&e, 0x0304);
+  put_ext (&exts, 0x002b, &e);
+  if (sni)
+    put_sni_ext (&exts, sni);
+  if (sni && twice)
+    put_sni_ext (&exts, "other.example");
+  e.n = 0;
+  put16 (&e, 36); /* key_share: one x25519 share */
+  put16 (&e, 0x001d);
+  put16 (&e, 32);
+  putn (&e, random, 32);
+  put_ext (&exts, 0x0033, &e);
+  put16 (&body, exts.n);
+  putn (&body, exts.b, exts.n);
+
+  put8 (&hs, 1);
+  put24 (&hs, body.n);
+  putn (&hs, body.b, body.n);
+
+  if (split == 0 || split >= hs.n)
+    split = hs.n;
+  put8 (&rec, 0x16);
+  put16 (&rec, 0x0301);
+  put16 (&rec, split);
+  putn (&rec, hs.b, split);
+  if (split < hs.n)
+    {
+      put8 (&rec, 0x16);
+      put16 (&rec, 0x0303);
+      put16 (&rec, hs.n - split);
+      putn (&rec, hs.b + split, hs.n - split);
+    }
+  memcpy (out, rec.b, rec.n);
+  return rec.n;
+}
+
+static int
+sniff (const void *buf, size_t len, char **name)
+{
+  /* A copy of exactly @len bytes, so ASan sees any read past the end.  */
+  unsigned char *copy = malloc (len ? len : 1);
+  int ret;
+
+  memcpy (copy, buf, len);
+  *name = NULL;
+  ret = rt_sniff_name (copy, len, name);
+  free (copy);
+  return ret;
+}
+
+static int
+head (const char *text, struct rt_http_head *h)
+{
+  size_t len = strlen (text);
+  char *copy = malloc (len ? len : 1);
+  int ret;
+
+  memcpy (copy, text, len);
+  ret = rt_http_head_parse (copy, len, h);
+  free (copy);
+  return ret;
+}
+
+static bool
+name_sane (const char *s)
+{
+  if (s == NULL || *s == '\0' || strlen (s) > 253)
+    return false;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' || *s == '.'
+          || *s == ':'))
+      return false;
+  return true;
+}
+
+static unsigned seed = 424242;
+
+static unsigned
+rnd (void)
+{
+  seed = seed * 1103515245 + 12345;
+  return seed >> 16;
+}
+
+/* Every prefix of @buf but the whole: -1 (a valid start always waits).  */
+static bool
+prefixes_wait (const unsigned char *buf, size_t len)
+{
+  for (size_t i = 0; i < len; i++)
+    {
+      char *name;
+      int ret = sniff (buf, i, &name);
+      free (name);
+      if (ret != -1)
+        {
+          printf ("# prefix of %zu bytes gave %d\n", i, ret);
+          return false;
+        }
+    }
+  return true;
+}
+
+int
+main (void)
+{
+  unsigned char hello[4096];
+  char *name;
+  size_t n;
+  int ret;
+
+  /* TLS.  */
+  n = client_hello (hello, "Www.Example.COM", false, 0);
+  ret = sniff (hello, n, &name);
+  ok (ret == 1 && name && strcmp (name, "www.example.com") == 0, "ClientHello SNI, lowercased (%s)", name);
+  free (name);
+  ok (prefixes_wait (hello, n), "every truncation of the ClientHello waits for more");
+  {
+    unsigned char more[4096 + 100];
+    memcpy (more, hello, n);
+    memset (more + n, 0x17, 100);
+    ret = sniff (more, n + 100, &name);
+    ok (ret == 1 && strcmp (name, "www.example.com") == 0, "bytes after the ClientHello do not matter");
+    free (name);
+  }
+  n = client_hello (hello, "split.example.com", false, 40);
+  ret = sniff (hello, n, &name);
+  ok (ret == 1 && name && strcmp (name, "split.example.com") == 0, "ClientHello split over two records");
+  free (name);
+  ok (prefixes_wait (hello, n), "every truncation of the split ClientHello waits for more");
+  n = client_hello (hello, "a.example.com", false, 2);
+  ret = sniff (hello, n, &name);
+  ok (ret == 1 && strcmp (name, "a.example.com") == 0, "split inside the handshake header");
+  free (name);
+  n = client_hello (hello, NULL, false, 0);
+  ok (sniff (hello, n, &name) == 0 && name == NULL, "ClientHello without SNI: 0");
+  n = client_hello (hello, "one.example", true, 0);
+  ok (sniff (hello, n, &name) == 0, "two SNI extensions: 0");
+  n = client_hello (hello, "bad name.example", false, 0);
+  ok (sniff (hello, n, &name) == 0, "SNI with a space: 0");
+  n = client_hello (hello, "bad\x01.example", false, 0);
+  ok (sniff (hello, n, &name) == 0, "SNI with a control character: 0");
+  n = client_hello (hello, "trailing.example.", false, 0);
+  ret = sniff (hello, n, &name);
+  ok (ret == 1 && strcmp (name, "trailing.example") == 0, "SNI trailing dot dropped");
+  free (name);
+  {
+    unsigned char tls[8] = { 0x16, 0x03, 0x01, 0x00, 0x04, 0x02, 0x00, 0x00 }; /* ServerHello type */
+    ok (sniff (tls, 8, &name) == 0, "a handshake that is not a ClientHello: 0");
+    tls[0] = 0x17;
+    ok (sniff (tls, 8, &name) == 0, "application data: 0");
+    tls[0] = 0x16;
+    tls[1] = 0x02;
+    ok (sniff (tls, 2, &name) == 0, "a bad record version is told at byte 2");
+    unsigned char huge[5] = { 0x16, 0x03, 0x01, 0x48, 0x01 }; /* 18433 > 2^14 */
+    ok (sniff (huge, 5, &name) == 0, "record longer than TLS allows: 0");
+    unsigned char big_hs[9] = { 0x16, 0x03, 0x01, 0x40, 0x00, 0x01, 0x00, 0x40, 0x00 };
+    ok (sniff (big_hs, 9, &name) == 0, "a ClientHello that cannot fit in 16 KiB: 0");
+    unsigned char empty_rec[5] = { 0x16, 0x03, 0x01, 0x00, 0x00 };
+    ok (sniff (empty_rec, 5, &name) == 0, "an empty handshake record: 0");
+  }
+  {
+    /* A valid slow start: one-byte records (legal, if odd) until 16 KiB.  */
+    static unsigned char slow[RT_SNIFF_MAX + 12];
+    size_t k;
+    for (k = 0; k + 6 <= sizeof (slow); k += 6)
+      {
+        /* type ClientHello, length 0x001000: more than the records bring */
+        unsigned char rec[6] = { 0x16, 0x03, 0x01, 0x00, 0x01, k == 0 ? 0x01 : k == 12 ? 0x10 : 0x00 };
+        memcpy (slow + k, rec, 6);
+      }
+    ret = sniff (slow, RT_SNIFF_MAX - 6, &name);
+    ok (ret == -1, "tiny records below 16 KiB wait (%d)", ret);
+    ret = sniff (slow, k, &name);
+    ok (ret == 0, "no answer within 16 KiB: 0 (%d)", ret);
+  }
+
+  /* HTTP Host, for transparent connections.  */
+  {
+    static const char *const good[][2] = {
+      { "GET / HTTP/1.1\r\nHost: Example.com\r\n\r\n", "example.com" },
+      { "GET /x HTTP/1.1\r\nUser-Agent: t\r\nhOsT:   example.com:8080  \r\nAccept: */*\r\n\r\n", "example.com" },
+      { "GET / HTTP/1.1\r\nHost: [2001:DB8::1]:443\r\n\r\n", "2001:db8::1" },
+      { "GET / HTTP/1.1\r\nHost: [::1]\r\n\r\n", "::1" },
+      { "POST /api HTTP/1.0\r\nHost: 10.0.0.1:80\r\nContent-Length: 3\r\n\r\nabc", "10.0.0.1" },
+      { "GET http://abs.example/ HTTP/1.1\r\n\r\n", "abs.example" },
+    };
+    for (size_t i = 0; i < sizeof (good) / sizeof (good[0]); i++)
+      {
+        ret = sniff (good[i][0], strlen (good[i][0]), &name);
+        ok (ret == 1 && name && strcmp (name, good[i][1]) == 0, "HTTP Host %zu: %s", i, name ? name : "(none)");
+        free (name);
+        ok (prefixes_wait ((const unsigned char *) good[i][0], strlen (good[i][0]) - (i == 4 ? 3 : 0)),
+            "HTTP %zu: every truncation waits", i);
+      }
+  }
+  {
+    static const char *const bad[] = {
+      "GET / HTTP/1.1\r\nAccept: */*\r\n\r\n",             /* no Host */
+      "GET / HTTP/1.1\r\nHost:\r\n\r\n",                   /* empty Host */
+      "GET / HTTP/1.1\r\nHost: a.com\r\nHost: b.com\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: a.com\r\nHost: a.com\r\n\r\n",
+      "GET / HTTP/1.1\nHost: a.com\n\n",                   /* bare LF */
+      "GET / HTTP/1.1\r\nHost: a.com\rX: y\r\n\r\n",       /* bare CR */
+      "GET / HTTP/1.1\r\nX: y\r\n Host: b.com\r\n\r\n",    /* obs-fold */
+      "GET / HTTP/1.1\r\nHost : a.com\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: a.com:\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: a.com:99999\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: a.com:0\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: evil.com@a.com\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: a.com/x\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: a..com\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: [1.2.3.4]\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: a.com\x01\r\n\r\n",
+      "GET / HTTP/2.0\r\nHost: a.com\r\n\r\n",
+      "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+      "get / HTTP/1.1\r\nHost: a.com\r\n\r\n",
+      "GET  / HTTP/1.1\r\nHost: a.com\r\n\r\n",
+      "GET / HTTP/1.1 \r\nHost: a.com\r\n\r\n",
+      "SSH-2.0-OpenSSH_9.2\r\n",
+      "\x00\x01\x02\x03",
+      "OPTIONS * HTTP/1.1\r\nHost: a.com\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++)
+      {
+        size_t len = strlen (bad[i]);
+        ret = sniff (bad[i], len ? len : 4, &name);
+        ok (ret == 0 && name == NULL, "HTTP malformed %zu: 0 (%d)", i, ret);
+        free (name);
+      }
+    {
+      static const char nul[] = "GET / HTTP/1.1\r\nHost: a.com\r\nX: a\0b\r\n\r\n";
+      ok (sniff (nul, sizeof (nul) - 1, &name) == 0, "NUL in a header: 0");
+      static const char nul_name[] = "GET / HTTP/1.1\r\nHo\0st: a.com\r\n\r\n";
+      ok (sniff (nul_name, sizeof (nul_name) - 1, &name) == 0, "NUL in a header name: 0");
+    }
+    ok (sniff ("G", 1, &name) == -1 && sniff ("GET / HTTP/1.1\r\nHost: a.com\r\n\r", 30, &name) == -1,
+        "a plausible start waits");
+    ok (sniff ("Z9", 2, &name) == 0, "not a method: told at once");
+    ok (sniff ("", 0, &name) == -1, "nothing yet: waits");
+  }
+
+  /* Garbage and mutations: never crash, never a name that is not one.  */
+  {
+    static const char *const http_seed = "GET http://a.example.com:8080/x?y HTTP/1.1\r\nHost: a.example.com:8080\r\n"
+                                         "Proxy-Connection: keep-alive\r\n\r\n";
+    unsigned char valid[3][4096], buf[4096];
+    size_t vlen[3];
+    int ones = 0, insane = 0, counts[3] = { 0 };
+
+    vlen[0] = client_hello (valid[0], "mutate.example.com", false, 0);
+    vlen[1] = client_hello (valid[1], "mutate.example.com", false, 50);
+    vlen[2] = strlen (http_seed);
+    memcpy (valid[2], http_seed, vlen[2]);
+    for (int round = 0; round < 2000; round++)
+      {
+        size_t len;
+        if (round % 2 == 0)
+          {
+            /* Random bytes, often with a plausible first byte.  */
+            len = rnd () % 700;
+            for (size_t i = 0; i < len; i++)
+              buf[i] = rnd ();
+            if (len > 0 && round % 4 == 0)
+              buf[0] = 0x16;
+            if (len > 2 && round % 8 == 2)
+              memcpy (buf, "GET", 3);
+            if (len > 5 && round % 8 == 6)
+              {
+                buf[0] = 0x16;
+                buf[1] = 3;
+                buf[2] = 1;
+              }
+          }
+        else
+          {
+            int v = rnd () % 3, flips = 1 + rnd () % 4;
+            len = vlen[v];
+            memcpy (buf, valid[v], len);
+            for (int f = 0; f < flips; f++)
+              {
+                size_t at = rnd () % len;
+                switch (rnd () % 3)
+                  {
+                  case 0:
+                    buf[at] = rnd ();
+                    break;
+                  case 1:
+                    buf[at] ^= 1u << (rnd () % 8);
+                    break;
+                  default:
+                    buf[at] = (rnd () % 2) ? 0xff : 0x00;
+                  }
+              }
+            if (rnd () % 4 == 0)
+              len = rnd () % (len + 1);
+          }
+        ret = sniff (buf, len, &name);
+        if (ret < -1 || ret > 1 || (ret == 1) != (name != NULL))
+          insane++;
+        if (ret == 1)
+          {
+            ones++;
+            if (!name_sane (name))
+              {
+                printf ("# insane name '%s'\n", name);
+                insane++;
+              }
+          }
+        counts[ret + 1]++;
+        free (name);
+        {
+          struct rt_http_head h;
+          char *copy = malloc (len ? len : 1);
+          memcpy (copy, buf, len);
+          ret = rt_http_head_parse (copy, len, &h);
+          if (ret == 1)
+            {
+              if (!name_sane (h.host) || h.head_len > len || h.port < 1 || h.port > 65535)
+                insane++;
+              size_t ul;
+              char *up = rt_http_head_upstream (copy, &h, &ul);
+              free (up);
+              rt_http_head_clear (&h);
+            }
+          else if (h.method || h.host || h.target || h.path)
+            insane++;
+          free (copy);
+        }
+      }
+    ok (insane == 0, "2000 rounds of garbage and mutations: %d names, %d wait, %d no (%d insane)", ones, counts[0],
+        counts[1], insane);
+  }
+
+  /* Forward proxy heads.  */
+  {
+    struct rt_http_head h;
+    const char *t;
+
+    t = "GET http://Example.com:8080/a/b?c=d HTTP/1.1\r\nHost: example.com:8080\r\n\r\nBODY";
+    ret = head (t, &h);
+    ok (ret == 1 && strcmp (h.method, "GET") == 0 && strcmp (h.host, "example.com") == 0 && h.port == 8080
+            && strcmp (h.path, "/a/b?c=d") == 0 && strcmp (h.target, "http://Example.com:8080/a/b?c=d") == 0
+            && h.head_len == strlen (t) - 4,
+        "absolute-form with port");
+    rt_http_head_clear (&h);
+    ok (h.method == NULL && h.host == NULL, "clear zeroes");
+
+    ret = head ("GET http://example.com HTTP/1.0\r\n\r\n", &h);
+    ok (ret == 1 && h.port == 80 && strcmp (h.path, "/") == 0, "absolute-form without path: '/', port 80");
+    rt_http_head_clear (&h);
+    ret = head ("GET HTTP://example.com?q=1 HTTP/1.1\r\n\r\n", &h);
+    ok (ret == 1 && strcmp (h.path, "/?q=1") == 0, "absolute-form with query only: '/?q=1'");
+    rt_http_head_clear (&h);
+    ret = head ("GET http://[2001:db8::1]:8080/ HTTP/1.1\r\n\r\n", &h);
+    ok (ret == 1 && strcmp (h.host, "2001:db8::1") == 0 && h.port == 8080, "absolute-form IPv6");
+    rt_http_head_clear (&h);
+    ret = head ("GET /index.html HTTP/1.1\r\nHost: example.com\r\n\r\n", &h);
+    ok (ret == 1 && strcmp (h.host, "example.com") == 0 && h.port == 80 && strcmp (h.path, "/index.html") == 0,
+        "origin-form takes Host");
+    rt_http_head_clear (&h);
+
+    ret = head ("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", &h);
+    ok (ret == 1 && strcmp (h.method, "CONNECT") == 0 && strcmp (h.host, "example.com") == 0 && h.port == 443
+            && h.path == NULL,
+        "CONNECT host:443");
+    rt_http_head_clear (&h);
+    ret = head ("CONNECT [2001:db8::1]:443 HTTP/1.1\r\n\r\n", &h);
+    ok (ret == 1 && strcmp (h.host, "2001:db8::1") == 0 && h.port == 443, "CONNECT [v6]:443");
+    rt_http_head_clear (&h);
+    ret = head ("CONNECT a.example:443 HTTP/1.1\r\nHost: other.example\r\n\r\n", &h);
+    ok (ret == 1 && strcmp (h.host, "a.example") == 0, "CONNECT goes by its authority, not Host");
+    rt_http_head_clear (&h);
+
+    static const char *const bad[] = {
+      "CONNECT example.com HTTP/1.1\r\n\r\n",
+      "CONNECT example.com: HTTP/1.1\r\n\r\n",
+      "CONNECT [2001:db8::1] HTTP/1.1\r\n\r\n",
+      "CONNECT 2001:db8::1:443 HTTP/1.1\r\n\r\n",
+      "GET https://example.com/ HTTP/1.1\r\n\r\n",
+      "GET ftp://example.com/ HTTP/1.1\r\n\r\n",
+      "GET http://user:pw@example.com/ HTTP/1.1\r\n\r\n",
+      "GET http://example.com/#frag HTTP/1.1\r\n\r\n",
+      "GET http:///x HTTP/1.1\r\n\r\n",
+      "GET http://example.com/ HTTP/1.1\r\nHost: evil.com\r\n\r\n",
+      "GET http://example.com:8080/ HTTP/1.1\r\nHost: example.com\r\n\r\n",
+      "GET /x HTTP/1.1\r\n\r\n",
+      "GET x HTTP/1.1\r\nHost: a.com\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++)
+      {
+        ret = head (bad[i], &h);
+        ok (ret == 0 && h.method == NULL, "proxy head malformed %zu: 0 (%d)", i, ret);
+        rt_http_head_clear (&h);
+      }
+
+    ok (head ("CONNECT example.com:443 HTTP/1.1\r\nHost: x", &h) == -1, "incomplete: -1");
+    ok (head ("CONNECT example.com:443 HTTP/1.1\r\n\r", &h) == -1, "incomplete blank line: -1");
+    {
+      static char big[RT_SNIFF_MAX + 200];
+      size_t k = 0;
+      k += sprintf (big, "GET / HTTP/1.1\r\nHost: a.com\r\n");
+      while (k < RT_SNIFF_MAX + 100)
+        k += sprintf (big + k, "X-Pad: %s\r\n", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+      ok (rt_http_head_parse (big, k, &h) == 0 && h.method == NULL, "over 16 KiB without a blank line: 0");
+      ok (rt_http_head_parse (big, RT_SNIFF_MAX - 1, &h) == -1, "just under 16 KiB: still -1");
+      /* One long header whose value ends the head at exactly 16 KiB, then
+         one byte later.  */
+      k = sprintf (big, "GET / HTTP/1.1\r\nHost: a.com\r\nX-Big: ");
+      memset (big + k, 'a', RT_SNIFF_MAX - 4 - k);
+      memcpy (big + RT_SNIFF_MAX - 4, "\r\n\r\nb", 5);
+      ret = rt_http_head_parse (big, RT_SNIFF_MAX + 1, &h);
+      ok (ret == 1 && h.head_len == RT_SNIFF_MAX, "a head of exactly 16 KiB: 1");
+      rt_http_head_clear (&h);
+      memcpy (big + RT_SNIFF_MAX - 4, "a\r\n\r\n", 5);
+      ok (rt_http_head_parse (big, RT_SNIFF_MAX + 1, &h) == 0 && h.method == NULL, "one byte more: 0");
+    }
+
+    /* Upstream rewriting.  */
+    t = "GET http://example.com/p?q HTTP/1.1\r\n"
+        "Host: example.com\r\n"
+        "Proxy-Connection: keep-alive\r\n"
+        "User-Agent: curl/8\r\n"
+        "proxy-authorization: Basic eDp5\r\n"
+        "Connection: keep-alive, Upgrade\r\n"
+        "KEEP-ALIVE: 300\r\n"
+        "Accept: */*\r\n"
+        "X-Connection: stays\r\n"
+        "\r\n";
+    ret = head (t, &h);
+    {
+      size_t ul = 0;
+      char *up = ret == 1 ? rt_http_head_upstream (t, &h, &ul) : NULL;
+      const char *want = "GET /p?q HTTP/1.1\r\n"
+                         "Host: example.com\r\n"
+                         "User-Agent: curl/8\r\n"
+                         "Accept: */*\r\n"
+                         "X-Connection: stays\r\n"
+                         "Connection: close\r\n"
+                         "\r\n";
+      ok (up && ul == strlen (want) && memcmp (up, want, ul) == 0, "upstream head rewritten (hop-by-hop and proxy headers dropped)");
+      free (up);
+      rt_http_head_clear (&h);
+    }
+    t = "POST http://example.com:8080/ HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi";
+    ret = head (t, &h);
+    {
+      size_t ul = 0;
+      char *up = ret == 1 ? rt_http_head_upstream (t, &h, &ul) : NULL;
+      const char *want = "POST / HTTP/1.1\r\n"
+                         "Content-Length: 2\r\n"
+                         "Host: example.com:8080\r\n"
+                         "Connection: close\r\n"
+                         "\r\n";
+      ok (up && ul == strlen (want) && memcmp (up, want, ul) == 0, "upstream head gains a Host when it had none");
+      free (up);
+      rt_http_head_clear (&h);
+    }
+    t = "GET http://[::1]/ HTTP/1.0\r\n\r\n";
+    ret = head (t, &h);
+    {
+      size_t ul = 0;
+      char *up = ret == 1 ? rt_http_head_upstream (t, &h, &ul) : NULL;
+      ok (up && strstr (up, "\r\nHost: [::1]\r\n") != NULL, "an added IPv6 Host is bracketed");
+      free (up);
+      rt_http_head_clear (&h);
+    }
+    t = "CONNECT a.com:443 HTTP/1.1\r\n\r\n";
+    ret = head (t, &h);
+    {
+      size_t ul = 0;
+      ok (ret == 1 && rt_http_head_upstream (t, &h, &ul) == NULL, "no upstream head for CONNECT");
+      rt_http_head_clear (&h);
+    }
+  }
+  return tap_done ();
+}
