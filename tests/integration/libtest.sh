@@ -44,6 +44,21 @@ check_no_leaks() {
     is "$what: no sandbox state left" "$(ls -A "$RUNTIME_STATE_DIR" 2>/dev/null | grep -v '^\.lock$')" ""
 }
 
+# expect_error DESC CODE CMD…: exit 1, "Error [CODE]: …" on stderr, nothing
+# on stdout.
+expect_error() {
+    local d=$1 code=$2 rc; shift 2
+    "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    if [ "$rc" = 1 ] && grep -q "^Error \[$code\]: " "$tmp/err" && [ ! -s "$tmp/out" ]; then
+        ok "$d"
+    else
+        fail "$d"
+        diag "exit $rc" "stdout: $(head -c 300 "$tmp/out")" "stderr: $(cat "$tmp/err")"
+    fi
+}
+# json_get EXPR: EXPR over the JSON value on stdin (as o), printed.
+json_get() { python3 -c "import json,sys; o=json.load(sys.stdin); print($1)"; }
+
 done_testing() {
     echo "1..$n"
     exit $failed

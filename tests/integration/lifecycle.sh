@@ -26,16 +26,6 @@ trap remove_ours EXIT
 ids() { python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin)]'; }
 # jq_ EXPR: evaluates a Python expression over the JSON on stdin (as o).
 jq_() { python3 -c 'import json,sys; o=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
-# expect_error DESC CODE CMD…: exit 1, "Error [CODE]: …" on stderr, nothing on stdout.
-expect_error() {
-    local d=$1 code=$2 rc; shift 2
-    "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
-    if [ "$rc" = 1 ] && grep -q "^Error \[$code\]: " "$tmp/err" && [ ! -s "$tmp/out" ]; then
-        ok "$d"
-    else
-        fail "$d"; diag "exit $rc" "$(cat "$tmp/err" "$tmp/out")"
-    fi
-}
 epoch() { date -d "$1" +%s 2>/dev/null || echo 0; }
 state_of() { runtime sandbox get "$1" --json 2>/dev/null | jq_ 'o["state"]'; }
 

@@ -2,14 +2,6 @@
 # procs.sh - spawn/ps/logs/kill and cat/files on one long-lived sandbox.
 . "$(dirname "$0")/libtest.sh"
 
-# expect_error DESC CODE CMD…: exit 1 and "Error [CODE]" on stderr.
-expect_error() {
-    local d=$1 code=$2 rc; shift 2
-    "$@" >/dev/null 2>"$tmp/err" </dev/null; rc=$?
-    if [ "$rc" = 1 ] && grep -q "^Error \[$code\]" "$tmp/err"; then ok "$d"; else fail "$d"; diag "exit $rc" "$(cat "$tmp/err")"; fi
-}
-json_get() { python3 -c "import json,sys; o=json.load(sys.stdin); print($1)"; }
-
 id=$(runtime sandbox create --timeout 600)
 trap 'runtime sandbox rm "$id" >/dev/null 2>&1; cleanup' EXIT
 
