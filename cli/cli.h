@@ -60,6 +60,8 @@ int cli_opt_uint (struct cli_command *cmd, struct cli_args *a, const char *name,
 
 /* Prints an error (text or JSON) on stderr; returns 1, the exit code.  */
 int cli_error (const rt_error *err);
+/* cli_error, then frees @err.  */
+int cli_lib_fail (rt_error *err);
 int cli_usage_error (const char *hint, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 /* An error with any code (text or JSON, as cli_error); returns 1.  */
 int cli_fail (const char *code, const char *hint, const char *fmt, ...) __attribute__ ((format (printf, 3, 4)));
@@ -71,5 +73,8 @@ void cli_progress (void *data, const char *line);
 rt_context *cli_context (void);
 
 int cmd_sandbox (int argc, char **argv);
+int cmd_image (int argc, char **argv);
+int cmd_usage (int argc, char **argv);
+int cmd_chat (int argc, char **argv);
 
 #endif

@@ -164,7 +164,7 @@ find_opt (struct cli_command *cmd, const char *name, int *index)
 void
 cli_print_help (struct cli_command *cmd)
 {
-  printf ("Usage: runtime %s %s %s\n\n%s\n", cmd->group, cmd->name, cmd->usage, cmd->summary);
+  printf ("Usage: runtime %s%s%s %s\n\n%s\n", cmd->group, *cmd->group ? " " : "", cmd->name, cmd->usage, cmd->summary);
   printf ("\nOptions:\n");
   for (int pass = 0; pass < 2; pass++)
     for (const struct cli_opt *o = pass == 0 ? cmd->opts : implicit_opts; o && o->name; o++)
@@ -193,7 +193,7 @@ cli_parse (struct cli_command *cmd, int argc, char **argv, struct cli_args *a)
         {
           if (!cmd->takes_command)
             {
-              cli_usage_error (NULL, "'runtime %s %s' takes no command after --", cmd->group, cmd->name);
+              cli_usage_error (NULL, "'runtime %s%s%s' takes no command after --", cmd->group, *cmd->group ? " " : "", cmd->name);
               return -1;
             }
           a->rest = argv + i + 1;
@@ -224,10 +224,10 @@ cli_parse (struct cli_command *cmd, int argc, char **argv, struct cli_args *a)
               names[n] = NULL;
               s = cli_suggest (name, names);
               if (cmd->takes_command && a->rest == NULL)
-                snprintf (hint, sizeof (hint), "put the command to run after --: runtime %s %s %s", cmd->group,
-                          cmd->name, cmd->usage);
+                snprintf (hint, sizeof (hint), "put the command to run after --: runtime %s%s%s %s", cmd->group,
+                          *cmd->group ? " " : "", cmd->name, cmd->usage);
               else
-                snprintf (hint, sizeof (hint), "runtime %s %s --help lists the options", cmd->group, cmd->name);
+                snprintf (hint, sizeof (hint), "runtime %s%s%s --help lists the options", cmd->group, *cmd->group ? " " : "", cmd->name);
               if (s)
                 cli_usage_error (hint, "Unknown option --%s. Did you mean --%s?", name, s);
               else
@@ -282,9 +282,9 @@ cli_parse (struct cli_command *cmd, int argc, char **argv, struct cli_args *a)
       if (cmd->takes_command && (a->npos >= cmd->max_pos || a->npos >= CLI_MAX_POS))
         {
           char hint[256];
-          snprintf (hint, sizeof (hint), "put the command to run after --: runtime %s %s %s", cmd->group, cmd->name,
+          snprintf (hint, sizeof (hint), "put the command to run after --: runtime %s%s%s %s", cmd->group, *cmd->group ? " " : "", cmd->name,
                     cmd->usage);
-          cli_usage_error (hint, "'%s' is not an option of 'runtime %s %s'", arg, cmd->group, cmd->name);
+          cli_usage_error (hint, "'%s' is not an option of 'runtime %s%s%s'", arg, cmd->group, *cmd->group ? " " : "", cmd->name);
           return -1;
         }
       if (a->npos >= cmd->max_pos || a->npos >= CLI_MAX_POS)
@@ -296,7 +296,7 @@ cli_parse (struct cli_command *cmd, int argc, char **argv, struct cli_args *a)
     }
   if (a->npos < cmd->min_pos)
     {
-      cli_usage_error (NULL, "usage: runtime %s %s %s", cmd->group, cmd->name, cmd->usage);
+      cli_usage_error (NULL, "usage: runtime %s%s%s %s", cmd->group, *cmd->group ? " " : "", cmd->name, cmd->usage);
       return -1;
     }
   if (cmd->takes_command && a->nrest == 0)
@@ -404,4 +404,12 @@ cli_context (void)
     }
   rt_context_set_progress (ctx, cli_progress, NULL);
   return ctx;
+}
+
+int
+cli_lib_fail (rt_error *err)
+{
+  int ret = cli_error (err);
+  rt_error_free (err);
+  return ret;
 }

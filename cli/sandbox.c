@@ -30,15 +30,6 @@ static const char *const states[] = { "starting", "running", "pausing", "paused"
                                       NULL };
 static const char *const on_timeout_values[] = { "pause", "stop", NULL };
 
-/* Prints and frees a library error; returns the exit code.  */
-static int
-lib_fail (rt_error *err)
-{
-  int ret = cli_error (err);
-  rt_error_free (err);
-  return ret;
-}
-
 /* Every value of a repeatable option, NULL-terminated, or NULL.  */
 static const char **
 opt_list (struct cli_command *cmd, struct cli_args *a, const char *name, int *n)
@@ -200,6 +191,26 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
     return -1;
   cfg->env = (char *const *) env;
   cfg->no_internet = has_opt (cmd, a, "no-internet");
+  if (has_opt (cmd, a, "trial") && has_opt (cmd, a, "paid"))
+    {
+      cli_usage_error (NULL, "--trial and --paid: pick one");
+      return -1;
+    }
+  cfg->funding = has_opt (cmd, a, "trial") ? "trial" : has_opt (cmd, a, "paid") ? "paid" : NULL;
+  if (cli_opt (cmd, a, "max-cost"))
+    {
+      const char *v = cli_opt (cmd, a, "max-cost");
+      char *end = NULL;
+      double usd;
+      errno = 0;
+      usd = strtod (v, &end);
+      if (*v == '\0' || *end != '\0' || errno || !(usd > 0) || usd > 1e6)
+        {
+          cli_usage_error ("for example: --max-cost 0.05", "--max-cost takes dollars, not '%s'", v);
+          return -1;
+        }
+      cfg->max_cost_micros = (int64_t) (usd * 1e6 + 0.5);
+    }
   cfg->allow = (char *const *) opt_list (cmd, a, "allow", &nlabels);
   cfg->deny = (char *const *) opt_list (cmd, a, "deny", &nlabels);
   return 0;
@@ -241,7 +252,7 @@ print_get_json (rt_context *ctx, const char *ref)
   size_t len;
 
   if (rt_sandbox_get_json (ctx, ref, &json, &err) < 0)
-    return lib_fail (err);
+    return cli_lib_fail (err);
   len = strlen (json);
   printf ("%s%s", json, len > 0 && json[len - 1] == '\n' ? "" : "\n");
   free (json);
@@ -472,7 +483,7 @@ job_run (rt_sandbox *sb, struct job *j)
           rt_error_free (err);
           return 1;
         }
-      return lib_fail (err);
+      return cli_lib_fail (err);
     }
   if (res.timed_out)
     fprintf (stderr, "runtime: timed out after %lu s; the command's process group was killed.\n",
@@ -524,7 +535,7 @@ sandbox_run (struct cli_command *cmd, int argc, char **argv)
     goto out;
   if (rt_sandbox_create (ctx, &cfg, &sb, &err) < 0)
     {
-      code = lib_fail (err);
+      code = cli_lib_fail (err);
       goto out;
     }
   code = job_run (sb, &j);
@@ -538,7 +549,7 @@ sandbox_run (struct cli_command *cmd, int argc, char **argv)
       rt_sandbox_close (sb);
     }
   else if (rt_sandbox_destroy (sb, &err) < 0)
-    code = lib_fail (err);
+    code = cli_lib_fail (err);
   sb = NULL;
 
 out:
@@ -574,7 +585,7 @@ sandbox_exec (struct cli_command *cmd, int argc, char **argv)
     goto out;
   if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
     {
-      code = lib_fail (err);
+      code = cli_lib_fail (err);
       goto out;
     }
   code = job_run (sb, &j);
@@ -636,7 +647,7 @@ sandbox_create (struct cli_command *cmd, int argc, char **argv)
   interrupted = sigismember (&pending, SIGINT) || sigismember (&pending, SIGTERM) || sigismember (&pending, SIGHUP);
   if (ret < 0)
     {
-      lib_fail (err);
+      cli_lib_fail (err);
       code = interrupted ? 130 : 1;
       goto out;
     }
@@ -647,13 +658,26 @@ sandbox_create (struct cli_command *cmd, int argc, char **argv)
       /* --get-or-create may have found one that was there before.  */
       code = 130;
       if (id && !cfg.get_or_create && rt_sandbox_remove (ctx, id, &err) < 0)
-        code = lib_fail (err);
+        code = cli_lib_fail (err);
       else if (id && cfg.get_or_create)
         fprintf (stderr, "runtime: interrupted; sandbox %s named '%s' keeps running\n", id, cfg.name);
       else if (id)
         fprintf (stderr, "runtime: interrupted; removed the new sandbox %s\n", id);
       free (id);
       goto out;
+    }
+  /* Chosen for the user: say which (stderr; stdout stays the id).  */
+  if (cfg.funding == NULL)
+    {
+      char *json = NULL;
+      json_object *o = NULL;
+      if (rt_sandbox_get_json (ctx, rt_sandbox_id (sb), &json, NULL) == 0 && (o = json_tokener_parse (json)))
+        fprintf (stderr, "runtime: funding: %s\n",
+                 jstr (o, "funding") && strcmp (jstr (o, "funding"), "trial") == 0
+                     ? "trial (the free hours; runtime usage shows what is left)"
+                     : "paid");
+      json_object_put (o);
+      free (json);
     }
   if (a.json)
     code = print_get_json (ctx, rt_sandbox_id (sb));
@@ -748,7 +772,7 @@ sandbox_ls (struct cli_command *cmd, int argc, char **argv)
   if (rt_sandbox_list_json (ctx, has_opt (cmd, &a, "all") || (state && strcmp (state, "stopped") == 0), &json, &err)
       < 0)
     {
-      code = lib_fail (err);
+      code = cli_lib_fail (err);
       goto out;
     }
   all = parse_json (json);
@@ -903,7 +927,7 @@ sandbox_get (struct cli_command *cmd, int argc, char **argv)
     }
   if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
     {
-      code = lib_fail (err);
+      code = cli_lib_fail (err);
       goto out;
     }
   o = parse_json (json);
@@ -975,7 +999,7 @@ sandbox_act (struct cli_command *cmd, int argc, char **argv, enum action act)
           if (a.json)
             code = print_get_json (ctx, a.pos[0]);
           else if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
-            code = lib_fail (err);
+            code = cli_lib_fail (err);
           else if ((o = json_tokener_parse (json)) && json_object_object_get_ex (o, "id", &v))
             {
               printf ("%s\n", json_object_get_string (v));
@@ -985,7 +1009,7 @@ sandbox_act (struct cli_command *cmd, int argc, char **argv, enum action act)
           free (json);
           goto out;
         }
-      code = lib_fail (err);
+      code = cli_lib_fail (err);
       goto out;
     }
   id = strdup (rt_sandbox_id (sb));
@@ -1006,7 +1030,7 @@ sandbox_act (struct cli_command *cmd, int argc, char **argv, enum action act)
   rt_sandbox_close (sb);
   if (ret < 0)
     {
-      code = lib_fail (err);
+      code = cli_lib_fail (err);
       goto out;
     }
   if (a.json)
@@ -1071,7 +1095,7 @@ sandbox_rm (struct cli_command *cmd, int argc, char **argv)
     goto out;
   if (rt_sandbox_remove (ctx, id, &err) < 0)
     {
-      code = lib_fail (err);
+      code = cli_lib_fail (err);
       goto out;
     }
   if (a.json)
@@ -1125,14 +1149,14 @@ sandbox_extend (struct cli_command *cmd, int argc, char **argv)
     goto out;
   if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
     {
-      code = lib_fail (err);
+      code = cli_lib_fail (err);
       goto out;
     }
   ret = rt_sandbox_extend (sb, secs, &expires, &err);
   if (ret < 0)
     {
       rt_sandbox_close (sb);
-      code = lib_fail (err);
+      code = cli_lib_fail (err);
       goto out;
     }
   if (a.json)
@@ -1167,7 +1191,10 @@ out:
   { "no-internet", NULL, "refuse every connection out of the sandbox", NULL, false },             \
   { "allow", "HOST", "reach only these: a name, *.domain (its subdomains), an IP or a CIDR", "everything public", \
     true },                                                                                        \
-  { "deny", "HOST", "never reach this (wins over --allow)", NULL, true }
+  { "deny", "HOST", "never reach this (wins over --allow)", NULL, true },                         \
+  { "trial", NULL, "run on the 50 free hours (<= 2 vCPU, 4096 MiB, 8 at once, ports 80/443)", NULL, false }, \
+  { "paid", NULL, "pay for it even while trial hours remain", NULL, false },                      \
+  { "max-cost", "USD", "refuse if the first lease, every vCPU busy, could cost more", NULL, false }
 
 static const struct cli_opt run_opts[] = {
   { "timeout", "S", "kill the command's process group after S seconds (exit 124)", "none; 60 with --json", false },
@@ -1211,7 +1238,7 @@ open_target (struct cli_command *cmd, int argc, char **argv, struct cli_args *a,
   if (rt_sandbox_open (*ctx, a->pos[0], sb, &err) < 0)
     {
       *done = true;
-      return lib_fail (err);
+      return cli_lib_fail (err);
     }
   return 0;
 }
@@ -1263,7 +1290,7 @@ sandbox_spawn (struct cli_command *cmd, int argc, char **argv)
     rt_exec_opts opts = { .cwd = j.cwd, .user = j.user, .env = (char *const *) j.env, .stdin_data = j.input,
                           .stdin_len = j.input_len, .timeout_ms = j.timeout_s * 1000ULL, .cancel_fd = -1 };
     if (rt_sandbox_spawn (sb, j.argv, &opts, &process, &err) < 0)
-      code = lib_fail (err);
+      code = cli_lib_fail (err);
     else if (a.json)
       {
         printf ("{\"id\":\"%s\",\"process\":%u}\n", rt_sandbox_id (sb), process);
@@ -1295,7 +1322,7 @@ sandbox_ps (struct cli_command *cmd, int argc, char **argv)
     return close_target (&a, ctx, sb, code);
   code = 1;
   if (rt_sandbox_ps_json (sb, &json, &err) < 0)
-    code = lib_fail (err);
+    code = cli_lib_fail (err);
   else if (a.json)
     {
       printf ("%s\n", json);
@@ -1347,7 +1374,7 @@ sandbox_logs (struct cli_command *cmd, int argc, char **argv)
   {
     rt_exec_opts opts = { .cancel_fd = -1, .on_output = on_output, .data = &o };
     code = rt_sandbox_logs (sb, process, has_opt (cmd, &a, "follow"), &opts, &res, &exited, &err) < 0
-               ? lib_fail (err)
+               ? cli_lib_fail (err)
                : o.lost;
   }
   return close_target (&a, ctx, sb, code);
@@ -1399,7 +1426,7 @@ sandbox_kill (struct cli_command *cmd, int argc, char **argv)
       return close_target (&a, ctx, sb, 1);
     }
   if (rt_sandbox_kill (sb, process, sig, &err) < 0)
-    code = lib_fail (err);
+    code = cli_lib_fail (err);
   else
     {
       printf ("%u\n", process);
@@ -1424,7 +1451,7 @@ sandbox_cat (struct cli_command *cmd, int argc, char **argv)
   signal (SIGPIPE, SIG_IGN);
   {
     rt_exec_opts opts = { .cancel_fd = -1, .on_output = on_output, .data = &o };
-    code = rt_sandbox_cat (sb, a.pos[1], &opts, &err) < 0 ? (o.lost ? 1 : lib_fail (err)) : o.lost;
+    code = rt_sandbox_cat (sb, a.pos[1], &opts, &err) < 0 ? (o.lost ? 1 : cli_lib_fail (err)) : o.lost;
     if (o.lost)
       rt_error_free (err);
   }
@@ -1450,7 +1477,7 @@ sandbox_files (struct cli_command *cmd, int argc, char **argv)
     return close_target (&a, ctx, sb, 1);
   code = 1;
   if (rt_sandbox_files_json (sb, a.npos > 1 ? a.pos[1] : "/workspace", depth, &json, &err) < 0)
-    code = lib_fail (err);
+    code = cli_lib_fail (err);
   else if (a.json)
     {
       printf ("%s\n", json);
@@ -1513,7 +1540,7 @@ sandbox_cp (struct cli_command *cmd, int argc, char **argv)
     goto out;
   if (rt_sandbox_open (ctx, src_ref ? src_ref : dst_ref, &sb, &err) < 0)
     {
-      code = lib_fail (err);
+      code = cli_lib_fail (err);
       goto out;
     }
   {
@@ -1529,7 +1556,7 @@ sandbox_cp (struct cli_command *cmd, int argc, char **argv)
     sfd = signalfd (-1, &mask, SFD_CLOEXEC);
     ret = src_ref ? rt_sandbox_copy_out (sb, src_path, a.pos[1], sfd, &err)
                   : rt_sandbox_copy_in (sb, a.pos[0], dst_path, sfd, &err);
-    code = ret < 0 ? (strcmp (err->code, "interrupted") == 0 ? (rt_error_free (err), 130) : lib_fail (err)) : 0;
+    code = ret < 0 ? (strcmp (err->code, "interrupted") == 0 ? (rt_error_free (err), 130) : cli_lib_fail (err)) : 0;
     if (sfd >= 0)
       close (sfd);
   }
@@ -1587,6 +1614,49 @@ static const struct cli_opt no_opts[] = {
   { NULL, NULL, NULL, NULL, false },
 };
 
+/* -- metrics  */
+
+static int
+sandbox_metrics (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  rt_context *ctx;
+  rt_sandbox *sb;
+  rt_error *err = NULL;
+  char *json = NULL;
+  json_object *o = NULL, *v;
+  bool done;
+  int code = open_target (cmd, argc, argv, &a, &ctx, &sb, &done);
+
+  if (done)
+    return close_target (&a, ctx, sb, code);
+  if (rt_sandbox_metrics_json (sb, &json, &err) < 0)
+    code = cli_lib_fail (err);
+  else if (a.json)
+    {
+      printf ("%s\n", json);
+      code = 0;
+    }
+  else if ((o = parse_json (json)))
+    {
+      int64_t micros = json_object_object_get_ex (o, "chargedMicros", &v) ? json_object_get_int64 (v) : 0;
+      int64_t total = json_object_object_get_ex (o, "guestMemoryTotalMiB", &v) ? json_object_get_int64 (v) : -1;
+      int64_t avail = json_object_object_get_ex (o, "guestMemoryAvailableMiB", &v) ? json_object_get_int64 (v) : -1;
+      printf ("%-12s %s%% of %s vCPU\n", "cpu now", jstr (o, "cpuPercent"), jstr (o, "vcpu"));
+      if (total >= 0 && avail >= 0)
+        printf ("%-12s %" PRId64 " MiB used of %" PRId64 " MiB (the guest's own figures; %s MiB allocated)\n",
+                "memory now", total - avail, total, jstr (o, "memoryMiB"));
+      else
+        printf ("%-12s %s MiB allocated\n", "memory", jstr (o, "memoryMiB"));
+      printf ("%-12s %s\n", "cpu seconds", jstr (o, "cpuSeconds") ? jstr (o, "cpuSeconds") : "0");
+      printf ("%-12s $%" PRId64 ".%06" PRId64 "\n", "cost so far", micros / 1000000, micros % 1000000);
+      code = 0;
+    }
+  json_object_put (o);
+  free (json);
+  return close_target (&a, ctx, sb, code);
+}
+
 /* -- network  */
 
 static void
@@ -1628,7 +1698,7 @@ print_egress_log (rt_context *ctx, const char *ref, bool json)
   if (rt_sandbox_egress_log (ctx, ref, &path, &err) < 0)
     {
       json_object_put (all);
-      return lib_fail (err);
+      return cli_lib_fail (err);
     }
   /* No file: nothing left the sandbox yet.  */
   f = fopen (path, "re");
@@ -1713,7 +1783,7 @@ sandbox_network (struct cli_command *cmd, int argc, char **argv)
       json_object *net;
       if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
         {
-          code = lib_fail (err);
+          code = cli_lib_fail (err);
           goto out;
         }
       o = parse_json (json);
@@ -1731,7 +1801,7 @@ sandbox_network (struct cli_command *cmd, int argc, char **argv)
   if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0
       || rt_sandbox_set_network (sb, !off, (char *const *) allow, (char *const *) deny, &json, &err) < 0)
     {
-      code = lib_fail (err);
+      code = cli_lib_fail (err);
       goto out;
     }
   o = parse_json (json);
@@ -1802,6 +1872,8 @@ static struct cli_command sandbox_cmds[] = {
     "ID [PATH] [--depth N]", "runtime sandbox files dev /workspace --depth 2", files_opts, false, 1, 2, NULL },
   { "extend", sandbox_extend, "Move a sandbox's lease end SECONDS later (at most 1 h from now); print the new end.",
     "ID SECONDS", "runtime sandbox extend dev 600", no_opts, false, 2, 2, NULL },
+  { "metrics", sandbox_metrics, "CPU now (% of its vCPUs), memory now, CPU seconds and cost so far.", "ID",
+    "runtime sandbox metrics dev", no_opts, false, 1, 1, NULL },
   { "network", sandbox_network,
     "Show a sandbox's egress rules, replace them live (open connections they refuse are cut), or show its log.",
     "ID [--internet|--no-internet] [--allow HOST]... [--deny HOST]... | ID --log",

@@ -86,7 +86,8 @@ rt_api_call (const char *sock, const char *id, const char *verb, json_object *bo
   curl_easy_setopt (c, CURLOPT_WRITEFUNCTION, collect);
   curl_easy_setopt (c, CURLOPT_WRITEDATA, &resp);
   curl_easy_setopt (c, CURLOPT_TIMEOUT_MS, (long) CALL_TIMEOUT_MS);
-  if (verb)
+  /* A sub-resource without a body is a GET.  */
+  if (verb && !(*verb == '/' && body == NULL))
     {
       payload = body ? json_object_to_json_string_ext (body, JSON_C_TO_STRING_PLAIN) : "{}";
       hdrs = curl_slist_append (hdrs, "Content-Type: application/json");

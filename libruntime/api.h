@@ -5,7 +5,8 @@
 #include "util.h"
 
 /* GET (verb NULL) or POST /v1/sandboxes/{id}[:verb] with a JSON body (a
-   verb "/sub" PUTs the body to /v1/sandboxes/{id}/sub); the reply's JSON
+   verb "/sub" PUTs the body to /v1/sandboxes/{id}/sub, or GETs it
+   when @body is NULL); the reply's JSON
    in *reply (may be NULL).  An error reply becomes @err with
    its code.  */
 int rt_api_call (const char *sock, const char *id, const char *verb, json_object *body, json_object **reply,

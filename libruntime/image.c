@@ -32,6 +32,8 @@
 #include <time.h>
 
 #include "context.h"
+#include "image.h"
+#include "store.h"
 
 #define DEFAULT_IMAGE "runtime"
 #define DISK_SIZE "4096M"
@@ -1020,6 +1022,9 @@ extract_layer (const char *root, const char *layer, bool upper, rt_error **err)
             ret = clear_below (root, name, false, err);
           continue;
         }
+      /* No device nodes from a layer: the guest's /dev is a devtmpfs.  */
+      if (archive_entry_filetype (e) == AE_IFCHR || archive_entry_filetype (e) == AE_IFBLK)
+        continue;
       if (upper && is_opaque (e))
         {
           ret = clear_below (root, name, true, err);
@@ -1280,4 +1285,802 @@ rt_image_ensure_disk (rt_context *ctx, const char *ref, struct rt_image_disk *ou
   out->env = steal_pointer (&env);
   out->workdir = steal_pointer (&workdir);
   return 0;
+}
+
+/* ---- the store seen from outside: add, list, get, remove, export, import ---- */
+
+char *
+rt_image_layer_path (rt_context *ctx, const char *digest)
+{
+  cleanup_free char *prefix = rt_strdup_printf ("%s/images/layers/", ctx->data_dir);
+
+  if (prefix == NULL || !is_sha256 (digest))
+    return NULL;
+  return find_tar (prefix, digest);
+}
+
+int
+rt_image_manifest (rt_context *ctx, const char *ref, json_object **manifest, rt_error **err)
+{
+  cleanup_free char *index_path = rt_strdup_printf ("%s/images/index.json", ctx->data_dir);
+  cleanup_free char *path = NULL;
+  cleanup_json json_object *index = NULL;
+  const char *id;
+  int ret;
+
+  if (index_path == NULL)
+    return rt_error_oom (err);
+  ret = read_json (index_path, true, &index, err);
+  if (ret < 0)
+    return ret;
+  id = index_resolve (index, ref);
+  if (id == NULL)
+    {
+      rt_error_set (err, ENOENT, "image_not_found", "image '%s' not found", ref ? ref : DEFAULT_IMAGE);
+      return rt_error_hint (err, "runtime image ls lists the images you have");
+    }
+  path = rt_strdup_printf ("%s/images/manifests/%s.json", ctx->data_dir, id);
+  if (path == NULL)
+    return rt_error_oom (err);
+  return read_json (path, false, manifest, err);
+}
+
+/* The tags of @id in @img's entry of the index.  */
+static json_object *
+tags_of (json_object *img, const char *id)
+{
+  json_object *tags, *out = json_object_new_array ();
+
+  if (json_object_object_get_ex (img, "tags", &tags))
+    {
+      json_object_object_foreach (tags, k, v)
+      {
+        if (strcmp (json_object_get_string (v), id) == 0)
+          json_object_array_add (out, json_object_new_string (k));
+      }
+    }
+  return out;
+}
+
+/* Adds one version to the index: @name's next, tagged latest and @tag.  */
+static long
+index_add (json_object *index, const char *name, const char *id, const char *tag)
+{
+  json_object *names, *img, *versions, *tags;
+  long version = 0;
+  char vkey[24];
+
+  if (!json_object_object_get_ex (index, "names", &names))
+    json_object_object_add (index, "names", names = json_object_new_object ());
+  if (!json_object_object_get_ex (names, name, &img))
+    json_object_object_add (names, name, img = json_object_new_object ());
+  if (!json_object_object_get_ex (img, "versions", &versions))
+    json_object_object_add (img, "versions", versions = json_object_new_object ());
+  if (!json_object_object_get_ex (img, "tags", &tags))
+    json_object_object_add (img, "tags", tags = json_object_new_object ());
+  {
+    json_object_object_foreach (versions, k, v)
+    {
+      long n = strtol (k, NULL, 10);
+      (void) v;
+      if (n > version)
+        version = n;
+    }
+  }
+  version++;
+  snprintf (vkey, sizeof vkey, "%ld", version);
+  json_object_object_add (versions, vkey, json_object_new_string (id));
+  json_object_object_add (tags, "latest", json_object_new_string (id));
+  if (tag && strcmp (tag, "latest") != 0)
+    json_object_object_add (tags, tag, json_object_new_string (id));
+  return version;
+}
+
+/* The id of a manifest: SHA-256 of its plain JSON without "id".  */
+static int
+manifest_id (json_object *m, char id[65], rt_error **err)
+{
+  cleanup_json json_object *copy = json_object_new_object ();
+  const char *plain;
+
+  json_object_object_foreach (m, k, v)
+  {
+    if (strcmp (k, "id") != 0)
+      json_object_object_add (copy, k, json_object_get (v));
+  }
+  plain = json_object_to_json_string_ext (copy, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+  if (plain == NULL)
+    return rt_error_oom (err);
+  return sha256_hex (plain, strlen (plain), id, err);
+}
+
+static int
+write_manifest (const char *imgdir, json_object *m, const char *id, rt_error **err)
+{
+  cleanup_json json_object *full = json_object_new_object ();
+  cleanup_free char *path = rt_strdup_printf ("%s/manifests/%s.json", imgdir, id);
+  cleanup_free char *manifests = rt_strdup_printf ("%s/manifests", imgdir);
+  int ret;
+
+  if (path == NULL || manifests == NULL)
+    return rt_error_oom (err);
+  ret = rt_mkdir_p (manifests, 0755, err);
+  if (ret < 0)
+    return ret;
+  json_object_object_add (full, "id", json_object_new_string (id));
+  json_object_object_foreach (m, k, v)
+  {
+    if (strcmp (k, "id") != 0)
+      json_object_object_add (full, k, json_object_get (v));
+  }
+  return write_json (path, full, err);
+}
+
+int
+rt_image_add (rt_context *ctx, const char *name, const char *tag, json_object *fields, char **id_out,
+              rt_error **err)
+{
+  cleanup_free char *imgdir = rt_strdup_printf ("%s/images", ctx->data_dir);
+  cleanup_free char *index_path = NULL;
+  cleanup_json json_object *index = NULL, *m = json_object_new_object ();
+  cleanup_close int lockfd = -1;
+  json_object *names, *img, *versions;
+  char id[65], now[32];
+  long version = 0;
+  int ret;
+
+  if (imgdir == NULL || m == NULL || (index_path = rt_strdup_printf ("%s/index.json", imgdir)) == NULL)
+    return rt_error_oom (err);
+  ret = rt_mkdir_p (imgdir, 0755, err);
+  if (ret == 0)
+    ret = rt_lock_dir (imgdir, &lockfd, err);
+  if (ret == 0)
+    ret = read_json (index_path, true, &index, err);
+  if (ret < 0)
+    return ret;
+  /* The version goes into the manifest (and so into the id).  */
+  if (json_object_object_get_ex (index, "names", &names) && json_object_object_get_ex (names, name, &img)
+      && json_object_object_get_ex (img, "versions", &versions))
+    {
+      json_object_object_foreach (versions, k, v)
+      {
+        (void) v;
+        if (strtol (k, NULL, 10) > version)
+          version = strtol (k, NULL, 10);
+      }
+    }
+  rt_format_time (rt_epoch_ms (), now);
+  json_object_object_add (m, "name", json_object_new_string (name));
+  json_object_object_add (m, "version", json_object_new_int64 (version + 1));
+  json_object_object_add (m, "created", json_object_new_string (now));
+  {
+    json_object_object_foreach (fields, k, v)
+    {
+      json_object_object_add (m, k, json_object_get (v));
+    }
+  }
+  ret = manifest_id (m, id, err);
+  if (ret == 0)
+    ret = write_manifest (imgdir, m, id, err);
+  if (ret < 0)
+    return ret;
+  index_add (index, name, id, tag);
+  ret = write_json (index_path, index, err);
+  if (ret < 0)
+    return ret;
+  *id_out = strdup (id);
+  return *id_out ? 0 : rt_error_oom (err);
+}
+
+static int64_t
+layers_size (rt_context *ctx, json_object *m)
+{
+  json_object *layers;
+  int64_t total = 0;
+
+  if (!json_object_object_get_ex (m, "layers", &layers))
+    return 0;
+  for (size_t i = 0; i < json_object_array_length (layers); i++)
+    {
+      cleanup_free char *p = rt_image_layer_path (ctx, json_object_get_string (json_object_array_get_idx (layers, i)));
+      struct stat st;
+      if (p && stat (p, &st) == 0)
+        total += st.st_size;
+    }
+  return total;
+}
+
+/* One image version as `image ls` and `image get` show it.  */
+static json_object *
+image_object (rt_context *ctx, json_object *img, const char *version, const char *id)
+{
+  cleanup_free char *path = rt_strdup_printf ("%s/images/manifests/%s.json", ctx->data_dir, id);
+  cleanup_json json_object *m = NULL;
+  cleanup_error rt_error *ignored = NULL;
+  json_object *o = json_object_new_object (), *v;
+
+  json_object_object_add (o, "id", json_object_new_string (id));
+  if (path && read_json (path, false, &m, &ignored) == 0)
+    {
+      json_object_object_add (o, "name", json_object_object_get_ex (m, "name", &v) ? json_object_get (v) : NULL);
+      json_object_object_add (o, "version", json_object_new_int64 (strtol (version, NULL, 10)));
+      json_object_object_add (o, "tags", tags_of (img, id));
+      json_object_object_foreach (m, k, val)
+      {
+        if (strcmp (k, "id") != 0 && strcmp (k, "name") != 0 && strcmp (k, "version") != 0
+            && strcmp (k, "tags") != 0)
+          json_object_object_add (o, k, json_object_get (val));
+      }
+      json_object_object_add (o, "sizeBytes", json_object_new_int64 (layers_size (ctx, m)));
+    }
+  return o;
+}
+
+int
+rt_image_list_json (rt_context *ctx, char **json, rt_error **err)
+{
+  cleanup_free char *index_path = rt_strdup_printf ("%s/images/index.json", ctx->data_dir);
+  cleanup_json json_object *index = NULL, *out = json_object_new_array ();
+  json_object *names;
+  int ret;
+
+  if (index_path == NULL || out == NULL)
+    return rt_error_oom (err);
+  ret = read_json (index_path, true, &index, err);
+  if (ret < 0)
+    return ret;
+  if (json_object_object_get_ex (index, "names", &names))
+    {
+      json_object_object_foreach (names, name, img)
+      {
+        json_object *versions;
+        (void) name;
+        if (!json_object_object_get_ex (img, "versions", &versions))
+          continue;
+        json_object_object_foreach (versions, vk, vid)
+        {
+          if (is_sha256 (json_object_get_string (vid)))
+            json_object_array_add (out, image_object (ctx, img, vk, json_object_get_string (vid)));
+        }
+      }
+    }
+  *json = strdup (json_object_to_json_string_ext (out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return *json ? 0 : rt_error_oom (err);
+}
+
+/* @ref's name entry and version key in the index, for its id.  */
+static const char *
+find_version (json_object *index, const char *id, json_object **img_out, const char **version)
+{
+  json_object *names;
+
+  if (!json_object_object_get_ex (index, "names", &names))
+    return NULL;
+  json_object_object_foreach (names, name, img)
+  {
+    json_object *versions;
+    if (!json_object_object_get_ex (img, "versions", &versions))
+      continue;
+    json_object_object_foreach (versions, vk, vid)
+    {
+      if (strcmp (json_object_get_string (vid), id) == 0)
+        {
+          *img_out = img;
+          *version = vk;
+          return name;
+        }
+    }
+  }
+  return NULL;
+}
+
+int
+rt_image_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
+{
+  cleanup_free char *index_path = rt_strdup_printf ("%s/images/index.json", ctx->data_dir);
+  cleanup_json json_object *index = NULL, *o = NULL;
+  json_object *img = NULL;
+  const char *id, *version = NULL;
+  int ret;
+
+  if (index_path == NULL)
+    return rt_error_oom (err);
+  ret = read_json (index_path, true, &index, err);
+  if (ret < 0)
+    return ret;
+  id = index_resolve (index, ref);
+  if (id == NULL || find_version (index, id, &img, &version) == NULL)
+    {
+      rt_error_set (err, ENOENT, "image_not_found", "image '%s' not found", ref);
+      return rt_error_hint (err, "runtime image ls lists the images you have");
+    }
+  o = image_object (ctx, img, version, id);
+  *json = strdup (json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return *json ? 0 : rt_error_oom (err);
+}
+
+/* Layers no manifest names any more go.  */
+static void
+collect_layers (const char *imgdir)
+{
+  cleanup_free char *mdir = rt_strdup_printf ("%s/manifests", imgdir);
+  cleanup_free char *ldir = rt_strdup_printf ("%s/layers", imgdir);
+  cleanup_json json_object *used = json_object_new_object ();
+  cleanup_dir DIR *d = NULL;
+  struct dirent *de;
+
+  if (mdir == NULL || ldir == NULL || used == NULL || (d = opendir (mdir)) == NULL)
+    return;
+  while ((de = readdir (d)))
+    {
+      cleanup_free char *p = rt_strdup_printf ("%s/%s", mdir, de->d_name);
+      cleanup_json json_object *m = NULL;
+      cleanup_error rt_error *ignored = NULL;
+      json_object *layers;
+      if (fnmatch ("*.json", de->d_name, 0) != 0 || p == NULL || read_json (p, false, &m, &ignored) < 0)
+        continue;
+      if (json_object_object_get_ex (m, "layers", &layers))
+        for (size_t i = 0; i < json_object_array_length (layers); i++)
+          json_object_object_add (used, json_object_get_string (json_object_array_get_idx (layers, i)),
+                                  json_object_new_boolean (1));
+    }
+  closedir (steal_pointer (&d));
+  d = opendir (ldir);
+  while (d && (de = readdir (d)))
+    {
+      char digest[65];
+      if (strlen (de->d_name) < 64 || strstr (de->d_name, ".tmp."))
+        continue;
+      memcpy (digest, de->d_name, 64);
+      digest[64] = '\0';
+      if (is_sha256 (digest) && !json_object_object_get_ex (used, digest, NULL))
+        unlinkat (dirfd (d), de->d_name, 0);
+    }
+}
+
+int
+rt_image_remove (rt_context *ctx, const char *ref, rt_error **err)
+{
+  cleanup_free char *imgdir = rt_strdup_printf ("%s/images", ctx->data_dir);
+  cleanup_free char *index_path = NULL, *manifest = NULL, *disk = NULL;
+  cleanup_json json_object *index = NULL, *live = NULL;
+  cleanup_close int lockfd = -1;
+  json_object *names;
+  char id[65];
+  const char *found;
+  int ret;
+
+  if (imgdir == NULL || (index_path = rt_strdup_printf ("%s/index.json", imgdir)) == NULL)
+    return rt_error_oom (err);
+  ret = rt_store_list (ctx, false, &live, err);
+  if (ret < 0)
+    return ret;
+  ret = rt_mkdir_p (imgdir, 0755, err);
+  if (ret == 0)
+    ret = rt_lock_dir (imgdir, &lockfd, err);
+  if (ret == 0)
+    ret = read_json (index_path, true, &index, err);
+  if (ret < 0)
+    return ret;
+  found = index_resolve (index, ref);
+  if (found == NULL)
+    {
+      rt_error_set (err, ENOENT, "image_not_found", "image '%s' not found", ref);
+      return rt_error_hint (err, "runtime image ls lists the images you have");
+    }
+  snprintf (id, sizeof id, "%s", found);
+  for (size_t i = 0; i < json_object_array_length (live); i++)
+    {
+      json_object *sb = json_object_array_get_idx (live, i);
+      const char *uses = rt_json_str (sb, "imageId");
+      if (uses && strcmp (uses, id) == 0)
+        {
+          rt_error_set (err, EBUSY, "invalid_request", "image '%s' is in use by sandbox %s", ref,
+                        rt_json_str (sb, "id"));
+          return rt_error_hint (err, "stop the sandboxes that use it first (runtime sandbox stop ID)");
+        }
+    }
+  if (json_object_object_get_ex (index, "names", &names))
+    {
+      json_object_object_foreach (names, name, img)
+      {
+        json_object *versions, *tags;
+        const char *gone[64];
+        size_t n = 0;
+        if (json_object_object_get_ex (img, "versions", &versions))
+          {
+            json_object_object_foreach (versions, vk, vid)
+            {
+              if (strcmp (json_object_get_string (vid), id) == 0 && n < 64)
+                gone[n++] = vk;
+            }
+            for (size_t i = 0; i < n; i++)
+              json_object_object_del (versions, gone[i]);
+          }
+        n = 0;
+        if (json_object_object_get_ex (img, "tags", &tags))
+          {
+            json_object_object_foreach (tags, tk, tid)
+            {
+              if (strcmp (json_object_get_string (tid), id) == 0 && n < 64)
+                gone[n++] = tk;
+            }
+            for (size_t i = 0; i < n; i++)
+              json_object_object_del (tags, gone[i]);
+            /* "latest" moves to the newest version left.  */
+            if (!json_object_object_get_ex (tags, "latest", NULL) && versions && version_id (img, NULL))
+              json_object_object_add (tags, "latest", json_object_new_string (version_id (img, NULL)));
+          }
+        (void) name;
+      }
+    }
+  ret = write_json (index_path, index, err);
+  if (ret < 0)
+    return ret;
+  manifest = rt_strdup_printf ("%s/manifests/%s.json", imgdir, id);
+  disk = rt_strdup_printf ("%s/disks/%s.ext4", ctx->cache_dir, id);
+  if (manifest)
+    unlink (manifest);
+  if (disk)
+    unlink (disk);
+  collect_layers (imgdir);
+  return 0;
+}
+
+int
+rt_image_export (rt_context *ctx, const char *ref, const char *path, rt_error **err)
+{
+  cleanup_json json_object *m = NULL;
+  cleanup_free char *mpath = NULL, *tmp = rt_strdup_printf ("%s.tmp.%d", path, (int) getpid ());
+  cleanup_free char *mtext = NULL;
+  struct archive *a = NULL;
+  json_object *layers;
+  size_t mlen = 0;
+  int ret;
+
+  if (tmp == NULL)
+    return rt_error_oom (err);
+  ret = rt_image_manifest (ctx, ref, &m, err);
+  if (ret < 0)
+    return ret;
+  mpath = rt_strdup_printf ("%s/images/manifests/%s.json", ctx->data_dir, rt_json_str (m, "id"));
+  if (mpath == NULL)
+    return rt_error_oom (err);
+  ret = rt_read_file (mpath, &mtext, &mlen, err);
+  if (ret < 0)
+    return ret;
+  a = archive_write_new ();
+  if (a == NULL)
+    return rt_error_oom (err);
+  archive_write_set_format_pax_restricted (a);
+  if (archive_write_open_filename (a, tmp) != ARCHIVE_OK)
+    {
+      ret = archive_fail (err, a, "cannot write", path);
+      archive_write_free (a);
+      return ret;
+    }
+  {
+    struct archive_entry *e = archive_entry_new ();
+    archive_entry_set_pathname (e, "manifest.json");
+    archive_entry_set_filetype (e, AE_IFREG);
+    archive_entry_set_perm (e, 0644);
+    archive_entry_set_size (e, mlen);
+    if (archive_write_header (a, e) != ARCHIVE_OK || archive_write_data (a, mtext, mlen) != (la_ssize_t) mlen)
+      ret = archive_fail (err, a, "cannot write", path);
+    archive_entry_free (e);
+  }
+  if (ret == 0 && json_object_object_get_ex (m, "layers", &layers))
+    for (size_t i = 0; ret == 0 && i < json_object_array_length (layers); i++)
+      {
+        const char *digest = json_object_get_string (json_object_array_get_idx (layers, i));
+        cleanup_free char *lp = rt_image_layer_path (ctx, digest);
+        cleanup_free char *name = NULL;
+        struct archive_entry *e;
+        struct stat st;
+        int fd;
+        if (lp == NULL)
+          {
+            ret = rt_error_set (err, ENOENT, "internal", "layer %s is missing from the store", digest);
+            break;
+          }
+        name = rt_strdup_printf ("layers/%s", strrchr (lp, '/') + 1);
+        fd = open (lp, O_RDONLY | O_CLOEXEC);
+        if (name == NULL || fd < 0 || fstat (fd, &st) < 0)
+          {
+            ret = rt_error_set (err, errno, "internal", "cannot read '%s': %s", lp, strerror (errno));
+            if (fd >= 0)
+              close (fd);
+            break;
+          }
+        e = archive_entry_new ();
+        archive_entry_set_pathname (e, name);
+        archive_entry_set_filetype (e, AE_IFREG);
+        archive_entry_set_perm (e, 0644);
+        archive_entry_set_size (e, st.st_size);
+        if (archive_write_header (a, e) != ARCHIVE_OK)
+          ret = archive_fail (err, a, "cannot write", path);
+        while (ret == 0)
+          {
+            char buf[1 << 16];
+            ssize_t n = read (fd, buf, sizeof buf);
+            if (n < 0 && errno == EINTR)
+              continue;
+            if (n <= 0)
+              break;
+            if (archive_write_data (a, buf, n) != n)
+              ret = archive_fail (err, a, "cannot write", path);
+          }
+        close (fd);
+        archive_entry_free (e);
+      }
+  if (archive_write_close (a) != ARCHIVE_OK && ret == 0)
+    ret = archive_fail (err, a, "cannot write", path);
+  archive_write_free (a);
+  if (ret == 0 && rename (tmp, path) < 0)
+    ret = rt_error_set (err, errno, "internal", "cannot write '%s': %s", path, strerror (errno));
+  if (ret < 0)
+    unlink (tmp);
+  return ret;
+}
+
+/* A layer file's name in an archive: layers/<sha256>.tar.zst|.tar.gz.  */
+static bool
+layer_entry (const char *name, char digest[65], const char **ext)
+{
+  if (strncmp (name, "layers/", 7) != 0 || strlen (name) < 7 + 64)
+    return false;
+  memcpy (digest, name + 7, 64);
+  digest[64] = '\0';
+  *ext = name + 7 + 64;
+  return is_sha256 (digest) && (strcmp (*ext, ".tar.zst") == 0 || strcmp (*ext, ".tar.gz") == 0);
+}
+
+/* Every entry of an untrusted layer has a safe name: relative, no "..",
+   hard links likewise.  */
+static int
+check_layer (const char *layer, const char *archive, rt_error **err)
+{
+  struct archive *a = archive_read_new ();
+  struct archive_entry *e;
+  int ret = 0, r;
+
+  if (a == NULL)
+    return rt_error_oom (err);
+  archive_read_support_format_tar (a);
+  archive_read_support_filter_all (a);
+  if (archive_read_open_filename (a, layer, 1 << 16) != ARCHIVE_OK)
+    ret = rt_error_set (err, EINVAL, "invalid_request", "'%s': a layer is not a tar archive", archive);
+  while (ret == 0 && (r = archive_read_next_header (a, &e)) != ARCHIVE_EOF)
+    {
+      const char *name = r < ARCHIVE_WARN ? NULL : archive_entry_pathname (e);
+      const char *link = name ? archive_entry_hardlink (e) : NULL;
+      if (name == NULL)
+        ret = rt_error_set (err, EINVAL, "invalid_request", "'%s': a layer is not a readable tar archive: %s",
+                            archive, archive_error_string (a));
+      else if (!safe_relative (name) || (link && !safe_relative (link)))
+        ret = rt_error_set (err, EPERM, "invalid_request", "'%s' is refused: a layer holds the unsafe path '%s'",
+                            archive, link && safe_relative (name) ? link : name);
+    }
+  archive_read_free (a);
+  return ret;
+}
+
+int
+rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **err)
+{
+  cleanup_free char *imgdir = rt_strdup_printf ("%s/images", ctx->data_dir);
+  cleanup_free char *ldir = NULL, *index_path = NULL;
+  cleanup_free char *mtext = NULL;
+  cleanup_json json_object *m = NULL, *index = NULL;
+  cleanup_close int lockfd = -1;
+  struct archive *a = archive_read_new ();
+  struct archive_entry *e;
+  char *tmps[256], *finals[256];
+  size_t ntmp = 0, mlen = 0;
+  char id[65];
+  json_object *layers;
+  int ret = 0, r;
+
+  if (imgdir == NULL || a == NULL || (ldir = rt_strdup_printf ("%s/layers", imgdir)) == NULL
+      || (index_path = rt_strdup_printf ("%s/index.json", imgdir)) == NULL)
+    {
+      if (a)
+        archive_read_free (a);
+      return rt_error_oom (err);
+    }
+  ret = rt_mkdir_p (ldir, 0755, err);
+  if (ret < 0)
+    {
+      archive_read_free (a);
+      return ret;
+    }
+  archive_read_support_format_tar (a);
+  if (archive_read_open_filename (a, path, 1 << 16) != ARCHIVE_OK)
+    {
+      ret = rt_error_set (err, ENOENT, archive_errno (a) == ENOENT ? "file_not_found" : "invalid_request",
+                          "cannot read '%s': %s", path, archive_error_string (a));
+      archive_read_free (a);
+      return ret;
+    }
+  while (ret == 0 && (r = archive_read_next_header (a, &e)) != ARCHIVE_EOF)
+    {
+      const char *name = r < ARCHIVE_WARN ? NULL : archive_entry_pathname (e), *ext;
+      char digest[65], got[65];
+      if (name == NULL)
+        {
+          ret = rt_error_set (err, EINVAL, "invalid_request", "'%s' is not an image archive: %s", path,
+                              archive_error_string (a));
+          break;
+        }
+      if (strcmp (name, "manifest.json") == 0 && archive_entry_size (e) < (1 << 20) && mtext == NULL)
+        {
+          mlen = archive_entry_size (e);
+          mtext = calloc (1, mlen + 1);
+          if (mtext == NULL || archive_read_data (a, mtext, mlen) != (la_ssize_t) mlen)
+            ret = rt_error_set (err, EINVAL, "invalid_request", "'%s': cannot read its manifest", path);
+          continue;
+        }
+      if (!layer_entry (name, digest, &ext) || archive_entry_filetype (e) != AE_IFREG || ntmp >= 256)
+        {
+          ret = rt_error_set (err, EINVAL, "invalid_request", "'%s' is not an image archive: unexpected entry '%s'",
+                              path, name);
+          break;
+        }
+      tmps[ntmp] = rt_strdup_printf ("%s/%s%s.tmp.%d", ldir, digest, ext, (int) getpid ());
+      finals[ntmp] = rt_strdup_printf ("%s/%s%s", ldir, digest, ext);
+      if (tmps[ntmp] == NULL || finals[ntmp] == NULL)
+        {
+          free (tmps[ntmp]);
+          free (finals[ntmp]);
+          ret = rt_error_oom (err);
+          break;
+        }
+      ntmp++;
+      {
+        int fd = open (tmps[ntmp - 1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || archive_read_data_into_fd (a, fd) != ARCHIVE_OK)
+          ret = rt_error_set (err, EIO, "invalid_request", "'%s': cannot read layer %s", path, digest);
+        if (fd >= 0)
+          close (fd);
+      }
+      /* Every layer is checked against its name: a changed byte anywhere
+         refuses the whole archive.  */
+      if (ret == 0 && (ret = rt_sha256_file (tmps[ntmp - 1], got, err)) == 0 && strcmp (got, digest) != 0)
+        ret = rt_error_set (err, EINVAL, "invalid_request",
+                            "'%s' is damaged or was tampered with: layer %.12s does not match its digest", path, digest);
+      if (ret == 0)
+        ret = check_layer (tmps[ntmp - 1], path, err);
+    }
+  archive_read_free (a);
+  if (ret == 0 && mtext == NULL)
+    ret = rt_error_set (err, EINVAL, "invalid_request", "'%s' is not an image archive: no manifest.json", path);
+  if (ret == 0 && ((m = json_tokener_parse (mtext)) == NULL || !is_sha256 (rt_json_str (m, "id"))
+                   || !rt_json_str (m, "name") || !json_object_object_get_ex (m, "layers", &layers)
+                   || !json_object_is_type (layers, json_type_array)))
+    ret = rt_error_set (err, EINVAL, "invalid_request", "'%s' is not an image archive: bad manifest.json", path);
+  if (ret == 0 && (ret = manifest_id (m, id, err)) == 0 && strcmp (id, rt_json_str (m, "id")) != 0)
+    ret = rt_error_set (err, EINVAL, "invalid_request",
+                        "'%s' is damaged or was tampered with: the manifest does not match its id", path);
+  for (size_t i = 0; ret == 0 && i < json_object_array_length (layers); i++)
+    {
+      const char *d = json_object_get_string (json_object_array_get_idx (layers, i));
+      bool have = false;
+      for (size_t j = 0; j < ntmp && !have; j++)
+        have = strstr (tmps[j], d) != NULL;
+      if (!have)
+        ret = rt_error_set (err, EINVAL, "invalid_request", "'%s' lacks layer %.12s of its manifest", path,
+                            d ? d : "?");
+    }
+  if (ret == 0)
+    ret = rt_lock_dir (imgdir, &lockfd, err);
+  if (ret == 0)
+    ret = read_json (index_path, true, &index, err);
+  for (size_t i = 0; ret == 0 && i < ntmp; i++)
+    if (rename (tmps[i], finals[i]) < 0)
+      ret = rt_error_set (err, errno, "internal", "cannot store '%s': %s", finals[i], strerror (errno));
+  if (ret == 0)
+    ret = write_manifest (imgdir, m, id, err);
+  if (ret == 0)
+    {
+      index_add (index, rt_json_str (m, "name"), id, NULL);
+      ret = write_json (index_path, index, err);
+    }
+  for (size_t i = 0; i < ntmp; i++)
+    {
+      unlink (tmps[i]);
+      free (tmps[i]);
+      free (finals[i]);
+    }
+  if (ret < 0)
+    return ret;
+  *id_out = strdup (id);
+  return *id_out ? 0 : rt_error_oom (err);
+}
+
+int
+rt_image_disk_for_layers (rt_context *ctx, json_object *layers, const char *disk, rt_error **err)
+{
+  cleanup_json json_object *m = json_object_new_object ();
+
+  json_object_object_add (m, "name", json_object_new_string ("build"));
+  json_object_object_add (m, "layers", json_object_get (layers));
+  return make_disk (ctx, "build", m, disk, err);
+}
+
+int
+rt_image_layer_from_tar (rt_context *ctx, const char *raw_tar, char digest[65], rt_error **err)
+{
+  cleanup_free char *imgdir = rt_strdup_printf ("%s/images", ctx->data_dir);
+  cleanup_free char *ldir = NULL, *tmp = NULL, *dest = NULL;
+  struct archive *in = archive_read_new (), *out = NULL;
+  struct archive_entry *e;
+  const char *ext = ".tar.zst";
+  int ret = 0, r, fd = -1;
+
+  if (imgdir == NULL || in == NULL || (ldir = rt_strdup_printf ("%s/layers", imgdir)) == NULL
+      || (tmp = rt_strdup_printf ("%s/layer.tmp.%d", ldir, (int) getpid ())) == NULL)
+    ret = rt_error_oom (err);
+  if (ret == 0)
+    ret = rt_mkdir_p (ldir, 0755, err);
+  if (ret == 0 && (fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+    ret = rt_error_set (err, errno, "internal", "cannot create '%s': %s", tmp, strerror (errno));
+  if (ret == 0)
+    ret = layer_writer (fd, tmp, &out, &ext, err);
+  if (ret == 0)
+    {
+      archive_read_support_format_tar (in);
+      if (archive_read_open_filename (in, raw_tar, 1 << 16) != ARCHIVE_OK)
+        ret = archive_fail (err, in, "cannot open", raw_tar);
+    }
+  while (ret == 0 && (r = archive_read_next_header (in, &e)) != ARCHIVE_EOF)
+    {
+      const char *name = r < ARCHIVE_WARN ? NULL : archive_entry_pathname (e);
+      if (name == NULL || !safe_relative (name)
+          || (archive_entry_hardlink (e) && !safe_relative (archive_entry_hardlink (e))))
+        {
+          ret = rt_error_set (err, EPERM, "internal", "the build step's changes hold an unsafe path '%s'",
+                              name ? name : "(unreadable)");
+          break;
+        }
+      /* Whiteouts (0:0) stay; other device nodes never enter a layer.  */
+      if ((archive_entry_filetype (e) == AE_IFCHR && archive_entry_rdev (e) != 0)
+          || archive_entry_filetype (e) == AE_IFBLK || archive_entry_filetype (e) == AE_IFSOCK)
+        continue;
+      if (archive_write_header (out, e) < ARCHIVE_WARN)
+        {
+          ret = archive_fail (err, out, "cannot write", tmp);
+          break;
+        }
+      if (archive_entry_size (e) > 0)
+        {
+          const void *buf;
+          size_t size;
+          la_int64_t off;
+          while ((r = archive_read_data_block (in, &buf, &size, &off)) == ARCHIVE_OK)
+            if (archive_write_data (out, buf, size) < 0)
+              {
+                r = ARCHIVE_FATAL;
+                ret = archive_fail (err, out, "cannot write", tmp);
+                break;
+              }
+          if (ret == 0 && r != ARCHIVE_EOF)
+            ret = archive_fail (err, in, "cannot read", raw_tar);
+        }
+    }
+  if (out && archive_write_close (out) != ARCHIVE_OK && ret == 0)
+    ret = archive_fail (err, out, "cannot write", tmp);
+  if (out)
+    archive_write_free (out);
+  archive_read_free (in);
+  if (fd >= 0)
+    close (fd);
+  if (ret == 0)
+    ret = rt_sha256_file (tmp, digest, err);
+  if (ret == 0 && (dest = rt_strdup_printf ("%s/%s%s", ldir, digest, ext)) == NULL)
+    ret = rt_error_oom (err);
+  if (ret == 0 && rename (tmp, dest) < 0)
+    ret = rt_error_set (err, errno, "internal", "cannot store '%s': %s", dest, strerror (errno));
+  if (ret < 0 && tmp)
+    unlink (tmp);
+  return ret;
 }

@@ -20,6 +20,8 @@
 #include "channel.h"
 #include "monitor.h"
 #include "netns.h"
+#include "price.h"
+#include "trial.h"
 #include "proxy.h"
 #include "qmp.h"
 #include "store.h"
@@ -31,6 +33,7 @@
 #define EXTEND_MAX_S 3600
 /* Time for the last replies to reach their clients before the monitor exits.  */
 #define EXIT_FLUSH_MS 100
+#define LEDGER_INTERVAL_S 5
 #define LOG_MAX (1024 * 1024)
 #define CLIENT_HIGH_WATER (2 * 1024 * 1024)
 #define MAX_PROCS 256
@@ -99,6 +102,14 @@ struct mon
   struct rt_netns net;
   struct rt_proxy *proxy;
   bool trial;
+  /* The meter: QEMU's vCPU threads, sampled every second while running.  */
+  struct event *ev_meter;
+  struct rt_rates rates;
+  uint64_t last_cpu_ns, last_mono_us;
+  uint64_t running_us, cpu_us, billed_cpu_us;
+  double cpu_percent;
+  int ledger_fd;
+  unsigned since_ledger;
 };
 
 static void
@@ -128,6 +139,139 @@ set_expires (struct mon *m, int64_t expires_ms)
   tv.tv_sec = left / 1000;
   tv.tv_usec = (left % 1000) * 1000;
   evtimer_add (m->ev_lease, &tv);
+}
+
+/* ---- the meter ------------------------------------------------------------ */
+
+static uint64_t
+mono_us (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* CPU time of QEMU's vCPU threads ("CPU n/TCG", "CPU n/KVM"), in ns, from
+   the host's scheduler: what the guest says of itself is never billed.  */
+static uint64_t
+vcpu_ns (pid_t pid)
+{
+  char path[64];
+  cleanup_dir DIR *d = NULL;
+  struct dirent *de;
+  uint64_t total = 0;
+
+  snprintf (path, sizeof path, "/proc/%d/task", (int) pid);
+  d = opendir (path);
+  while (d && (de = readdir (d)))
+    {
+      char file[320], comm[32] = "", stat[128] = "";
+      FILE *f;
+      if (de->d_name[0] == '.')
+        continue;
+      snprintf (file, sizeof file, "/proc/%d/task/%s/comm", (int) pid, de->d_name);
+      if ((f = fopen (file, "re")) == NULL)
+        continue;
+      if (fgets (comm, sizeof comm, f) == NULL)
+        comm[0] = '\0';
+      fclose (f);
+      if (strncmp (comm, "CPU ", 4) != 0)
+        continue;
+      snprintf (file, sizeof file, "/proc/%d/task/%s/schedstat", (int) pid, de->d_name);
+      if ((f = fopen (file, "re")) == NULL)
+        continue;
+      if (fgets (stat, sizeof stat, f))
+        total += strtoull (stat, NULL, 10);
+      fclose (f);
+    }
+  return total;
+}
+
+static int64_t
+charged_micros (struct mon *m)
+{
+  /* The trial is free: its time is counted, not charged.  */
+  if (m->trial)
+    return 0;
+  return rt_price_micros (&m->rates, m->billed_cpu_us, (uint64_t) m->cfg->vm.memory_mib * (m->running_us / 1000));
+}
+
+/* One record per sandbox per interval, cumulative: `usage` keeps the last
+   of each sandbox, so a lost line costs at most one interval.  */
+static void
+ledger_write (struct mon *m)
+{
+  cleanup_json json_object *o = json_object_new_object ();
+  cleanup_free char *line = NULL;
+  char now[32];
+  json_object *v;
+  const char *keys[] = { "id", "name", "funding", "createdAt", "state", "stopReason", NULL };
+
+  if (m->ledger_fd < 0)
+    return;
+  rt_format_time (rt_epoch_ms (), now);
+  json_object_object_add (o, "t", json_object_new_string (now));
+  for (const char **k = keys; *k; k++)
+    json_object_object_add (o, *k, json_object_object_get_ex (m->state, *k, &v) ? json_object_get (v) : NULL);
+  json_object_object_add (o, "vcpu", json_object_new_int (m->cfg->vm.vcpu));
+  json_object_object_add (o, "memoryMiB", json_object_new_int (m->cfg->vm.memory_mib));
+  json_object_object_add (o, "runningUs", json_object_new_int64 ((int64_t) m->running_us));
+  json_object_object_add (o, "cpuUs", json_object_new_int64 ((int64_t) m->cpu_us));
+  json_object_object_add (o, "billedCpuUs", json_object_new_int64 ((int64_t) m->billed_cpu_us));
+  json_object_object_add (o, "micros", json_object_new_int64 (charged_micros (m)));
+  line = rt_strdup_printf ("%s\n", json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN));
+  /* One write(2) on an O_APPEND fd: lines of concurrent monitors never
+     interleave.  */
+  if (line && write (m->ledger_fd, line, strlen (line)) > 0)
+    fdatasync (m->ledger_fd);
+  m->since_ledger = 0;
+}
+
+/* Adds the time since the last sample, when the VM ran.  */
+static void
+meter_sample (struct mon *m)
+{
+  uint64_t now = mono_us (), cpu, d_cpu_us, d_wall_us;
+  char secs[32];
+
+  if (m->vm.pid <= 0 || m->last_mono_us == 0)
+    return;
+  cpu = vcpu_ns (m->vm.pid);
+  d_wall_us = now - m->last_mono_us;
+  d_cpu_us = cpu > m->last_cpu_ns ? (cpu - m->last_cpu_ns) / 1000 : 0;
+  m->last_mono_us = now;
+  m->last_cpu_ns = cpu;
+  if (m->paused)
+    return;
+  m->running_us += d_wall_us;
+  m->cpu_us += d_cpu_us;
+  m->billed_cpu_us += rt_billed_cpu_us (&m->rates, d_cpu_us, d_wall_us);
+  m->cpu_percent = d_wall_us ? 100.0 * d_cpu_us / d_wall_us / (m->cfg->vm.vcpu ? m->cfg->vm.vcpu : 1) : 0;
+  snprintf (secs, sizeof secs, "%.3f", m->cpu_us / 1e6);
+  json_object_object_add (m->state, "cpuSeconds", json_object_new_double_s (m->cpu_us / 1e6, secs));
+  json_object_object_add (m->state, "chargedMicros", json_object_new_int64 (charged_micros (m)));
+}
+
+static void
+meter_start (struct mon *m)
+{
+  m->last_mono_us = mono_us ();
+  m->last_cpu_ns = vcpu_ns (m->vm.pid);
+}
+
+static void
+on_meter (evutil_socket_t fd, short what, void *arg)
+{
+  struct mon *m = arg;
+  (void) fd;
+  (void) what;
+
+  meter_sample (m);
+  if (++m->since_ledger >= LEDGER_INTERVAL_S)
+    {
+      ledger_write (m);
+      save_state (m);
+    }
 }
 
 /* ---- the agent channel ------------------------------------------------ */
@@ -625,6 +769,10 @@ mon_stop (struct mon *m, const char *reason)
     event_del (m->ev_write);
   if (m->ev_qemu)
     event_del (m->ev_qemu);
+  /* The last of the meter, before QEMU and its threads go.  */
+  meter_sample (m);
+  if (m->ev_meter)
+    event_del (m->ev_meter);
   /* The root disk is a throwaway overlay: SIGKILL is safe and fastest.  */
   rt_vm_kill (&m->vm);
   /* With QEMU gone, closing our fds ends the namespace, its tap and its
@@ -654,6 +802,7 @@ mon_stop (struct mon *m, const char *reason)
   set_str (m, "state", "stopped");
   set_str (m, "stopReason", reason);
   set_str (m, "endedAt", now);
+  ledger_write (m);
   rt_store_write_record (m->ctx, m->state, NULL);
   save_state (m);
   event_base_once (m->base, -1, EV_TIMEOUT, end_loop, m->base, &flush);
@@ -717,8 +866,10 @@ mon_pause (struct mon *m, rt_error **err)
       set_str (m, "state", "running");
       return ret;
     }
+  meter_sample (m);
   m->paused = true;
   set_str (m, "state", "paused");
+  ledger_write (m);
   save_state (m);
   return 0;
 }
@@ -1135,9 +1286,38 @@ handle_extend (struct mon *m, struct evhttp_request *req, json_object *body)
   if (end > now + (int64_t) EXTEND_MAX_S * 1000 + 1000)
     return reply_error (req, 400, "invalid_request", "a lease may end at most 1 h from now",
                         "extending by %lld s would end the lease more than 1 h from now", (long long) seconds);
+  if (m->trial)
+    {
+      cleanup_error rt_error *err = NULL;
+      if (rt_trial_hold (m->ctx, m->cfg->id, (int64_t) m->running_us + (end - now) * 1000, &err) < 0)
+        return reply_error (req, strcmp (err->code, "trial_exhausted") == 0 ? 402 : 500, err->code, err->hint,
+                            "%s", err->msg);
+    }
   set_expires (m, end);
   save_state (m);
   reply_json (req, 200, m->state);
+}
+
+static void
+handle_metrics (struct mon *m, struct evhttp_request *req)
+{
+  cleanup_json json_object *o = json_object_new_object ();
+  char pct[32];
+
+  if (!m->stopping)
+    meter_sample (m);
+  snprintf (pct, sizeof pct, "%.1f", m->paused ? 0.0 : m->cpu_percent);
+  json_object_object_add (o, "id", json_object_new_string (m->cfg->id));
+  json_object_object_add (o, "state", json_object_get (json_object_object_get_ex (m->state, "state", NULL)
+                                                           ? json_object_object_get (m->state, "state")
+                                                           : NULL));
+  json_object_object_add (o, "vcpu", json_object_new_int (m->cfg->vm.vcpu));
+  json_object_object_add (o, "cpuPercent", json_object_new_double_s (m->paused ? 0.0 : m->cpu_percent, pct));
+  json_object_object_add (o, "memoryMiB", json_object_new_int (m->cfg->vm.memory_mib));
+  json_object_object_add (o, "runningSeconds", json_object_new_int64 ((int64_t) (m->running_us / 1000000)));
+  json_object_object_add (o, "cpuSeconds", json_object_get (json_object_object_get (m->state, "cpuSeconds")));
+  json_object_object_add (o, "chargedMicros", json_object_new_int64 (charged_micros (m)));
+  reply_json (req, 200, o);
 }
 
 static void
@@ -1205,8 +1385,10 @@ handle_request (struct evhttp_request *req, void *arg)
     }
   if (strcmp (path, m->cfg->id) != 0)
     return reply_error (req, 404, "not_found", NULL, "no sandbox '%s' here", path);
-  if (*sub && (strcmp (sub, "network") != 0 || *verb))
+  if (*sub && ((strcmp (sub, "network") != 0 && strcmp (sub, "metrics") != 0) || *verb))
     return reply_error (req, 404, "not_found", NULL, "no such endpoint");
+  if (method == EVHTTP_REQ_GET && strcmp (sub, "metrics") == 0)
+    return handle_metrics (m, req);
   if (method == EVHTTP_REQ_GET && *verb == '\0')
     {
       json_object *net;
@@ -1281,6 +1463,8 @@ handle_request (struct evhttp_request *req, void *arg)
               return reply_error (req, 500, err->code, err->hint, "%s", err->msg);
             }
           m->paused = false;
+          /* Paused time is not charged.  */
+          meter_start (m);
           set_str (m, "state", "running");
           /* A lease that ended while paused starts again.  */
           if (m->expires_ms > 0 && m->expires_ms <= rt_epoch_ms ())
@@ -1445,7 +1629,29 @@ monitor_start (struct mon *m, rt_error **err)
      command's timeout: a lease would only freeze a long command.  */
   if (m->cfg->expires_ms > 0)
     set_expires (m, m->cfg->expires_ms);
+  /* The meter starts with the VM answering: boot time is the host's.  */
+  {
+    cleanup_free char *ledger_dir = rt_strdup_printf ("%s/ledger", m->ctx->data_dir);
+    cleanup_free char *ledger = rt_strdup_printf ("%s/ledger/ledger.jsonl", m->ctx->data_dir);
+    struct timeval second = { 1, 0 };
+    if (ledger == NULL || ledger_dir == NULL)
+      return rt_error_oom (err);
+    ret = rt_rates_load (m->ctx, &m->rates, err);
+    if (ret == 0)
+      ret = rt_mkdir_p (ledger_dir, 0700, err);
+    if (ret < 0)
+      return ret;
+    m->ledger_fd = open (ledger, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (m->ledger_fd < 0)
+      return rt_error_set (err, errno, "startup_failed", "cannot open the ledger '%s': %s", ledger, strerror (errno));
+    m->ev_meter = event_new (m->base, -1, EV_PERSIST, on_meter, m);
+    if (m->ev_meter == NULL)
+      return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
+    meter_start (m);
+    event_add (m->ev_meter, &second);
+  }
   set_str (m, "state", "running");
+  ledger_write (m);
   return rt_store_write_state (m->cfg->dir, m->state, err);
 }
 
@@ -1453,7 +1659,7 @@ static void __attribute__ ((noreturn))
 monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd, int claim_fd)
 {
   struct mon m = { .ctx = ctx, .cfg = cfg, .chan_fd = -1, .next_stream = 1, .owner_pidfd = -1, .claim_fd = 4,
-                   .net = { -1, -1, -1, -1, -1, -1 } };
+                   .net = { -1, -1, -1, -1, -1, -1 }, .ledger_fd = -1 };
   cleanup_free char *log = rt_strdup_printf ("%s/monitor.log", cfg->dir);
   rt_error *err = NULL;
   sigset_t none;

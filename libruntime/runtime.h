@@ -107,6 +107,11 @@ int rt_context_accel (rt_context *ctx, const char **out, rt_error **err);
  *                 names, "*.domain" for its subdomains, IP addresses,
  *                 CIDRs); NULL or empty: the public internet
  * @deny:          NULL-terminated destinations refused even when allowed
+ * @funding:       "trial" (the 50 free hours: at most 2 vCPU, 4096 MiB, 8
+ *                 running, ports 80 and 443 only; never falls back to
+ *                 paid), "paid", or NULL: trial while hours remain
+ * @max_cost_micros: > 0: refuse ("invalid_request") a paid sandbox whose
+ *                 first lease with every vCPU busy could cost more
  */
 typedef struct rt_sandbox_config
 {
@@ -125,6 +130,8 @@ typedef struct rt_sandbox_config
   bool no_internet;
   char *const *allow;
   char *const *deny;
+  const char *funding;
+  int64_t max_cost_micros;
 } rt_sandbox_config;
 
 typedef struct rt_sandbox rt_sandbox;
@@ -377,5 +384,148 @@ int rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err
 #ifdef __cplusplus
 }
 #endif
+
+/**
+ * rt_build_opts - what `runtime image build` makes; steps run in this
+ * order: @files, @apt, @pip, @npm, @run (each list in its own order)
+ * @from:      the image to start from (default "runtime")
+ * @apt, @pip, @npm: NULL-terminated package names (a version may follow:
+ *             "pkg=1.2", "pkg==1.2", "pkg@1.2")
+ * @run:       NULL-terminated shell commands, run as root with no network
+ * @files:     NULL-terminated "SRC:DST" (a host file or folder, an absolute
+ *             path in the image)
+ * @env:       NULL-terminated "K=V" added to the image's environment
+ * @workdir:   the image's working directory (default: the base's)
+ * @name:      "NAME" or "NAME:TAG" (default "image")
+ * @dir:       a folder holding runtime.json ({base, apt, pip, npm,
+ *             commands, files, env, workdir}); its files' SRC are relative
+ *             to it.  Its lists come before the flags' lists.
+ * @no_cache:  run every step even when a cached layer exists
+ * @log_fd:    where the steps' progress and output go (-1: nowhere)
+ */
+typedef struct rt_build_opts
+{
+  const char *from;
+  char *const *apt;
+  char *const *pip;
+  char *const *npm;
+  char *const *run;
+  char *const *files;
+  char *const *env;
+  const char *workdir;
+  const char *name;
+  const char *dir;
+  bool no_cache;
+  int log_fd;
+} rt_build_opts;
+
+/**
+ * rt_image_build - build an image, one layer per step
+ * @id:  the new image's id (free())
+ * @err: "build_failed" names the step and carries its last output lines;
+ *       "invalid_request" for a bad package name, file or recipe
+ *
+ * Each step runs as root in a build sandbox whose network reaches only
+ * what the step needs (Debian's archive for apt, PyPI for pip, the npm
+ * registry for npm, nothing otherwise); a step whose parent, text and
+ * inputs were built before reuses its layer without running.  A failed
+ * build leaves no image.
+ * Return: 0, or <0 with @err set.
+ */
+int rt_image_build (rt_context *ctx, const rt_build_opts *opts, char **id, rt_error **err);
+
+/** rt_image_list_json - every image version: [{id, name, version, tags, layers, env, workdir, created, sizeBytes}] */
+int rt_image_list_json (rt_context *ctx, char **json, rt_error **err);
+/** rt_image_get_json - one image (id, name, name:tag, name@version, or an id prefix of 12+) as in the list */
+int rt_image_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err);
+/**
+ * rt_image_remove - forget an image version, its boot disk and the layers
+ * no other image uses; refused ("invalid_request") while a live sandbox
+ * runs it
+ */
+int rt_image_remove (rt_context *ctx, const char *ref, rt_error **err);
+/** rt_image_export - write @ref as a portable tar: manifest.json and layers/<sha256>.tar.zst */
+int rt_image_export (rt_context *ctx, const char *ref, const char *path, rt_error **err);
+/**
+ * rt_image_import - add an exported image; every layer is checked against
+ * its digest and the manifest against its id ("invalid_request" if not:
+ * the store is left as it was)
+ */
+int rt_image_import (rt_context *ctx, const char *path, char **id, rt_error **err);
+
+/**
+ * rt_usage_json - what was used and charged, from the ledger
+ * @json: {trial_hours_left, charged_micros, charged_usd, sandboxes: [{resource_id,
+ *        name, kind, state, funding, created_at, vcpu, memory_mib, running_seconds,
+ *        active_cpu_seconds, memory_gib_seconds, charged_usd}]} newest first, at
+ *        most 100 (free())
+ */
+int rt_usage_json (rt_context *ctx, char **json, rt_error **err);
+
+/**
+ * rt_sandbox_metrics_json - a running sandbox now
+ * @json: {id, vcpu, cpuPercent (of all its vCPUs, over the last second),
+ *        memoryMiB, guestMemoryTotalMiB, guestMemoryAvailableMiB (the guest's
+ *        own figures, never billed), cpuSeconds, chargedMicros} (free())
+ */
+int rt_sandbox_metrics_json (rt_sandbox *sb, char **json, rt_error **err);
+
+/**
+ * rt_run_python - the seed's tool handler: run @code in a fresh sandbox
+ * @code:     the program, written to /workspace/main.py
+ * @packages: NULL-terminated PyPI names (optionally ==VERSION), or NULL
+ * @image:    image to boot, or NULL for the default
+ * @result:   JSON (free()): {exit_code, timed_out, stdout, stderr}; or
+ *            {stage:"install", stderr} when pip failed; or {error} for a
+ *            package name that is not one (no sandbox is made then)
+ * @charged_micros: if not NULL, what the sandbox cost is added here
+ *
+ * The packages are installed (pip, 180 s) while only pypi.org and
+ * *.pythonhosted.org are reachable; then the internet is switched off and
+ * the program runs (60 s).  The sandbox is always removed.
+ */
+int rt_run_python (rt_context *ctx, const char *code, char *const *packages, const char *image, char **result,
+                   int64_t *charged_micros, rt_error **err);
+
+typedef void (*rt_chat_event_fn) (void *data, const char *line);
+
+/**
+ * rt_chat_opts - an OpenAI-compatible tool-call loop (DeepSeek)
+ * @api_key:  sent as "Authorization: Bearer"; never printed, never in a sandbox
+ * @base_url: default https://api.deepseek.com
+ * @model:    default deepseek-flash
+ * @image:    image for run_python's sandboxes (NULL: default)
+ * @prompt:   the user's message
+ * @max_turns: requests at most (default 8)
+ * @strict:   the /beta base path and "strict": true on the tool
+ * @stream:   server-sent events; text goes to @on_text as it arrives
+ * @on_text:  streamed answer text (stream 1), or NULL
+ * @on_event: one line per tool call and outcome, retries; or NULL
+ */
+typedef struct rt_chat_opts
+{
+  const char *api_key;
+  const char *base_url;
+  const char *model;
+  const char *image;
+  const char *prompt;
+  unsigned max_turns;
+  bool strict;
+  bool stream;
+  rt_output_fn on_text;
+  rt_chat_event_fn on_event;
+  void *data;
+} rt_chat_opts;
+
+/**
+ * rt_chat - ask until the model answers without tool calls
+ * @transcript: JSON (free()): {answer, model, messages, usage {prompt_tokens,
+ *              completion_tokens}, cost {model_micros (null for a model of
+ *              unknown price), sandbox_micros}}
+ * @err: "invalid_request" (no key, HTTP 4xx, too many turns),
+ *       "quota_exceeded" (HTTP 429 after retries), "internal" (5xx after
+ *       retries, unreachable API)
+ */
+int rt_chat (rt_context *ctx, const rt_chat_opts *opts, char **transcript, rt_error **err);
 
 #endif

@@ -1,6 +1,7 @@
 /* sandbox.c - the public sandbox API: validation, names, and handles on
    sandboxes whose monitors do the work (monitor.c, api.c).  */
 #include <openssl/evp.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -10,6 +11,8 @@
 
 #include "api.h"
 #include "monitor.h"
+#include "price.h"
+#include "trial.h"
 #include "sandbox.h"
 #include "store.h"
 
@@ -211,6 +214,13 @@ strv_concat (char **a, char *const *b)
 int
 rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **out, rt_error **err)
 {
+  return rt_sandbox_create_on (ctx, cfg, NULL, out, err);
+}
+
+int
+rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struct rt_image_disk *on,
+                      rt_sandbox **out, rt_error **err)
+{
   static const rt_sandbox_config defaults = { 0 };
   struct rt_kernel_files k = { 0 };
   struct rt_image_disk image = { 0 };
@@ -244,7 +254,16 @@ rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **o
   ret = rt_kernel_ensure (ctx, &k, err);
   if (ret < 0)
     return ret;
-  ret = rt_image_ensure_disk (ctx, cfg->image, &image, err);
+  if (on)
+    {
+      image.id = strdup (on->id);
+      image.disk = strdup (on->disk);
+      image.workdir = strdup (on->workdir);
+      image.env = calloc (1, sizeof (char *));
+      ret = image.id && image.disk && image.workdir && image.env ? 0 : rt_error_oom (err);
+    }
+  else
+    ret = rt_image_ensure_disk (ctx, cfg->image, &image, err);
   if (ret < 0)
     goto out;
   ret = rt_context_accel (ctx, &accel, err);
@@ -289,8 +308,38 @@ rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **o
       ret = rt_error_set (err, errno, "internal", "cannot create '%s': %s", sb->dir, strerror (errno));
       goto out;
     }
-  now = rt_epoch_ms ();
-  state = initial_state (id, cfg, vcpu, mem, disk, timeout, cfg->image ? cfg->image : "runtime", &rules, now);
+  /* Who pays, decided and (for the trial) reserved before anything runs.  */
+  {
+    const char *funding = "paid";
+    if (cfg->funding && strcmp (cfg->funding, "trial") != 0 && strcmp (cfg->funding, "paid") != 0)
+      ret = rt_error_set (err, EINVAL, "invalid_request", "funding is trial or paid, not '%s'", cfg->funding);
+    else
+      ret = rt_trial_reserve (ctx, id, on ? "paid" : cfg->funding, vcpu, mem, &timeout, &funding, err);
+    if (ret == 0 && strcmp (funding, "paid") == 0 && cfg->max_cost_micros > 0)
+      {
+        struct rt_rates rates;
+        int64_t worst;
+        ret = rt_rates_load (ctx, &rates, err);
+        worst = rt_price_micros (&rates, (uint64_t) vcpu * timeout * 1000000, (uint64_t) mem * timeout * 1000);
+        if (ret == 0 && worst > cfg->max_cost_micros)
+          {
+            rt_error_set (err, EDQUOT, "invalid_request",
+                          "the first lease (%u s, %u vCPU busy, %u MiB) could cost $%" PRId64 ".%06" PRId64
+                          ", more than --max-cost $%" PRId64 ".%06" PRId64,
+                          timeout, vcpu, mem, worst / 1000000, worst % 1000000, cfg->max_cost_micros / 1000000,
+                          cfg->max_cost_micros % 1000000);
+            ret = rt_error_hint (err, "a shorter --timeout, fewer --vcpu or less --memory cost less");
+          }
+      }
+    if (ret < 0)
+      goto fail;
+    rules.trial = strcmp (funding, "trial") == 0;
+    now = rt_epoch_ms ();
+    state = initial_state (id, cfg, vcpu, mem, disk, timeout, cfg->image ? cfg->image : "runtime", &rules, now);
+    json_object_object_add (state, "funding", json_object_new_string (funding));
+  }
+  /* What `image rm` checks: the image itself, whatever its ref means later.  */
+  json_object_object_add (state, "imageId", json_object_new_string (image.id));
   ret = rt_write_pidfile (owner, getpid (), err);
   if (ret == 0)
     ret = rt_store_write_state (sb->dir, state, err);
@@ -888,5 +937,34 @@ rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err)
   if (ret < 0)
     return ret;
   *json = strdup (json_object_to_json_string_ext (arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return *json ? 0 : rt_error_oom (err);
+}
+
+int
+rt_sandbox_metrics_json (rt_sandbox *sb, char **json, rt_error **err)
+{
+  static char *const argv[] = { (char *) "cat", (char *) "/proc/meminfo", NULL };
+  cleanup_json json_object *reply = NULL;
+  struct rt_captured c = { 0 };
+  rt_exec_opts opts = { .timeout_ms = 10000, .cancel_fd = -1, .on_output = rt_capture_output, .data = &c };
+  rt_exec_result res = { 0 };
+  int ret = rt_api_call (sb->sock, sb->id, "/metrics", NULL, &reply, err);
+
+  if (ret < 0)
+    return ret;
+  /* The guest's own view of its memory: shown, never billed.  */
+  if (rt_sandbox_exec (sb, argv, &opts, &res, NULL) == 0 && res.exit_code == 0 && c.out)
+    {
+      const char *keys[][2] = { { "MemTotal:", "guestMemoryTotalMiB" }, { "MemAvailable:", "guestMemoryAvailableMiB" } };
+      for (size_t i = 0; i < 2; i++)
+        {
+          const char *p = strstr (c.out, keys[i][0]);
+          if (p)
+            json_object_object_add (reply, keys[i][1], json_object_new_int64 (strtoll (p + strlen (keys[i][0]), NULL, 10) / 1024));
+        }
+    }
+  free (c.out);
+  free (c.err);
+  *json = strdup (json_object_to_json_string_ext (reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
   return *json ? 0 : rt_error_oom (err);
 }

@@ -16,6 +16,11 @@ struct rt_sandbox
 #define EXIT_IS_DIR 66
 #define EXIT_MISSING 67
 
+/* rt_sandbox_create on the boot disk @on (image builds) instead of the
+   disk of cfg->image; @on's env is not used.  */
+int rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struct rt_image_disk *on,
+                          rt_sandbox **out, rt_error **err);
+
 /* The JSON of a command request (exec, spawn); NULL with @err set.  */
 json_object *rt_command_request (char *const argv[], const rt_exec_opts *opts, rt_error **err);
 

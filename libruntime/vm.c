@@ -87,6 +87,9 @@ rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, 
   argv[n++] = mem;
   argv[n++] = "-smp";
   argv[n++] = smp;
+  /* Named threads ("CPU 0/TCG"): the meter bills exactly those.  */
+  argv[n++] = "-name";
+  argv[n++] = "runtime,debug-threads=on";
   argv[n++] = "-nodefaults";
   argv[n++] = "-no-user-config";
   argv[n++] = "-display";

@@ -33,7 +33,7 @@ expect_error "a CIDR with host bits is refused" invalid_request runtime sandbox 
 check_no_leaks "refused rules"
 
 # -- the seed's flow: PyPI only, install, internet off, run
-id=$(runtime sandbox create --timeout 900 --allow pypi.org --allow '*.pythonhosted.org')
+id=$(runtime sandbox create --paid --timeout 900 --allow pypi.org --allow '*.pythonhosted.org')
 check "create with an allow list prints an id" test -n "$id"
 is "get --json shows the rules" "$(runtime sandbox get "$id" --json | json_get 'o["network"]')" \
     "{'internet': True, 'allow': ['pypi.org', '*.pythonhosted.org'], 'deny': []}"
@@ -159,13 +159,21 @@ expect_error "--internet with --no-internet" usage runtime sandbox network "$id"
 expect_error "a bad entry in a change" invalid_request runtime sandbox network "$id" --allow '*.'
 is "a refused change leaves the rules as they were" "$(runtime sandbox network "$id" --json | json_get 'o["allow"]')" "['http.test']"
 
+# -- a trial sandbox reaches ports 80 and 443 only
+trial=$(runtime sandbox create --trial --timeout 600 --allow '*.test')
+is "trial: port 80 works" "$(runtime sandbox exec "$trial" -- curl -s -m 10 -o /dev/null -w '%{http_code}' http://http.test/)" "200"
+is "trial: port 7777 is reset" "$(runtime sandbox exec "$trial" -- timeout 10 python3 -c 'import socket; s=socket.create_connection(("198.51.100.5", 7777)); s.sendall(b"ping"); print(s.recv(4))' 2>&1 | tail -1 | cut -d: -f1)" "ConnectionResetError"
+hdr=$(runtime sandbox exec "$trial" -- curl -s -m 10 -D - -o /dev/null http://http.test:8080/ 2>/dev/null | tr -d '\r' | grep -i '^x-runtime-egress')
+is "trial: another port through the proxy: 403 trial_port" "$hdr" "X-Runtime-Egress: trial_port"
+runtime sandbox rm "$trial" >/dev/null
+
 # -- nothing left: after stop, and after kill -9 of the monitor
 ns=$(ns_of "$qemu")
 check "the sandbox has its own namespace" ns_alive "$ns"
 runtime sandbox stop "$id" >/dev/null
 for _ in $(seq 50); do ns_alive "$ns" || break; sleep 0.1; done
 check "stop: the namespace, its tap and its table are gone" sh -c "! lsns -t net -n -o NS | grep -qx $(echo "$ns" | tr -dc 0-9)"
-id=$(runtime sandbox create --timeout 600 --no-internet)
+id=$(runtime sandbox create --paid --timeout 600 --no-internet)
 mon=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$id/monitor.pid")
 qemu=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$id/qemu.pid")
 ns=$(ns_of "$qemu")

@@ -1,0 +1,136 @@
+/* usage.c - `runtime usage [--json|--csv]`: trial hours left, what was
+   charged, one row per sandbox (newest 100).  */
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *const columns[] = { "resource_id",       "name",          "kind",      "state",
+                                       "created_at",        "vcpu",          "memory_mib", "running_seconds",
+                                       "active_cpu_seconds", "memory_gib_seconds", "charged_usd", NULL };
+
+/* A CSV field: quoted when it holds a comma, a quote or a line break.  */
+static void
+csv_field (const char *s)
+{
+  if (strpbrk (s, ",\"\n\r") == NULL)
+    {
+      fputs (s, stdout);
+      return;
+    }
+  putchar ('"');
+  for (; *s; s++)
+    {
+      if (*s == '"')
+        putchar ('"');
+      putchar (*s);
+    }
+  putchar ('"');
+}
+
+static const char *
+field (json_object *row, const char *key)
+{
+  json_object *v;
+  return json_object_object_get_ex (row, key, &v) && v ? json_object_get_string (v) : "";
+}
+
+static int
+usage_show (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  rt_context *ctx = NULL;
+  rt_error *err = NULL;
+  char *json = NULL;
+  json_object *o = NULL, *rows;
+  int ret, code = 1;
+
+  ret = cli_parse (cmd, argc, argv, &a);
+  if (ret != 0)
+    {
+      cli_args_free (&a);
+      return ret > 0 ? 0 : 1;
+    }
+  if (a.json && cli_opt (cmd, &a, "csv"))
+    {
+      cli_usage_error (NULL, "--json and --csv: pick one");
+      goto out;
+    }
+  ctx = cli_context ();
+  if (ctx == NULL)
+    goto out;
+  if (rt_usage_json (ctx, &json, &err) < 0)
+    {
+      code = cli_error (err);
+      rt_error_free (err);
+      goto out;
+    }
+  if (a.json)
+    {
+      printf ("%s\n", json);
+      code = 0;
+      goto out;
+    }
+  o = json_tokener_parse (json);
+  if (o == NULL || !json_object_object_get_ex (o, "sandboxes", &rows))
+    {
+      code = cli_fail ("internal", NULL, "the library returned unreadable JSON");
+      goto out;
+    }
+  if (cli_opt (cmd, &a, "csv"))
+    {
+      for (size_t c = 0; columns[c]; c++)
+        printf ("%s%s", c ? "," : "", columns[c]);
+      putchar ('\n');
+      for (size_t i = 0; i < json_object_array_length (rows); i++)
+        {
+          json_object *row = json_object_array_get_idx (rows, i);
+          for (size_t c = 0; columns[c]; c++)
+            {
+              if (c)
+                putchar (',');
+              csv_field (field (row, columns[c]));
+            }
+          putchar ('\n');
+        }
+      code = 0;
+      goto out;
+    }
+  printf ("Trial hours left: %s of 50\nCharged in all:   $%s\n\n", field (o, "trial_hours_left"), field (o, "charged_usd"));
+  printf ("%-16s %-16s %-8s %-7s %7s %10s %10s %12s\n", "ID", "NAME", "STATE", "FUNDING", "CPU/MIB", "RUNNING s",
+          "CPU s", "CHARGED $");
+  for (size_t i = 0; i < json_object_array_length (rows); i++)
+    {
+      json_object *row = json_object_array_get_idx (rows, i);
+      char shape[32];
+      snprintf (shape, sizeof shape, "%s/%s", field (row, "vcpu"), field (row, "memory_mib"));
+      printf ("%-16s %-16s %-8s %-7s %7s %10s %10s %12s\n", field (row, "resource_id"),
+              *field (row, "name") ? field (row, "name") : "-", field (row, "state"), field (row, "funding"), shape,
+              field (row, "running_seconds"), field (row, "active_cpu_seconds"), field (row, "charged_usd"));
+    }
+  code = 0;
+out:
+  json_object_put (o);
+  free (json);
+  rt_context_free (ctx);
+  cli_args_free (&a);
+  return code;
+}
+
+static const struct cli_opt usage_opts[] = {
+  { "csv", NULL, "one CSV row per sandbox (header first)", NULL, false },
+  { NULL, NULL, NULL, NULL, false },
+};
+
+static struct cli_command usage_cmd = {
+  "usage", usage_show, "Trial hours left, the total charged, and what each sandbox used (newest 100).",
+  "[--json|--csv]", "runtime usage --csv > usage.csv", usage_opts, false, 0, 0, "",
+};
+
+int
+cmd_usage (int argc, char **argv)
+{
+  return usage_cmd.run (&usage_cmd, argc, argv);
+}

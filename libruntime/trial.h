@@ -1,0 +1,31 @@
+/* trial.h - the free trial: 50 sandbox-hours of wall-clock running time
+ * shared by every trial sandbox.  A live trial sandbox holds its whole
+ * lease (reserved at create, <data>/trial.json); once it ends, only the
+ * time it ran (the ledger's) counts and the rest is given back.
+ */
+#ifndef RT_TRIAL_H
+#define RT_TRIAL_H
+
+#include "context.h"
+
+#define RT_TRIAL_US (50LL * 3600 * 1000000)
+#define RT_TRIAL_MAX_RUNNING 8
+#define RT_TRIAL_MAX_VCPU 2
+#define RT_TRIAL_MAX_MIB 4096
+
+/* Every sandbox's last ledger record (see usage.c).  */
+int rt_ledger_fold (rt_context *ctx, json_object **out, rt_error **err);
+/* Microseconds left, and (if @running) how many trial sandboxes run.  */
+int rt_trial_left (rt_context *ctx, int64_t *left_us, int *running, rt_error **err);
+/* Decides a new sandbox's funding (@want "trial", "paid" or NULL for
+   trial while hours remain) and, for a trial, reserves its lease, which
+   may be shortened to what is left.  invalid_trial, trial_busy,
+   trial_exhausted for a --trial that cannot be.  */
+int rt_trial_reserve (rt_context *ctx, const char *id, const char *want, unsigned vcpu, unsigned memory_mib,
+                      unsigned *lease_s, const char **funding, rt_error **err);
+
+/* A trial sandbox's lease grew (extend): it now holds @hold_us in all
+   (time run + lease left); trial_exhausted when the trial has not that.  */
+int rt_trial_hold (rt_context *ctx, const char *id, int64_t hold_us, rt_error **err);
+
+#endif

@@ -1,0 +1,129 @@
+/* usage.c - `runtime usage`: the ledger folded, one row per sandbox.  */
+#include <inttypes.h>
+#include <string.h>
+
+#include "price.h"
+#include "store.h"
+#include "trial.h"
+
+#define MAX_ROWS 100
+
+/* The last record of each sandbox, in the order they first appear.  */
+int
+rt_ledger_fold (rt_context *ctx, json_object **out, rt_error **err)
+{
+  cleanup_free char *path = rt_strdup_printf ("%s/ledger/ledger.jsonl", ctx->data_dir);
+  cleanup_json json_object *by_id = json_object_new_object (), *order = json_object_new_array ();
+  json_object *rows = json_object_new_array ();
+  char *line = NULL;
+  size_t cap = 0;
+  FILE *f;
+
+  if (path == NULL || rows == NULL)
+    {
+      json_object_put (rows);
+      return rt_error_oom (err);
+    }
+  f = fopen (path, "re");
+  while (f && getline (&line, &cap, f) > 0)
+    {
+      json_object *o = json_tokener_parse (line);
+      const char *id = o ? rt_json_str (o, "id") : NULL;
+      /* A line cut short by a crash is skipped: the one before stands.  */
+      if (id == NULL)
+        {
+          json_object_put (o);
+          continue;
+        }
+      if (!json_object_object_get_ex (by_id, id, NULL))
+        json_object_array_add (order, json_object_new_string (id));
+      json_object_object_add (by_id, id, o);
+    }
+  free (line);
+  if (f)
+    fclose (f);
+  for (size_t i = 0; i < json_object_array_length (order); i++)
+    {
+      json_object *o;
+      json_object_object_get_ex (by_id, json_object_get_string (json_object_array_get_idx (order, i)), &o);
+      json_object_array_add (rows, json_object_get (o));
+    }
+  *out = rows;
+  return 0;
+}
+
+static int64_t
+get_i64 (json_object *o, const char *key)
+{
+  json_object *v;
+  return json_object_object_get_ex (o, key, &v) ? json_object_get_int64 (v) : 0;
+}
+
+static json_object *
+money (int64_t micros)
+{
+  char s[32];
+  snprintf (s, sizeof s, "%" PRId64 ".%06" PRId64, micros / 1000000, micros % 1000000);
+  return json_object_new_string (s);
+}
+
+int
+rt_usage_json (rt_context *ctx, char **json, rt_error **err)
+{
+  cleanup_json json_object *rows = NULL, *out = json_object_new_object (), *list = json_object_new_array ();
+  int64_t total = 0, left_us = 0;
+  size_t n;
+  int ret;
+
+  rt_store_reap (ctx);
+  ret = rt_ledger_fold (ctx, &rows, err);
+  if (ret < 0)
+    return ret;
+  n = json_object_array_length (rows);
+  for (size_t i = 0; i < n; i++)
+    {
+      json_object *o = json_object_array_get_idx (rows, i);
+      total += get_i64 (o, "micros");
+    }
+  /* Newest first, at most 100.  */
+  for (size_t k = 0; k < n && k < MAX_ROWS; k++)
+    {
+      json_object *o = json_object_array_get_idx (rows, n - 1 - k), *row = json_object_new_object ();
+      cleanup_json json_object *rec = NULL;
+      cleanup_error rt_error *ignored = NULL;
+      const char *state = rt_json_str (o, "state");
+      char num[32];
+      /* A monitor that died wrote no last line: the store knows better.  */
+      if (rt_store_resolve (ctx, rt_json_str (o, "id"), &rec, &ignored) == 0 && rt_json_str (rec, "state"))
+        state = rt_json_str (rec, "state");
+      json_object_object_add (row, "resource_id", json_object_new_string (rt_json_str (o, "id")));
+      json_object_object_add (row, "name", rt_json_str (o, "name") ? json_object_new_string (rt_json_str (o, "name")) : NULL);
+      json_object_object_add (row, "kind", json_object_new_string ("sandbox"));
+      json_object_object_add (row, "state", json_object_new_string (state ? state : "unknown"));
+      json_object_object_add (row, "funding", json_object_new_string (rt_json_str (o, "funding") ? rt_json_str (o, "funding") : "paid"));
+      json_object_object_add (row, "created_at", json_object_new_string (rt_json_str (o, "createdAt") ? rt_json_str (o, "createdAt") : ""));
+      json_object_object_add (row, "vcpu", json_object_new_int64 (get_i64 (o, "vcpu")));
+      json_object_object_add (row, "memory_mib", json_object_new_int64 (get_i64 (o, "memoryMiB")));
+      snprintf (num, sizeof num, "%.3f", get_i64 (o, "runningUs") / 1e6);
+      json_object_object_add (row, "running_seconds", json_object_new_double_s (get_i64 (o, "runningUs") / 1e6, num));
+      snprintf (num, sizeof num, "%.3f", get_i64 (o, "cpuUs") / 1e6);
+      json_object_object_add (row, "active_cpu_seconds", json_object_new_double_s (get_i64 (o, "cpuUs") / 1e6, num));
+      snprintf (num, sizeof num, "%.3f", get_i64 (o, "memoryMiB") / 1024.0 * (get_i64 (o, "runningUs") / 1e6));
+      json_object_object_add (row, "memory_gib_seconds", json_object_new_double_s (get_i64 (o, "memoryMiB") / 1024.0 * (get_i64 (o, "runningUs") / 1e6), num));
+      json_object_object_add (row, "charged_usd", money (get_i64 (o, "micros")));
+      json_object_array_add (list, row);
+    }
+  ret = rt_trial_left (ctx, &left_us, NULL, err);
+  if (ret < 0)
+    return ret;
+  {
+    char hours[32];
+    snprintf (hours, sizeof hours, "%.6f", left_us / 3.6e9);
+    json_object_object_add (out, "trial_hours_left", json_object_new_double_s (left_us / 3.6e9, hours));
+  }
+  json_object_object_add (out, "charged_micros", json_object_new_int64 (total));
+  json_object_object_add (out, "charged_usd", money (total));
+  json_object_object_add (out, "sandboxes", json_object_get (list));
+  *json = strdup (json_object_to_json_string_ext (out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return *json ? 0 : rt_error_oom (err);
+}

@@ -1,0 +1,149 @@
+#!/bin/bash
+# images.sh - runtime image build/ls/get/rm/export/import: every kind of
+# step (apt through Debian's archive, pip from the test PyPI, npm from the
+# npm registry, run, file), the cache, versions and tags, sandboxes from
+# images, and archives that must be refused.
+. "$(dirname "$0")/libtest.sh"
+. "$(dirname "$0")/testnet.sh"
+
+# A private image store: these builds must not touch the shared one
+# (but the default image comes from the shared cache, so no debootstrap).
+export RUNTIME_DATA_DIR="$tmp/data"
+mkdir -p "$RUNTIME_DATA_DIR"
+if [ -d "${RUNTIME_TEST_DATA:-}/images" ]; then cp -al "$RUNTIME_TEST_DATA/images" "$RUNTIME_DATA_DIR/"; fi
+
+id=
+trap 'runtime sandbox rm "$id" >/dev/null 2>&1; testnet_down; cleanup' EXIT
+if ! testnet_up; then
+    echo "Bail out! cannot make the test network"
+    exit 1
+fi
+
+# -- bad input, refused before anything boots
+expect_error "a bad apt package name" invalid_request runtime image build --apt 'jq;rm -rf /'
+expect_error "a bad pip package name" invalid_request runtime image build --pip '../x'
+expect_error "a missing --file source" file_not_found runtime image build --file /nonexistent:/x
+expect_error "a relative --file destination" invalid_request runtime image build --file /etc/hostname:x
+expect_error "nothing to build" usage runtime image build
+expect_error "an unknown base" image_not_found runtime image build --from nosuch --run true
+expect_error "a bad image name" invalid_request runtime image build --run true --name 'Bad Name'
+
+# -- run and file steps; versions
+echo "v1" >"$tmp/hello.txt"
+runtime image build --run 'echo built >/built; rm -rf /usr/share/doc' --file "$tmp/hello.txt:/opt/" \
+    --env GREETING=hi --workdir /opt --name demo >"$tmp/id1" 2>"$tmp/log1"
+check "build --run --file prints an id" grep -qE '^[0-9a-f]{64}$' "$tmp/id1"
+check "… and a progress line per step" test "$(grep -c '^runtime: step [12]/2: ' "$tmp/log1")" = 2
+out=$(runtime sandbox run --image demo -- bash -c 'cat /built /opt/hello.txt; echo $GREETING; pwd; ls /usr/share/doc 2>&1 | wc -l')
+is "a sandbox from the image has its files, env and workdir (and the deletion)" "$out" "$(printf 'built\nv1\nhi\n/opt\n1')"
+runtime image build --run 'echo built >/built; rm -rf /usr/share/doc' --file "$tmp/hello.txt:/opt/" \
+    --env GREETING=hi --workdir /opt --name demo >"$tmp/id1b" 2>"$tmp/log1b"
+is "an identical build answers with the same image" "$(cat "$tmp/id1b")" "$(cat "$tmp/id1")"
+is "… with every step cached" "$(grep -c '(cached)$' "$tmp/log1b")" "2"
+check "… and no build sandbox" sh -c "! grep -q 'starting the build sandbox' '$tmp/log1b'"
+echo "v2" >"$tmp/hello.txt"
+runtime image build --run 'echo built >/built; rm -rf /usr/share/doc' --file "$tmp/hello.txt:/opt/" \
+    --env GREETING=hi --workdir /opt --name demo:beta >"$tmp/id2" 2>"$tmp/log2"
+check "a changed input file reruns its step and what follows" \
+    test "$(grep -c '(cached)$' "$tmp/log2")" = 0
+is "demo@1 keeps the first file" "$(runtime sandbox run --image demo@1 -- cat /opt/hello.txt)" "v1"
+is "demo (latest) has the second" "$(runtime sandbox run --image demo -- cat /opt/hello.txt)" "v2"
+is "demo:beta is the second too" "$(runtime image get demo:beta --json | json_get 'o["id"]')" "$(cat "$tmp/id2")"
+is "image ls lists both versions" "$(runtime image ls --json | json_get 'sorted(i["version"] for i in o if i["name"] == "demo")')" "[1, 2]"
+runtime image build --run 'echo built >/built; rm -rf /usr/share/doc' --file "$tmp/hello.txt:/opt/" \
+    --env GREETING=hi --workdir /opt --name demo --no-cache >/dev/null 2>"$tmp/log3"
+is "--no-cache runs every step" "$(grep -c '(cached)$' "$tmp/log3")" "0"
+runtime image build --run 'echo oops >&2; exit 3' --name broken >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "a failing step fails the build" test "$rc" = 1
+check "… naming the step and its exit code" grep -q "^Error \[build_failed\]: step 1/1 (run echo oops >&2; exit 3) failed with exit code 3" "$tmp/err"
+check "… with its last output" grep -q "oops" "$tmp/err"
+expect_error "… and leaves no image" image_not_found runtime image get broken
+
+# -- a recipe folder
+mkdir -p "$tmp/recipe" "$tmp/bad"
+echo recipe-file >"$tmp/recipe/data.txt"
+cat >"$tmp/recipe/runtime.json" <<'EOF'
+{"files": ["data.txt:/srv/data.txt"], "commands": ["echo from-recipe >/srv/made"],
+ "env": {"RECIPE": "yes"}, "workdir": "/srv"}
+EOF
+echo '{"aptt": ["jq"]}' >"$tmp/bad/runtime.json"
+runtime image build "$tmp/recipe" --name fromdir >/dev/null 2>"$tmp/log"
+is "a folder with runtime.json builds" "$(runtime sandbox run --image fromdir -- bash -c 'cat data.txt made; echo $RECIPE')" \
+    "$(printf 'recipe-file\nfrom-recipe\nyes')"
+expect_error "a recipe with an unknown key is refused" invalid_request runtime image build "$tmp/bad"
+expect_error "a folder without runtime.json is refused" file_not_found runtime image build "$tmp/recipe/none"
+
+# -- pip from the test PyPI, only PyPI reachable
+runtime image build --file "$TESTNET_CA:/etc/rt-test-ca.pem" --env PIP_CERT=/etc/rt-test-ca.pem \
+    --pip rtdemo --run 'curl -fsS -m 5 http://http.test/ || echo no-network' --name pyimg >"$tmp/id" 2>"$tmp/log"; rc=$?
+is "build --pip installs from the index" "$rc" "0"
+is "the package is baked in" "$(runtime sandbox run --image pyimg --no-internet -- python3 -c 'import rtdemo; print(rtdemo.answer())')" "42"
+check "a --run step has no network" grep -q "no-network" "$tmp/log"
+
+# -- apt from Debian's archive
+runtime image build --apt tree --name aptimg >/dev/null 2>"$tmp/log"; rc=$?
+is "build --apt installs a Debian package" "$rc" "0"
+[ "$rc" = 0 ] || diag "$(tail -5 "$tmp/log")"
+is "… which the image runs" "$(runtime sandbox run --image aptimg -- bash -c 'tree --version | cut -c1-4')" "tree"
+check "… and no apt lists are left in the image" test "$(runtime sandbox run --image aptimg -- bash -c 'ls /var/lib/apt/lists | grep -vc -e lock -e partial')" = 0
+
+# -- npm from the npm registry (Node.js from Debian, npm from the registry)
+runtime image build --from aptimg --apt nodejs --npm is-number --name npmimg >/dev/null 2>"$tmp/log"; rc=$?
+is "build --npm installs an npm package" "$rc" "0"
+[ "$rc" = 0 ] || diag "$(tail -5 "$tmp/log")"
+is "… which node finds" "$(runtime sandbox run --image npmimg -- bash -c 'NODE_PATH=$(npm root -g) node -e "console.log(require(\"is-number\")(7))"')" "true"
+
+# -- images in use, export, rm, import
+id=$(runtime sandbox create --image demo@1 --timeout 600)
+expect_error "rm refuses an image a live sandbox runs" invalid_request runtime image rm demo@1
+runtime sandbox rm "$id" >/dev/null; id=
+runtime image export demo@1 "$tmp/demo.tar"
+check "export writes an archive" tar -tf "$tmp/demo.tar" manifest.json
+runtime image rm demo@1 >/dev/null
+expect_error "rm removes the version" image_not_found runtime image get demo@1
+new=$(runtime image import "$tmp/demo.tar")
+is "import gives back the same id" "$new" "$(cat "$tmp/id1")"
+is "… and the image runs" "$(runtime sandbox run --image "$new" -- cat /opt/hello.txt)" "v1"
+
+# -- archives that must be refused, the store unchanged
+before=$(runtime image ls --json)
+python3 - "$tmp/demo.tar" "$tmp" <<'EOF'
+import hashlib, io, json, sys, tarfile
+src, out = sys.argv[1], sys.argv[2]
+with tarfile.open(src) as t:
+    members = {m.name: t.extractfile(m).read() for m in t.getmembers()}
+# 1: one byte of a layer changed
+layer = [n for n in members if n.startswith("layers/")][-1]
+bad = dict(members)
+data = bytearray(bad[layer]); data[len(data) // 2] ^= 1; bad[layer] = bytes(data)
+def write(path, entries):
+    with tarfile.open(path, "w") as t:
+        for name, data in entries.items():
+            ti = tarfile.TarInfo(name); ti.size = len(data); t.addfile(ti, io.BytesIO(data))
+write(out + "/tampered.tar", bad)
+# 2: a layer whose digests are right but which climbs out with ../
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w:gz") as t:
+    ti = tarfile.TarInfo("../../etc/evil"); ti.size = 4; t.addfile(ti, io.BytesIO(b"evil"))
+evil = buf.getvalue(); digest = hashlib.sha256(evil).hexdigest()
+m = json.loads(members["manifest.json"]); m["layers"] = m["layers"] + [digest]; m["name"] = "evil"
+del m["id"]
+plain = json.dumps(m, separators=(",", ":"), ensure_ascii=False)
+m = {"id": hashlib.sha256(plain.encode()).hexdigest(), **m}
+entries = {"manifest.json": json.dumps(m).encode()}
+entries.update({n: d for n, d in members.items() if n.startswith("layers/")})
+entries["layers/%s.tar.gz" % digest] = evil
+write(out + "/traversal.tar", entries)
+# 3: not an archive at all
+open(out + "/garbage.tar", "wb").write(b"this is not a tar file\n" * 50)
+EOF
+expect_error "a tampered layer is refused" invalid_request runtime image import "$tmp/tampered.tar"
+check "… saying so" grep -q "tampered" "$tmp/err"
+expect_error "a layer with ../ is refused" invalid_request runtime image import "$tmp/traversal.tar"
+check "… naming the path" grep -q "unsafe path" "$tmp/err"
+expect_error "garbage is refused" invalid_request runtime image import "$tmp/garbage.tar"
+is "the store is unchanged after the refusals" "$(runtime image ls --json)" "$before"
+is "no temporary layer is left" "$(ls "$RUNTIME_DATA_DIR/images/layers" | grep -c tmp)" "0"
+check "nothing escaped to /etc" test ! -e /etc/evil
+check_no_leaks "images"
+done_testing
