@@ -68,6 +68,8 @@ int cli_fail (const char *code, const char *hint, const char *fmt, ...) __attrib
 /* The closest name to @word in @names (NULL-terminated), or NULL.  */
 const char *cli_suggest (const char *word, const char *const *names);
 void cli_print_help (struct cli_command *cmd);
+/* The command's section of runtime.1.  */
+void cli_print_roff (struct cli_command *cmd);
 void cli_progress (void *data, const char *line);
 /* A context with progress on stderr; prints the error and returns NULL.  */
 rt_context *cli_context (void);

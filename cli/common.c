@@ -347,12 +347,79 @@ cli_opt_uint (struct cli_command *cmd, struct cli_args *a, const char *name, uns
   return 0;
 }
 
+/* roff-escaped text: backslashes, and a leading dot or quote.  */
+static void
+roff (const char *s)
+{
+  if (*s == '.' || *s == '\'')
+    fputs ("\\&", stdout);
+  for (; *s; s++)
+    {
+      if (*s == '\\')
+        fputs ("\\e", stdout);
+      else if (*s == '-')
+        fputs ("\\-", stdout);
+      else
+        putchar (*s);
+    }
+}
+
+void
+cli_print_roff (struct cli_command *cmd)
+{
+  printf (".SS \"runtime %s%s%s\"\n.B runtime %s%s%s\n", cmd->group, *cmd->group ? " " : "", cmd->name, cmd->group,
+          *cmd->group ? " " : "", cmd->name);
+  roff (cmd->usage);
+  printf ("\n.PP\n");
+  roff (cmd->summary);
+  printf ("\n");
+  for (const struct cli_opt *o = cmd->opts; o && o->name; o++)
+    {
+      printf (".TP\n.B \\-\\-");
+      roff (o->name);
+      if (o->metavar)
+        {
+          printf (" \\fI");
+          roff (o->metavar);
+          printf ("\\fR");
+        }
+      printf ("\n");
+      roff (o->help);
+      if (o->dflt)
+        {
+          printf (" (default: ");
+          roff (o->dflt);
+          printf (")");
+        }
+      if (o->repeat)
+        printf (" (repeatable)");
+      printf ("\n");
+    }
+  if (cmd->example)
+    {
+      printf (".PP\nExample:\n.RS\n.nf\n");
+      roff (cmd->example);
+      printf ("\n.fi\n.RE\n");
+    }
+}
+
 int
 cli_group_dispatch (const char *group, struct cli_command *cmds, int argc, char **argv)
 {
   const char *names[32];
   const char *s;
   int n = 0;
+
+  /* The man page is made from these tables at build time (--roff).  */
+  if (argc == 2 && strcmp (argv[1], "--roff") == 0)
+    {
+      for (struct cli_command *c = cmds; c->name; c++)
+        {
+          c->group = group;
+          cli_print_roff (c);
+        }
+      return 0;
+    }
 
   if (argc < 2 || strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "help") == 0)
     {

@@ -47,9 +47,41 @@ main (int argc, char **argv)
     return usage (stderr);
   if (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0 || strcmp (argv[1], "help") == 0)
     return usage (stdout);
+  if (strcmp (argv[1], "--roff") == 0)
+    {
+      /* runtime.1, from the same tables as --help.  */
+      printf (".TH RUNTIME 1 \"\" \"runtime %s\" \"User Commands\"\n"
+              ".SH NAME\nruntime \\- run untrusted code in throwaway QEMU microVMs\n"
+              ".SH SYNOPSIS\n.B runtime\n\\fIgroup\\fR \\fIcommand\\fR [\\fIoptions\\fR] [\\-\\- \\fICMD\\fR...]\n"
+              ".SH DESCRIPTION\nEvery sandbox is a QEMU microVM on this host, its network confined by this host, "
+              "its CPU time metered here. Every command takes \\-\\-json (one JSON value on stdout; errors as "
+              "{\\(dqerror\\(dq:{code,message,hint}} on stderr) and \\-\\-help. Errors exit 1; run and exec "
+              "exit with the command's code (124 on timeout, 130 after Ctrl\\-C).\n.SH COMMANDS\n",
+              rt_version ());
+      for (const struct group *g = groups; g->name; g++)
+        {
+          char *sub[] = { (char *) g->name, (char *) "--roff", NULL };
+          g->run (2, sub);
+        }
+      printf (".SH ENVIRONMENT\n.TP\n.B RUNTIME_STATE_DIR, RUNTIME_DATA_DIR, RUNTIME_CACHE_DIR\n"
+              "where live sandboxes, images and the ledger, and the kernel and boot disks live\n"
+              ".TP\n.B RUNTIME_ACCEL\nkvm or tcg instead of the probe\n"
+              ".TP\n.B DEEPSEEK_API_KEY\nthe key of runtime chat deepseek\n"
+              ".SH SEE ALSO\nThe README of the source tree.\n");
+      return 0;
+    }
   if (strcmp (argv[1], "--version") == 0 || strcmp (argv[1], "version") == 0)
     {
-      printf ("runtime %s\n", rt_version ());
+      rt_context *ctx = NULL;
+      rt_error *err = NULL;
+      const char *accel = NULL;
+      /* The accelerator sandboxes get (probed once, then cached).  */
+      if (rt_context_new (&ctx, &err) < 0 || rt_context_accel (ctx, &accel, &err) < 0)
+        accel = NULL;
+      printf ("runtime %s\naccelerator: %s%s%s\n", rt_version (), accel ? accel : "unknown (",
+              accel ? "" : (err && err->msg ? err->msg : "?"), accel ? "" : ")");
+      rt_error_free (err);
+      rt_context_free (ctx);
       return 0;
     }
   for (const struct group *g = groups; g->name; g++)
