@@ -78,5 +78,6 @@ int cmd_sandbox (int argc, char **argv);
 int cmd_image (int argc, char **argv);
 int cmd_usage (int argc, char **argv);
 int cmd_chat (int argc, char **argv);
+int cmd_secrets (int argc, char **argv);
 
 #endif

@@ -528,4 +528,23 @@ typedef struct rt_chat_opts
  */
 int rt_chat (rt_context *ctx, const rt_chat_opts *opts, char **transcript, rt_error **err);
 
+/**
+ * rt_secret_set - store a secret bound to hosts
+ * @name:    [A-Za-z_][A-Za-z0-9_]*, the variable sandboxes see
+ * @value:   the value (@len bytes, 1 to 8192, no NUL)
+ * @hosts:   NULL-terminated host names or *.domain patterns (1 to 16)
+ * @header:  with @format: a header the proxy sets on those hosts, e.g.
+ *           "Authorization" and "Bearer {value}"; both NULL for none
+ * @placeholder: what sandboxes see (free()); kept when the value changes
+ *
+ * The store (<data>/secrets.json) is mode 0600 and written atomically;
+ * a store others can read is refused ("invalid_request").
+ */
+int rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len, char *const *hosts,
+                   const char *header, const char *format, char **placeholder, rt_error **err);
+/** rt_secret_list_json - [{name, hosts, header, format, placeholder}]: never a value */
+int rt_secret_list_json (rt_context *ctx, char **json, rt_error **err);
+/** rt_secret_remove - forget a secret ("not_found" when there is none) */
+int rt_secret_remove (rt_context *ctx, const char *name, rt_error **err);
+
 #endif

@@ -12,6 +12,7 @@
 #include "api.h"
 #include "monitor.h"
 #include "price.h"
+#include "secrets.h"
 #include "trial.h"
 #include "sandbox.h"
 #include "store.h"
@@ -228,6 +229,7 @@ rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struc
   cleanup_json json_object *state = NULL;
   cleanup_free char *cmdline = NULL, *owner = NULL;
   cleanup_free char **env = NULL;
+  cleanup_strv char **secret_env = NULL;
   cleanup_close int lock = -1;
   cleanup_free char *egress_log = NULL;
   struct rt_egress_rules rules = { 0 };
@@ -348,7 +350,23 @@ rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struc
     goto fail;
 
   cmdline = rt_strdup_printf ("rt.hostname=%s", id);
-  env = strv_concat (image.env, cfg->env);
+  /* Secrets as placeholders, between the image's env and the caller's.  */
+  {
+    cleanup_free char **with_secrets = NULL;
+    json_object *names;
+    ret = on ? 0 : rt_secret_env (ctx, &secret_env, err);
+    if (ret < 0)
+      goto fail;
+    with_secrets = strv_concat (image.env, secret_env);
+    env = with_secrets ? strv_concat (with_secrets, cfg->env) : NULL;
+    /* Their names are shown, as for --env; never their values.  */
+    if (secret_env && secret_env[0] && json_object_object_get_ex (state, "envNames", &names))
+      {
+        for (char **e = secret_env; *e; e++)
+          json_object_array_add (names, json_object_new_string_len (*e, strchr (*e, '=') - *e));
+        rt_store_write_state (sb->dir, state, NULL);
+      }
+  }
   egress_log = rt_egress_log_path (ctx, id);
   if (cmdline == NULL || env == NULL || egress_log == NULL)
     {

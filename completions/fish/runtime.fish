@@ -56,6 +56,7 @@ complete -c runtime -n '__fish_seen_subcommand_from sandbox; and __fish_seen_sub
 complete -c runtime -n '__fish_seen_subcommand_from sandbox; and __fish_seen_subcommand_from get rm' -a '(__runtime_sandboxes --all)'
 complete -c runtime -n '__fish_seen_subcommand_from image; and __fish_seen_subcommand_from get rm export' -a '(__runtime_images)'
 complete -c runtime -n '__fish_seen_subcommand_from image; and __fish_seen_subcommand_from build import' -F
+complete -c runtime -n '__fish_seen_subcommand_from secrets; and __fish_seen_subcommand_from rm' -a '(timeout 2 runtime secrets ls 2>/dev/null | awk \'NR > 1 { print $1 }\')'
 # Values of the options that have a fixed or known set.
 complete -c runtime -n '__fish_seen_subcommand_from create run deepseek' -l image -x -a '(__runtime_images)'
 complete -c runtime -n '__fish_seen_subcommand_from build' -l from -x -a '(__runtime_images)'

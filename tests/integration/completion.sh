@@ -47,7 +47,7 @@ check "fish: no option of another command" sh -c '! echo "$1" | grep -qx -- --si
 check "--version names the accelerator" sh -c 'runtime --version | grep -qE "^accelerator: (kvm|tcg)$"'
 missing=""
 noexample=""
-for g in sandbox image chat; do
+for g in sandbox image chat secrets; do
     for c in $(runtime $g --help | awk '/^Commands:/ { on = 1; next } /^$/ { on = 0 } on { print $1 }'); do
         runtime --roff | grep -q "^\.SS \"runtime $g $c\"" || missing="$missing $g/$c"
         runtime $g $c --help | grep -q '^Example:' || noexample="$noexample $g/$c"

@@ -97,6 +97,11 @@ is "a live trial sandbox holds its whole lease" "$(runtime sandbox get "$id" --j
 check "… 1 h of it" python3 -c "assert 48.9 < $(left) < 49.0"
 runtime sandbox rm "$id" >/dev/null; id=
 check "… and gives back what it did not use" python3 -c "assert 49.9 < $(left) < 50.0"
+id=$(runtime sandbox create --trial --timeout 600 --memory 512)
+before=$(left)
+runtime sandbox extend "$id" 1800 >/dev/null
+check "extending a trial sandbox holds the longer lease (+0.5 h)" python3 -c "assert abs(($before - $(left)) - 0.5) < 0.02"
+runtime sandbox rm "$id" >/dev/null; id=
 expect_error "--trial with 4 vCPU is invalid_trial" invalid_trial runtime sandbox create --trial --vcpu 4
 expect_error "--trial with 8 GiB is invalid_trial" invalid_trial runtime sandbox create --trial --memory 8192
 ids=()
@@ -104,11 +109,14 @@ for i in $(seq 8); do ids+=("$(runtime sandbox create --trial --no-wait --memory
 is "8 trial sandboxes may run at once" "$(printf '%s\n' "${ids[@]}" | grep -c '^sb-')" "8"
 expect_error "the 9th is trial_busy" trial_busy runtime sandbox create --trial --memory 256
 for i in "${ids[@]}"; do runtime sandbox rm "$i" >/dev/null 2>&1; done
+id=$(runtime sandbox create --trial --timeout 600 --memory 512)
 # Used up: a trial sandbox that ran 50 h, as the ledger would hold it.
 echo '{"id":"sb-000000000001","funding":"trial","state":"stopped","runningUs":180000000000,"cpuUs":0,"billedCpuUs":0,"micros":0}' \
     >>"$RUNTIME_DATA_DIR/ledger/ledger.jsonl"
 is "the hours are used up" "$(left)" "0.0"
 expect_error "--trial now is trial_exhausted" trial_exhausted runtime sandbox create --trial
+expect_error "… and so is extending a live trial sandbox" trial_exhausted runtime sandbox extend "$id" 600
+runtime sandbox rm "$id" >/dev/null
 id=$(runtime sandbox create --timeout 600 --memory 512 2>"$tmp/err")
 is "the default falls to paid, and says so" "$(cat "$tmp/err")" "runtime: funding: paid"
 is "… it is paid" "$(runtime sandbox get "$id" --json | json_get 'o["funding"]')" "paid"

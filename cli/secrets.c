@@ -1,0 +1,229 @@
+/* secrets.c - `runtime secrets set/ls/rm`: values from stdin only.  */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define MAX_VALUE 8192
+
+static const char **
+opt_list (struct cli_command *cmd, struct cli_args *a, const char *name)
+{
+  int i = 0;
+  for (const struct cli_opt *o = cmd->opts; o && o->name; o++, i++)
+    if (strcmp (o->name, name) == 0)
+      return a->multi[i];
+  return NULL;
+}
+
+/* The value: all of stdin (one trailing newline dropped), or a line typed
+   without echo at a terminal.  -1 when there is more than the limit.  */
+static ssize_t
+read_value (const char *name, char *buf, size_t size)
+{
+  size_t len = 0;
+  ssize_t n;
+
+  if (isatty (0))
+    {
+      struct termios old, quiet;
+      bool echo_off = tcgetattr (0, &old) == 0;
+      fprintf (stderr, "Value of %s (not shown): ", name);
+      if (echo_off)
+        {
+          quiet = old;
+          quiet.c_lflag &= ~ECHO;
+          tcsetattr (0, TCSAFLUSH, &quiet);
+        }
+      if (fgets (buf, size, stdin) == NULL)
+        buf[0] = '\0';
+      if (echo_off)
+        tcsetattr (0, TCSAFLUSH, &old);
+      fputc ('\n', stderr);
+      len = strlen (buf);
+    }
+  else
+    while ((n = read (0, buf + len, size - len)) != 0)
+      {
+        if (n < 0 && errno == EINTR)
+          continue;
+        if (n < 0)
+          return -1;
+        len += n;
+        if (len == size)
+          return -1;
+      }
+  if (len > 0 && buf[len - 1] == '\n')
+    len--;
+  if (len > 0 && buf[len - 1] == '\r')
+    len--;
+  return len;
+}
+
+static int
+secrets_set (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  rt_context *ctx = NULL;
+  rt_error *err = NULL;
+  char *placeholder = NULL, buf[MAX_VALUE + 2];
+  const char *name;
+  ssize_t len;
+  int ret, code = 1;
+
+  ret = cli_parse (cmd, argc, argv, &a);
+  if (ret != 0)
+    {
+      cli_args_free (&a);
+      return ret > 0 ? 0 : 1;
+    }
+  name = a.pos[0];
+  /* NAME=value would put the value in shell histories and ps.  */
+  if (strchr (name, '='))
+    {
+      cli_usage_error ("printf %s \"$VALUE\" | runtime secrets set NAME --host HOST",
+                       "the value comes from stdin only, never from the command line");
+      goto out;
+    }
+  len = read_value (name, buf, sizeof buf - 1);
+  if (len < 0)
+    {
+      cli_fail ("invalid_request", NULL, "a secret's value is at most 8 KiB");
+      goto out;
+    }
+  ctx = cli_context ();
+  if (ctx == NULL)
+    goto out;
+  if (rt_secret_set (ctx, name, buf, len, (char *const *) opt_list (cmd, &a, "host"), cli_opt (cmd, &a, "header"),
+                     cli_opt (cmd, &a, "format"), &placeholder, &err) < 0)
+    code = cli_lib_fail (err);
+  else
+    {
+      if (a.json)
+        printf ("{\"name\":\"%s\",\"placeholder\":\"%s\"}\n", name, placeholder);
+      else
+        printf ("Stored %s. Sandboxes see %s=%s.\n", name, name, placeholder);
+      code = 0;
+    }
+out:
+  explicit_bzero (buf, sizeof buf);
+  free (placeholder);
+  rt_context_free (ctx);
+  cli_args_free (&a);
+  return code;
+}
+
+static int
+secrets_ls (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  rt_context *ctx = NULL;
+  rt_error *err = NULL;
+  char *json = NULL;
+  json_object *arr = NULL;
+  int ret, code = 1;
+
+  ret = cli_parse (cmd, argc, argv, &a);
+  if (ret != 0)
+    {
+      cli_args_free (&a);
+      return ret > 0 ? 0 : 1;
+    }
+  ctx = cli_context ();
+  if (ctx == NULL)
+    goto out;
+  if (rt_secret_list_json (ctx, &json, &err) < 0)
+    {
+      code = cli_lib_fail (err);
+      goto out;
+    }
+  if (a.json)
+    printf ("%s\n", json);
+  else if ((arr = json_tokener_parse (json)))
+    {
+      printf ("%-20s %-40s %-24s %s\n", "NAME", "HOSTS", "HEADER", "PLACEHOLDER");
+      for (size_t i = 0; i < json_object_array_length (arr); i++)
+        {
+          json_object *o = json_object_array_get_idx (arr, i), *v, *hosts;
+          char list[256] = "", header[128] = "-";
+          size_t used = 0;
+          if (json_object_object_get_ex (o, "hosts", &hosts))
+            for (size_t h = 0; h < json_object_array_length (hosts) && used < sizeof list; h++)
+              used += snprintf (list + used, sizeof list - used, "%s%s", h ? "," : "",
+                                json_object_get_string (json_object_array_get_idx (hosts, h)));
+          if (json_object_object_get_ex (o, "header", &v) && v)
+            snprintf (header, sizeof header, "%s: %s", json_object_get_string (v),
+                      json_object_get_string (json_object_object_get (o, "format")));
+          printf ("%-20s %-40s %-24s %s\n", json_object_get_string (json_object_object_get (o, "name")), list, header,
+                  json_object_get_string (json_object_object_get (o, "placeholder")));
+        }
+    }
+  code = 0;
+out:
+  json_object_put (arr);
+  free (json);
+  rt_context_free (ctx);
+  cli_args_free (&a);
+  return code;
+}
+
+static int
+secrets_rm (struct cli_command *cmd, int argc, char **argv)
+{
+  struct cli_args a;
+  rt_context *ctx = NULL;
+  rt_error *err = NULL;
+  int ret, code = 1;
+
+  ret = cli_parse (cmd, argc, argv, &a);
+  if (ret != 0)
+    {
+      cli_args_free (&a);
+      return ret > 0 ? 0 : 1;
+    }
+  ctx = cli_context ();
+  if (ctx == NULL)
+    goto out;
+  if (rt_secret_remove (ctx, a.pos[0], &err) < 0)
+    code = cli_lib_fail (err);
+  else
+    {
+      printf (a.json ? "{\"removed\":\"%s\"}\n" : "%s\n", a.pos[0]);
+      code = 0;
+    }
+out:
+  rt_context_free (ctx);
+  cli_args_free (&a);
+  return code;
+}
+
+static const struct cli_opt set_opts[] = {
+  { "host", "HOST", "a host (or *.domain) whose requests get the value (1-16)", NULL, true },
+  { "header", "NAME", "a header to set on those requests (with --format)", NULL, false },
+  { "format", "TEXT", "the header's value, with {value} for the secret", NULL, false },
+  { NULL, NULL, NULL, NULL, false },
+};
+
+static const struct cli_opt no_opts[] = { { NULL, NULL, NULL, NULL, false } };
+
+static struct cli_command secrets_cmds[] = {
+  { "set", secrets_set, "Store a secret (value from stdin) bound to hosts; sandboxes see only a placeholder.",
+    "NAME --host HOST [--host HOST]… [--header NAME --format TEXT]",
+    "printf %s \"$DEEPSEEK_API_KEY\" | runtime secrets set DEEPSEEK_API_KEY --host api.deepseek.com", set_opts,
+    false, 1, 1, NULL },
+  { "ls", secrets_ls, "List secrets: name, hosts, header, placeholder (never a value).", "", "runtime secrets ls",
+    no_opts, false, 0, 0, NULL },
+  { "rm", secrets_rm, "Forget a secret.", "NAME", "runtime secrets rm DEEPSEEK_API_KEY", no_opts, false, 1, 1, NULL },
+  { NULL, NULL, NULL, NULL, NULL, NULL, false, 0, 0, NULL },
+};
+
+int
+cmd_secrets (int argc, char **argv)
+{
+  return cli_group_dispatch ("secrets", secrets_cmds, argc, argv);
+}

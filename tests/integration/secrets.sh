@@ -1,0 +1,63 @@
+#!/bin/bash
+# secrets.sh - the secrets store (issue 8, parts 1 and 2): values from
+# stdin only, the limits, a 0600 store refused when others can read it,
+# placeholders kept across sets, never a value in `ls`, and sandboxes that
+# see the placeholder and never the value.  (The proxy swapping
+# placeholders for values is not built yet.)
+. "$(dirname "$0")/libtest.sh"
+
+export RUNTIME_DATA_DIR="$tmp/data"
+mkdir -p "$RUNTIME_DATA_DIR"
+if [ -d "${RUNTIME_TEST_DATA:-}/images" ]; then cp -al "$RUNTIME_TEST_DATA/images" "$RUNTIME_DATA_DIR/"; fi
+store="$RUNTIME_DATA_DIR/secrets.json"
+value="sk-live-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+
+id=
+trap 'runtime sandbox rm "$id" >/dev/null 2>&1; cleanup' EXIT
+
+out=$(printf '%s\n' "$value" | runtime secrets set API_KEY --host api.example.com --host '*.example.org')
+ph=$(echo "$out" | sed -n 's/^Stored API_KEY\. Sandboxes see API_KEY=\(rtsec_[0-9a-f]*\)\.$/\1/p')
+check "set prints the placeholder" test -n "$ph"
+is "the store is mode 0600" "$(stat -c %a "$store")" "600"
+check "… and holds the value without its trailing newline" python3 -c '
+import json, sys; s = json.load(open(sys.argv[1])); assert s["API_KEY"]["value"] == sys.argv[2]' "$store" "$value"
+out=$(printf 'another-value' | runtime secrets set API_KEY --host api.example.com --header Authorization --format 'Bearer {value}')
+is "a second set keeps the placeholder" "$out" "Stored API_KEY. Sandboxes see API_KEY=$ph."
+printf '%s' "$value" | runtime secrets set API_KEY --host api.example.com >/dev/null
+runtime secrets ls --json >"$tmp/ls.json"
+check "ls --json: name, hosts, placeholder, never the value" python3 -c '
+import json, sys; l = json.load(open(sys.argv[1]))
+assert [e["name"] for e in l] == ["API_KEY"] and l[0]["placeholder"] == sys.argv[2] and "value" not in l[0], l
+assert sys.argv[3] not in open(sys.argv[1]).read()' "$tmp/ls.json" "$ph" "$value"
+check "ls: the table has no value either" sh -c '! runtime secrets ls | grep -q -- "$1"' sh "$value"
+
+# -- refused
+expect_error "a value on the command line" usage runtime secrets set API_KEY=abc --host a.example.com
+printf '' >"$tmp/empty"
+expect_error "an empty value" invalid_request sh -c "runtime secrets set EMPTY --host a.example.com <'$tmp/empty'"
+head -c 8193 /dev/zero | tr '\0' x >"$tmp/big"
+expect_error "more than 8 KiB" invalid_request sh -c "runtime secrets set BIG --host a.example.com <'$tmp/big'"
+expect_error "no host" usage sh -c "printf x | runtime secrets set NOHOST"
+hosts=$(for i in $(seq 17); do printf -- '--host h%d.example.com ' "$i"; done)
+expect_error "more than 16 hosts" usage sh -c "printf x | runtime secrets set MANY $hosts"
+expect_error "a bad name" invalid_request sh -c "printf x | runtime secrets set 1BAD --host a.example.com"
+expect_error "--header without --format" usage sh -c "printf x | runtime secrets set H --host a.example.com --header X-Key"
+expect_error "a format without {value}" invalid_request sh -c "printf x | runtime secrets set H --host a.example.com --header X-Key --format nope"
+expect_error "rm of an unknown secret" not_found runtime secrets rm NOSUCH
+chmod 644 "$store"
+expect_error "a store others can read is refused" invalid_request runtime secrets ls
+check "… saying why" grep -q "readable by others" "$tmp/err"
+chmod 600 "$store"
+
+# -- sandboxes see the placeholder, never the value
+id=$(runtime sandbox create --paid --timeout 300 2>/dev/null)
+is "a new sandbox has NAME=placeholder" "$(runtime sandbox exec "$id" -- printenv API_KEY)" "$ph"
+is "get --json shows its name only" "$(runtime sandbox get "$id" --json | json_get '"API_KEY" in o["envNames"]')" "True"
+check "the value is nowhere in the sandbox's state or records" sh -c \
+    '! grep -rqF -- "$1" "$RUNTIME_STATE_DIR" "$RUNTIME_DATA_DIR/sandboxes" 2>/dev/null' sh "$value"
+is "the value is in no process environment of the guest" \
+    "$(runtime sandbox exec "$id" --user root -- sh -c "cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c -- '$value'")" "0"
+runtime sandbox rm "$id" >/dev/null; id=
+is "rm forgets the secret" "$(runtime secrets rm API_KEY; runtime secrets ls --json)" "$(printf 'API_KEY\n[]')"
+check_no_leaks "secrets"
+done_testing
