@@ -41,14 +41,10 @@ chat_deepseek (struct cli_command *cmd, int argc, char **argv)
   json_object *t = NULL, *v, *u, *c;
   unsigned long turns = 0;
   rt_chat_opts o = { .on_event = print_event };
-  int ret, code = 1;
+  int code = 1;
 
-  ret = cli_parse (cmd, argc, argv, &a);
-  if (ret != 0)
-    {
-      cli_args_free (&a);
-      return ret > 0 ? 0 : 1;
-    }
+  if (!cli_begin (cmd, argc, argv, &a, &code))
+    return code;
   if (cli_opt_uint (cmd, &a, "max-turns", 1, 64, &turns) < 0)
     goto out;
   o.max_turns = turns;

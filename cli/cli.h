@@ -54,6 +54,12 @@ int cli_group_dispatch (const char *group, struct cli_command *cmds, int argc, c
 int cli_parse (struct cli_command *cmd, int argc, char **argv, struct cli_args *a);
 void cli_args_free (struct cli_args *a);
 const char *cli_opt (struct cli_command *cmd, struct cli_args *a, const char *name);
+/* Every value of a repeatable option, NULL-terminated, or NULL; their
+   number in *n when @n is not NULL.  */
+const char **cli_opt_list (struct cli_command *cmd, struct cli_args *a, const char *name, int *n);
+/* cli_parse for a command's start: false when it must return *code now
+   (--help, a usage error), with @a freed.  */
+bool cli_begin (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, int *code);
 /* Parses an unsigned option within [min, max]; prints a usage error.  */
 int cli_opt_uint (struct cli_command *cmd, struct cli_args *a, const char *name, unsigned long min,
                   unsigned long max, unsigned long *out);

@@ -480,3 +480,33 @@ cli_lib_fail (rt_error *err)
   rt_error_free (err);
   return ret;
 }
+
+const char **
+cli_opt_list (struct cli_command *cmd, struct cli_args *a, const char *name, int *n)
+{
+  int i = 0;
+  for (const struct cli_opt *o = cmd->opts; o && o->name; o++, i++)
+    if (strcmp (o->name, name) == 0)
+      {
+        if (n)
+          *n = a->count[i];
+        return a->multi[i];
+      }
+  if (n)
+    *n = 0;
+  return NULL;
+}
+
+bool
+cli_begin (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, int *code)
+{
+  int ret = cli_parse (cmd, argc, argv, a);
+
+  if (ret != 0)
+    {
+      cli_args_free (a);
+      *code = ret > 0 ? 0 : 1;
+      return false;
+    }
+  return true;
+}

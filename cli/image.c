@@ -11,31 +11,6 @@
 
 #define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
-static const char **
-opt_list (struct cli_command *cmd, struct cli_args *a, const char *name)
-{
-  int i = 0;
-  for (const struct cli_opt *o = cmd->opts; o && o->name; o++, i++)
-    if (strcmp (o->name, name) == 0)
-      return a->multi[i];
-  return NULL;
-}
-
-/* Parses; on --help or a usage error returns the exit code in *code.  */
-static bool
-parse (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, int *code)
-{
-  int ret = cli_parse (cmd, argc, argv, a);
-
-  if (ret != 0)
-    {
-      cli_args_free (a);
-      *code = ret > 0 ? 0 : 1;
-      return false;
-    }
-  return true;
-}
-
 static const char *
 jstr (json_object *o, const char *key)
 {
@@ -65,15 +40,15 @@ image_build (struct cli_command *cmd, int argc, char **argv)
   int code = 1;
   rt_build_opts o = { .log_fd = 2 };
 
-  if (!parse (cmd, argc, argv, &a, &code))
+  if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
   o.from = cli_opt (cmd, &a, "from");
-  o.apt = (char *const *) opt_list (cmd, &a, "apt");
-  o.pip = (char *const *) opt_list (cmd, &a, "pip");
-  o.npm = (char *const *) opt_list (cmd, &a, "npm");
-  o.run = (char *const *) opt_list (cmd, &a, "run");
-  o.files = (char *const *) opt_list (cmd, &a, "file");
-  o.env = (char *const *) opt_list (cmd, &a, "env");
+  o.apt = (char *const *) cli_opt_list (cmd, &a, "apt", NULL);
+  o.pip = (char *const *) cli_opt_list (cmd, &a, "pip", NULL);
+  o.npm = (char *const *) cli_opt_list (cmd, &a, "npm", NULL);
+  o.run = (char *const *) cli_opt_list (cmd, &a, "run", NULL);
+  o.files = (char *const *) cli_opt_list (cmd, &a, "file", NULL);
+  o.env = (char *const *) cli_opt_list (cmd, &a, "env", NULL);
   o.workdir = cli_opt (cmd, &a, "workdir");
   o.name = cli_opt (cmd, &a, "name") ? cli_opt (cmd, &a, "name") : cli_opt (cmd, &a, "tag");
   o.no_cache = cli_opt (cmd, &a, "no-cache") != NULL;
@@ -119,7 +94,7 @@ image_ls (struct cli_command *cmd, int argc, char **argv)
   json_object *arr;
   int code = 1;
 
-  if (!parse (cmd, argc, argv, &a, &code))
+  if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
   ctx = cli_context ();
   if (ctx == NULL)
@@ -166,7 +141,7 @@ image_get (struct cli_command *cmd, int argc, char **argv)
   json_object *o;
   int code = 1;
 
-  if (!parse (cmd, argc, argv, &a, &code))
+  if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
   ctx = cli_context ();
   if (ctx == NULL)
@@ -224,7 +199,7 @@ image_ref_action (struct cli_command *cmd, int argc, char **argv, enum ref_actio
   const char *shown;
   int ret, code = 1;
 
-  if (!parse (cmd, argc, argv, &a, &code))
+  if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
   ctx = cli_context ();
   if (ctx == NULL)

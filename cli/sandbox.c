@@ -30,21 +30,6 @@ static const char *const states[] = { "starting", "running", "pausing", "paused"
                                       NULL };
 static const char *const on_timeout_values[] = { "pause", "stop", NULL };
 
-/* Every value of a repeatable option, NULL-terminated, or NULL.  */
-static const char **
-opt_list (struct cli_command *cmd, struct cli_args *a, const char *name, int *n)
-{
-  int i = 0;
-  for (const struct cli_opt *o = cmd->opts; o && o->name; o++, i++)
-    if (strcmp (o->name, name) == 0)
-      {
-        *n = a->count[i];
-        return a->multi[i];
-      }
-  *n = 0;
-  return NULL;
-}
-
 static bool
 has_opt (struct cli_command *cmd, struct cli_args *a, const char *name)
 {
@@ -182,11 +167,11 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
   cfg->name = cli_opt (cmd, a, "name");
   if (cfg->name && check_name (cfg->name) < 0)
     return -1;
-  labels = opt_list (cmd, a, "label", &nlabels);
+  labels = cli_opt_list (cmd, a, "label", &nlabels);
   if (check_labels (labels, nlabels) < 0)
     return -1;
   cfg->labels = (char *const *) labels;
-  env = opt_list (cmd, a, "env", &nenv);
+  env = cli_opt_list (cmd, a, "env", &nenv);
   if (check_env (env, nenv, true) < 0)
     return -1;
   cfg->env = (char *const *) env;
@@ -211,8 +196,8 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
         }
       cfg->max_cost_micros = (int64_t) (usd * 1e6 + 0.5);
     }
-  cfg->allow = (char *const *) opt_list (cmd, a, "allow", &nlabels);
-  cfg->deny = (char *const *) opt_list (cmd, a, "deny", &nlabels);
+  cfg->allow = (char *const *) cli_opt_list (cmd, a, "allow", &nlabels);
+  cfg->deny = (char *const *) cli_opt_list (cmd, a, "deny", &nlabels);
   return 0;
 }
 
@@ -425,7 +410,7 @@ job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct 
   if (with_env)
     {
       int n;
-      j->env = opt_list (cmd, a, "env", &n);
+      j->env = cli_opt_list (cmd, a, "env", &n);
       if (check_env (j->env, n, false) < 0)
         return -1;
     }
@@ -753,7 +738,7 @@ sandbox_ls (struct cli_command *cmd, int argc, char **argv)
       cli_args_free (&a);
       return ret > 0 ? 0 : 1;
     }
-  labels = opt_list (cmd, &a, "label", &nlabels);
+  labels = cli_opt_list (cmd, &a, "label", &nlabels);
   for (int i = 0; i < nlabels; i++)
     if (strchr (labels[i], '=') == NULL || labels[i][0] == '=')
       {
@@ -1757,8 +1742,8 @@ sandbox_network (struct cli_command *cmd, int argc, char **argv)
     }
   on = has_opt (cmd, &a, "internet");
   off = has_opt (cmd, &a, "no-internet");
-  allow = opt_list (cmd, &a, "allow", &nallow);
-  deny = opt_list (cmd, &a, "deny", &ndeny);
+  allow = cli_opt_list (cmd, &a, "allow", &nallow);
+  deny = cli_opt_list (cmd, &a, "deny", &ndeny);
   change = on || off || nallow > 0 || ndeny > 0;
   if (on && off)
     {

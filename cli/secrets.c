@@ -11,16 +11,6 @@
 
 #define MAX_VALUE 8192
 
-static const char **
-opt_list (struct cli_command *cmd, struct cli_args *a, const char *name)
-{
-  int i = 0;
-  for (const struct cli_opt *o = cmd->opts; o && o->name; o++, i++)
-    if (strcmp (o->name, name) == 0)
-      return a->multi[i];
-  return NULL;
-}
-
 /* The value: all of stdin (one trailing newline dropped), or a line typed
    without echo at a terminal.  -1 when there is more than the limit.  */
 static ssize_t
@@ -74,14 +64,10 @@ secrets_set (struct cli_command *cmd, int argc, char **argv)
   char *placeholder = NULL, buf[MAX_VALUE + 2];
   const char *name;
   ssize_t len;
-  int ret, code = 1;
+  int code = 1;
 
-  ret = cli_parse (cmd, argc, argv, &a);
-  if (ret != 0)
-    {
-      cli_args_free (&a);
-      return ret > 0 ? 0 : 1;
-    }
+  if (!cli_begin (cmd, argc, argv, &a, &code))
+    return code;
   name = a.pos[0];
   /* NAME=value would put the value in shell histories and ps.  */
   if (strchr (name, '='))
@@ -99,7 +85,7 @@ secrets_set (struct cli_command *cmd, int argc, char **argv)
   ctx = cli_context ();
   if (ctx == NULL)
     goto out;
-  if (rt_secret_set (ctx, name, buf, len, (char *const *) opt_list (cmd, &a, "host"), cli_opt (cmd, &a, "header"),
+  if (rt_secret_set (ctx, name, buf, len, (char *const *) cli_opt_list (cmd, &a, "host", NULL), cli_opt (cmd, &a, "header"),
                      cli_opt (cmd, &a, "format"), &placeholder, &err) < 0)
     code = cli_lib_fail (err);
   else
@@ -126,14 +112,10 @@ secrets_ls (struct cli_command *cmd, int argc, char **argv)
   rt_error *err = NULL;
   char *json = NULL;
   json_object *arr = NULL;
-  int ret, code = 1;
+  int code = 1;
 
-  ret = cli_parse (cmd, argc, argv, &a);
-  if (ret != 0)
-    {
-      cli_args_free (&a);
-      return ret > 0 ? 0 : 1;
-    }
+  if (!cli_begin (cmd, argc, argv, &a, &code))
+    return code;
   ctx = cli_context ();
   if (ctx == NULL)
     goto out;
@@ -178,14 +160,10 @@ secrets_rm (struct cli_command *cmd, int argc, char **argv)
   struct cli_args a;
   rt_context *ctx = NULL;
   rt_error *err = NULL;
-  int ret, code = 1;
+  int code = 1;
 
-  ret = cli_parse (cmd, argc, argv, &a);
-  if (ret != 0)
-    {
-      cli_args_free (&a);
-      return ret > 0 ? 0 : 1;
-    }
+  if (!cli_begin (cmd, argc, argv, &a, &code))
+    return code;
   ctx = cli_context ();
   if (ctx == NULL)
     goto out;

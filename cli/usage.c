@@ -45,14 +45,10 @@ usage_show (struct cli_command *cmd, int argc, char **argv)
   rt_error *err = NULL;
   char *json = NULL;
   json_object *o = NULL, *rows;
-  int ret, code = 1;
+  int code = 1;
 
-  ret = cli_parse (cmd, argc, argv, &a);
-  if (ret != 0)
-    {
-      cli_args_free (&a);
-      return ret > 0 ? 0 : 1;
-    }
+  if (!cli_begin (cmd, argc, argv, &a, &code))
+    return code;
   if (a.json && cli_opt (cmd, &a, "csv"))
     {
       cli_usage_error (NULL, "--json and --csv: pick one");

@@ -543,13 +543,12 @@ apt_hosts (struct build *b, char ***out, rt_error **err)
 }
 
 static char *
-lowers (struct build *b, size_t first, size_t i)
+lowers (size_t first, size_t i)
 {
   size_t len = 0;
   char *out = NULL;
   FILE *f = open_memstream (&out, &len);
 
-  (void) b;
   if (f == NULL)
     return NULL;
   for (size_t k = i; k > first; k--)
@@ -607,7 +606,7 @@ run_step (struct build *b, size_t first, size_t i, char **apt, rt_error **err)
     [STEP_RUN] = "cd \"$1\" 2>/dev/null || cd /; eval \"$2\"",
   };
   struct step *s = &b->steps[i];
-  cleanup_free char *low = lowers (b, first, i);
+  cleanup_free char *low = lowers (first, i);
   cleanup_free char *raw = NULL;
   char idx[24];
   char *margs[] = { idx, low, NULL };

@@ -1308,9 +1308,7 @@ handle_metrics (struct mon *m, struct evhttp_request *req)
     meter_sample (m);
   snprintf (pct, sizeof pct, "%.1f", m->paused ? 0.0 : m->cpu_percent);
   json_object_object_add (o, "id", json_object_new_string (m->cfg->id));
-  json_object_object_add (o, "state", json_object_get (json_object_object_get_ex (m->state, "state", NULL)
-                                                           ? json_object_object_get (m->state, "state")
-                                                           : NULL));
+  json_object_object_add (o, "state", json_object_get (json_object_object_get (m->state, "state")));
   json_object_object_add (o, "vcpu", json_object_new_int (m->cfg->vm.vcpu));
   json_object_object_add (o, "cpuPercent", json_object_new_double_s (m->paused ? 0.0 : m->cpu_percent, pct));
   json_object_object_add (o, "memoryMiB", json_object_new_int (m->cfg->vm.memory_mib));

@@ -454,11 +454,11 @@ conn_answer (struct conn *c, int status, const char *text, const char *reason)
 static void
 conn_refuse (struct conn *c, const char *reason)
 {
+  /* Not reaching an allowed host is the gateway's failure, not a refusal.  */
+  bool failed = strcmp (reason, "unresolved") == 0 || strcmp (reason, "connect_failed") == 0;
+
   if (c->kind == CONN_PROXY)
-    conn_answer (c, strcmp (reason, "unresolved") == 0 || strcmp (reason, "connect_failed") == 0 ? 502 : 403,
-                 strcmp (reason, "unresolved") == 0 || strcmp (reason, "connect_failed") == 0 ? "Bad Gateway"
-                                                                                              : "Forbidden",
-                 reason);
+    conn_answer (c, failed ? 502 : 403, failed ? "Bad Gateway" : "Forbidden", reason);
   else
     conn_reset (c, "refused", reason);
 }

@@ -71,14 +71,24 @@ int
 rt_usage_json (rt_context *ctx, char **json, rt_error **err)
 {
   cleanup_json json_object *rows = NULL, *out = json_object_new_object (), *list = json_object_new_array ();
+  cleanup_json json_object *all = NULL, *known = json_object_new_object ();
   int64_t total = 0, left_us = 0;
   size_t n;
   int ret;
 
   rt_store_reap (ctx);
   ret = rt_ledger_fold (ctx, &rows, err);
+  if (ret == 0)
+    ret = rt_store_list (ctx, true, &all, err);
   if (ret < 0)
     return ret;
+  /* One listing of the store, not one lookup per row.  */
+  for (size_t i = 0; i < json_object_array_length (all); i++)
+    {
+      json_object *sb = json_object_array_get_idx (all, i);
+      if (rt_json_str (sb, "id"))
+        json_object_object_add (known, rt_json_str (sb, "id"), json_object_get (sb));
+    }
   n = json_object_array_length (rows);
   for (size_t i = 0; i < n; i++)
     {
@@ -89,12 +99,11 @@ rt_usage_json (rt_context *ctx, char **json, rt_error **err)
   for (size_t k = 0; k < n && k < MAX_ROWS; k++)
     {
       json_object *o = json_object_array_get_idx (rows, n - 1 - k), *row = json_object_new_object ();
-      cleanup_json json_object *rec = NULL;
-      cleanup_error rt_error *ignored = NULL;
+      json_object *rec;
       const char *state = rt_json_str (o, "state");
       char num[32];
       /* A monitor that died wrote no last line: the store knows better.  */
-      if (rt_store_resolve (ctx, rt_json_str (o, "id"), &rec, &ignored) == 0 && rt_json_str (rec, "state"))
+      if (json_object_object_get_ex (known, rt_json_str (o, "id"), &rec) && rt_json_str (rec, "state"))
         state = rt_json_str (rec, "state");
       json_object_object_add (row, "resource_id", json_object_new_string (rt_json_str (o, "id")));
       json_object_object_add (row, "name", rt_json_str (o, "name") ? json_object_new_string (rt_json_str (o, "name")) : NULL);
