@@ -97,7 +97,7 @@ is "… which node finds" "$(runtime sandbox run --image npmimg -- bash -c 'NODE
 id=$(runtime sandbox create --image demo@1 --timeout 600)
 expect_error "rm refuses an image a live sandbox runs" invalid_request runtime image rm demo@1
 runtime sandbox rm "$id" >/dev/null; id=
-runtime image export demo@1 "$tmp/demo.tar"
+is "export prints the archive's path" "$(runtime image export demo@1 "$tmp/demo.tar")" "$tmp/demo.tar"
 check "export writes an archive" bash -c "tar -tf '$tmp/demo.tar' manifest.json >/dev/null"
 runtime image rm demo@1 >/dev/null
 expect_error "rm removes the version" image_not_found runtime image get demo@1
