@@ -695,3 +695,23 @@ rt_egress_decide (const struct rt_egress_rules *r, const char *name, const struc
     return RT_EGRESS_ALLOWED;
   return RT_EGRESS_NOT_ALLOWED;
 }
+
+bool
+rt_egress_names_match (char *const *entries, const char *name)
+{
+  uint8_t net[16];
+  size_t n;
+  int plen;
+
+  if (name == NULL)
+    return false;
+  n = strlen (name);
+  if (n > 1 && name[n - 1] == '.')
+    n--;
+  if (!name_well_formed (name, n) || name_literal (name, n, net))
+    return false;
+  for (size_t i = 0; entries && entries[i]; i++)
+    if (!parse_ip_entry (entries[i], net, &plen) && name_matches (name, n, entries[i]))
+      return true;
+  return false;
+}

@@ -125,4 +125,12 @@ enum rt_egress_verdict rt_egress_decide (const struct rt_egress_rules *r, const 
  */
 bool rt_egress_address_refused (const struct sockaddr *addr);
 
+/**
+ * rt_egress_names_match - does @name match one of the host-name entries
+ * @entries: normalized entries, NULL-terminated (address and CIDR entries
+ *           never match: this is for names a certificate can prove)
+ * @name:    as the guest sent it; case and one trailing dot do not matter
+ */
+bool rt_egress_names_match (char *const *entries, const char *name);
+
 #endif

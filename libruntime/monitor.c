@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include "channel.h"
+#include "intercept.h"
 #include "monitor.h"
 #include "netns.h"
 #include "price.h"
@@ -101,6 +102,7 @@ struct mon
   bool stopping, paused;
   struct rt_netns net;
   struct rt_proxy *proxy;
+  struct rt_intercept *intercept; /* for the sandbox's secrets, or NULL */
   bool trial;
   /* The meter: QEMU's vCPU threads, sampled every second while running.  */
   struct event *ev_meter;
@@ -779,6 +781,8 @@ mon_stop (struct mon *m, const char *reason)
      table.  */
   rt_proxy_free (m->proxy);
   m->proxy = NULL;
+  rt_intercept_free (m->intercept);
+  m->intercept = NULL;
   rt_netns_close (&m->net);
   if (m->ev_owner)
     event_del (m->ev_owner);
@@ -1531,6 +1535,25 @@ boot_error (struct mon *m, rt_error **err)
   return rt_vm_startup_error (&m->vm, err, why ? why : "unknown");
 }
 
+/* HELLO {"version", "trust": PEM} on the still blocking channel.  */
+static int
+send_hello (int fd, const char *pem, rt_error **err)
+{
+  cleanup_json json_object *o = json_object_new_object ();
+  const char *s;
+  uint8_t hdr[RT_FRAME_HEADER];
+  size_t len;
+
+  json_object_object_add (o, "version", json_object_new_int (RT_PROTO_VERSION));
+  json_object_object_add (o, "trust", json_object_new_string (pem));
+  s = json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+  len = strlen (s);
+  rt_frame_encode_header (hdr, RT_FRAME_HELLO, 0, len);
+  if (rt_write_all (fd, hdr, sizeof hdr) < 0 || rt_write_all (fd, s, len) < 0)
+    return rt_error_set (err, errno, "startup_failed", "cannot write to the guest agent: %s", strerror (errno));
+  return 0;
+}
+
 static int
 monitor_start (struct mon *m, rt_error **err)
 {
@@ -1574,6 +1597,25 @@ monitor_start (struct mon *m, rt_error **err)
       rt_channel_close (&ch);
       return boot_error (m, err);
     }
+  /* A sandbox with secrets trusts the egress CA: the agent installs it
+     before it takes any command (frames are handled in order).  */
+  if (m->cfg->secret_env && m->cfg->secret_env[0])
+    {
+      cleanup_free char *pem = NULL;
+      ret = rt_egress_ca_ensure (m->ctx, &pem, err);
+      m->intercept = ret < 0 ? NULL : rt_intercept_new (m->ctx, m->cfg->secret_env, err);
+      if (m->intercept == NULL)
+        {
+          rt_channel_close (&ch);
+          return -1;
+        }
+      ret = send_hello (ch.fd, pem, err);
+      if (ret < 0)
+        {
+          rt_channel_close (&ch);
+          return ret;
+        }
+    }
   /* The channel now belongs to the event loop.  */
   m->chan_fd = steal_fd (&ch.fd);
   m->reader = steal_pointer (&ch.reader);
@@ -1594,7 +1636,8 @@ monitor_start (struct mon *m, rt_error **err)
   if (evhttp_accept_socket (m->http, api_fd) < 0)
     return rt_error_set (err, EIO, "startup_failed", "cannot serve '%s'", m->api_sock);
   m->trial = m->cfg->net.trial;
-  m->proxy = rt_proxy_new (m->base, &m->net, &m->cfg->net, m->cfg->egress_log, getenv ("RUNTIME_RESOLVE"), err);
+  m->proxy = rt_proxy_new (m->base, &m->net, &m->cfg->net, m->cfg->egress_log, getenv ("RUNTIME_RESOLVE"),
+                           m->intercept, err);
   if (m->proxy == NULL)
     return -1;
   m->ev_read = event_new (m->base, m->chan_fd, EV_READ | EV_PERSIST, on_chan_read, m);

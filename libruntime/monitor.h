@@ -39,6 +39,7 @@ struct rt_monitor_config
   bool no_wait;          /* report ready before the boot */
   struct rt_egress_rules net; /* the egress rules at start */
   const char *egress_log;     /* JSON lines, one per connection */
+  char **secret_env;          /* NAME=placeholder of its secrets, or NULL */
 };
 
 /* Starts the monitor (double fork, setsid) and waits until it reports the

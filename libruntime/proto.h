@@ -15,7 +15,10 @@
  * Control payloads are JSON objects (json-c); data payloads are raw bytes.
  *
  *   HELLO     both ways, stream 0   {"version":1,"agent":"…"} — the guest
- *                                   sends it each time the host connects
+ *                                   sends it each time the host connects;
+ *                                   the host's may carry "trust": a PEM
+ *                                   certificate (the egress CA of a sandbox
+ *                                   with secrets) for the guest to trust
  *   EXEC      host→guest            {"argv":[…],"env":["K=V"…],"cwd":"/workspace",
  *                                    "user":"runtime"|"root","timeoutMs":N,
  *                                    "stdin":bool} — opens `stream`
@@ -49,6 +52,11 @@
 #define RT_FRAME_HEADER 12
 #define RT_FRAME_MAX_PAYLOAD (256u * 1024u)
 #define RT_WINDOW_INITIAL (1024u * 1024u)
+
+/* Where the guest keeps a HELLO's "trust" certificate, and the bundle it
+   is added to (Debian's, which OpenSSL, curl and git read).  */
+#define RT_GUEST_CA_FILE "/usr/local/share/ca-certificates/runtime-egress.crt"
+#define RT_GUEST_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
 enum rt_frame_type
 {

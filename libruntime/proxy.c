@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/dns.h>
 #include <event2/dns_struct.h>
 #include <event2/listener.h>
@@ -9,10 +10,13 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
 #include <string.h>
 #include <sys/socket.h>
 
+#include "intercept.h"
 #include "proxy.h"
+#include "rewrite.h"
 #include "sniff.h"
 #include "store.h"
 
@@ -54,6 +58,13 @@ struct conn
   size_t head_len;
   bool relaying, guest_eof, up_eof, guest_shut, up_shut;
   uint64_t bytes_out, bytes_in;
+  /* TLS interception, for hosts bound to a secret only.  */
+  bool tls;                       /* the guest speaks TLS (CONNECT, or a ClientHello seen) */
+  bool intercept, guest_tls_up, resetting;
+  struct rt_secret_binding *bind; /* what is swapped on this connection */
+  size_t n_bind;
+  struct rt_rewrite *rw;
+  int guest_fd;                   /* under the TLS filter, for SO_LINGER */
 };
 
 struct dns_entry
@@ -84,6 +95,7 @@ struct rt_proxy
   size_t n_overrides;
   struct sockaddr_storage *host_addrs; /* this host's own addresses */
   size_t n_host_addrs;
+  struct rt_intercept *ic;             /* NULL: the sandbox has no secrets */
 };
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -138,7 +150,7 @@ parse_literal (const char *s, struct sockaddr_storage *ss)
    so a reader never sees half a line.  */
 static void
 log_line (struct rt_proxy *px, const char *kind, const char *name, const struct sockaddr_storage *addr, int port,
-          const char *decision, const char *reason, uint64_t out, uint64_t in)
+          const char *decision, const char *reason, uint64_t out, uint64_t in, const struct rt_rewrite *rw)
 {
   cleanup_json json_object *o = json_object_new_object ();
   char when[32], abuf[INET6_ADDRSTRLEN];
@@ -157,6 +169,9 @@ log_line (struct rt_proxy *px, const char *kind, const char *name, const struct 
   json_object_object_add (o, "reason", json_object_new_string (reason));
   json_object_object_add (o, "bytesOut", json_object_new_int64 ((int64_t) out));
   json_object_object_add (o, "bytesIn", json_object_new_int64 ((int64_t) in));
+  /* Intercepted for a secret: how many requests had one swapped in.  */
+  if (rw)
+    json_object_object_add (o, "secretRequests", json_object_new_int64 ((int64_t) rt_rewrite_swapped (rw)));
   s = json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN);
   len = strlen (s);
   {
@@ -372,20 +387,66 @@ resolve_cancel (struct resolve_req **rp)
 /* ---- connections ---------------------------------------------------------- */
 
 static void
+orphan_written (struct bufferevent *bev, void *arg)
+{
+  (void) arg;
+  if (evbuffer_get_length (bufferevent_get_output (bev)) == 0)
+    bufferevent_free (bev);
+}
+
+static void
+orphan_event (struct bufferevent *bev, short what, void *arg)
+{
+  (void) what;
+  (void) arg;
+  bufferevent_free (bev);
+}
+
+/* Frees one side.  A TLS filter may leave records it already encrypted in
+   its socket's buffer: with @drain they are still written (the socket
+   then closes by itself), else dropped.  */
+static void
+release (struct bufferevent *bev, bool drain)
+{
+  struct bufferevent *raw = bufferevent_get_underlying (bev);
+  SSL *ssl = raw ? bufferevent_openssl_get_ssl (bev) : NULL;
+  struct timeval tv = { DIAL_TIMEOUT_S, 0 };
+
+  bufferevent_free (bev);
+  if (raw == NULL)
+    return;
+  /* close_notify, so that a close-delimited body is not taken for a
+     truncation.  */
+  if (drain && SSL_is_init_finished (ssl))
+    SSL_shutdown (ssl);
+  ERR_clear_error ();
+  SSL_free (ssl);
+  if (!drain || evbuffer_get_length (bufferevent_get_output (raw)) == 0)
+    {
+      bufferevent_free (raw);
+      return;
+    }
+  bufferevent_setcb (raw, NULL, orphan_written, orphan_event, NULL);
+  bufferevent_disable (raw, EV_READ);
+  bufferevent_set_timeouts (raw, NULL, &tv);
+  bufferevent_enable (raw, EV_WRITE);
+}
+
+static void
 conn_free (struct conn *c, const char *decision, const char *reason)
 {
   struct rt_proxy *px = c->px;
 
   if (decision)
     log_line (px, c->kind == CONN_PROXY ? (c->is_connect ? "connect" : "http") : "tcp", c->name,
-              c->have_addr ? &c->addr : NULL, c->port, decision, reason, c->bytes_out, c->bytes_in);
+              c->have_addr ? &c->addr : NULL, c->port, decision, reason, c->bytes_out, c->bytes_in, c->rw);
   resolve_cancel (&c->resolving);
   if (c->sniff_timer)
     event_free (c->sniff_timer);
   if (c->guest)
-    bufferevent_free (c->guest);
+    release (c->guest, !c->resetting);
   if (c->up)
-    bufferevent_free (c->up);
+    release (c->up, !c->resetting);
   if (c->prev)
     c->prev->next = c->next;
   else
@@ -394,6 +455,8 @@ conn_free (struct conn *c, const char *decision, const char *reason)
     c->next->prev = c->prev;
   free (c->name);
   free (c->head);
+  rt_rewrite_free (c->rw);
+  rt_secret_bindings_free (c->bind, c->n_bind);
   free (c);
 }
 
@@ -405,7 +468,8 @@ conn_reset (struct conn *c, const char *decision, const char *reason)
   struct linger lg = { 1, 0 };
 
   if (c->guest)
-    setsockopt (bufferevent_getfd (c->guest), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    setsockopt (c->guest_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  c->resetting = true;
   conn_free (c, decision, reason);
 }
 
@@ -445,7 +509,7 @@ conn_answer (struct conn *c, int status, const char *text, const char *reason)
                        status, text, reason, strlen ("runtime: egress to  refused: \n") + strlen (target) + strlen (reason),
                        target, reason);
   log_line (c->px, c->is_connect ? "connect" : "http", c->name, c->have_addr ? &c->addr : NULL, c->port, "refused",
-            reason, 0, 0);
+            reason, c->bytes_out, c->bytes_in, c->rw);
   bufferevent_disable (c->guest, EV_READ);
   bufferevent_setcb (c->guest, NULL, on_drained_close, on_guest_gone, c);
   bufferevent_enable (c->guest, EV_WRITE);
@@ -455,7 +519,8 @@ static void
 conn_refuse (struct conn *c, const char *reason)
 {
   /* Not reaching an allowed host is the gateway's failure, not a refusal.  */
-  bool failed = strcmp (reason, "unresolved") == 0 || strcmp (reason, "connect_failed") == 0;
+  bool failed = strcmp (reason, "unresolved") == 0 || strcmp (reason, "connect_failed") == 0
+                || strcmp (reason, "untrusted_certificate") == 0 || strcmp (reason, "tls_failed") == 0;
 
   if (c->kind == CONN_PROXY)
     conn_answer (c, failed ? 502 : 403, failed ? "Bad Gateway" : "Forbidden", reason);
@@ -485,8 +550,54 @@ shut_if_drained (struct conn *c, struct bufferevent *to)
 
   if (!from_eof || *shut || evbuffer_get_length (bufferevent_get_output (to)) > 0)
     return;
+  /* Under TLS one side's end is the connection's end.  */
+  if (c->intercept)
+    {
+      c->guest_shut = c->up_shut = true;
+      return;
+    }
   shutdown (bufferevent_getfd (to), SHUT_WR);
   *shut = true;
+}
+
+/* The guest's requests to a secret's host, through the rewriter.  */
+static void
+relay_rewrite (struct conn *c)
+{
+  struct evbuffer *in = bufferevent_get_input (c->guest), *out = bufferevent_get_output (c->up);
+  size_t n;
+
+  while ((n = evbuffer_get_length (in)) > 0)
+    {
+      size_t look = n < RT_REWRITE_MAX_HEAD ? n : RT_REWRITE_MAX_HEAD, take = 0, head_len = 0;
+      const char *p = (const char *) evbuffer_pullup (in, look), *why = "bad_request";
+      char *head = NULL;
+      int r = rt_rewrite_step (c->rw, p, look, &take, &head, &head_len, &why);
+
+      if (r < 0)
+        {
+          /* Not a request we can frame: nothing more goes to the server.  */
+          release (c->up, false);
+          c->up = NULL;
+          c->relaying = false;
+          conn_answer (c, 400, "Bad Request", why);
+          return;
+        }
+      if (r == RT_REWRITE_MORE)
+        break;
+      c->bytes_out += take;
+      if (r == RT_REWRITE_PASS)
+        evbuffer_remove_buffer (in, out, take);
+      else
+        {
+          evbuffer_drain (in, take);
+          evbuffer_add (out, head, head_len);
+          explicit_bzero (head, head_len);
+          free (head);
+        }
+    }
+  if (evbuffer_get_length (out) >= RELAY_HIGH)
+    bufferevent_disable (c->guest, EV_READ);
 }
 
 static void
@@ -494,6 +605,12 @@ relay_read (struct bufferevent *from, void *arg)
 {
   struct conn *c = arg;
   struct bufferevent *to = other (c, from);
+
+  if (from == c->guest && c->rw)
+    {
+      relay_rewrite (c);
+      return;
+    }
   struct evbuffer *in = bufferevent_get_input (from), *out = bufferevent_get_output (to);
   size_t n = evbuffer_get_length (in);
 
@@ -525,6 +642,12 @@ relay_event (struct bufferevent *bev, short what, void *arg)
   struct conn *c = arg;
   struct bufferevent *to = other (c, bev);
 
+  if (what & BEV_EVENT_CONNECTED)
+    {
+      /* The guest finished its TLS handshake with us.  */
+      c->guest_tls_up = true;
+      return;
+    }
   if (what & BEV_EVENT_EOF)
     {
       relay_read (bev, c);
@@ -542,6 +665,9 @@ relay_event (struct bufferevent *bev, short what, void *arg)
       /* A reset upstream becomes a reset for the guest.  */
       if (bev == c->up)
         conn_reset (c, "allowed", "allowed");
+      else if (c->intercept && !c->guest_tls_up)
+        /* Most likely a client that does not trust the egress CA.  */
+        conn_free (c, "refused", "guest_tls_failed");
       else
         conn_free (c, "allowed", "allowed");
     }
@@ -562,6 +688,48 @@ start_relay (struct conn *c)
     relay_read (c->guest, c);
 }
 
+/* The real server proved to be the host: now be that host to the guest,
+   and rewrite what it sends.  */
+static int
+intercept_guest (struct conn *c)
+{
+  SSL *ssl = rt_intercept_guest_ssl (c->px->ic, c->name);
+  struct bufferevent *raw = c->guest, *tls = NULL;
+  bool pending = evbuffer_get_length (bufferevent_get_input (raw)) > 0;
+
+  c->rw = rt_rewrite_new (c->bind, c->n_bind);
+  if (ssl && c->rw)
+    tls = bufferevent_openssl_filter_new (c->px->base, raw, ssl, BUFFEREVENT_SSL_ACCEPTING, 0);
+  if (tls == NULL)
+    {
+      SSL_free (ssl);
+      conn_reset (c, "refused", "tls_failed");
+      return -1;
+    }
+  c->guest = tls;
+  bufferevent_openssl_set_allow_dirty_shutdown (c->guest, 1);
+  /* The ClientHello the sniffer read is already waiting: no new read
+     event will come for it.  */
+  if (pending)
+    bufferevent_trigger (raw, EV_READ, BEV_TRIG_IGNORE_WATERMARKS);
+  return 0;
+}
+
+/* Bound to a secret?  Then this TLS connection is intercepted.  */
+static void
+bind_secrets (struct conn *c)
+{
+  cleanup_error rt_error *err = NULL;
+
+  if (c->px->ic == NULL || c->name == NULL || !c->tls)
+    return;
+  /* A store that cannot be read swaps nothing: the placeholder goes out
+     as it is, which gives nothing away.  */
+  if (rt_intercept_bindings (c->px->ic, c->name, &c->bind, &c->n_bind, &err) < 0)
+    return;
+  c->intercept = c->n_bind > 0;
+}
+
 static void
 on_dialled (struct bufferevent *bev, short what, void *arg)
 {
@@ -570,13 +738,48 @@ on_dialled (struct bufferevent *bev, short what, void *arg)
   (void) bev;
   if (!(what & BEV_EVENT_CONNECTED))
     {
-      bufferevent_free (c->up);
+      const char *why = "connect_failed";
+      if (c->intercept && bufferevent_get_underlying (c->up))
+        {
+          SSL *ssl = bufferevent_openssl_get_ssl (c->up);
+          if (ssl && SSL_get_verify_result (ssl) != X509_V_OK)
+            why = "untrusted_certificate";
+          else if (bufferevent_get_openssl_error (c->up))
+            why = "tls_failed";
+        }
+      release (c->up, false);
       c->up = NULL;
-      conn_refuse (c, "connect_failed");
+      conn_refuse (c, why);
+      return;
+    }
+  if (c->intercept && bufferevent_get_underlying (c->up) == NULL)
+    {
+      /* Connected: now TLS toward the real server, verified for the name;
+         this runs again once that handshake is over.  */
+      struct timeval tv = { DIAL_TIMEOUT_S, 0 };
+      SSL *ssl = rt_intercept_server_ssl (c->px->ic, c->name);
+      struct bufferevent *raw = c->up, *tls
+          = ssl ? bufferevent_openssl_filter_new (c->px->base, raw, ssl, BUFFEREVENT_SSL_CONNECTING, 0) : NULL;
+      if (tls == NULL)
+        {
+          SSL_free (ssl);
+          conn_refuse (c, "tls_failed");
+          return;
+        }
+      c->up = tls;
+      /* Many servers close without close_notify; HTTP frames its own end.  */
+      bufferevent_openssl_set_allow_dirty_shutdown (c->up, 1);
+      bufferevent_setcb (c->up, NULL, NULL, on_dialled, c);
+      bufferevent_set_timeouts (c->up, NULL, &tv);
+      /* Nothing is queued on a fresh connection, so no write event would
+         start the handshake: start it.  */
+      bufferevent_trigger (raw, EV_WRITE, BEV_TRIG_IGNORE_WATERMARKS);
       return;
     }
   if (c->kind == CONN_PROXY && c->is_connect)
     evbuffer_add_printf (bufferevent_get_output (c->guest), "HTTP/1.1 200 Connection established\r\n\r\n");
+  if (c->intercept && intercept_guest (c) < 0)
+    return;
   else if (c->head)
     {
       bufferevent_write (c->up, c->head, c->head_len);
@@ -605,13 +808,14 @@ dial (struct conn *c)
     }
   bufferevent_disable (c->guest, EV_READ);
   bufferevent_setcb (c->up, NULL, NULL, on_dialled, c);
-  bufferevent_set_timeouts (c->up, NULL, &tv);
   if (bufferevent_socket_connect (c->up, (struct sockaddr *) &c->addr, addr_len (&c->addr)) < 0)
     {
       bufferevent_free (c->up);
       c->up = NULL;
       conn_refuse (c, "connect_failed");
+      return;
     }
+  bufferevent_set_timeouts (c->up, NULL, &tv);
 }
 
 /* Decides with the address known, then dials or refuses.  */
@@ -695,6 +899,7 @@ decide_name (struct conn *c)
       conn_refuse (c, rt_egress_verdict_str (v));
       return;
     }
+  bind_secrets (c);
   bufferevent_disable (c->guest, EV_READ);
   resolve (c->px, c->name, c, on_conn_resolved, &c->resolving);
 }
@@ -724,6 +929,7 @@ on_head (struct bufferevent *bev, void *arg)
     }
   c->name = steal_pointer (&h.host);
   c->port = h.port;
+  c->tls = c->is_connect;
   if (!c->is_connect)
     {
       c->head = rt_http_head_upstream (buf, &h, &c->head_len);
@@ -753,6 +959,7 @@ conn_new (struct rt_proxy *px, evutil_socket_t fd, enum conn_kind kind)
     }
   c->px = px;
   c->kind = kind;
+  c->guest_fd = fd;
   c->next = px->conns;
   if (px->conns)
     px->conns->prev = c;
@@ -787,7 +994,12 @@ sniff_done (struct conn *c, char *name)
       c->sniff_timer = NULL;
     }
   bufferevent_setcb (c->guest, NULL, NULL, on_guest_gone, c);
-  c->name = name;
+  /* The name the client itself sent wins over the one DNS gave.  */
+  if (name)
+    {
+      free (c->name);
+      c->name = name;
+    }
   decide_name (c);
 }
 
@@ -798,10 +1010,12 @@ on_sniff (struct bufferevent *bev, void *arg)
   struct evbuffer *in = bufferevent_get_input (bev);
   size_t len = evbuffer_get_length (in);
   char *name = NULL;
-  int r = rt_sniff_name (evbuffer_pullup (in, -1), len, &name);
+  const unsigned char *p = evbuffer_pullup (in, -1);
+  int r = rt_sniff_name (p, len, &name);
 
   if (r < 0)
     return;
+  c->tls = len > 0 && p[0] == 0x16; /* a TLS handshake record */
   sniff_done (c, r > 0 ? name : NULL);
 }
 
@@ -858,8 +1072,13 @@ on_transparent_accept (struct evconnlistener *l, evutil_socket_t fd, struct sock
   if (known)
     {
       c->name = strdup (known);
-      decide_and_dial (c);
-      return;
+      /* With secrets, the first bytes still tell whether it is TLS to a
+         bound host.  */
+      if (px->ic == NULL)
+        {
+          decide_and_dial (c);
+          return;
+        }
     }
   {
     struct timeval tv = { 0, SNIFF_TIMEOUT_MS * 1000 };
@@ -888,7 +1107,7 @@ struct dns_query
 static void
 dns_refuse (struct dns_query *q, const char *reason)
 {
-  log_line (q->px, "dns", q->name, NULL, 53, "refused", reason, 0, 0);
+  log_line (q->px, "dns", q->name, NULL, 53, "refused", reason, 0, 0, NULL);
   evdns_server_request_respond (q->req, DNS_ERR_NOTEXIST);
 }
 
@@ -1000,7 +1219,7 @@ parse_overrides (struct rt_proxy *px, const char *spec, rt_error **err)
 
 struct rt_proxy *
 rt_proxy_new (struct event_base *base, struct rt_netns *ns, const struct rt_egress_rules *rules, const char *log_path,
-              const char *resolve_spec, rt_error **err)
+              const char *resolve_spec, struct rt_intercept *ic, rt_error **err)
 {
   struct rt_proxy *px = calloc (1, sizeof *px);
 
@@ -1011,6 +1230,7 @@ rt_proxy_new (struct event_base *base, struct rt_netns *ns, const struct rt_egre
     }
   px->base = base;
   px->log_fd = -1;
+  px->ic = ic;
   if (rt_egress_rules_copy (rules, &px->rules, err) < 0 || parse_overrides (px, resolve_spec, err) < 0
       || load_host_addrs (px, err) < 0)
     goto fail;

@@ -10,6 +10,9 @@
  *     that address, else from TLS SNI or the HTTP Host header, else none;
  *   - DNS: refused names get NXDOMAIN, allowed ones the addresses the
  *     rules allow.
+ * TLS to a host bound to one of the sandbox's secrets is terminated here
+ * (intercept.h) and its requests rewritten (rewrite.h); everything else is
+ * relayed untouched.
  * Refused connections are reset, or answered 403 with X-Runtime-Egress:
  * <reason> on the proxy port.  Every connection is logged as one JSON line
  * when it ends (or is refused).
@@ -23,12 +26,14 @@
 #include "netns.h"
 
 struct rt_proxy;
+struct rt_intercept;
 
 /* Takes the listeners of @ns (its fds are set to -1).  @log_path: the
    egress log, appended to.  @resolve: RUNTIME_RESOLVE-style overrides
-   ("name=addr,…") or NULL.  */
+   ("name=addr,…") or NULL.  @ic: TLS interception for the sandbox's
+   secrets (borrowed), or NULL: then every connection is relayed as it is.  */
 struct rt_proxy *rt_proxy_new (struct event_base *base, struct rt_netns *ns, const struct rt_egress_rules *rules,
-                               const char *log_path, const char *resolve, rt_error **err);
+                               const char *log_path, const char *resolve, struct rt_intercept *ic, rt_error **err);
 /* New rules for every later decision; every open connection they refuse
    is closed now.  Returns how many were closed.  */
 int rt_proxy_set_rules (struct rt_proxy *px, const struct rt_egress_rules *rules, rt_error **err);

@@ -12,6 +12,7 @@
 #include "api.h"
 #include "monitor.h"
 #include "price.h"
+#include "intercept.h"
 #include "secrets.h"
 #include "trial.h"
 #include "sandbox.h"
@@ -352,13 +353,22 @@ rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struc
   cmdline = rt_strdup_printf ("rt.hostname=%s", id);
   /* Secrets as placeholders, between the image's env and the caller's.  */
   {
-    cleanup_free char **with_secrets = NULL;
+    cleanup_free char **with_secrets = NULL, **with_ca = NULL;
+    /* Tools that read these trust the egress CA, which stands in for the
+       secrets' hosts (intercept.h); --env may still override them.  */
+    static char *const ca_env[] = { "SSL_CERT_FILE=" RT_GUEST_CA_BUNDLE, "REQUESTS_CA_BUNDLE=" RT_GUEST_CA_BUNDLE,
+                                    "NODE_EXTRA_CA_CERTS=" RT_GUEST_CA_FILE, NULL };
+    static char *const none[] = { NULL };
     json_object *names;
     ret = on ? 0 : rt_secret_env (ctx, &secret_env, err);
+    /* Made now, so that a broken data dir fails here and not in the boot.  */
+    if (ret == 0 && secret_env && secret_env[0])
+      ret = rt_egress_ca_ensure (ctx, NULL, err);
     if (ret < 0)
       goto fail;
     with_secrets = strv_concat (image.env, secret_env);
-    env = with_secrets ? strv_concat (with_secrets, cfg->env) : NULL;
+    with_ca = with_secrets ? strv_concat (with_secrets, secret_env && secret_env[0] ? ca_env : none) : NULL;
+    env = with_ca ? strv_concat (with_ca, cfg->env) : NULL;
     /* Their names are shown, as for --env; never their values.  */
     if (secret_env && secret_env[0] && json_object_object_get_ex (state, "envNames", &names))
       {
@@ -396,6 +406,7 @@ rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struc
       .no_wait = cfg->no_wait,
       .net = rules,
       .egress_log = egress_log,
+      .secret_env = secret_env,
     };
     ret = rt_monitor_spawn (ctx, &mc, err);
   }

@@ -107,6 +107,13 @@ rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len,
     return rt_error_set (err, EINVAL, "invalid_request", "the value of %s is empty", name);
   if (len > MAX_VALUE || memchr (value, '\0', len))
     return rt_error_set (err, EINVAL, "invalid_request", "a secret's value is at most 8 KiB of text, not %zu bytes", len);
+  /* It goes into a request line or a header: a line break would end it
+     and start another.  */
+  if (memchr (value, '\r', len) || memchr (value, '\n', len))
+    {
+      rt_error_set (err, EINVAL, "invalid_request", "the value of %s has a line break inside", name);
+      return rt_error_hint (err, "a secret is swapped into URLs and headers, so it is one line");
+    }
   for (char *const *h = hosts; h && *h; h++)
     n++;
   if (n == 0 || n > MAX_HOSTS)
@@ -129,6 +136,14 @@ rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len,
         {
           json_object_put (list);
           return ret;
+        }
+      /* The proxy hands the value over only to a server whose certificate
+         proves the name: an address or a range proves nothing.  */
+      if (strchr (norm, ':') || strchr (norm, '/') || strspn (norm, "0123456789.") == strlen (norm))
+        {
+          json_object_put (list);
+          rt_error_set (err, EINVAL, "invalid_request", "a secret is bound to host names, not to '%s'", *h);
+          return rt_error_hint (err, "use the name the server's certificate carries, e.g. api.example.com");
         }
       json_object_array_add (list, json_object_new_string (norm));
     }
@@ -229,5 +244,119 @@ rt_secret_env (rt_context *ctx, char ***env, rt_error **err)
     if ((*env)[n++] == NULL)
       return rt_error_oom (err);
   }
+  return 0;
+}
+
+void
+rt_secret_bindings_free (struct rt_secret_binding *b, size_t n)
+{
+  for (size_t i = 0; b && i < n; i++)
+    {
+      if (b[i].value)
+        explicit_bzero (b[i].value, strlen (b[i].value));
+      if (b[i].header_value)
+        explicit_bzero (b[i].header_value, strlen (b[i].header_value));
+      free (b[i].placeholder);
+      free (b[i].value);
+      free (b[i].header);
+      free (b[i].header_value);
+    }
+  free (b);
+}
+
+/* @format with every {value} replaced.  */
+static char *
+format_value (const char *format, const char *value)
+{
+  size_t vlen = strlen (value), n = 0;
+  char *out, *o;
+
+  for (const char *p = format; (p = strstr (p, "{value}")); p += 7)
+    n++;
+  out = malloc (strlen (format) + n * vlen + 1);
+  if (out == NULL)
+    return NULL;
+  o = out;
+  for (const char *p = format; *p;)
+    if (strncmp (p, "{value}", 7) == 0)
+      {
+        memcpy (o, value, vlen);
+        o += vlen;
+        p += 7;
+      }
+    else
+      *o++ = *p++;
+  *o = '\0';
+  return out;
+}
+
+int
+rt_secret_bindings (rt_context *ctx, char *const *given, const char *host, struct rt_secret_binding **out,
+                    size_t *n_out, rt_error **err)
+{
+  cleanup_json json_object *store = NULL;
+  struct rt_secret_binding *b = NULL;
+  size_t n = 0;
+  int ret = load (ctx, &store, err);
+
+  *out = NULL;
+  *n_out = 0;
+  if (ret < 0)
+    return ret;
+  json_object_object_foreach (store, name, e)
+  {
+    const char *ph = rt_json_str (e, "placeholder"), *value = rt_json_str (e, "value");
+    const char *header = rt_json_str (e, "header"), *format = rt_json_str (e, "format");
+    json_object *hosts = NULL;
+    cleanup_free char **names = NULL;
+    bool mine = false;
+    size_t k;
+
+    if (ph == NULL || value == NULL || !json_object_object_get_ex (e, "hosts", &hosts))
+      continue;
+    /* Only the secrets this sandbox was given, under the placeholder it
+       holds: a secret removed and set again is another secret.  */
+    for (char *const *g = given; g && *g && !mine; g++)
+      mine = strncmp (*g, name, strlen (name)) == 0 && (*g)[strlen (name)] == '=' && strcmp (*g + strlen (name) + 1, ph) == 0;
+    if (!mine)
+      continue;
+    k = json_object_array_length (hosts);
+    names = calloc (k + 1, sizeof (char *));
+    if (names == NULL)
+      {
+        rt_secret_bindings_free (b, n);
+        return rt_error_oom (err);
+      }
+    for (size_t i = 0; i < k; i++)
+      names[i] = (char *) json_object_get_string (json_object_array_get_idx (hosts, i));
+    if (!rt_egress_names_match (names, host))
+      continue;
+    {
+      struct rt_secret_binding *nb = realloc (b, (n + 1) * sizeof *b);
+      if (nb == NULL)
+        {
+          rt_secret_bindings_free (b, n);
+          return rt_error_oom (err);
+        }
+      b = nb;
+      memset (&b[n], 0, sizeof b[n]);
+      b[n].placeholder = strdup (ph);
+      b[n].value = strdup (value);
+      if (header && format)
+        {
+          b[n].header = strdup (header);
+          b[n].header_value = format_value (format, value);
+        }
+      n++;
+      if (b[n - 1].placeholder == NULL || b[n - 1].value == NULL
+          || (header && format && (b[n - 1].header == NULL || b[n - 1].header_value == NULL)))
+        {
+          rt_secret_bindings_free (b, n);
+          return rt_error_oom (err);
+        }
+    }
+  }
+  *out = b;
+  *n_out = n;
   return 0;
 }

@@ -1606,12 +1606,78 @@ handle_signal (struct agent *ag, struct cmd *c, const uint8_t *p, size_t len)
   cmd_kill (c, (int) sig);
 }
 
+/* A whole file of at most 4 MiB, NUL-terminated; NULL when unreadable.  */
+static char *
+read_small_file (const char *path)
+{
+  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  char *buf;
+  size_t done = 0;
+
+  if (fd < 0 || fstat (fd, &st) < 0 || st.st_size > 4 * 1024 * 1024)
+    return NULL;
+  buf = malloc (st.st_size + 1);
+  while (buf && done < (size_t) st.st_size)
+    {
+      ssize_t n = read (fd, buf + done, st.st_size - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      done += n;
+    }
+  if (buf)
+    buf[done] = '\0';
+  return buf;
+}
+
+/* The host's egress CA for a sandbox with secrets: into the trust store
+   the tools read, once.  */
+static void
+install_trust (const char *pem)
+{
+  static const char begin[] = "-----BEGIN CERTIFICATE-----";
+  cleanup_free char *bundle = NULL;
+  size_t len = strlen (pem);
+
+  if (strncmp (pem, begin, sizeof begin - 1) != 0 || len > 16384)
+    {
+      agent_log ("ignoring a trust certificate that is not PEM");
+      return;
+    }
+  mkdir_quiet ("/usr/local", 0755);
+  mkdir_quiet ("/usr/local/share", 0755);
+  mkdir_quiet ("/usr/local/share/ca-certificates", 0755);
+  if (write_file (RT_GUEST_CA_FILE, pem) < 0)
+    agent_log ("cannot write " RT_GUEST_CA_FILE ": %s", strerror (errno));
+  bundle = read_small_file (RT_GUEST_CA_BUNDLE);
+  if (bundle && strstr (bundle, pem))
+    return;
+  mkdir_quiet ("/etc/ssl", 0755);
+  mkdir_quiet ("/etc/ssl/certs", 0755);
+  {
+    cleanup_close int fd = open (RT_GUEST_CA_BUNDLE, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+      {
+        agent_log ("cannot add the egress CA to " RT_GUEST_CA_BUNDLE ": %s", strerror (errno));
+        return;
+      }
+    if (bundle && *bundle && bundle[strlen (bundle) - 1] != '\n')
+      write_all (fd, "\n", 1);
+    write_all (fd, pem, len);
+  }
+}
+
 static void
 handle_hello (struct agent *ag, const uint8_t *p, size_t len)
 {
   cleanup_json json_object *o = parse_object (p, len);
   json_object *v = o ? get_member (o, "version") : NULL;
+  json_object *trust = o ? get_member (o, "trust") : NULL;
 
+  if (json_object_is_type (trust, json_type_string))
+    install_trust (json_object_get_string (trust));
   if (!json_object_is_type (v, json_type_int))
     send_error (ag, 0, "invalid_request", "HELLO needs {\"version\":N}");
   else if (json_object_get_int64 (v) != RT_PROTO_VERSION)

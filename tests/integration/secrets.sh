@@ -2,8 +2,8 @@
 # secrets.sh - the secrets store (issue 8, parts 1 and 2): values from
 # stdin only, the limits, a 0600 store refused when others can read it,
 # placeholders kept across sets, never a value in `ls`, and sandboxes that
-# see the placeholder and never the value.  (The proxy swapping
-# placeholders for values is not built yet.)
+# see the placeholder and never the value.  The proxy swapping placeholders
+# for values is swap.sh.
 . "$(dirname "$0")/libtest.sh"
 
 export RUNTIME_DATA_DIR="$tmp/data"
@@ -43,6 +43,10 @@ expect_error "more than 16 hosts" usage sh -c "printf x | runtime secrets set MA
 expect_error "a bad name" invalid_request sh -c "printf x | runtime secrets set 1BAD --host a.example.com"
 expect_error "--header without --format" usage sh -c "printf x | runtime secrets set H --host a.example.com --header X-Key"
 expect_error "a format without {value}" invalid_request sh -c "printf x | runtime secrets set H --host a.example.com --header X-Key --format nope"
+expect_error "an address as the host" invalid_request sh -c "printf x | runtime secrets set IP --host 203.0.113.9"
+expect_error "a range as the host" invalid_request sh -c "printf x | runtime secrets set NET --host 203.0.113.0/24"
+printf 'two\nlines\n' >"$tmp/twolines"
+expect_error "a value with a line break inside" invalid_request sh -c "runtime secrets set NL --host a.example.com <'$tmp/twolines'"
 expect_error "rm of an unknown secret" not_found runtime secrets rm NOSUCH
 chmod 644 "$store"
 expect_error "a store others can read is refused" invalid_request runtime secrets ls

@@ -10,6 +10,9 @@
 #                   198.51.100.4  :443      HTTPS echo (echo.test, secure.test)
 #                   198.51.100.5  :7777     raw TCP echo
 #                   198.51.100.6  :25       SMTP banner
+#                   198.51.100.7  :443      HTTPS echo, self-signed (rogue.test)
+#                 The echo servers' /record appends each request to
+#                 $TESTNET_DIR/requests.jsonl (see servers.py).
 #                 Exports TESTNET_NS, TESTNET_IF, TESTNET_DIR, TESTNET_CA,
 #                 TESTNET_PID and RUNTIME_RESOLVE (the runtime resolves the test
 #                 names through it; /etc/hosts is never touched).
@@ -27,7 +30,7 @@
 
 TESTNET_FIXTURE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/testnet" && pwd)
 TESTNET_HOST_ADDR=198.51.100.1
-TESTNET_ADDRS="198.51.100.2 198.51.100.3 198.51.100.4 198.51.100.5 198.51.100.6"
+TESTNET_ADDRS="198.51.100.2 198.51.100.3 198.51.100.4 198.51.100.5 198.51.100.6 198.51.100.7"
 
 _testnet_err() { echo "testnet: $*" >&2; }
 
@@ -67,7 +70,11 @@ _testnet_certs() {
         -addext "keyUsage = critical, keyCertSign, cRLSign" \
         -addext "subjectKeyIdentifier = hash" 2>"$TESTNET_DIR/openssl.err" &&
     _testnet_cert pypi pypi.org files.pythonhosted.org &&
-    _testnet_cert echo echo.test secure.test
+    _testnet_cert echo echo.test secure.test &&
+    # Signed by nobody anyone trusts.
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+        -keyout "$TESTNET_DIR/rogue.key" -out "$TESTNET_DIR/rogue.pem" -days 30 -sha256 \
+        -subj "/CN=rogue.test" -addext "subjectAltName = DNS:rogue.test" 2>"$TESTNET_DIR/openssl.err"
 }
 
 # Take the machine-wide slot: fail if another testnet holds 198.51.100.1.
@@ -164,7 +171,7 @@ testnet_up() {
         return 1
     fi
 
-    export RUNTIME_RESOLVE=pypi.org=198.51.100.2,files.pythonhosted.org=198.51.100.2,http.test=198.51.100.3,echo.test=198.51.100.4,secure.test=198.51.100.4,tcp.test=198.51.100.5,smtp.test=198.51.100.6,private.test=10.1.2.3,loop.test=127.0.0.1
+    export RUNTIME_RESOLVE=pypi.org=198.51.100.2,files.pythonhosted.org=198.51.100.2,http.test=198.51.100.3,echo.test=198.51.100.4,secure.test=198.51.100.4,tcp.test=198.51.100.5,smtp.test=198.51.100.6,rogue.test=198.51.100.7,private.test=10.1.2.3,loop.test=127.0.0.1
     return 0
 }
 

@@ -1,0 +1,164 @@
+#!/bin/bash
+# swap.sh - secrets on the wire (issue 8, parts 3 and 4), against the test
+# internet (testnet.sh): the egress proxy terminates TLS for a secret's
+# hosts only, with a CA the guest trusts; the real server is verified; the
+# placeholder becomes the value in the request line and headers (and
+# --header is set) on requests to the bound host alone; bodies, other
+# hosts and plain HTTP keep the placeholder; the value is nowhere in the
+# guest, its state or its logs; an untrusted server gets nothing.
+. "$(dirname "$0")/libtest.sh"
+. "$(dirname "$0")/testnet.sh"
+
+export RUNTIME_DATA_DIR="$tmp/data"
+mkdir -p "$RUNTIME_DATA_DIR"
+if [ -d "${RUNTIME_TEST_DATA:-}/images" ]; then cp -al "$RUNTIME_TEST_DATA/images" "$RUNTIME_DATA_DIR/"; fi
+rand() { head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+key="sk-live-$(rand)"
+tok="tok-$(rand)"
+rogue="rogue-$(rand)"
+
+id=
+trap 'runtime sandbox rm "$id" >/dev/null 2>&1; testnet_down; cleanup' EXIT
+if ! testnet_up; then
+    echo "Bail out! cannot make the test network"
+    exit 1
+fi
+# The host trusts the test CA as an admin would add one: OpenSSL's
+# SSL_CERT_FILE, read by the monitor's egress proxy.
+cat /etc/ssl/certs/ca-certificates.crt "$TESTNET_CA" >"$tmp/host-bundle.pem"
+export SSL_CERT_FILE="$tmp/host-bundle.pem"
+records="$TESTNET_DIR/requests.jsonl"
+
+# in_sb CMD: CMD under sh in the sandbox, stdout and stderr.
+in_sb() { runtime sandbox exec "$id" -- sh -c "$1" 2>&1; }
+# last_record EXPR: EXPR over the last request the servers recorded (as r;
+# h: its headers as a dict).
+last_record() {
+    python3 -c "import json,sys; r=json.loads(open(sys.argv[1]).read().splitlines()[-1]); h=dict(r['headers']); print($1)" "$records"
+}
+records_now() { wc -l <"$records" 2>/dev/null || echo 0; }
+
+printf '%s' "$key" | runtime secrets set API_KEY --host echo.test --host http.test >/dev/null
+printf '%s' "$tok" | runtime secrets set TOKEN --host echo.test --header X-Api-Token --format 'Token {value}' >/dev/null
+printf '%s' "$rogue" | runtime secrets set ROGUE_KEY --host rogue.test >/dev/null
+ph=$(runtime secrets ls --json | json_get '[e["placeholder"] for e in o if e["name"] == "API_KEY"][0]')
+
+# 1 GiB, so that its whole memory can be searched from the host below.
+id=$(runtime sandbox create --timeout 900 --memory 1024 2>/dev/null)
+check "a sandbox with secrets starts" test -n "$id"
+# Files the values could have reached are changed after this.
+runtime sandbox exec "$id" -- touch /tmp/.t0
+is "the egress CA key is mode 0600" "$(stat -c %a "$RUNTIME_DATA_DIR/ca/egress-ca.key")" "600"
+is "the guest's trust store holds the egress CA" \
+    "$(in_sb 'grep -c BEGIN /usr/local/share/ca-certificates/runtime-egress.crt; tail -1 /etc/ssl/certs/ca-certificates.crt')" \
+    "1
+-----END CERTIFICATE-----"
+is "SSL_CERT_FILE, REQUESTS_CA_BUNDLE and NODE_EXTRA_CA_CERTS are set" \
+    "$(in_sb 'echo $SSL_CERT_FILE $REQUESTS_CA_BUNDLE $NODE_EXTRA_CA_CERTS')" \
+    "/etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt /usr/local/share/ca-certificates/runtime-egress.crt"
+is "the guest sees the placeholder" "$(in_sb 'printenv API_KEY')" "$ph"
+
+# -- the bound host, through the proxy (curl reads https_proxy)
+is "curl through the proxy to the bound host works" \
+    "$(in_sb 'curl -sS --fail -m 20 "https://echo.test/record?k=$API_KEY" -H "Authorization: Bearer $API_KEY" --data-binary "body=$API_KEY"')" \
+    "recorded"
+is "the request line carries the value" "$(last_record 'r["line"]')" "POST /record?k=$key HTTP/1.1"
+is "the Authorization header carries the value" "$(last_record 'h["Authorization"]')" "Bearer $key"
+is "--header/--format set X-Api-Token" "$(last_record 'h["X-Api-Token"]')" "Token $tok"
+is "the body keeps the placeholder" "$(last_record 'r["body"]')" "body=$ph"
+
+# -- the bound host, transparently (no proxy), and from Python
+is "curl without the proxy (transparent, SNI) works" \
+    "$(in_sb 'curl -sS --fail -m 20 --noproxy "*" https://echo.test/record -H "Authorization: Bearer $API_KEY"')" "recorded"
+is "… and the server gets the value" "$(last_record 'h["Authorization"]')" "Bearer $key"
+is "Python's urllib (SSL_CERT_FILE) works" \
+    "$(in_sb 'python3 -c "import os, urllib.request as u; print(u.urlopen(u.Request(\"https://echo.test/record\", headers={\"Authorization\": \"Bearer \" + os.environ[\"API_KEY\"]}), timeout=20).read().decode().strip())"')" \
+    "recorded"
+is "… and the server gets the value" "$(last_record 'h["Authorization"]')" "Bearer $key"
+before=$(records_now)
+is "two requests on one kept-alive connection" \
+    "$(in_sb 'curl -sS --fail -m 20 -H "Authorization: Bearer $API_KEY" https://echo.test/record https://echo.test/record')" \
+    "recorded
+recorded"
+is "… both swapped" "$(tail -n 2 "$records" | grep -c "Bearer $key")" "2"
+is "… two more records" "$(($(records_now) - before))" "2"
+
+# -- everywhere else the placeholder stays a placeholder
+is "another host on the same server (not bound) is tunnelled" \
+    "$(in_sb 'curl -sS -k -m 20 https://secure.test/record -H "Authorization: Bearer $API_KEY"')" "recorded"
+is "… and gets the placeholder" "$(last_record 'h["Authorization"]')" "Bearer $ph"
+is "… and no X-Api-Token" "$(last_record '"X-Api-Token" in h')" "False"
+is "plain HTTP to a bound host works" \
+    "$(in_sb 'curl -sS -m 20 http://http.test/record -H "Authorization: Bearer $API_KEY"')" "recorded"
+is "… and never swaps" "$(last_record 'h["Authorization"]')" "Bearer $ph"
+
+# -- a server the host does not trust gets nothing
+before=$(records_now)
+in_sb 'curl -sS -v -m 20 https://rogue.test/record -H "Authorization: Bearer $ROGUE_KEY"' >"$tmp/rogue.out"
+check "an untrusted server: the CONNECT is answered 502" grep -q "HTTP/1.1 502" "$tmp/rogue.out"
+check "… saying why in X-Runtime-Egress" grep -qi "X-Runtime-Egress: untrusted_certificate" "$tmp/rogue.out"
+in_sb 'curl -sS -m 20 --noproxy "*" https://rogue.test/record -H "Authorization: Bearer $ROGUE_KEY"' >"$tmp/rogue2.out"
+check "… and without the proxy the connection fails" grep -q "curl: (" "$tmp/rogue2.out"
+is "… and it received no request at all" "$(records_now)" "$before"
+runtime sandbox network "$id" --log --json >"$tmp/log.json" 2>&1
+check "the egress log says untrusted_certificate for rogue.test" python3 -c '
+import json, sys
+log = json.load(open(sys.argv[1]))
+assert any(e["name"] == "rogue.test" and e["reason"] == "untrusted_certificate" for e in log), log' "$tmp/log.json"
+check "… and counts the swapped requests to echo.test" python3 -c '
+import json, sys
+log = json.load(open(sys.argv[1]))
+assert any(e["name"] == "echo.test" and e.get("secretRequests") == 2 for e in log), log' "$tmp/log.json"
+
+# -- a new value applies at once, under the same placeholder
+key2="sk-live-$(rand)"
+printf '%s' "$key2" | runtime secrets set API_KEY --host echo.test --host http.test >/dev/null
+is "after secrets set, the same placeholder" "$(in_sb 'printenv API_KEY')" "$ph"
+in_sb 'curl -sS --fail -m 20 https://echo.test/record -H "Authorization: Bearer $API_KEY"' >/dev/null
+is "… swaps to the new value" "$(last_record 'h["Authorization"]')" "Bearer $key2"
+
+# -- the values are nowhere the sandbox or its records can reach
+# First the memory, from the host: the search in the guest below has to
+# put the values in there.
+"$(dirname "$0")/../fixtures/pmemsave.py" "$RUNTIME_STATE_DIR/$id/qmp.sock" $((1024 * 1024 * 1024)) "$tmp/mem"
+check "the placeholder is in the guest's memory (the search below can see)" grep -qaF -- "$ph" "$tmp/mem"
+check "… and no value is, anywhere in it" sh -c '! grep -qaF -e "$1" -e "$2" -e "$3" "$4"' sh "$key" "$key2" "$tok" "$tmp/mem"
+rm -f "$tmp/mem"
+# The image below is shared and read-only to every sandbox: what this one
+# wrote is what changed since /tmp/.t0, on every file system.
+for v in "$key" "$key2" "$tok"; do
+    out=$(runtime sandbox exec "$id" --user root -- sh -c \
+        'find / /tmp /run /dev/shm /workspace -xdev -type f -cnewer /tmp/.t0 -print0 2>/dev/null | xargs -0r grep -lsF -- "$1"
+         cat /proc/[0-9]*/environ 2>/dev/null | tr "\0" "\n" | grep -cF -- "$1"' sh "$v" 2>&1)
+    is "a value is in no file the sandbox changed and no process environment" "$out" "0"
+done
+check "… nor in the state dir, the console log or the egress log" sh -c \
+    '! grep -rqsF -e "$1" -e "$2" -e "$3" "$RUNTIME_STATE_DIR" "$RUNTIME_DATA_DIR/sandboxes"' sh "$key" "$key2" "$tok"
+check "secrets ls --json holds no value" sh -c '! runtime secrets ls --json | grep -qF -e "$1" -e "$2"' sh "$key2" "$tok"
+
+runtime sandbox rm "$id" >/dev/null
+id=
+
+# -- examples/secret-api.sh, against the test server instead of DeepSeek
+key3="sk-example-$(rand)"
+out=$(DEEPSEEK_API_KEY="$key3" "$(dirname "$0")/../../examples/secret-api.sh" echo.test /record 2>"$tmp/err")
+check "examples/secret-api.sh: the sandbox sees a placeholder" \
+    grep -q "^inside, DEEPSEEK_API_KEY=rtsec_[0-9a-f]*$" <<<"$out"
+check "… and its own request works" grep -qx "HTTP 200 recorded" <<<"$out" || diag "$out" "$(cat "$tmp/err")"
+is "… carrying the key the sandbox never saw" "$(last_record 'h["Authorization"]')" "Bearer $key3"
+check "… which it never printed" sh -c '! printf %s "$3" | grep -qF -- "$1" && ! grep -qF -- "$1" "$2"' \
+    sh "$key3" "$tmp/err" "$out"
+check_no_leaks "after secret-api.sh"
+
+# -- without secrets, no CA and no interception
+rm -f "$RUNTIME_DATA_DIR/secrets.json"
+id=$(runtime sandbox create --timeout 300 2>/dev/null)
+is "a sandbox without secrets trusts no egress CA" \
+    "$(in_sb 'test -e /usr/local/share/ca-certificates/runtime-egress.crt && echo yes; echo ${SSL_CERT_FILE:-unset}')" "unset"
+is "… and its TLS to echo.test is the server's own" \
+    "$(in_sb 'curl -sS -m 20 https://echo.test/ 2>&1 | grep -o "curl: (60)"')" "curl: (60)"
+runtime sandbox rm "$id" >/dev/null
+id=
+
+check_no_leaks "after the secrets on the wire"
+done_testing

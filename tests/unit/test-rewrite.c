@@ -1,0 +1,175 @@
+/* test-rewrite.c - request framing and placeholder swapping for secrets:
+   the swap in the request line and headers, --header, bodies untouched
+   (plain and chunked, split anywhere), keep-alive, Upgrade, and the
+   requests that must be refused rather than guessed at.  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rewrite.h"
+#include "tap.h"
+
+#define PH "rtsec_00112233445566778899aabbccddeeff"
+#define PH2 "rtsec_ffeeddccbbaa99887766554433221100"
+
+static struct rt_secret_binding plain[] = { { PH, "sk-live-1", NULL, NULL } };
+static struct rt_secret_binding both[] = {
+  { PH, "sk-live-1", NULL, NULL },
+  { PH2, "tok-2", "X-Api-Token", "Token tok-2" },
+};
+
+/* Feeds @in in pieces of @step bytes (0: all at once); returns what goes
+   upstream, or NULL when the rewriter refused (then *why is set).  */
+static char *
+run (const struct rt_secret_binding *b, size_t n, const char *in, size_t len, size_t step, const char **why,
+     struct rt_rewrite **keep)
+{
+  struct rt_rewrite *rw = rt_rewrite_new (b, n);
+  char *out = calloc (1, 2 * len + 4096), *pending = calloc (1, len + 1);
+  size_t olen = 0, plen = 0, fed = 0;
+
+  for (;;)
+    {
+      /* Everything the rewriter can take of what is pending...  */
+      for (;;)
+        {
+          size_t take = 0, hlen = 0;
+          char *head = NULL;
+          int r = rt_rewrite_step (rw, pending, plen, &take, &head, &hlen, why);
+          if (r < 0)
+            {
+              free (out);
+              out = NULL;
+              goto done;
+            }
+          if (r == RT_REWRITE_MORE)
+            break;
+          memcpy (out + olen, r == RT_REWRITE_PASS ? pending : head, r == RT_REWRITE_PASS ? take : hlen);
+          olen += r == RT_REWRITE_PASS ? take : hlen;
+          free (head);
+          memmove (pending, pending + take, plen - take);
+          plen -= take;
+        }
+      /* ... then the next piece.  */
+      if (fed == len)
+        break;
+      {
+        size_t chunk = step == 0 || len - fed < step ? len - fed : step;
+        memcpy (pending + plen, in + fed, chunk);
+        plen += chunk;
+        fed += chunk;
+      }
+    }
+done:
+  free (pending);
+  if (keep)
+    *keep = rw;
+  else
+    rt_rewrite_free (rw);
+  return out;
+}
+
+static void
+same (const struct rt_secret_binding *b, size_t n, const char *in, const char *want, const char *what)
+{
+  static const size_t steps[] = { 0, 1, 2, 7, 64 };
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+    {
+      const char *why = NULL;
+      char *out = run (b, n, in, strlen (in), steps[i], &why, NULL);
+      char name[256];
+      snprintf (name, sizeof name, "%s (pieces of %zu)", what, steps[i]);
+      ok (out && strcmp (out, want) == 0, "%s", name);
+      if (!(out && strcmp (out, want) == 0))
+        printf ("# got: %s / why %s\n", out ? out : "(refused)", why ? why : "-");
+      free (out);
+    }
+}
+
+static void
+refused (const char *in, const char *reason, const char *what)
+{
+  const char *why = NULL;
+  char *out = run (both, 2, in, strlen (in), 0, &why, NULL);
+  ok (out == NULL && why && strcmp (why, reason) == 0, "%s: refused as %s", what, reason);
+  free (out);
+}
+
+int
+main (void)
+{
+  struct rt_rewrite *rw = NULL;
+  const char *why = NULL;
+  char *out;
+
+  same (plain, 1, "GET /v1?key=" PH " HTTP/1.1\r\nHost: a.test\r\nAuthorization: Bearer " PH "\r\n\r\n",
+       "GET /v1?key=sk-live-1 HTTP/1.1\r\nHost: a.test\r\nAuthorization: Bearer sk-live-1\r\n\r\n",
+       "the placeholder becomes the value in the request line and a header");
+  same (plain, 1, "POST / HTTP/1.1\r\nContent-Length: 43\r\nX-K: " PH "\r\n\r\nbody " PH,
+       "POST / HTTP/1.1\r\nContent-Length: 43\r\nX-K: sk-live-1\r\n\r\nbody " PH,
+       "a body holding the placeholder passes unchanged");
+  same (plain, 1,
+       "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n26\r\n" PH "\r\n0\r\nX-T: " PH "\r\n\r\n"
+       "GET /" PH " HTTP/1.1\r\n\r\n",
+       "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n26\r\n" PH "\r\n0\r\nX-T: " PH "\r\n\r\n"
+       "GET /sk-live-1 HTTP/1.1\r\n\r\n",
+       "chunked bodies and trailers pass; the next request is rewritten");
+  same (both, 2, "GET / HTTP/1.1\r\nx-api-token: guest\r\nHost: a\r\n\r\nGET /2 HTTP/1.0\r\n\r\n",
+       "GET / HTTP/1.1\r\nHost: a\r\nX-Api-Token: Token tok-2\r\n\r\nGET /2 HTTP/1.0\r\nX-Api-Token: Token tok-2\r\n\r\n",
+       "--header replaces the guest's header, on every kept-alive request");
+  same (both, 2, "GET /" PH2 PH " HTTP/1.1\r\n\r\n",
+       "GET /tok-2sk-live-1 HTTP/1.1\r\nX-Api-Token: Token tok-2\r\n\r\n", "two placeholders side by side");
+  same (plain, 1, "GET /chat HTTP/1.1\r\nUpgrade: websocket\r\nX: " PH "\r\n\r\nframes " PH " GET / HTTP/1.1\r\n\r\n",
+       "GET /chat HTTP/1.1\r\nUpgrade: websocket\r\nX: sk-live-1\r\n\r\nframes " PH " GET / HTTP/1.1\r\n\r\n",
+       "after an Upgrade everything passes untouched");
+  same (plain, 1, "\r\nGET / HTTP/1.1\r\n\r\n", "\r\nGET / HTTP/1.1\r\n\r\n", "a blank line between requests passes");
+  same (plain, 1, "GET / HTTP/1.1\r\nContent-Length: 0\r\n\r\nGET /" PH " HTTP/1.1\r\n\r\n",
+       "GET / HTTP/1.1\r\nContent-Length: 0\r\n\r\nGET /sk-live-1 HTTP/1.1\r\n\r\n", "Content-Length: 0");
+
+  {
+    static const char two[] = "GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nX: 1\r\n\r\n";
+    out = run (both, 2, two, sizeof two - 1, 0, &why, &rw);
+  }
+  ok (out && rt_rewrite_swapped (rw) == 2, "every request with something set is counted");
+  free (out);
+  rt_rewrite_free (rw);
+  out = run (NULL, 0, "GET / HTTP/1.1\r\n\r\n", 18, 0, &why, &rw);
+  ok (out && rt_rewrite_swapped (rw) == 0, "nothing swapped, nothing counted");
+  free (out);
+  rt_rewrite_free (rw);
+
+  refused ("GET / HTTP/2.0\r\n\r\n", "bad_request", "HTTP/2 in a request line");
+  refused ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "bad_request", "the HTTP/2 preface");
+  refused ("GET /\r\n\r\n", "bad_request", "HTTP/0.9");
+  refused ("G(T / HTTP/1.1\r\n\r\n", "bad_request", "a bad method");
+  refused ("GET / HTTP/1.1\r\nX: a\r\n continued\r\n\r\n", "bad_request", "obs-fold");
+  refused ("GET / HTTP/1.1\r\nNoColon\r\n\r\n", "bad_request", "a header without a colon");
+  refused ("GET / HTTP/1.1\r\nX\tY: 1\r\n\r\n", "bad_request", "a bad header name");
+  refused ("GET / HTTP/1.1\r\nX: a\nb\r\n\r\n", "bad_request", "a bare LF in a header");
+  refused ("GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", "bad_request",
+           "two different Content-Lengths");
+  refused ("GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", "bad_request", "a negative Content-Length");
+  refused ("GET / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", "bad_request",
+           "an overflowing Content-Length");
+  refused ("GET / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", "bad_request", "a coding other than chunked last");
+  refused ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "bad_request", "a bad chunk size");
+  refused ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\naXX", "bad_request", "a chunk without its CRLF");
+  refused ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffff\r\n", "bad_request",
+           "an overflowing chunk size");
+  {
+    size_t big = RT_REWRITE_MAX_HEAD + 10;
+    char *in = malloc (big + 1);
+    memset (in, 'a', big);
+    memcpy (in, "GET / HTTP/1.1\r\nX: ", 19);
+    in[big] = '\0';
+    out = run (both, 2, in, big, 0, &why, NULL);
+    ok (out == NULL && strcmp (why, "request_head_too_large") == 0, "a head over 64 KiB is refused");
+    free (out);
+    free (in);
+  }
+  out = run (both, 2, "GET / HTTP/1.1\r\nHost: a", 23, 0, &why, &rw);
+  ok (out && *out == '\0', "an incomplete head waits for more");
+  free (out);
+  rt_rewrite_free (rw);
+  return tap_done ();
+}
