@@ -294,17 +294,18 @@ on_body (char *buf, size_t size, size_t n, void *data)
   return len;
 }
 
+/* The API's own words for a failure, into @msg (the caller's buffer: the
+   library keeps no state of its own).  */
 static const char *
-api_message (const char *body)
+api_message (const char *body, char *msg, size_t size)
 {
-  static __thread char msg[512];
   cleanup_json json_object *o = body ? json_tokener_parse (body) : NULL;
   json_object *e, *m;
 
   if (o && json_object_object_get_ex (o, "error", &e) && json_object_object_get_ex (e, "message", &m))
-    snprintf (msg, sizeof msg, "%s", json_object_get_string (m));
+    snprintf (msg, size, "%s", json_object_get_string (m));
   else
-    snprintf (msg, sizeof msg, "%.200s", body && *body ? body : "no details");
+    snprintf (msg, size, "%.200s", body && *body ? body : "no details");
   return msg;
 }
 
@@ -405,7 +406,8 @@ api_call (const rt_chat_opts *o, const char *url, json_object *req, json_object 
           return rt_error_hint (err, "check --base-url and the network");
         }
       {
-        const char *m = api_message (r.body);
+        char buf[512];
+        const char *m = api_message (r.body, buf, sizeof buf);
         int ret;
         if (status == 401 || status == 403)
           {

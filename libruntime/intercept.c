@@ -8,6 +8,7 @@
 #include <openssl/x509v3.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "intercept.h"
 
@@ -19,6 +20,7 @@ struct leaf
 {
   char *host;
   X509 *cert;
+  time_t made;
 };
 
 struct rt_intercept
@@ -78,7 +80,9 @@ cert_new (EVP_PKEY *key, const char *cn, int days)
            && X509_gmtime_adj (X509_getm_notBefore (x), -3600)
            && X509_gmtime_adj (X509_getm_notAfter (x), (long) days * 86400)
            && X509_NAME_add_entry_by_txt (name, "O", MBSTRING_ASC, (const unsigned char *) "runtime", -1, -1, 0)
-           && X509_NAME_add_entry_by_txt (name, "CN", MBSTRING_UTF8, (const unsigned char *) cn, -1, -1, 0)
+           /* A CN holds at most 64 characters; the SAN is what counts.  */
+           && (strlen (cn) > 64
+               || X509_NAME_add_entry_by_txt (name, "CN", MBSTRING_UTF8, (const unsigned char *) cn, -1, -1, 0))
            && X509_set_subject_name (x, name) && X509_set_pubkey (x, key);
     }
   BN_free (bn);
@@ -103,7 +107,14 @@ ca_make (rt_context *ctx, rt_error **err)
 {
   cleanup_free char *key_path = ca_path (ctx, "egress-ca.key"), *cert_path = ca_path (ctx, "egress-ca.pem");
   EVP_PKEY *key = EVP_EC_gen ("P-256");
-  X509 *x = key ? cert_new (key, "runtime egress CA (this host only)", CA_DAYS) : NULL;
+  unsigned char tag[4] = { 0 };
+  char cn[64];
+  X509 *x;
+
+  /* Each install's CA its own name, so that two are never confused.  */
+  RAND_bytes (tag, sizeof tag);
+  snprintf (cn, sizeof cn, "runtime egress CA %02x%02x%02x%02x (this host only)", tag[0], tag[1], tag[2], tag[3]);
+  x = key ? cert_new (key, cn, CA_DAYS) : NULL;
   BIO *kb = BIO_new (BIO_s_mem ()), *cb = BIO_new (BIO_s_mem ());
   char *kdata = NULL, *cdata = NULL;
   long klen = 0, clen = 0;
@@ -260,10 +271,12 @@ leaf_for (struct rt_intercept *ic, const char *host)
   struct leaf *l;
   X509 *x;
 
+  /* Reused while more than a day of its validity is left.  */
   for (size_t i = 0; i < LEAF_CACHE; i++)
-    if (ic->leaves[i].host && strcasecmp (ic->leaves[i].host, host) == 0)
+    if (ic->leaves[i].host && strcasecmp (ic->leaves[i].host, host) == 0
+        && time (NULL) - ic->leaves[i].made < (LEAF_DAYS - 1) * 86400L)
       return ic->leaves[i].cert;
-  x = san && strlen (host) < 64 ? cert_new (ic->leaf_key, host, LEAF_DAYS) : NULL;
+  x = san ? cert_new (ic->leaf_key, host, LEAF_DAYS) : NULL;
   if (x == NULL || !X509_set_issuer_name (x, X509_get_subject_name (ic->ca))
       || !add_ext (x, ic->ca, NID_basic_constraints, "critical,CA:FALSE")
       || !add_ext (x, ic->ca, NID_key_usage, "critical,digitalSignature")
@@ -280,6 +293,7 @@ leaf_for (struct rt_intercept *ic, const char *host)
   X509_free (l->cert);
   l->host = strdup (host);
   l->cert = x;
+  l->made = time (NULL);
   return x;
 }
 

@@ -27,6 +27,7 @@
 #define HEAD_TIMEOUT_S 30
 #define SNIFF_TIMEOUT_MS 1000
 #define DIAL_TIMEOUT_S 10
+#define GUEST_GONE_S 3 /* an intercepted server's silence after the guest's end */
 #define RELAY_HIGH (1024 * 1024) /* bytes queued toward one side before reading the other pauses */
 #define DNS_TTL 60
 #define DNS_CACHE 1024
@@ -503,15 +504,17 @@ conn_answer (struct conn *c, int status, const char *text, const char *reason)
       char abuf[INET6_ADDRSTRLEN];
       snprintf (target, sizeof target, "%s:%d", addr_text (&c->addr, abuf, sizeof abuf), c->port);
     }
+  log_line (c->px, c->is_connect ? "connect" : "http", c->name, c->have_addr ? &c->addr : NULL, c->port, "refused",
+            reason, c->bytes_out, c->bytes_in, c->rw);
+  /* The callbacks first: writing may call them.  */
+  c->relaying = false;
+  bufferevent_disable (c->guest, EV_READ);
+  bufferevent_setcb (c->guest, NULL, on_drained_close, on_guest_gone, c);
   evbuffer_add_printf (out,
                        "HTTP/1.1 %d %s\r\nX-Runtime-Egress: %s\r\nContent-Type: text/plain\r\nConnection: close\r\n"
                        "Content-Length: %zu\r\n\r\nruntime: egress to %s refused: %s\n",
                        status, text, reason, strlen ("runtime: egress to  refused: \n") + strlen (target) + strlen (reason),
                        target, reason);
-  log_line (c->px, c->is_connect ? "connect" : "http", c->name, c->have_addr ? &c->addr : NULL, c->port, "refused",
-            reason, c->bytes_out, c->bytes_in, c->rw);
-  bufferevent_disable (c->guest, EV_READ);
-  bufferevent_setcb (c->guest, NULL, on_drained_close, on_guest_gone, c);
   bufferevent_enable (c->guest, EV_WRITE);
 }
 
@@ -550,10 +553,16 @@ shut_if_drained (struct conn *c, struct bufferevent *to)
 
   if (!from_eof || *shut || evbuffer_get_length (bufferevent_get_output (to)) > 0)
     return;
-  /* Under TLS one side's end is the connection's end.  */
+  /* TLS has no half-close to pass on: the server's end (once its data is
+     out) ends it all; after the guest's, what the server still sends has
+     GUEST_GONE_S of silence at most to arrive.  */
   if (c->intercept)
     {
-      c->guest_shut = c->up_shut = true;
+      struct timeval tv = { GUEST_GONE_S, 0 };
+      if (to == c->guest)
+        c->guest_shut = c->up_shut = true;
+      else
+        bufferevent_set_timeouts (c->up, &tv, NULL);
       return;
     }
   shutdown (bufferevent_getfd (to), SHUT_WR);
@@ -564,8 +573,13 @@ shut_if_drained (struct conn *c, struct bufferevent *to)
 static void
 relay_rewrite (struct conn *c)
 {
-  struct evbuffer *in = bufferevent_get_input (c->guest), *out = bufferevent_get_output (c->up);
+  struct evbuffer *in, *out;
   size_t n;
+
+  if (c->up == NULL)
+    return;
+  in = bufferevent_get_input (c->guest);
+  out = bufferevent_get_output (c->up);
 
   while ((n = evbuffer_get_length (in)) > 0)
     {
@@ -576,11 +590,11 @@ relay_rewrite (struct conn *c)
 
       if (r < 0)
         {
-          /* Not a request we can frame: nothing more goes to the server.  */
+          /* Not a request we may pass: nothing more goes to the server.  */
           release (c->up, false);
           c->up = NULL;
-          c->relaying = false;
-          conn_answer (c, 400, "Bad Request", why);
+          conn_answer (c, strcmp (why, "host_mismatch") == 0 ? 403 : 400,
+                       strcmp (why, "host_mismatch") == 0 ? "Forbidden" : "Bad Request", why);
           return;
         }
       if (r == RT_REWRITE_MORE)
@@ -630,6 +644,8 @@ relay_write (struct bufferevent *to, void *arg)
   struct bufferevent *from = other (c, to);
   bool from_eof = from == c->guest ? c->guest_eof : c->up_eof;
 
+  if (!c->relaying || from == NULL)
+    return;
   if (!from_eof)
     bufferevent_enable (from, EV_READ);
   shut_if_drained (c, to);
@@ -640,7 +656,7 @@ static void
 relay_event (struct bufferevent *bev, short what, void *arg)
 {
   struct conn *c = arg;
-  struct bufferevent *to = other (c, bev);
+  struct bufferevent *to;
 
   if (what & BEV_EVENT_CONNECTED)
     {
@@ -650,12 +666,17 @@ relay_event (struct bufferevent *bev, short what, void *arg)
     }
   if (what & BEV_EVENT_EOF)
     {
+      bool from_guest = bev == c->guest;
       relay_read (bev, c);
-      if (bev == c->guest)
+      /* The rewriter may have refused what it read: no relay any more.  */
+      if (!c->relaying)
+        return;
+      if (from_guest)
         c->guest_eof = true;
       else
         c->up_eof = true;
       bufferevent_disable (bev, EV_READ);
+      to = other (c, bev);
       shut_if_drained (c, to);
       maybe_done (c);
       return;
@@ -697,9 +718,9 @@ intercept_guest (struct conn *c)
   struct bufferevent *raw = c->guest, *tls = NULL;
   bool pending = evbuffer_get_length (bufferevent_get_input (raw)) > 0;
 
-  c->rw = rt_rewrite_new (c->bind, c->n_bind);
+  c->rw = rt_rewrite_new (c->bind, c->n_bind, c->name, c->port);
   if (ssl && c->rw)
-    tls = bufferevent_openssl_filter_new (c->px->base, raw, ssl, BUFFEREVENT_SSL_ACCEPTING, 0);
+    tls = bufferevent_openssl_filter_new (c->px->base, raw, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_DEFER_CALLBACKS);
   if (tls == NULL)
     {
       SSL_free (ssl);
@@ -715,6 +736,19 @@ intercept_guest (struct conn *c)
   return 0;
 }
 
+static bool
+name_bound (struct rt_proxy *px, const char *name)
+{
+  cleanup_error rt_error *err = NULL;
+  struct rt_secret_binding *b = NULL;
+  size_t n = 0;
+
+  if (px->ic == NULL || rt_intercept_bindings (px->ic, name, &b, &n, &err) < 0)
+    return false;
+  rt_secret_bindings_free (b, n);
+  return n > 0;
+}
+
 /* Bound to a secret?  Then this TLS connection is intercepted.  */
 static void
 bind_secrets (struct conn *c)
@@ -728,6 +762,9 @@ bind_secrets (struct conn *c)
   if (rt_intercept_bindings (c->px->ic, c->name, &c->bind, &c->n_bind, &err) < 0)
     return;
   c->intercept = c->n_bind > 0;
+  /* The certificates and SNI name the host without its trailing dot.  */
+  if (c->intercept && strlen (c->name) > 1 && c->name[strlen (c->name) - 1] == '.')
+    c->name[strlen (c->name) - 1] = '\0';
 }
 
 static void
@@ -758,8 +795,12 @@ on_dialled (struct bufferevent *bev, short what, void *arg)
          this runs again once that handshake is over.  */
       struct timeval tv = { DIAL_TIMEOUT_S, 0 };
       SSL *ssl = rt_intercept_server_ssl (c->px->ic, c->name);
+      /* Deferred callbacks: a filter calls them from inside a write, and
+         the relay must not run inside itself.  */
       struct bufferevent *raw = c->up, *tls
-          = ssl ? bufferevent_openssl_filter_new (c->px->base, raw, ssl, BUFFEREVENT_SSL_CONNECTING, 0) : NULL;
+          = ssl ? bufferevent_openssl_filter_new (c->px->base, raw, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                                  BEV_OPT_DEFER_CALLBACKS)
+                : NULL;
       if (tls == NULL)
         {
           SSL_free (ssl);
@@ -770,7 +811,9 @@ on_dialled (struct bufferevent *bev, short what, void *arg)
       /* Many servers close without close_notify; HTTP frames its own end.  */
       bufferevent_openssl_set_allow_dirty_shutdown (c->up, 1);
       bufferevent_setcb (c->up, NULL, NULL, on_dialled, c);
-      bufferevent_set_timeouts (c->up, NULL, &tv);
+      /* The handshake is bounded both ways; the socket itself is not.  */
+      bufferevent_set_timeouts (raw, NULL, NULL);
+      bufferevent_set_timeouts (c->up, &tv, &tv);
       /* Nothing is queued on a fresh connection, so no write event would
          start the handshake: start it.  */
       bufferevent_trigger (raw, EV_WRITE, BEV_TRIG_IGNORE_WATERMARKS);
@@ -1072,9 +1115,9 @@ on_transparent_accept (struct evconnlistener *l, evutil_socket_t fd, struct sock
   if (known)
     {
       c->name = strdup (known);
-      /* With secrets, the first bytes still tell whether it is TLS to a
-         bound host.  */
-      if (px->ic == NULL)
+      /* A name bound to a secret: the first bytes still tell whether it
+         is TLS.  Else no waiting: server-first protocols too go at once.  */
+      if (!name_bound (px, known))
         {
           decide_and_dial (c);
           return;

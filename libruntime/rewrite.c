@@ -24,6 +24,8 @@ struct rt_rewrite
 {
   const struct rt_secret_binding *b;
   size_t n;
+  char *host; /* the name the server's certificate was checked for */
+  int port;
   enum state state;
   uint64_t left; /* ST_BODY, ST_CHUNK_DATA */
   uint64_t swapped;
@@ -65,21 +67,29 @@ out_add (struct out *o, const char *s, size_t n)
 }
 
 struct rt_rewrite *
-rt_rewrite_new (const struct rt_secret_binding *b, size_t n)
+rt_rewrite_new (const struct rt_secret_binding *b, size_t n, const char *host, int port)
 {
   struct rt_rewrite *rw = calloc (1, sizeof *rw);
 
-  if (rw)
+  if (rw == NULL || (rw->host = strdup (host)) == NULL)
     {
-      rw->b = b;
-      rw->n = n;
+      free (rw);
+      return NULL;
     }
+  rw->b = b;
+  rw->n = n;
+  rw->port = port;
+  /* One trailing dot names the same host.  */
+  if (strlen (rw->host) > 1 && rw->host[strlen (rw->host) - 1] == '.')
+    rw->host[strlen (rw->host) - 1] = '\0';
   return rw;
 }
 
 void
 rt_rewrite_free (struct rt_rewrite *rw)
 {
+  if (rw)
+    free (rw->host);
   free (rw);
 }
 
@@ -180,6 +190,52 @@ header_is (const char *name, size_t n, const char *want)
   return strlen (want) == n && strncasecmp (name, want, n) == 0;
 }
 
+/* Is host[:port] (@s, @n bytes) the host this connection was verified
+   for?  Anything else could route the request, and the value, elsewhere
+   behind the same server (a CDN, a shared front end).  */
+static bool
+authority_ok (const struct rt_rewrite *rw, const char *s, size_t n)
+{
+  const char *colon = memrchr (s, ':', n);
+  size_t hn = strlen (rw->host);
+
+  if (colon)
+    {
+      int port = 0;
+      if (colon + 1 == s + n || colon + 1 + 5 < s + n)
+        return false;
+      for (const char *p = colon + 1; p < s + n; p++)
+        {
+          if (*p < '0' || *p > '9')
+            return false;
+          port = port * 10 + (*p - '0');
+        }
+      if (port != rw->port)
+        return false;
+      n = colon - s;
+    }
+  if (n > 1 && s[n - 1] == '.')
+    n--;
+  return n == hn && strncasecmp (s, rw->host, n) == 0;
+}
+
+/* name ":" value, the name a token, no control characters but HTAB.  */
+static bool
+field_line_ok (const char *line, const char *eol)
+{
+  const char *colon = memchr (line, ':', eol - line);
+
+  if (colon == NULL || colon == line)
+    return false;
+  for (const char *p = line; p < colon; p++)
+    if (!is_tchar (*p))
+      return false;
+  for (const char *p = colon + 1; p < eol; p++)
+    if ((unsigned char) *p < 0x20 && *p != '\t')
+      return false;
+  return true;
+}
+
 /* Parses and rewrites the head @buf[0..len) (ending in CRLF CRLF); sets the
    state for what follows.  */
 static int
@@ -188,7 +244,8 @@ do_head (struct rt_rewrite *rw, const char *buf, size_t len, char **head, size_t
   const char *end = buf + len - 2; /* the last header line's CRLF is kept */
   const char *line = buf, *eol, *sp;
   struct out o = { 0 };
-  bool any = false, have_len = false, chunked = false, opaque = false;
+  bool any = false, have_len = false, chunked = false, opaque = false, http10 = false;
+  int hosts = 0;
   uint64_t length = 0;
 
   /* Request line: METHOD SP target SP HTTP/1.x  */
@@ -203,7 +260,33 @@ do_head (struct rt_rewrite *rw, const char *buf, size_t len, char **head, size_t
     goto bad;
   if (memchr (line, '\0', eol - line) || memchr (line, '\n', eol - line) || memchr (line, '\r', eol - line))
     goto bad;
-  opaque = sp - line == 7 && memcmp (line, "CONNECT", 7) == 0;
+  for (const char *p = line; p < eol; p++)
+    if ((unsigned char) *p < 0x20)
+      goto bad;
+  /* A tunnel inside the tunnel would take the value anywhere.  */
+  if (sp - line == 7 && memcmp (line, "CONNECT", 7) == 0)
+    goto mismatch;
+  {
+    const char *target = sp + 1, *tend = eol - 9;
+    if (tend <= target)
+      goto bad;
+    http10 = eol[-1] == '0';
+    /* origin-form, "*", or absolute-form naming this very host.  */
+    if (*target != '/' && !(tend - target == 1 && *target == '*'))
+      {
+        const char *auth, *aend;
+        if (tend - target > 8 && strncasecmp (target, "https://", 8) == 0)
+          auth = target + 8;
+        else if (tend - target > 7 && strncasecmp (target, "http://", 7) == 0)
+          auth = target + 7;
+        else
+          goto bad;
+        for (aend = auth; aend < tend && *aend != '/' && *aend != '?' && *aend != '#'; aend++)
+          ;
+        if (!authority_ok (rw, auth, aend - auth))
+          goto mismatch;
+      }
+  }
   any |= add_swapped (rw, &o, line, eol + 2 - line);
 
   for (line = eol + 2; line < end; line = eol + 2)
@@ -212,14 +295,11 @@ do_head (struct rt_rewrite *rw, const char *buf, size_t len, char **head, size_t
       bool drop = false;
 
       eol = memmem (line, end + 2 - line, "\r\n", 2);
-      colon = memchr (line, ':', eol - line);
-      /* No name, or obs-fold: the server could read it otherwise.  */
-      if (colon == NULL || colon == line || memchr (line, '\0', eol - line) || memchr (line, '\n', eol - line)
-          || memchr (line, '\r', eol - line))
+      /* No name, obs-fold, a bare CR or LF: the server could read it
+         otherwise than we do.  */
+      if (!field_line_ok (line, eol))
         goto bad;
-      for (const char *p = line; p < colon; p++)
-        if (!is_tchar (*p))
-          goto bad;
+      colon = memchr (line, ':', eol - line);
       v = colon + 1;
       vend = eol;
       trim (&v, &vend);
@@ -239,6 +319,11 @@ do_head (struct rt_rewrite *rw, const char *buf, size_t len, char **head, size_t
         }
       else if (header_is (line, colon - line, "Upgrade"))
         opaque = true;
+      else if (header_is (line, colon - line, "Host"))
+        {
+          if (hosts++ > 0 || !authority_ok (rw, v, vend - v))
+            goto mismatch;
+        }
       for (size_t i = 0; i < rw->n && !drop; i++)
         drop = rw->b[i].header && header_is (line, colon - line, rw->b[i].header);
       if (drop)
@@ -248,6 +333,12 @@ do_head (struct rt_rewrite *rw, const char *buf, size_t len, char **head, size_t
         }
       any |= add_swapped (rw, &o, line, eol + 2 - line);
     }
+  if (hosts != 1)
+    goto mismatch;
+  /* Both, or chunked in HTTP/1.0: a server may frame it otherwise
+     (RFC 9112 6.1, 6.3), and read a head we rewrote as a body.  */
+  if (chunked && (have_len || http10))
+    goto bad;
   for (size_t i = 0; i < rw->n; i++)
     if (rw->b[i].header)
       {
@@ -285,6 +376,9 @@ do_head (struct rt_rewrite *rw, const char *buf, size_t len, char **head, size_t
   *head = o.p;
   *head_len = o.len;
   return RT_REWRITE_HEAD;
+mismatch:
+  *why = "host_mismatch";
+  goto fail;
 bad:
   *why = "bad_request";
 fail:
@@ -348,6 +442,8 @@ rt_rewrite_step (struct rt_rewrite *rw, const char *buf, size_t len, size_t *tak
         {
           if (eol == buf)
             rw->state = ST_HEAD;
+          else if (!field_line_ok (buf, eol))
+            break;
           return pass (take, eol + 2 - buf);
         }
       {
@@ -359,9 +455,17 @@ rt_rewrite_step (struct rt_rewrite *rw, const char *buf, size_t len, size_t *tak
               goto bad;
             size = size * 16 + (*p <= '9' ? *p - '0' : (*p | 0x20) - 'a' + 10);
           }
-        /* Digits, then nothing or an extension.  */
-        if (p == buf || (p < eol && *p != ';' && *p != ' ' && *p != '\t'))
+        /* Digits, then nothing or an extension: printable, no bare CR or
+           LF that a server could end the line at.  */
+        if (p == buf)
           break;
+        while (p < eol && (*p == ' ' || *p == '\t'))
+          p++;
+        if (p < eol && *p != ';')
+          break;
+        for (; p < eol; p++)
+          if (((unsigned char) *p < 0x20 && *p != '\t') || *p == 0x7f)
+            goto bad;
         if (size == 0)
           rw->state = ST_TRAILER;
         else

@@ -6,8 +6,11 @@
  * request line and the header lines becomes its value, and a secret with
  * --header gets that header set (replacing what the guest sent).  Bodies,
  * chunked or not, and everything after an Upgrade or CONNECT pass
- * untouched.  Pure: no sockets, no libevent, so it is unit-tested and
- * fuzzed alone.
+ * untouched.  Refused rather than guessed at: anything a server could frame
+ * otherwise (both Content-Length and chunked, chunked in HTTP/1.0, bare CR
+ * or LF, obs-fold, odd chunk lines), CONNECT, and requests naming another
+ * host.  Pure: no sockets, no libevent, so it is unit-tested (and fuzzed)
+ * alone.
  */
 #ifndef RT_REWRITE_H
 #define RT_REWRITE_H
@@ -29,8 +32,11 @@ enum rt_rewrite_step
 struct rt_rewrite;
 
 /* @b: the bindings for this connection's host, borrowed (they must outlive
-   the rewriter).  NULL when out of memory.  */
-struct rt_rewrite *rt_rewrite_new (const struct rt_secret_binding *b, size_t n);
+   the rewriter).  @host, @port: what the server's certificate was checked
+   for; every request must name exactly that (one Host header, and an
+   absolute-form target if any), else it is refused as "host_mismatch":
+   behind one server there may be many sites.  NULL when out of memory.  */
+struct rt_rewrite *rt_rewrite_new (const struct rt_secret_binding *b, size_t n, const char *host, int port);
 void rt_rewrite_free (struct rt_rewrite *rw);
 
 /**

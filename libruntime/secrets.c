@@ -312,7 +312,9 @@ rt_secret_bindings (rt_context *ctx, char *const *given, const char *host, struc
     bool mine = false;
     size_t k;
 
-    if (ph == NULL || value == NULL || !json_object_object_get_ex (e, "hosts", &hosts))
+    /* A value with a line break (stored before they were refused) would
+       end a header and start another: never swapped.  */
+    if (ph == NULL || value == NULL || strpbrk (value, "\r\n") || !json_object_object_get_ex (e, "hosts", &hosts))
       continue;
     /* Only the secrets this sandbox was given, under the placeholder it
        holds: a secret removed and set again is another secret.  */

@@ -17,6 +17,7 @@ static int
 tally (rt_context *ctx, json_object *reserved, int64_t *used_us, int *running, rt_error **err)
 {
   cleanup_json json_object *rows = NULL, *live = NULL, *live_ids = json_object_new_object ();
+  cleanup_json json_object *ledger_ids = json_object_new_object ();
   const char *gone[256];
   size_t ngone = 0;
   int ret = rt_ledger_fold (ctx, &rows, err);
@@ -34,6 +35,8 @@ tally (rt_context *ctx, json_object *reserved, int64_t *used_us, int *running, r
       json_object *o = json_object_array_get_idx (rows, i);
       const char *funding = rt_json_str (o, "funding"), *id = rt_json_str (o, "id");
       int64_t ran = get_i64 (o, "runningUs");
+      if (id)
+        json_object_object_add (ledger_ids, id, NULL);
       if (funding == NULL || strcmp (funding, "trial") != 0 || id == NULL)
         continue;
       if (json_object_object_get_ex (live_ids, id, NULL))
@@ -47,7 +50,6 @@ tally (rt_context *ctx, json_object *reserved, int64_t *used_us, int *running, r
   {
     json_object_object_foreach (reserved, id, v)
     {
-      bool in_ledger = false;
       if (!json_object_object_get_ex (live_ids, id, NULL))
         {
           if (ngone < 256)
@@ -55,10 +57,8 @@ tally (rt_context *ctx, json_object *reserved, int64_t *used_us, int *running, r
           continue;
         }
       (*running)++;
-      for (size_t i = 0; i < json_object_array_length (rows) && !in_ledger; i++)
-        in_ledger = strcmp (rt_json_str (json_object_array_get_idx (rows, i), "id") ?: "", id) == 0;
       /* Booting, not yet in the ledger: its lease is held all the same.  */
-      if (!in_ledger)
+      if (!json_object_object_get_ex (ledger_ids, id, NULL))
         *used_us += json_object_get_int64 (v);
     }
   }

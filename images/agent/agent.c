@@ -1657,7 +1657,8 @@ install_trust (const char *pem)
   mkdir_quiet ("/etc/ssl", 0755);
   mkdir_quiet ("/etc/ssl/certs", 0755);
   {
-    cleanup_close int fd = open (RT_GUEST_CA_BUNDLE, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    /* Followed if a link: some images link the bundle elsewhere.  */
+    cleanup_close int fd = open (RT_GUEST_CA_BUNDLE, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
       {
         agent_log ("cannot add the egress CA to " RT_GUEST_CA_BUNDLE ": %s", strerror (errno));

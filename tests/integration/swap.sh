@@ -49,10 +49,10 @@ check "a sandbox with secrets starts" test -n "$id"
 # Files the values could have reached are changed after this.
 runtime sandbox exec "$id" -- touch /tmp/.t0
 is "the egress CA key is mode 0600" "$(stat -c %a "$RUNTIME_DATA_DIR/ca/egress-ca.key")" "600"
-is "the guest's trust store holds the egress CA" \
-    "$(in_sb 'grep -c BEGIN /usr/local/share/ca-certificates/runtime-egress.crt; tail -1 /etc/ssl/certs/ca-certificates.crt')" \
-    "1
------END CERTIFICATE-----"
+is "the guest has the egress CA as its own file" \
+    "$(in_sb 'cat /usr/local/share/ca-certificates/runtime-egress.crt')" "$(cat "$RUNTIME_DATA_DIR/ca/egress-ca.pem")"
+is "… and in its bundle, once" \
+    "$(in_sb "grep -cxF '$(sed -n 2p "$RUNTIME_DATA_DIR/ca/egress-ca.pem")' /etc/ssl/certs/ca-certificates.crt")" "1"
 is "SSL_CERT_FILE, REQUESTS_CA_BUNDLE and NODE_EXTRA_CA_CERTS are set" \
     "$(in_sb 'echo $SSL_CERT_FILE $REQUESTS_CA_BUNDLE $NODE_EXTRA_CA_CERTS')" \
     "/etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt /usr/local/share/ca-certificates/runtime-egress.crt"
@@ -63,6 +63,8 @@ is "curl through the proxy to the bound host works" \
     "$(in_sb 'curl -sS --fail -m 20 "https://echo.test/record?k=$API_KEY" -H "Authorization: Bearer $API_KEY" --data-binary "body=$API_KEY"')" \
     "recorded"
 is "the request line carries the value" "$(last_record 'r["line"]')" "POST /record?k=$key HTTP/1.1"
+check "the guest was talking to the egress CA's certificate" sh -c \
+    "runtime sandbox exec '$id' -- curl -sv -m 20 -o /dev/null https://echo.test/ 2>&1 | grep -q 'issuer: O=runtime; CN=runtime egress CA'"
 is "the Authorization header carries the value" "$(last_record 'h["Authorization"]')" "Bearer $key"
 is "--header/--format set X-Api-Token" "$(last_record 'h["X-Api-Token"]')" "Token $tok"
 is "the body keeps the placeholder" "$(last_record 'r["body"]')" "body=$ph"
@@ -99,16 +101,53 @@ check "an untrusted server: the CONNECT is answered 502" grep -q "HTTP/1.1 502" 
 check "… saying why in X-Runtime-Egress" grep -qi "X-Runtime-Egress: untrusted_certificate" "$tmp/rogue.out"
 in_sb 'curl -sS -m 20 --noproxy "*" https://rogue.test/record -H "Authorization: Bearer $ROGUE_KEY"' >"$tmp/rogue2.out"
 check "… and without the proxy the connection fails" grep -q "curl: (" "$tmp/rogue2.out"
+check "… reset at once" grep -q "curl: (35)" "$tmp/rogue2.out"
 is "… and it received no request at all" "$(records_now)" "$before"
-runtime sandbox network "$id" --log --json >"$tmp/log.json" 2>&1
+# A connection is logged when it ends: the server's, or a few seconds
+# after the guest's.
+for _ in $(seq 50); do
+    runtime sandbox network "$id" --log --json >"$tmp/log.json" 2>&1
+    grep -q '"secretRequests":2' "$tmp/log.json" && break
+    sleep 0.2
+done
 check "the egress log says untrusted_certificate for rogue.test" python3 -c '
 import json, sys
 log = json.load(open(sys.argv[1]))
-assert any(e["name"] == "rogue.test" and e["reason"] == "untrusted_certificate" for e in log), log' "$tmp/log.json"
+for kind in ("connect", "tcp"):
+    assert any(e["name"] == "rogue.test" and e["kind"] == kind and e["reason"] == "untrusted_certificate" for e in log), log' "$tmp/log.json"
 check "… and counts the swapped requests to echo.test" python3 -c '
 import json, sys
 log = json.load(open(sys.argv[1]))
 assert any(e["name"] == "echo.test" and e.get("secretRequests") == 2 for e in log), log' "$tmp/log.json"
+
+# -- requests the proxy must not pass: another Host behind the same
+# certificate, a framing a server could read otherwise; the monitor lives on
+before=$(records_now)
+runtime sandbox exec "$id" -- python3 - >"$tmp/raw.out" 2>&1 <<'EOF'
+import os, socket, ssl
+ctx = ssl.create_default_context()
+def send(raw):
+    s = ctx.wrap_socket(socket.create_connection(("echo.test", 443), timeout=20), server_hostname="echo.test")
+    s.sendall(raw.replace("KEY", os.environ["API_KEY"]).encode())
+    data = b""
+    while True:
+        d = s.recv(4096)
+        if not d:
+            break
+        data += d
+    lines = data.decode().split("\r\n")
+    print(lines[0], [l for l in lines if l.startswith("X-Runtime-Egress")][0])
+send("GET /record HTTP/1.1\r\nHost: secure.test\r\nAuthorization: Bearer KEY\r\n\r\n")
+send("GET /record HTTP/1.1\r\nHost: echo.test\r\nX: a\r\n folded KEY\r\n\r\n")
+send("POST /record HTTP/1.1\r\nHost: echo.test\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+EOF
+is "another Host on the bound host's connection: 403 host_mismatch; obs-fold, CL with chunked: 400" \
+    "$(cat "$tmp/raw.out")" "HTTP/1.1 403 Forbidden X-Runtime-Egress: host_mismatch
+HTTP/1.1 400 Bad Request X-Runtime-Egress: bad_request
+HTTP/1.1 400 Bad Request X-Runtime-Egress: bad_request"
+is "… none of them reached the server" "$(records_now)" "$before"
+is "… and the proxy still works" \
+    "$(in_sb 'curl -sS --fail -m 20 https://echo.test/record -H "Authorization: Bearer $API_KEY"')" "recorded"
 
 # -- a new value applies at once, under the same placeholder
 key2="sk-live-$(rand)"
@@ -155,8 +194,8 @@ rm -f "$RUNTIME_DATA_DIR/secrets.json"
 id=$(runtime sandbox create --timeout 300 2>/dev/null)
 is "a sandbox without secrets trusts no egress CA" \
     "$(in_sb 'test -e /usr/local/share/ca-certificates/runtime-egress.crt && echo yes; echo ${SSL_CERT_FILE:-unset}')" "unset"
-is "… and its TLS to echo.test is the server's own" \
-    "$(in_sb 'curl -sS -m 20 https://echo.test/ 2>&1 | grep -o "curl: (60)"')" "curl: (60)"
+check "… and its TLS to echo.test is the server's own (the test CA's)" sh -c \
+    "runtime sandbox exec '$id' -- curl -skv -m 20 -o /dev/null https://echo.test/ 2>&1 | grep -q 'issuer: CN=runtime test CA'"
 runtime sandbox rm "$id" >/dev/null
 id=
 

@@ -11,6 +11,7 @@
 
 #define PH "rtsec_00112233445566778899aabbccddeeff"
 #define PH2 "rtsec_ffeeddccbbaa99887766554433221100"
+#define H "Host: a.test\r\n"
 
 static struct rt_secret_binding plain[] = { { PH, "sk-live-1", NULL, NULL } };
 static struct rt_secret_binding both[] = {
@@ -24,7 +25,7 @@ static char *
 run (const struct rt_secret_binding *b, size_t n, const char *in, size_t len, size_t step, const char **why,
      struct rt_rewrite **keep)
 {
-  struct rt_rewrite *rw = rt_rewrite_new (b, n);
+  struct rt_rewrite *rw = rt_rewrite_new (b, n, "a.test", 443);
   char *out = calloc (1, 2 * len + 4096), *pending = calloc (1, len + 1);
   size_t olen = 0, plen = 0, fed = 0;
 
@@ -105,35 +106,39 @@ main (void)
   same (plain, 1, "GET /v1?key=" PH " HTTP/1.1\r\nHost: a.test\r\nAuthorization: Bearer " PH "\r\n\r\n",
        "GET /v1?key=sk-live-1 HTTP/1.1\r\nHost: a.test\r\nAuthorization: Bearer sk-live-1\r\n\r\n",
        "the placeholder becomes the value in the request line and a header");
-  same (plain, 1, "POST / HTTP/1.1\r\nContent-Length: 43\r\nX-K: " PH "\r\n\r\nbody " PH,
-       "POST / HTTP/1.1\r\nContent-Length: 43\r\nX-K: sk-live-1\r\n\r\nbody " PH,
+  same (plain, 1, "POST / HTTP/1.1\r\n" H "Content-Length: 43\r\nX-K: " PH "\r\n\r\nbody " PH,
+       "POST / HTTP/1.1\r\n" H "Content-Length: 43\r\nX-K: sk-live-1\r\n\r\nbody " PH,
        "a body holding the placeholder passes unchanged");
   same (plain, 1,
-       "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n26\r\n" PH "\r\n0\r\nX-T: " PH "\r\n\r\n"
-       "GET /" PH " HTTP/1.1\r\n\r\n",
-       "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n26\r\n" PH "\r\n0\r\nX-T: " PH "\r\n\r\n"
-       "GET /sk-live-1 HTTP/1.1\r\n\r\n",
+       "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n26;ext=1\r\n" PH "\r\n0\r\nX-T: " PH "\r\n\r\n"
+       "GET /" PH " HTTP/1.1\r\n" H "\r\n",
+       "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n26;ext=1\r\n" PH "\r\n0\r\nX-T: " PH "\r\n\r\n"
+       "GET /sk-live-1 HTTP/1.1\r\n" H "\r\n",
        "chunked bodies and trailers pass; the next request is rewritten");
-  same (both, 2, "GET / HTTP/1.1\r\nx-api-token: guest\r\nHost: a\r\n\r\nGET /2 HTTP/1.0\r\n\r\n",
-       "GET / HTTP/1.1\r\nHost: a\r\nX-Api-Token: Token tok-2\r\n\r\nGET /2 HTTP/1.0\r\nX-Api-Token: Token tok-2\r\n\r\n",
+  same (both, 2, "GET / HTTP/1.1\r\nx-api-token: guest\r\nHost: A.Test:443\r\n\r\nGET /2 HTTP/1.0\r\nHost: a.test.\r\n\r\n",
+       "GET / HTTP/1.1\r\nHost: A.Test:443\r\nX-Api-Token: Token tok-2\r\n\r\n"
+       "GET /2 HTTP/1.0\r\nHost: a.test.\r\nX-Api-Token: Token tok-2\r\n\r\n",
        "--header replaces the guest's header, on every kept-alive request");
-  same (both, 2, "GET /" PH2 PH " HTTP/1.1\r\n\r\n",
-       "GET /tok-2sk-live-1 HTTP/1.1\r\nX-Api-Token: Token tok-2\r\n\r\n", "two placeholders side by side");
-  same (plain, 1, "GET /chat HTTP/1.1\r\nUpgrade: websocket\r\nX: " PH "\r\n\r\nframes " PH " GET / HTTP/1.1\r\n\r\n",
-       "GET /chat HTTP/1.1\r\nUpgrade: websocket\r\nX: sk-live-1\r\n\r\nframes " PH " GET / HTTP/1.1\r\n\r\n",
+  same (both, 2, "GET /" PH2 PH " HTTP/1.1\r\n" H "\r\n",
+       "GET /tok-2sk-live-1 HTTP/1.1\r\n" H "X-Api-Token: Token tok-2\r\n\r\n", "two placeholders side by side");
+  same (plain, 1, "GET https://a.test:443/v?k=" PH " HTTP/1.1\r\n" H "\r\n",
+       "GET https://a.test:443/v?k=sk-live-1 HTTP/1.1\r\n" H "\r\n", "an absolute-form target naming the host");
+  same (plain, 1, "GET /chat HTTP/1.1\r\n" H "Upgrade: websocket\r\nX: " PH "\r\n\r\nframes " PH " GET / HTTP/1.1\r\n\r\n",
+       "GET /chat HTTP/1.1\r\n" H "Upgrade: websocket\r\nX: sk-live-1\r\n\r\nframes " PH " GET / HTTP/1.1\r\n\r\n",
        "after an Upgrade everything passes untouched");
-  same (plain, 1, "\r\nGET / HTTP/1.1\r\n\r\n", "\r\nGET / HTTP/1.1\r\n\r\n", "a blank line between requests passes");
-  same (plain, 1, "GET / HTTP/1.1\r\nContent-Length: 0\r\n\r\nGET /" PH " HTTP/1.1\r\n\r\n",
-       "GET / HTTP/1.1\r\nContent-Length: 0\r\n\r\nGET /sk-live-1 HTTP/1.1\r\n\r\n", "Content-Length: 0");
+  same (plain, 1, "\r\nGET / HTTP/1.1\r\n" H "\r\n", "\r\nGET / HTTP/1.1\r\n" H "\r\n",
+       "a blank line between requests passes");
+  same (plain, 1, "GET / HTTP/1.1\r\n" H "Content-Length: 0\r\n\r\nGET /" PH " HTTP/1.1\r\n" H "\r\n",
+       "GET / HTTP/1.1\r\n" H "Content-Length: 0\r\n\r\nGET /sk-live-1 HTTP/1.1\r\n" H "\r\n", "Content-Length: 0");
 
   {
-    static const char two[] = "GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nX: 1\r\n\r\n";
+    static const char two[] = "GET / HTTP/1.1\r\n" H "\r\nGET / HTTP/1.1\r\n" H "X: 1\r\n\r\n";
     out = run (both, 2, two, sizeof two - 1, 0, &why, &rw);
   }
   ok (out && rt_rewrite_swapped (rw) == 2, "every request with something set is counted");
   free (out);
   rt_rewrite_free (rw);
-  out = run (NULL, 0, "GET / HTTP/1.1\r\n\r\n", 18, 0, &why, &rw);
+  out = run (NULL, 0, "GET / HTTP/1.1\r\n" H "\r\n", 32, 0, &why, &rw);
   ok (out && rt_rewrite_swapped (rw) == 0, "nothing swapped, nothing counted");
   free (out);
   rt_rewrite_free (rw);
@@ -152,10 +157,25 @@ main (void)
   refused ("GET / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", "bad_request",
            "an overflowing Content-Length");
   refused ("GET / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", "bad_request", "a coding other than chunked last");
-  refused ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "bad_request", "a bad chunk size");
-  refused ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\naXX", "bad_request", "a chunk without its CRLF");
-  refused ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffff\r\n", "bad_request",
-           "an overflowing chunk size");
+#define CHUNKED "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n"
+  refused (CHUNKED "zz\r\n", "bad_request", "a bad chunk size");
+  refused (CHUNKED "1\r\naXX", "bad_request", "a chunk without its CRLF");
+  refused (CHUNKED "fffffffffffffffffff\r\n", "bad_request", "an overflowing chunk size");
+  refused (CHUNKED "1;a\nb\r\nx\r\n0\r\n\r\n", "bad_request", "a bare LF in a chunk extension");
+  refused (CHUNKED "1 x\r\nx\r\n0\r\n\r\n", "bad_request", "junk after a chunk size");
+  refused (CHUNKED "0\r\nNoColon\r\n\r\n", "bad_request", "a trailer that is not a field");
+  refused ("POST / HTTP/1.1\r\n" H "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", "bad_request",
+           "both Content-Length and chunked");
+  refused ("POST / HTTP/1.0\r\n" H "Transfer-Encoding: chunked\r\n\r\n", "bad_request", "chunked in HTTP/1.0");
+  refused ("GET / HTTP/1.1\r\nHost: b.test\r\n\r\n", "host_mismatch", "another Host");
+  refused ("GET / HTTP/1.1\r\nX: 1\r\n\r\n", "host_mismatch", "no Host");
+  refused ("GET / HTTP/1.1\r\n" H H "\r\n", "host_mismatch", "two Hosts");
+  refused ("GET / HTTP/1.1\r\nHost: a.test:8443\r\n\r\n", "host_mismatch", "the host on another port");
+  refused ("GET / HTTP/1.1\r\nHost: a.test.evil\r\n\r\n", "host_mismatch", "a longer name");
+  refused ("GET https://b.test/x HTTP/1.1\r\n" H "\r\n", "host_mismatch", "an absolute-form target elsewhere");
+  refused ("GET https://a.test@b.test/x HTTP/1.1\r\n" H "\r\n", "host_mismatch", "userinfo in the target");
+  refused ("CONNECT b.test:443 HTTP/1.1\r\n" H "\r\n", "host_mismatch", "CONNECT inside the tunnel");
+  refused ("GET ftp://a.test/ HTTP/1.1\r\n" H "\r\n", "bad_request", "a target of another scheme");
   {
     size_t big = RT_REWRITE_MAX_HEAD + 10;
     char *in = malloc (big + 1);
