@@ -181,8 +181,8 @@ out:
 }
 
 static const struct cli_opt set_opts[] = {
-  { "host", "HOST", "a host (or *.domain) whose requests get the value (1-16)", NULL, true },
-  { "header", "NAME", "a header to set on those requests (with --format)", NULL, false },
+  { "host", "HOST", "a host name (or *.domain) whose HTTPS requests get the value (1-16)", NULL, true },
+  { "header", "NAME", "a header to set on every request to those hosts (with --format)", NULL, false },
   { "format", "TEXT", "the header's value, with {value} for the secret", NULL, false },
   { NULL, NULL, NULL, NULL, false },
 };
@@ -190,7 +190,9 @@ static const struct cli_opt set_opts[] = {
 static const struct cli_opt no_opts[] = { { NULL, NULL, NULL, NULL, false } };
 
 static struct cli_command secrets_cmds[] = {
-  { "set", secrets_set, "Store a secret (value from stdin) bound to hosts; sandboxes see only a placeholder.",
+  { "set", secrets_set,
+    "Store a secret (value from stdin) bound to hosts; sandboxes see only a placeholder, which the egress proxy "
+    "swaps for the value in HTTPS requests to those hosts.",
     "NAME --host HOST [--host HOST]… [--header NAME --format TEXT]",
     "printf %s \"$DEEPSEEK_API_KEY\" | runtime secrets set DEEPSEEK_API_KEY --host api.deepseek.com", set_opts,
     false, 1, 1, NULL },

@@ -91,6 +91,35 @@ archive_fail (rt_error **err, struct archive *a, const char *what, const char *p
                        archive_error_string (a) ? archive_error_string (a) : "unknown libarchive error");
 }
 
+enum
+{
+  COPY_OK = 0,
+  COPY_READ_FAILED = -1,  /* @in's error says why */
+  COPY_WRITE_FAILED = -2, /* @out's */
+};
+
+/* Entry @e (its header, then its data) from @in to @out: block by block
+   with offsets to a disk writer (@to_disk: holes stay holes), as a stream
+   to an archive writer.  */
+static int
+copy_entry (struct archive *in, struct archive *out, struct archive_entry *e, bool to_disk)
+{
+  const void *buf;
+  size_t size;
+  la_int64_t off;
+  int r;
+
+  if (archive_write_header (out, e) < ARCHIVE_WARN)
+    return COPY_WRITE_FAILED;
+  if (archive_entry_size (e) <= 0)
+    return COPY_OK;
+  while ((r = archive_read_data_block (in, &buf, &size, &off)) == ARCHIVE_OK)
+    if (to_disk ? archive_write_data_block (out, buf, size, off) < ARCHIVE_WARN
+                : archive_write_data (out, buf, size) < 0)
+      return COPY_WRITE_FAILED;
+  return r == ARCHIVE_EOF ? COPY_OK : COPY_READ_FAILED;
+}
+
 
 /* The existing file <prefix><sha>.tar.zst or .tar.gz, or NULL.  */
 static char *
@@ -1055,25 +1084,14 @@ extract_layer (const char *root, const char *layer, bool upper, rt_error **err)
             }
           archive_entry_copy_hardlink (e, full_link);
         }
-      if (archive_write_header (out, e) < ARCHIVE_WARN)
+      switch (copy_entry (in, out, e, true))
         {
+        case COPY_WRITE_FAILED:
           ret = archive_fail (err, out, "cannot extract", full);
           break;
-        }
-      if (archive_entry_size (e) > 0)
-        {
-          const void *buf;
-          size_t size;
-          la_int64_t off;
-          while ((r = archive_read_data_block (in, &buf, &size, &off)) == ARCHIVE_OK)
-            if (archive_write_data_block (out, buf, size, off) < ARCHIVE_WARN)
-              {
-                r = ARCHIVE_FATAL;
-                ret = archive_fail (err, out, "cannot extract", full);
-                break;
-              }
-          if (ret == 0 && r != ARCHIVE_EOF)
-            ret = archive_fail (err, in, "cannot read", layer);
+        case COPY_READ_FAILED:
+          ret = archive_fail (err, in, "cannot read", layer);
+          break;
         }
       if (ret == 0 && archive_write_finish_entry (out) < ARCHIVE_WARN)
         ret = archive_fail (err, out, "cannot extract", full);
@@ -2046,25 +2064,14 @@ rt_image_layer_from_tar (rt_context *ctx, const char *raw_tar, char digest[65], 
       if ((archive_entry_filetype (e) == AE_IFCHR && archive_entry_rdev (e) != 0)
           || archive_entry_filetype (e) == AE_IFBLK || archive_entry_filetype (e) == AE_IFSOCK)
         continue;
-      if (archive_write_header (out, e) < ARCHIVE_WARN)
+      switch (copy_entry (in, out, e, false))
         {
+        case COPY_WRITE_FAILED:
           ret = archive_fail (err, out, "cannot write", tmp);
           break;
-        }
-      if (archive_entry_size (e) > 0)
-        {
-          const void *buf;
-          size_t size;
-          la_int64_t off;
-          while ((r = archive_read_data_block (in, &buf, &size, &off)) == ARCHIVE_OK)
-            if (archive_write_data (out, buf, size) < 0)
-              {
-                r = ARCHIVE_FATAL;
-                ret = archive_fail (err, out, "cannot write", tmp);
-                break;
-              }
-          if (ret == 0 && r != ARCHIVE_EOF)
-            ret = archive_fail (err, in, "cannot read", raw_tar);
+        case COPY_READ_FAILED:
+          ret = archive_fail (err, in, "cannot read", raw_tar);
+          break;
         }
     }
   if (out && archive_write_close (out) != ARCHIVE_OK && ret == 0)

@@ -108,6 +108,8 @@ struct mon
   struct event *ev_meter;
   struct rt_rates rates;
   uint64_t last_cpu_ns, last_mono_us;
+  pid_t vcpu_tids[64];        /* found once, then only their schedstat is read */
+  unsigned n_vcpu_tids;
   uint64_t running_us, cpu_us, billed_cpu_us;
   double cpu_percent;
   int ledger_fd;
@@ -153,21 +155,47 @@ mono_us (void)
   return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* CPU time of QEMU's vCPU threads ("CPU n/TCG", "CPU n/KVM"), in ns, from
-   the host's scheduler: what the guest says of itself is never billed.  */
-static uint64_t
-vcpu_ns (pid_t pid)
+static bool
+read_schedstat (pid_t pid, pid_t tid, uint64_t *ns)
 {
+  char file[64], stat[128] = "";
+  FILE *f;
+  bool ok;
+
+  snprintf (file, sizeof file, "/proc/%d/task/%d/schedstat", (int) pid, (int) tid);
+  if ((f = fopen (file, "re")) == NULL)
+    return false;
+  ok = fgets (stat, sizeof stat, f) != NULL;
+  fclose (f);
+  if (ok)
+    *ns += strtoull (stat, NULL, 10);
+  return ok;
+}
+
+/* CPU time of QEMU's vCPU threads ("CPU n/TCG", "CPU n/KVM"), in ns, from
+   the host's scheduler: what the guest says of itself is never billed.
+   The threads are looked for until all are found, then only read.  */
+static uint64_t
+vcpu_ns (struct mon *m)
+{
+  pid_t pid = m->vm.pid;
   char path[64];
   cleanup_dir DIR *d = NULL;
   struct dirent *de;
   uint64_t total = 0;
+  bool all = m->n_vcpu_tids > 0 && m->n_vcpu_tids >= m->cfg->vm.vcpu;
 
+  for (unsigned i = 0; all && i < m->n_vcpu_tids; i++)
+    all = read_schedstat (pid, m->vcpu_tids[i], &total);
+  if (all)
+    return total;
+  total = 0;
+  m->n_vcpu_tids = 0;
   snprintf (path, sizeof path, "/proc/%d/task", (int) pid);
   d = opendir (path);
   while (d && (de = readdir (d)))
     {
-      char file[320], comm[32] = "", stat[128] = "";
+      char file[320], comm[32] = "";
       FILE *f;
       if (de->d_name[0] == '.')
         continue;
@@ -177,14 +205,10 @@ vcpu_ns (pid_t pid)
       if (fgets (comm, sizeof comm, f) == NULL)
         comm[0] = '\0';
       fclose (f);
-      if (strncmp (comm, "CPU ", 4) != 0)
+      if (strncmp (comm, "CPU ", 4) != 0 || !read_schedstat (pid, atoi (de->d_name), &total))
         continue;
-      snprintf (file, sizeof file, "/proc/%d/task/%s/schedstat", (int) pid, de->d_name);
-      if ((f = fopen (file, "re")) == NULL)
-        continue;
-      if (fgets (stat, sizeof stat, f))
-        total += strtoull (stat, NULL, 10);
-      fclose (f);
+      if (m->n_vcpu_tids < sizeof m->vcpu_tids / sizeof m->vcpu_tids[0])
+        m->vcpu_tids[m->n_vcpu_tids++] = atoi (de->d_name);
     }
   return total;
 }
@@ -238,7 +262,7 @@ meter_sample (struct mon *m)
 
   if (m->vm.pid <= 0 || m->last_mono_us == 0)
     return;
-  cpu = vcpu_ns (m->vm.pid);
+  cpu = vcpu_ns (m);
   d_wall_us = now - m->last_mono_us;
   d_cpu_us = cpu > m->last_cpu_ns ? (cpu - m->last_cpu_ns) / 1000 : 0;
   m->last_mono_us = now;
@@ -258,7 +282,7 @@ static void
 meter_start (struct mon *m)
 {
   m->last_mono_us = mono_us ();
-  m->last_cpu_ns = vcpu_ns (m->vm.pid);
+  m->last_cpu_ns = vcpu_ns (m);
 }
 
 static void

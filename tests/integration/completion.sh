@@ -70,5 +70,10 @@ out=$(complete_fish "runtime image get ")
 check "fish: image refs" has "$out" "runtime@$(runtime image get runtime --json | json_get 'o["version"]')"
 runtime sandbox rm "$id" >/dev/null
 id=
+# Secret names, from a data dir of their own.
+mkdir -p "$tmp/sdata"
+printf v | RUNTIME_DATA_DIR="$tmp/sdata" runtime secrets set COMP_KEY --host a.example.com >/dev/null
+check "bash: secret names for secrets rm" has "$(RUNTIME_DATA_DIR="$tmp/sdata" complete_bash runtime secrets rm "")" "COMP_KEY"
+check "fish: secret names for secrets rm" has "$(RUNTIME_DATA_DIR="$tmp/sdata" complete_fish "runtime secrets rm ")" "COMP_KEY"
 check_no_leaks "completion"
 done_testing

@@ -136,12 +136,22 @@ entries["layers/%s.tar.gz" % digest] = evil
 write(out + "/traversal.tar", entries)
 # 3: not an archive at all
 open(out + "/garbage.tar", "wb").write(b"this is not a tar file\n" * 50)
+# 4: a manifest naming a layer the archive does not hold (ids consistent)
+m = json.loads(members["manifest.json"]); m["layers"] = m["layers"] + ["ab" * 32]; m["name"] = "holey"
+del m["id"]
+plain = json.dumps(m, separators=(",", ":"), ensure_ascii=False)
+m = {"id": hashlib.sha256(plain.encode()).hexdigest(), **m}
+entries = {"manifest.json": json.dumps(m).encode()}
+entries.update({n: d for n, d in members.items() if n.startswith("layers/")})
+write(out + "/missing.tar", entries)
 EOF
 expect_error "a tampered layer is refused" invalid_request runtime image import "$tmp/tampered.tar"
 check "… saying so" grep -q "tampered" "$tmp/err"
 expect_error "a layer with ../ is refused" invalid_request runtime image import "$tmp/traversal.tar"
 check "… naming the path" grep -q "unsafe path" "$tmp/err"
 expect_error "garbage is refused" invalid_request runtime image import "$tmp/garbage.tar"
+expect_error "a manifest naming a missing layer is refused" invalid_request runtime image import "$tmp/missing.tar"
+check "… naming it" grep -q "abababab" "$tmp/err"
 is "the store is unchanged after the refusals" "$(runtime image ls --json)" "$before"
 is "no temporary layer is left" "$(ls "$RUNTIME_DATA_DIR/images/layers" | grep -c tmp)" "0"
 check "nothing escaped to /etc" test ! -e /etc/evil

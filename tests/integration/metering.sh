@@ -52,6 +52,20 @@ sleep 6
 runtime sandbox get "$id" --json >"$tmp/get.json"
 check "get --json: cpuSeconds and chargedMicros" python3 -c '
 import json, sys; o = json.load(open(sys.argv[1])); assert o["cpuSeconds"] >= 19 and o["chargedMicros"] > 0, o' "$tmp/get.json"
+# Paused: neither running time nor money moves.
+metered() {
+    curl -s --unix-socket "$RUNTIME_STATE_DIR/$1/api.sock" "http://localhost/v1/sandboxes/$1/metrics" |
+        json_get '(o["runningSeconds"], o["chargedMicros"])'
+}
+runtime sandbox pause "$id" >/dev/null
+sleep 1
+p0=$(metered "$id")
+sleep 5
+is "paused for 5 s: running time and charge do not move" "$(metered "$id")" "$p0"
+runtime sandbox wake "$id" >/dev/null
+sleep 3
+check "… and move again once woken" python3 -c "
+a, b = $p0, $(metered "$id"); assert b[0] > a[0] and b[1] > a[1], (a, b)"
 runtime sandbox stop "$id" >/dev/null
 
 # A monitor killed: the ledger keeps what it wrote, at most one interval lost.

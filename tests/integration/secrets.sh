@@ -31,6 +31,39 @@ assert [e["name"] for e in l] == ["API_KEY"] and l[0]["placeholder"] == sys.argv
 assert sys.argv[3] not in open(sys.argv[1]).read()' "$tmp/ls.json" "$ph" "$value"
 check "ls: the table has no value either" sh -c '! runtime secrets ls | grep -q -- "$1"' sh "$value"
 
+# -- at a terminal: a prompt, nothing echoed, the line is the value
+python3 - >"$tmp/tty.out" <<'EOF'
+import os, pty, select, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp("runtime", ["runtime", "secrets", "set", "TTY_KEY", "--host", "tty.example.com"])
+out = b""
+def read_until(pred):
+    global out
+    while not pred(out):
+        if not select.select([fd], [], [], 10)[0]:
+            return
+        try:
+            d = os.read(fd, 1024)
+        except OSError:
+            return
+        if not d:
+            return
+        out += d
+read_until(lambda o: b"(not shown): " in o)
+os.write(fd, b"typed-at-a-tty\n")
+read_until(lambda o: b"Stored" in o and o.endswith(b"\n"))
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace").replace("\r", ""))
+print("exit", os.waitstatus_to_exitcode(status))
+EOF
+check "at a terminal: a prompt" grep -q "^Value of TTY_KEY (not shown): " "$tmp/tty.out"
+check "… the typed value is not echoed" sh -c '! grep -q typed-at-a-tty "$1"' sh "$tmp/tty.out"
+check "… and is stored" python3 -c '
+import json, sys; s = json.load(open(sys.argv[1])); assert s["TTY_KEY"]["value"] == "typed-at-a-tty"' "$store"
+check "… saying so" grep -q "^Stored TTY_KEY\. Sandboxes see TTY_KEY=rtsec_" "$tmp/tty.out"
+runtime secrets rm TTY_KEY
+
 # -- refused
 expect_error "a value on the command line" usage runtime secrets set API_KEY=abc --host a.example.com
 printf '' >"$tmp/empty"
