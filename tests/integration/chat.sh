@@ -230,6 +230,20 @@ is "… the streamed call put back together" \
 is "… and run: stdout 42" "$(qj '[T(2).get("exit_code"), T(2).get("stdout")]')" '[0, "42\n"]'
 is "… in one sandbox" "$(($(sandboxes_made) - before))" "1"
 
+# -- --stream with two calls in one message: put back together by index
+before=$(sandboxes_made)
+serve '[{"tool_calls": [{"code": "print(1+1)", "packages": []}, {"code": "print(2+2)", "packages": []}]},
+        {"answer": "Two and four."}]'
+chat --stream "Add, twice."
+chat_ok "--stream, two calls in one message: the answer" "Two and four."
+is "… both calls put back together, each with its own id and arguments" \
+    "$(qj '[[c["id"], json.loads(c["function"]["arguments"])["code"]] for c in M(2)[1]["tool_calls"]]')" \
+    '[["call_1", "print(1+1)"], ["call_2", "print(2+2)"]]'
+is "… each answered by its own tool message" \
+    "$(qj '[[m["tool_call_id"], json.loads(m["content"])["stdout"]] for m in M(2) if m["role"] == "tool"]')" \
+    '[["call_1", "2\n"], ["call_2", "4\n"]]'
+is "… in a sandbox each" "$(($(sandboxes_made) - before))" "2"
+
 # -- --json, with the one slow case: code past the 60 s limit
 serve '[{"tool_call": {"code": "import time; time.sleep(120)", "packages": []}},
         {"answer": "It timed out.", "usage": {"prompt_tokens": 150, "completion_tokens": 30}}]'
