@@ -62,7 +62,7 @@ check "… the typed value is not echoed" sh -c '! grep -q typed-at-a-tty "$1"' 
 check "… and is stored" python3 -c '
 import json, sys; s = json.load(open(sys.argv[1])); assert s["TTY_KEY"]["value"] == "typed-at-a-tty"' "$store"
 check "… saying so" grep -q "^Stored TTY_KEY\. Sandboxes see TTY_KEY=rtsec_" "$tmp/tty.out"
-runtime secrets rm TTY_KEY
+runtime secrets rm TTY_KEY >/dev/null
 
 # -- refused
 expect_error "a value on the command line" usage runtime secrets set API_KEY=abc --host a.example.com
