@@ -347,7 +347,8 @@ cli_opt_uint (struct cli_command *cmd, struct cli_args *a, const char *name, uns
   return 0;
 }
 
-/* roff-escaped text: backslashes, and a leading dot or quote.  */
+/* roff-escaped text: backslashes, a leading dot or quote, and UTF-8 as
+   \[uXXXX] (plain groff reads its input as Latin-1).  */
 static void
 roff (const char *s)
 {
@@ -355,12 +356,19 @@ roff (const char *s)
     fputs ("\\&", stdout);
   for (; *s; s++)
     {
-      if (*s == '\\')
+      unsigned char c = *s;
+      if (c == '\\')
         fputs ("\\e", stdout);
-      else if (*s == '-')
+      else if (c == '-')
         fputs ("\\-", stdout);
+      else if (c >= 0xc0 && c < 0xf0 && (s[1] & 0xc0) == 0x80 && (c < 0xe0 || (s[2] & 0xc0) == 0x80))
+        {
+          unsigned cp = c < 0xe0 ? (c & 0x1f) << 6 | (s[1] & 0x3f) : (c & 0x0f) << 12 | (s[1] & 0x3f) << 6 | (s[2] & 0x3f);
+          s += c < 0xe0 ? 1 : 2;
+          printf ("\\[u%04X]", cp);
+        }
       else
-        putchar (*s);
+        putchar (c);
     }
 }
 
@@ -427,6 +435,10 @@ cli_group_dispatch (const char *group, struct cli_command *cmds, int argc, char 
       for (struct cli_command *c = cmds; c->name; c++)
         printf ("  %-10s %s\n", c->name, c->summary);
       printf ("\n'runtime %s <command> --help' shows a command's options.\n", group);
+      /* The first command is the group's main one: its example is the
+         group's.  */
+      if (cmds->example)
+        printf ("\nExample:\n  %s\n", cmds->example);
       return argc < 2 ? 1 : 0;
     }
   for (struct cli_command *c = cmds; c->name; c++)

@@ -261,7 +261,7 @@ static const struct cli_opt build_opts[] = {
   { "env", "K=V", "a variable of the image's environment", NULL, true },
   { "workdir", "DIR", "the image's working directory", "the base's", false },
   { "name", "NAME[:TAG]", "the image's name (each build is its next version)", "image", false },
-  { "tag", "NAME[:TAG]", "the same as --name (also -t)", NULL, false },
+  { "tag", "NAME[:TAG]", "the same as --name (also -t)", "image", false },
   { "no-cache", NULL, "run every step even when its layer is cached", NULL, false },
   { NULL, NULL, NULL, NULL, false },
 };

@@ -64,10 +64,18 @@ main (int argc, char **argv)
           char *sub[] = { (char *) g->name, (char *) "--roff", NULL };
           g->run (2, sub);
         }
-      printf (".SH ENVIRONMENT\n.TP\n.B RUNTIME_STATE_DIR, RUNTIME_DATA_DIR, RUNTIME_CACHE_DIR\n"
-              "where live sandboxes, images and the ledger, and the kernel and boot disks live\n"
-              ".TP\n.B RUNTIME_ACCEL\nkvm or tcg instead of the probe\n"
-              ".TP\n.B DEEPSEEK_API_KEY\nthe key of runtime chat deepseek\n"
+      printf (".SH ENVIRONMENT\n.TP\n.B RUNTIME_STATE_DIR\nwhere live sandboxes keep their monitor, sockets "
+              "and disks (default: see FILES)\n"
+              ".TP\n.B RUNTIME_DATA_DIR\nimages, the ledger, secrets and the egress CA (default: see FILES)\n"
+              ".TP\n.B RUNTIME_CACHE_DIR\nthe kernel, the accelerator probe and boot disks (default: see FILES)\n"
+              ".TP\n.B RUNTIME_ACCEL\nkvm or tcg instead of the probe (default: the probe's answer)\n"
+              ".TP\n.B RUNTIME_QEMU\nthe QEMU binary (default: qemu\\-system\\-x86_64 on PATH)\n"
+              ".TP\n.B DEEPSEEK_API_KEY\nthe key of runtime chat deepseek (no default: required)\n"
+              ".SH FILES\nAs root:\n.TP\n.I /run/runtime\nstate of live sandboxes\n"
+              ".TP\n.I /var/lib/runtime\ndata: images/, sandboxes/ (records of ended sandboxes), ledger/, secrets.json, ca/, rates.json (optional prices)\n"
+              ".TP\n.I /var/cache/runtime\ncache: kernel/, disks/, accel\n"
+              ".PP\nAs another user: \\fI$XDG_RUNTIME_DIR/runtime\\fR, \\fI$XDG_DATA_HOME/runtime\\fR "
+              "(\\fI~/.local/share/runtime\\fR) and \\fI$XDG_CACHE_HOME/runtime\\fR (\\fI~/.cache/runtime\\fR).\n"
               ".SH SEE ALSO\nThe README of the source tree.\n");
       return 0;
     }

@@ -1166,7 +1166,7 @@ out:
 
 /* The options `create` and `run` share (read_create_opts).  */
 #define CREATE_OPTS                                                                                \
-  { "name", "N", "a name unique among live sandboxes; use it in place of the id", NULL, false },   \
+  { "name", "N", "a name unique among live sandboxes; use it in place of the id", "none", false },   \
   { "label", "K=V", "a label to find the sandbox by (at most 32)", NULL, true },                   \
   { "env", "K=V", "a variable for every command; only its name is shown again", NULL, true },      \
   { "vcpu", "N", "virtual CPUs (1-16)", "2", false },                                              \
@@ -1179,7 +1179,7 @@ out:
   { "deny", "HOST", "never reach this (wins over --allow)", NULL, true },                         \
   { "trial", NULL, "run on the 50 free hours (<= 2 vCPU, 4096 MiB, 8 at once, ports 80/443)", NULL, false }, \
   { "paid", NULL, "pay for it even while trial hours remain", NULL, false },                      \
-  { "max-cost", "USD", "refuse if the first lease, every vCPU busy, could cost more", NULL, false }
+  { "max-cost", "USD", "refuse if the first lease, every vCPU busy, could cost more", "no limit", false }
 
 static const struct cli_opt run_opts[] = {
   { "timeout", "S", "kill the command's process group after S seconds (exit 124)", "none; 60 with --json", false },
@@ -1591,7 +1591,7 @@ static const struct cli_opt ls_opts[] = {
   { "all", NULL, "list stopped sandboxes too", NULL, false },
   { "label", "K=V", "only sandboxes with this label", NULL, true },
   { "state", "S", "only sandboxes in this state (starting, running, pausing, paused, resuming, stopping, stopped)",
-    NULL, false },
+    "any", false },
   { NULL, NULL, NULL, NULL, false },
 };
 

@@ -182,8 +182,8 @@ out:
 
 static const struct cli_opt set_opts[] = {
   { "host", "HOST", "a host name (or *.domain) whose HTTPS requests get the value (1-16)", NULL, true },
-  { "header", "NAME", "a header to set on every request to those hosts (with --format)", NULL, false },
-  { "format", "TEXT", "the header's value, with {value} for the secret", NULL, false },
+  { "header", "NAME", "a header to set on every request to those hosts (with --format)", "none: the placeholder is swapped where it appears", false },
+  { "format", "TEXT", "the header's value, with {value} for the secret (with --header)", "none", false },
   { NULL, NULL, NULL, NULL, false },
 };
 

@@ -26,7 +26,32 @@ check "zsh completion file parses" zsh -n "$src/zsh/_runtime"
 check "fish completion file parses" fish -n "$src/fish/runtime.fish"
 
 out=$(complete_bash runtime "")
-check "bash: the groups" sh -c 'for g in sandbox image usage chat; do echo "$1" | grep -qx $g || exit 1; done' sh "$out"
+check "bash: the groups" sh -c 'for g in sandbox image secrets usage chat; do echo "$1" | grep -qx $g || exit 1; done' sh "$out"
+
+# bash's lists are written by hand: they must match every command's --help
+# (options, short forms, which take a value) and every group's commands.
+help_opts() { runtime "$@" --help | awk '/^  --/ { print $1; if (match($0, /\(also -[a-z]\)/)) print substr($0, RSTART + 6, 2) }' | sort; }
+help_valued() { runtime "$@" --help | awk '/^  --/ && $2 ~ /^[A-Z]/ { print $1; if (match($0, /\(also -[a-z]\)/)) print substr($0, RSTART + 6, 2) }' | sort; }
+commands_of() { runtime "$1" --help | awk '/^Commands:/ { on = 1; next } /^$/ { on = 0 } on { print $1 }'; }
+drift=""
+for g in sandbox image secrets chat; do
+    want=$(commands_of $g | sort | tr '\n' ' ')
+    got=$(complete_bash runtime $g "" | grep -v '^--help$' | tr '\n' ' ')
+    [ "$want" = "$got" ] || drift="$drift [$g: commands $got, want $want]"
+    for c in $(commands_of $g); do
+        got=$(bash -c '. "$1/bash/runtime"; _runtime_opts_for "$2" "$3"' bash "$src" $g $c | tr ' ' '\n' | grep . | sort)
+        [ "$got" = "$(help_opts $g $c)" ] || drift="$drift [$g $c: options $(echo $got), want $(echo $(help_opts $g $c))]"
+        for o in $(help_valued $g $c); do
+            bash -c '. "$1/bash/runtime"; _runtime_takes_value "$2"' bash "$src" "$o" || drift="$drift [$g $c: $o takes a value]"
+        done
+    done
+done
+[ "$(complete_bash runtime usage -- | sort)" = "$(help_opts usage)" ] || drift="$drift [usage's options]"
+is "bash: every command and option of --help, no more" "$drift" ""
+is "bash: sandbox cp offers ID: and local paths" \
+    "$(cd "$tmp" && touch cp-file && complete_bash runtime sandbox cp cp- | tr '\n' ' ')" "cp-file "
+is "bash: nothing after ID: of sandbox cp" "$(complete_bash runtime sandbox cp x:/w)" ""
+is "bash: --signal values include ALRM" "$(complete_bash runtime sandbox kill x 1 --signal AL)" "ALRM"
 is "bash: commands of sandbox starting with ex" "$(complete_bash runtime sandbox ex | tr '\n' ' ')" "exec extend "
 is "bash: commands of image" "$(complete_bash runtime image "" | tr '\n' ' ')" "--help build export get import ls rm "
 out=$(complete_bash runtime sandbox create --no-)
@@ -38,7 +63,11 @@ out=$(complete_bash runtime chat deepseek --)
 check "bash: chat deepseek's options" sh -c 'echo "$1" | grep -qx -- --max-turns' sh "$out"
 
 out=$(complete_fish "runtime ")
-check "fish: the groups" sh -c 'for g in sandbox image usage chat; do echo "$1" | grep -qx $g || exit 1; done' sh "$out"
+check "fish: the groups" sh -c 'for g in sandbox image secrets usage chat; do echo "$1" | grep -qx $g || exit 1; done' sh "$out"
+is "fish: nothing of ours after --" "$(complete_fish "runtime sandbox exec x -- --")" ""
+is "fish: no options where a value goes" "$(complete_fish "runtime sandbox create --name -")" ""
+is "fish: --state values" "$(complete_fish "runtime sandbox ls --state pa" | tr '\n' ' ')" "paused pausing "
+check "fish: short forms" sh -c 'echo "$1" | grep -qx -- -f' sh "$(complete_fish "runtime sandbox logs x 1 -")"
 out=$(complete_fish "runtime sandbox create --")
 check "fish: create's options come from its --help" sh -c 'echo "$1" | grep -qx -- --max-cost && echo "$1" | grep -qx -- --allow' sh "$out"
 check "fish: no option of another command" sh -c '! echo "$1" | grep -qx -- --signal' sh "$out"
@@ -48,13 +77,26 @@ check "--version names the accelerator" sh -c 'runtime --version | grep -qE "^ac
 missing=""
 noexample=""
 for g in sandbox image chat secrets; do
-    for c in $(runtime $g --help | awk '/^Commands:/ { on = 1; next } /^$/ { on = 0 } on { print $1 }'); do
+    runtime $g --help | grep -q '^Example:' || noexample="$noexample $g"
+    for c in $(commands_of $g); do
         runtime --roff | grep -q "^\.SS \"runtime $g $c\"" || missing="$missing $g/$c"
         runtime $g $c --help | grep -q '^Example:' || noexample="$noexample $g/$c"
     done
 done
+runtime --roff | grep -q '^\.SS "runtime usage"' || missing="$missing usage"
+runtime usage --help | grep -q '^Example:' || noexample="$noexample usage"
+runtime help | grep -q '^Example:' || noexample="$noexample help"
 is "the man page has a section for every command" "$missing" ""
-is "every command's --help has an example" "$noexample" ""
+is "every group's and command's --help has an example" "$noexample" ""
+nodefault=""
+for g in sandbox image chat secrets; do
+    for c in $(commands_of $g); do
+        nodefault="$nodefault$(runtime $g $c --help | awk -v c="$g/$c" '/^  --[a-z-]+ [A-Z]/ && !/default:/ && !/repeatable/ { printf " %s:%s", c, $1 }')"
+    done
+done
+is "every option with a value shows its default (or is repeatable)" "$nodefault" ""
+check "the man page is plain ASCII (UTF-8 escaped)" sh -c '! runtime --roff | LC_ALL=C grep -q "[^ -~]"'
+check "the man page names the default places (FILES)" sh -c 'runtime --roff | grep -q "^/var/lib/runtime$\|^\.I /var/lib/runtime$"'
 check "options show their defaults" sh -c 'runtime sandbox create --help | grep -q -- "--vcpu N .*(default: 2)"'
 
 # Live ids and names, image refs.
@@ -64,6 +106,8 @@ check "bash: a live sandbox's id" has "$out" "$id"
 check "bash: … and its name" has "$out" "comp-test"
 out=$(complete_fish "runtime sandbox exec ")
 check "fish: a live sandbox's id" has "$out" "$id"
+is "bash: sandbox cp offers a live sandbox as NAME:" "$(complete_bash runtime sandbox cp comp-)" "comp-test:"
+check "fish: sandbox cp offers a live sandbox as NAME:" has "$(complete_fish "runtime sandbox cp comp-")" "comp-test:"
 out=$(complete_bash runtime sandbox create --image "")
 check "bash: image refs for --image" has "$out" "runtime"
 out=$(complete_fish "runtime image get ")
