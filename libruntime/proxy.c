@@ -88,6 +88,7 @@ struct rt_proxy
   struct evdns_server_port *dns_port;
   struct rt_egress_rules rules;
   struct conn *conns;
+  struct orphan *orphans; /* sockets still writing out a closed TLS side */
   int log_fd;
   size_t log_bytes;
   struct dns_entry cache[DNS_CACHE];
@@ -387,31 +388,50 @@ resolve_cancel (struct resolve_req **rp)
 
 /* ---- connections ---------------------------------------------------------- */
 
+struct orphan
+{
+  struct bufferevent *bev;
+  struct orphan **head, *prev, *next;
+};
+
+static void
+orphan_free (struct orphan *o)
+{
+  if (o->prev)
+    o->prev->next = o->next;
+  else
+    *o->head = o->next;
+  if (o->next)
+    o->next->prev = o->prev;
+  bufferevent_free (o->bev);
+  free (o);
+}
+
 static void
 orphan_written (struct bufferevent *bev, void *arg)
 {
-  (void) arg;
   if (evbuffer_get_length (bufferevent_get_output (bev)) == 0)
-    bufferevent_free (bev);
+    orphan_free (arg);
 }
 
 static void
 orphan_event (struct bufferevent *bev, short what, void *arg)
 {
+  (void) bev;
   (void) what;
-  (void) arg;
-  bufferevent_free (bev);
+  orphan_free (arg);
 }
 
 /* Frees one side.  A TLS filter may leave records it already encrypted in
    its socket's buffer: with @drain they are still written (the socket
-   then closes by itself), else dropped.  */
+   then closes by itself, tracked in @px until then), else dropped.  */
 static void
-release (struct bufferevent *bev, bool drain)
+release (struct rt_proxy *px, struct bufferevent *bev, bool drain)
 {
   struct bufferevent *raw = bufferevent_get_underlying (bev);
   SSL *ssl = raw ? bufferevent_openssl_get_ssl (bev) : NULL;
   struct timeval tv = { DIAL_TIMEOUT_S, 0 };
+  struct orphan *o;
 
   bufferevent_free (bev);
   if (raw == NULL)
@@ -422,12 +442,16 @@ release (struct bufferevent *bev, bool drain)
     SSL_shutdown (ssl);
   ERR_clear_error ();
   SSL_free (ssl);
-  if (!drain || evbuffer_get_length (bufferevent_get_output (raw)) == 0)
+  if (!drain || evbuffer_get_length (bufferevent_get_output (raw)) == 0 || (o = calloc (1, sizeof *o)) == NULL)
     {
       bufferevent_free (raw);
       return;
     }
-  bufferevent_setcb (raw, NULL, orphan_written, orphan_event, NULL);
+  *o = (struct orphan){ raw, &px->orphans, NULL, px->orphans };
+  if (px->orphans)
+    px->orphans->prev = o;
+  px->orphans = o;
+  bufferevent_setcb (raw, NULL, orphan_written, orphan_event, o);
   bufferevent_disable (raw, EV_READ);
   bufferevent_set_timeouts (raw, NULL, &tv);
   bufferevent_enable (raw, EV_WRITE);
@@ -445,9 +469,9 @@ conn_free (struct conn *c, const char *decision, const char *reason)
   if (c->sniff_timer)
     event_free (c->sniff_timer);
   if (c->guest)
-    release (c->guest, !c->resetting);
+    release (px, c->guest, !c->resetting);
   if (c->up)
-    release (c->up, !c->resetting);
+    release (px, c->up, !c->resetting);
   if (c->prev)
     c->prev->next = c->next;
   else
@@ -591,7 +615,7 @@ relay_rewrite (struct conn *c)
       if (r < 0)
         {
           /* Not a request we may pass: nothing more goes to the server.  */
-          release (c->up, false);
+          release (c->px, c->up, false);
           c->up = NULL;
           conn_answer (c, strcmp (why, "host_mismatch") == 0 ? 403 : 400,
                        strcmp (why, "host_mismatch") == 0 ? "Forbidden" : "Bad Request", why);
@@ -784,7 +808,7 @@ on_dialled (struct bufferevent *bev, short what, void *arg)
           else if (bufferevent_get_openssl_error (c->up))
             why = "tls_failed";
         }
-      release (c->up, false);
+      release (c->px, c->up, false);
       c->up = NULL;
       conn_refuse (c, why);
       return;
@@ -1350,6 +1374,8 @@ rt_proxy_free (struct rt_proxy *px)
     return;
   while (px->conns)
     conn_free (px->conns, px->conns->relaying ? "allowed" : NULL, "allowed");
+  while (px->orphans)
+    orphan_free (px->orphans);
   if (px->proxy_l)
     evconnlistener_free (px->proxy_l);
   if (px->transparent_l)
