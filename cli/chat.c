@@ -1,9 +1,13 @@
 /* chat.c - `runtime chat deepseek "PROMPT"`: the seed's tool-call loop.  */
 #include <inttypes.h>
 #include <json-c/json.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -31,6 +35,80 @@ money (char *out, size_t size, int64_t micros)
   snprintf (out, size, "$%" PRId64 ".%06" PRId64, micros / 1000000, micros % 1000000);
 }
 
+/* Tokens and money so far, on stderr; @spent: after a failure.  */
+static void
+print_cost (json_object *t, bool spent)
+{
+  json_object *u, *c, *mm;
+  char model[32] = "unknown price", boxes[32];
+
+  if (!json_object_object_get_ex (t, "usage", &u) || !json_object_object_get_ex (t, "cost", &c))
+    return;
+  /* Nothing was spent when the first request failed.  */
+  if (spent && json_object_get_int64 (json_object_object_get (u, "prompt_tokens")) == 0
+      && json_object_get_int64 (json_object_object_get (u, "completion_tokens")) == 0
+      && json_object_get_int64 (json_object_object_get (c, "sandbox_micros")) == 0)
+    return;
+  mm = json_object_object_get (c, "model_micros");
+  if (mm)
+    money (model, sizeof model, json_object_get_int64 (mm));
+  money (boxes, sizeof boxes, json_object_get_int64 (json_object_object_get (c, "sandbox_micros")));
+  fprintf (stderr, "runtime: %s%" PRId64 " input and %" PRId64 " output tokens: %s for %s; sandboxes %s\n",
+           spent ? "spent before stopping: " : "", json_object_get_int64 (json_object_object_get (u, "prompt_tokens")),
+           json_object_get_int64 (json_object_object_get (u, "completion_tokens")), model,
+           json_object_get_string (json_object_object_get (t, "model")), boxes);
+}
+
+/* Limits and the clock for tests (README, Tests): RUNTIME_CHAT_SCRIPT_TIMEOUT,
+   _INSTALL_TIMEOUT, _CONNECT_TIMEOUT, _READ_TIMEOUT, _RETRY_AFTER_MAX
+   (seconds) and RUNTIME_CHAT_NOW (RFC 3339 UTC).  */
+static int
+test_env (rt_chat_opts *o)
+{
+  static const struct
+  {
+    const char *name;
+    size_t off;
+  } limits[] = {
+    { "RUNTIME_CHAT_SCRIPT_TIMEOUT", offsetof (rt_chat_opts, run_timeout_s) },
+    { "RUNTIME_CHAT_INSTALL_TIMEOUT", offsetof (rt_chat_opts, install_timeout_s) },
+    { "RUNTIME_CHAT_CONNECT_TIMEOUT", offsetof (rt_chat_opts, connect_timeout_s) },
+    { "RUNTIME_CHAT_READ_TIMEOUT", offsetof (rt_chat_opts, read_timeout_s) },
+    { "RUNTIME_CHAT_RETRY_AFTER_MAX", offsetof (rt_chat_opts, retry_after_max_s) },
+  };
+  const char *v;
+
+  for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++)
+    {
+      char *end;
+      unsigned long n;
+      v = getenv (limits[i].name);
+      if (v == NULL || *v == '\0')
+        continue;
+      n = strtoul (v, &end, 10);
+      if (*end || n < 1 || n > 3600)
+        {
+          cli_usage_error (NULL, "%s must be a number of seconds from 1 to 3600", limits[i].name);
+          return -1;
+        }
+      *(unsigned *) ((char *) o + limits[i].off) = n;
+    }
+  v = getenv ("RUNTIME_CHAT_NOW");
+  if (v && *v)
+    {
+      struct tm tm = { 0 };
+      const char *end = strptime (v, "%Y-%m-%dT%H:%M:%SZ", &tm);
+      if (end == NULL || *end)
+        {
+          cli_usage_error ("for example: RUNTIME_CHAT_NOW=2025-01-06T02:30:00Z",
+                           "RUNTIME_CHAT_NOW must be an RFC 3339 UTC time");
+          return -1;
+        }
+      o->now = timegm (&tm);
+    }
+  return 0;
+}
+
 static int
 chat_deepseek (struct cli_command *cmd, int argc, char **argv)
 {
@@ -38,14 +116,15 @@ chat_deepseek (struct cli_command *cmd, int argc, char **argv)
   rt_context *ctx = NULL;
   rt_error *err = NULL;
   char *transcript = NULL;
-  json_object *t = NULL, *v, *u, *c;
+  json_object *t = NULL, *v;
   unsigned long turns = 0;
-  rt_chat_opts o = { .on_event = print_event };
-  int code = 1;
+  rt_chat_opts o = { .on_event = print_event, .cancel_fd = -1 };
+  sigset_t mask;
+  int code = 1, ret;
 
   if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
-  if (cli_opt_uint (cmd, &a, "max-turns", 1, 64, &turns) < 0)
+  if (cli_opt_uint (cmd, &a, "max-turns", 1, 64, &turns) < 0 || test_env (&o) < 0)
     goto out;
   o.max_turns = turns;
   o.model = cli_opt (cmd, &a, "model");
@@ -62,14 +141,32 @@ chat_deepseek (struct cli_command *cmd, int argc, char **argv)
   ctx = cli_context ();
   if (ctx == NULL)
     goto out;
-  if (rt_chat (ctx, &o, &transcript, &err) < 0)
+  /* Ctrl-C, SIGTERM and SIGHUP stop the chat through the library, which
+     then removes the sandbox of the tool call under way.  */
+  sigemptyset (&mask);
+  sigaddset (&mask, SIGINT);
+  sigaddset (&mask, SIGTERM);
+  sigaddset (&mask, SIGHUP);
+  sigprocmask (SIG_BLOCK, &mask, NULL);
+  o.cancel_fd = signalfd (-1, &mask, SFD_CLOEXEC);
+  ret = rt_chat (ctx, &o, &transcript, &err);
+  t = transcript ? json_tokener_parse (transcript) : NULL;
+  if (ret < 0)
     {
       if (o.on_text)
         fputc ('\n', stdout);
-      code = cli_lib_fail (err);
+      if (strcmp (err->code, "interrupted") == 0)
+        {
+          fprintf (stderr, "runtime: interrupted; the tool call's sandbox, if any, was removed\n");
+          rt_error_free (err);
+          code = 130;
+        }
+      else
+        code = cli_lib_fail (err);
+      if (t)
+        print_cost (t, true);
       goto out;
     }
-  t = json_tokener_parse (transcript);
   if (t == NULL)
     {
       code = cli_fail ("internal", NULL, "the library returned unreadable JSON");
@@ -81,20 +178,11 @@ chat_deepseek (struct cli_command *cmd, int argc, char **argv)
     fputc ('\n', stdout);
   else
     printf ("%s\n", json_object_object_get_ex (t, "answer", &v) && v ? json_object_get_string (v) : "");
-  if (json_object_object_get_ex (t, "usage", &u) && json_object_object_get_ex (t, "cost", &c))
-    {
-      char model[32] = "unknown price", boxes[32];
-      json_object *mm = json_object_object_get (c, "model_micros");
-      if (mm)
-        money (model, sizeof model, json_object_get_int64 (mm));
-      money (boxes, sizeof boxes, json_object_get_int64 (json_object_object_get (c, "sandbox_micros")));
-      fprintf (stderr, "runtime: %" PRId64 " input and %" PRId64 " output tokens: %s for %s; sandboxes %s\n",
-               json_object_get_int64 (json_object_object_get (u, "prompt_tokens")),
-               json_object_get_int64 (json_object_object_get (u, "completion_tokens")), model,
-               json_object_get_string (json_object_object_get (t, "model")), boxes);
-    }
+  print_cost (t, false);
   code = 0;
 out:
+  if (o.cancel_fd >= 0)
+    close (o.cancel_fd);
   json_object_put (t);
   free (transcript);
   rt_context_free (ctx);

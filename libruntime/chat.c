@@ -1,6 +1,7 @@
 /* chat.c - the seed's tool-call loop against an OpenAI-compatible API
    (DeepSeek), with every run_python call in a fresh sandbox.  */
 #include <curl/curl.h>
+#include <poll.h>
 #include <regex.h>
 #include <stdarg.h>
 #include <string.h>
@@ -9,12 +10,34 @@
 #include "sandbox.h"
 #include "store.h"
 
-#define INSTALL_TIMEOUT_MS (180ULL * 1000)
-#define RUN_TIMEOUT_MS (60ULL * 1000)
+#define INSTALL_TIMEOUT_S 180
+#define RUN_TIMEOUT_S 60
+#define CONNECT_TIMEOUT_S 15
+#define READ_TIMEOUT_S 120
+#define RETRY_AFTER_MAX_S 30
 #define OUTPUT_CAP (64 * 1024)
 #define MAX_RETRIES 4
-#define RETRY_AFTER_MAX_S 30
 #define PACKAGE_RE "^[A-Za-z0-9][A-Za-z0-9._-]*(==[A-Za-z0-9.]+)?$"
+
+static unsigned
+or_default (unsigned v, unsigned def)
+{
+  return v ? v : def;
+}
+
+/* Ctrl-C (the caller's signalfd) is pending.  */
+static bool
+cancelled (const rt_chat_opts *o)
+{
+  struct pollfd p = { .fd = o->cancel_fd, .events = POLLIN };
+  return o->cancel_fd > 0 && poll (&p, 1, 0) > 0;
+}
+
+static int
+interrupted (rt_error **err)
+{
+  return rt_error_set (err, EINTR, "interrupted", "interrupted");
+}
 
 /* ---- run_python ----------------------------------------------------------- */
 
@@ -43,11 +66,12 @@ package_ok (const char *p)
 }
 
 static int
-run_in (rt_sandbox *sb, char *const argv[], const char *input, uint64_t timeout_ms, struct rt_captured *c,
-        rt_exec_result *res, rt_error **err)
+run_in (rt_sandbox *sb, char *const argv[], const char *input, unsigned timeout_s, int cancel_fd,
+        struct rt_captured *c, rt_exec_result *res, rt_error **err)
 {
-  rt_exec_opts opts = { .cwd = "/workspace", .timeout_ms = timeout_ms, .cancel_fd = -1,
+  rt_exec_opts opts = { .cwd = "/workspace", .timeout_ms = timeout_s * 1000ULL, .cancel_fd = cancel_fd,
                         .on_output = rt_capture_output, .data = c };
+  int ret;
 
   if (input)
     {
@@ -55,7 +79,10 @@ run_in (rt_sandbox *sb, char *const argv[], const char *input, uint64_t timeout_
       opts.stdin_len = strlen (input);
     }
   memset (res, 0, sizeof *res);
-  return rt_sandbox_exec (sb, argv, &opts, res, err);
+  ret = rt_sandbox_exec (sb, argv, &opts, res, err);
+  if (ret == 0 && res->interrupted)
+    return interrupted (err);
+  return ret;
 }
 
 static void
@@ -66,16 +93,19 @@ captured_clear (struct rt_captured *c)
   memset (c, 0, sizeof *c);
 }
 
-int
-rt_run_python (rt_context *ctx, const char *code, char *const *packages, const char *image, char **result_json,
-               int64_t *charged_micros, rt_error **err)
+/* The seed's handler, with @o's image, limits and Ctrl-C.  */
+static int
+run_python (rt_context *ctx, const rt_chat_opts *o, const char *code, char *const *packages, char **result_json,
+            int64_t *charged_micros, rt_error **err)
 {
   static char *const allow[] = { (char *) "pypi.org", (char *) "*.pythonhosted.org", NULL };
   static char *const write_argv[] = { (char *) "sh", (char *) "-c", (char *) "cat >/workspace/main.py", NULL };
   static char *const run_argv[] = { (char *) "python3", (char *) "main.py", NULL };
   cleanup_json json_object *result = json_object_new_object ();
   cleanup_free char *id = NULL;
-  rt_sandbox_config cfg = { .image = image, .allow = allow, .ephemeral = true };
+  rt_sandbox_config cfg = { .image = o->image, .allow = allow, .ephemeral = true };
+  unsigned install_s = or_default (o->install_timeout_s, INSTALL_TIMEOUT_S);
+  unsigned run_s = or_default (o->run_timeout_s, RUN_TIMEOUT_S);
   rt_sandbox *sb = NULL;
   struct rt_captured c = { 0 };
   rt_exec_result res;
@@ -94,6 +124,12 @@ rt_run_python (rt_context *ctx, const char *code, char *const *packages, const c
   if (ret < 0)
     return ret;
   id = strdup (rt_sandbox_id (sb));
+  /* The boot is not interruptible; what it made is removed below.  */
+  if (cancelled (o))
+    {
+      ret = interrupted (err);
+      goto out;
+    }
   if (n > 0)
     {
       /* While only PyPI is reachable.  */
@@ -111,16 +147,21 @@ rt_run_python (rt_context *ctx, const char *code, char *const *packages, const c
       argv[k++] = (char *) "--quiet";
       for (char *const *p = packages; *p; p++)
         argv[k++] = *p;
-      ret = run_in (sb, argv, NULL, INSTALL_TIMEOUT_MS, &c, &res, err);
+      ret = run_in (sb, argv, NULL, install_s, o->cancel_fd, &c, &res, err);
       free (argv);
       if (ret < 0)
         goto out;
       if (res.exit_code != 0 || res.timed_out || res.signal)
         {
           json_object_object_add (result, "stage", json_object_new_string ("install"));
-          json_object_object_add (result, "stderr",
-                                  res.timed_out ? json_object_new_string ("pip install timed out after 180 s")
-                                                : tail_string (c.err, c.err_len));
+          if (res.timed_out)
+            {
+              char msg[64];
+              snprintf (msg, sizeof msg, "pip install timed out after %u s", install_s);
+              json_object_object_add (result, "stderr", json_object_new_string (msg));
+            }
+          else
+            json_object_object_add (result, "stderr", tail_string (c.err, c.err_len));
           goto out;
         }
       captured_clear (&c);
@@ -128,16 +169,18 @@ rt_run_python (rt_context *ctx, const char *code, char *const *packages, const c
   /* Then nothing at all.  */
   ret = rt_sandbox_set_network (sb, false, NULL, NULL, NULL, err);
   if (ret == 0)
-    ret = run_in (sb, write_argv, code, RUN_TIMEOUT_MS, &c, &res, err);
+    ret = run_in (sb, write_argv, code, run_s, o->cancel_fd, &c, &res, err);
   if (ret == 0 && res.exit_code != 0)
     ret = rt_error_set (err, EIO, "internal", "cannot write main.py in the sandbox: %s", c.err ? c.err : "");
   if (ret < 0)
     goto out;
   captured_clear (&c);
-  ret = run_in (sb, run_argv, NULL, RUN_TIMEOUT_MS, &c, &res, err);
+  ret = run_in (sb, run_argv, NULL, run_s, o->cancel_fd, &c, &res, err);
   if (ret < 0)
     goto out;
-  json_object_object_add (result, "exit_code", json_object_new_int (res.signal ? 128 + res.signal : res.exit_code));
+  /* 124 after the timeout, as `runtime sandbox exec` says it.  */
+  json_object_object_add (result, "exit_code",
+                          json_object_new_int (res.timed_out ? 124 : res.signal ? 128 + res.signal : res.exit_code));
   json_object_object_add (result, "timed_out", json_object_new_boolean (res.timed_out));
   json_object_object_add (result, "stdout", tail_string (c.out, c.out_len));
   json_object_object_add (result, "stderr", tail_string (c.err, c.err_len));
@@ -165,6 +208,15 @@ done:
   return *result_json ? 0 : rt_error_oom (err);
 }
 
+int
+rt_run_python (rt_context *ctx, const char *code, char *const *packages, const char *image, char **result_json,
+               int64_t *charged_micros, rt_error **err)
+{
+  rt_chat_opts o = { .image = image, .cancel_fd = -1 };
+
+  return run_python (ctx, &o, code, packages, result_json, charged_micros, err);
+}
+
 /* ---- the API ----------------------------------------------------------------- */
 
 struct reply
@@ -180,7 +232,38 @@ struct reply
   json_object *usage;
   const rt_chat_opts *o;
   bool failed;
+  /* The read timeout: bytes seen so far, and since when none came.  */
+  curl_off_t seen;
+  uint64_t quiet_since_ms, read_ms;
+  bool read_timed_out;
 };
+
+/* Retry-After: delay-seconds or an HTTP-date (IMF-fixdate); -1 when it
+   is neither.  */
+static long
+retry_after (const char *v, size_t len)
+{
+  char text[64], *end;
+  struct tm tm = { 0 };
+  long s;
+
+  while (len > 0 && (*v == ' ' || *v == '\t'))
+    v++, len--;
+  while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
+    len--;
+  if (len == 0 || len >= sizeof text)
+    return -1;
+  memcpy (text, v, len);
+  text[len] = '\0';
+  s = strtol (text, &end, 10);
+  if (end != text && *end == '\0')
+    return s < 0 ? -1 : s;
+  end = strptime (text, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  if (end == NULL || *end != '\0')
+    return -1;
+  s = (long) (timegm (&tm) - time (NULL));
+  return s < 0 ? 0 : s;
+}
 
 static size_t
 on_header (char *buf, size_t size, size_t n, void *data)
@@ -189,8 +272,36 @@ on_header (char *buf, size_t size, size_t n, void *data)
   size_t len = size * n;
 
   if (len > 12 && strncasecmp (buf, "Retry-After:", 12) == 0)
-    r->retry_after = strtol (buf + 12, NULL, 10);
+    r->retry_after = retry_after (buf + 12, len - 12);
   return len;
+}
+
+/* Ctrl-C ends a request at once, however long the model thinks; so does
+   silence once the request is sent (curl's own low-speed check averages
+   the upload in, so it fires late).  */
+static int
+on_progress (void *data, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+  struct reply *r = data;
+  uint64_t now = rt_now_ms ();
+
+  (void) dltotal;
+  (void) ultotal;
+  if (cancelled (r->o))
+    return 1;
+  if (ulnow == 0)
+    return 0;
+  if (dlnow + ulnow != r->seen || r->quiet_since_ms == 0)
+    {
+      r->seen = dlnow + ulnow;
+      r->quiet_since_ms = now;
+    }
+  else if (now - r->quiet_since_ms >= r->read_ms)
+    {
+      r->read_timed_out = true;
+      return 1;
+    }
+  return 0;
 }
 
 static void
@@ -317,14 +428,19 @@ api_call (const rt_chat_opts *o, const char *url, json_object *req, json_object 
 {
   const char *payload = json_object_to_json_string_ext (req, JSON_C_TO_STRING_PLAIN);
   cleanup_free char *auth = rt_strdup_printf ("Authorization: Bearer %s", o->api_key);
+  unsigned connect_s = or_default (o->connect_timeout_s, CONNECT_TIMEOUT_S);
+  unsigned read_s = or_default (o->read_timeout_s, READ_TIMEOUT_S);
+  long wait_max = or_default (o->retry_after_max_s, RETRY_AFTER_MAX_S);
+  char api_msg[512];
 
   if (auth == NULL)
     return rt_error_oom (err);
   for (int attempt = 0;; attempt++)
     {
-      struct reply r = { .stream = o->stream, .o = o, .retry_after = -1 };
+      struct reply r = { .stream = o->stream, .o = o, .retry_after = -1, .read_ms = read_s * 1000ULL };
       struct curl_slist *hdrs = NULL;
       CURL *c = curl_easy_init ();
+      curl_off_t connected_us = 0;
       long status = 0;
       CURLcode rc;
 
@@ -343,12 +459,14 @@ api_call (const rt_chat_opts *o, const char *url, json_object *req, json_object 
       curl_easy_setopt (c, CURLOPT_HEADERFUNCTION, on_header);
       curl_easy_setopt (c, CURLOPT_HEADERDATA, &r);
       curl_easy_setopt (c, CURLOPT_NOSIGNAL, 1L);
-      curl_easy_setopt (c, CURLOPT_CONNECTTIMEOUT, 15L);
+      curl_easy_setopt (c, CURLOPT_CONNECTTIMEOUT, (long) connect_s);
       /* A reply may take minutes (reasoning); silence may not.  */
-      curl_easy_setopt (c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-      curl_easy_setopt (c, CURLOPT_LOW_SPEED_TIME, 120L);
+      curl_easy_setopt (c, CURLOPT_XFERINFOFUNCTION, on_progress);
+      curl_easy_setopt (c, CURLOPT_XFERINFODATA, &r);
+      curl_easy_setopt (c, CURLOPT_NOPROGRESS, 0L);
       rc = curl_easy_perform (c);
       curl_easy_getinfo (c, CURLINFO_RESPONSE_CODE, &status);
+      curl_easy_getinfo (c, CURLINFO_CONNECT_TIME_T, &connected_us);
       curl_easy_cleanup (c);
       curl_slist_free_all (hdrs);
       if (rc == CURLE_OK && status == 200)
@@ -387,8 +505,9 @@ api_call (const rt_chat_opts *o, const char *url, json_object *req, json_object 
       if (rc == CURLE_OK && (status == 429 || status >= 500) && attempt < MAX_RETRIES)
         {
           long wait = status == 429 && r.retry_after >= 0 ? r.retry_after : 1L << attempt;
-          if (wait > RETRY_AFTER_MAX_S)
-            wait = RETRY_AFTER_MAX_S;
+          struct pollfd p = { .fd = o->cancel_fd, .events = POLLIN };
+          if (wait > wait_max)
+            wait = wait_max;
           if (o->on_event)
             {
               char line[160];
@@ -396,18 +515,34 @@ api_call (const rt_chat_opts *o, const char *url, json_object *req, json_object 
               o->on_event (o->data, line);
             }
           free (r.body);
-          sleep ((unsigned) wait);
+          /* The wait, cut short by Ctrl-C.  */
+          if (poll (&p, o->cancel_fd > 0 ? 1 : 0, (int) wait * 1000) > 0)
+            return interrupted (err);
           continue;
+        }
+      if (rc == CURLE_OK)
+        api_message (r.body, api_msg, sizeof api_msg);
+      free (r.body);
+      if (rc == CURLE_ABORTED_BY_CALLBACK && !r.read_timed_out)
+        return interrupted (err);
+      if (rc == CURLE_OPERATION_TIMEDOUT && connected_us == 0)
+        {
+          rt_error_set (err, ETIMEDOUT, "internal", "cannot connect to the API at %s: no answer within %u s", url,
+                        connect_s);
+          return rt_error_hint (err, "check --base-url and the network");
+        }
+      if (r.read_timed_out)
+        {
+          rt_error_set (err, ETIMEDOUT, "internal", "the API at %s sent nothing for %u s (read timeout)", url, read_s);
+          return rt_error_hint (err, "the API may be overloaded; try again later");
         }
       if (rc != CURLE_OK)
         {
-          free (r.body);
           rt_error_set (err, EIO, "internal", "cannot reach the API at %s: %s", url, curl_easy_strerror (rc));
           return rt_error_hint (err, "check --base-url and the network");
         }
       {
-        char buf[512];
-        const char *m = api_message (r.body, buf, sizeof buf);
+        const char *m = api_msg;
         int ret;
         if (status == 401 || status == 403)
           {
@@ -422,7 +557,6 @@ api_call (const rt_chat_opts *o, const char *url, json_object *req, json_object 
                               MAX_RETRIES, m);
         else
           ret = rt_error_set (err, EINVAL, "invalid_request", "the API refused the request (HTTP %ld): %s", status, m);
-        free (r.body);
         return ret;
       }
     }
@@ -451,9 +585,8 @@ model_price (const char *model, int64_t *in, int64_t *out)
 
 /* 01:00-04:00 and 06:00-10:00 UTC on weekdays.  */
 static bool
-peak_now (void)
+peak_at (time_t t)
 {
-  time_t t = time (NULL);
   struct tm tm;
 
   gmtime_r (&t, &tm);
@@ -545,7 +678,7 @@ handle_call (rt_context *ctx, const rt_chat_opts *o, json_object *call, int n, j
   if (name == NULL || strcmp (name, "run_python") != 0 || args == NULL || rt_json_str (args, "code") == NULL)
     {
       result = strdup ("{\"error\":\"unknown tool or bad arguments: call run_python with {code, packages}\"}");
-      event (o, "runtime: tool call %d: refused (%s)", n, name ? name : "no name");
+      event (o, "runtime: tool call #%d (%s): refused: unknown tool or bad arguments", n, name ? name : "no name");
     }
   else
     {
@@ -553,7 +686,7 @@ handle_call (rt_context *ctx, const rt_chat_opts *o, json_object *call, int n, j
       cleanup_json json_object *r = NULL;
       pkgs = packages_of (args);
       clock_gettime (CLOCK_MONOTONIC, &t0);
-      ret = rt_run_python (ctx, rt_json_str (args, "code"), pkgs, o->image, &result, sandbox_micros, err);
+      ret = run_python (ctx, o, rt_json_str (args, "code"), pkgs, &result, sandbox_micros, err);
       clock_gettime (CLOCK_MONOTONIC, &t1);
       if (ret < 0)
         {
@@ -563,17 +696,19 @@ handle_call (rt_context *ctx, const rt_chat_opts *o, json_object *call, int n, j
       r = json_tokener_parse (result);
       if (r && json_object_object_get_ex (r, "error", NULL))
         event (o, "runtime: run_python #%d: refused: %s", n, rt_json_str (r, "error"));
-      else if (r && json_object_object_get_ex (r, "stage", NULL))
-        event (o, "runtime: run_python #%d: pip install failed (%.1f s)", n,
-               (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
       else if (r)
         {
           json_object *p = json_object_object_get (args, "packages");
           size_t np = p && json_object_is_type (p, json_type_array) ? json_object_array_length (p) : 0;
           json_object *to = json_object_object_get (r, "timed_out"), *ec = json_object_object_get (r, "exit_code");
-          event (o, "runtime: run_python #%d (%zu package%s): %s %d in %.1f s", n, np, np == 1 ? "" : "s",
-                 to && json_object_get_boolean (to) ? "timed out, exit" : "exit", ec ? json_object_get_int (ec) : -1,
-                 (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+          double took = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+          if (json_object_object_get_ex (r, "stage", NULL))
+            event (o, "runtime: run_python #%d (%zu package%s): pip install failed in %.1f s", n, np,
+                   np == 1 ? "" : "s", took);
+          else
+            event (o, "runtime: run_python #%d (%zu package%s): %s %d in %.1f s", n, np, np == 1 ? "" : "s",
+                   to && json_object_get_boolean (to) ? "timed out, exit" : "exit",
+                   ec ? json_object_get_int (ec) : -1, took);
         }
     }
   if (result == NULL)
@@ -596,7 +731,7 @@ rt_chat (rt_context *ctx, const rt_chat_opts *o, char **transcript, rt_error **e
   int64_t in_tokens = 0, out_tokens = 0, model_micros = 0, sandbox_micros = 0, pin = 0, pout = 0;
   bool priced = model_price (model, &pin, &pout);
   unsigned max_turns = o->max_turns ? o->max_turns : 8;
-  int calls = 0, ret;
+  int calls = 0, ret = 0;
   json_object *user = json_object_new_object ();
 
   if (o->api_key == NULL || *o->api_key == '\0')
@@ -628,18 +763,20 @@ rt_chat (rt_context *ctx, const rt_chat_opts *o, char **transcript, rt_error **e
       json_object_object_add (so, "include_usage", json_object_new_boolean (1));
       json_object_object_add (req, "stream_options", so);
     }
-  for (unsigned turn = 0;; turn++)
+  for (unsigned turn = 0; ret == 0; turn++)
     {
       json_object *msg = NULL, *usage = NULL, *tc;
-      bool peak = peak_now ();
+      bool peak = peak_at (o->now ? (time_t) o->now : time (NULL));
       if (turn >= max_turns)
         {
-          rt_error_set (err, EINVAL, "invalid_request", "no answer after %u turns", max_turns);
-          return rt_error_hint (err, "raise --max-turns");
+          rt_error_set (err, EINVAL, "invalid_request", "no answer after %u turns: the model still calls run_python",
+                        max_turns);
+          ret = rt_error_hint (err, "raise --max-turns (at most 64), or ask for less");
+          break;
         }
       ret = api_call (o, url, req, &msg, &usage, err);
       if (ret < 0)
-        return ret;
+        break;
       if (usage)
         {
           int64_t i = json_object_get_int64 (json_object_object_get (usage, "prompt_tokens"));
@@ -657,13 +794,10 @@ rt_chat (rt_context *ctx, const rt_chat_opts *o, char **transcript, rt_error **e
           json_object_object_add (out, "answer", json_object_get (json_object_object_get (msg, "content")));
           break;
         }
-      for (size_t i = 0; i < json_object_array_length (tc); i++)
-        {
-          ret = handle_call (ctx, o, json_object_array_get_idx (tc, i), ++calls, messages, &sandbox_micros, err);
-          if (ret < 0)
-            return ret;
-        }
+      for (size_t i = 0; ret == 0 && i < json_object_array_length (tc); i++)
+        ret = handle_call (ctx, o, json_object_array_get_idx (tc, i), ++calls, messages, &sandbox_micros, err);
     }
+  /* A failure midway still says what was spent.  */
   {
     json_object *u = json_object_new_object (), *c = json_object_new_object ();
     json_object_object_add (u, "prompt_tokens", json_object_new_int64 (in_tokens));
@@ -676,5 +810,7 @@ rt_chat (rt_context *ctx, const rt_chat_opts *o, char **transcript, rt_error **e
     json_object_object_add (out, "cost", c);
   }
   *transcript = strdup (json_object_to_json_string_ext (out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  if (ret < 0)
+    return ret;
   return *transcript ? 0 : rt_error_oom (err);
 }

@@ -501,6 +501,16 @@ typedef void (*rt_chat_event_fn) (void *data, const char *line);
  * @stream:   server-sent events; text goes to @on_text as it arrives
  * @on_text:  streamed answer text (stream 1), or NULL
  * @on_event: one line per tool call and outcome, retries; or NULL
+ * @cancel_fd: when readable (a signalfd for Ctrl-C), the chat stops at once:
+ *            the running tool call's sandbox is removed, "interrupted";
+ *            -1 or 0 for none
+ * @install_timeout_s, @run_timeout_s: pip install and main.py (180, 60)
+ * @connect_timeout_s: connecting to the API (15)
+ * @read_timeout_s: the API silent this long is an error (120)
+ * @retry_after_max_s: the longest Retry-After honoured (30)
+ * @now:      the clock that picks peak or off-peak prices (Unix time)
+ *
+ * Zero takes the default; the limits and @now exist for tests.
  */
 typedef struct rt_chat_opts
 {
@@ -515,16 +525,24 @@ typedef struct rt_chat_opts
   rt_output_fn on_text;
   rt_chat_event_fn on_event;
   void *data;
+  int cancel_fd;
+  unsigned install_timeout_s;
+  unsigned run_timeout_s;
+  unsigned connect_timeout_s;
+  unsigned read_timeout_s;
+  unsigned retry_after_max_s;
+  int64_t now;
 } rt_chat_opts;
 
 /**
  * rt_chat - ask until the model answers without tool calls
  * @transcript: JSON (free()): {answer, model, messages, usage {prompt_tokens,
  *              completion_tokens}, cost {model_micros (null for a model of
- *              unknown price), sandbox_micros}}
+ *              unknown price), sandbox_micros}}.  Set on failure too once
+ *              a request was made (no answer then): what was already spent.
  * @err: "invalid_request" (no key, HTTP 4xx, too many turns),
  *       "quota_exceeded" (HTTP 429 after retries), "internal" (5xx after
- *       retries, unreachable API)
+ *       retries, unreachable API, connect or read timeout), "interrupted"
  */
 int rt_chat (rt_context *ctx, const rt_chat_opts *opts, char **transcript, rt_error **err);
 
