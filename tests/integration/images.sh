@@ -56,7 +56,9 @@ is "--no-cache runs every step" "$(grep -c '(cached)$' "$tmp/log3")" "0"
 runtime image build --run 'echo oops >&2; exit 3' --name broken >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "a failing step fails the build" test "$rc" = 1
 check "… naming the step and its exit code" grep -q "^Error \[build_failed\]: step 1/1 (run echo oops >&2; exit 3) failed with exit code 3" "$tmp/err"
-check "… with its last output" grep -q "oops" "$tmp/err"
+# The error line names the command (and so "oops"): the output is what
+# follows the hint's header.
+is "… with its last output" "$(sed -n '/^Hint: its last output:$/{n;p;}' "$tmp/err")" "oops"
 expect_error "… and leaves no image" image_not_found runtime image get broken
 
 # -- a recipe folder
@@ -75,10 +77,11 @@ expect_error "a folder without runtime.json is refused" file_not_found runtime i
 
 # -- pip from the test PyPI, only PyPI reachable
 runtime image build --file "$TESTNET_CA:/etc/rt-test-ca.pem" --env PIP_CERT=/etc/rt-test-ca.pem \
-    --pip rtdemo --run 'curl -fsS -m 5 http://http.test/ || echo no-network' --name pyimg >"$tmp/id" 2>"$tmp/log"; rc=$?
+    --pip rtdemo --run 'curl -fsS -m 5 http://http.test/ || printf "no-\\156etwork\\n"' --name pyimg >"$tmp/id" 2>"$tmp/log"; rc=$?
 is "build --pip installs from the index" "$rc" "0"
 is "the package is baked in" "$(runtime sandbox run --image pyimg --no-internet -- python3 -c 'import rtdemo; print(rtdemo.answer())')" "42"
-check "a --run step has no network" grep -q "no-network" "$tmp/log"
+# The step's own output: its progress line shows "no-\156etwork".
+check "a --run step has no network" grep -qx "no-network" "$tmp/log"
 
 # -- apt from Debian's archive
 runtime image build --apt tree --name aptimg >/dev/null 2>"$tmp/log"; rc=$?
