@@ -419,8 +419,11 @@ hash_tree (EVP_MD_CTX *md, const char *path, const char *rel, rt_error **err)
   return 0;
 }
 
+/* Whatever the step's result depends on: its parent, its text, its input
+   files, and for the steps that run in the guest the build's environment
+   (PIP_INDEX_URL, a variable a command reads…), and a command's workdir.  */
 static int
-step_key (const char *parent, struct step *s, char out[65], rt_error **err)
+step_key (struct build *b, const char *parent, struct step *s, char out[65], rt_error **err)
 {
   EVP_MD_CTX *md = EVP_MD_CTX_new ();
   unsigned char digest[32];
@@ -436,6 +439,16 @@ step_key (const char *parent, struct step *s, char out[65], rt_error **err)
   EVP_DigestUpdate (md, s->text, strlen (s->text) + 1);
   if (s->kind == STEP_FILE)
     ret = hash_tree (md, s->words[0], ".", err);
+  else
+    for (char **e = b->env; e && *e; e++)
+      EVP_DigestUpdate (md, *e, strlen (*e) + 1);
+  /* An empty string ends the env: "A=1" then workdir "/x" must not
+     collide with env "A=1", "/x".  */
+  if (s->kind == STEP_RUN)
+    {
+      EVP_DigestUpdate (md, "", 1);
+      EVP_DigestUpdate (md, b->workdir, strlen (b->workdir) + 1);
+    }
   if (ret == 0)
     EVP_DigestFinal_ex (md, digest, &len);
   EVP_MD_CTX_free (md);
@@ -898,7 +911,7 @@ rt_image_build (rt_context *ctx, const rt_build_opts *o, char **id_out, rt_error
   first = b.n;
   for (size_t i = 0; i < b.n; i++)
     {
-      if ((ret = step_key (i ? b.steps[i - 1].key : b.base_id, &b.steps[i], b.steps[i].key, err)) < 0)
+      if ((ret = step_key (&b, i ? b.steps[i - 1].key : b.base_id, &b.steps[i], b.steps[i].key, err)) < 0)
         goto out;
       b.steps[i].cached = !o->no_cache && first == b.n && cache_lookup (&b, &b.steps[i]);
       if (!b.steps[i].cached && first == b.n)

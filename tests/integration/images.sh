@@ -41,6 +41,10 @@ runtime image build --run 'echo built >/built; rm -rf /usr/share/doc' --file "$t
 is "an identical build answers with the same image" "$(cat "$tmp/id1b")" "$(cat "$tmp/id1")"
 is "… with every step cached" "$(grep -c '(cached)$' "$tmp/log1b")" "2"
 check "… and no build sandbox" sh -c "! grep -q 'starting the build sandbox' '$tmp/log1b'"
+runtime image build --run 'echo built >/built; rm -rf /usr/share/doc' --file "$tmp/hello.txt:/opt/" \
+    --env GREETING=bye --workdir /opt --name envdemo >/dev/null 2>"$tmp/log1c"
+is "another --env keeps the --file step cached" "$(grep -c '(cached)$' "$tmp/log1c")" "1"
+check "… but reruns the --run step (it sees the env)" grep -qx 'runtime: step 2/2: run echo built >/built; rm -rf /usr/share/doc' "$tmp/log1c"
 echo "v2" >"$tmp/hello.txt"
 runtime image build --run 'echo built >/built; rm -rf /usr/share/doc' --file "$tmp/hello.txt:/opt/" \
     --env GREETING=hi --workdir /opt --name demo:beta >"$tmp/id2" 2>"$tmp/log2"
