@@ -869,7 +869,7 @@ rt_image_build (rt_context *ctx, const rt_build_opts *o, char **id_out, rt_error
       *strchr (name, ':') = '\0';
       tag = o->name + strlen (name) + 1;
     }
-  if (*name == '\0' || strlen (name) > 63 || strspn (name, "abcdefghijklmnopqrstuvwxyz0123456789._-") != strlen (name)
+  if (!rt_image_name_valid (name)
       || (tag && (*tag == '\0' || strspn (tag, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
                                       != strlen (tag))))
     {

@@ -69,6 +69,14 @@ is_sha256 (const char *s)
   return s && strlen (s) == 64 && strspn (s, "0123456789abcdef") == 64;
 }
 
+bool
+rt_image_name_valid (const char *name)
+{
+  size_t len = strlen (name);
+
+  return len > 0 && len <= 63 && strspn (name, "abcdefghijklmnopqrstuvwxyz0123456789._-") == len;
+}
+
 static int
 sha256_hex (const void *data, size_t len, char out[65], rt_error **err)
 {
@@ -1853,10 +1861,85 @@ layer_entry (const char *name, char digest[65], const char **ext)
   return is_sha256 (digest) && (strcmp (*ext, ".tar.zst") == 0 || strcmp (*ext, ".tar.gz") == 0);
 }
 
-/* Every entry of an untrusted layer has a safe name: relative, no "..",
-   hard links likewise.  */
+/* @p without "./", empty components and a trailing "/": "./usr//bin/"
+   and "usr/bin" are the same path.  */
+static char *
+normalize (const char *p)
+{
+  char *out = malloc (strlen (p) + 1), *o = out;
+
+  if (out == NULL)
+    return NULL;
+  while (*p)
+    {
+      size_t n = strcspn (p, "/");
+      if (n > 0 && !(n == 1 && p[0] == '.'))
+        {
+          if (o > out)
+            *o++ = '/';
+          memcpy (o, p, n);
+          o += n;
+        }
+      p += n;
+      p += strspn (p, "/");
+    }
+  *o = '\0';
+  return out;
+}
+
+/* The length of the leading part of @path (normalized) that an earlier
+   entry made a symlink, or 0.  */
+static size_t
+through_link (json_object *links, char *path)
+{
+  for (char *slash = strchr (path, '/'); slash; slash = strchr (slash + 1, '/'))
+    {
+      bool found;
+      *slash = '\0';
+      found = json_object_object_get_ex (links, path, NULL);
+      *slash = '/';
+      if (found)
+        return slash - path;
+    }
+  return 0;
+}
+
+/* @path and everything below it are no longer what they were.  */
+static void
+forget_below (json_object *links, const char *path)
+{
+  size_t len = strlen (path), n = 0;
+  char **gone = calloc (json_object_object_length (links) + 1, sizeof (char *));
+
+  if (gone == NULL)
+    return;
+  json_object_object_foreach (links, k, v)
+  {
+    (void) v;
+    if (strncmp (k, path, len) == 0 && (k[len] == '\0' || k[len] == '/'))
+      gone[n++] = strdup (k);
+  }
+  for (size_t i = 0; i < n; i++)
+    if (gone[i])
+      json_object_object_del (links, gone[i]);
+  cleanup_strvp (&gone);
+}
+
 static int
-check_layer (const char *layer, const char *archive, rt_error **err)
+refuse (rt_error **err, const char *archive, const char *why)
+{
+  rt_error_set (err, EPERM, "invalid_request", "'%s' is refused: a layer %s", archive, why ? why : "is unsafe");
+  return rt_error_hint (err, "import only archives made by runtime image export");
+}
+
+/* Every entry of an untrusted layer, checked before anything is stored:
+   a relative name without ".." (hard link targets too), no device node
+   (but overlayfs's 0:0 whiteouts, and the /dev of a first layer, which
+   extraction drops anyway: bases made by debootstrap hold one), nothing
+   written through a symlink that this or an earlier layer of the image
+   (@links) made.  */
+static int
+check_layer (json_object *links, const char *layer, bool first, const char *archive, rt_error **err)
 {
   struct archive *a = archive_read_new ();
   struct archive_entry *e;
@@ -1872,16 +1955,109 @@ check_layer (const char *layer, const char *archive, rt_error **err)
     {
       const char *name = r < ARCHIVE_WARN ? NULL : archive_entry_pathname (e);
       const char *link = name ? archive_entry_hardlink (e) : NULL;
+      cleanup_free char *path = NULL, *target = NULL, *why = NULL;
+      const char *via_what = NULL;
+      mode_t type;
+      size_t via = 0;
+
       if (name == NULL)
-        ret = rt_error_set (err, EINVAL, "invalid_request", "'%s': a layer is not a readable tar archive: %s",
-                            archive, archive_error_string (a));
-      else if (!safe_relative (name) || (link && !safe_relative (link)))
-        ret = rt_error_set (err, EPERM, "invalid_request", "'%s' is refused: a layer holds the unsafe path '%s'",
-                            archive, link && safe_relative (name) ? link : name);
+        {
+          ret = rt_error_set (err, EINVAL, "invalid_request", "'%s': a layer is not a readable tar archive: %s",
+                              archive, archive_error_string (a));
+          break;
+        }
+      if (!safe_relative (name) || (link && !safe_relative (link)))
+        {
+          why = rt_strdup_printf ("holds the unsafe path '%s'", link && safe_relative (name) ? link : name);
+          ret = refuse (err, archive, why);
+          break;
+        }
+      path = normalize (name);
+      target = link ? normalize (link) : NULL;
+      if (path == NULL || (link && target == NULL))
+        {
+          ret = rt_error_oom (err);
+          break;
+        }
+      type = archive_entry_filetype (e);
+      if ((type == AE_IFBLK || (type == AE_IFCHR && archive_entry_rdev (e) != 0))
+          && !(first && strncmp (path, "dev/", 4) == 0))
+        {
+          why = rt_strdup_printf ("holds the device node '%s'", path);
+          ret = refuse (err, archive, why);
+          break;
+        }
+      if ((via = through_link (links, path)) > 0)
+        via_what = path;
+      else if (target && (via = through_link (links, target)) > 0)
+        via_what = target;
+      if (via_what)
+        {
+          why = rt_strdup_printf ("writes '%s' through the symlink '%.*s'", via_what, (int) via, via_what);
+          ret = refuse (err, archive, why);
+          break;
+        }
+      /* A plain directory merges with what is below; anything else
+         replaces it, and a whiteout or an opaque directory hides it.  */
+      if (type == AE_IFDIR && !is_opaque (e))
+        json_object_object_del (links, path);
+      else
+        forget_below (links, path);
+      if (type == AE_IFLNK)
+        json_object_object_add (links, path, NULL);
     }
   archive_read_free (a);
   return ret;
 }
+
+/* Refuses a manifest whose fields the store could not use as they are:
+   the id the digest of the rest, a valid name, layers as sha256 digests,
+   env as K=V strings, an absolute workdir.  */
+static int
+check_manifest (json_object *m, const char *archive, rt_error **err)
+{
+  const char *bad = NULL;
+  json_object *v;
+  char id[65];
+  int ret;
+
+  if (m == NULL || !json_object_is_type (m, json_type_object) || !is_sha256 (rt_json_str (m, "id")))
+    bad = "id";
+  else if (!rt_json_str (m, "name") || !rt_image_name_valid (rt_json_str (m, "name")))
+    bad = "name";
+  else if (!json_object_object_get_ex (m, "layers", &v) || !json_object_is_type (v, json_type_array)
+           || json_object_array_length (v) == 0)
+    bad = "layers";
+  for (size_t i = 0; !bad && i < json_object_array_length (v); i++)
+    if (!is_sha256 (json_object_get_string (json_object_array_get_idx (v, i)))
+        || !json_object_is_type (json_object_array_get_idx (v, i), json_type_string))
+      bad = "layers";
+  if (!bad && json_object_object_get_ex (m, "env", &v)
+      && (v == NULL || !json_object_is_type (v, json_type_array)))
+    bad = "env";
+  for (size_t i = 0; !bad && v && json_object_is_type (v, json_type_array) && i < json_object_array_length (v); i++)
+    {
+      json_object *kv = json_object_array_get_idx (v, i);
+      const char *s = json_object_is_type (kv, json_type_string) ? json_object_get_string (kv) : NULL;
+      if (s == NULL || strchr (s, '=') == NULL || !rt_env_name_valid (s, strchr (s, '=') - s))
+        bad = "env";
+    }
+  if (!bad && json_object_object_get_ex (m, "workdir", &v)
+      && (!json_object_is_type (v, json_type_string) || json_object_get_string (v)[0] != '/'))
+    bad = "workdir";
+  if (!bad && json_object_object_get_ex (m, "created", &v) && !json_object_is_type (v, json_type_string))
+    bad = "created";
+  if (bad)
+    return rt_error_set (err, EINVAL, "invalid_request", "'%s' is not an image archive: its manifest's \"%s\" is "
+                                                         "missing or malformed", archive, bad);
+  ret = manifest_id (m, id, err);
+  if (ret == 0 && strcmp (id, rt_json_str (m, "id")) != 0)
+    ret = rt_error_set (err, EINVAL, "invalid_request",
+                        "'%s' is damaged or was tampered with: the manifest does not match its id", archive);
+  return ret;
+}
+
+#define IMPORT_MAX_LAYERS 256
 
 int
 rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **err)
@@ -1889,17 +2065,17 @@ rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **er
   cleanup_free char *imgdir = rt_strdup_printf ("%s/images", ctx->data_dir);
   cleanup_free char *ldir = NULL, *index_path = NULL;
   cleanup_free char *mtext = NULL;
-  cleanup_json json_object *m = NULL, *index = NULL;
+  cleanup_json json_object *m = NULL, *index = NULL, *links = json_object_new_object ();
   cleanup_close int lockfd = -1;
   struct archive *a = archive_read_new ();
   struct archive_entry *e;
-  char *tmps[256], *finals[256];
+  char *tmps[IMPORT_MAX_LAYERS], *finals[IMPORT_MAX_LAYERS], digests[IMPORT_MAX_LAYERS][65];
+  bool named[IMPORT_MAX_LAYERS] = { false };
   size_t ntmp = 0, mlen = 0;
-  char id[65];
-  json_object *layers;
+  json_object *layers = NULL;
   int ret = 0, r;
 
-  if (imgdir == NULL || a == NULL || (ldir = rt_strdup_printf ("%s/layers", imgdir)) == NULL
+  if (imgdir == NULL || a == NULL || links == NULL || (ldir = rt_strdup_printf ("%s/layers", imgdir)) == NULL
       || (index_path = rt_strdup_printf ("%s/index.json", imgdir)) == NULL)
     {
       if (a)
@@ -1923,7 +2099,7 @@ rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **er
   while (ret == 0 && (r = archive_read_next_header (a, &e)) != ARCHIVE_EOF)
     {
       const char *name = r < ARCHIVE_WARN ? NULL : archive_entry_pathname (e), *ext;
-      char digest[65], got[65];
+      char *digest = digests[ntmp < IMPORT_MAX_LAYERS ? ntmp : 0], got[65];
       if (name == NULL)
         {
           ret = rt_error_set (err, EINVAL, "invalid_request", "'%s' is not an image archive: %s", path,
@@ -1938,12 +2114,18 @@ rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **er
             ret = rt_error_set (err, EINVAL, "invalid_request", "'%s': cannot read its manifest", path);
           continue;
         }
-      if (!layer_entry (name, digest, &ext) || archive_entry_filetype (e) != AE_IFREG || ntmp >= 256)
+      if (!layer_entry (name, digest, &ext) || archive_entry_filetype (e) != AE_IFREG || ntmp >= IMPORT_MAX_LAYERS)
         {
           ret = rt_error_set (err, EINVAL, "invalid_request", "'%s' is not an image archive: unexpected entry '%s'",
                               path, name);
           break;
         }
+      for (size_t j = 0; j < ntmp && ret == 0; j++)
+        if (strcmp (digests[j], digest) == 0)
+          ret = rt_error_set (err, EINVAL, "invalid_request", "'%s' is not an image archive: it holds layer %.12s "
+                                                              "twice", path, digest);
+      if (ret < 0)
+        break;
       tmps[ntmp] = rt_strdup_printf ("%s/%s%s.tmp.%d", ldir, digest, ext, (int) getpid ());
       finals[ntmp] = rt_strdup_printf ("%s/%s%s", ldir, digest, ext);
       if (tmps[ntmp] == NULL || finals[ntmp] == NULL)
@@ -1966,29 +2148,34 @@ rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **er
       if (ret == 0 && (ret = rt_sha256_file (tmps[ntmp - 1], got, err)) == 0 && strcmp (got, digest) != 0)
         ret = rt_error_set (err, EINVAL, "invalid_request",
                             "'%s' is damaged or was tampered with: layer %.12s does not match its digest", path, digest);
-      if (ret == 0)
-        ret = check_layer (tmps[ntmp - 1], path, err);
     }
   archive_read_free (a);
   if (ret == 0 && mtext == NULL)
     ret = rt_error_set (err, EINVAL, "invalid_request", "'%s' is not an image archive: no manifest.json", path);
-  if (ret == 0 && ((m = json_tokener_parse (mtext)) == NULL || !is_sha256 (rt_json_str (m, "id"))
-                   || !rt_json_str (m, "name") || !json_object_object_get_ex (m, "layers", &layers)
-                   || !json_object_is_type (layers, json_type_array)))
-    ret = rt_error_set (err, EINVAL, "invalid_request", "'%s' is not an image archive: bad manifest.json", path);
-  if (ret == 0 && (ret = manifest_id (m, id, err)) == 0 && strcmp (id, rt_json_str (m, "id")) != 0)
-    ret = rt_error_set (err, EINVAL, "invalid_request",
-                        "'%s' is damaged or was tampered with: the manifest does not match its id", path);
+  if (ret == 0)
+    ret = check_manifest (m = json_tokener_parse (mtext), path, err);
+  if (ret == 0)
+    json_object_object_get_ex (m, "layers", &layers);
+  /* The manifest's layers are exactly the archive's, and each is checked
+     in the order the disk will stack them.  */
   for (size_t i = 0; ret == 0 && i < json_object_array_length (layers); i++)
     {
       const char *d = json_object_get_string (json_object_array_get_idx (layers, i));
-      bool have = false;
-      for (size_t j = 0; j < ntmp && !have; j++)
-        have = strstr (tmps[j], d) != NULL;
-      if (!have)
-        ret = rt_error_set (err, EINVAL, "invalid_request", "'%s' lacks layer %.12s of its manifest", path,
-                            d ? d : "?");
+      size_t j = 0;
+      while (j < ntmp && strcmp (digests[j], d) != 0)
+        j++;
+      if (j == ntmp)
+        ret = rt_error_set (err, EINVAL, "invalid_request", "'%s' lacks layer %.12s of its manifest", path, d);
+      else
+        {
+          named[j] = true;
+          ret = check_layer (links, tmps[j], i == 0, path, err);
+        }
     }
+  for (size_t j = 0; ret == 0 && j < ntmp; j++)
+    if (!named[j])
+      ret = rt_error_set (err, EINVAL, "invalid_request", "'%s' is not an image archive: layer %.12s is not in its "
+                                                          "manifest", path, digests[j]);
   if (ret == 0)
     ret = rt_lock_dir (imgdir, &lockfd, err);
   if (ret == 0)
@@ -1997,10 +2184,10 @@ rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **er
     if (rename (tmps[i], finals[i]) < 0)
       ret = rt_error_set (err, errno, "internal", "cannot store '%s': %s", finals[i], strerror (errno));
   if (ret == 0)
-    ret = write_manifest (imgdir, m, id, err);
+    ret = write_manifest (imgdir, m, rt_json_str (m, "id"), err);
   if (ret == 0)
     {
-      index_add (index, rt_json_str (m, "name"), id, NULL);
+      index_add (index, rt_json_str (m, "name"), rt_json_str (m, "id"), NULL);
       ret = write_json (index_path, index, err);
     }
   for (size_t i = 0; i < ntmp; i++)
@@ -2011,7 +2198,7 @@ rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **er
     }
   if (ret < 0)
     return ret;
-  *id_out = strdup (id);
+  *id_out = strdup (rt_json_str (m, "id"));
   return *id_out ? 0 : rt_error_oom (err);
 }
 

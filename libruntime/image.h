@@ -5,6 +5,8 @@
 
 #include "context.h"
 
+/* An image name: 1-63 of [a-z0-9._-].  */
+bool rt_image_name_valid (const char *name);
 /* The stored manifest of @ref (no default image is built here).  */
 int rt_image_manifest (rt_context *ctx, const char *ref, json_object **manifest, rt_error **err);
 /* The stored file of layer @digest, or NULL.  */

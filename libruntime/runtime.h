@@ -448,8 +448,9 @@ int rt_image_remove (rt_context *ctx, const char *ref, rt_error **err);
 int rt_image_export (rt_context *ctx, const char *ref, const char *path, rt_error **err);
 /**
  * rt_image_import - add an exported image; every layer is checked against
- * its digest and the manifest against its id ("invalid_request" if not:
- * the store is left as it was)
+ * its digest and the manifest against its id, every layer's entries for
+ * unsafe paths, device nodes and writes through symlinks ("invalid_request"
+ * if not: the store is left as it was)
  */
 int rt_image_import (rt_context *ctx, const char *path, char **id, rt_error **err);
 

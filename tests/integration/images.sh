@@ -108,7 +108,7 @@ is "export prints the archive's path" "$(runtime image export demo@1 "$tmp/demo.
 check "export writes an archive" bash -c "tar -tf '$tmp/demo.tar' manifest.json >/dev/null"
 runtime image rm demo@1 >/dev/null
 expect_error "rm removes the version" image_not_found runtime image get demo@1
-new=$(runtime image import "$tmp/demo.tar")
+new=$(runtime image import "$tmp/demo.tar" 2>"$tmp/err")
 is "import gives back the same id" "$new" "$(cat "$tmp/id1")"
 is "… and the image runs" "$(runtime sandbox run --image "$new" -- cat /opt/hello.txt)" "v1"
 
@@ -151,6 +151,39 @@ m = {"id": hashlib.sha256(plain.encode()).hexdigest(), **m}
 entries = {"manifest.json": json.dumps(m).encode()}
 entries.update({n: d for n, d in members.items() if n.startswith("layers/")})
 write(out + "/missing.tar", entries)
+# 5, 6: manifests naming a layer "layers" (the archive's folder) or ""
+def with_manifest(path, change):
+    m = json.loads(members["manifest.json"]); change(m); m["name"] = "crafted"
+    del m["id"]
+    plain = json.dumps(m, separators=(",", ":"), ensure_ascii=False)
+    m = {"id": hashlib.sha256(plain.encode()).hexdigest(), **m}
+    entries = {"manifest.json": json.dumps(m).encode()}
+    entries.update({n: d for n, d in members.items() if n.startswith("layers/")})
+    return entries
+write(out + "/layers-dir.tar", with_manifest(out, lambda m: m["layers"].append("layers")))
+write(out + "/layer-empty.tar", with_manifest(out, lambda m: m["layers"].append("")))
+write(out + "/env-type.tar", with_manifest(out, lambda m: m.__setitem__("env", "A=1")))
+# 7-9: layers (right digests) with an absolute path, a device node, and a
+# symlink out of the image that the next layer writes through
+def layer(*members):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for ti in members:
+            t.addfile(ti, io.BytesIO(b"evil") if ti.isreg() else None)
+    return buf.getvalue()
+def member(name, kind=tarfile.REGTYPE, **kw):
+    ti = tarfile.TarInfo(name); ti.type = kind; ti.size = 4 if kind == tarfile.REGTYPE else 0
+    for k, v in kw.items(): setattr(ti, k, v)
+    return ti
+def with_layers(path, *layers):
+    digests = [hashlib.sha256(l).hexdigest() for l in layers]
+    entries = with_manifest(path, lambda m: m["layers"].extend(digests))
+    entries.update({"layers/%s.tar.gz" % d: l for d, l in zip(digests, layers)})
+    write(path, entries)
+with_layers(out + "/absolute.tar", layer(member("/etc/evil")))
+with_layers(out + "/device.tar", layer(member("opt/disk", tarfile.BLKTYPE, devmajor=8, devminor=0)))
+with_layers(out + "/symlink.tar", layer(member("opt/out", tarfile.SYMTYPE, linkname="/etc")),
+            layer(member("opt/out/evil")))
 EOF
 expect_error "a tampered layer is refused" invalid_request runtime image import "$tmp/tampered.tar"
 check "… saying so" grep -q "tampered" "$tmp/err"
@@ -159,6 +192,16 @@ check "… naming the path" grep -q "unsafe path" "$tmp/err"
 expect_error "garbage is refused" invalid_request runtime image import "$tmp/garbage.tar"
 expect_error "a manifest naming a missing layer is refused" invalid_request runtime image import "$tmp/missing.tar"
 check "… naming it" grep -q "abababab" "$tmp/err"
+expect_error "a manifest naming a layer \"layers\" is refused" invalid_request runtime image import "$tmp/layers-dir.tar"
+expect_error "a manifest naming a layer \"\" is refused" invalid_request runtime image import "$tmp/layer-empty.tar"
+expect_error "a manifest whose env is not a list is refused" invalid_request runtime image import "$tmp/env-type.tar"
+expect_error "a layer with an absolute path is refused" invalid_request runtime image import "$tmp/absolute.tar"
+check "… naming it" grep -q "unsafe path '/etc/evil'" "$tmp/err"
+expect_error "a layer with a device node is refused" invalid_request runtime image import "$tmp/device.tar"
+check "… naming it" grep -q "device node 'opt/disk'" "$tmp/err"
+expect_error "a layer writing through an earlier layer's symlink is refused" invalid_request \
+    runtime image import "$tmp/symlink.tar"
+check "… naming both" grep -q "writes 'opt/out/evil' through the symlink 'opt/out'" "$tmp/err"
 is "the store is unchanged after the refusals" "$(runtime image ls --json)" "$before"
 is "no temporary layer is left" "$(ls "$RUNTIME_DATA_DIR/images/layers" | grep -c tmp)" "0"
 check "nothing escaped to /etc" test ! -e /etc/evil
