@@ -180,6 +180,40 @@ out:
   return code;
 }
 
+/* On stderr: which version an import made and whether it took latest,
+   or that the image was there already.  */
+static void
+import_note (rt_context *ctx, const char *id, bool already)
+{
+  rt_error *err = NULL;
+  char *json = NULL;
+  json_object *o, *tags;
+  char joined[128];
+  bool latest = false;
+
+  if (rt_image_get_json (ctx, id, &json, &err) < 0)
+    {
+      rt_error_free (err);
+      return;
+    }
+  if ((o = json_tokener_parse (json)))
+    {
+      if (!json_object_object_get_ex (o, "tags", &tags))
+        tags = NULL;
+      join (tags, joined, sizeof joined);
+      for (size_t i = 0; tags && i < json_object_array_length (tags); i++)
+        latest |= strcmp (json_object_get_string (json_object_array_get_idx (tags, i)), "latest") == 0;
+      if (already)
+        fprintf (stderr, "runtime: already in the store as %s@%s (tags: %s); nothing changed\n", jstr (o, "name"),
+                 jstr (o, "version"), joined);
+      else
+        fprintf (stderr, "runtime: imported as %s@%s (tags: %s)%s\n", jstr (o, "name"), jstr (o, "version"), joined,
+                 latest ? "" : "; latest stays on a newer version");
+      json_object_put (o);
+    }
+  free (json);
+}
+
 enum ref_action
 {
   ACT_RM,
@@ -214,6 +248,8 @@ image_ref_action (struct cli_command *cmd, int argc, char **argv, enum ref_actio
     code = cli_lib_fail (err);
   else
     {
+      if (act == ACT_IMPORT)
+        import_note (ctx, id, ret == 1);
       shown = act == ACT_RM ? a.pos[0] : act == ACT_EXPORT ? a.pos[1] : id;
       if (a.json)
         {

@@ -1368,9 +1368,10 @@ tags_of (json_object *img, const char *id)
   return out;
 }
 
-/* Adds one version to the index: @name's next, tagged latest and @tag.  */
+/* Adds one version to the index: @name's next, tagged @tag, and latest
+   when @latest.  */
 static long
-index_add (json_object *index, const char *name, const char *id, const char *tag)
+index_add (json_object *index, const char *name, const char *id, const char *tag, bool latest)
 {
   json_object *names, *img, *versions, *tags;
   long version = 0;
@@ -1396,7 +1397,8 @@ index_add (json_object *index, const char *name, const char *id, const char *tag
   version++;
   snprintf (vkey, sizeof vkey, "%ld", version);
   json_object_object_add (versions, vkey, json_object_new_string (id));
-  json_object_object_add (tags, "latest", json_object_new_string (id));
+  if (latest)
+    json_object_object_add (tags, "latest", json_object_new_string (id));
   if (tag && strcmp (tag, "latest") != 0)
     json_object_object_add (tags, tag, json_object_new_string (id));
   return version;
@@ -1490,7 +1492,7 @@ rt_image_add (rt_context *ctx, const char *name, const char *tag, json_object *f
     ret = write_manifest (imgdir, m, id, err);
   if (ret < 0)
     return ret;
-  index_add (index, name, id, tag);
+  index_add (index, name, id, tag, true);
   ret = write_json (index_path, index, err);
   if (ret < 0)
     return ret;
@@ -2057,6 +2059,29 @@ check_manifest (json_object *m, const char *archive, rt_error **err)
   return ret;
 }
 
+/* Whether @m is newer than what @name's latest tag points at (or the
+   name has none): only then does an import take latest, so that
+   importing an old export never moves latest back to old content.  */
+static bool
+takes_latest (const char *imgdir, json_object *index, const char *name, json_object *m)
+{
+  cleanup_free char *path = NULL;
+  cleanup_json json_object *latest = NULL;
+  cleanup_error rt_error *ignored = NULL;
+  json_object *names, *img, *tags, *id;
+  const char *mine, *theirs;
+
+  if (!json_object_object_get_ex (index, "names", &names) || !json_object_object_get_ex (names, name, &img)
+      || !json_object_object_get_ex (img, "tags", &tags) || !json_object_object_get_ex (tags, "latest", &id))
+    return true;
+  path = rt_strdup_printf ("%s/manifests/%s.json", imgdir, json_object_get_string (id));
+  if (path == NULL || read_json (path, false, &latest, &ignored) < 0)
+    return true;
+  mine = rt_json_str (m, "created");
+  theirs = rt_json_str (latest, "created");
+  return mine && (theirs == NULL || strcmp (mine, theirs) > 0);
+}
+
 #define IMPORT_MAX_LAYERS 256
 
 int
@@ -2072,7 +2097,8 @@ rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **er
   char *tmps[IMPORT_MAX_LAYERS], *finals[IMPORT_MAX_LAYERS], digests[IMPORT_MAX_LAYERS][65];
   bool named[IMPORT_MAX_LAYERS] = { false };
   size_t ntmp = 0, mlen = 0;
-  json_object *layers = NULL;
+  json_object *layers = NULL, *img;
+  const char *version;
   int ret = 0, r;
 
   if (imgdir == NULL || a == NULL || links == NULL || (ldir = rt_strdup_printf ("%s/layers", imgdir)) == NULL
@@ -2180,6 +2206,10 @@ rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **er
     ret = rt_lock_dir (imgdir, &lockfd, err);
   if (ret == 0)
     ret = read_json (index_path, true, &index, err);
+  /* An image already in the store stays as it is: its versions and tags
+     are this store's.  */
+  if (ret == 0 && find_version (index, rt_json_str (m, "id"), &img, &version))
+    ret = 1;
   for (size_t i = 0; ret == 0 && i < ntmp; i++)
     if (rename (tmps[i], finals[i]) < 0)
       ret = rt_error_set (err, errno, "internal", "cannot store '%s': %s", finals[i], strerror (errno));
@@ -2187,7 +2217,8 @@ rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **er
     ret = write_manifest (imgdir, m, rt_json_str (m, "id"), err);
   if (ret == 0)
     {
-      index_add (index, rt_json_str (m, "name"), rt_json_str (m, "id"), NULL);
+      const char *name = rt_json_str (m, "name");
+      index_add (index, name, rt_json_str (m, "id"), NULL, takes_latest (imgdir, index, name, m));
       ret = write_json (index_path, index, err);
     }
   for (size_t i = 0; i < ntmp; i++)
@@ -2199,7 +2230,7 @@ rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **er
   if (ret < 0)
     return ret;
   *id_out = strdup (rt_json_str (m, "id"));
-  return *id_out ? 0 : rt_error_oom (err);
+  return *id_out ? ret : rt_error_oom (err);
 }
 
 int

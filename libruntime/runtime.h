@@ -450,7 +450,10 @@ int rt_image_export (rt_context *ctx, const char *ref, const char *path, rt_erro
  * rt_image_import - add an exported image; every layer is checked against
  * its digest and the manifest against its id, every layer's entries for
  * unsafe paths, device nodes and writes through symlinks ("invalid_request"
- * if not: the store is left as it was)
+ * if not: the store is left as it was).  The image becomes its name's next
+ * version, tagged latest only when it is newer than the name's latest.
+ * Return: 0 imported, 1 already in the store (left as it was), or a
+ * negative errno-style value with @err set.
  */
 int rt_image_import (rt_context *ctx, const char *path, char **id, rt_error **err);
 

@@ -108,9 +108,19 @@ is "export prints the archive's path" "$(runtime image export demo@1 "$tmp/demo.
 check "export writes an archive" bash -c "tar -tf '$tmp/demo.tar' manifest.json >/dev/null"
 runtime image rm demo@1 >/dev/null
 expect_error "rm removes the version" image_not_found runtime image get demo@1
+latest=$(runtime image get demo --json | json_get 'o["id"]')
 new=$(runtime image import "$tmp/demo.tar" 2>"$tmp/err")
 is "import gives back the same id" "$new" "$(cat "$tmp/id1")"
 is "… and the image runs" "$(runtime sandbox run --image "$new" -- cat /opt/hello.txt)" "v1"
+# An old export comes back as the next version; latest stays on the newer.
+is "… as demo's next version" "$(runtime image get "$new" --json | json_get '(o["version"], o["tags"])')" \
+    "($(runtime image ls --json | json_get 'max(i["version"] for i in o if i["name"] == "demo")'), [])"
+is "… without moving demo:latest back to old content" "$(runtime image get demo --json | json_get 'o["id"]')" "$latest"
+check "… saying so" grep -q "latest stays on a newer version" "$tmp/err"
+store=$(runtime image ls --json)
+is "importing an image already there prints its id" "$(runtime image import "$tmp/demo.tar" 2>"$tmp/err")" "$new"
+is "… and changes nothing" "$(runtime image ls --json)" "$store"
+check "… saying so" grep -q "already in the store" "$tmp/err"
 
 # -- archives that must be refused, the store unchanged
 before=$(runtime image ls --json)
