@@ -100,6 +100,18 @@ is "build --npm installs an npm package" "$rc" "0"
 [ "$rc" = 0 ] || diag "$(tail -5 "$tmp/log")"
 is "… which node finds" "$(runtime sandbox run --image npmimg -- bash -c 'NODE_PATH=$(npm root -g) node -e "console.log(require(\"is-number\")(7))"')" "true"
 
+# -- a recipe with base, apt and npm: the same steps as npmimg, so cached
+mkdir -p "$tmp/recipe2"
+echo '{"base": "aptimg", "apt": ["nodejs"], "npm": ["is-number"]}' >"$tmp/recipe2/runtime.json"
+rid=$(runtime image build "$tmp/recipe2" -t recipeimg:v1 2>"$tmp/log")
+is "a recipe's base, apt and npm keys make npmimg's steps (all cached)" \
+    "$(grep -c '^runtime: step [12]/2: \(apt nodejs\|npm is-number\) (cached)$' "$tmp/log")" "2"
+is "… and its layers" "$(runtime image get recipeimg:v1 --json | json_get 'o["layers"]')" \
+    "$(runtime image get npmimg --json | json_get 'o["layers"]')"
+is "-t NAME:TAG names and tags it" "$(runtime image get recipeimg:v1 --json | json_get '(o["name"], o["tags"])')" \
+    "('recipeimg', ['latest', 'v1'])"
+is "an id prefix is a ref" "$(runtime image get "${rid:0:12}" --json | json_get 'o["id"]')" "$rid"
+
 # -- images in use, export, rm, import
 id=$(runtime sandbox create --image demo@1 --timeout 600)
 expect_error "rm refuses an image a live sandbox runs" invalid_request runtime image rm demo@1
