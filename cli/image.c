@@ -109,17 +109,18 @@ image_ls (struct cli_command *cmd, int argc, char **argv)
     printf ("%s\n", json);
   else if ((arr = json_tokener_parse (json)))
     {
-      printf ("%-20s %-7s %-16s %-12s %-24s %6s %10s\n", "NAME", "VERSION", "TAGS", "ID", "CREATED", "LAYERS", "SIZE");
+      /* PRODUCT.md's columns; layers and exact bytes are in --json.  */
+      printf ("%-12s %-20s %-7s %-16s %8s %s\n", "ID", "NAME", "VERSION", "TAGS", "MIB", "CREATED");
       for (size_t i = 0; i < json_object_array_length (arr); i++)
         {
           json_object *o = json_object_array_get_idx (arr, i), *v;
           char tags[128];
           join (json_object_object_get_ex (o, "tags", &v) ? v : NULL, tags, sizeof tags);
-          printf ("%-20s %-7" PRId64 " %-16s %-12.12s %-24s %6zu %9.1fM\n", jstr (o, "name") ? jstr (o, "name") : "-",
+          printf ("%-12.12s %-20s %-7" PRId64 " %-16s %8.1f %s\n", jstr (o, "id"),
+                  jstr (o, "name") ? jstr (o, "name") : "-",
                   json_object_object_get_ex (o, "version", &v) ? json_object_get_int64 (v) : (int64_t) 0, tags,
-                  jstr (o, "id"), jstr (o, "created") ? jstr (o, "created") : "-",
-                  json_object_object_get_ex (o, "layers", &v) ? json_object_array_length (v) : 0,
-                  json_object_object_get_ex (o, "sizeBytes", &v) ? json_object_get_int64 (v) / 1048576.0 : 0.0);
+                  json_object_object_get_ex (o, "sizeBytes", &v) ? json_object_get_int64 (v) / 1048576.0 : 0.0,
+                  jstr (o, "created") ? jstr (o, "created") : "-");
         }
       json_object_put (arr);
     }

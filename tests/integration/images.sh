@@ -111,6 +111,9 @@ is "… and its layers" "$(runtime image get recipeimg:v1 --json | json_get 'o["
 is "-t NAME:TAG names and tags it" "$(runtime image get recipeimg:v1 --json | json_get '(o["name"], o["tags"])')" \
     "('recipeimg', ['latest', 'v1'])"
 is "an id prefix is a ref" "$(runtime image get "${rid:0:12}" --json | json_get 'o["id"]')" "$rid"
+is "image ls shows ID NAME VERSION TAGS MIB CREATED" "$(runtime image ls | head -1 | tr -s ' ')" \
+    "ID NAME VERSION TAGS MIB CREATED"
+check "… the id first, shortened" sh -c "runtime image ls | grep -q '^${rid:0:12} *recipeimg *1 '"
 
 # -- images in use, export, rm, import
 id=$(runtime sandbox create --image demo@1 --timeout 600)
