@@ -2125,7 +2125,7 @@ rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **er
   while (ret == 0 && (r = archive_read_next_header (a, &e)) != ARCHIVE_EOF)
     {
       const char *name = r < ARCHIVE_WARN ? NULL : archive_entry_pathname (e), *ext;
-      char *digest = digests[ntmp < IMPORT_MAX_LAYERS ? ntmp : 0], got[65];
+      char digest[65], got[65];
       if (name == NULL)
         {
           ret = rt_error_set (err, EINVAL, "invalid_request", "'%s' is not an image archive: %s", path,
@@ -2152,6 +2152,7 @@ rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **er
                                                               "twice", path, digest);
       if (ret < 0)
         break;
+      memcpy (digests[ntmp], digest, sizeof digest);
       tmps[ntmp] = rt_strdup_printf ("%s/%s%s.tmp.%d", ldir, digest, ext, (int) getpid ());
       finals[ntmp] = rt_strdup_printf ("%s/%s%s", ldir, digest, ext);
       if (tmps[ntmp] == NULL || finals[ntmp] == NULL)
