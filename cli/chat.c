@@ -112,11 +112,12 @@ test_env (rt_chat_opts *o)
 static int
 chat_deepseek (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx = NULL;
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
   rt_error *err = NULL;
-  char *transcript = NULL;
-  json_object *t = NULL, *v;
+  cleanup_free char *transcript = NULL;
+  cleanup_json json_object *t = NULL;
+  json_object *v;
   unsigned long turns = 0;
   rt_chat_opts o = { .on_event = print_event, .cancel_fd = -1 };
   sigset_t mask;
@@ -125,7 +126,7 @@ chat_deepseek (struct cli_command *cmd, int argc, char **argv)
   if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
   if (cli_opt_uint (cmd, &a, "max-turns", 1, 64, &turns) < 0 || test_env (&o) < 0)
-    goto out;
+    return 1;
   o.max_turns = turns;
   o.model = cli_opt (cmd, &a, "model");
   o.base_url = cli_opt (cmd, &a, "base-url");
@@ -140,7 +141,7 @@ chat_deepseek (struct cli_command *cmd, int argc, char **argv)
     o.on_text = print_text;
   ctx = cli_context ();
   if (ctx == NULL)
-    goto out;
+    return 1;
   /* Ctrl-C, SIGTERM and SIGHUP stop the chat through the library, which
      then removes the sandbox of the tool call under way.  */
   sigemptyset (&mask);
@@ -183,10 +184,6 @@ chat_deepseek (struct cli_command *cmd, int argc, char **argv)
 out:
   if (o.cancel_fd >= 0)
     close (o.cancel_fd);
-  json_object_put (t);
-  free (transcript);
-  rt_context_free (ctx);
-  cli_args_free (&a);
   return code;
 }
 

@@ -2,8 +2,10 @@
 #ifndef RT_CLI_H
 #define RT_CLI_H
 
+#include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "runtime.h"
 
@@ -79,6 +81,45 @@ void cli_print_roff (struct cli_command *cmd);
 void cli_progress (void *data, const char *line);
 /* A context with progress on stderr; prints the error and returns NULL.  */
 rt_context *cli_context (void);
+/* cli_begin, then cli_context: false when the command must return *code
+   now (--help, a usage error, no context).  With cleanup_cli_args and
+   cleanup_context a command then needs no exit path of its own.  */
+bool cli_start (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, rt_context **ctx, int *code);
+
+/* A command that shows one JSON value the library gives (@fetch, which
+   may read the arguments): as it is with --json, else through @table.  */
+int cli_show_json (struct cli_command *cmd, int argc, char **argv,
+                   int (*fetch) (rt_context *ctx, struct cli_args *a, char **json, rt_error **err),
+                   void (*table) (json_object *value, struct cli_args *a));
+
+static inline void
+cli_args_freep (struct cli_args *a)
+{
+  cli_args_free (a);
+}
+
+static inline void
+cli_context_freep (rt_context **ctx)
+{
+  rt_context_free (*ctx);
+}
+
+static inline void
+cli_freep (void *p)
+{
+  free (*(void **) p);
+}
+
+static inline void
+cli_jsonp (json_object **o)
+{
+  json_object_put (*o);
+}
+
+#define cleanup_cli_args __attribute__ ((cleanup (cli_args_freep)))
+#define cleanup_context __attribute__ ((cleanup (cli_context_freep)))
+#define cleanup_free __attribute__ ((cleanup (cli_freep)))
+#define cleanup_json __attribute__ ((cleanup (cli_jsonp)))
 
 int cmd_sandbox (int argc, char **argv);
 int cmd_image (int argc, char **argv);

@@ -312,8 +312,12 @@ cli_parse (struct cli_command *cmd, int argc, char **argv, struct cli_args *a)
 void
 cli_args_free (struct cli_args *a)
 {
+  /* Twice is harmless: cli_begin frees on failure, a cleanup again.  */
   for (int i = 0; i < CLI_MAX_OPTS; i++)
-    free (a->multi[i]);
+    {
+      free (a->multi[i]);
+      a->multi[i] = NULL;
+    }
 }
 
 const char *
@@ -521,4 +525,40 @@ cli_begin (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, i
       return false;
     }
   return true;
+}
+
+int
+cli_show_json (struct cli_command *cmd, int argc, char **argv,
+               int (*fetch) (rt_context *ctx, struct cli_args *a, char **json, rt_error **err),
+               void (*table) (json_object *value, struct cli_args *a))
+{
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  rt_error *err = NULL;
+  cleanup_free char *json = NULL;
+  cleanup_json json_object *value = NULL;
+  int code;
+
+  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
+    return code;
+  if (fetch (ctx, &a, &json, &err) < 0)
+    return cli_lib_fail (err);
+  if (a.json)
+    printf ("%s\n", json);
+  else if ((value = json_tokener_parse (json)))
+    table (value, &a);
+  else
+    return cli_fail ("internal", NULL, "the library returned unreadable JSON");
+  return 0;
+}
+
+bool
+cli_start (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, rt_context **ctx, int *code)
+{
+  *ctx = NULL;
+  if (!cli_begin (cmd, argc, argv, a, code))
+    return false;
+  *ctx = cli_context ();
+  *code = 1;
+  return *ctx != NULL;
 }

@@ -33,10 +33,10 @@ join (json_object *arr, char *out, size_t size)
 static int
 image_build (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx;
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
   rt_error *err = NULL;
-  char *id = NULL;
+  cleanup_free char *id = NULL;
   int code = 1;
   rt_build_opts o = { .log_fd = 2 };
 
@@ -54,131 +54,80 @@ image_build (struct cli_command *cmd, int argc, char **argv)
   o.no_cache = cli_opt (cmd, &a, "no-cache") != NULL;
   o.dir = a.npos > 0 ? a.pos[0] : NULL;
   if (o.workdir && o.workdir[0] != '/')
-    {
-      cli_usage_error (NULL, "--workdir must be an absolute path, not '%s'", o.workdir);
-      goto out;
-    }
+    return cli_usage_error (NULL, "--workdir must be an absolute path, not '%s'", o.workdir);
   if (o.dir && access (o.dir, R_OK | X_OK) < 0)
-    {
-      cli_fail ("file_not_found", "give a folder holding runtime.json", "cannot read the folder '%s': %s", o.dir,
-                strerror (errno));
-      goto out;
-    }
+    return cli_fail ("file_not_found", "give a folder holding runtime.json", "cannot read the folder '%s': %s", o.dir,
+                     strerror (errno));
   ctx = cli_context ();
   if (ctx == NULL)
-    goto out;
+    return 1;
   if (rt_image_build (ctx, &o, &id, &err) < 0)
-    code = cli_lib_fail (err);
-  else
+    return cli_lib_fail (err);
+  printf (a.json ? "{\"id\":\"%s\"}\n" : "%s\n", id);
+  return 0;
+}
+
+static int
+list_images (rt_context *ctx, struct cli_args *a, char **json, rt_error **err)
+{
+  (void) a;
+  return rt_image_list_json (ctx, json, err);
+}
+
+static void
+images_table (json_object *arr, struct cli_args *a)
+{
+  (void) a;
+  /* PRODUCT.md's columns; layers and exact bytes are in --json.  */
+  printf ("%-12s %-20s %-7s %-16s %8s %s\n", "ID", "NAME", "VERSION", "TAGS", "MIB", "CREATED");
+  for (size_t i = 0; i < json_object_array_length (arr); i++)
     {
-      if (a.json)
-        printf ("{\"id\":\"%s\"}\n", id);
-      else
-        printf ("%s\n", id);
-      code = 0;
+      json_object *o = json_object_array_get_idx (arr, i), *v;
+      char tags[128];
+      join (json_object_object_get_ex (o, "tags", &v) ? v : NULL, tags, sizeof tags);
+      printf ("%-12.12s %-20s %-7" PRId64 " %-16s %8.1f %s\n", jstr (o, "id"), jstr (o, "name") ? jstr (o, "name") : "-",
+              json_object_object_get_ex (o, "version", &v) ? json_object_get_int64 (v) : (int64_t) 0, tags,
+              json_object_object_get_ex (o, "sizeBytes", &v) ? json_object_get_int64 (v) / 1048576.0 : 0.0,
+              jstr (o, "created") ? jstr (o, "created") : "-");
     }
-  free (id);
-  rt_context_free (ctx);
-out:
-  cli_args_free (&a);
-  return code;
 }
 
 static int
 image_ls (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx;
-  rt_error *err = NULL;
-  char *json = NULL;
-  json_object *arr;
-  int code = 1;
+  return cli_show_json (cmd, argc, argv, list_images, images_table);
+}
 
-  if (!cli_begin (cmd, argc, argv, &a, &code))
-    return code;
-  ctx = cli_context ();
-  if (ctx == NULL)
-    goto out;
-  if (rt_image_list_json (ctx, &json, &err) < 0)
-    {
-      code = cli_lib_fail (err);
-      rt_context_free (ctx);
-      goto out;
-    }
-  if (a.json)
-    printf ("%s\n", json);
-  else if ((arr = json_tokener_parse (json)))
-    {
-      /* PRODUCT.md's columns; layers and exact bytes are in --json.  */
-      printf ("%-12s %-20s %-7s %-16s %8s %s\n", "ID", "NAME", "VERSION", "TAGS", "MIB", "CREATED");
-      for (size_t i = 0; i < json_object_array_length (arr); i++)
-        {
-          json_object *o = json_object_array_get_idx (arr, i), *v;
-          char tags[128];
-          join (json_object_object_get_ex (o, "tags", &v) ? v : NULL, tags, sizeof tags);
-          printf ("%-12.12s %-20s %-7" PRId64 " %-16s %8.1f %s\n", jstr (o, "id"),
-                  jstr (o, "name") ? jstr (o, "name") : "-",
-                  json_object_object_get_ex (o, "version", &v) ? json_object_get_int64 (v) : (int64_t) 0, tags,
-                  json_object_object_get_ex (o, "sizeBytes", &v) ? json_object_get_int64 (v) / 1048576.0 : 0.0,
-                  jstr (o, "created") ? jstr (o, "created") : "-");
-        }
-      json_object_put (arr);
-    }
-  code = 0;
-  free (json);
-  rt_context_free (ctx);
-out:
-  cli_args_free (&a);
-  return code;
+static int
+get_image (rt_context *ctx, struct cli_args *a, char **json, rt_error **err)
+{
+  return rt_image_get_json (ctx, a->pos[0], json, err);
+}
+
+/* KEY VALUE, one per line; a list's items under each other.  */
+static void
+image_table (json_object *o, struct cli_args *a)
+{
+  (void) a;
+  json_object_object_foreach (o, k, v)
+  {
+    if (json_object_is_type (v, json_type_array))
+      {
+        printf ("%-10s", k);
+        if (json_object_array_length (v) == 0)
+          printf (" -\n");
+        for (size_t i = 0; i < json_object_array_length (v); i++)
+          printf ("%s%s\n", i ? "           " : " ", json_object_get_string (json_object_array_get_idx (v, i)));
+      }
+    else
+      printf ("%-10s %s\n", k, v ? json_object_get_string (v) : "-");
+  }
 }
 
 static int
 image_get (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx;
-  rt_error *err = NULL;
-  char *json = NULL;
-  json_object *o;
-  int code = 1;
-
-  if (!cli_begin (cmd, argc, argv, &a, &code))
-    return code;
-  ctx = cli_context ();
-  if (ctx == NULL)
-    goto out;
-  if (rt_image_get_json (ctx, a.pos[0], &json, &err) < 0)
-    code = cli_lib_fail (err);
-  else if (a.json)
-    {
-      printf ("%s\n", json);
-      code = 0;
-    }
-  else if ((o = json_tokener_parse (json)))
-    {
-      json_object_object_foreach (o, k, v)
-      {
-        if (json_object_is_type (v, json_type_array))
-          {
-            printf ("%-10s", k);
-            if (json_object_array_length (v) == 0)
-              printf (" -");
-            for (size_t i = 0; i < json_object_array_length (v); i++)
-              printf ("%s%s\n", i ? "           " : " ", json_object_get_string (json_object_array_get_idx (v, i)));
-            if (json_object_array_length (v) == 0)
-              printf ("\n");
-          }
-        else
-          printf ("%-10s %s\n", k, v ? json_object_get_string (v) : "-");
-      }
-      json_object_put (o);
-      code = 0;
-    }
-  free (json);
-  rt_context_free (ctx);
-out:
-  cli_args_free (&a);
-  return code;
+  return cli_show_json (cmd, argc, argv, get_image, image_table);
 }
 
 /* On stderr: which version an import made and whether it took latest,
@@ -187,8 +136,9 @@ static void
 import_note (rt_context *ctx, const char *id, bool already)
 {
   rt_error *err = NULL;
-  char *json = NULL;
-  json_object *o, *tags;
+  cleanup_free char *json = NULL;
+  cleanup_json json_object *o = NULL;
+  json_object *tags;
   char joined[128];
   bool latest = false;
 
@@ -210,9 +160,7 @@ import_note (rt_context *ctx, const char *id, bool already)
       else
         fprintf (stderr, "runtime: imported as %s@%s (tags: %s)%s\n", jstr (o, "name"), jstr (o, "version"), joined,
                  latest ? "" : "; latest stays on a newer version");
-      json_object_put (o);
     }
-  free (json);
 }
 
 enum ref_action
@@ -227,18 +175,15 @@ static int
 image_ref_action (struct cli_command *cmd, int argc, char **argv, enum ref_action act)
 {
   static const char *const keys[] = { "removed", "file", "id" };
-  struct cli_args a;
-  rt_context *ctx;
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
   rt_error *err = NULL;
-  char *id = NULL;
+  cleanup_free char *id = NULL;
   const char *shown;
-  int ret, code = 1;
+  int ret, code;
 
-  if (!cli_begin (cmd, argc, argv, &a, &code))
+  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
     return code;
-  ctx = cli_context ();
-  if (ctx == NULL)
-    goto out;
   if (act == ACT_RM)
     ret = rt_image_remove (ctx, a.pos[0], &err);
   else if (act == ACT_EXPORT)
@@ -246,28 +191,19 @@ image_ref_action (struct cli_command *cmd, int argc, char **argv, enum ref_actio
   else
     ret = rt_image_import (ctx, a.pos[0], &id, &err);
   if (ret < 0)
-    code = cli_lib_fail (err);
-  else
+    return cli_lib_fail (err);
+  if (act == ACT_IMPORT)
+    import_note (ctx, id, ret == 1);
+  shown = act == ACT_RM ? a.pos[0] : act == ACT_EXPORT ? a.pos[1] : id;
+  if (a.json)
     {
-      if (act == ACT_IMPORT)
-        import_note (ctx, id, ret == 1);
-      shown = act == ACT_RM ? a.pos[0] : act == ACT_EXPORT ? a.pos[1] : id;
-      if (a.json)
-        {
-          json_object *o = json_object_new_object ();
-          json_object_object_add (o, keys[act], json_object_new_string (shown));
-          printf ("%s\n", json_object_to_json_string_ext (o, JSON_FLAGS));
-          json_object_put (o);
-        }
-      else
-        printf ("%s\n", shown);
-      code = 0;
+      cleanup_json json_object *o = json_object_new_object ();
+      json_object_object_add (o, keys[act], json_object_new_string (shown));
+      printf ("%s\n", json_object_to_json_string_ext (o, JSON_FLAGS));
     }
-  free (id);
-  rt_context_free (ctx);
-out:
-  cli_args_free (&a);
-  return code;
+  else
+    printf ("%s\n", shown);
+  return 0;
 }
 
 static int

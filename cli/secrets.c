@@ -58,126 +58,92 @@ read_value (const char *name, char *buf, size_t size)
 static int
 secrets_set (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx = NULL;
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
   rt_error *err = NULL;
-  char *placeholder = NULL, buf[MAX_VALUE + 2];
+  cleanup_free char *placeholder = NULL;
+  char buf[MAX_VALUE + 2];
   const char *name;
   ssize_t len;
-  int code = 1;
+  int code = 1, ret;
 
   if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
   name = a.pos[0];
   /* NAME=value would put the value in shell histories and ps.  */
   if (strchr (name, '='))
-    {
-      cli_usage_error ("printf %s \"$VALUE\" | runtime secrets set NAME --host HOST",
-                       "the value comes from stdin only, never from the command line");
-      goto out;
-    }
+    return cli_usage_error ("printf %s \"$VALUE\" | runtime secrets set NAME --host HOST",
+                            "the value comes from stdin only, never from the command line");
   len = read_value (name, buf, sizeof buf - 1);
   if (len < 0)
-    {
-      cli_fail ("invalid_request", NULL, "a secret's value is at most 8 KiB");
-      goto out;
-    }
+    return cli_fail ("invalid_request", NULL, "a secret's value is at most 8 KiB");
   ctx = cli_context ();
   if (ctx == NULL)
-    goto out;
-  if (rt_secret_set (ctx, name, buf, len, (char *const *) cli_opt_list (cmd, &a, "host", NULL), cli_opt (cmd, &a, "header"),
-                     cli_opt (cmd, &a, "format"), &placeholder, &err) < 0)
-    code = cli_lib_fail (err);
-  else
     {
-      if (a.json)
-        printf ("{\"name\":\"%s\",\"placeholder\":\"%s\"}\n", name, placeholder);
-      else
-        printf ("Stored %s. Sandboxes see %s=%s.\n", name, name, placeholder);
-      code = 0;
+      explicit_bzero (buf, sizeof buf);
+      return 1;
     }
-out:
+  ret = rt_secret_set (ctx, name, buf, len, (char *const *) cli_opt_list (cmd, &a, "host", NULL),
+                       cli_opt (cmd, &a, "header"), cli_opt (cmd, &a, "format"), &placeholder, &err);
   explicit_bzero (buf, sizeof buf);
-  free (placeholder);
-  rt_context_free (ctx);
-  cli_args_free (&a);
-  return code;
+  if (ret < 0)
+    return cli_lib_fail (err);
+  if (a.json)
+    printf ("{\"name\":\"%s\",\"placeholder\":\"%s\"}\n", name, placeholder);
+  else
+    printf ("Stored %s. Sandboxes see %s=%s.\n", name, name, placeholder);
+  return 0;
+}
+
+static int
+list_secrets (rt_context *ctx, struct cli_args *a, char **json, rt_error **err)
+{
+  (void) a;
+  return rt_secret_list_json (ctx, json, err);
+}
+
+static void
+secrets_table (json_object *arr, struct cli_args *a)
+{
+  (void) a;
+  printf ("%-20s %-40s %-24s %s\n", "NAME", "HOSTS", "HEADER", "PLACEHOLDER");
+  for (size_t i = 0; i < json_object_array_length (arr); i++)
+    {
+      json_object *o = json_object_array_get_idx (arr, i), *v, *hosts;
+      char list[256] = "", header[128] = "-";
+      size_t used = 0;
+      if (json_object_object_get_ex (o, "hosts", &hosts))
+        for (size_t h = 0; h < json_object_array_length (hosts) && used < sizeof list; h++)
+          used += snprintf (list + used, sizeof list - used, "%s%s", h ? "," : "",
+                            json_object_get_string (json_object_array_get_idx (hosts, h)));
+      if (json_object_object_get_ex (o, "header", &v) && v)
+        snprintf (header, sizeof header, "%s: %s", json_object_get_string (v),
+                  json_object_get_string (json_object_object_get (o, "format")));
+      printf ("%-20s %-40s %-24s %s\n", json_object_get_string (json_object_object_get (o, "name")), list, header,
+              json_object_get_string (json_object_object_get (o, "placeholder")));
+    }
 }
 
 static int
 secrets_ls (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx = NULL;
-  rt_error *err = NULL;
-  char *json = NULL;
-  json_object *arr = NULL;
-  int code = 1;
-
-  if (!cli_begin (cmd, argc, argv, &a, &code))
-    return code;
-  ctx = cli_context ();
-  if (ctx == NULL)
-    goto out;
-  if (rt_secret_list_json (ctx, &json, &err) < 0)
-    {
-      code = cli_lib_fail (err);
-      goto out;
-    }
-  if (a.json)
-    printf ("%s\n", json);
-  else if ((arr = json_tokener_parse (json)))
-    {
-      printf ("%-20s %-40s %-24s %s\n", "NAME", "HOSTS", "HEADER", "PLACEHOLDER");
-      for (size_t i = 0; i < json_object_array_length (arr); i++)
-        {
-          json_object *o = json_object_array_get_idx (arr, i), *v, *hosts;
-          char list[256] = "", header[128] = "-";
-          size_t used = 0;
-          if (json_object_object_get_ex (o, "hosts", &hosts))
-            for (size_t h = 0; h < json_object_array_length (hosts) && used < sizeof list; h++)
-              used += snprintf (list + used, sizeof list - used, "%s%s", h ? "," : "",
-                                json_object_get_string (json_object_array_get_idx (hosts, h)));
-          if (json_object_object_get_ex (o, "header", &v) && v)
-            snprintf (header, sizeof header, "%s: %s", json_object_get_string (v),
-                      json_object_get_string (json_object_object_get (o, "format")));
-          printf ("%-20s %-40s %-24s %s\n", json_object_get_string (json_object_object_get (o, "name")), list, header,
-                  json_object_get_string (json_object_object_get (o, "placeholder")));
-        }
-    }
-  code = 0;
-out:
-  json_object_put (arr);
-  free (json);
-  rt_context_free (ctx);
-  cli_args_free (&a);
-  return code;
+  return cli_show_json (cmd, argc, argv, list_secrets, secrets_table);
 }
 
 static int
 secrets_rm (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx = NULL;
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
   rt_error *err = NULL;
-  int code = 1;
+  int code;
 
-  if (!cli_begin (cmd, argc, argv, &a, &code))
+  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
     return code;
-  ctx = cli_context ();
-  if (ctx == NULL)
-    goto out;
   if (rt_secret_remove (ctx, a.pos[0], &err) < 0)
-    code = cli_lib_fail (err);
-  else
-    {
-      printf (a.json ? "{\"removed\":\"%s\"}\n" : "%s\n", a.pos[0]);
-      code = 0;
-    }
-out:
-  rt_context_free (ctx);
-  cli_args_free (&a);
-  return code;
+    return cli_lib_fail (err);
+  printf (a.json ? "{\"removed\":\"%s\"}\n" : "%s\n", a.pos[0]);
+  return 0;
 }
 
 static const struct cli_opt set_opts[] = {

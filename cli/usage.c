@@ -40,41 +40,31 @@ field (json_object *row, const char *key)
 static int
 usage_show (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx = NULL;
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
   rt_error *err = NULL;
-  char *json = NULL;
-  json_object *o = NULL, *rows;
+  cleanup_free char *json = NULL;
+  cleanup_json json_object *o = NULL;
+  json_object *rows;
   int code = 1;
 
   if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
   if (a.json && cli_opt (cmd, &a, "csv"))
-    {
-      cli_usage_error (NULL, "--json and --csv: pick one");
-      goto out;
-    }
+    return cli_usage_error (NULL, "--json and --csv: pick one");
   ctx = cli_context ();
   if (ctx == NULL)
-    goto out;
+    return 1;
   if (rt_usage_json (ctx, &json, &err) < 0)
-    {
-      code = cli_error (err);
-      rt_error_free (err);
-      goto out;
-    }
+    return cli_lib_fail (err);
   if (a.json)
     {
       printf ("%s\n", json);
-      code = 0;
-      goto out;
+      return 0;
     }
   o = json_tokener_parse (json);
   if (o == NULL || !json_object_object_get_ex (o, "sandboxes", &rows))
-    {
-      code = cli_fail ("internal", NULL, "the library returned unreadable JSON");
-      goto out;
-    }
+    return cli_fail ("internal", NULL, "the library returned unreadable JSON");
   if (cli_opt (cmd, &a, "csv"))
     {
       for (size_t c = 0; columns[c]; c++)
@@ -91,8 +81,7 @@ usage_show (struct cli_command *cmd, int argc, char **argv)
             }
           putchar ('\n');
         }
-      code = 0;
-      goto out;
+      return 0;
     }
   printf ("Trial hours left: %s of 50\nCharged in all:   $%s\n\n", field (o, "trial_hours_left"), field (o, "charged_usd"));
   printf ("%-16s %-16s %-8s %-7s %7s %10s %10s %12s\n", "ID", "NAME", "STATE", "FUNDING", "CPU/MIB", "RUNNING s",
@@ -106,13 +95,7 @@ usage_show (struct cli_command *cmd, int argc, char **argv)
               *field (row, "name") ? field (row, "name") : "-", field (row, "state"), field (row, "funding"), shape,
               field (row, "running_seconds"), field (row, "active_cpu_seconds"), field (row, "charged_usd"));
     }
-  code = 0;
-out:
-  json_object_put (o);
-  free (json);
-  rt_context_free (ctx);
-  cli_args_free (&a);
-  return code;
+  return 0;
 }
 
 static const struct cli_opt usage_opts[] = {
