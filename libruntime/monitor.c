@@ -1317,7 +1317,8 @@ handle_extend (struct mon *m, struct evhttp_request *req, json_object *body)
   if (m->trial)
     {
       cleanup_error rt_error *err = NULL;
-      if (rt_trial_hold (m->ctx, m->cfg->id, (int64_t) m->running_us + (end - now) * 1000, &err) < 0)
+      int64_t lease_us = (end - now) * 1000;
+      if (rt_trial_hold (m->ctx, m->cfg->id, (int64_t) m->running_us, &lease_us, false, &err) < 0)
         return reply_error (req, strcmp (err->code, "trial_exhausted") == 0 ? 402 : 500, err->code, err->hint,
                             "%s", err->msg);
     }
@@ -1482,6 +1483,14 @@ handle_request (struct evhttp_request *req, void *arg)
     {
       if (m->paused)
         {
+          /* A lease that ended while paused starts again: for a trial
+             sandbox, taken from the trial first (as at create).  */
+          bool renew = m->expires_ms > 0 && m->expires_ms <= rt_epoch_ms ();
+          int64_t lease_us = (int64_t) m->cfg->timeout_s * 1000000;
+          if (renew && m->trial
+              && rt_trial_hold (m->ctx, m->cfg->id, (int64_t) m->running_us, &lease_us, true, &err) < 0)
+            return reply_error (req, strcmp (err->code, "trial_exhausted") == 0 ? 402 : 500, err->code, err->hint,
+                                "%s", err->msg);
           set_str (m, "state", "resuming");
           if (rt_qmp_command (m->qmp_sock, "cont", &err) < 0)
             {
@@ -1492,9 +1501,8 @@ handle_request (struct evhttp_request *req, void *arg)
           /* Paused time is not charged.  */
           meter_start (m);
           set_str (m, "state", "running");
-          /* A lease that ended while paused starts again.  */
-          if (m->expires_ms > 0 && m->expires_ms <= rt_epoch_ms ())
-            set_expires (m, rt_epoch_ms () + (int64_t) m->cfg->timeout_s * 1000);
+          if (renew)
+            set_expires (m, rt_epoch_ms () + lease_us / 1000);
           save_state (m);
         }
       return reply_json (req, 200, m->state);

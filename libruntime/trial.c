@@ -166,12 +166,12 @@ rt_trial_reserve (rt_context *ctx, const char *id, const char *want, unsigned vc
 }
 
 int
-rt_trial_hold (rt_context *ctx, const char *id, int64_t hold_us, rt_error **err)
+rt_trial_hold (rt_context *ctx, const char *id, int64_t ran_us, int64_t *lease_us, bool shorten, rt_error **err)
 {
   cleanup_close int lock = -1;
   cleanup_json json_object *reserved = NULL;
   cleanup_free char *path = NULL;
-  int64_t used, held;
+  int64_t used, held, can;
   json_object *v;
   int running, ret = locked_state (ctx, &lock, &reserved, &path, err);
 
@@ -180,15 +180,20 @@ rt_trial_hold (rt_context *ctx, const char *id, int64_t hold_us, rt_error **err)
   if (ret < 0)
     return ret;
   held = json_object_object_get_ex (reserved, id, &v) ? json_object_get_int64 (v) : 0;
-  if (hold_us <= held)
+  if (ran_us + *lease_us <= held)
     return 0;
-  if (hold_us - held > RT_TRIAL_US - used)
+  /* @used counts this sandbox at max(held, ran) already (tally).  */
+  can = (used < RT_TRIAL_US ? RT_TRIAL_US - used : 0) + (held > ran_us ? held : ran_us) - ran_us;
+  if (shorten && can >= 60LL * 1000000 && can < *lease_us)
+    *lease_us = can;
+  if (*lease_us > can)
     {
       rt_error_set (err, EDQUOT, "trial_exhausted", "the trial has %.2f h left, not enough for this lease",
-                    (RT_TRIAL_US - used) / 3.6e9);
-      return rt_error_hint (err, "extend by less");
+                    (used < RT_TRIAL_US ? RT_TRIAL_US - used : 0) / 3.6e9);
+      return rt_error_hint (err, shorten ? "runtime usage shows what was used; a --paid sandbox can carry on"
+                                         : "extend by less");
     }
-  json_object_object_add (reserved, id, json_object_new_int64 (hold_us));
+  json_object_object_add (reserved, id, json_object_new_int64 (ran_us + *lease_us));
   return rt_write_file_atomic (path, json_object_to_json_string (reserved),
                                strlen (json_object_to_json_string (reserved)), 0644, err);
 }

@@ -24,8 +24,11 @@ int rt_trial_left (rt_context *ctx, int64_t *left_us, int *running, rt_error **e
 int rt_trial_reserve (rt_context *ctx, const char *id, const char *want, unsigned vcpu, unsigned memory_mib,
                       unsigned *lease_s, const char **funding, rt_error **err);
 
-/* A trial sandbox's lease grew (extend): it now holds @hold_us in all
-   (time run + lease left); trial_exhausted when the trial has not that.  */
-int rt_trial_hold (rt_context *ctx, const char *id, int64_t hold_us, rt_error **err);
+/* A trial sandbox that ran @ran_us takes a lease of *@lease_us from now:
+   it grew (extend) or began again (wake).  It then holds @ran_us +
+   *@lease_us in all; trial_exhausted when the trial has not that.  With
+   @shorten, a lease is cut to what is left, as at create, and refused
+   only when less than a minute is.  */
+int rt_trial_hold (rt_context *ctx, const char *id, int64_t ran_us, int64_t *lease_us, bool shorten, rt_error **err);
 
 #endif
