@@ -67,8 +67,16 @@ tally (rt_context *ctx, json_object *reserved, int64_t *used_us, int *running, r
   return 0;
 }
 
+/* Takes trial.lock, and first the store lock into @store_lock unless the
+   caller holds it (create does).  tally() counts as live only sandboxes
+   with a state.json, and a creator reserves before it writes that file:
+   without the store lock, a concurrent tally (extend, wake) would see the
+   new reservation as a dead sandbox's, prune it and write trial.json back
+   without it.  Creators write state.json under the store lock, so holding
+   it here means every reservation's sandbox is visible.  The order is
+   always store lock, then trial.lock.  */
 static int
-locked_state (rt_context *ctx, int *lock, json_object **reserved, char **path, rt_error **err)
+locked_state (rt_context *ctx, int *store_lock, int *lock, json_object **reserved, char **path, rt_error **err)
 {
   cleanup_free char *lockpath = rt_strdup_printf ("%s/trial.lock", ctx->data_dir);
   cleanup_free char *text = NULL;
@@ -78,7 +86,9 @@ locked_state (rt_context *ctx, int *lock, json_object **reserved, char **path, r
   *path = rt_strdup_printf ("%s/trial.json", ctx->data_dir);
   if (lockpath == NULL || *path == NULL)
     return rt_error_oom (err);
-  ret = rt_mkdir_p (ctx->data_dir, 0755, err);
+  ret = store_lock ? rt_store_lock (ctx, store_lock, err) : 0;
+  if (ret == 0)
+    ret = rt_mkdir_p (ctx->data_dir, 0755, err);
   if (ret == 0)
     ret = rt_lock_file (lockpath, lock, err);
   if (ret < 0)
@@ -96,11 +106,11 @@ locked_state (rt_context *ctx, int *lock, json_object **reserved, char **path, r
 int
 rt_trial_left (rt_context *ctx, int64_t *left_us, int *running, rt_error **err)
 {
-  cleanup_close int lock = -1;
+  cleanup_close int store_lock = -1, lock = -1;
   cleanup_json json_object *reserved = NULL;
   cleanup_free char *path = NULL;
   int64_t used;
-  int n, ret = locked_state (ctx, &lock, &reserved, &path, err);
+  int n, ret = locked_state (ctx, &store_lock, &lock, &reserved, &path, err);
 
   if (ret == 0)
     ret = tally (ctx, reserved, &used, &n, err);
@@ -120,7 +130,7 @@ rt_trial_reserve (rt_context *ctx, const char *id, const char *want, unsigned vc
   cleanup_json json_object *reserved = NULL;
   cleanup_free char *path = NULL;
   int64_t used, left;
-  int running, ret = locked_state (ctx, &lock, &reserved, &path, err);
+  int running, ret = locked_state (ctx, NULL, &lock, &reserved, &path, err);
   bool trial;
 
   if (ret == 0)
@@ -168,12 +178,12 @@ rt_trial_reserve (rt_context *ctx, const char *id, const char *want, unsigned vc
 int
 rt_trial_hold (rt_context *ctx, const char *id, int64_t ran_us, int64_t *lease_us, bool shorten, rt_error **err)
 {
-  cleanup_close int lock = -1;
+  cleanup_close int store_lock = -1, lock = -1;
   cleanup_json json_object *reserved = NULL;
   cleanup_free char *path = NULL;
   int64_t used, held, can;
   json_object *v;
-  int running, ret = locked_state (ctx, &lock, &reserved, &path, err);
+  int running, ret = locked_state (ctx, &store_lock, &lock, &reserved, &path, err);
 
   if (ret == 0)
     ret = tally (ctx, reserved, &used, &running, err);

@@ -20,7 +20,9 @@ int rt_trial_left (rt_context *ctx, int64_t *left_us, int *running, rt_error **e
 /* Decides a new sandbox's funding (@want "trial", "paid" or NULL for
    trial while hours remain) and, for a trial, reserves its lease, which
    may be shortened to what is left.  invalid_trial, trial_busy,
-   trial_exhausted for a --trial that cannot be.  */
+   trial_exhausted for a --trial that cannot be.  The caller holds the
+   store lock (rt_store_lock) and writes the sandbox's state.json before
+   letting it go.  */
 int rt_trial_reserve (rt_context *ctx, const char *id, const char *want, unsigned vcpu, unsigned memory_mib,
                       unsigned *lease_s, const char **funding, rt_error **err);
 
@@ -28,7 +30,8 @@ int rt_trial_reserve (rt_context *ctx, const char *id, const char *want, unsigne
    it grew (extend) or began again (wake).  It then holds @ran_us +
    *@lease_us in all; trial_exhausted when the trial has not that.  With
    @shorten, a lease is cut to what is left, as at create, and refused
-   only when less than a minute is.  */
+   only when less than a minute is.  Takes the store lock: not to be
+   called with it held.  */
 int rt_trial_hold (rt_context *ctx, const char *id, int64_t ran_us, int64_t *lease_us, bool shorten, rt_error **err);
 
 #endif
