@@ -28,7 +28,25 @@ rt_rates_load (rt_context *ctx, struct rt_rates *r, rt_error **err)
     return e->status == ENOENT ? 0 : rt_error_set (err, e->status, "internal", "%s", e->msg);
   o = json_tokener_parse (text);
   if (o == NULL || !json_object_is_type (o, json_type_object))
-    return rt_error_set (err, EINVAL, "invalid_request", "'%s' is not a JSON object", path);
+    {
+      rt_error_set (err, EINVAL, "invalid_request", "'%s' is not a JSON object", path);
+      return rt_error_hint (err, "e.g. {\"cpuMicrosPerVcpuHour\": 25000}; remove it for the default rates");
+    }
+  /* A misspelt key would silently bill at the default rate.  */
+  {
+    json_object_object_foreach (o, key, unused)
+    {
+      size_t i = 0;
+      (void) unused;
+      while (i < sizeof keys / sizeof keys[0] && strcmp (key, keys[i]) != 0)
+        i++;
+      if (i == sizeof keys / sizeof keys[0])
+        {
+          rt_error_set (err, EINVAL, "invalid_request", "'%s': unknown rate '%s'", path, key);
+          return rt_error_hint (err, "the rates are %s, %s and %s", keys[0], keys[1], keys[2]);
+        }
+    }
+  }
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     {
       json_object *v;
@@ -36,8 +54,12 @@ rt_rates_load (rt_context *ctx, struct rt_rates *r, rt_error **err)
         continue;
       if (!json_object_is_type (v, json_type_int) || json_object_get_int64 (v) < 0
           || json_object_get_int64 (v) > 1000000000)
-        return rt_error_set (err, EINVAL, "invalid_request", "'%s': %s must be a whole number of microdollars", path,
-                             keys[i]);
+        {
+          rt_error_set (err, EINVAL, "invalid_request", "'%s': %s must be a whole number from 0 to 1000000000, not %s",
+                        path, keys[i], json_object_to_json_string (v));
+          return rt_error_hint (err, i == 2 ? "the floor is in thousandths of a vCPU (50: 0.05 vCPU)"
+                                            : "rates are microdollars per hour (25000: $0.025)");
+        }
       *fields[i] = json_object_get_int64 (v);
     }
   return 0;

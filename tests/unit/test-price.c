@@ -1,10 +1,82 @@
 /* test-price.c - the price arithmetic against the figures the product
-   promises, the floor and the rounding.  */
+   promises, the floor and the rounding; <data>/rates.json overriding the
+   rates, and bad ones refused.  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "price.h"
 #include "tap.h"
 
 #define HOUR_US 3600000000ULL
 #define HOUR_MS 3600000ULL
+
+static char rates_path[512];
+
+/* Loads @json as <data>/rates.json: 0, or the error's code and message
+   in @why.  */
+static int
+load (rt_context *ctx, const char *json, struct rt_rates *r, char *why, size_t len)
+{
+  FILE *f = fopen (rates_path, "w");
+  rt_error *err = NULL;
+  int ret;
+
+  fputs (json, f);
+  fclose (f);
+  ret = rt_rates_load (ctx, r, &err);
+  snprintf (why, len, "%s: %s (%s)", err ? err->code : "", err ? err->msg : "", err && err->hint ? err->hint : "");
+  rt_error_free (err);
+  return ret;
+}
+
+static void
+rates_file (void)
+{
+  char dir[] = "/tmp/rt-price.XXXXXX", why[1024];
+  rt_context *ctx = NULL;
+  rt_error *err = NULL;
+  struct rt_rates r;
+
+  if (mkdtemp (dir) == NULL)
+    return;
+  setenv ("RUNTIME_DATA_DIR", dir, 1);
+  setenv ("RUNTIME_STATE_DIR", dir, 1);
+  if (rt_context_new (&ctx, &err) < 0)
+    return;
+  snprintf (rates_path, sizeof rates_path, "%s/rates.json", dir);
+  ok (rt_rates_load (ctx, &r, &err) == 0 && r.cpu_micros_per_vcpu_hour == 25000 && r.mem_micros_per_gib_hour == 7500
+          && r.floor_millivcpu == 50,
+      "no rates.json: the default rates");
+  ok (load (ctx, "{\"cpuMicrosPerVcpuHour\": 50000, \"memMicrosPerGibHour\": 0}", &r, why, sizeof why) == 0
+          && rt_price_micros (&r, rt_billed_cpu_us (&r, 2 * HOUR_US, HOUR_US), 4096 * HOUR_MS) == 100000
+          && rt_price_micros (&r, rt_billed_cpu_us (&r, 0, HOUR_US), 4096 * HOUR_MS) == 2500,
+      "rates.json doubles the CPU rate and frees memory: busy hour $0.10, idle hour $0.0025 (the floor kept)");
+  ok (load (ctx, "{\"cpuFloorMilliVcpu\": 0}", &r, why, sizeof why) == 0
+          && rt_price_micros (&r, rt_billed_cpu_us (&r, 0, HOUR_US), 4096 * HOUR_MS) == 30000,
+      "rates.json without a floor: an idle hour is memory only ($0.03)");
+  ok (load (ctx, "{\"cpuMicrosPerVcpuHour\": -1}", &r, why, sizeof why) < 0
+          && strstr (why, "invalid_request: ") == why && strstr (why, "cpuMicrosPerVcpuHour must be a whole number")
+          && strstr (why, "not -1"),
+      "a negative rate is refused, naming it");
+  printf ("# %s\n", why);
+  ok (load (ctx, "{\"memMicrosPerGibHour\": 0.5}", &r, why, sizeof why) < 0 && strstr (why, "not 0.5"),
+      "a fractional rate is refused");
+  ok (load (ctx, "{\"memMicrosPerGibHour\": \"7500\"}", &r, why, sizeof why) < 0
+          && strstr (why, "memMicrosPerGibHour must be"),
+      "a rate as a string is refused");
+  ok (load (ctx, "{\"cpuMicrosPerVCPUHour\": 1}", &r, why, sizeof why) < 0
+          && strstr (why, "unknown rate 'cpuMicrosPerVCPUHour'") && strstr (why, "cpuMicrosPerVcpuHour"),
+      "a misspelt rate is refused, with the right names");
+  printf ("# %s\n", why);
+  ok (load (ctx, "[25000]", &r, why, sizeof why) < 0 && strstr (why, "is not a JSON object"),
+      "a rates.json that is not an object is refused");
+  ok (load (ctx, "{\"cpuMicrosPerVcpuHour\": 1", &r, why, sizeof why) < 0 && strstr (why, "is not a JSON object"),
+      "a rates.json cut short is refused");
+  remove (rates_path);
+  remove (dir);
+  rt_context_free (ctx);
+}
 
 int
 main (void)
@@ -36,5 +108,6 @@ main (void)
   r.floor_millivcpu = 0;
   ok (rt_price_micros (&r, rt_billed_cpu_us (&r, 0, HOUR_US), 4096 * HOUR_MS) == 0, "overridden rates: no floor, free memory");
   ok (rt_price_micros (&r, HOUR_US, 0) == 100000, "overridden rates: $0.10 per vCPU-hour");
+  rates_file ();
   return tap_done ();
 }
