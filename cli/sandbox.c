@@ -493,6 +493,23 @@ job_free (struct job *j)
 
 /* -- commands  */
 
+/* Funding chosen for the user, by create or run: say which, on stderr
+   (create's stdout is the id, run's the command's).  */
+static void
+say_funding (rt_context *ctx, rt_sandbox *sb)
+{
+  char *json = NULL;
+  json_object *o = NULL;
+
+  if (rt_sandbox_get_json (ctx, rt_sandbox_id (sb), &json, NULL) == 0 && (o = json_tokener_parse (json)))
+    fprintf (stderr, "runtime: funding: %s\n",
+             jstr (o, "funding") && strcmp (jstr (o, "funding"), "trial") == 0
+                 ? "trial (the free hours; runtime usage shows what is left)"
+                 : "paid");
+  json_object_put (o);
+  free (json);
+}
+
 static int
 sandbox_run (struct cli_command *cmd, int argc, char **argv)
 {
@@ -523,6 +540,8 @@ sandbox_run (struct cli_command *cmd, int argc, char **argv)
       code = cli_lib_fail (err);
       goto out;
     }
+  if (cfg.funding == NULL)
+    say_funding (ctx, sb);
   code = job_run (sb, &j);
   if (has_opt (cmd, &a, "keep"))
     {
@@ -651,19 +670,8 @@ sandbox_create (struct cli_command *cmd, int argc, char **argv)
       free (id);
       goto out;
     }
-  /* Chosen for the user: say which (stderr; stdout stays the id).  */
   if (cfg.funding == NULL)
-    {
-      char *json = NULL;
-      json_object *o = NULL;
-      if (rt_sandbox_get_json (ctx, rt_sandbox_id (sb), &json, NULL) == 0 && (o = json_tokener_parse (json)))
-        fprintf (stderr, "runtime: funding: %s\n",
-                 jstr (o, "funding") && strcmp (jstr (o, "funding"), "trial") == 0
-                     ? "trial (the free hours; runtime usage shows what is left)"
-                     : "paid");
-      json_object_put (o);
-      free (json);
-    }
+    say_funding (ctx, sb);
   if (a.json)
     code = print_get_json (ctx, rt_sandbox_id (sb));
   else

@@ -17,12 +17,13 @@ is "timeout gives 124" "$rc" 124
 check "timeout message on stderr" grep -q "runtime: timed out after 2 s; the command's process group was killed." "$tmp/err"
 check "timeout did not wait for the command" test $(( $(date +%s) - start )) -lt 40
 
-runtime sandbox run -- bash -c 'echo out1; echo err1 >&2; echo out2; echo err2 >&2' >"$tmp/o" 2>"$tmp/e"
+# --paid here and below: without it, run says its funding on stderr first.
+runtime sandbox run --paid -- bash -c 'echo out1; echo err1 >&2; echo out2; echo err2 >&2' >"$tmp/o" 2>"$tmp/e"
 is "stdout kept apart" "$(cat "$tmp/o")" "$(printf 'out1\nout2')"
 is "stderr kept apart" "$(cat "$tmp/e")" "$(printf 'err1\nerr2')"
 
 # 1 MiB (and more) of output arrives intact.
-runtime sandbox run -- bash -c 'head -c 1500000 /dev/urandom > /tmp/blob; sha256sum < /tmp/blob >&2; cat /tmp/blob' >"$tmp/blob" 2>"$tmp/sum"
+runtime sandbox run --paid -- bash -c 'head -c 1500000 /dev/urandom > /tmp/blob; sha256sum < /tmp/blob >&2; cat /tmp/blob' >"$tmp/blob" 2>"$tmp/sum"
 is "1.5 MB of binary output intact" "$(sha256sum < "$tmp/blob")" "$(cat "$tmp/sum")"
 
 # argv passes through unmangled; one argument runs under bash -c.
