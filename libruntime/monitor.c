@@ -1331,17 +1331,19 @@ static void
 handle_metrics (struct mon *m, struct evhttp_request *req)
 {
   cleanup_json json_object *o = json_object_new_object ();
-  char pct[32];
+  char pct[32], ran[32];
 
   if (!m->stopping)
     meter_sample (m);
+  /* To the millisecond, as cpuSeconds: CPU over a window of running time.  */
+  snprintf (ran, sizeof ran, "%.3f", m->running_us / 1e6);
   snprintf (pct, sizeof pct, "%.1f", m->paused ? 0.0 : m->cpu_percent);
   json_object_object_add (o, "id", json_object_new_string (m->cfg->id));
   json_object_object_add (o, "state", json_object_get (json_object_object_get (m->state, "state")));
   json_object_object_add (o, "vcpu", json_object_new_int (m->cfg->vm.vcpu));
   json_object_object_add (o, "cpuPercent", json_object_new_double_s (m->paused ? 0.0 : m->cpu_percent, pct));
   json_object_object_add (o, "memoryMiB", json_object_new_int (m->cfg->vm.memory_mib));
-  json_object_object_add (o, "runningSeconds", json_object_new_int64 ((int64_t) (m->running_us / 1000000)));
+  json_object_object_add (o, "runningSeconds", json_object_new_double_s (m->running_us / 1e6, ran));
   json_object_object_add (o, "cpuSeconds", json_object_get (json_object_object_get (m->state, "cpuSeconds")));
   json_object_object_add (o, "chargedMicros", json_object_new_int64 (charged_micros (m)));
   reply_json (req, 200, o);

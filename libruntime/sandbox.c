@@ -72,8 +72,13 @@ check_config (const rt_sandbox_config *cfg, rt_error **err)
   /* The image's file system is 4 GiB; a sandbox may grow it, not shrink.  */
   if (cfg->disk_mib && (cfg->disk_mib < 4096 || cfg->disk_mib > 65536))
     return rt_error_set (err, EINVAL, "invalid_request", "--disk must be 4096 to 65536 MiB, not %u", cfg->disk_mib);
+  /* The same bound for paid and trial leases: not invalid_trial, since
+     no funding allows more (the CLI refuses it as a usage error first).  */
   if (cfg->timeout_s && (cfg->timeout_s < 60 || cfg->timeout_s > 3600))
-    return rt_error_set (err, EINVAL, "invalid_request", "--timeout must be 60 to 3600 s, not %u", cfg->timeout_s);
+    {
+      rt_error_set (err, EINVAL, "invalid_request", "--timeout must be 60 to 3600 s, not %u", cfg->timeout_s);
+      return rt_error_hint (err, "a lease is at most 1 h, trial or paid; runtime sandbox extend renews it");
+    }
   if (cfg->on_timeout && strcmp (cfg->on_timeout, "pause") != 0 && strcmp (cfg->on_timeout, "stop") != 0)
     return rt_error_set (err, EINVAL, "invalid_request", "--on-timeout must be pause or stop, not '%s'",
                          cfg->on_timeout);

@@ -2,7 +2,9 @@
 # metering.sh - CPU measured on the host: an idle and a busy VM for 10 s
 # each (the guest faking its own /proc changes nothing), cpuSeconds and
 # chargedMicros in get, metrics, the ledger after kill -9 of a monitor,
-# `runtime usage` as JSON and CSV, the trial and its refusals, --max-cost.
+# `runtime usage` as JSON and CSV, the trial and its refusals (waking a
+# trial sandbox whose lease ended takes a new lease from the trial), the
+# ledger after concurrent writers, funding said on stderr, --max-cost.
 . "$(dirname "$0")/libtest.sh"
 
 # A private ledger; the images come from the shared store.
@@ -12,19 +14,26 @@ if [ -d "${RUNTIME_TEST_DATA:-}/images" ]; then cp -al "$RUNTIME_TEST_DATA/image
 
 id=
 trap 'runtime sandbox rm "$id" >/dev/null 2>&1; cleanup' EXIT
-# The monitor's own reading, fresh: `sandbox metrics` would also run a
-# command in the guest (its memory figures), which costs CPU in the window.
+# The monitor's own reading, fresh, as "(cpuSeconds, runningSeconds)":
+# `sandbox metrics` would also run a command in the guest (its memory
+# figures), which costs CPU in the window.
 cpu_now() {
-    curl -s --unix-socket "$RUNTIME_STATE_DIR/$1/api.sock" "http://localhost/v1/sandboxes/$1/metrics" | json_get 'o["cpuSeconds"]'
+    curl -s --unix-socket "$RUNTIME_STATE_DIR/$1/api.sock" "http://localhost/v1/sandboxes/$1/metrics" |
+        json_get '(o["cpuSeconds"], o["runningSeconds"])'
 }
+# CPU-s per 10 s between two readings: over the running time the monitor
+# sampled them at, not over when this shell got the answers.
+per10() { python3 -c "a, b = $1, $2; print(round((b[0] - a[0]) * 10 / (b[1] - a[1]), 2))"; }
 now() { date +%s.%N; }
+left() { runtime usage --json | json_get 'o["trial_hours_left"]'; }
+is "a fresh ledger: 50 trial hours" "$(left)" "50.0"
 
 id=$(runtime sandbox create --paid --vcpu 2 --memory 1024 --timeout 600)
 sleep 2
-c0=$(cpu_now "$id"); t0=$(now)
+c0=$(cpu_now "$id")
 sleep 10
-c1=$(cpu_now "$id"); t1=$(now)
-idle=$(python3 -c "print(round(($c1 - $c0) * 10 / ($t1 - $t0), 2))")
+c1=$(cpu_now "$id")
+idle=$(per10 "$c0" "$c1")
 diag "idle: $idle CPU-s per 10 s"
 check "an idle VM for 10 s is metered at <= 1 CPU-s" python3 -c "assert $idle <= 1.0"
 
@@ -33,16 +42,23 @@ runtime sandbox exec "$id" --user root -- bash -c 'printf "cpu  0 0 0 999999 0 0
 runtime sandbox spawn "$id" -- timeout 16 sh -c 'while :; do :; done' >/dev/null
 runtime sandbox spawn "$id" -- timeout 16 sh -c 'while :; do :; done' >/dev/null
 sleep 2
-c0=$(cpu_now "$id"); t0=$(now)
+c0=$(cpu_now "$id")
 sleep 10
-c1=$(cpu_now "$id"); t1=$(now)
-busy=$(python3 -c "print(round(($c1 - $c0) * 10 / ($t1 - $t0), 2))")
+c1=$(cpu_now "$id")
+busy=$(per10 "$c0" "$c1")
 diag "busy: $busy CPU-s per 10 s (2 vCPUs)"
-# 20 +- 1 where the host has the cores to give; on a 2-core host QEMU's
-# main thread and the monitor take up to 1.5 CPU-s of them (measured:
-# 18.99-20.22 on an otherwise idle 2-core machine).
+# 20 +- 1 where the host has the cores to give.  On a 2-core host the
+# vCPU threads share them with QEMU's other threads (0.18-0.26 CPU-s per
+# 10 s), the monitor (0.002) and whatever else runs: over the monitor's own
+# sample window 19.05-19.51 in six windows on a lightly loaded machine, so
+# a 19 floor would leave 0.05 of margin (16.7 while other VM tests ran).
+# Timed by the shell's clock instead, the same windows read 18.2-22.8.
 check "both vCPUs busy for 10 s are metered at 20 CPU-s (18.5-21)" python3 -c "assert 18.5 <= $busy <= 21.0"
 is "the guest's own /proc/stat was faked (and ignored)" "$(runtime sandbox exec "$id" -- head -c 12 /proc/stat)" "cpu  0 0 0 9"
+# Two trial sandboxes whose 60 s leases end (and pause them) while the
+# rest runs, to be woken at the end.
+w1=$(runtime sandbox create --trial --no-wait --vcpu 1 --memory 256 --timeout 60)
+w2=$(runtime sandbox create --trial --no-wait --vcpu 1 --memory 256 --timeout 60)
 
 runtime sandbox metrics "$id" >"$tmp/metrics"
 check "metrics: CPU now as % of 2 vCPU" grep -qE '^cpu now +[0-9.]+% of 2 vCPU$' "$tmp/metrics"
@@ -69,19 +85,25 @@ a, b = $p0, $(metered "$id"); assert b[0] > a[0] and b[1] > a[1], (a, b)"
 runtime sandbox stop "$id" >/dev/null
 
 # A monitor killed: the ledger keeps what it wrote, at most one interval lost.
+# The meter starts before create returns, so the sandbox ran at least
+# $ran s when killed; the ledger is written every 5 s (LEDGER_INTERVAL_S).
 id2=$(runtime sandbox create --paid --vcpu 1 --memory 512 --timeout 600)
+t0=$(now)
 sleep 7
 mon=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$id2/monitor.pid")
+qemu=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$id2/qemu.pid")
 kill -9 "$mon"
-for _ in $(seq 50); do [ -z "$(our_qemus)" ] && break; sleep 0.1; done
+ran=$(python3 -c "print($(now) - $t0)")
+for _ in $(seq 50); do kill -0 "$qemu" 2>/dev/null || break; sleep 0.1; done
 runtime usage --json >"$tmp/usage.json"
 check "every ledger line is whole JSON" python3 -c '
 import json, sys
 for line in open(sys.argv[1]): json.loads(line)' "$RUNTIME_DATA_DIR/ledger/ledger.jsonl"
-check "usage: the killed sandbox keeps its metered time (one 5 s interval at most lost)" python3 -c '
+check "usage: the killed sandbox keeps its metered time (at most one 5 s interval lost)" python3 -c '
 import json, sys
 u = json.load(open(sys.argv[1])); r = [s for s in u["sandboxes"] if s["resource_id"] == sys.argv[2]][0]
-assert r["running_seconds"] >= 4 and r["state"] == "stopped", r' "$tmp/usage.json" "$id2"
+assert float(sys.argv[3]) - 5.5 <= r["running_seconds"] <= float(sys.argv[3]) + 5 and r["state"] == "stopped", (r, sys.argv[3])' \
+    "$tmp/usage.json" "$id2" "$ran"
 check "usage: the busy sandbox is there, stopped, charged" python3 -c '
 import json, sys
 u = json.load(open(sys.argv[1])); r = [s for s in u["sandboxes"] if s["resource_id"] == sys.argv[2]][0]
@@ -98,15 +120,16 @@ check "usage: the table shows trial hours left" grep -q "^Trial hours left: " <(
 runtime usage --json --csv >/dev/null 2>"$tmp/err"
 is "usage --json --csv is refused (as JSON)" "$(json_get 'o["error"]["code"]' <"$tmp/err")" "usage"
 # -- the trial: a lease is held while the sandbox lives, given back after
-left() { runtime usage --json | json_get 'o["trial_hours_left"]'; }
-is "a fresh ledger: 50 trial hours" "$(left)" "50.0"
+# (w1 and w2 hold 2 min of it all along).
 is "run --trial: the seed's one-liner" "$(runtime sandbox run --trial -- python3 -c 'print(6*7)')" "42"
 check "… its running time comes off the trial" python3 -c "assert 49.9 < $(left) < 50.0"
 check "… and it is not charged" python3 -c "
 import json, subprocess
 u = json.loads(subprocess.check_output(['runtime', 'usage', '--json']))
-assert [s['charged_usd'] for s in u['sandboxes'] if s['funding'] == 'trial'] == ['0.000000'], u"
-id=$(runtime sandbox create --trial --timeout 3600 --memory 512)
+assert {s['charged_usd'] for s in u['sandboxes'] if s['funding'] == 'trial'} == {'0.000000'}, u"
+id=$(runtime sandbox create --timeout 3600 --memory 512 2>"$tmp/err")
+is "without --trial or --paid, create says the funding it chose" "$(cat "$tmp/err")" \
+    "runtime: funding: trial (the free hours; runtime usage shows what is left)"
 is "a live trial sandbox holds its whole lease" "$(runtime sandbox get "$id" --json | json_get 'o["funding"]')" "trial"
 check "… 1 h of it" python3 -c "assert 48.9 < $(left) < 49.0"
 runtime sandbox rm "$id" >/dev/null; id=
@@ -118,19 +141,57 @@ check "extending a trial sandbox holds the longer lease (+0.5 h)" python3 -c "as
 runtime sandbox rm "$id" >/dev/null; id=
 expect_error "--trial with 4 vCPU is invalid_trial" invalid_trial runtime sandbox create --trial --vcpu 4
 expect_error "--trial with 8 GiB is invalid_trial" invalid_trial runtime sandbox create --trial --memory 8192
+# Not invalid_trial: no funding allows it, so the CLI refuses the option.
+expect_error "--trial with a lease over 1 h is a usage error, as for paid" usage \
+    runtime sandbox create --trial --timeout 3601
+check "… saying the bound" grep -q "timeout must be a whole number from 60 to 3600, not '3601'" "$tmp/err"
 ids=()
-for i in $(seq 8); do ids+=("$(runtime sandbox create --trial --no-wait --memory 256 --timeout 600 2>/dev/null)"); done
-is "8 trial sandboxes may run at once" "$(printf '%s\n' "${ids[@]}" | grep -c '^sb-')" "8"
+for i in $(seq 6); do ids+=("$(runtime sandbox create --trial --no-wait --memory 256 --timeout 600 2>/dev/null)"); done
+is "8 trial sandboxes may run at once (6, w1 and w2)" "$(printf '%s\n' "${ids[@]}" | grep -c '^sb-')" "6"
 expect_error "the 9th is trial_busy" trial_busy runtime sandbox create --trial --memory 256
-for i in "${ids[@]}"; do runtime sandbox rm "$i" >/dev/null 2>&1; done
-id=$(runtime sandbox create --trial --timeout 600 --memory 512)
+# Their monitors write the ledger as they come up and, removed all at
+# once, as they stop: concurrent writers.
+state_of() { runtime sandbox get "$1" --json 2>/dev/null | json_get 'o["state"]'; }
+for i in "${ids[@]}"; do
+    for _ in $(seq 120); do [ "$(state_of "$i")" = running ] && break; sleep 0.5; done
+done
+for i in "${ids[@]}"; do runtime sandbox rm "$i" >/dev/null 2>&1 & done
+wait
+check "after concurrent writers, every ledger line is whole JSON, each sandbox's records only grow" python3 -c '
+import json, sys
+last, ids = {}, sys.argv[2:]
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    k = (r["runningUs"], r["cpuUs"], r["billedCpuUs"], r["micros"])
+    p = last.get(r["id"], (0, 0, 0, 0))
+    assert all(a <= b for a, b in zip(p, k)), (r["id"], p, k)
+    last[r["id"]] = k
+assert all(i in last for i in ids), "a sandbox wrote nothing"' "$RUNTIME_DATA_DIR/ledger/ledger.jsonl" "${ids[@]}"
+# w1 and w2: their 60 s leases ended, so they paused.
+for w in "$w1" "$w2"; do
+    for _ in $(seq 120); do [ "$(state_of "$w")" = paused ] && break; sleep 0.5; done
+done
+is "w1 and w2 paused when their leases ended" "$(state_of "$w1") $(state_of "$w2")" "paused paused"
+before=$(left); w1ran=$(cpu_now "$w1")
+runtime sandbox wake "$w1" >/dev/null
+is "waking a trial sandbox whose lease ended: it runs" "$(state_of "$w1")" "running"
+# It held its first lease (60 s, counted from create; its meter from
+# boot): now what it ran plus a new 60 s.
+check "… on a new lease taken from the trial" python3 -c "
+ran = $w1ran[1]; want = ran + 60 - max(60, ran); got = ($before - $(left)) * 3600
+assert abs(got - want) < 2, (got, want)"
 # Used up: a trial sandbox that ran 50 h, as the ledger would hold it.
 echo '{"id":"sb-000000000001","funding":"trial","state":"stopped","runningUs":180000000000,"cpuUs":0,"billedCpuUs":0,"micros":0}' \
     >>"$RUNTIME_DATA_DIR/ledger/ledger.jsonl"
 is "the hours are used up" "$(left)" "0.0"
 expect_error "--trial now is trial_exhausted" trial_exhausted runtime sandbox create --trial
-expect_error "… and so is extending a live trial sandbox" trial_exhausted runtime sandbox extend "$id" 600
-runtime sandbox rm "$id" >/dev/null
+expect_error "… and so is extending a live trial sandbox" trial_exhausted runtime sandbox extend "$w1" 600
+expect_error "… and waking one whose lease ended" trial_exhausted runtime sandbox wake "$w2"
+is "… which stays paused" "$(state_of "$w2")" "paused"
+runtime sandbox rm "$w1" >/dev/null
+runtime sandbox rm "$w2" >/dev/null
+runtime sandbox run --vcpu 1 --memory 256 -- true 2>"$tmp/err"
+is "run without --trial or --paid says its funding too" "$(cat "$tmp/err")" "runtime: funding: paid"
 id=$(runtime sandbox create --timeout 600 --memory 512 2>"$tmp/err")
 is "the default falls to paid, and says so" "$(cat "$tmp/err")" "runtime: funding: paid"
 is "… it is paid" "$(runtime sandbox get "$id" --json | json_get 'o["funding"]')" "paid"
