@@ -105,6 +105,12 @@ cli_context_freep (rt_context **ctx)
 }
 
 static inline void
+cli_sandbox_closep (rt_sandbox **sb)
+{
+  rt_sandbox_close (*sb);
+}
+
+static inline void
 cli_freep (void *p)
 {
   free (*(void **) p);
@@ -119,6 +125,7 @@ cli_jsonp (json_object **o)
 #define cleanup_cli_args __attribute__ ((cleanup (cli_args_freep)))
 #define cleanup_context __attribute__ ((cleanup (cli_context_freep)))
 #define cleanup_free __attribute__ ((cleanup (cli_freep)))
+#define cleanup_sandbox __attribute__ ((cleanup (cli_sandbox_closep)))
 #define cleanup_json __attribute__ ((cleanup (cli_jsonp)))
 
 int cmd_sandbox (int argc, char **argv);

@@ -510,23 +510,38 @@ say_funding (rt_context *ctx, rt_sandbox *sb)
   free (json);
 }
 
+/* The common start of a command on one live sandbox: cli_start, then open
+   a.pos[0].  False when the command must return *code now.  */
+static bool
+open_target (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, rt_context **ctx, rt_sandbox **sb,
+             int *code)
+{
+  rt_error *err = NULL;
+
+  *sb = NULL;
+  if (!cli_start (cmd, argc, argv, a, ctx, code))
+    return false;
+  if (rt_sandbox_open (*ctx, a->pos[0], sb, &err) < 0)
+    {
+      *code = cli_lib_fail (err);
+      return false;
+    }
+  return true;
+}
+
 static int
 sandbox_run (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
+  cleanup_cli_args struct cli_args a;
   struct job j = { .sfd = -1 };
-  rt_context *ctx = NULL;
+  cleanup_context rt_context *ctx = NULL;
   rt_sandbox *sb = NULL;
   rt_error *err = NULL;
   rt_sandbox_config cfg = { 0 };
-  int ret, code = 1;
+  int code = 1;
 
-  ret = cli_parse (cmd, argc, argv, &a);
-  if (ret != 0)
-    {
-      cli_args_free (&a);
-      return ret > 0 ? 0 : 1;
-    }
+  if (!cli_begin (cmd, argc, argv, &a, &code))
+    return code;
   if (read_create_opts (cmd, &a, &cfg) < 0 || job_prepare (cmd, &a, false, &j) < 0)
     goto out;
   /* Without --keep the sandbox must not outlive us, even after kill -9.  */
@@ -560,8 +575,6 @@ out:
   /* Only an error before the command ran leaves @sb here.  */
   if (sb)
     rt_sandbox_destroy (sb, NULL);
-  rt_context_free (ctx);
-  cli_args_free (&a);
   job_free (&j);
   return code;
 }
@@ -569,35 +582,22 @@ out:
 static int
 sandbox_exec (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
+  cleanup_cli_args struct cli_args a;
   struct job j = { .sfd = -1 };
-  rt_context *ctx = NULL;
-  rt_sandbox *sb = NULL;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_sandbox rt_sandbox *sb = NULL;
   rt_error *err = NULL;
-  int ret, code = 1;
+  int code;
 
-  ret = cli_parse (cmd, argc, argv, &a);
-  if (ret != 0)
-    {
-      code = ret > 0 ? 0 : 1;
-      goto out;
-    }
+  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
+    return code;
+  /* The command's own arguments are checked before the sandbox.  */
   if (job_prepare (cmd, &a, true, &j) < 0)
-    goto out;
-  ctx = cli_context ();
-  if (ctx == NULL)
-    goto out;
-  if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
-    {
-      code = cli_lib_fail (err);
-      goto out;
-    }
-  code = job_run (sb, &j);
-  rt_sandbox_close (sb);
-
-out:
-  rt_context_free (ctx);
-  cli_args_free (&a);
+    code = 1;
+  else if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
+    code = cli_lib_fail (err);
+  else
+    code = job_run (sb, &j);
   job_free (&j);
   return code;
 }
@@ -605,8 +605,8 @@ out:
 static int
 sandbox_create (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx = NULL;
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
   rt_sandbox *sb = NULL;
   rt_error *err = NULL;
   rt_sandbox_config cfg = { 0 };
@@ -615,12 +615,8 @@ sandbox_create (struct cli_command *cmd, int argc, char **argv)
   bool interrupted;
   int ret, code = 1;
 
-  ret = cli_parse (cmd, argc, argv, &a);
-  if (ret != 0)
-    {
-      cli_args_free (&a);
-      return ret > 0 ? 0 : 1;
-    }
+  if (!cli_begin (cmd, argc, argv, &a, &code))
+    return code;
   if (read_create_opts (cmd, &a, &cfg) < 0 || cli_opt_uint (cmd, &a, "timeout", 60, 3600, &lease) < 0)
     goto out;
   cfg.timeout_s = lease;
@@ -682,8 +678,6 @@ sandbox_create (struct cli_command *cmd, int argc, char **argv)
   rt_sandbox_close (sb);
 
 out:
-  rt_context_free (ctx);
-  cli_args_free (&a);
   return code;
 }
 
@@ -731,21 +725,17 @@ print_table (char *(*rows)[6], size_t n)
 static int
 sandbox_ls (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx = NULL;
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
   rt_error *err = NULL;
   json_object *all = NULL, *keep = NULL;
   char *json = NULL, *(*rows)[6] = NULL;
   const char **labels, *state;
-  int nlabels, ret, code = 1;
+  int nlabels, code = 1;
   size_t nrows = 0;
 
-  ret = cli_parse (cmd, argc, argv, &a);
-  if (ret != 0)
-    {
-      cli_args_free (&a);
-      return ret > 0 ? 0 : 1;
-    }
+  if (!cli_begin (cmd, argc, argv, &a, &code))
+    return code;
   labels = cli_opt_list (cmd, &a, "label", &nlabels);
   for (int i = 0; i < nlabels; i++)
     if (strchr (labels[i], '=') == NULL || labels[i][0] == '=')
@@ -835,8 +825,6 @@ out:
   json_object_put (keep);
   json_object_put (all);
   free (json);
-  rt_context_free (ctx);
-  cli_args_free (&a);
   return code;
 }
 
@@ -897,35 +885,22 @@ write_value (FILE *f, json_object *v, bool top)
 static int
 sandbox_get (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx = NULL;
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
   rt_error *err = NULL;
-  json_object *o = NULL;
-  char *json = NULL;
-  int ret, code = 1, width = 0;
+  cleanup_json json_object *o = NULL;
+  cleanup_free char *json = NULL;
+  int code, width = 0;
 
-  ret = cli_parse (cmd, argc, argv, &a);
-  if (ret != 0)
-    {
-      cli_args_free (&a);
-      return ret > 0 ? 0 : 1;
-    }
-  ctx = cli_context ();
-  if (ctx == NULL)
-    goto out;
+  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
+    return code;
   if (a.json)
-    {
-      code = print_get_json (ctx, a.pos[0]);
-      goto out;
-    }
+    return print_get_json (ctx, a.pos[0]);
   if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
-    {
-      code = cli_lib_fail (err);
-      goto out;
-    }
+    return cli_lib_fail (err);
   o = parse_json (json);
   if (o == NULL)
-    goto out;
+    return 1;
   {
     json_object_object_foreach (o, key, val)
     {
@@ -942,14 +917,7 @@ sandbox_get (struct cli_command *cmd, int argc, char **argv)
       putchar ('\n');
     }
   }
-  code = 0;
-
-out:
-  json_object_put (o);
-  free (json);
-  rt_context_free (ctx);
-  cli_args_free (&a);
-  return code;
+  return 0;
 }
 
 enum action
@@ -964,50 +932,37 @@ enum action
 static int
 sandbox_act (struct cli_command *cmd, int argc, char **argv, enum action act)
 {
-  struct cli_args a;
-  rt_context *ctx = NULL;
-  rt_sandbox *sb = NULL;
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_sandbox rt_sandbox *sb = NULL;
   rt_error *err = NULL;
-  char *id = NULL;
-  int ret, code = 1;
+  cleanup_free char *id = NULL;
+  int ret, code;
 
-  ret = cli_parse (cmd, argc, argv, &a);
-  if (ret != 0)
-    {
-      cli_args_free (&a);
-      return ret > 0 ? 0 : 1;
-    }
-  ctx = cli_context ();
-  if (ctx == NULL)
-    goto out;
+  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
+    return code;
   if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
     {
+      cleanup_json json_object *o = NULL;
+      cleanup_free char *json = NULL;
+      json_object *v;
       /* Stopping what has stopped already is done, as rm is idempotent.  */
-      if (act == ACT_STOP && strcmp (err->code, "sandbox_not_ready") == 0)
-        {
-          json_object *o = NULL, *v;
-          char *json = NULL;
-          rt_error_free (err);
-          err = NULL;
-          if (a.json)
-            code = print_get_json (ctx, a.pos[0]);
-          else if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
-            code = cli_lib_fail (err);
-          else if ((o = json_tokener_parse (json)) && json_object_object_get_ex (o, "id", &v))
-            {
-              printf ("%s\n", json_object_get_string (v));
-              code = 0;
-            }
-          json_object_put (o);
-          free (json);
-          goto out;
-        }
-      code = cli_lib_fail (err);
-      goto out;
+      if (act != ACT_STOP || strcmp (err->code, "sandbox_not_ready") != 0)
+        return cli_lib_fail (err);
+      rt_error_free (err);
+      err = NULL;
+      if (a.json)
+        return print_get_json (ctx, a.pos[0]);
+      if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
+        return cli_lib_fail (err);
+      if (!(o = json_tokener_parse (json)) || !json_object_object_get_ex (o, "id", &v))
+        return 1;
+      printf ("%s\n", json_object_get_string (v));
+      return 0;
     }
   id = strdup (rt_sandbox_id (sb));
   if (id == NULL)
-    goto out;
+    return 1;
   switch (act)
     {
     case ACT_STOP:
@@ -1020,25 +975,12 @@ sandbox_act (struct cli_command *cmd, int argc, char **argv, enum action act)
       ret = rt_sandbox_wake (sb, &err);
       break;
     }
-  rt_sandbox_close (sb);
   if (ret < 0)
-    {
-      code = cli_lib_fail (err);
-      goto out;
-    }
+    return cli_lib_fail (err);
   if (a.json)
-    code = print_get_json (ctx, id);
-  else
-    {
-      printf ("%s\n", id);
-      code = 0;
-    }
-
-out:
-  free (id);
-  rt_context_free (ctx);
-  cli_args_free (&a);
-  return code;
+    return print_get_json (ctx, id);
+  printf ("%s\n", id);
+  return 0;
 }
 
 static int
@@ -1062,22 +1004,15 @@ sandbox_wake (struct cli_command *cmd, int argc, char **argv)
 static int
 sandbox_rm (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx = NULL;
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
   rt_error *err = NULL;
-  json_object *o = NULL;
-  char *json = NULL, *id = NULL;
-  int ret, code = 1;
+  cleanup_json json_object *o = NULL;
+  cleanup_free char *json = NULL, *id = NULL;
+  int code;
 
-  ret = cli_parse (cmd, argc, argv, &a);
-  if (ret != 0)
-    {
-      cli_args_free (&a);
-      return ret > 0 ? 0 : 1;
-    }
-  ctx = cli_context ();
-  if (ctx == NULL)
-    goto out;
+  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
+    return code;
   /* Learn the id behind a name first (afterwards nothing knows it) and
      remove by id.  An unknown ref is no error: removing is idempotent.  */
   if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) == 0 && (o = json_tokener_parse (json)) && jstr (o, "id"))
@@ -1085,91 +1020,55 @@ sandbox_rm (struct cli_command *cmd, int argc, char **argv)
   rt_error_free (err);
   err = NULL;
   if (id == NULL && (id = strdup (a.pos[0])) == NULL)
-    goto out;
+    return 1;
   if (rt_sandbox_remove (ctx, id, &err) < 0)
-    {
-      code = cli_lib_fail (err);
-      goto out;
-    }
+    return cli_lib_fail (err);
   if (a.json)
     {
-      json_object *r = json_object_new_object ();
+      cleanup_json json_object *r = json_object_new_object ();
       json_object_object_add (r, "id", json_object_new_string (id));
       json_object_object_add (r, "removed", json_object_new_boolean (true));
       print_json (r);
-      json_object_put (r);
     }
   else
     printf ("%s\n", id);
-  code = 0;
-
-out:
-  free (id);
-  json_object_put (o);
-  free (json);
-  rt_context_free (ctx);
-  cli_args_free (&a);
-  return code;
+  return 0;
 }
 
 static int
 sandbox_extend (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx = NULL;
-  rt_sandbox *sb = NULL;
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_sandbox rt_sandbox *sb = NULL;
   rt_error *err = NULL;
-  char *end = NULL, *expires = NULL;
+  char *end = NULL;
+  cleanup_free char *expires = NULL;
   unsigned long secs;
-  int ret, code = 1;
+  int code = 1;
 
-  ret = cli_parse (cmd, argc, argv, &a);
-  if (ret != 0)
-    {
-      cli_args_free (&a);
-      return ret > 0 ? 0 : 1;
-    }
+  if (!cli_begin (cmd, argc, argv, &a, &code))
+    return code;
   errno = 0;
   secs = strtoul (a.pos[1], &end, 10);
   if (a.pos[1][0] < '0' || a.pos[1][0] > '9' || *end != '\0' || errno != 0 || secs == 0 || secs > UINT_MAX)
-    {
-      cli_usage_error ("for example: runtime sandbox extend ID 600",
-                       "SECONDS must be a positive whole number, not '%s'", a.pos[1]);
-      goto out;
-    }
+    return cli_usage_error ("for example: runtime sandbox extend ID 600",
+                            "SECONDS must be a positive whole number, not '%s'", a.pos[1]);
   ctx = cli_context ();
   if (ctx == NULL)
-    goto out;
-  if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
-    {
-      code = cli_lib_fail (err);
-      goto out;
-    }
-  ret = rt_sandbox_extend (sb, secs, &expires, &err);
-  if (ret < 0)
-    {
-      rt_sandbox_close (sb);
-      code = cli_lib_fail (err);
-      goto out;
-    }
+    return 1;
+  if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0 || rt_sandbox_extend (sb, secs, &expires, &err) < 0)
+    return cli_lib_fail (err);
   if (a.json)
     {
-      json_object *r = json_object_new_object ();
+      cleanup_json json_object *r = json_object_new_object ();
       json_object_object_add (r, "id", json_object_new_string (rt_sandbox_id (sb)));
       json_object_object_add (r, "expiresAt", json_object_new_string (expires));
       print_json (r);
-      json_object_put (r);
     }
   else
     printf ("%s\n", expires);
-  rt_sandbox_close (sb);
-  code = 0;
-
-out:
-  free (expires);
-  rt_context_free (ctx);
-  cli_args_free (&a);
-  return code;
+  return 0;
 }
 
 /* The options `create` and `run` share (read_create_opts).  */
@@ -1207,44 +1106,6 @@ static const struct cli_opt create_opts[] = {
 
 /* -- background processes and files  */
 
-/* The common start of a command on one live sandbox: parse, make a
-   context, open a.pos[0].  Return: 0 to go on; else the exit code (help
-   printed: 0 with *done set).  */
-static int
-open_target (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, rt_context **ctx, rt_sandbox **sb,
-             bool *done)
-{
-  rt_error *err = NULL;
-  int ret = cli_parse (cmd, argc, argv, a);
-
-  *ctx = NULL;
-  *sb = NULL;
-  *done = ret != 0;
-  if (ret != 0)
-    return ret > 0 ? 0 : 1;
-  *ctx = cli_context ();
-  if (*ctx == NULL)
-    {
-      *done = true;
-      return 1;
-    }
-  if (rt_sandbox_open (*ctx, a->pos[0], sb, &err) < 0)
-    {
-      *done = true;
-      return cli_lib_fail (err);
-    }
-  return 0;
-}
-
-static int
-close_target (struct cli_args *a, rt_context *ctx, rt_sandbox *sb, int code)
-{
-  rt_sandbox_close (sb);
-  rt_context_free (ctx);
-  cli_args_free (a);
-  return code;
-}
-
 static int
 parse_process (const char *s, uint32_t *out)
 {
@@ -1265,19 +1126,20 @@ parse_process (const char *s, uint32_t *out)
 static int
 sandbox_spawn (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
+  cleanup_cli_args struct cli_args a;
   struct job j = { .sfd = -1 };
-  rt_context *ctx;
-  rt_sandbox *sb;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_sandbox rt_sandbox *sb = NULL;
   rt_error *err = NULL;
   uint32_t process;
-  bool done;
-  int code = open_target (cmd, argc, argv, &a, &ctx, &sb, &done);
+  int code;
 
-  if (done || job_prepare (cmd, &a, true, &j) < 0)
+  if (!open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
+    return code;
+  if (job_prepare (cmd, &a, true, &j) < 0)
     {
       job_free (&j);
-      return close_target (&a, ctx, sb, done ? code : 1);
+      return 1;
     }
   {
     rt_exec_opts opts = { .cwd = j.cwd, .user = j.user, .env = (char *const *) j.env, .stdin_data = j.input,
@@ -1296,73 +1158,90 @@ sandbox_spawn (struct cli_command *cmd, int argc, char **argv)
       }
   }
   job_free (&j);
-  return close_target (&a, ctx, sb, code);
+  return code;
+}
+
+/* A command that shows one JSON value a live sandbox gives (@fetch, which
+   may read the options; a usage error there leaves *err NULL): as it is
+   with --json, else through @table.  */
+static int
+show_target_json (struct cli_command *cmd, int argc, char **argv,
+                  int (*fetch) (rt_sandbox *sb, struct cli_command *cmd, struct cli_args *a, char **json,
+                                rt_error **err),
+                  void (*table) (json_object *value))
+{
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_sandbox rt_sandbox *sb = NULL;
+  rt_error *err = NULL;
+  cleanup_free char *json = NULL;
+  cleanup_json json_object *value = NULL;
+  int code;
+
+  if (!open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
+    return code;
+  if (fetch (sb, cmd, &a, &json, &err) < 0)
+    return err ? cli_lib_fail (err) : 1;
+  if (a.json)
+    printf ("%s\n", json);
+  else if ((value = parse_json (json)))
+    table (value);
+  else
+    return 1;
+  return 0;
+}
+
+static int
+ps_fetch (rt_sandbox *sb, struct cli_command *cmd, struct cli_args *a, char **json, rt_error **err)
+{
+  (void) cmd;
+  (void) a;
+  return rt_sandbox_ps_json (sb, json, err);
+}
+
+static void
+ps_table (json_object *arr)
+{
+  size_t n = json_object_array_length (arr);
+  printf ("%-8s %-8s %-5s %s\n", "PROCESS", "STATE", "EXIT", "COMMAND");
+  for (size_t i = 0; i < n; i++)
+    {
+      json_object *p = json_object_array_get_idx (arr, i), *v;
+      char exit_s[16] = "-";
+      if (json_object_object_get_ex (p, "exitCode", &v) && v)
+        snprintf (exit_s, sizeof (exit_s), "%d", json_object_get_int (v));
+      json_object_object_get_ex (p, "process", &v);
+      printf ("%-8d %-8s %-5s %s\n", json_object_get_int (v), jstr (p, "state"), exit_s, jstr (p, "command"));
+    }
 }
 
 static int
 sandbox_ps (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx;
-  rt_sandbox *sb;
-  rt_error *err = NULL;
-  char *json = NULL;
-  json_object *arr = NULL;
-  bool done;
-  int code = open_target (cmd, argc, argv, &a, &ctx, &sb, &done);
-
-  if (done)
-    return close_target (&a, ctx, sb, code);
-  code = 1;
-  if (rt_sandbox_ps_json (sb, &json, &err) < 0)
-    code = cli_lib_fail (err);
-  else if (a.json)
-    {
-      printf ("%s\n", json);
-      code = 0;
-    }
-  else if ((arr = parse_json (json)) != NULL)
-    {
-      size_t n = json_object_array_length (arr);
-      printf ("%-8s %-8s %-5s %s\n", "PROCESS", "STATE", "EXIT", "COMMAND");
-      for (size_t i = 0; i < n; i++)
-        {
-          json_object *p = json_object_array_get_idx (arr, i), *v;
-          char exit_s[16] = "-";
-          if (json_object_object_get_ex (p, "exitCode", &v) && v)
-            snprintf (exit_s, sizeof (exit_s), "%d", json_object_get_int (v));
-          json_object_object_get_ex (p, "process", &v);
-          printf ("%-8d %-8s %-5s %s\n", json_object_get_int (v), jstr (p, "state"), exit_s, jstr (p, "command"));
-        }
-      code = 0;
-    }
-  json_object_put (arr);
-  free (json);
-  return close_target (&a, ctx, sb, code);
+  return show_target_json (cmd, argc, argv, ps_fetch, ps_table);
 }
 
 static int
 sandbox_logs (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
+  cleanup_cli_args struct cli_args a;
   struct output o = { 0 };
-  rt_context *ctx;
-  rt_sandbox *sb;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_sandbox rt_sandbox *sb = NULL;
   rt_error *err = NULL;
   rt_exec_result res;
   uint32_t process;
-  bool done, exited = false;
+  bool exited = false;
   int code;
 
   /* -f is what everyone types (tail -f).  */
   for (int i = 1; i < argc && strcmp (argv[i], "--") != 0; i++)
     if (strcmp (argv[i], "-f") == 0)
       argv[i] = (char *) "--follow";
-  code = open_target (cmd, argc, argv, &a, &ctx, &sb, &done);
-  if (done)
-    return close_target (&a, ctx, sb, code);
+  if (!open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
+    return code;
   if (parse_process (a.pos[1], &process) < 0)
-    return close_target (&a, ctx, sb, 1);
+    return 1;
   signal (SIGPIPE, SIG_IGN);
   {
     rt_exec_opts opts = { .cancel_fd = -1, .on_output = on_output, .data = &o };
@@ -1370,7 +1249,7 @@ sandbox_logs (struct cli_command *cmd, int argc, char **argv)
                ? cli_lib_fail (err)
                : o.lost;
   }
-  return close_target (&a, ctx, sb, code);
+  return code;
 }
 
 static const struct
@@ -1400,23 +1279,22 @@ parse_signal (const char *s)
 static int
 sandbox_kill (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx;
-  rt_sandbox *sb;
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_sandbox rt_sandbox *sb = NULL;
   rt_error *err = NULL;
   uint32_t process;
   const char *sig_s;
-  bool done;
-  int sig = SIGTERM, code = open_target (cmd, argc, argv, &a, &ctx, &sb, &done);
+  int sig = SIGTERM, code;
 
-  if (done)
-    return close_target (&a, ctx, sb, code);
+  if (!open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
+    return code;
   if (parse_process (a.pos[1], &process) < 0)
-    return close_target (&a, ctx, sb, 1);
+    return 1;
   if ((sig_s = cli_opt (cmd, &a, "signal")) && (sig = parse_signal (sig_s)) < 0)
     {
       cli_usage_error ("for example --signal KILL, --signal INT or --signal 9", "unknown signal '%s'", sig_s);
-      return close_target (&a, ctx, sb, 1);
+      return 1;
     }
   if (rt_sandbox_kill (sb, process, sig, &err) < 0)
     code = cli_lib_fail (err);
@@ -1425,22 +1303,21 @@ sandbox_kill (struct cli_command *cmd, int argc, char **argv)
       printf ("%u\n", process);
       code = 0;
     }
-  return close_target (&a, ctx, sb, code);
+  return code;
 }
 
 static int
 sandbox_cat (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
+  cleanup_cli_args struct cli_args a;
   struct output o = { 0 };
-  rt_context *ctx;
-  rt_sandbox *sb;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_sandbox rt_sandbox *sb = NULL;
   rt_error *err = NULL;
-  bool done;
-  int code = open_target (cmd, argc, argv, &a, &ctx, &sb, &done);
+  int code;
 
-  if (done)
-    return close_target (&a, ctx, sb, code);
+  if (!open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
+    return code;
   signal (SIGPIPE, SIG_IGN);
   {
     rt_exec_opts opts = { .cancel_fd = -1, .on_output = on_output, .data = &o };
@@ -1448,47 +1325,34 @@ sandbox_cat (struct cli_command *cmd, int argc, char **argv)
     if (o.lost)
       rt_error_free (err);
   }
-  return close_target (&a, ctx, sb, code);
+  return code;
+}
+
+static int
+files_fetch (rt_sandbox *sb, struct cli_command *cmd, struct cli_args *a, char **json, rt_error **err)
+{
+  unsigned long depth = 1;
+
+  if (cli_opt_uint (cmd, a, "depth", 1, 64, &depth) < 0)
+    return -1;
+  return rt_sandbox_files_json (sb, a->npos > 1 ? a->pos[1] : "/workspace", depth, json, err);
+}
+
+static void
+files_table (json_object *arr)
+{
+  for (size_t i = 0; i < json_object_array_length (arr); i++)
+    {
+      json_object *e = json_object_array_get_idx (arr, i), *v;
+      json_object_object_get_ex (e, "size", &v);
+      printf ("%s %lld %s\n", jstr (e, "type"), (long long) json_object_get_int64 (v), jstr (e, "path"));
+    }
 }
 
 static int
 sandbox_files (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx;
-  rt_sandbox *sb;
-  rt_error *err = NULL;
-  unsigned long depth = 1;
-  char *json = NULL;
-  json_object *arr = NULL;
-  bool done;
-  int code = open_target (cmd, argc, argv, &a, &ctx, &sb, &done);
-
-  if (done)
-    return close_target (&a, ctx, sb, code);
-  if (cli_opt_uint (cmd, &a, "depth", 1, 64, &depth) < 0)
-    return close_target (&a, ctx, sb, 1);
-  code = 1;
-  if (rt_sandbox_files_json (sb, a.npos > 1 ? a.pos[1] : "/workspace", depth, &json, &err) < 0)
-    code = cli_lib_fail (err);
-  else if (a.json)
-    {
-      printf ("%s\n", json);
-      code = 0;
-    }
-  else if ((arr = parse_json (json)) != NULL)
-    {
-      for (size_t i = 0; i < json_object_array_length (arr); i++)
-        {
-          json_object *e = json_object_array_get_idx (arr, i), *v;
-          json_object_object_get_ex (e, "size", &v);
-          printf ("%s %lld %s\n", jstr (e, "type"), (long long) json_object_get_int64 (v), jstr (e, "path"));
-        }
-      code = 0;
-    }
-  json_object_put (arr);
-  free (json);
-  return close_target (&a, ctx, sb, code);
+  return show_target_json (cmd, argc, argv, files_fetch, files_table);
 }
 
 /* "ID:/abs/path" names a sandbox side; ids and names never hold '/', so a
@@ -1506,36 +1370,26 @@ remote_ref (const char *arg, const char **path)
 static int
 sandbox_cp (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx = NULL;
-  rt_sandbox *sb = NULL;
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_sandbox rt_sandbox *sb = NULL;
   rt_error *err = NULL;
-  char *src_ref = NULL, *dst_ref = NULL;
+  cleanup_free char *src_ref = NULL, *dst_ref = NULL;
   const char *src_path = NULL, *dst_path = NULL;
   int ret, code = 1;
 
-  ret = cli_parse (cmd, argc, argv, &a);
-  if (ret != 0)
-    {
-      cli_args_free (&a);
-      return ret > 0 ? 0 : 1;
-    }
+  if (!cli_begin (cmd, argc, argv, &a, &code))
+    return code;
   src_ref = remote_ref (a.pos[0], &src_path);
   dst_ref = remote_ref (a.pos[1], &dst_path);
   if ((src_ref == NULL) == (dst_ref == NULL))
-    {
-      cli_usage_error ("for example: runtime sandbox cp ./data dev:/workspace/ or cp dev:/workspace/out.csv .",
-                       "exactly one side of cp must be a sandbox path ID:/abs/path");
-      goto out;
-    }
+    return cli_usage_error ("for example: runtime sandbox cp ./data dev:/workspace/ or cp dev:/workspace/out.csv .",
+                            "exactly one side of cp must be a sandbox path ID:/abs/path");
   ctx = cli_context ();
   if (ctx == NULL)
-    goto out;
+    return 1;
   if (rt_sandbox_open (ctx, src_ref ? src_ref : dst_ref, &sb, &err) < 0)
-    {
-      code = cli_lib_fail (err);
-      goto out;
-    }
+    return cli_lib_fail (err);
   {
     /* Ctrl-C stops the copy cleanly (nothing half-written is left), like
        run and exec: the library watches the signalfd.  */
@@ -1555,12 +1409,6 @@ sandbox_cp (struct cli_command *cmd, int argc, char **argv)
   }
   if (ret == 0 && a.json)
     printf ("{\"id\":\"%s\",\"copied\":true}\n", rt_sandbox_id (sb));
-out:
-  rt_sandbox_close (sb);
-  free (src_ref);
-  free (dst_ref);
-  rt_context_free (ctx);
-  cli_args_free (&a);
   return code;
 }
 
@@ -1610,44 +1458,34 @@ static const struct cli_opt no_opts[] = {
 /* -- metrics  */
 
 static int
+metrics_fetch (rt_sandbox *sb, struct cli_command *cmd, struct cli_args *a, char **json, rt_error **err)
+{
+  (void) cmd;
+  (void) a;
+  return rt_sandbox_metrics_json (sb, json, err);
+}
+
+static void
+metrics_table (json_object *o)
+{
+  json_object *v;
+  int64_t micros = json_object_object_get_ex (o, "chargedMicros", &v) ? json_object_get_int64 (v) : 0;
+  int64_t total = json_object_object_get_ex (o, "guestMemoryTotalMiB", &v) ? json_object_get_int64 (v) : -1;
+  int64_t avail = json_object_object_get_ex (o, "guestMemoryAvailableMiB", &v) ? json_object_get_int64 (v) : -1;
+  printf ("%-12s %s%% of %s vCPU\n", "cpu now", jstr (o, "cpuPercent"), jstr (o, "vcpu"));
+  if (total >= 0 && avail >= 0)
+    printf ("%-12s %" PRId64 " MiB used of %" PRId64 " MiB (the guest's own figures; %s MiB allocated)\n",
+            "memory now", total - avail, total, jstr (o, "memoryMiB"));
+  else
+    printf ("%-12s %s MiB allocated\n", "memory", jstr (o, "memoryMiB"));
+  printf ("%-12s %s\n", "cpu seconds", jstr (o, "cpuSeconds") ? jstr (o, "cpuSeconds") : "0");
+  printf ("%-12s $%" PRId64 ".%06" PRId64 "\n", "cost so far", micros / 1000000, micros % 1000000);
+}
+
+static int
 sandbox_metrics (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx;
-  rt_sandbox *sb;
-  rt_error *err = NULL;
-  char *json = NULL;
-  json_object *o = NULL, *v;
-  bool done;
-  int code = open_target (cmd, argc, argv, &a, &ctx, &sb, &done);
-
-  if (done)
-    return close_target (&a, ctx, sb, code);
-  if (rt_sandbox_metrics_json (sb, &json, &err) < 0)
-    code = cli_lib_fail (err);
-  else if (a.json)
-    {
-      printf ("%s\n", json);
-      code = 0;
-    }
-  else if ((o = parse_json (json)))
-    {
-      int64_t micros = json_object_object_get_ex (o, "chargedMicros", &v) ? json_object_get_int64 (v) : 0;
-      int64_t total = json_object_object_get_ex (o, "guestMemoryTotalMiB", &v) ? json_object_get_int64 (v) : -1;
-      int64_t avail = json_object_object_get_ex (o, "guestMemoryAvailableMiB", &v) ? json_object_get_int64 (v) : -1;
-      printf ("%-12s %s%% of %s vCPU\n", "cpu now", jstr (o, "cpuPercent"), jstr (o, "vcpu"));
-      if (total >= 0 && avail >= 0)
-        printf ("%-12s %" PRId64 " MiB used of %" PRId64 " MiB (the guest's own figures; %s MiB allocated)\n",
-                "memory now", total - avail, total, jstr (o, "memoryMiB"));
-      else
-        printf ("%-12s %s MiB allocated\n", "memory", jstr (o, "memoryMiB"));
-      printf ("%-12s %s\n", "cpu seconds", jstr (o, "cpuSeconds") ? jstr (o, "cpuSeconds") : "0");
-      printf ("%-12s $%" PRId64 ".%06" PRId64 "\n", "cost so far", micros / 1000000, micros % 1000000);
-      code = 0;
-    }
-  json_object_put (o);
-  free (json);
-  return close_target (&a, ctx, sb, code);
+  return show_target_json (cmd, argc, argv, metrics_fetch, metrics_table);
 }
 
 /* -- network  */
@@ -1732,74 +1570,54 @@ print_egress_log (rt_context *ctx, const char *ref, bool json)
 static int
 sandbox_network (struct cli_command *cmd, int argc, char **argv)
 {
-  struct cli_args a;
-  rt_context *ctx = NULL;
-  rt_sandbox *sb = NULL;
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_sandbox rt_sandbox *sb = NULL;
   rt_error *err = NULL;
-  char *json = NULL;
-  json_object *o = NULL;
+  cleanup_free char *json = NULL;
+  cleanup_json json_object *o = NULL;
   const char **allow, **deny;
-  int nallow, ndeny, ret, code = 1;
+  int nallow, ndeny, code = 1;
   bool on, off, change;
 
-  ret = cli_parse (cmd, argc, argv, &a);
-  if (ret != 0)
-    {
-      cli_args_free (&a);
-      return ret > 0 ? 0 : 1;
-    }
+  if (!cli_begin (cmd, argc, argv, &a, &code))
+    return code;
   on = has_opt (cmd, &a, "internet");
   off = has_opt (cmd, &a, "no-internet");
   allow = cli_opt_list (cmd, &a, "allow", &nallow);
   deny = cli_opt_list (cmd, &a, "deny", &ndeny);
   change = on || off || nallow > 0 || ndeny > 0;
   if (on && off)
-    {
-      cli_usage_error (NULL, "--internet and --no-internet contradict each other");
-      goto out;
-    }
+    return cli_usage_error (NULL, "--internet and --no-internet contradict each other");
   if (change && has_opt (cmd, &a, "log"))
-    {
-      cli_usage_error ("show the log and change the rules in two commands", "--log does not go with rule changes");
-      goto out;
-    }
+    return cli_usage_error ("show the log and change the rules in two commands", "--log does not go with rule changes");
   ctx = cli_context ();
   if (ctx == NULL)
-    goto out;
+    return 1;
   if (has_opt (cmd, &a, "log"))
-    {
-      code = print_egress_log (ctx, a.pos[0], a.json);
-      goto out;
-    }
+    return print_egress_log (ctx, a.pos[0], a.json);
   if (!change)
     {
       json_object *net;
       if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
-        {
-          code = cli_lib_fail (err);
-          goto out;
-        }
+        return cli_lib_fail (err);
       o = parse_json (json);
       if (o == NULL)
-        goto out;
+        return 1;
       if (!json_object_object_get_ex (o, "network", &net))
         net = NULL;
       if (a.json)
         print_json (net);
       else
         print_rules (net);
-      code = 0;
-      goto out;
+      return 0;
     }
   if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0
       || rt_sandbox_set_network (sb, !off, (char *const *) allow, (char *const *) deny, &json, &err) < 0)
-    {
-      code = cli_lib_fail (err);
-      goto out;
-    }
+    return cli_lib_fail (err);
   o = parse_json (json);
   if (o == NULL)
-    goto out;
+    return 1;
   if (a.json)
     print_json (o);
   else
@@ -1810,14 +1628,7 @@ sandbox_network (struct cli_command *cmd, int argc, char **argv)
       if (closed > 0)
         fprintf (stderr, "Closed %d open connection%s the new rules refuse.\n", closed, closed == 1 ? "" : "s");
     }
-  code = 0;
-out:
-  json_object_put (o);
-  free (json);
-  rt_sandbox_close (sb);
-  rt_context_free (ctx);
-  cli_args_free (&a);
-  return code;
+  return 0;
 }
 
 static const struct cli_opt network_opts[] = {
