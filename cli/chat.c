@@ -150,6 +150,9 @@ chat_deepseek (struct cli_command *cmd, int argc, char **argv)
   sigaddset (&mask, SIGHUP);
   sigprocmask (SIG_BLOCK, &mask, NULL);
   o.cancel_fd = signalfd (-1, &mask, SFD_CLOEXEC);
+  /* Without the fd, blocked signals would make Ctrl-C do nothing.  */
+  if (o.cancel_fd < 0)
+    sigprocmask (SIG_UNBLOCK, &mask, NULL);
   ret = rt_chat (ctx, &o, &transcript, &err);
   t = transcript ? json_tokener_parse (transcript) : NULL;
   if (ret < 0)
@@ -158,13 +161,17 @@ chat_deepseek (struct cli_command *cmd, int argc, char **argv)
         fputc ('\n', stdout);
       if (strcmp (err->code, "interrupted") == 0)
         {
-          fprintf (stderr, "runtime: interrupted; the tool call's sandbox, if any, was removed\n");
+          /* With --json stderr holds only the error object.  */
+          if (a.json)
+            cli_error (err);
+          else
+            fprintf (stderr, "runtime: interrupted; the tool call's sandbox, if any, was removed\n");
           rt_error_free (err);
           code = 130;
         }
       else
         code = cli_lib_fail (err);
-      if (t)
+      if (t && !a.json)
         print_cost (t, true);
       goto out;
     }

@@ -1447,7 +1447,7 @@ static const struct cli_opt ls_opts[] = {
   { "all", NULL, "list stopped sandboxes too", NULL, false },
   { "label", "K=V", "only sandboxes with this label", NULL, true },
   { "state", "S", "only sandboxes in this state (starting, running, pausing, paused, resuming, stopping, stopped)",
-    "any", false },
+    "every state", false },
   { NULL, NULL, NULL, NULL, false },
 };
 

@@ -76,7 +76,11 @@ secrets_set (struct cli_command *cmd, int argc, char **argv)
                             "the value comes from stdin only, never from the command line");
   len = read_value (name, buf, sizeof buf - 1);
   if (len < 0)
-    return cli_fail ("invalid_request", NULL, "a secret's value is at most 8 KiB");
+    {
+      /* What was read of a value too long is still a secret.  */
+      explicit_bzero (buf, sizeof buf);
+      return cli_fail ("invalid_request", NULL, "a secret's value is at most 8 KiB");
+    }
   ctx = cli_context ();
   if (ctx == NULL)
     {

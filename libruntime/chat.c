@@ -36,7 +36,7 @@ cancelled (const rt_chat_opts *o)
 static int
 interrupted (rt_error **err)
 {
-  return rt_error_set (err, EINTR, "interrupted", "interrupted");
+  return rt_error_set (err, EINTR, "interrupted", "interrupted by a signal; the tool call's sandbox, if any, was removed");
 }
 
 /* ---- run_python ----------------------------------------------------------- */

@@ -2005,7 +2005,8 @@ check_layer (json_object *links, const char *layer, bool first, const char *arch
         json_object_object_del (links, path);
       else
         forget_below (links, path);
-      if (type == AE_IFLNK)
+      /* A hard link to a symlink is a symlink too.  */
+      if (type == AE_IFLNK || (target && json_object_object_get_ex (links, target, NULL)))
         json_object_object_add (links, path, NULL);
     }
   archive_read_free (a);

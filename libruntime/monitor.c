@@ -1496,6 +1496,10 @@ handle_request (struct evhttp_request *req, void *arg)
           set_str (m, "state", "resuming");
           if (rt_qmp_command (m->qmp_sock, "cont", &err) < 0)
             {
+              /* Still paused: the new lease is not taken from the trial.  */
+              int64_t none = 0;
+              if (renew && m->trial)
+                rt_trial_hold (m->ctx, m->cfg->id, (int64_t) m->running_us, &none, false, NULL);
               set_str (m, "state", "paused");
               return reply_error (req, 500, err->code, err->hint, "%s", err->msg);
             }

@@ -448,27 +448,33 @@ check "… cut at 3 s, not at the 60 s default (took ${took} s)" test "$took" -l
 is "… no sandbox left" "$(runtime sandbox ls --all --json)" "[]"
 
 # -- Ctrl-C while a script runs: exit 130, its sandbox removed, not left stopped
-serve interrupt
-DEEPSEEK_API_KEY=$KEY runtime chat deepseek --base-url "$BASE" "Sleep." >"$tmp/out" 2>"$tmp/err" &
-pid=$!
-running=
-for _ in $(seq 300); do
-    id=$(runtime sandbox ls --json 2>/dev/null | json_get 'o[0]["id"] if o else ""' 2>/dev/null)
-    if [ -n "$id" ] && runtime sandbox exec "$id" -- sh -c 'grep -ls main.py /proc/[0-9]*/cmdline' >/dev/null 2>&1; then
-        running=1
-        break
-    fi
-    sleep 0.2
-done
-is "Ctrl-C: main.py was running" "$running" "1"
-start=$SECONDS
-kill -INT $pid
-wait $pid; rc=$?
-is "… the chat exits 130" "$rc" "130"
-check "… soon ($((SECONDS - start)) s)" test $((SECONDS - start)) -lt 20
+# interrupt_chat ARGS…: starts the chat, sends SIGINT once main.py runs.
+interrupt_chat() {
+    serve interrupt
+    DEEPSEEK_API_KEY=$KEY runtime chat deepseek --base-url "$BASE" "$@" "Sleep." >"$tmp/out" 2>"$tmp/err" &
+    pid=$!
+    running=
+    for _ in $(seq 300); do
+        id=$(runtime sandbox ls --json 2>/dev/null | json_get 'o[0]["id"] if o else ""' 2>/dev/null)
+        if [ -n "$id" ] && runtime sandbox exec "$id" -- sh -c 'grep -ls main.py /proc/[0-9]*/cmdline' >/dev/null 2>&1; then
+            running=1
+            break
+        fi
+        sleep 0.2
+    done
+    is "Ctrl-C ${*:-}: main.py was running" "$running" "1"
+    start=$SECONDS
+    kill -INT $pid
+    wait $pid; rc=$?
+    is "… the chat exits 130" "$rc" "130"
+    check "… soon ($((SECONDS - start)) s)" test $((SECONDS - start)) -lt 20
+    is "… the tool call's sandbox is gone, not left stopped" "$(runtime sandbox ls --all --json)" "[]"
+    is "… no request after it" "$(qj 'len(L)')" "1"
+}
+interrupt_chat
 check "… says it was interrupted" grep -q '^runtime: interrupted' "$tmp/err"
-is "… the tool call's sandbox is gone, not left stopped" "$(runtime sandbox ls --all --json)" "[]"
-is "… no request after it" "$(qj 'len(L)')" "1"
+interrupt_chat --json
+is "… with --json, stderr is one error object" "$(json_get 'o["error"]["code"]' <"$tmp/err")" "interrupted"
 
 # -- packages from the test PyPI, then the internet off for the code
 runtime image build --file "$TESTNET_CA:/etc/rt-test-ca.pem" --env PIP_CERT=/etc/rt-test-ca.pem \

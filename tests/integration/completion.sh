@@ -110,6 +110,8 @@ is "bash: sandbox cp offers a live sandbox as NAME:" "$(complete_bash runtime sa
 check "fish: sandbox cp offers a live sandbox as NAME:" has "$(complete_fish "runtime sandbox cp comp-")" "comp-test:"
 out=$(complete_bash runtime sandbox create --image "")
 check "bash: image refs for --image" has "$out" "runtime"
+# readline replaces only what follows the ':', so that part is offered.
+is "bash: NAME:TAG completes after the colon" "$(complete_bash runtime image get runtime:la)" "latest"
 out=$(complete_fish "runtime image get ")
 check "fish: image refs" has "$out" "runtime@$(runtime image get runtime --json | json_get 'o["version"]')"
 runtime sandbox rm "$id" >/dev/null

@@ -209,6 +209,10 @@ with_layers(out + "/absolute.tar", layer(member("/etc/evil")))
 with_layers(out + "/device.tar", layer(member("opt/disk", tarfile.BLKTYPE, devmajor=8, devminor=0)))
 with_layers(out + "/symlink.tar", layer(member("opt/out", tarfile.SYMTYPE, linkname="/etc")),
             layer(member("opt/out/evil")))
+# 10: a hard link to that symlink, written through in the same layer
+with_layers(out + "/hardlink.tar", layer(member("opt/out", tarfile.SYMTYPE, linkname="/etc"),
+                                         member("opt/also", tarfile.LNKTYPE, linkname="opt/out"),
+                                         member("opt/also/evil")))
 EOF
 expect_error "a tampered layer is refused" invalid_request runtime image import "$tmp/tampered.tar"
 check "… saying so" grep -q "tampered" "$tmp/err"
@@ -227,6 +231,9 @@ check "… naming it" grep -q "device node 'opt/disk'" "$tmp/err"
 expect_error "a layer writing through an earlier layer's symlink is refused" invalid_request \
     runtime image import "$tmp/symlink.tar"
 check "… naming both" grep -q "writes 'opt/out/evil' through the symlink 'opt/out'" "$tmp/err"
+expect_error "a layer writing through a hard link to a symlink is refused" invalid_request \
+    runtime image import "$tmp/hardlink.tar"
+check "… naming it" grep -q "writes 'opt/also/evil' through the symlink 'opt/also'" "$tmp/err"
 is "the store is unchanged after the refusals" "$(runtime image ls --json)" "$before"
 is "no temporary layer is left" "$(ls "$RUNTIME_DATA_DIR/images/layers" | grep -c tmp)" "0"
 check "nothing escaped to /etc" test ! -e /etc/evil
