@@ -149,6 +149,11 @@ ids=()
 for i in $(seq 6); do ids+=("$(runtime sandbox create --trial --no-wait --memory 256 --timeout 600 2>/dev/null)"); done
 is "8 trial sandboxes may run at once (6, w1 and w2)" "$(printf '%s\n' "${ids[@]}" | grep -c '^sb-')" "6"
 expect_error "the 9th is trial_busy" trial_busy runtime sandbox create --trial --memory 256
+# With no funding named, the 9th falls to paid while 8 trial ones run.
+ids+=("$(runtime sandbox create --no-wait --memory 256 --timeout 600 2>"$tmp/err")")
+is "with 8 trial sandboxes running, the default falls to paid" \
+    "$(runtime sandbox get "${ids[-1]}" --json 2>/dev/null | json_get 'o["funding"]')" "paid"
+is "… and says so" "$(cat "$tmp/err")" "runtime: funding: paid"
 # Their monitors write the ledger as they come up and, removed all at
 # once, as they stop: concurrent writers.
 state_of() { runtime sandbox get "$1" --json 2>/dev/null | json_get 'o["state"]'; }

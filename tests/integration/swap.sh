@@ -120,6 +120,23 @@ import json, sys
 log = json.load(open(sys.argv[1]))
 assert any(e["name"] == "echo.test" and e.get("secretRequests") == 2 for e in log), log' "$tmp/log.json"
 
+# -- a client that trusts another CA only: its handshake with the proxy
+# fails, and the request never leaves
+before=$(records_now)
+in_sb 'curl -sS -m 20 --cacert /etc/ssl/certs/ISRG_Root_X1.pem https://echo.test/record -H "Authorization: Bearer $API_KEY"' \
+    >"$tmp/distrust.out"
+check "a client not trusting the egress CA fails to verify it" grep -q "curl: (60)" "$tmp/distrust.out"
+is "… and nothing reaches the server" "$(records_now)" "$before"
+for _ in $(seq 50); do
+    runtime sandbox network "$id" --log --json >"$tmp/log.json" 2>&1
+    grep -q guest_tls_failed "$tmp/log.json" && break
+    sleep 0.2
+done
+check "… the egress log says guest_tls_failed for it" python3 -c '
+import json, sys
+log = json.load(open(sys.argv[1]))
+assert any(e["name"] == "echo.test" and e["reason"] == "guest_tls_failed" for e in log), log' "$tmp/log.json"
+
 # -- requests the proxy must not pass: another Host behind the same
 # certificate, a framing a server could read otherwise; the monitor lives on
 before=$(records_now)
