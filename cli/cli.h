@@ -90,7 +90,7 @@ bool cli_start (struct cli_command *cmd, int argc, char **argv, struct cli_args 
    may read the arguments): as it is with --json, else through @table.  */
 int cli_show_json (struct cli_command *cmd, int argc, char **argv,
                    int (*fetch) (rt_context *ctx, struct cli_args *a, char **json, rt_error **err),
-                   void (*table) (json_object *value, struct cli_args *a));
+                   void (*table) (json_object *value));
 
 static inline void
 cli_args_freep (struct cli_args *a)

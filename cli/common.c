@@ -530,7 +530,7 @@ cli_begin (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, i
 int
 cli_show_json (struct cli_command *cmd, int argc, char **argv,
                int (*fetch) (rt_context *ctx, struct cli_args *a, char **json, rt_error **err),
-               void (*table) (json_object *value, struct cli_args *a))
+               void (*table) (json_object *value))
 {
   cleanup_cli_args struct cli_args a;
   cleanup_context rt_context *ctx = NULL;
@@ -546,7 +546,7 @@ cli_show_json (struct cli_command *cmd, int argc, char **argv,
   if (a.json)
     printf ("%s\n", json);
   else if ((value = json_tokener_parse (json)))
-    table (value, &a);
+    table (value);
   else
     return cli_fail ("internal", NULL, "the library returned unreadable JSON");
   return 0;

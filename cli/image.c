@@ -75,9 +75,8 @@ list_images (rt_context *ctx, struct cli_args *a, char **json, rt_error **err)
 }
 
 static void
-images_table (json_object *arr, struct cli_args *a)
+images_table (json_object *arr)
 {
-  (void) a;
   /* PRODUCT.md's columns; layers and exact bytes are in --json.  */
   printf ("%-12s %-20s %-7s %-16s %8s %s\n", "ID", "NAME", "VERSION", "TAGS", "MIB", "CREATED");
   for (size_t i = 0; i < json_object_array_length (arr); i++)
@@ -106,9 +105,8 @@ get_image (rt_context *ctx, struct cli_args *a, char **json, rt_error **err)
 
 /* KEY VALUE, one per line; a list's items under each other.  */
 static void
-image_table (json_object *o, struct cli_args *a)
+image_table (json_object *o)
 {
-  (void) a;
   json_object_object_foreach (o, k, v)
   {
     if (json_object_is_type (v, json_type_array))

@@ -107,9 +107,8 @@ list_secrets (rt_context *ctx, struct cli_args *a, char **json, rt_error **err)
 }
 
 static void
-secrets_table (json_object *arr, struct cli_args *a)
+secrets_table (json_object *arr)
 {
-  (void) a;
   printf ("%-20s %-40s %-24s %s\n", "NAME", "HOSTS", "HEADER", "PLACEHOLDER");
   for (size_t i = 0; i < json_object_array_length (arr); i++)
     {
