@@ -876,6 +876,10 @@ write_value (FILE *f, json_object *v, bool top)
     case json_type_string:
       fputs (top && json_object_get_string_len (v) == 0 ? "-" : json_object_get_string (v), f);
       return;
+    case json_type_null:
+    case json_type_boolean:
+    case json_type_double:
+    case json_type_int:
     default:
       fputs (json_object_get_string (v), f);
       return;
@@ -971,6 +975,7 @@ sandbox_act (struct cli_command *cmd, int argc, char **argv, enum action act)
     case ACT_PAUSE:
       ret = rt_sandbox_pause (sb, &err);
       break;
+    case ACT_WAKE:
     default:
       ret = rt_sandbox_wake (sb, &err);
       break;

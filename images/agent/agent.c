@@ -47,8 +47,8 @@
 #include <json-c/json.h>
 
 #include "config.h"
-#include "proto.h"
-#include "util.h"
+#include "common/proto.h"
+#include "common/util.h"
 
 #define AGENT_NAME "runtime-agent"
 #define DEFAULT_PATH "/workspace/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

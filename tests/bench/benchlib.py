@@ -33,7 +33,7 @@ def assets():
 
 
 def qemu_argv(workdir, append, channel=False, memory=4096, vcpu=2):
-    """The command line libruntime/vm.c builds, for the same assets."""
+    """The command line libruntime/vmm/vm.c builds, for the same assets."""
     vmlinux, initramfs, disk, accel = assets()
     tsc = ""
     for line in open("/proc/cpuinfo"):

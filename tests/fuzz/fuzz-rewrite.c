@@ -3,7 +3,7 @@
    part of the suite: a fuzzer runs for minutes):
 
      clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ilibruntime -Ibuild \
-       $(pkg-config --cflags json-c) tests/fuzz/fuzz-rewrite.c libruntime/rewrite.c -o fuzz-rewrite
+       $(pkg-config --cflags json-c) tests/fuzz/fuzz-rewrite.c libruntime/net/rewrite.c -o fuzz-rewrite
      ./fuzz-rewrite -max_total_time=300 -max_len=70000
 
    The first input byte picks how the rest is cut into pieces, so that
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rewrite.h"
+#include "net/rewrite.h"
 
 static struct rt_secret_binding b[] = {
   { "rtsec_00112233445566778899aabbccddeeff", "VALUE-1", NULL, NULL },

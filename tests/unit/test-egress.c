@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "egress.h"
+#include "net/egress.h"
 #include "tap.h"
-#include "util.h"
+#include "common/util.h"
 
 static void
 norm_ok (const char *in, const char *want)

@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "context.h"
+#include "core/context.h"
 #include "tap.h"
-#include "trial.h"
+#include "billing/trial.h"
 
 static char ledger[512], cache[512];
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "price.h"
+#include "billing/price.h"
 #include "tap.h"
 
 #define HOUR_US 3600000000ULL

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
+#include "common/proto.h"
 #include "tap.h"
 
 static size_t

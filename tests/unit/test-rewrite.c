@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rewrite.h"
+#include "net/rewrite.h"
 #include "tap.h"
 
 #define PH "rtsec_00112233445566778899aabbccddeeff"

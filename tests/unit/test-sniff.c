@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sniff.h"
+#include "net/sniff.h"
 #include "tap.h"
 
 struct bytes

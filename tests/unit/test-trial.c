@@ -8,9 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "sandbox/store.h"
 #include "tap.h"
-#include "trial.h"
+#include "billing/trial.h"
 
 static bool
 reserved (const char *dir, const char *id)

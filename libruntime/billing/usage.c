@@ -1,0 +1,197 @@
+/* usage.c - `runtime usage`: the ledger folded, one row per sandbox.  */
+#include <inttypes.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "billing/price.h"
+#include "sandbox/store.h"
+#include "billing/trial.h"
+
+#define MAX_ROWS 100
+
+#define FOLD_CACHE_MIN (256 * 1024) /* newly folded bytes worth a cache write */
+
+/* <data>/ledger/fold.json {"ino", "offset", "rows"}: the ledger's first
+   `offset` bytes folded, so that a fold (every create asks, for the trial)
+   reads only what was appended since.  Derived data: written atomically,
+   ignored when it does not fit the ledger (another file, or shorter).  */
+static void
+fold_cache_load (const char *cache_path, const struct stat *st, json_object *by_id, json_object *order, off_t *start)
+{
+  cleanup_free char *text = NULL;
+  cleanup_json json_object *cache = NULL;
+  json_object *rows, *v;
+
+  if (rt_read_file (cache_path, &text, NULL, NULL) < 0 || (cache = json_tokener_parse (text)) == NULL
+      || !json_object_object_get_ex (cache, "rows", &rows) || !json_object_is_type (rows, json_type_array)
+      || !json_object_object_get_ex (cache, "ino", &v) || (ino_t) json_object_get_int64 (v) != st->st_ino
+      || !json_object_object_get_ex (cache, "offset", &v) || json_object_get_int64 (v) > st->st_size
+      || json_object_get_int64 (v) < 0)
+    return;
+  *start = json_object_get_int64 (v);
+  for (size_t i = 0; i < json_object_array_length (rows); i++)
+    {
+      json_object *o = json_object_array_get_idx (rows, i);
+      const char *id = rt_json_str (o, "id");
+      if (id == NULL)
+        continue;
+      json_object_array_add (order, json_object_new_string (id));
+      json_object_object_add (by_id, id, json_object_get (o));
+    }
+}
+
+/* The last record of each sandbox, in the order they first appear.  */
+int
+rt_ledger_fold (rt_context *ctx, json_object **out, rt_error **err)
+{
+  cleanup_free char *path = rt_strdup_printf ("%s/ledger/ledger.jsonl", ctx->data_dir);
+  cleanup_free char *cache_path = rt_strdup_printf ("%s/ledger/fold.json", ctx->data_dir);
+  cleanup_json json_object *by_id = json_object_new_object (), *order = json_object_new_array ();
+  json_object *rows = json_object_new_array ();
+  char *line = NULL;
+  size_t cap = 0;
+  off_t start = 0, folded = 0;
+  struct stat st;
+  ssize_t n;
+  FILE *f;
+
+  if (path == NULL || cache_path == NULL || rows == NULL || by_id == NULL || order == NULL)
+    {
+      json_object_put (rows);
+      return rt_error_oom (err);
+    }
+  f = fopen (path, "re");
+  if (f && fstat (fileno (f), &st) == 0)
+    fold_cache_load (cache_path, &st, by_id, order, &start);
+  if (f && start > 0 && fseeko (f, start, SEEK_SET) < 0)
+    start = 0;
+  folded = start;
+  while (f && (n = getline (&line, &cap, f)) > 0)
+    {
+      json_object *o;
+      const char *id;
+      /* A line still being written is read again next time.  */
+      if (line[n - 1] != '\n')
+        break;
+      folded += n;
+      o = json_tokener_parse (line);
+      id = o ? rt_json_str (o, "id") : NULL;
+      /* A line cut short by a crash is skipped: the one before stands.  */
+      if (id == NULL)
+        {
+          json_object_put (o);
+          continue;
+        }
+      if (!json_object_object_get_ex (by_id, id, NULL))
+        json_object_array_add (order, json_object_new_string (id));
+      json_object_object_add (by_id, id, o);
+    }
+  free (line);
+  if (f)
+    fclose (f);
+  for (size_t i = 0; i < json_object_array_length (order); i++)
+    {
+      json_object *o;
+      json_object_object_get_ex (by_id, json_object_get_string (json_object_array_get_idx (order, i)), &o);
+      json_object_array_add (rows, json_object_get (o));
+    }
+  if (f && folded - start >= FOLD_CACHE_MIN)
+    {
+      cleanup_json json_object *cache = json_object_new_object ();
+      const char *text;
+      json_object_object_add (cache, "ino", json_object_new_int64 ((int64_t) st.st_ino));
+      json_object_object_add (cache, "offset", json_object_new_int64 ((int64_t) folded));
+      json_object_object_add (cache, "rows", json_object_get (rows));
+      text = json_object_to_json_string_ext (cache, JSON_C_TO_STRING_PLAIN);
+      /* Best effort: without it the next fold only reads more.  */
+      if (text)
+        rt_write_file_atomic (cache_path, text, strlen (text), 0644, NULL);
+    }
+  *out = rows;
+  return 0;
+}
+
+static int64_t
+get_i64 (json_object *o, const char *key)
+{
+  json_object *v;
+  return json_object_object_get_ex (o, key, &v) ? json_object_get_int64 (v) : 0;
+}
+
+static json_object *
+money (int64_t micros)
+{
+  char s[32];
+  snprintf (s, sizeof s, "%" PRId64 ".%06" PRId64, micros / 1000000, micros % 1000000);
+  return json_object_new_string (s);
+}
+
+int
+rt_usage_json (rt_context *ctx, char **json, rt_error **err)
+{
+  cleanup_json json_object *rows = NULL, *out = json_object_new_object (), *list = json_object_new_array ();
+  cleanup_json json_object *all = NULL, *known = json_object_new_object ();
+  int64_t total = 0, left_us = 0;
+  size_t n;
+  int ret;
+
+  rt_store_reap (ctx);
+  ret = rt_ledger_fold (ctx, &rows, err);
+  if (ret == 0)
+    ret = rt_store_list (ctx, true, &all, err);
+  if (ret < 0)
+    return ret;
+  /* One listing of the store, not one lookup per row.  */
+  for (size_t i = 0; i < json_object_array_length (all); i++)
+    {
+      json_object *sb = json_object_array_get_idx (all, i);
+      if (rt_json_str (sb, "id"))
+        json_object_object_add (known, rt_json_str (sb, "id"), json_object_get (sb));
+    }
+  n = json_object_array_length (rows);
+  for (size_t i = 0; i < n; i++)
+    {
+      json_object *o = json_object_array_get_idx (rows, i);
+      total += get_i64 (o, "micros");
+    }
+  /* Newest first, at most 100.  */
+  for (size_t k = 0; k < n && k < MAX_ROWS; k++)
+    {
+      json_object *o = json_object_array_get_idx (rows, n - 1 - k), *row = json_object_new_object ();
+      json_object *rec;
+      const char *state = rt_json_str (o, "state");
+      char num[32];
+      /* A monitor that died wrote no last line: the store knows better.  */
+      if (json_object_object_get_ex (known, rt_json_str (o, "id"), &rec) && rt_json_str (rec, "state"))
+        state = rt_json_str (rec, "state");
+      json_object_object_add (row, "resource_id", json_object_new_string (rt_json_str (o, "id")));
+      json_object_object_add (row, "name", rt_json_str (o, "name") ? json_object_new_string (rt_json_str (o, "name")) : NULL);
+      json_object_object_add (row, "kind", json_object_new_string ("sandbox"));
+      json_object_object_add (row, "state", json_object_new_string (state ? state : "unknown"));
+      json_object_object_add (row, "funding", json_object_new_string (rt_json_str (o, "funding") ? rt_json_str (o, "funding") : "paid"));
+      json_object_object_add (row, "created_at", json_object_new_string (rt_json_str (o, "createdAt") ? rt_json_str (o, "createdAt") : ""));
+      json_object_object_add (row, "vcpu", json_object_new_int64 (get_i64 (o, "vcpu")));
+      json_object_object_add (row, "memory_mib", json_object_new_int64 (get_i64 (o, "memoryMiB")));
+      snprintf (num, sizeof num, "%.3f", get_i64 (o, "runningUs") / 1e6);
+      json_object_object_add (row, "running_seconds", json_object_new_double_s (get_i64 (o, "runningUs") / 1e6, num));
+      snprintf (num, sizeof num, "%.3f", get_i64 (o, "cpuUs") / 1e6);
+      json_object_object_add (row, "active_cpu_seconds", json_object_new_double_s (get_i64 (o, "cpuUs") / 1e6, num));
+      snprintf (num, sizeof num, "%.3f", get_i64 (o, "memoryMiB") / 1024.0 * (get_i64 (o, "runningUs") / 1e6));
+      json_object_object_add (row, "memory_gib_seconds", json_object_new_double_s (get_i64 (o, "memoryMiB") / 1024.0 * (get_i64 (o, "runningUs") / 1e6), num));
+      json_object_object_add (row, "charged_usd", money (get_i64 (o, "micros")));
+      json_object_array_add (list, row);
+    }
+  ret = rt_trial_left (ctx, &left_us, NULL, err);
+  if (ret < 0)
+    return ret;
+  {
+    char hours[32];
+    snprintf (hours, sizeof hours, "%.6f", left_us / 3.6e9);
+    json_object_object_add (out, "trial_hours_left", json_object_new_double_s (left_us / 3.6e9, hours));
+  }
+  json_object_object_add (out, "charged_micros", json_object_new_int64 (total));
+  json_object_object_add (out, "charged_usd", money (total));
+  json_object_object_add (out, "sandboxes", json_object_get (list));
+  *json = strdup (json_object_to_json_string_ext (out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return *json ? 0 : rt_error_oom (err);
+}

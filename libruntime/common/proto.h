@@ -1,0 +1,115 @@
+/* proto.h - the framed protocol between the host and the guest agent.
+ *
+ * Shared, unchanged, by the agent (images/agent) and the host side
+ * (libruntime/vmm/channel.c).  The guest is hostile: every length and type read
+ * from the wire is checked here before anything else looks at it.
+ *
+ * A frame is a 12-byte header followed by `len` payload bytes:
+ *
+ *   u32 len     payload length, little endian, <= RT_FRAME_MAX_PAYLOAD
+ *   u32 stream  0 for the connection itself, else one command's stream
+ *   u8  type    enum rt_frame_type
+ *   u8  flags   0
+ *   u16 zero    0
+ *
+ * Control payloads are JSON objects (json-c); data payloads are raw bytes.
+ *
+ *   HELLO     both ways, stream 0   {"version":1,"agent":"…"} — the guest
+ *                                   sends it each time the host connects;
+ *                                   the host's may carry "trust": a PEM
+ *                                   certificate (the egress CA of a sandbox
+ *                                   with secrets) for the guest to trust
+ *   EXEC      host→guest            {"argv":[…],"env":["K=V"…],"cwd":"/workspace",
+ *                                    "user":"runtime"|"root","timeoutMs":N,
+ *                                    "stdin":bool} — opens `stream`
+ *   STDIN     host→guest, raw       an empty payload closes the command's stdin
+ *   STDOUT    guest→host, raw
+ *   STDERR    guest→host, raw
+ *   EXIT      guest→host            {"exitCode":N,"signal":N,"timedOut":bool,
+ *                                    "durationMs":N} — last frame of a stream
+ *   SIGNAL    host→guest            {"signal":N} to the command's process group
+ *   ERROR     guest→host            {"code":"…","message":"…"} — the request
+ *                                   was refused; last frame of that stream
+ *                                   (stream 0: the connection's own error)
+ *   WINDOW    both ways, 4 bytes    u32 LE: bytes consumed since the last
+ *                                   WINDOW.  host→guest: output the host
+ *                                   consumed; the guest may have at most
+ *                                   RT_WINDOW_INITIAL unacknowledged bytes of
+ *                                   STDOUT+STDERR payload in flight per
+ *                                   stream.  guest→host: stdin the command
+ *                                   took; the host likewise keeps at most
+ *                                   RT_WINDOW_INITIAL bytes of STDIN in flight
+ *   SHUTDOWN  host→guest, stream 0  sync the disks and power off
+ */
+#ifndef RT_PROTO_H
+#define RT_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RT_PROTO_VERSION 1
+#define RT_CHANNEL_NAME "runtime.agent"
+#define RT_FRAME_HEADER 12
+#define RT_FRAME_MAX_PAYLOAD (256u * 1024u)
+#define RT_WINDOW_INITIAL (1024u * 1024u)
+
+/* Where the guest keeps a HELLO's "trust" certificate, and the bundle it
+   is added to (Debian's, which OpenSSL, curl and git read).  */
+#define RT_GUEST_CA_FILE "/usr/local/share/ca-certificates/runtime-egress.crt"
+#define RT_GUEST_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+
+enum rt_frame_type
+{
+  RT_FRAME_HELLO = 1,
+  RT_FRAME_EXEC = 2,
+  RT_FRAME_STDIN = 3,
+  RT_FRAME_STDOUT = 4,
+  RT_FRAME_STDERR = 5,
+  RT_FRAME_EXIT = 6,
+  RT_FRAME_SIGNAL = 7,
+  RT_FRAME_ERROR = 8,
+  RT_FRAME_WINDOW = 9,
+  RT_FRAME_SHUTDOWN = 10,
+  RT_FRAME_TYPE_MAX = RT_FRAME_SHUTDOWN
+};
+
+struct rt_frame_header
+{
+  uint32_t len;
+  uint32_t stream;
+  uint8_t type;
+};
+
+/* Writes the 12-byte header for a frame.  */
+void rt_frame_encode_header (uint8_t out[RT_FRAME_HEADER], uint8_t type, uint32_t stream, uint32_t len);
+
+/* Checks and decodes a header.  Return: 0; -EMSGSIZE for a payload over
+   RT_FRAME_MAX_PAYLOAD; -EPROTO for an unknown type or non-zero reserved
+   bytes.  */
+int rt_frame_decode_header (const uint8_t in[RT_FRAME_HEADER], struct rt_frame_header *h);
+
+/* Incremental reader: read() into rt_frame_reader_space(), then
+   rt_frame_reader_filled(), then take frames with rt_frame_reader_next()
+   until it returns 0.  Holds at most one whole frame plus a header.  */
+struct rt_frame_reader
+{
+  size_t fill;   /* bytes in buf */
+  size_t start;  /* first byte not yet handed out */
+  uint8_t buf[2 * (RT_FRAME_HEADER + RT_FRAME_MAX_PAYLOAD)];
+};
+
+void rt_frame_reader_init (struct rt_frame_reader *r);
+/* Where the next read() may write, and how much.  Never 0 while a frame is
+   incomplete.  */
+uint8_t *rt_frame_reader_space (struct rt_frame_reader *r, size_t *avail);
+void rt_frame_reader_filled (struct rt_frame_reader *r, size_t n);
+/* Return: 1 and a frame (payload valid until the next call), 0 when more
+   bytes are needed, or a negative errno (see rt_frame_decode_header): the
+   stream is then unusable.  */
+int rt_frame_reader_next (struct rt_frame_reader *r, struct rt_frame_header *h, const uint8_t **payload);
+
+/* WINDOW payload helpers.  */
+void rt_put_u32 (uint8_t out[4], uint32_t v);
+uint32_t rt_get_u32 (const uint8_t in[4]);
+
+#endif

@@ -1,0 +1,434 @@
+/* util.c - small file, process and time helpers.  */
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <ftw.h>
+#include <sys/file.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "common/util.h"
+
+char *
+rt_strdup_printf (const char *fmt, ...)
+{
+  va_list ap;
+  char *s = NULL;
+
+  va_start (ap, fmt);
+  if (vasprintf (&s, fmt, ap) < 0)
+    s = NULL;
+  va_end (ap);
+  return s;
+}
+
+int
+rt_write_all (int fd, const void *buf, size_t len)
+{
+  const char *p = buf;
+
+  while (len > 0)
+    {
+      ssize_t n = write (fd, p, len);
+      if (n < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          if (errno == EAGAIN)
+            {
+              struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+              poll (&pfd, 1, -1);
+              continue;
+            }
+          return -errno;
+        }
+      p += n;
+      len -= n;
+    }
+  return 0;
+}
+
+int
+rt_read_file (const char *path, char **out, size_t *len, rt_error **err)
+{
+  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
+  cleanup_free char *buf = NULL;
+  size_t size = 0, alloc = 0;
+
+  if (fd < 0)
+    return rt_error_set (err, errno, errno == ENOENT ? "file_not_found" : "internal", "cannot open '%s': %s", path,
+                         strerror (errno));
+  for (;;)
+    {
+      ssize_t n;
+      if (alloc - size < 4096)
+        {
+          char *nb;
+          alloc = alloc ? alloc * 2 : 8192;
+          nb = realloc (buf, alloc);
+          if (nb == NULL)
+            return rt_error_oom (err);
+          buf = nb;
+        }
+      n = read (fd, buf + size, alloc - size - 1);
+      if (n < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          return rt_error_set (err, errno, "internal", "cannot read '%s': %s", path, strerror (errno));
+        }
+      if (n == 0)
+        break;
+      size += n;
+    }
+  buf[size] = '\0';
+  if (len)
+    *len = size;
+  *out = steal_pointer (&buf);
+  return 0;
+}
+
+int
+rt_write_file_atomic (const char *path, const void *data, size_t len, mode_t mode, rt_error **err)
+{
+  cleanup_free char *tmp = rt_strdup_printf ("%s.tmp.%d", path, (int) getpid ());
+  cleanup_close int fd = -1;
+  int ret;
+
+  if (tmp == NULL)
+    return rt_error_oom (err);
+  fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0)
+    return rt_error_set (err, errno, "internal", "cannot create '%s': %s", tmp, strerror (errno));
+  ret = rt_write_all (fd, data, len);
+  if (ret == 0 && fsync (fd) < 0)
+    ret = -errno;
+  if (ret == 0 && rename (tmp, path) < 0)
+    ret = -errno;
+  if (ret < 0)
+    {
+      unlink (tmp);
+      return rt_error_set (err, -ret, "internal", "cannot write '%s': %s", path, strerror (-ret));
+    }
+  return 0;
+}
+
+int
+rt_mkdir_p (const char *path, mode_t mode, rt_error **err)
+{
+  cleanup_free char *copy = strdup (path);
+  char *p;
+
+  if (copy == NULL)
+    return rt_error_oom (err);
+  for (p = copy + 1; *p; p++)
+    if (*p == '/')
+      {
+        *p = '\0';
+        if (mkdir (copy, mode) < 0 && errno != EEXIST)
+          return rt_error_set (err, errno, "internal", "cannot create directory '%s': %s", copy, strerror (errno));
+        *p = '/';
+      }
+  if (mkdir (copy, mode) < 0 && errno != EEXIST)
+    return rt_error_set (err, errno, "internal", "cannot create directory '%s': %s", copy, strerror (errno));
+  return 0;
+}
+
+static int
+rm_one (const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+  (void) st;
+  (void) ftw;
+  if (flag == FTW_DP)
+    return rmdir (path) < 0 && errno != ENOENT ? -1 : 0;
+  return unlink (path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int
+rt_rm_rf (const char *path, rt_error **err)
+{
+  struct stat st;
+
+  if (lstat (path, &st) < 0)
+    return errno == ENOENT ? 0 : rt_error_set (err, errno, "internal", "cannot stat '%s': %s", path, strerror (errno));
+  if (nftw (path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0)
+    return rt_error_set (err, errno, "cleanup_failed", "cannot remove '%s': %s", path, strerror (errno));
+  return 0;
+}
+
+char *
+rt_find_program (const char *name)
+{
+  const char *path = getenv ("PATH");
+  cleanup_free char *copy = NULL;
+  char *save = NULL, *dir;
+
+  if (strchr (name, '/'))
+    return access (name, X_OK) == 0 ? strdup (name) : NULL;
+  copy = strdup (path && *path ? path : "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin");
+  if (copy == NULL)
+    return NULL;
+  for (dir = strtok_r (copy, ":", &save); dir; dir = strtok_r (NULL, ":", &save))
+    {
+      char *full = rt_strdup_printf ("%s/%s", dir, name);
+      if (full && access (full, X_OK) == 0)
+        return full;
+      free (full);
+    }
+  /* root's PATH on Debian may lack the sbin dirs where mkfs lives.  */
+  for (const char *const *d = (const char *const[]){ "/usr/sbin", "/sbin", NULL }; *d; d++)
+    {
+      char *full = rt_strdup_printf ("%s/%s", *d, name);
+      if (full && access (full, X_OK) == 0)
+        return full;
+      free (full);
+    }
+  return NULL;
+}
+
+uint64_t
+rt_now_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int
+rt_run_capture (char *const argv[], char **output, rt_error **err)
+{
+  int pipefd[2];
+  pid_t pid;
+  int status;
+  cleanup_free char *buf = NULL;
+  size_t size = 0, alloc = 0;
+
+  if (pipe2 (pipefd, O_CLOEXEC) < 0)
+    return rt_error_set (err, errno, "internal", "pipe: %s", strerror (errno));
+  pid = fork ();
+  if (pid < 0)
+    {
+      close (pipefd[0]);
+      close (pipefd[1]);
+      return rt_error_set (err, errno, "internal", "fork: %s", strerror (errno));
+    }
+  if (pid == 0)
+    {
+      int devnull = open ("/dev/null", O_RDONLY);
+      if (devnull >= 0)
+        dup2 (devnull, 0);
+      dup2 (pipefd[1], 1);
+      dup2 (pipefd[1], 2);
+      execvp (argv[0], argv);
+      dprintf (2, "cannot run %s: %s\n", argv[0], strerror (errno));
+      _exit (127);
+    }
+  close (pipefd[1]);
+  for (;;)
+    {
+      ssize_t n;
+      if (alloc - size < 4096)
+        {
+          char *nb;
+          alloc = alloc ? alloc * 2 : 8192;
+          nb = realloc (buf, alloc);
+          if (nb == NULL)
+            break;
+          buf = nb;
+        }
+      n = read (pipefd[0], buf + size, alloc - size - 1);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      size += n;
+    }
+  close (pipefd[0]);
+  if (buf)
+    buf[size] = '\0';
+  while (waitpid (pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return rt_error_set (err, errno, "internal", "waitpid: %s", strerror (errno));
+  if (output)
+    *output = buf ? steal_pointer (&buf) : strdup ("");
+  if (WIFEXITED (status))
+    return WEXITSTATUS (status);
+  return 128 + WTERMSIG (status);
+}
+
+char *
+rt_file_tail (const char *path, int lines)
+{
+  cleanup_free char *data = NULL;
+  cleanup_error rt_error *err = NULL;
+  size_t len = 0;
+  char *p;
+  int seen = 0;
+
+  if (rt_read_file (path, &data, &len, &err) < 0)
+    return strdup ("");
+  while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r'))
+    data[--len] = '\0';
+  for (p = data + len; p > data; p--)
+    if (p[-1] == '\n' && ++seen == lines)
+      break;
+  /* Strip carriage returns the serial console adds.  */
+  {
+    char *out = strdup (p), *w = out;
+    if (out == NULL)
+      return NULL;
+    for (const char *r = out; *r; r++)
+      if (*r != '\r')
+        *w++ = *r;
+    *w = '\0';
+    return out;
+  }
+}
+
+int
+rt_sha256_file (const char *path, char out[65], rt_error **err)
+{
+  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdlen = 0;
+  char buf[65536];
+  EVP_MD_CTX *ctx;
+  ssize_t n;
+
+  if (fd < 0)
+    return rt_error_set (err, errno, "file_not_found", "cannot open '%s': %s", path, strerror (errno));
+  ctx = EVP_MD_CTX_new ();
+  if (ctx == NULL || EVP_DigestInit_ex (ctx, EVP_sha256 (), NULL) != 1)
+    {
+      EVP_MD_CTX_free (ctx);
+      return rt_error_set (err, EIO, "internal", "cannot start SHA-256");
+    }
+  while ((n = read (fd, buf, sizeof (buf))) > 0)
+    EVP_DigestUpdate (ctx, buf, n);
+  EVP_DigestFinal_ex (ctx, md, &mdlen);
+  EVP_MD_CTX_free (ctx);
+  if (n < 0)
+    return rt_error_set (err, errno, "internal", "cannot read '%s': %s", path, strerror (errno));
+  for (unsigned int i = 0; i < mdlen; i++)
+    sprintf (out + 2 * i, "%02x", md[i]);
+  out[64] = '\0';
+  return 0;
+}
+
+unsigned long long
+rt_proc_starttime (pid_t pid)
+{
+  char path[64], buf[1024];
+  cleanup_close int fd = -1;
+  unsigned long long start = 0;
+  const char *p;
+  ssize_t n;
+  int field;
+
+  snprintf (path, sizeof (path), "/proc/%d/stat", (int) pid);
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  n = read (fd, buf, sizeof (buf) - 1);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  /* The command name may hold spaces and parentheses: count from the last ')'.  */
+  p = strrchr (buf, ')');
+  if (p == NULL)
+    return 0;
+  /* A zombie has exited: it is only waiting for its parent (for a
+     double-forked monitor, init) to reap it.  */
+  if (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
+    return 0;
+  for (field = 2; *p && field < 22; p++)
+    if (*p == ' ')
+      field++;
+  if (sscanf (p, "%llu", &start) != 1)
+    return 0;
+  return start;
+}
+
+int
+rt_lock_file (const char *path, int *out, rt_error **err)
+{
+  cleanup_close int fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+  if (fd < 0)
+    return rt_error_set (err, errno, "internal", "cannot open '%s': %s", path, strerror (errno));
+  while (flock (fd, LOCK_EX) < 0)
+    if (errno != EINTR)
+      return rt_error_set (err, errno, "internal", "cannot lock '%s': %s", path, strerror (errno));
+  *out = steal_fd (&fd);
+  return 0;
+}
+
+int
+rt_lock_dir (const char *dir, int *out, rt_error **err)
+{
+  cleanup_free char *path = rt_strdup_printf ("%s/.lock", dir);
+  int ret;
+
+  if (path == NULL)
+    return rt_error_oom (err);
+  ret = rt_mkdir_p (dir, 0755, err);
+  if (ret < 0)
+    return ret;
+  return rt_lock_file (path, out, err);
+}
+
+void
+rt_remove_matching (const char *dir, const char *pattern)
+{
+  cleanup_dir DIR *d = opendir (dir);
+  struct dirent *de;
+
+  if (d == NULL)
+    return;
+  while ((de = readdir (d)))
+    if (fnmatch (pattern, de->d_name, 0) == 0)
+      {
+        cleanup_free char *p = rt_strdup_printf ("%s/%s", dir, de->d_name);
+        if (p)
+          rt_rm_rf (p, NULL);
+      }
+}
+
+const char *
+rt_json_str (json_object *o, const char *key)
+{
+  json_object *v;
+  if (o && json_object_object_get_ex (o, key, &v) && json_object_is_type (v, json_type_string))
+    return json_object_get_string (v);
+  return NULL;
+}
+
+bool
+rt_env_name_valid (const char *s, size_t len)
+{
+  if (len == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
+    return false;
+  for (size_t i = 1; i < len; i++)
+    if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+      return false;
+  return true;
+}
+
+int
+rt_error_from_json (json_object *o, rt_error **err)
+{
+  json_object *e, *code, *msg, *hint;
+
+  if (o == NULL || !json_object_object_get_ex (o, "error", &e) || !json_object_object_get_ex (e, "code", &code)
+      || !json_object_object_get_ex (e, "message", &msg))
+    return 0;
+  rt_error_set (err, EIO, json_object_get_string (code), "%s", json_object_get_string (msg));
+  if (json_object_object_get_ex (e, "hint", &hint) && hint)
+    rt_error_hint (err, "%s", json_object_get_string (hint));
+  return -EIO;
+}

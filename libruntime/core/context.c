@@ -1,0 +1,134 @@
+/* context.c - directories, options and progress: everything the library
+   would otherwise keep in globals.  */
+#include <stdarg.h>
+#include <string.h>
+
+#include "config.h"
+#include "core/context.h"
+
+const char *
+rt_version (void)
+{
+  return RT_VERSION;
+}
+
+/* $env, else the root default, else $xdg/runtime (or ~/fallback/runtime).  */
+static char *
+pick_dir (const char *env, const char *root_default, const char *xdg, const char *home_fallback)
+{
+  const char *v = getenv (env);
+  const char *home;
+
+  if (v && *v)
+    return strdup (v);
+  if (geteuid () == 0)
+    return strdup (root_default);
+  v = getenv (xdg);
+  if (v && *v)
+    return rt_strdup_printf ("%s/runtime", v);
+  home = getenv ("HOME");
+  return rt_strdup_printf ("%s/%s/runtime", home ? home : "/tmp", home_fallback);
+}
+
+static char *
+env_dup (const char *name)
+{
+  const char *v = getenv (name);
+  return v && *v ? strdup (v) : NULL;
+}
+
+int
+rt_context_new (rt_context **out, rt_error **err)
+{
+  rt_context *ctx = calloc (1, sizeof (*ctx));
+  const char *v;
+
+  if (ctx == NULL)
+    return rt_error_oom (err);
+  ctx->state_dir = pick_dir ("RUNTIME_STATE_DIR", "/run/runtime", "XDG_RUNTIME_DIR", ".cache/run");
+  ctx->data_dir = pick_dir ("RUNTIME_DATA_DIR", "/var/lib/runtime", "XDG_DATA_HOME", ".local/share");
+  ctx->cache_dir = pick_dir ("RUNTIME_CACHE_DIR", "/var/cache/runtime", "XDG_CACHE_HOME", ".cache");
+  v = getenv ("RUNTIME_LIBEXEC_DIR");
+  ctx->libexec_dir = strdup (v && *v ? v : RT_LIBEXECDIR);
+  v = getenv ("RUNTIME_AGENT");
+  ctx->agent = v && *v ? strdup (v) : rt_strdup_printf ("%s/runtime-agent", ctx->libexec_dir);
+  ctx->kernel_deb = env_dup ("RUNTIME_KERNEL");
+  ctx->accel_env = env_dup ("RUNTIME_ACCEL");
+  v = getenv ("RUNTIME_QEMU");
+  ctx->qemu = rt_find_program (v && *v ? v : "qemu-system-x86_64");
+  if (ctx->state_dir == NULL || ctx->data_dir == NULL || ctx->cache_dir == NULL || ctx->libexec_dir == NULL
+      || ctx->agent == NULL)
+    {
+      rt_context_free (ctx);
+      return rt_error_oom (err);
+    }
+  *out = ctx;
+  return 0;
+}
+
+void
+rt_context_free (rt_context *ctx)
+{
+  if (ctx == NULL)
+    return;
+  free (ctx->state_dir);
+  free (ctx->data_dir);
+  free (ctx->cache_dir);
+  free (ctx->libexec_dir);
+  free (ctx->agent);
+  free (ctx->qemu);
+  free (ctx->kernel_deb);
+  free (ctx->accel_env);
+  free (ctx);
+}
+
+void
+rt_context_set_progress (rt_context *ctx, rt_progress_fn fn, void *data)
+{
+  ctx->progress = fn;
+  ctx->progress_data = data;
+}
+
+void
+rt_progress (rt_context *ctx, const char *fmt, ...)
+{
+  va_list ap;
+  char *line = NULL;
+
+  if (ctx->progress == NULL)
+    return;
+  va_start (ap, fmt);
+  if (vasprintf (&line, fmt, ap) < 0)
+    line = NULL;
+  va_end (ap);
+  if (line)
+    ctx->progress (ctx->progress_data, line);
+  free (line);
+}
+
+unsigned long
+rt_host_tsc_khz (void)
+{
+  cleanup_file FILE *f = NULL;
+  char line[256];
+  unsigned long khz = 0;
+  double mhz;
+
+  /* Kernels with the tsc_freq_khz patch export the exact value.  */
+  f = fopen ("/sys/devices/system/cpu/cpu0/tsc_freq_khz", "re");
+  if (f && fscanf (f, "%lu", &khz) == 1 && khz > 0)
+    return khz;
+  if (f)
+    fclose (steal_pointer (&f));
+  f = fopen ("/proc/cpuinfo", "re");
+  if (f == NULL)
+    return 0;
+  while (fgets (line, sizeof (line), f))
+    if (strncmp (line, "cpu MHz", 7) == 0)
+      {
+        const char *colon = strchr (line, ':');
+        if (colon && sscanf (colon + 1, "%lf", &mhz) == 1 && mhz > 0)
+          return (unsigned long) (mhz * 1000.0 + 0.5);
+      }
+  return 0;
+}

@@ -1,0 +1,407 @@
+/* client.c - the client of a monitor's api.sock, with libcurl.  */
+#include <curl/curl.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+
+#include "monitor/client.h"
+
+#define KILL_GRACE_MS 5000
+#define CALL_TIMEOUT_MS 60000
+
+struct body
+{
+  char *buf;
+  size_t len;
+};
+
+static size_t
+collect (char *ptr, size_t size, size_t nmemb, void *data)
+{
+  struct body *b = data;
+  size_t n = size * nmemb;
+  char *nb = realloc (b->buf, b->len + n + 1);
+
+  if (nb == NULL)
+    return 0;
+  b->buf = nb;
+  memcpy (b->buf + b->len, ptr, n);
+  b->len += n;
+  b->buf[b->len] = '\0';
+  return n;
+}
+
+/* An {"error":{…}} reply becomes the caller's rt_error, code and all.  */
+static int
+error_from_json (json_object *o, long status, rt_error **err)
+{
+  if (rt_error_from_json (o, err) < 0)
+    return -EIO;
+  return rt_error_set (err, EIO, "internal", "the sandbox's monitor answered HTTP %ld", status);
+}
+
+static CURL *
+easy_for (const char *sock, const char *id, const char *verb, rt_error **err)
+{
+  CURL *c = curl_easy_init ();
+  /* "/network" names a sub-resource, anything else a :verb.  */
+  cleanup_free char *url = rt_strdup_printf ("http://localhost/v1/sandboxes/%s%s%s", id,
+                                             verb && *verb != '/' ? ":" : "", verb ? verb : "");
+  if (c == NULL || url == NULL)
+    {
+      if (c)
+        curl_easy_cleanup (c);
+      rt_error_oom (err);
+      return NULL;
+    }
+  curl_easy_setopt (c, CURLOPT_UNIX_SOCKET_PATH, sock);
+  curl_easy_setopt (c, CURLOPT_URL, url);
+  curl_easy_setopt (c, CURLOPT_NOSIGNAL, 1L);
+  return c;
+}
+
+static int
+curl_failed (CURLcode rc, rt_error **err)
+{
+  rt_error_set (err, EIO, "sandbox_not_ready", "cannot reach the sandbox's monitor: %s", curl_easy_strerror (rc));
+  return rt_error_hint (err, "it may have stopped: runtime sandbox get shows its state");
+}
+
+int
+rt_api_call (const char *sock, const char *id, const char *verb, json_object *body, json_object **reply,
+             rt_error **err)
+{
+  CURL *c = easy_for (sock, id, verb, err);
+  struct curl_slist *hdrs = NULL;
+  struct body resp = { 0 };
+  const char *payload = NULL;
+  long status = 0;
+  CURLcode rc;
+  json_object *o = NULL;
+  int ret = 0;
+
+  if (c == NULL)
+    return -ENOMEM;
+  curl_easy_setopt (c, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt (c, CURLOPT_WRITEDATA, &resp);
+  curl_easy_setopt (c, CURLOPT_TIMEOUT_MS, (long) CALL_TIMEOUT_MS);
+  /* A sub-resource without a body is a GET.  */
+  if (verb && !(*verb == '/' && body == NULL))
+    {
+      payload = body ? json_object_to_json_string_ext (body, JSON_C_TO_STRING_PLAIN) : "{}";
+      hdrs = curl_slist_append (hdrs, "Content-Type: application/json");
+      hdrs = curl_slist_append (hdrs, "Expect:");
+      curl_easy_setopt (c, CURLOPT_HTTPHEADER, hdrs);
+      curl_easy_setopt (c, CURLOPT_POSTFIELDS, payload);
+      if (*verb == '/')
+        curl_easy_setopt (c, CURLOPT_CUSTOMREQUEST, "PUT");
+    }
+  rc = curl_easy_perform (c);
+  curl_easy_getinfo (c, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_cleanup (c);
+  curl_slist_free_all (hdrs);
+  if (rc != CURLE_OK)
+    {
+      free (resp.buf);
+      return curl_failed (rc, err);
+    }
+  o = resp.buf ? json_tokener_parse (resp.buf) : NULL;
+  free (resp.buf);
+  if (status >= 400)
+    ret = error_from_json (o, status, err);
+  else if (o == NULL)
+    ret = rt_error_set (err, EIO, "internal", "the sandbox's monitor sent no JSON");
+  if (ret == 0 && reply)
+    *reply = json_object_get (o);
+  json_object_put (o);
+  return ret;
+}
+
+struct exec_stream
+{
+  const rt_exec_opts *opts;
+  rt_exec_result *res;
+  rt_error **err;
+  char *line;
+  size_t len, alloc;
+  int64_t exec_id;
+  bool ended, output_failed;
+  long status;
+  struct body error_body;
+};
+
+static int
+handle_event (struct exec_stream *s, json_object *ev)
+{
+  json_object *v;
+  const char *type = json_object_object_get_ex (ev, "type", &v) ? json_object_get_string (v) : "";
+
+  if (strcmp (type, "start") == 0)
+    s->exec_id = json_object_object_get_ex (ev, "execId", &v) ? json_object_get_int64 (v) : 0;
+  else if (strcmp (type, "stdout") == 0 || strcmp (type, "stderr") == 0)
+    {
+      const char *b64 = json_object_object_get_ex (ev, "data", &v) ? json_object_get_string (v) : NULL;
+      size_t n = b64 ? strlen (b64) : 0;
+      unsigned char *data;
+      int len;
+
+      if (n == 0 || n % 4 != 0 || s->output_failed)
+        return 0;
+      data = malloc (n / 4 * 3 + 1);
+      if (data == NULL)
+        return -1;
+      len = EVP_DecodeBlock (data, (const unsigned char *) b64, (int) n);
+      if (len >= 0)
+        len -= (b64[n - 1] == '=') + (b64[n - 2] == '=');
+      if (len > 0 && s->opts->on_output
+          && s->opts->on_output (s->opts->data, type[3] == 'o' ? 1 : 2, (const char *) data, len) < 0)
+        s->output_failed = true;
+      free (data);
+      /* Nobody can read the output any more: dropping the connection makes
+         the monitor kill the command.  */
+      if (s->output_failed)
+        return -1;
+    }
+  else if (strcmp (type, "dropped") == 0)
+    {
+      char note[96];
+      int n = snprintf (note, sizeof (note), "runtime: %lld bytes of older output were dropped (1 MiB kept)\n",
+                        json_object_object_get_ex (ev, "bytes", &v) ? (long long) json_object_get_int64 (v) : 0LL);
+      if (s->opts->on_output)
+        s->opts->on_output (s->opts->data, 2, note, n);
+    }
+  else if (strcmp (type, "exit") == 0)
+    {
+      s->res->exit_code = json_object_object_get_ex (ev, "exitCode", &v) ? json_object_get_int (v) : 255;
+      s->res->signal = json_object_object_get_ex (ev, "signal", &v) ? json_object_get_int (v) : 0;
+      s->res->timed_out = json_object_object_get_ex (ev, "timedOut", &v) && json_object_get_boolean (v);
+      s->res->duration_ms = json_object_object_get_ex (ev, "durationMs", &v) ? json_object_get_int64 (v) : 0;
+      if (s->res->exit_code < 0 || s->res->exit_code > 255)
+        s->res->exit_code = 255;
+      if (s->res->timed_out)
+        s->res->exit_code = 124;
+      s->ended = true;
+    }
+  else if (strcmp (type, "error") == 0)
+    {
+      error_from_json (ev, 500, s->err);
+      s->ended = true;
+    }
+  return 0;
+}
+
+/* Output lines come in the exact shape the monitor writes them
+   ({"type":"stdout","data":"BASE64"}): decoded straight from the buffer,
+   since json-c would copy and scan each 87 KB string.  Anything else goes
+   through json-c.  Return: whether the line was handled.  */
+static bool
+fast_output (struct exec_stream *s, const char *line, size_t len, int *ret)
+{
+  static const char pre_out[] = "{\"type\":\"stdout\",\"data\":\"", pre_err[] = "{\"type\":\"stderr\",\"data\":\"";
+  const size_t pre = sizeof (pre_out) - 1;
+  const char *b64;
+  size_t n;
+  unsigned char *data;
+  int stream, dlen;
+
+  if (len < pre + 2 || memcmp (line + len - 2, "\"}", 2) != 0)
+    return false;
+  if (memcmp (line, pre_out, pre) == 0)
+    stream = 1;
+  else if (memcmp (line, pre_err, pre) == 0)
+    stream = 2;
+  else
+    return false;
+  b64 = line + pre;
+  n = len - pre - 2;
+  if (n % 4 != 0 || memchr (b64, '"', n) || memchr (b64, '\\', n))
+    return false;
+  *ret = 0;
+  if (n == 0 || s->output_failed)
+    return true;
+  data = malloc (n / 4 * 3 + 1);
+  if (data == NULL)
+    {
+      *ret = -1;
+      return true;
+    }
+  dlen = EVP_DecodeBlock (data, (const unsigned char *) b64, (int) n);
+  if (dlen >= 0)
+    dlen -= (b64[n - 1] == '=') + (b64[n - 2] == '=');
+  if (dlen > 0 && s->opts->on_output && s->opts->on_output (s->opts->data, stream, (const char *) data, dlen) < 0)
+    s->output_failed = true;
+  free (data);
+  if (s->output_failed)
+    *ret = -1;
+  return true;
+}
+
+static size_t
+on_stream (char *ptr, size_t size, size_t nmemb, void *data)
+{
+  struct exec_stream *s = data;
+  size_t n = size * nmemb;
+  char *nl;
+
+  if (s->status >= 400)
+    return collect (ptr, size, nmemb, &s->error_body);
+  if (s->len + n + 1 > s->alloc)
+    {
+      size_t alloc = s->alloc ? s->alloc : 65536;
+      char *nb;
+      while (alloc < s->len + n + 1)
+        alloc *= 2;
+      nb = realloc (s->line, alloc);
+      if (nb == NULL)
+        return 0;
+      s->line = nb;
+      s->alloc = alloc;
+    }
+  memcpy (s->line + s->len, ptr, n);
+  s->len += n;
+  s->line[s->len] = '\0';
+  while ((nl = memchr (s->line, '\n', s->len)))
+    {
+      size_t used = nl - s->line + 1;
+      json_object *ev;
+      int ret = 0;
+      *nl = '\0';
+      if (fast_output (s, s->line, nl - s->line, &ret))
+        ;
+      else if ((ev = json_tokener_parse (s->line)))
+        {
+          ret = handle_event (s, ev);
+          json_object_put (ev);
+        }
+      memmove (s->line, s->line + used, s->len - used);
+      s->len -= used;
+      if (ret < 0)
+        return 0;
+    }
+  return n;
+}
+
+static size_t
+on_header (char *buf, size_t size, size_t nitems, void *data)
+{
+  struct exec_stream *s = data;
+  long code;
+  if (nitems * size > 9 && strncmp (buf, "HTTP/1.", 7) == 0 && sscanf (buf + 9, "%ld", &code) == 1)
+    s->status = code;
+  return nitems * size;
+}
+
+static void
+send_signal (const char *sock, const char *id, int64_t exec_id, int sig)
+{
+  json_object *b = json_object_new_object ();
+  json_object_object_add (b, "execId", json_object_new_int64 (exec_id));
+  json_object_object_add (b, "signal", json_object_new_int (sig));
+  rt_api_call (sock, id, "signal", b, NULL, NULL);
+  json_object_put (b);
+}
+
+int
+rt_api_stream (const char *sock, const char *id, const char *verb, json_object *request, const rt_exec_opts *opts,
+               rt_exec_result *res, bool *ended, rt_error **err)
+{
+  struct exec_stream s = { .opts = opts, .res = res, .err = err };
+  struct curl_slist *hdrs = NULL;
+  CURL *c = easy_for (sock, id, verb, err);
+  CURLM *multi = NULL;
+  CURLMsg *msg;
+  CURLcode rc = CURLE_OK;
+  uint64_t kill_at = 0;
+  bool cancelled = false, term_sent = false;
+  int running = 1, left, ret = 0;
+
+  memset (res, 0, sizeof (*res));
+  if (c == NULL)
+    return -ENOMEM;
+  hdrs = curl_slist_append (hdrs, "Content-Type: application/json");
+  hdrs = curl_slist_append (hdrs, "Expect:");
+  curl_easy_setopt (c, CURLOPT_HTTPHEADER, hdrs);
+  curl_easy_setopt (c, CURLOPT_POSTFIELDS, json_object_to_json_string_ext (request, JSON_C_TO_STRING_PLAIN));
+  curl_easy_setopt (c, CURLOPT_WRITEFUNCTION, on_stream);
+  curl_easy_setopt (c, CURLOPT_WRITEDATA, &s);
+  curl_easy_setopt (c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt (c, CURLOPT_HEADERDATA, &s);
+  multi = curl_multi_init ();
+  if (multi == NULL || curl_multi_add_handle (multi, c) != CURLM_OK)
+    {
+      ret = rt_error_oom (err);
+      goto out;
+    }
+  while (running)
+    {
+      struct curl_waitfd cancel = { .fd = opts->cancel_fd, .events = CURL_WAIT_POLLIN };
+      bool watch = opts->cancel_fd > 0 && !cancelled;
+      uint64_t now;
+      int timeout = 1000;
+
+      if (curl_multi_perform (multi, &running) != CURLM_OK || !running)
+        break;
+      now = rt_now_ms ();
+      if (kill_at)
+        timeout = kill_at > now ? (int) (kill_at - now) : 0;
+      else if (cancelled && !term_sent)
+        timeout = 50;
+      curl_multi_poll (multi, watch ? &cancel : NULL, watch ? 1 : 0, timeout, NULL);
+      now = rt_now_ms ();
+      if (watch && (cancel.revents & CURL_WAIT_POLLIN))
+        {
+          /* The caller was interrupted: SIGTERM first, SIGKILL after a
+             grace period, like a terminal would.  */
+          cancelled = true;
+          res->interrupted = true;
+        }
+      /* Before the start event there is no command to signal yet: the
+         SIGTERM waits for its id.  */
+      if (cancelled && !term_sent && s.exec_id > 0)
+        {
+          send_signal (sock, id, s.exec_id, SIGTERM);
+          term_sent = true;
+          kill_at = now + KILL_GRACE_MS;
+        }
+      if (kill_at && now >= kill_at)
+        {
+          if (s.exec_id > 0)
+            send_signal (sock, id, s.exec_id, SIGKILL);
+          kill_at = 0;
+        }
+    }
+  while ((msg = curl_multi_info_read (multi, &left)))
+    if (msg->msg == CURLMSG_DONE)
+      rc = msg->data.result;
+  if (s.status >= 400)
+    {
+      json_object *o = s.error_body.buf ? json_tokener_parse (s.error_body.buf) : NULL;
+      ret = error_from_json (o, s.status, err);
+      json_object_put (o);
+    }
+  else if (s.output_failed)
+    ret = rt_error_set (err, EPIPE, "internal", "the command's output could not be written");
+  else if (err && *err)
+    ret = -EIO;
+  else if (rc != CURLE_OK && !s.ended)
+    ret = curl_failed (rc, err);
+  else if (!s.ended && ended == NULL)
+    {
+      rt_error_set (err, EPIPE, "internal", "lost the sandbox before the command ended");
+      ret = rt_error_hint (err, "runtime sandbox get %s shows what happened", id);
+    }
+  if (ended)
+    *ended = s.ended;
+out:
+  if (multi)
+    {
+      curl_multi_remove_handle (multi, c);
+      curl_multi_cleanup (multi);
+    }
+  curl_easy_cleanup (c);
+  curl_slist_free_all (hdrs);
+  free (s.line);
+  free (s.error_body.buf);
+  return ret;
+}

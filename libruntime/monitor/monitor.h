@@ -1,0 +1,49 @@
+/* monitor.h - the per-sandbox monitor process (conmon-style).
+ *
+ * It owns the QEMU process, the agent channel and the sandbox's state dir,
+ * serves <dir>/api.sock (HTTP/1.1 + JSON, NDJSON for exec streams) to any
+ * number of clients at once, enforces the lease, and when the VM ends for
+ * any reason writes the sandbox's record and removes everything it made.
+ *
+ * API (all under /v1/sandboxes/{id}):
+ *   GET   ""         the state object (rt_sandbox_get_json's shape)
+ *   POST  ":exec"    {argv, env?, cwd?, user?, timeoutMs?, stdin? (base64)}
+ *                    → 200 NDJSON: {"type":"start","execId"}, {"type":"stdout"|
+ *                    "stderr","data":base64}…, then {"type":"exit",exitCode,
+ *                    signal,timedOut,durationMs} or {"type":"error","error"}
+ *   POST  ":signal"  {execId, signal}
+ *   POST  ":stop" | ":pause" | ":wake"   → the state object
+ *   POST  ":extend"  {seconds} → the state object
+ *   GET   "/network" the egress rules {internet, allow, deny}
+ *   PUT   "/network" replaces them, live → {internet, allow, deny, closed}
+ * Errors: HTTP 4xx/5xx with {"error":{code,message,hint}}.
+ */
+#ifndef RT_MONITOR_H
+#define RT_MONITOR_H
+
+#include "net/egress.h"
+#include "vmm/vm.h"
+
+struct rt_monitor_config
+{
+  const char *id;
+  const char *dir;
+  struct rt_vm_config vm;
+  char **env;            /* image env + the sandbox's --env, for every exec */
+  const char *workdir;
+  json_object *state;    /* the initial state object */
+  int64_t expires_ms;    /* lease end, epoch ms; 0: no lease */
+  unsigned timeout_s;
+  bool stop_on_timeout;
+  pid_t owner;           /* stop when this process exits; 0 for none */
+  bool no_wait;          /* report ready before the boot */
+  struct rt_egress_rules net; /* the egress rules at start */
+  const char *egress_log;     /* JSON lines, one per connection */
+  char **secret_env;          /* NAME=placeholder of its secrets, or NULL */
+};
+
+/* Starts the monitor (double fork, setsid) and waits until it reports the
+   sandbox ready (0) or its startup error (<0, @err set).  */
+int rt_monitor_spawn (rt_context *ctx, const struct rt_monitor_config *cfg, rt_error **err);
+
+#endif

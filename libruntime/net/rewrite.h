@@ -1,0 +1,60 @@
+/* rewrite.h - the requests a guest sends to a secret's host, framed and
+ * rewritten on their way out of the egress proxy.
+ *
+ * The stream is HTTP/1.x requests, one after another on a kept-alive
+ * connection.  Each request head is rewritten: every placeholder in the
+ * request line and the header lines becomes its value, and a secret with
+ * --header gets that header set (replacing what the guest sent).  Bodies,
+ * chunked or not, and everything after an Upgrade or CONNECT pass
+ * untouched.  Refused rather than guessed at: anything a server could frame
+ * otherwise (both Content-Length and chunked, chunked in HTTP/1.0, bare CR
+ * or LF, obs-fold, odd chunk lines), CONNECT, and requests naming another
+ * host.  Pure: no sockets, no libevent, so it is unit-tested (and fuzzed)
+ * alone.
+ */
+#ifndef RT_REWRITE_H
+#define RT_REWRITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/secrets.h"
+
+#define RT_REWRITE_MAX_HEAD (64 * 1024)
+
+enum rt_rewrite_step
+{
+  RT_REWRITE_MORE = 0, /* the next head or chunk line is incomplete: read more */
+  RT_REWRITE_PASS = 1, /* forward the first *take bytes as they are */
+  RT_REWRITE_HEAD = 2, /* *take bytes were a head: send *head instead */
+};
+
+struct rt_rewrite;
+
+/* @b: the bindings for this connection's host, borrowed (they must outlive
+   the rewriter).  @host, @port: what the server's certificate was checked
+   for; every request must name exactly that (one Host header, and an
+   absolute-form target if any), else it is refused as "host_mismatch":
+   behind one server there may be many sites.  NULL when out of memory.  */
+struct rt_rewrite *rt_rewrite_new (const struct rt_secret_binding *b, size_t n, const char *host, int port);
+void rt_rewrite_free (struct rt_rewrite *rw);
+
+/**
+ * rt_rewrite_step - what to do with the next bytes of the guest's stream
+ * @buf, @len: the bytes not yet consumed (at least the start of them: up to
+ *             RT_REWRITE_MAX_HEAD is enough for any step)
+ * @take:      bytes of @buf consumed by this step
+ * @head:      RT_REWRITE_HEAD: the rewritten head, malloc'd (the caller
+ *             wipes and frees it: it may hold a value)
+ * @why:       on failure, a reason for the egress log
+ * Return: an enum rt_rewrite_step, or -1 for a stream that is not HTTP/1.x
+ * requests this can frame (the connection must then be closed: guessing
+ * could send a value where the guest did not mean it).
+ */
+int rt_rewrite_step (struct rt_rewrite *rw, const char *buf, size_t len, size_t *take, char **head, size_t *head_len,
+                     const char **why);
+
+/* Heads in which something was swapped or set, so far.  */
+uint64_t rt_rewrite_swapped (const struct rt_rewrite *rw);
+
+#endif

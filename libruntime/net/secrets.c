@@ -1,0 +1,364 @@
+/* secrets.c - the secrets store: values the sandboxes never see.
+ *
+ * <data>/secrets.json (mode 0600, written atomically under secrets.lock):
+ * {NAME: {hosts, header, format, placeholder, value}}.  A sandbox gets
+ * NAME=<placeholder> in its environment; the egress proxy is where a
+ * placeholder becomes the value, on requests to the secret's hosts only.
+ */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "net/egress.h"
+#include "net/secrets.h"
+
+#define MAX_VALUE 8192
+#define MAX_HOSTS 16
+
+static char *
+store_path (rt_context *ctx)
+{
+  return rt_strdup_printf ("%s/secrets.json", ctx->data_dir);
+}
+
+/* The store, refused when others could read it: it holds the values.  */
+static int
+load (rt_context *ctx, json_object **out, rt_error **err)
+{
+  cleanup_free char *path = store_path (ctx), *text = NULL;
+  cleanup_close int fd = -1;
+  struct stat st;
+  size_t len = 0;
+  int ret;
+
+  if (path == NULL)
+    return rt_error_oom (err);
+  fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 && errno == ENOENT)
+    {
+      *out = json_object_new_object ();
+      return *out ? 0 : rt_error_oom (err);
+    }
+  if (fd < 0 || fstat (fd, &st) < 0)
+    return rt_error_set (err, errno, "internal", "cannot read '%s': %s", path, strerror (errno));
+  if (st.st_mode & 077)
+    {
+      rt_error_set (err, EPERM, "invalid_request", "the secrets store '%s' is readable by others (mode %03o)", path,
+                    (unsigned) (st.st_mode & 0777));
+      return rt_error_hint (err, "chmod 600 '%s' if nobody else read it; otherwise change the secrets", path);
+    }
+  close (steal_fd (&fd));
+  ret = rt_read_file (path, &text, &len, err);
+  if (ret < 0)
+    return ret;
+  *out = json_tokener_parse (text);
+  if (*out == NULL || !json_object_is_type (*out, json_type_object))
+    {
+      json_object_put (*out);
+      return rt_error_set (err, EINVAL, "internal", "'%s' is not a JSON object", path);
+    }
+  return 0;
+}
+
+static int
+save (rt_context *ctx, json_object *store, rt_error **err)
+{
+  cleanup_free char *path = store_path (ctx);
+  const char *text = json_object_to_json_string_ext (store, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+  if (path == NULL || text == NULL)
+    return rt_error_oom (err);
+  return rt_write_file_atomic (path, text, strlen (text), 0600, err);
+}
+
+static int
+lock (rt_context *ctx, int *fd, rt_error **err)
+{
+  cleanup_free char *path = rt_strdup_printf ("%s/secrets.lock", ctx->data_dir);
+  int ret = path ? rt_mkdir_p (ctx->data_dir, 0755, err) : rt_error_oom (err);
+
+  return ret < 0 ? ret : rt_lock_file (path, fd, err);
+}
+
+static bool
+header_ok (const char *h)
+{
+  return *h && strlen (h) <= 64 && strspn (h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-") == strlen (h);
+}
+
+int
+rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len, char *const *hosts,
+               const char *header, const char *format, char **placeholder, rt_error **err)
+{
+  cleanup_json json_object *store = NULL;
+  cleanup_close int lockfd = -1;
+  json_object *entry, *old, *list;
+  char ph[7 + 32 + 1];
+  size_t n = 0;
+  int ret;
+
+  if (!rt_env_name_valid (name, strlen (name)) || strlen (name) > 64)
+    {
+      rt_error_set (err, EINVAL, "invalid_request", "'%s' is not a secret name", name);
+      return rt_error_hint (err, "names are [A-Za-z_][A-Za-z0-9_]*, as for environment variables");
+    }
+  if (len == 0)
+    return rt_error_set (err, EINVAL, "invalid_request", "the value of %s is empty", name);
+  if (len > MAX_VALUE || memchr (value, '\0', len))
+    return rt_error_set (err, EINVAL, "invalid_request", "a secret's value is at most 8 KiB of text, not %zu bytes", len);
+  /* It goes into a request line or a header: a line break would end it
+     and start another.  */
+  if (memchr (value, '\r', len) || memchr (value, '\n', len))
+    {
+      rt_error_set (err, EINVAL, "invalid_request", "the value of %s has a line break inside", name);
+      return rt_error_hint (err, "a secret is swapped into URLs and headers, so it is one line");
+    }
+  for (char *const *h = hosts; h && *h; h++)
+    n++;
+  if (n == 0 || n > MAX_HOSTS)
+    {
+      rt_error_set (err, EINVAL, "usage", "a secret is bound to 1 to %d hosts, not %zu", MAX_HOSTS, n);
+      return rt_error_hint (err, "for example: --host api.deepseek.com");
+    }
+  if ((header == NULL) != (format == NULL))
+    return rt_error_set (err, EINVAL, "usage", "--header and --format go together");
+  if (header && !header_ok (header))
+    return rt_error_set (err, EINVAL, "invalid_request", "'%s' is not a header name", header);
+  if (format && (strstr (format, "{value}") == NULL || strpbrk (format, "\r\n")))
+    return rt_error_set (err, EINVAL, "invalid_request", "--format must hold {value} on one line, not '%s'", format);
+  list = json_object_new_array ();
+  for (char *const *h = hosts; h && *h; h++)
+    {
+      cleanup_free char *norm = NULL;
+      ret = rt_egress_entry_normalize (*h, &norm, err);
+      if (ret < 0)
+        {
+          json_object_put (list);
+          return ret;
+        }
+      /* The proxy hands the value over only to a server whose certificate
+         proves the name: an address or a range proves nothing.  */
+      if (strchr (norm, ':') || strchr (norm, '/') || strspn (norm, "0123456789.") == strlen (norm))
+        {
+          json_object_put (list);
+          rt_error_set (err, EINVAL, "invalid_request", "a secret is bound to host names, not to '%s'", *h);
+          return rt_error_hint (err, "use the name the server's certificate carries, e.g. api.example.com");
+        }
+      json_object_array_add (list, json_object_new_string (norm));
+    }
+  ret = lock (ctx, &lockfd, err);
+  if (ret == 0)
+    ret = load (ctx, &store, err);
+  if (ret < 0)
+    {
+      json_object_put (list);
+      return ret;
+    }
+  /* A new value keeps the placeholder: sandboxes made before still work.  */
+  if (json_object_object_get_ex (store, name, &old) && rt_json_str (old, "placeholder"))
+    snprintf (ph, sizeof ph, "%s", rt_json_str (old, "placeholder"));
+  else
+    {
+      unsigned char rnd[16];
+      if (getrandom (rnd, sizeof rnd, 0) != sizeof rnd)
+        {
+          json_object_put (list);
+          return rt_error_set (err, errno, "internal", "getrandom: %s", strerror (errno));
+        }
+      strcpy (ph, "rtsec_");
+      for (int i = 0; i < 16; i++)
+        sprintf (ph + 6 + 2 * i, "%02x", rnd[i]);
+    }
+  entry = json_object_new_object ();
+  json_object_object_add (entry, "hosts", list);
+  json_object_object_add (entry, "header", header ? json_object_new_string (header) : NULL);
+  json_object_object_add (entry, "format", format ? json_object_new_string (format) : NULL);
+  json_object_object_add (entry, "placeholder", json_object_new_string (ph));
+  json_object_object_add (entry, "value", json_object_new_string_len (value, len));
+  json_object_object_add (store, name, entry);
+  ret = save (ctx, store, err);
+  if (ret < 0)
+    return ret;
+  *placeholder = strdup (ph);
+  return *placeholder ? 0 : rt_error_oom (err);
+}
+
+int
+rt_secret_list_json (rt_context *ctx, char **json, rt_error **err)
+{
+  cleanup_json json_object *store = NULL, *out = json_object_new_array ();
+  int ret = load (ctx, &store, err);
+
+  if (ret < 0)
+    return ret;
+  json_object_object_foreach (store, name, e)
+  {
+    json_object *o = json_object_new_object ();
+    const char *keys[] = { "hosts", "header", "format", "placeholder", NULL };
+    json_object_object_add (o, "name", json_object_new_string (name));
+    /* Everything but the value.  */
+    for (const char **k = keys; *k; k++)
+      json_object_object_add (o, *k, json_object_get (json_object_object_get (e, *k)));
+    json_object_array_add (out, o);
+  }
+  *json = strdup (json_object_to_json_string_ext (out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return *json ? 0 : rt_error_oom (err);
+}
+
+int
+rt_secret_remove (rt_context *ctx, const char *name, rt_error **err)
+{
+  cleanup_json json_object *store = NULL;
+  cleanup_close int lockfd = -1;
+  int ret = lock (ctx, &lockfd, err);
+
+  if (ret == 0)
+    ret = load (ctx, &store, err);
+  if (ret < 0)
+    return ret;
+  if (!json_object_object_get_ex (store, name, NULL))
+    {
+      rt_error_set (err, ENOENT, "not_found", "no secret named '%s'", name);
+      return rt_error_hint (err, "runtime secrets ls lists them");
+    }
+  json_object_object_del (store, name);
+  return save (ctx, store, err);
+}
+
+int
+rt_secret_env (rt_context *ctx, char ***env, rt_error **err)
+{
+  cleanup_json json_object *store = NULL;
+  size_t n = 0;
+  int ret = load (ctx, &store, err);
+
+  if (ret < 0)
+    return ret;
+  *env = calloc (json_object_object_length (store) + 1, sizeof (char *));
+  if (*env == NULL)
+    return rt_error_oom (err);
+  json_object_object_foreach (store, name, e)
+  {
+    (*env)[n] = rt_strdup_printf ("%s=%s", name, rt_json_str (e, "placeholder") ?: "");
+    if ((*env)[n++] == NULL)
+      return rt_error_oom (err);
+  }
+  return 0;
+}
+
+void
+rt_secret_bindings_free (struct rt_secret_binding *b, size_t n)
+{
+  for (size_t i = 0; b && i < n; i++)
+    {
+      if (b[i].value)
+        explicit_bzero (b[i].value, strlen (b[i].value));
+      if (b[i].header_value)
+        explicit_bzero (b[i].header_value, strlen (b[i].header_value));
+      free (b[i].placeholder);
+      free (b[i].value);
+      free (b[i].header);
+      free (b[i].header_value);
+    }
+  free (b);
+}
+
+/* @format with every {value} replaced.  */
+static char *
+format_value (const char *format, const char *value)
+{
+  size_t vlen = strlen (value), n = 0;
+  char *out, *o;
+
+  for (const char *p = format; (p = strstr (p, "{value}")); p += 7)
+    n++;
+  out = malloc (strlen (format) + n * vlen + 1);
+  if (out == NULL)
+    return NULL;
+  o = out;
+  for (const char *p = format; *p;)
+    if (strncmp (p, "{value}", 7) == 0)
+      {
+        memcpy (o, value, vlen);
+        o += vlen;
+        p += 7;
+      }
+    else
+      *o++ = *p++;
+  *o = '\0';
+  return out;
+}
+
+int
+rt_secret_bindings (rt_context *ctx, char *const *given, const char *host, struct rt_secret_binding **out,
+                    size_t *n_out, rt_error **err)
+{
+  cleanup_json json_object *store = NULL;
+  struct rt_secret_binding *b = NULL;
+  size_t n = 0;
+  int ret = load (ctx, &store, err);
+
+  *out = NULL;
+  *n_out = 0;
+  if (ret < 0)
+    return ret;
+  json_object_object_foreach (store, name, e)
+  {
+    const char *ph = rt_json_str (e, "placeholder"), *value = rt_json_str (e, "value");
+    const char *header = rt_json_str (e, "header"), *format = rt_json_str (e, "format");
+    json_object *hosts = NULL;
+    cleanup_free char **names = NULL;
+    bool mine = false;
+    size_t k;
+
+    /* A value with a line break (stored before they were refused) would
+       end a header and start another: never swapped.  */
+    if (ph == NULL || value == NULL || strpbrk (value, "\r\n") || !json_object_object_get_ex (e, "hosts", &hosts))
+      continue;
+    /* Only the secrets this sandbox was given, under the placeholder it
+       holds: a secret removed and set again is another secret.  */
+    for (char *const *g = given; g && *g && !mine; g++)
+      mine = strncmp (*g, name, strlen (name)) == 0 && (*g)[strlen (name)] == '=' && strcmp (*g + strlen (name) + 1, ph) == 0;
+    if (!mine)
+      continue;
+    k = json_object_array_length (hosts);
+    names = calloc (k + 1, sizeof (char *));
+    if (names == NULL)
+      {
+        rt_secret_bindings_free (b, n);
+        return rt_error_oom (err);
+      }
+    for (size_t i = 0; i < k; i++)
+      names[i] = (char *) json_object_get_string (json_object_array_get_idx (hosts, i));
+    if (!rt_egress_names_match (names, host))
+      continue;
+    {
+      struct rt_secret_binding *nb = realloc (b, (n + 1) * sizeof *b);
+      if (nb == NULL)
+        {
+          rt_secret_bindings_free (b, n);
+          return rt_error_oom (err);
+        }
+      b = nb;
+      memset (&b[n], 0, sizeof b[n]);
+      b[n].placeholder = strdup (ph);
+      b[n].value = strdup (value);
+      if (header && format)
+        {
+          b[n].header = strdup (header);
+          b[n].header_value = format_value (format, value);
+        }
+      n++;
+      if (b[n - 1].placeholder == NULL || b[n - 1].value == NULL
+          || (header && format && (b[n - 1].header == NULL || b[n - 1].header_value == NULL)))
+        {
+          rt_secret_bindings_free (b, n);
+          return rt_error_oom (err);
+        }
+    }
+  }
+  *out = b;
+  *n_out = n;
+  return 0;
+}

@@ -1,0 +1,27 @@
+/* secrets.h - what sandbox creation needs of the secrets store.  */
+#ifndef RT_SECRETS_H
+#define RT_SECRETS_H
+
+#include "core/context.h"
+
+/* "NAME=<placeholder>" for every secret, NULL-terminated (free each).  */
+int rt_secret_env (rt_context *ctx, char ***env, rt_error **err);
+
+/* What the egress proxy swaps on requests to one host.  */
+struct rt_secret_binding
+{
+  char *placeholder;
+  char *value;
+  char *header;       /* --header, or NULL */
+  char *header_value; /* --format with the value in it, or NULL */
+};
+
+/* The secrets bound to @host among those in @given ("NAME=placeholder",
+   the sandbox's rt_secret_env at create), read from the store now so that
+   a new value applies at once.  */
+int rt_secret_bindings (rt_context *ctx, char *const *given, const char *host, struct rt_secret_binding **out,
+                        size_t *n, rt_error **err);
+/* Wipes the values, then frees.  */
+void rt_secret_bindings_free (struct rt_secret_binding *b, size_t n);
+
+#endif

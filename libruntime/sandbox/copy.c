@@ -1,0 +1,422 @@
+/* copy.c - cp between the host and a sandbox, as tar streams made and read
+   with libarchive on the host and the guest's own tar inside.
+ *
+ * Out: the guest's `tar -c` streams through the exec channel into a child
+ * process that extracts it (libarchive is pull-based; the exec callbacks
+ * push) into a temp dir beside the destination, renamed into place only
+ * when the command ended cleanly, tar said 0 and the archive was whole.
+ * In: a child writes the tar into a FIFO in the sandbox's state dir, which
+ * the monitor streams to the guest's `tar -x` paced by the guest's stdin
+ * credit; the guest extracts into a temp dir and renames.  Either way a
+ * short copy never lands under the real name.
+ */
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "monitor/client.h"
+#include "sandbox/sandbox.h"
+
+#define CHILD_ARCHIVE_ERROR 2
+
+/* The last component of @path without trailing slashes; NULL for "/".  */
+static char *
+base_name (const char *path)
+{
+  cleanup_free char *copy = strdup (path);
+  size_t len;
+  char *b;
+
+  if (copy == NULL)
+    return NULL;
+  len = strlen (copy);
+  while (len > 1 && copy[len - 1] == '/')
+    copy[--len] = '\0';
+  b = basename (copy);
+  if (strcmp (b, "/") == 0 || strcmp (b, ".") == 0 || strcmp (b, "..") == 0)
+    return NULL;
+  return strdup (b);
+}
+
+/* Child: extract the tar arriving on @fd into the current directory,
+   refusing absolute paths, .. and writes through symlinks.  */
+static void __attribute__ ((noreturn))
+extract_child (int fd, int errfd)
+{
+  struct archive *in = archive_read_new (), *out = archive_write_disk_new ();
+  struct archive_entry *entry;
+  int r, entries = 0;
+
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+
+  archive_read_support_format_tar (in);
+  archive_write_disk_set_options (out, ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_SECURE_NODOTDOT
+                                           | ARCHIVE_EXTRACT_SECURE_SYMLINKS
+                                           | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
+  if (archive_read_open_fd (in, fd, 65536) != ARCHIVE_OK)
+    goto fail;
+  while ((r = archive_read_next_header (in, &entry)) == ARCHIVE_OK)
+    {
+      const void *buf;
+      size_t size;
+      la_int64_t off;
+
+      entries++;
+      /* The guest's files are untrusted: no setuid or setgid bits land on
+         the host, whoever runs the copy.  */
+      archive_entry_set_perm (entry, archive_entry_perm (entry) & ~(S_ISUID | S_ISGID));
+      if (archive_write_header (out, entry) < ARCHIVE_WARN)
+        {
+          dprintf (errfd, "%s", archive_error_string (out));
+          _exit (1);
+        }
+      while ((r = archive_read_data_block (in, &buf, &size, &off)) == ARCHIVE_OK)
+        if (archive_write_data_block (out, buf, size, off) < ARCHIVE_WARN)
+          {
+            dprintf (errfd, "%s", archive_error_string (out));
+            _exit (1);
+          }
+      if (r != ARCHIVE_EOF)
+        goto fail;
+      archive_write_finish_entry (out);
+    }
+  if (r != ARCHIVE_EOF || entries == 0)
+    goto fail;
+  if (archive_write_close (out) != ARCHIVE_OK)
+    {
+      dprintf (errfd, "%s", archive_error_string (out));
+      _exit (1);
+    }
+  _exit (0);
+fail:
+  dprintf (errfd, "%s", archive_error_string (in) ? archive_error_string (in) : "the archive ended early");
+  _exit (CHILD_ARCHIVE_ERROR);
+}
+
+struct to_child
+{
+  int fd;
+  struct rt_captured errs;
+  size_t bytes;  /* archive bytes that arrived */
+  bool broken;
+};
+
+static int
+to_child (void *data, int stream, const char *buf, size_t len)
+{
+  struct to_child *t = data;
+
+  if (stream == 2)
+    return rt_capture_output (&t->errs, 2, buf, len);
+  t->bytes += len;
+  while (len > 0 && !t->broken)
+    {
+      ssize_t n = send (t->fd, buf, len, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        {
+          /* The extractor gave up; its own message says why.  */
+          t->broken = true;
+          break;
+        }
+      buf += n;
+      len -= n;
+    }
+  return 0;
+}
+
+static int
+wait_child (pid_t pid)
+{
+  int status = 0;
+  while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+}
+
+static char *
+read_all_fd (int fd)
+{
+  char buf[1024];
+  ssize_t n = read (fd, buf, sizeof (buf) - 1);
+  return strndup (buf, n > 0 ? n : 0);
+}
+
+int
+rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, int cancel_fd, rt_error **err)
+{
+  char *argv[] = { (char *) "sh", (char *) "-c",
+                   (char *) "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 67; cd \"$(dirname \"$1\")\" && "
+                            "exec tar -cf - -- \"$(basename \"$1\")\"",
+                   (char *) "sh", (char *) src, NULL };
+  cleanup_free char *name = NULL, *final = NULL, *parent = NULL, *tmp = NULL, *from = NULL, *why = NULL;
+  struct to_child t = { .fd = -1 };
+  rt_exec_result res = { 0 };
+  struct stat st;
+  int sv[2], errp[2], ret, status;
+  pid_t pid;
+
+  ret = rt_check_guest_path (src, err);
+  if (ret < 0)
+    return ret;
+  name = base_name (src);
+  if (name == NULL)
+    return rt_error_set (err, EINVAL, "usage", "cannot copy '%s' itself; name a file or directory in it", src);
+  /* Like cp: into an existing directory, else as the given name.  */
+  if (stat (dst, &st) == 0 && S_ISDIR (st.st_mode))
+    final = rt_strdup_printf ("%s/%s", dst, name);
+  else
+    final = strdup (dst);
+  if (final == NULL)
+    return rt_error_oom (err);
+  {
+    cleanup_free char *copy = strdup (final);
+    parent = copy ? strdup (dirname (copy)) : NULL;
+  }
+  tmp = parent ? rt_strdup_printf ("%s/.rt-cp-XXXXXX", parent) : NULL;
+  if (tmp == NULL)
+    return rt_error_oom (err);
+  if (mkdtemp (tmp) == NULL)
+    return rt_error_set (err, errno, errno == ENOENT ? "file_not_found" : "internal", "cannot write into '%s': %s",
+                         parent, strerror (errno));
+  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 || pipe2 (errp, O_CLOEXEC) < 0)
+    {
+      rt_rm_rf (tmp, NULL);
+      return rt_error_set (err, errno, "internal", "socketpair: %s", strerror (errno));
+    }
+  pid = fork ();
+  if (pid == 0)
+    {
+      close (sv[0]);
+      close (errp[0]);
+      if (chdir (tmp) < 0)
+        _exit (1);
+      extract_child (sv[1], errp[1]);
+    }
+  close (sv[1]);
+  close (errp[1]);
+  if (pid < 0)
+    {
+      close (sv[0]);
+      close (errp[0]);
+      rt_rm_rf (tmp, NULL);
+      return rt_error_set (err, errno, "internal", "fork: %s", strerror (errno));
+    }
+  t.fd = sv[0];
+  {
+    rt_exec_opts o = { .user = "root", .cancel_fd = cancel_fd, .on_output = to_child, .data = &t };
+    ret = rt_sandbox_exec (sb, argv, &o, &res, err);
+  }
+  close (sv[0]);
+  status = wait_child (pid);
+  why = read_all_fd (errp[0]);
+  close (errp[0]);
+  if (ret == 0 && res.interrupted)
+    ret = rt_error_set (err, EINTR, "interrupted", "the copy of %s was interrupted; nothing was written", src);
+  else if (ret < 0 && t.bytes > 0)
+    {
+      /* The stream broke off midway: what arrived is not the whole thing.
+         (An error before any byte, paused or not found, stands as it is.)  */
+      if (err)
+        {
+          rt_error_free (*err);
+          *err = NULL;
+        }
+      ret = rt_error_set (err, EIO, "download_incomplete", "the copy of %s was cut short", src);
+    }
+  else if (ret < 0)
+    ;
+  else if (res.exit_code == EXIT_MISSING)
+    ret = rt_error_set (err, ENOENT, "file_not_found", "no such file in the sandbox: %s", src);
+  else if (res.exit_code != 0)
+    ret = rt_error_set (err, EIO, "internal", "cannot read %s in the sandbox: %s", src,
+                        t.errs.err && *t.errs.err ? t.errs.err : "tar failed");
+  else if (status == CHILD_ARCHIVE_ERROR)
+    ret = rt_error_set (err, EIO, "download_incomplete", "the copy of %s is incomplete: %s", src,
+                        why && *why ? why : "the archive ended early");
+  else if (status != 0)
+    ret = rt_error_set (err, EIO, "internal", "cannot write %s: %s", final, why && *why ? why : "extraction failed");
+  else
+    {
+      from = rt_strdup_printf ("%s/%s", tmp, name);
+      if (from == NULL)
+        ret = rt_error_oom (err);
+      else if (rename (from, final) < 0)
+        ret = rt_error_set (err, errno, errno == EISDIR || errno == ENOTEMPTY ? "invalid_request" : "internal",
+                            "cannot put the copy at '%s': %s", final, strerror (errno));
+    }
+  free (t.errs.err);
+  free (t.errs.out);
+  rt_rm_rf (tmp, NULL);
+  return ret;
+}
+
+/* Child: write @abs (a file or a whole tree) as a tar named @name into the
+   FIFO, which blocks until the monitor opens it.  */
+static void __attribute__ ((noreturn))
+archive_child (const char *fifo, const char *abs, const char *name, int errfd)
+{
+  struct archive *disk = archive_read_disk_new (), *out = archive_write_new ();
+  struct archive_entry *entry;
+  size_t abs_len = strlen (abs);
+  int fd, r;
+
+  /* Never outlive the copy (a killed CLI would leave us blocked in open);
+     a reader that stops early is an error to report, not a signal.  */
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  signal (SIGPIPE, SIG_IGN);
+  fd = open (fifo, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    _exit (1);
+  archive_write_set_format_pax_restricted (out);
+  archive_read_disk_set_standard_lookup (disk);
+  archive_read_disk_set_symlink_physical (disk);
+  if (archive_write_open_fd (out, fd) != ARCHIVE_OK || archive_read_disk_open (disk, abs) != ARCHIVE_OK)
+    goto fail;
+  for (;;)
+    {
+      cleanup_free char *rel = NULL;
+      const char *path;
+      entry = archive_entry_new ();
+      r = archive_read_next_header2 (disk, entry);
+      if (r == ARCHIVE_EOF)
+        {
+          archive_entry_free (entry);
+          break;
+        }
+      if (r < ARCHIVE_WARN)
+        {
+          archive_entry_free (entry);
+          goto fail;
+        }
+      archive_read_disk_descend (disk);
+      /* Names in the archive start at the copied file's own name.  */
+      path = archive_entry_pathname (entry);
+      rel = rt_strdup_printf ("%s%s", name, strlen (path) > abs_len ? path + abs_len : "");
+      archive_entry_set_pathname (entry, rel);
+      if (archive_write_header (out, entry) < ARCHIVE_WARN)
+        goto fail_out;
+      if (archive_entry_filetype (entry) == AE_IFREG && archive_entry_size (entry) > 0)
+        {
+          char buf[65536];
+          ssize_t n;
+          while ((n = archive_read_data (disk, buf, sizeof (buf))) > 0)
+            if (archive_write_data (out, buf, n) < 0)
+              goto fail_out;
+          if (n < 0)
+            goto fail;
+        }
+      archive_entry_free (entry);
+    }
+  if (archive_write_close (out) != ARCHIVE_OK)
+    goto fail_out;
+  _exit (0);
+fail:
+  dprintf (errfd, "%s", archive_error_string (disk) ? archive_error_string (disk) : "cannot read");
+  _exit (1);
+fail_out:
+  dprintf (errfd, "%s", archive_error_string (out) ? archive_error_string (out) : "cannot write");
+  _exit (1);
+}
+
+int
+rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, int cancel_fd, rt_error **err)
+{
+  char *argv[] = { (char *) "sh", (char *) "-c",
+                   (char *) "d=$1; n=$2; if [ -d \"$d\" ]; then dest=\"$d/$n\"; p=\"$d\"; "
+                            "else dest=\"$d\"; p=$(dirname \"$d\"); fi; [ -d \"$p\" ] || exit 67; "
+                            "t=$(mktemp -d \"$p/.rt-cp.XXXXXX\") || exit 1; "
+                            "if tar -xf - -C \"$t\" --no-same-owner && mv -T \"$t/$n\" \"$dest\"; "
+                            "then rmdir \"$t\"; exit 0; fi; rm -rf \"$t\"; exit 1",
+                   (char *) "sh", (char *) dst, NULL, NULL };
+  cleanup_free char *abs = NULL, *name = NULL, *fifo = NULL, *why = NULL;
+  cleanup_json json_object *req = NULL;
+  struct rt_captured c = { 0 };
+  rt_exec_result res = { 0 };
+  unsigned char rnd[6];
+  int errp[2], ret, status;
+  pid_t pid;
+
+  ret = rt_check_guest_path (dst, err);
+  if (ret < 0)
+    return ret;
+  abs = realpath (src, NULL);
+  if (abs == NULL)
+    return rt_error_set (err, errno, errno == ENOENT ? "file_not_found" : "internal", "cannot copy '%s': %s", src,
+                         strerror (errno));
+  /* Named as given: a link is copied as what it points to, under its own
+     name.  */
+  name = base_name (src);
+  if (name == NULL)
+    name = base_name (abs);
+  if (name == NULL)
+    return rt_error_set (err, EINVAL, "usage", "cannot copy '/' itself");
+  argv[5] = name;
+  if (getrandom (rnd, sizeof (rnd), 0) != sizeof (rnd))
+    return rt_error_set (err, errno, "internal", "getrandom: %s", strerror (errno));
+  fifo = rt_strdup_printf ("%s/upload-%02x%02x%02x%02x%02x%02x", sb->dir, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
+                           rnd[5]);
+  if (fifo == NULL)
+    return rt_error_oom (err);
+  if (mkfifo (fifo, 0600) < 0)
+    return rt_error_set (err, errno, "internal", "cannot make '%s': %s", fifo, strerror (errno));
+  if (pipe2 (errp, O_CLOEXEC) < 0)
+    {
+      unlink (fifo);
+      return rt_error_set (err, errno, "internal", "pipe: %s", strerror (errno));
+    }
+  pid = fork ();
+  if (pid == 0)
+    {
+      close (errp[0]);
+      archive_child (fifo, abs, name, errp[1]);
+    }
+  close (errp[1]);
+  if (pid < 0)
+    {
+      close (errp[0]);
+      unlink (fifo);
+      return rt_error_set (err, errno, "internal", "fork: %s", strerror (errno));
+    }
+  {
+    rt_exec_opts o = { .cancel_fd = cancel_fd, .on_output = rt_capture_output, .data = &c };
+    req = rt_command_request (argv, &o, err);
+    if (req)
+      {
+        json_object_object_add (req, "stdinPath", json_object_new_string (fifo));
+        ret = rt_api_stream (sb->sock, sb->id, "exec", req, &o, &res, NULL, err);
+      }
+    else
+      ret = -EINVAL;
+  }
+  /* If the monitor never opened the FIFO, the child still waits for it.  */
+  if (waitpid (pid, &status, WNOHANG) == 0)
+    kill (pid, SIGKILL);
+  status = wait_child (pid);
+  why = read_all_fd (errp[0]);
+  close (errp[0]);
+  unlink (fifo);
+  /* The guest's verdict first: when it refused early, the archiver only
+     lost its reader.  */
+  if (ret == 0 && res.interrupted)
+    ret = rt_error_set (err, EINTR, "interrupted", "the copy to %s was interrupted; nothing was written", dst);
+  else if (ret == 0 && res.exit_code == EXIT_MISSING)
+    ret = rt_error_set (err, ENOENT, "file_not_found", "no such directory in the sandbox for %s", dst);
+  else if (ret == 0 && res.exit_code != 0 && status == 0)
+    ret = rt_error_set (err, EIO, "internal", "cannot write %s in the sandbox: %s", dst,
+                        c.err && *c.err ? c.err : "tar failed");
+  else if (ret == 0 && status != 0)
+    ret = rt_error_set (err, EIO, "internal", "cannot read '%s': %s", src, why && *why ? why : "archiving failed");
+  free (c.out);
+  free (c.err);
+  return ret;
+}

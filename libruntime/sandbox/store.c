@@ -1,0 +1,361 @@
+/* store.c - live state dirs, records of ended sandboxes, and the reaper.  */
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "sandbox/store.h"
+
+int64_t
+rt_epoch_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_REALTIME, &ts);
+  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+rt_format_time (int64_t epoch_ms, char out[32])
+{
+  time_t t = epoch_ms / 1000;
+  struct tm tm;
+  char base[24];
+
+  gmtime_r (&t, &tm);
+  strftime (base, sizeof (base), "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf (out, 32, "%s.%03dZ", base, (int) (epoch_ms % 1000));
+}
+
+char *
+rt_sandbox_dir (rt_context *ctx, const char *id)
+{
+  return rt_strdup_printf ("%s/%s", ctx->state_dir, id);
+}
+
+char *
+rt_record_path (rt_context *ctx, const char *id)
+{
+  return rt_strdup_printf ("%s/sandboxes/%s.json", ctx->data_dir, id);
+}
+
+char *
+rt_egress_log_path (rt_context *ctx, const char *id)
+{
+  return rt_strdup_printf ("%s/sandboxes/%s.egress.jsonl", ctx->data_dir, id);
+}
+
+static int
+write_json (const char *path, json_object *obj, rt_error **err)
+{
+  size_t len;
+  const char *s = json_object_to_json_string_length (obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+                                                     &len);
+  return rt_write_file_atomic (path, s, len, 0600, err);
+}
+
+int
+rt_store_write_state (const char *dir, json_object *state, rt_error **err)
+{
+  cleanup_free char *path = rt_strdup_printf ("%s/state.json", dir);
+  if (path == NULL)
+    return rt_error_oom (err);
+  return write_json (path, state, err);
+}
+
+int
+rt_store_write_record (rt_context *ctx, json_object *state, rt_error **err)
+{
+  cleanup_free char *dir = rt_strdup_printf ("%s/sandboxes", ctx->data_dir);
+  json_object *id;
+  cleanup_free char *path = NULL;
+  int ret;
+
+  if (!json_object_object_get_ex (state, "id", &id))
+    return rt_error_set (err, EINVAL, "internal", "sandbox state without an id");
+  path = rt_record_path (ctx, json_object_get_string (id));
+  if (dir == NULL || path == NULL)
+    return rt_error_oom (err);
+  ret = rt_mkdir_p (dir, 0700, err);
+  if (ret < 0)
+    return ret;
+  return write_json (path, state, err);
+}
+
+int
+rt_write_pidfile (const char *path, pid_t pid, rt_error **err)
+{
+  char data[64];
+  int len = snprintf (data, sizeof (data), "%d %llu\n", (int) pid, rt_proc_starttime (pid));
+  return rt_write_file_atomic (path, data, len, 0600, err);
+}
+
+int
+rt_pidfile_alive (const char *path, pid_t *pid)
+{
+  cleanup_free char *data = NULL;
+  unsigned long long start = 0;
+  int p = 0;
+
+  if (rt_read_file (path, &data, NULL, NULL) < 0)
+    return -1;
+  if (sscanf (data, "%d %llu", &p, &start) != 2 || p <= 0)
+    return -1;
+  if (pid)
+    *pid = p;
+  return rt_proc_starttime (p) == start ? 1 : 0;
+}
+
+static json_object *
+read_json_file (const char *path)
+{
+  cleanup_free char *data = NULL;
+  json_object *obj;
+
+  if (rt_read_file (path, &data, NULL, NULL) < 0)
+    return NULL;
+  obj = json_tokener_parse (data);
+  if (obj && !json_object_is_type (obj, json_type_object))
+    {
+      json_object_put (obj);
+      return NULL;
+    }
+  return obj;
+}
+
+/* A dead monitor's sandbox: write its record as host_stopped, make sure its
+   QEMU is gone (it dies with the monitor: PR_SET_PDEATHSIG), remove it.  */
+static void
+reap_dead (rt_context *ctx, const char *dir)
+{
+  cleanup_free char *state_path = rt_strdup_printf ("%s/state.json", dir);
+  cleanup_free char *qemu_pid = rt_strdup_printf ("%s/qemu.pid", dir);
+  json_object *state = state_path ? read_json_file (state_path) : NULL;
+  pid_t pid = 0;
+
+  if (qemu_pid && rt_pidfile_alive (qemu_pid, &pid) == 1)
+    kill (pid, SIGKILL);
+  if (state)
+    {
+      const char *st = rt_json_str (state, "state");
+      char now[32];
+      rt_format_time (rt_epoch_ms (), now);
+      if (st == NULL || strcmp (st, "stopped") != 0)
+        {
+          json_object_object_add (state, "state", json_object_new_string ("stopped"));
+          json_object_object_add (state, "stopReason", json_object_new_string ("host_stopped"));
+          json_object_object_add (state, "endedAt", json_object_new_string (now));
+        }
+      rt_store_write_record (ctx, state, NULL);
+      json_object_put (state);
+    }
+  rt_rm_rf (dir, NULL);
+}
+
+void
+rt_store_reap (rt_context *ctx)
+{
+  cleanup_dir DIR *d = opendir (ctx->state_dir);
+  struct dirent *de;
+
+  if (d == NULL)
+    return;
+  while ((de = readdir (d)))
+    {
+      cleanup_free char *dir = NULL, *monitor = NULL, *owner = NULL;
+      int alive;
+
+      if (strncmp (de->d_name, "sb-", 3) != 0)
+        continue;
+      dir = rt_sandbox_dir (ctx, de->d_name);
+      monitor = rt_strdup_printf ("%s/monitor.pid", dir);
+      owner = rt_strdup_printf ("%s/owner", dir);
+      if (dir == NULL || monitor == NULL || owner == NULL)
+        return;
+      alive = rt_pidfile_alive (monitor, NULL);
+      if (alive == 1)
+        continue;
+      if (alive == 0)
+        {
+          reap_dead (ctx, dir);
+          continue;
+        }
+      /* No monitor yet: being created while its creator lives.  */
+      alive = rt_pidfile_alive (owner, NULL);
+      if (alive == 1)
+        continue;
+      if (alive == 0)
+        {
+          rt_rm_rf (dir, NULL);
+          continue;
+        }
+      {
+        /* Neither file: a crash between mkdir and the owner file; only an
+           old one is surely stale.  */
+        struct stat st;
+        if (stat (dir, &st) == 0 && st.st_mtime + 60 < time (NULL))
+          rt_rm_rf (dir, NULL);
+      }
+    }
+}
+
+static int
+by_created (const void *a, const void *b)
+{
+  json_object *x = *(json_object *const *) a, *y = *(json_object *const *) b;
+  const char *cx = rt_json_str (x, "createdAt"), *cy = rt_json_str (y, "createdAt");
+  int c = strcmp (cx ? cx : "", cy ? cy : "");
+  if (c)
+    return c;
+  return strcmp (rt_json_str (x, "id") ? rt_json_str (x, "id") : "", rt_json_str (y, "id") ? rt_json_str (y, "id") : "");
+}
+
+static bool
+array_has_id (json_object *arr, const char *id)
+{
+  size_t n = json_object_array_length (arr);
+  for (size_t i = 0; i < n; i++)
+    {
+      const char *other = rt_json_str (json_object_array_get_idx (arr, i), "id");
+      if (other && strcmp (other, id) == 0)
+        return true;
+    }
+  return false;
+}
+
+int
+rt_store_list (rt_context *ctx, bool all, json_object **out, rt_error **err)
+{
+  json_object *arr = json_object_new_array ();
+  cleanup_free char *records = rt_strdup_printf ("%s/sandboxes", ctx->data_dir);
+  DIR *d;
+  struct dirent *de;
+
+  if (arr == NULL || records == NULL)
+    {
+      json_object_put (arr);
+      return rt_error_oom (err);
+    }
+  rt_store_reap (ctx);
+  d = opendir (ctx->state_dir);
+  while (d && (de = readdir (d)))
+    {
+      cleanup_free char *path = NULL;
+      json_object *state;
+      if (strncmp (de->d_name, "sb-", 3) != 0)
+        continue;
+      path = rt_strdup_printf ("%s/%s/state.json", ctx->state_dir, de->d_name);
+      state = path ? read_json_file (path) : NULL;
+      if (state == NULL)
+        continue;
+      /* A stopping monitor wrote its record already: the record wins.  */
+      if (rt_json_str (state, "state") && strcmp (rt_json_str (state, "state"), "stopped") == 0)
+        {
+          json_object_put (state);
+          continue;
+        }
+      json_object_array_add (arr, state);
+    }
+  if (d)
+    closedir (d);
+  d = all ? opendir (records) : NULL;
+  while (d && (de = readdir (d)))
+    {
+      cleanup_free char *path = NULL;
+      json_object *rec;
+      size_t len = strlen (de->d_name);
+      if (strncmp (de->d_name, "sb-", 3) != 0 || len < 6 || strcmp (de->d_name + len - 5, ".json") != 0)
+        continue;
+      path = rt_strdup_printf ("%s/%s", records, de->d_name);
+      rec = path ? read_json_file (path) : NULL;
+      if (rec == NULL)
+        continue;
+      if (array_has_id (arr, rt_json_str (rec, "id") ? rt_json_str (rec, "id") : ""))
+        json_object_put (rec);
+      else
+        json_object_array_add (arr, rec);
+    }
+  if (d)
+    closedir (d);
+  json_object_array_sort (arr, by_created);
+  *out = arr;
+  return 0;
+}
+
+/* The entries of @arr with id @ref (then *n = 1), else those named @ref
+   (counted in *n, the last in *found); with @stopped, only ended ones.  */
+static void
+match_ref (json_object *arr, const char *ref, bool stopped, json_object **found, int *n)
+{
+  *n = 0;
+  for (size_t i = 0; i < json_object_array_length (arr); i++)
+    {
+      json_object *o = json_object_array_get_idx (arr, i);
+      const char *id = rt_json_str (o, "id"), *name = rt_json_str (o, "name"), *st = rt_json_str (o, "state");
+      if (stopped && (st == NULL || strcmp (st, "stopped") != 0))
+        continue;
+      if (id && strcmp (id, ref) == 0)
+        {
+          *found = o;
+          *n = 1;
+          return;
+        }
+      if (name && strcmp (name, ref) == 0)
+        {
+          *found = o;
+          (*n)++;
+        }
+    }
+}
+
+int
+rt_store_resolve (rt_context *ctx, const char *ref, json_object **out, rt_error **err)
+{
+  cleanup_json json_object *arr = NULL;
+  cleanup_free char *record = NULL;
+  json_object *found = NULL;
+  int n = 0, ret;
+
+  if (ref == NULL || *ref == '\0' || strchr (ref, '/'))
+    return rt_error_set (err, EINVAL, "usage", "a sandbox id or name is needed");
+  /* Live sandboxes first: few, and what scripts name.  Records of ended
+     ones grow with every run, so they are read only when needed.  */
+  ret = rt_store_list (ctx, false, &arr, err);
+  if (ret < 0)
+    return ret;
+  match_ref (arr, ref, false, &found, &n);
+  if (n == 0)
+    {
+      record = rt_record_path (ctx, ref);
+      if (record && strncmp (ref, "sb-", 3) == 0 && (found = read_json_file (record)) != NULL)
+        {
+          *out = found;
+          return 0;
+        }
+      json_object_put (steal_pointer (&arr));
+      ret = rt_store_list (ctx, true, &arr, err);
+      if (ret < 0)
+        return ret;
+      match_ref (arr, ref, true, &found, &n);
+    }
+  if (n == 1)
+    {
+      *out = json_object_get (found);
+      return 0;
+    }
+  if (n > 1)
+    {
+      rt_error_set (err, EINVAL, "invalid_request", "more than one sandbox is named '%s'", ref);
+      return rt_error_hint (err, "use its id (runtime sandbox ls --all)");
+    }
+  rt_error_set (err, ENOENT, "not_found", "no sandbox '%s'", ref);
+  return rt_error_hint (err, "runtime sandbox ls --all lists them");
+}
+
+int
+rt_store_lock (rt_context *ctx, int *fd, rt_error **err)
+{
+  int ret = rt_mkdir_p (ctx->state_dir, 0755, err);
+  if (ret < 0)
+    return ret;
+  return rt_lock_dir (ctx->state_dir, fd, err);
+}

@@ -1,0 +1,125 @@
+/* accel.c - KVM or TCG, decided by a probe boot and cached.
+ *
+ * /dev/kvm existing proves little: on kvm_pvm hosts it is a software
+ * hypervisor on which stock kernels crawl and then die (docs/ARCHITECTURE.md).
+ * So KVM is chosen only when our kernel really reaches the agent on it,
+ * quickly.  */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+
+#include "vmm/vm.h"
+
+/* A healthy KVM boots to the agent in well under a second; kvm_pvm needs
+   over a minute.  */
+#define PROBE_TIMEOUT_MS 10000
+
+static int
+probe_kvm (rt_context *ctx, const char **out, rt_error **err)
+{
+  struct rt_kernel_files k = { 0 };
+  struct rt_vm vm = { .pid = -1, .pidfd = -1 };
+  cleanup_free char *dir = rt_strdup_printf ("%s/probe-XXXXXX", ctx->cache_dir);
+  cleanup_free char *console = NULL;
+  int status = 0, ret;
+  bool ok = false;
+
+  if (dir == NULL)
+    return rt_error_oom (err);
+  if (ctx->qemu == NULL)
+    {
+      rt_error_set (err, ENOENT, "startup_failed", "qemu-system-x86_64 not found");
+      return rt_error_hint (err, "apt-get install qemu-system-x86");
+    }
+  ret = rt_kernel_ensure (ctx, &k, err);
+  if (ret < 0)
+    return ret;
+  if (mkdtemp (dir) == NULL)
+    {
+      rt_kernel_files_clear (&k);
+      return rt_error_set (err, errno, "internal", "cannot create '%s': %s", dir, strerror (errno));
+    }
+  rt_progress (ctx, "Checking whether KVM works here (once)…");
+  {
+    struct rt_vm_config cfg = { .dir = dir, .accel = "kvm", .vcpu = 1, .memory_mib = 256,
+                                .vmlinux = k.vmlinux, .initramfs = k.initramfs, .cmdline = "rt.probe=1" };
+    /* Failing to start QEMU at all says nothing about KVM: report it and
+       cache nothing.  */
+    ret = rt_vm_start (ctx, &cfg, &vm, err);
+    if (ret == 0 && rt_vm_wait (&vm, PROBE_TIMEOUT_MS, &status) == 1)
+      {
+        console = rt_file_tail (vm.console_log, 20);
+        ok = WIFEXITED (status) && WEXITSTATUS (status) == 0 && console && strstr (console, "probe ok");
+      }
+  }
+  rt_vm_kill (&vm);
+  rt_kernel_files_clear (&k);
+  rt_rm_rf (dir, NULL);
+  if (ret < 0)
+    return ret;
+  *out = ok ? "kvm" : "tcg";
+  return 0;
+}
+
+int
+rt_context_accel (rt_context *ctx, const char **out, rt_error **err)
+{
+  cleanup_free char *cache = NULL, *cached = NULL, *key = NULL;
+  cleanup_error rt_error *tmp = NULL;
+  struct utsname u;
+  int fd, ret;
+
+  if (ctx->accel)
+    {
+      *out = ctx->accel;
+      return 0;
+    }
+  if (ctx->accel_env)
+    {
+      if (strcmp (ctx->accel_env, "kvm") != 0 && strcmp (ctx->accel_env, "tcg") != 0)
+        {
+          rt_error_set (err, EINVAL, "usage", "RUNTIME_ACCEL must be kvm or tcg, not '%s'", ctx->accel_env);
+          return rt_error_hint (err, "unset it to let runtime decide");
+        }
+      *out = ctx->accel = strcmp (ctx->accel_env, "kvm") == 0 ? "kvm" : "tcg";
+      return 0;
+    }
+  fd = open ("/dev/kvm", O_RDWR | O_CLOEXEC);
+  if (fd < 0)
+    {
+      *out = ctx->accel = "tcg";
+      return 0;
+    }
+  close (fd);
+
+  /* The answer depends on the host kernel and QEMU: key the cache on both.  */
+  uname (&u);
+  key = rt_strdup_printf ("%s %s %s", u.release, u.version, ctx->qemu ? ctx->qemu : "-");
+  cache = rt_strdup_printf ("%s/accel", ctx->cache_dir);
+  if (key == NULL || cache == NULL)
+    return rt_error_oom (err);
+  if (rt_read_file (cache, &cached, NULL, &tmp) == 0)
+    {
+      char *nl = strchr (cached, '\n');
+      if (nl && strcmp (nl + 1, key) == 0)
+        {
+          *nl = '\0';
+          if (strcmp (cached, "kvm") == 0 || strcmp (cached, "tcg") == 0)
+            {
+              *out = ctx->accel = strcmp (cached, "kvm") == 0 ? "kvm" : "tcg";
+              return 0;
+            }
+        }
+    }
+  ret = probe_kvm (ctx, out, err);
+  if (ret < 0)
+    return ret;
+  ctx->accel = *out;
+  {
+    cleanup_free char *data = rt_strdup_printf ("%s\n%s", *out, key);
+    if (data && rt_mkdir_p (ctx->cache_dir, 0755, NULL) == 0)
+      rt_write_file_atomic (cache, data, strlen (data), 0644, NULL);
+  }
+  return 0;
+}

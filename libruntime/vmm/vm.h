@@ -1,0 +1,43 @@
+/* vm.h - one QEMU microvm process.  */
+#ifndef RT_VM_H
+#define RT_VM_H
+
+#include "core/context.h"
+
+struct rt_vm_config
+{
+  const char *dir;        /* state dir: sockets, console.log, qemu.log, overlay */
+  const char *accel;      /* "kvm" or "tcg" */
+  unsigned vcpu;
+  unsigned memory_mib;
+  const char *vmlinux;
+  const char *initramfs;
+  const char *disk;       /* read-only base disk, NULL for none */
+  unsigned disk_mib;      /* > 0: the sandbox's disk size, larger than the
+                             base (a qcow2 overlay the guest grows into) */
+  const char *cmdline;    /* appended to the base kernel command line */
+  bool channel;           /* add the agent's virtio-serial port */
+  int tap_fd;             /* > 0: the guest's virtio-net is this tap (0, the
+                             default, is never one) */
+  int netns_fd;           /* > 0: QEMU runs in this network namespace */
+};
+
+struct rt_vm
+{
+  pid_t pid;
+  int pidfd;              /* readable when QEMU exits */
+  char *agent_sock;
+  char *console_log;
+};
+
+/* Starts QEMU in its own session; it dies with the calling process.  */
+int rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, rt_error **err);
+/* Waits up to @timeout_ms for QEMU to exit; 1 if it did (status in
+   *status), 0 if still running.  */
+int rt_vm_wait (struct rt_vm *vm, int timeout_ms, int *status);
+/* SIGKILLs and reaps QEMU (idempotent), frees the struct's members.  */
+void rt_vm_kill (struct rt_vm *vm);
+/* An error carrying the console's last lines.  */
+int rt_vm_startup_error (struct rt_vm *vm, rt_error **err, const char *what);
+
+#endif
