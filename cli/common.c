@@ -37,6 +37,11 @@ cli_error (const rt_error *err)
   return 1;
 }
 
+/* The format attribute: clang's -Wformat-nonliteral (from -Wformat=2)
+   accepts vasprintf on @fmt only then.  */
+static int vfail (const char *code, const char *hint, const char *fmt, va_list ap)
+    __attribute__ ((format (printf, 3, 0)));
+
 static int
 vfail (const char *code, const char *hint, const char *fmt, va_list ap)
 {
