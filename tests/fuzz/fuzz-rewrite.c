@@ -1,88 +1,110 @@
-/* fuzz-rewrite.c - libFuzzer target for the request rewriter (rewrite.h),
-   which reads what a hostile guest sends.  Build and run with clang (not
-   part of the suite: a fuzzer runs for minutes):
-
-     clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ilibruntime -Ibuild \
-       $(pkg-config --cflags json-c) tests/fuzz/fuzz-rewrite.c libruntime/net/rewrite.c -o fuzz-rewrite
-     ./fuzz-rewrite -max_total_time=300 -max_len=70000
-
-   The first input byte picks how the rest is cut into pieces, so that
-   every split of a head, a chunk line or a body is tried.  Checked: no
-   crash, every step consumes within what it was given, and the value
-   never appears in output that was not produced by a head (a body or an
-   opaque stream passes byte for byte).  */
+/* fuzz-rewrite.c - the request rewriter (net/rewrite.h), which reads what
+ * a hostile guest sends to a secret's host.
+ *
+ * Input: byte 0 picks how the rest is cut into pieces (1 to 17 bytes), so
+ * that every split of a head, a chunk line or a body is tried; the rest is
+ * the guest's stream.  Run it with -max_len=70000 now and then: heads go
+ * up to RT_REWRITE_MAX_HEAD.
+ *
+ * Checked: every step consumes within what it was given; a head comes back
+ * whole (ending in the blank line); a refusal says why; a value never
+ * appears in bytes that pass untouched unless the guest sent it (a body or
+ * an opaque stream passes byte for byte); and the pieces do not matter: the
+ * stream fed at once gives the same bytes upstream and the same refusal.
+ */
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "net/rewrite.h"
 
-static struct rt_secret_binding b[] = {
+static const struct rt_secret_binding bindings[] = {
   { "rtsec_00112233445566778899aabbccddeeff", "VALUE-1", NULL, NULL },
   { "rtsec_ffeeddccbbaa99887766554433221100", "VALUE-2", "Authorization", "Bearer VALUE-2" },
 };
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
+struct result
+{
+  char *out; /* what went upstream */
+  size_t len;
+  const char *why; /* NULL unless refused */
+};
+
+/* Everything the rewriter can take of @pending, appended to @res: false
+   once it refused.  */
+static bool
+take_all (struct rt_rewrite *rw, char *pending, size_t *plen, bool had_value, struct result *res)
+{
+  for (;;)
+    {
+      size_t take = 0, hlen = 0;
+      char *head = NULL;
+      const char *why = NULL;
+      int r = rt_rewrite_step (rw, pending, *plen, &take, &head, &hlen, &why);
+
+      if (r < 0)
+        {
+          FUZZ_CHECK (why != NULL && head == NULL);
+          res->why = why;
+          return false;
+        }
+      FUZZ_CHECK (r == RT_REWRITE_MORE || r == RT_REWRITE_PASS || r == RT_REWRITE_HEAD);
+      if (r == RT_REWRITE_MORE)
+        return true;
+      FUZZ_CHECK (take > 0 && take <= *plen);
+      if (r == RT_REWRITE_HEAD)
+        FUZZ_CHECK (head != NULL && hlen >= 4 && memcmp (head + hlen - 4, "\r\n\r\n", 4) == 0);
+      if (r == RT_REWRITE_PASS)
+        {
+          FUZZ_CHECK (head == NULL);
+          /* Values come out of heads only, never out of what passes.  */
+          FUZZ_CHECK (had_value || memmem (pending, take, "VALUE-", 6) == NULL);
+        }
+      res->out = realloc (res->out, res->len + (head ? hlen : take) + 1);
+      FUZZ_CHECK (res->out != NULL);
+      memcpy (res->out + res->len, head ? head : pending, head ? hlen : take);
+      res->len += head ? hlen : take;
+      free (head);
+      memmove (pending, pending + take, *plen - take);
+      *plen -= take;
+    }
+}
+
+/* Feeds @data in pieces of @step bytes.  */
+static void
+run (const uint8_t *data, size_t size, size_t step, struct result *res)
+{
+  struct rt_rewrite *rw = rt_rewrite_new (bindings, 2, "a.test", 443);
+  char *pending = malloc (size + 1);
+  bool had_value = memmem (data, size, "VALUE-", 6) != NULL;
+  size_t fed = 0, plen = 0;
+
+  FUZZ_CHECK (rw != NULL && pending != NULL);
+  while (take_all (rw, pending, &plen, had_value, res) && fed < size)
+    {
+      size_t chunk = size - fed < step ? size - fed : step;
+      memcpy (pending + plen, data + fed, chunk);
+      plen += chunk;
+      fed += chunk;
+    }
+  free (pending);
+  rt_rewrite_free (rw);
+}
 
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-  struct rt_rewrite *rw;
-  size_t step, fed = 0, plen = 0;
-  bool had_value;
-  char *pending;
+  struct result pieces = { NULL, 0, NULL }, whole = { NULL, 0, NULL };
 
   if (size < 1)
     return 0;
-  step = data[0] % 17 + 1;
-  data++;
-  size--;
-  had_value = memmem (data, size, "VALUE-", 6) != NULL;
-  rw = rt_rewrite_new (b, 2, "a.test", 443);
-  pending = malloc (size + 1);
-  if (rw == NULL || pending == NULL)
-    abort ();
-  for (;;)
-    {
-      for (;;)
-        {
-          size_t take = 0, hlen = 0;
-          char *head = NULL;
-          const char *why = NULL;
-          int r = rt_rewrite_step (rw, pending, plen, &take, &head, &hlen, &why);
-          if (r < 0)
-            {
-              if (why == NULL)
-                abort ();
-              goto done;
-            }
-          if (r == RT_REWRITE_MORE)
-            break;
-          if (take == 0 || take > plen)
-            abort ();
-          if (r == RT_REWRITE_HEAD && (head == NULL || hlen < 4 || memcmp (head + hlen - 4, "\r\n\r\n", 4) != 0))
-            abort ();
-          if (r == RT_REWRITE_PASS && head != NULL)
-            abort ();
-          /* Values come out of heads only, never out of what passes.  */
-          if (r == RT_REWRITE_PASS && !had_value && memmem (pending, take, "VALUE-", 6))
-            abort ();
-          free (head);
-          memmove (pending, pending + take, plen - take);
-          plen -= take;
-        }
-      if (fed == size)
-        break;
-      {
-        size_t chunk = size - fed < step ? size - fed : step;
-        memcpy (pending + plen, data + fed, chunk);
-        plen += chunk;
-        fed += chunk;
-      }
-    }
-done:
-  free (pending);
-  rt_rewrite_free (rw);
+  run (data + 1, size - 1, data[0] % 17 + 1, &pieces);
+  run (data + 1, size - 1, size, &whole);
+  FUZZ_CHECK (pieces.len == whole.len && (pieces.len == 0 || memcmp (pieces.out, whole.out, whole.len) == 0));
+  FUZZ_CHECK ((pieces.why == NULL) == (whole.why == NULL));
+  FUZZ_CHECK (pieces.why == NULL || strcmp (pieces.why, whole.why) == 0);
+  free (pieces.out);
+  free (whole.out);
   return 0;
 }
