@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
     {                                                                                                                  \
       if (!(cond))                                                                                                     \
         {                                                                                                              \
-          fprintf (stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                                   \
+          fprintf (stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                                    \
           abort ();                                                                                                    \
         }                                                                                                              \
     }                                                                                                                  \
