@@ -44,6 +44,9 @@ host_dup (const unsigned char *s, size_t n)
       else
         return NULL;
     }
+  /* "a.com.." would come out as "a.com.": the last label is empty too.  */
+  if (label == 0)
+    return NULL;
   out = malloc (n + 1);
   if (out == NULL)
     return NULL;
