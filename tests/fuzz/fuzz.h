@@ -1,11 +1,13 @@
 /* fuzz.h - what every target in tests/fuzz defines, and how it reports a
  * broken property.
  *
- * A target is one LLVMFuzzerTestOneInput.  Built with -Dfuzz=true and clang
- * it links libFuzzer; always, it links fuzz-main.c too, which replays the
- * target's corpus (tests/fuzz/corpus/<target>/) in `meson test`.  A
+ * A target is one LLVMFuzzerTestOneInput.  With -Dfuzz=true and clang it
+ * is built into a libFuzzer program; always, with fuzz-main.c, into a
+ * replay program that runs the target's corpus (tests/fuzz/corpus/<target>/)
+ * in `meson test`.  A
  * property that does not hold aborts: libFuzzer saves the input, the replay
- * test fails.
+ * test fails.  The targets and fuzz-main.c have no header of their own: a
+ * target defines only what this one declares, fuzz-main.c only main.
  */
 #ifndef RT_FUZZ_H
 #define RT_FUZZ_H
