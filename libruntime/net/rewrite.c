@@ -236,41 +236,45 @@ field_line_ok (const char *line, const char *eol)
   return true;
 }
 
-/* Parses and rewrites the head @buf[0..len) (ending in CRLF CRLF); sets the
-   state for what follows.  */
-static int
-do_head (struct rt_rewrite *rw, const char *buf, size_t len, char **head, size_t *head_len, const char **why)
-{
-  const char *end = buf + len - 2; /* the last header line's CRLF is kept */
-  const char *line = buf, *eol, *sp;
-  struct out o = { 0 };
-  bool any = false, have_len = false, chunked = false, opaque = false, http10 = false;
-  int hosts = 0;
-  uint64_t length = 0;
+#define BAD "bad_request"
+#define MISMATCH "host_mismatch"
 
-  /* Request line: METHOD SP target SP HTTP/1.x  */
-  eol = memmem (line, end - line, "\r\n", 2);
-  sp = memchr (line, ' ', eol - line);
+/* How the head frames what follows it.  */
+struct framing
+{
+  bool have_len, chunked, opaque, http10;
+  int hosts;
+  uint64_t length;
+};
+
+/* The request line [@line, @eol): METHOD SP target SP HTTP/1.x, the target
+   naming this very host if it names one.  NULL when it may pass, else
+   why not.  */
+static const char *
+check_request_line (const struct rt_rewrite *rw, const char *line, const char *eol, bool *http10)
+{
+  const char *sp = memchr (line, ' ', eol - line);
+
   if (sp == NULL || sp == line)
-    goto bad;
+    return BAD;
   for (const char *p = line; p < sp; p++)
     if (!is_tchar (*p))
-      goto bad;
+      return BAD;
   if (eol - line < 9 || memcmp (eol - 9, " HTTP/1.", 8) != 0 || (eol[-1] != '0' && eol[-1] != '1'))
-    goto bad;
+    return BAD;
   if (memchr (line, '\0', eol - line) || memchr (line, '\n', eol - line) || memchr (line, '\r', eol - line))
-    goto bad;
+    return BAD;
   for (const char *p = line; p < eol; p++)
     if ((unsigned char) *p < 0x20)
-      goto bad;
+      return BAD;
   /* A tunnel inside the tunnel would take the value anywhere.  */
   if (sp - line == 7 && memcmp (line, "CONNECT", 7) == 0)
-    goto mismatch;
+    return MISMATCH;
   {
     const char *target = sp + 1, *tend = eol - 9;
     if (tend <= target)
-      goto bad;
-    http10 = eol[-1] == '0';
+      return BAD;
+    *http10 = eol[-1] == '0';
     /* origin-form, "*", or absolute-form naming this very host.  */
     if (*target != '/' && !(tend - target == 1 && *target == '*'))
       {
@@ -280,65 +284,71 @@ do_head (struct rt_rewrite *rw, const char *buf, size_t len, char **head, size_t
         else if (tend - target > 7 && strncasecmp (target, "http://", 7) == 0)
           auth = target + 7;
         else
-          goto bad;
+          return BAD;
         for (aend = auth; aend < tend && *aend != '/' && *aend != '?' && *aend != '#'; aend++)
           ;
         if (!authority_ok (rw, auth, aend - auth))
-          goto mismatch;
+          return MISMATCH;
       }
   }
-  any |= add_swapped (rw, &o, line, eol + 2 - line);
+  return NULL;
+}
 
-  for (line = eol + 2; line < end; line = eol + 2)
+/* One header line [@line, @eol): checked, noted in @f, and added to @o
+   with its placeholders swapped, or dropped when a secret sets that
+   header.  NULL when it may pass, else why not.  */
+static const char *
+take_field (struct rt_rewrite *rw, struct out *o, const char *line, const char *eol, struct framing *f, bool *any)
+{
+  const char *colon, *v, *vend;
+  bool drop = false;
+
+  /* No name, obs-fold, a bare CR or LF: the server could read it
+     otherwise than we do.  */
+  if (!field_line_ok (line, eol))
+    return BAD;
+  colon = memchr (line, ':', eol - line);
+  v = colon + 1;
+  vend = eol;
+  trim (&v, &vend);
+  if (header_is (line, colon - line, "Content-Length"))
     {
-      const char *colon, *v, *vend;
-      bool drop = false;
-
-      eol = memmem (line, end + 2 - line, "\r\n", 2);
-      /* No name, obs-fold, a bare CR or LF: the server could read it
-         otherwise than we do.  */
-      if (!field_line_ok (line, eol))
-        goto bad;
-      colon = memchr (line, ':', eol - line);
-      v = colon + 1;
-      vend = eol;
-      trim (&v, &vend);
-      if (header_is (line, colon - line, "Content-Length"))
-        {
-          uint64_t l;
-          if (!parse_length (v, vend, &l) || (have_len && l != length))
-            goto bad;
-          have_len = true;
-          length = l;
-        }
-      else if (header_is (line, colon - line, "Transfer-Encoding"))
-        {
-          if (!chunked_last (v, vend))
-            goto bad;
-          chunked = true;
-        }
-      else if (header_is (line, colon - line, "Upgrade"))
-        opaque = true;
-      else if (header_is (line, colon - line, "Host"))
-        {
-          if (hosts++ > 0 || !authority_ok (rw, v, vend - v))
-            goto mismatch;
-        }
-      for (size_t i = 0; i < rw->n && !drop; i++)
-        drop = rw->b[i].header && header_is (line, colon - line, rw->b[i].header);
-      if (drop)
-        {
-          any = true;
-          continue;
-        }
-      any |= add_swapped (rw, &o, line, eol + 2 - line);
+      uint64_t l;
+      if (!parse_length (v, vend, &l) || (f->have_len && l != f->length))
+        return BAD;
+      f->have_len = true;
+      f->length = l;
     }
-  if (hosts != 1)
-    goto mismatch;
-  /* Both, or chunked in HTTP/1.0: a server may frame it otherwise
-     (RFC 9112 6.1, 6.3), and read a head we rewrote as a body.  */
-  if (chunked && (have_len || http10))
-    goto bad;
+  else if (header_is (line, colon - line, "Transfer-Encoding"))
+    {
+      if (!chunked_last (v, vend))
+        return BAD;
+      f->chunked = true;
+    }
+  else if (header_is (line, colon - line, "Upgrade"))
+    f->opaque = true;
+  else if (header_is (line, colon - line, "Host"))
+    {
+      if (f->hosts++ > 0 || !authority_ok (rw, v, vend - v))
+        return MISMATCH;
+    }
+  for (size_t i = 0; i < rw->n && !drop; i++)
+    drop = rw->b[i].header && header_is (line, colon - line, rw->b[i].header);
+  if (drop)
+    {
+      *any = true;
+      return NULL;
+    }
+  *any |= add_swapped (rw, o, line, eol + 2 - line);
+  return NULL;
+}
+
+/* The headers the secrets set; true when there was one.  */
+static bool
+add_secret_headers (const struct rt_rewrite *rw, struct out *o)
+{
+  bool any = false;
+
   for (size_t i = 0; i < rw->n; i++)
     if (rw->b[i].header)
       {
@@ -348,40 +358,81 @@ do_head (struct rt_rewrite *rw, const char *buf, size_t len, char **head, size_t
           seen = rw->b[j].header && strcasecmp (rw->b[j].header, rw->b[i].header) == 0;
         if (seen)
           continue;
-        out_add (&o, rw->b[i].header, strlen (rw->b[i].header));
-        out_add (&o, ": ", 2);
-        out_add (&o, rw->b[i].header_value, strlen (rw->b[i].header_value));
-        out_add (&o, "\r\n", 2);
+        out_add (o, rw->b[i].header, strlen (rw->b[i].header));
+        out_add (o, ": ", 2);
+        out_add (o, rw->b[i].header_value, strlen (rw->b[i].header_value));
+        out_add (o, "\r\n", 2);
         any = true;
       }
+  return any;
+}
+
+/* What follows the head, as @f frames it.  */
+static void
+set_body_state (struct rt_rewrite *rw, const struct framing *f)
+{
+  if (f->opaque)
+    rw->state = ST_OPAQUE;
+  else if (f->chunked)
+    rw->state = ST_CHUNK_SIZE;
+  else if (f->have_len && f->length > 0)
+    {
+      rw->state = ST_BODY;
+      rw->left = f->length;
+    }
+  else
+    rw->state = ST_HEAD;
+}
+
+/* Parses and rewrites the head @buf[0..len) (ending in CRLF CRLF); sets the
+   state for what follows.  */
+static int
+do_head (struct rt_rewrite *rw, const char *buf, size_t len, char **head, size_t *head_len, const char **why)
+{
+  const char *end = buf + len - 2; /* the last header line's CRLF is kept */
+  const char *line = buf, *eol, *why_not;
+  struct out o = { 0 };
+  struct framing f = { 0 };
+  bool any = false;
+
+  eol = memmem (line, end - line, "\r\n", 2);
+  if ((why_not = check_request_line (rw, line, eol, &f.http10)))
+    goto fail;
+  any |= add_swapped (rw, &o, line, eol + 2 - line);
+
+  for (line = eol + 2; line < end; line = eol + 2)
+    {
+      eol = memmem (line, end + 2 - line, "\r\n", 2);
+      if ((why_not = take_field (rw, &o, line, eol, &f, &any)))
+        goto fail;
+    }
+  if (f.hosts != 1)
+    {
+      why_not = MISMATCH;
+      goto fail;
+    }
+  /* Both, or chunked in HTTP/1.0: a server may frame it otherwise
+     (RFC 9112 6.1, 6.3), and read a head we rewrote as a body.  */
+  if (f.chunked && (f.have_len || f.http10))
+    {
+      why_not = BAD;
+      goto fail;
+    }
+  any |= add_secret_headers (rw, &o);
   out_add (&o, "\r\n", 2);
   if (o.oom)
     {
-      *why = "out_of_memory";
+      why_not = "out_of_memory";
       goto fail;
     }
   if (any)
     rw->swapped++;
-  if (opaque)
-    rw->state = ST_OPAQUE;
-  else if (chunked)
-    rw->state = ST_CHUNK_SIZE;
-  else if (have_len && length > 0)
-    {
-      rw->state = ST_BODY;
-      rw->left = length;
-    }
-  else
-    rw->state = ST_HEAD;
+  set_body_state (rw, &f);
   *head = o.p;
   *head_len = o.len;
   return RT_REWRITE_HEAD;
-mismatch:
-  *why = "host_mismatch";
-  goto fail;
-bad:
-  *why = "bad_request";
 fail:
+  *why = why_not;
   if (o.p)
     explicit_bzero (o.p, o.len);
   free (o.p);
@@ -395,12 +446,94 @@ pass (size_t *take, size_t n)
   return RT_REWRITE_PASS;
 }
 
+static int
+bad (const char **why)
+{
+  *why = BAD;
+  return -1;
+}
+
+/* A chunk-size line (ST_CHUNK_SIZE) or a trailer line (ST_TRAILER).  */
+static int
+step_chunk_line (struct rt_rewrite *rw, const char *buf, size_t len, size_t *take, const char **why)
+{
+  const char *eol = memmem (buf, len < MAX_LINE ? len : MAX_LINE, "\r\n", 2);
+  uint64_t size = 0;
+  const char *p = buf;
+
+  if (eol == NULL)
+    {
+      if (len >= MAX_LINE)
+        return bad (why);
+      return RT_REWRITE_MORE;
+    }
+  if (rw->state == ST_TRAILER)
+    {
+      if (eol == buf)
+        rw->state = ST_HEAD;
+      else if (!field_line_ok (buf, eol))
+        return bad (why);
+      return pass (take, eol + 2 - buf);
+    }
+  for (; p < eol && strchr ("0123456789abcdefABCDEF", *p); p++)
+    {
+      if (size >> 59)
+        return bad (why);
+      size = size * 16 + (*p <= '9' ? *p - '0' : (*p | 0x20) - 'a' + 10);
+    }
+  /* Digits, then nothing or an extension: printable, no bare CR or
+     LF that a server could end the line at.  */
+  if (p == buf)
+    return bad (why);
+  while (p < eol && (*p == ' ' || *p == '\t'))
+    p++;
+  if (p < eol && *p != ';')
+    return bad (why);
+  for (; p < eol; p++)
+    if (((unsigned char) *p < 0x20 && *p != '\t') || *p == 0x7f)
+      return bad (why);
+  if (size == 0)
+    rw->state = ST_TRAILER;
+  else
+    {
+      rw->state = ST_CHUNK_DATA;
+      rw->left = size;
+    }
+  return pass (take, eol + 2 - buf);
+}
+
+/* ST_HEAD: a whole head, else more bytes.  */
+static int
+step_head (struct rt_rewrite *rw, const char *buf, size_t len, size_t *take, char **head, size_t *head_len,
+           const char **why)
+{
+  size_t look = len < RT_REWRITE_MAX_HEAD ? len : RT_REWRITE_MAX_HEAD;
+  const char *end;
+  int r;
+
+  /* Blank lines between requests are allowed (RFC 9112 2.2).  */
+  if (len >= 2 && buf[0] == '\r' && buf[1] == '\n')
+    return pass (take, 2);
+  end = memmem (buf, look, "\r\n\r\n", 4);
+  if (end == NULL)
+    {
+      if (len >= RT_REWRITE_MAX_HEAD)
+        {
+          *why = "request_head_too_large";
+          return -1;
+        }
+      return RT_REWRITE_MORE;
+    }
+  r = do_head (rw, buf, end + 4 - buf, head, head_len, why);
+  if (r > 0)
+    *take = end + 4 - buf;
+  return r;
+}
+
 int
 rt_rewrite_step (struct rt_rewrite *rw, const char *buf, size_t len, size_t *take, char **head, size_t *head_len,
                  const char **why)
 {
-  const char *eol;
-
   *take = 0;
   *head = NULL;
   *head_len = 0;
@@ -425,82 +558,17 @@ rt_rewrite_step (struct rt_rewrite *rw, const char *buf, size_t len, size_t *tak
       if (len < 2)
         return RT_REWRITE_MORE;
       if (buf[0] != '\r' || buf[1] != '\n')
-        break;
+        return bad (why);
       rw->state = ST_CHUNK_SIZE;
       return pass (take, 2);
 
     case ST_CHUNK_SIZE:
     case ST_TRAILER:
-      eol = memmem (buf, len < MAX_LINE ? len : MAX_LINE, "\r\n", 2);
-      if (eol == NULL)
-        {
-          if (len >= MAX_LINE)
-            break;
-          return RT_REWRITE_MORE;
-        }
-      if (rw->state == ST_TRAILER)
-        {
-          if (eol == buf)
-            rw->state = ST_HEAD;
-          else if (!field_line_ok (buf, eol))
-            break;
-          return pass (take, eol + 2 - buf);
-        }
-      {
-        uint64_t size = 0;
-        const char *p = buf;
-        for (; p < eol && strchr ("0123456789abcdefABCDEF", *p); p++)
-          {
-            if (size >> 59)
-              goto bad;
-            size = size * 16 + (*p <= '9' ? *p - '0' : (*p | 0x20) - 'a' + 10);
-          }
-        /* Digits, then nothing or an extension: printable, no bare CR or
-           LF that a server could end the line at.  */
-        if (p == buf)
-          break;
-        while (p < eol && (*p == ' ' || *p == '\t'))
-          p++;
-        if (p < eol && *p != ';')
-          break;
-        for (; p < eol; p++)
-          if (((unsigned char) *p < 0x20 && *p != '\t') || *p == 0x7f)
-            goto bad;
-        if (size == 0)
-          rw->state = ST_TRAILER;
-        else
-          {
-            rw->state = ST_CHUNK_DATA;
-            rw->left = size;
-          }
-        return pass (take, eol + 2 - buf);
-      }
+      return step_chunk_line (rw, buf, len, take, why);
 
     case ST_HEAD:
-      {
-        size_t look = len < RT_REWRITE_MAX_HEAD ? len : RT_REWRITE_MAX_HEAD;
-        const char *end;
-        int r;
-        /* Blank lines between requests are allowed (RFC 9112 2.2).  */
-        if (len >= 2 && buf[0] == '\r' && buf[1] == '\n')
-          return pass (take, 2);
-        end = memmem (buf, look, "\r\n\r\n", 4);
-        if (end == NULL)
-          {
-            if (len >= RT_REWRITE_MAX_HEAD)
-              {
-                *why = "request_head_too_large";
-                return -1;
-              }
-            return RT_REWRITE_MORE;
-          }
-        r = do_head (rw, buf, end + 4 - buf, head, head_len, why);
-        if (r > 0)
-          *take = end + 4 - buf;
-        return r;
-      }
+      return step_head (rw, buf, len, take, head, head_len, why);
     }
-bad:
-  *why = "bad_request";
-  return -1;
+  return bad (why);
 }
+

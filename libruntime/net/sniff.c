@@ -379,74 +379,80 @@ head_fill (const char *buf, size_t mlen, size_t tstart, size_t tlen, const char 
   return 0;
 }
 
-int
-rt_http_head_parse (const char *buf, size_t len, struct rt_http_head *h)
+/* The scanners of a head return 1 to go on, 0 for malformed, -1 when more
+   bytes are needed.  */
+
+/* "METHOD SP target SP HTTP/1.d", checked byte by byte so that garbage is
+   told at once; *@ip is then past it.  */
+static int
+scan_request_line (const unsigned char *p, size_t len, size_t *ip, size_t *mlen, size_t *tstart, size_t *tlen)
 {
-  const unsigned char *p = (const unsigned char *) buf;
   static const char version[] = "HTTP/1.";
-  const char *hostv = NULL;
-  size_t i = 0, mlen, tstart, tlen, hostn = 0;
-  bool capped = len >= RT_SNIFF_MAX;
-  const int more = capped ? 0 : -1;
-  int ret;
+  size_t i = 0;
 
-  memset (h, 0, sizeof (*h));
-  if (len > RT_SNIFF_MAX)
-    len = RT_SNIFF_MAX;
-
-  /* Request line, checked byte by byte so that garbage is told at once.  */
   for (; i < len && p[i] != ' '; i++)
     if (p[i] < 'A' || p[i] > 'Z' || i >= METHOD_MAX)
       return 0;
   if (i == len)
-    return more;
+    return -1;
   if (i == 0)
     return 0;
-  mlen = i++;
-  tstart = i;
+  *mlen = i++;
+  *tstart = i;
   for (; i < len && p[i] != ' '; i++)
     if (p[i] <= 0x20 || p[i] >= 0x7f)
       return 0;
   if (i == len)
-    return more;
-  if (i == tstart)
+    return -1;
+  if (i == *tstart)
     return 0;
-  tlen = i++ - tstart;
+  *tlen = i++ - *tstart;
   for (size_t k = 0; k < sizeof (version) - 1; k++, i++)
     {
       if (i == len)
-        return more;
+        return -1;
       if (p[i] != (unsigned char) version[k])
         return 0;
     }
   if (i == len)
-    return more;
+    return -1;
   if (p[i] < '0' || p[i] > '9')
     return 0;
-  i++;
+  *ip = i + 1;
+  return 1;
+}
 
-  /* Each line: CRLF ends the head, else "name: value" then CRLF.  */
+/* From *@ip: each line, CRLF ends the head, else "name: value" then CRLF;
+   *@ip is then past the blank line, and @hostv, @hostn the one Host
+   value (trimmed) if any.  */
+static int
+scan_fields (const char *buf, size_t len, size_t *ip, const char **hostv, size_t *hostn)
+{
+  const unsigned char *p = (const unsigned char *) buf;
+  size_t i = *ip;
+
   for (;;)
     {
       size_t nstart, nlen, vstart, vend;
 
       if (i == len)
-        return more;
+        return -1;
       if (p[i] != '\r')
         return 0;
       if (++i == len)
-        return more;
+        return -1;
       if (p[i++] != '\n')
         return 0;
       if (i == len)
-        return more;
+        return -1;
       if (p[i] == '\r')
         {
           if (++i == len)
-            return more;
+            return -1;
           if (p[i++] != '\n')
             return 0;
-          break;
+          *ip = i;
+          return 1;
         }
       /* No obs-fold, no space before the colon: both are read two ways.  */
       nstart = i;
@@ -454,7 +460,7 @@ rt_http_head_parse (const char *buf, size_t len, struct rt_http_head *h)
         if (!is_tchar (p[i]))
           return 0;
       if (i == len)
-        return more;
+        return -1;
       if (i == nstart)
         return 0;
       nlen = i - nstart;
@@ -463,20 +469,40 @@ rt_http_head_parse (const char *buf, size_t len, struct rt_http_head *h)
         if ((p[i] < 0x20 && p[i] != '\t') || p[i] == 0x7f)
           return 0;
       if (i == len)
-        return more;
+        return -1;
       if (nlen == 4 && strncasecmp (buf + nstart, "host", 4) == 0)
         {
-          if (hostv != NULL)
+          if (*hostv != NULL)
             return 0;
           vend = i;
           while (vstart < vend && (p[vstart] == ' ' || p[vstart] == '\t'))
             vstart++;
           while (vend > vstart && (p[vend - 1] == ' ' || p[vend - 1] == '\t'))
             vend--;
-          hostv = buf + vstart;
-          hostn = vend - vstart;
+          *hostv = buf + vstart;
+          *hostn = vend - vstart;
         }
     }
+}
+
+int
+rt_http_head_parse (const char *buf, size_t len, struct rt_http_head *h)
+{
+  const char *hostv = NULL;
+  size_t i = 0, mlen = 0, tstart = 0, tlen = 0, hostn = 0;
+  bool capped = len >= RT_SNIFF_MAX;
+  const int more = capped ? 0 : -1;
+  int ret;
+
+  memset (h, 0, sizeof (*h));
+  if (len > RT_SNIFF_MAX)
+    len = RT_SNIFF_MAX;
+
+  ret = scan_request_line ((const unsigned char *) buf, len, &i, &mlen, &tstart, &tlen);
+  if (ret == 1)
+    ret = scan_fields (buf, len, &i, &hostv, &hostn);
+  if (ret != 1)
+    return ret < 0 ? more : 0;
 
   ret = head_fill (buf, mlen, tstart, tlen, hostv, hostn, h);
   if (ret != 1)

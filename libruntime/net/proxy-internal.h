@@ -1,0 +1,91 @@
+/* proxy-internal.h - what the egress proxy's files share: the proxy
+ * itself and one guest connection through it.
+ *
+ * proxy.c owns both (listeners, accepting, deciding, the connection table,
+ * the log); dns.c answers names, relay.c dials and moves the bytes,
+ * intercept-relay.c is the TLS path to a host bound to a secret.
+ */
+#ifndef RT_PROXY_INTERNAL_H
+#define RT_PROXY_INTERNAL_H
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include "net/dns.h"
+#include "net/egress.h"
+#include "net/proxy.h"
+
+struct rt_rewrite;
+struct rt_secret_binding;
+
+enum conn_kind
+{
+  CONN_PROXY,
+  CONN_TRANSPARENT,
+};
+
+struct conn
+{
+  struct rt_proxy *px;
+  LIST_ENTRY (conn) link;
+  enum conn_kind kind;
+  struct bufferevent *guest, *up;
+  struct event *sniff_timer;
+  struct rt_resolve_req *resolving;
+  char *name;                   /* what the guest asked for, when known */
+  struct sockaddr_storage addr; /* what is (to be) dialled */
+  bool have_addr;
+  int port;
+  bool is_connect;
+  char *head;                   /* plain HTTP: the head to send upstream */
+  size_t head_len;
+  bool relaying, guest_eof, up_eof, guest_shut, up_shut;
+  uint64_t bytes_out, bytes_in;
+  /* TLS interception, for hosts bound to a secret only.  */
+  bool tls;                       /* the guest speaks TLS (CONNECT, or a ClientHello seen) */
+  bool intercept, guest_tls_up, resetting;
+  struct rt_secret_binding *bind; /* what is swapped on this connection */
+  size_t n_bind;
+  struct rt_rewrite *rw;
+  int guest_fd;                   /* under the TLS filter, for SO_LINGER */
+};
+
+struct orphan;
+
+struct rt_proxy
+{
+  struct event_base *base;
+  struct rt_dns dns;
+  struct evconnlistener *proxy_l, *transparent_l;
+  struct rt_egress_rules rules;
+  LIST_HEAD (conn_list, conn) conns;
+  LIST_HEAD (orphan_list, orphan) orphans; /* sockets still writing out a closed TLS side */
+  int log_fd;
+  size_t log_bytes;
+  struct sockaddr_storage *host_addrs; /* this host's own addresses */
+  size_t n_host_addrs;
+  struct rt_intercept *ic;             /* NULL: the sandbox has no secrets */
+};
+
+/* One JSON line per decision in the egress log.  */
+void rt_proxy_log (struct rt_proxy *px, const char *kind, const char *name, const struct sockaddr_storage *addr,
+                   int port, const char *decision, const char *reason, uint64_t out, uint64_t in,
+                   const struct rt_rewrite *rw);
+/* NULL when the rules allow the destination, else the reason.  */
+const char *rt_proxy_refusal (struct rt_proxy *px, const char *name, const struct sockaddr *addr, int port);
+
+/* Ends @c: logged with @decision and @reason unless @decision is NULL.  */
+void rt_conn_free (struct conn *c, const char *decision, const char *reason);
+/* Ends @c with a RST toward the guest.  */
+void rt_conn_reset (struct conn *c, const char *decision, const char *reason);
+/* Answers the guest with an HTTP error from the proxy itself, then ends.  */
+void rt_conn_answer (struct conn *c, int status, const char *text, const char *reason);
+/* Refuses @c for @reason as its door does: an HTTP answer or a RST.  */
+void rt_conn_refuse (struct conn *c, const char *reason);
+
+#endif

@@ -1,0 +1,24 @@
+/* relay.h - one proxied connection once decided: dialling the server
+ * from the host's namespace, then the bytes both ways between two
+ * bufferevents, with back-pressure and half-close, and the draining of a
+ * closed TLS side.
+ */
+#ifndef RT_RELAY_H
+#define RT_RELAY_H
+
+#include <stdbool.h>
+
+#include "net/proxy-internal.h"
+
+#define DIAL_TIMEOUT_S 10
+#define RELAY_HIGH (1024 * 1024) /* bytes queued toward one side before reading the other pauses */
+
+/* Dials @c's address and port; relays once connected, else refuses.  */
+void rt_relay_dial (struct conn *c);
+/* Frees one side; with @drain, what a TLS filter already encrypted is
+   still written out.  */
+void rt_relay_release (struct rt_proxy *px, struct bufferevent *bev, bool drain);
+/* Drops the sockets still draining.  */
+void rt_relay_orphans_free (struct rt_proxy *px);
+
+#endif
