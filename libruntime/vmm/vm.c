@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
+#include "vmm/accel.h"
 #include "vmm/vm.h"
 
 #define MAX_ARGS 64
