@@ -381,10 +381,6 @@ int rt_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error
  */
 int rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err);
 
-#ifdef __cplusplus
-}
-#endif
-
 /**
  * rt_build_opts - what `runtime image build` makes; steps run in this
  * order: @files, @apt, @pip, @npm, @run (each list in its own order)
@@ -568,5 +564,9 @@ int rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t 
 int rt_secret_list_json (rt_context *ctx, char **json, rt_error **err);
 /** rt_secret_remove - forget a secret ("not_found" when there is none) */
 int rt_secret_remove (rt_context *ctx, const char *name, rt_error **err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
