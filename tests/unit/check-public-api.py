@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """check-public-api.py HEADER LIBRARY [TEST-CXX]: the public boundary, as TAP.
 
-1. The functions TEST-CXX (test-cxx.cc) links are exactly those HEADER
+1. Every function HEADER declares has a /** comment right before it that
+   names each of its parameters (@name) and, unless it returns void, says
+   what it returns ("Return:").
+2. The functions TEST-CXX (test-cxx.cc) links are exactly those HEADER
    declares: a new public function needs a caller in the C++ test.
-2. LIBRARY exports exactly the header's functions, each versioned
+3. LIBRARY exports exactly the header's functions, each versioned
    LIBRUNTIME_0.1 (libruntime.map), and nothing else.
 """
 import re
@@ -24,6 +27,26 @@ def declared(header):
     return sorted(set(re.findall(r"\b(rt_\w+)\s*\(", text)))
 
 
+def undocumented(header):
+    """The functions whose comment lacks a parameter or the return."""
+    text = open(header).read()
+    bad = []
+    decl = re.compile(r"/\*\*((?:(?!\*/).)*)\*/\s*([^;{}#]*?\b(rt_\w+)\s*\(([^;]*?)\)\s*;)", re.S)
+    for m in decl.finditer(text):
+        doc, proto, name, params = m.groups()
+        if proto.lstrip().startswith("typedef"):
+            continue
+        names = [re.findall(r"(\w+)\s*(?:\[\])?$", p.strip())[0] for p in params.split(",")
+                 if p.strip() not in ("void", "")]
+        missing = [f"@{n}" for n in names if f"@{n}" not in doc]
+        if proto.split(name)[0].strip() != "void" and "Return" not in doc:
+            missing.append("Return:")
+        if missing:
+            bad.append(f"{name}: {' '.join(missing)}")
+    documented = {m.group(3) for m in decl.finditer(text)}
+    return bad, documented
+
+
 def main():
     header, library = sys.argv[1], sys.argv[2]
     cxx = sys.argv[3] if len(sys.argv) > 3 else None
@@ -40,6 +63,9 @@ def main():
                 print("# " + line)
 
     ok(len(want) > 0, f"{header} declares {len(want)} functions")
+    bad, documented = undocumented(header)
+    bad += [f"{name}: no /** comment" for name in want if name not in documented]
+    ok(not bad, "every function is documented: each parameter, the return", "\n".join(bad))
     if cxx is None:
         n += 1
         print(f"ok {n} - # SKIP no C++ compiler: the C++ link test is not built")
