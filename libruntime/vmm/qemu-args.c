@@ -1,5 +1,4 @@
 /* qemu-args.c - QEMU's command line for one microvm (qemu-args.h).  */
-#include <stdarg.h>
 #include <string.h>
 
 #include "common/util.h"
@@ -44,19 +43,6 @@ add (struct argv_builder *b, const char *s)
   add_owned (b, strdup (s));
 }
 
-static void RT_PRINTF (2, 3)
-add_printf (struct argv_builder *b, const char *fmt, ...)
-{
-  va_list ap;
-  char *s = NULL;
-
-  va_start (ap, fmt);
-  if (vasprintf (&s, fmt, ap) < 0)
-    s = NULL;
-  va_end (ap);
-  add_owned (b, s);
-}
-
 static void
 add_pairs (struct argv_builder *b, const char *const *pairs)
 {
@@ -75,8 +61,9 @@ add_append (struct argv_builder *b, const struct rt_qemu_args *a, bool tcg)
   if (tcg && a->tsc_khz > 0)
     snprintf (tsc, sizeof (tsc), " tsc_early_khz=%lu", a->tsc_khz);
   add (b, "-append");
-  add_printf (b, "console=ttyS0 quiet panic=-1 reboot=t%s%s%s%s", tsc, a->disk && a->disk_overlay ? " rt.growfs=1" : "",
-              a->cmdline ? " " : "", a->cmdline ? a->cmdline : "");
+  add_owned (b, rt_strdup_printf ("console=ttyS0 quiet panic=-1 reboot=t%s%s%s%s", tsc,
+                                  a->disk && a->disk_overlay ? " rt.growfs=1" : "", a->cmdline ? " " : "",
+                                  a->cmdline ? a->cmdline : ""));
 }
 
 static void
@@ -85,9 +72,9 @@ add_devices (struct argv_builder *b, const struct rt_qemu_args *a)
   if (a->agent_sock)
     {
       add_pairs (b, (const char *const[]){ "-device", "virtio-serial-device", "-chardev", NULL });
-      add_printf (b, "socket,id=agent,path=%s,server=on,wait=off", a->agent_sock);
+      add_owned (b, rt_strdup_printf ("socket,id=agent,path=%s,server=on,wait=off", a->agent_sock));
       add_pairs (b, (const char *const[]){ "-device", "virtserialport,chardev=agent,name=runtime.agent", "-qmp", NULL });
-      add_printf (b, "unix:%s,server=on,wait=off", a->qmp_sock);
+      add_owned (b, rt_strdup_printf ("unix:%s,server=on,wait=off", a->qmp_sock));
     }
   /* The tap is fd 3 in QEMU (vm.c's child puts it there).  */
   if (a->tap)
@@ -97,9 +84,9 @@ add_devices (struct argv_builder *b, const struct rt_qemu_args *a)
     {
       add (b, "-drive");
       if (a->disk_overlay)
-        add_printf (b, "id=root,file=%s,format=qcow2,if=none,discard=unmap", a->disk);
+        add_owned (b, rt_strdup_printf ("id=root,file=%s,format=qcow2,if=none,discard=unmap", a->disk));
       else
-        add_printf (b, "id=root,file=%s,format=raw,if=none,snapshot=on,discard=unmap", a->disk);
+        add_owned (b, rt_strdup_printf ("id=root,file=%s,format=raw,if=none,snapshot=on,discard=unmap", a->disk));
       add_pairs (b, (const char *const[]){ "-device", "virtio-blk-device,drive=root", NULL });
     }
 }
@@ -117,13 +104,13 @@ rt_qemu_argv (const struct rt_qemu_args *a, char ***out, rt_error **err)
   add (&b, a->qemu);
   add_pairs (&b, (const char *const[]){ "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel",
                                         tcg ? "tcg,tb-size=64" : "kvm", "-cpu", tcg ? "max" : "host", "-m", NULL });
-  add_printf (&b, "%u", a->memory_mib);
+  add_owned (&b, rt_strdup_printf ("%u", a->memory_mib));
   add (&b, "-smp");
-  add_printf (&b, "%u", a->vcpu);
+  add_owned (&b, rt_strdup_printf ("%u", a->vcpu));
   /* Named threads ("CPU 0/TCG"): the meter bills exactly those.  */
   add_pairs (&b, (const char *const[]){ "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config",
                                         "-display", "none", "-no-reboot", "-serial", NULL });
-  add_printf (&b, "file:%s", a->console_log);
+  add_owned (&b, rt_strdup_printf ("file:%s", a->console_log));
   add (&b, "-kernel");
   add (&b, a->vmlinux);
   add (&b, "-initrd");
