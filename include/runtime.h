@@ -4,6 +4,10 @@
  * errno-style value with *err set on failure; success never touches *err.
  * Handles are opaque.  Nothing here keeps global state: a rt_context carries
  * the directories and options, and may be used from one thread at a time.
+ * Out of memory is "internal" everywhere.  Functions taking a rt_sandbox
+ * handle also fail with "sandbox_not_ready" when its monitor cannot be
+ * reached (the sandbox stopped meanwhile).  Strings and JSON handed out
+ * through char ** are the caller's to free().
  */
 #ifndef RUNTIME_H
 #define RUNTIME_H
@@ -32,10 +36,16 @@ typedef struct rt_error
   char *hint;
 } rt_error;
 
-/** rt_error_free - free an error (NULL is fine).  */
+/**
+ * rt_error_free - free an error and its strings
+ * @err: the error, or NULL (nothing happens)
+ */
 void rt_error_free (rt_error *err);
 
-/** rt_version - the library's version string.  */
+/**
+ * rt_version - the library's version
+ * Return: a static string such as "0.1.0" (not to be freed).
+ */
 const char *rt_version (void);
 
 typedef struct rt_context rt_context;
@@ -57,15 +67,23 @@ typedef void (*rt_progress_fn) (void *data, const char *line);
  * /var/cache/runtime (root) or $XDG_CACHE_HOME/runtime.  Also read:
  * RUNTIME_ACCEL (kvm|tcg), RUNTIME_KERNEL (a kernel .deb to use),
  * RUNTIME_QEMU (the qemu-system-x86_64 binary), RUNTIME_AGENT (the guest
- * agent binary).
- * Return: 0, or <0 with @err set.
+ * agent binary).  Nothing is created on disk until it is needed.
+ * Return: 0, or <0 with @err set ("internal": out of memory).
  */
 int rt_context_new (rt_context **out, rt_error **err);
 
-/** rt_context_free - free a context (NULL is fine).  */
+/**
+ * rt_context_free - free a context; its sandboxes keep running
+ * @ctx: the context, or NULL (nothing happens)
+ */
 void rt_context_free (rt_context *ctx);
 
-/** rt_context_set_progress - where first-use progress lines go.  */
+/**
+ * rt_context_set_progress - where first-use progress lines go
+ * @ctx:  the context
+ * @fn:   called with each line, or NULL for silence (the default)
+ * @data: passed to @fn
+ */
 void rt_context_set_progress (rt_context *ctx, rt_progress_fn fn, void *data);
 
 /**
@@ -76,6 +94,8 @@ void rt_context_set_progress (rt_context *ctx, rt_progress_fn fn, void *data);
  *
  * RUNTIME_ACCEL wins; otherwise a probe boot decides (KVM only when a guest
  * really boots on it quickly) and the answer is cached.
+ * Errors: "usage" (RUNTIME_ACCEL neither kvm nor tcg), "startup_failed"
+ * (QEMU missing or not starting for the probe), "internal" (the kernel).
  * Return: 0, or <0 with @err set.
  */
 int rt_context_accel (rt_context *ctx, const char **out, rt_error **err);
@@ -183,16 +203,25 @@ int rt_sandbox_egress_log (rt_context *ctx, const char *ref, char **path, rt_err
 
 /**
  * rt_sandbox_open - a handle to a live sandbox
+ * @ctx: the context
  * @ref: its id, or its name when exactly one live sandbox has it
- * Errors: "not_found"; "sandbox_not_ready" when it has stopped.
+ * @out: the handle (free with rt_sandbox_close)
+ * @err: "not_found"; "sandbox_not_ready" when it has stopped
  * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **err);
 
-/** rt_sandbox_close - free a handle; the sandbox keeps running.  */
+/**
+ * rt_sandbox_close - free a handle; the sandbox keeps running
+ * @sb: the handle, or NULL (nothing happens)
+ */
 void rt_sandbox_close (rt_sandbox *sb);
 
-/** rt_sandbox_id - the sandbox's id ("sb-…").  */
+/**
+ * rt_sandbox_id - the sandbox's id
+ * @sb: the sandbox
+ * Return: "sb-…", owned by @sb (valid until rt_sandbox_close).
+ */
 const char *rt_sandbox_id (rt_sandbox *sb);
 
 /** Output callback: @stream is 1 (stdout) or 2 (stderr).  Return <0 to stop
@@ -258,10 +287,13 @@ int rt_sandbox_exec (rt_sandbox *sb, char *const argv[], const rt_exec_opts *opt
 
 /**
  * rt_sandbox_spawn - start a command in the background
+ * @sb:      the sandbox
  * @argv:    NULL-terminated argument vector, run without a shell
  * @opts:    cwd, env, user, stdin_data, timeout_ms as for exec; the output
  *           callbacks are not used: read the output with rt_sandbox_logs
  * @process: set to the process's number in this sandbox
+ * @err:     "sandbox_paused", "usage" (stdin over 1 MiB), "file_not_found"
+ *           (no such program or cwd), "invalid_env"
  * The sandbox keeps the latest 1 MiB of its output.
  * Return: 0, or <0 with @err set.
  */
@@ -269,97 +301,137 @@ int rt_sandbox_spawn (rt_sandbox *sb, char *const argv[], const rt_exec_opts *op
                       rt_error **err);
 
 /**
- * rt_sandbox_ps_json - the background processes as a JSON array of
- * {process, state ("running"|"exited"), exitCode, command, droppedBytes}
+ * rt_sandbox_ps_json - the background processes
+ * @sb:   the sandbox
+ * @json: set to a JSON array of {process, state ("running"|"exited"),
+ *        exitCode, command, droppedBytes}
+ * @err:  set on failure
+ * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_ps_json (rt_sandbox *sb, char **json, rt_error **err);
 
 /**
  * rt_sandbox_logs - a background process's output
+ * @sb:      the sandbox
+ * @process: its number (rt_sandbox_spawn)
  * @follow: keep streaming until the process exits
  * @opts:   on_output and data receive the output (stream 1 or 2; a note
  *          that older output was dropped arrives on stream 2)
  * @res:    filled when the process has exited (*exited true)
- * Return: 0, or <0 with @err set ("not_found").
+ * @exited: set to whether it has exited
+ * @err:    "not_found" (no such process)
+ * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow, const rt_exec_opts *opts, rt_exec_result *res,
                      bool *exited, rt_error **err);
 
-/** rt_sandbox_kill - send @signal to a background process's group.  */
+/**
+ * rt_sandbox_kill - send a signal to a background process's group
+ * @sb:      the sandbox
+ * @process: its number (rt_sandbox_spawn)
+ * @signal:  the signal, e.g. SIGTERM
+ * @err:     "not_found" (no such process)
+ * Return: 0, or <0 with @err set.
+ */
 int rt_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err);
 
 /**
  * rt_sandbox_cat - stream a file's bytes out of the sandbox
+ * @sb:   the sandbox
  * @path: absolute path in the sandbox
  * @opts: on_output/data receive the bytes (stream 1); cancel_fd as for exec
- * Errors: "usage" (relative path), "file_not_found", "is_a_directory".
+ * @err:  "usage" (relative path), "file_not_found", "is_a_directory"
  * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opts, rt_error **err);
 
 /**
  * rt_sandbox_files_json - list a directory (or one file) in the sandbox
+ * @sb:    the sandbox
  * @path:  absolute path
  * @depth: how many levels below @path (1: its entries)
  * @json:  set to a JSON array of {type ("d"|"l"|"-"), size, path}, sorted
- * Errors: "usage", "file_not_found".
+ * @err:   "usage" (relative path), "file_not_found"
+ * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, char **json, rt_error **err);
 
 /**
  * rt_sandbox_copy_in - copy a host file or directory into the sandbox
+ * @sb:  the sandbox
  * @src: host path (a directory is copied whole, modes kept)
  * @dst: absolute sandbox path; an existing directory receives @src by name
  * @cancel_fd: when readable, the copy stops and leaves nothing ("interrupted");
  *             -1 for none
+ * @err: "usage", "file_not_found" (either side), "interrupted"
  * Streamed as a tar archive; the copy lands under its name only when whole.
- * Errors: "usage", "file_not_found" (either side), "interrupted".
  * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, int cancel_fd, rt_error **err);
 
 /**
  * rt_sandbox_copy_out - copy a sandbox file or directory to the host
+ * @sb:  the sandbox
  * @src: absolute sandbox path
  * @dst: host path; an existing directory receives @src by name
  * @cancel_fd: as for rt_sandbox_copy_in
+ * @err: "usage", "file_not_found", "download_incomplete", "interrupted"
  * Written under a temporary name and renamed when complete: a copy cut
  * short never appears under @dst ("download_incomplete").
- * Errors: "usage", "file_not_found", "download_incomplete", "interrupted".
  * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, int cancel_fd, rt_error **err);
 
 /**
  * rt_sandbox_stop - stop the sandbox: its VM ends, its record stays
- * Waits (up to 30 s) until the monitor confirms; "cleanup_failed" if not.
+ * @sb:  the sandbox (the handle stays valid)
+ * @err: "cleanup_failed" when the monitor did not confirm within 30 s
+ * Stopping a sandbox that already stopped is not an error.
  * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_stop (rt_sandbox *sb, rt_error **err);
 
 /**
  * rt_sandbox_destroy - stop the sandbox and free the handle (also on error)
- * Return: 0, or <0 with @err set ("cleanup_failed").
+ * @sb:  the sandbox, or NULL (nothing happens, 0)
+ * @err: as for rt_sandbox_stop
+ * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_destroy (rt_sandbox *sb, rt_error **err);
 
-/** rt_sandbox_pause - freeze the VM (state paused; no CPU used).  */
+/**
+ * rt_sandbox_pause - freeze the VM (state paused; no CPU used)
+ * @sb:  the sandbox
+ * @err: set on failure
+ * Return: 0, or <0 with @err set.
+ */
 int rt_sandbox_pause (rt_sandbox *sb, rt_error **err);
 
-/** rt_sandbox_wake - resume a paused VM; a lease that ended restarts.  */
+/**
+ * rt_sandbox_wake - resume a paused VM; a lease that ended restarts
+ * @sb:  the sandbox
+ * @err: set on failure ("trial_exhausted" when a trial sandbox has no
+ *       hours left)
+ * Return: 0, or <0 with @err set.
+ */
 int rt_sandbox_wake (rt_sandbox *sb, rt_error **err);
 
 /**
  * rt_sandbox_extend - move the lease's end
+ * @sb:         the sandbox
  * @seconds:    added to the current end, which may be at most 1 h from now
  *              ("invalid_request" otherwise)
  * @expires_at: set to the new end, RFC 3339 UTC (free it)
+ * @err:        "invalid_request" (past the hour)
  * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_extend (rt_sandbox *sb, unsigned seconds, char **expires_at, rt_error **err);
 
 /**
  * rt_sandbox_remove - stop a sandbox if it runs and forget its record
+ * @ctx: the context
+ * @ref: its id or name
+ * @err: as for rt_sandbox_stop
  * Idempotent: an unknown or already removed @ref is not an error.
  * Return: 0, or <0 with @err set.
  */
@@ -370,20 +442,24 @@ int rt_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err);
  * {id, kind, name, labels, state, funding, vcpu, memoryMiB, diskMiB, image,
  *  timeoutSeconds, onLeaseEnd, createdAt, expiresAt, endedAt, stopReason,
  *  network, envNames, cpuSeconds, chargedMicros}
+ * @ctx:  the context
+ * @ref:  its id or name
  * @json: set to the text (free it)
- * Errors: "not_found".
+ * @err:  "not_found"
+ * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err);
 
 /**
  * rt_sandbox_list_json - every live sandbox (and ended ones with @all) as a
  * JSON array of rt_sandbox_get_json objects, oldest first
+ * @ctx:  the context
+ * @all:  include the ended sandboxes whose records remain
+ * @json: set to the text (free it); "[]" when there are none
+ * @err:  set on failure
+ * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err);
-
-#ifdef __cplusplus
-}
-#endif
 
 /**
  * rt_build_opts - what `runtime image build` makes; steps run in this
@@ -421,6 +497,8 @@ typedef struct rt_build_opts
 
 /**
  * rt_image_build - build an image, one layer per step
+ * @ctx:  the context
+ * @opts: what to build
  * @id:  the new image's id (free())
  * @err: "build_failed" names the step and carries its last output lines;
  *       "invalid_request" for a bad package name, file or recipe
@@ -434,17 +512,42 @@ typedef struct rt_build_opts
  */
 int rt_image_build (rt_context *ctx, const rt_build_opts *opts, char **id, rt_error **err);
 
-/** rt_image_list_json - every image version: [{id, name, version, tags, layers, env, workdir, created, sizeBytes}] */
+/**
+ * rt_image_list_json - every image version
+ * @ctx:  the context
+ * @json: set to [{id, name, version, tags, layers, env, workdir, created,
+ *        sizeBytes}] (free()); "[]" when there are none
+ * @err:  set on failure
+ * Return: 0, or <0 with @err set.
+ */
 int rt_image_list_json (rt_context *ctx, char **json, rt_error **err);
-/** rt_image_get_json - one image (id, name, name:tag, name@version, or an id prefix of 12+) as in the list */
+/**
+ * rt_image_get_json - one image, as in rt_image_list_json
+ * @ctx:  the context
+ * @ref:  id, name, name:tag, name@version, or an id prefix of 12+
+ * @json: set to the object (free())
+ * @err:  "image_not_found"
+ * Return: 0, or <0 with @err set.
+ */
 int rt_image_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err);
 /**
  * rt_image_remove - forget an image version, its boot disk and the layers
- * no other image uses; refused ("invalid_request") while a live sandbox
- * runs it
+ * no other image uses
+ * @ctx: the context
+ * @ref: as for rt_image_get_json
+ * @err: "image_not_found"; "invalid_request" while a live sandbox runs it
+ * Return: 0, or <0 with @err set.
  */
 int rt_image_remove (rt_context *ctx, const char *ref, rt_error **err);
-/** rt_image_export - write @ref as a portable tar: manifest.json and layers/<sha256>.tar.zst */
+/**
+ * rt_image_export - write an image as a portable tar: manifest.json and
+ * layers/<sha256>.tar.zst (written under a temporary name, then renamed)
+ * @ctx:  the context
+ * @ref:  as for rt_image_get_json
+ * @path: the tar file to write
+ * @err:  "image_not_found", "internal" (cannot write @path)
+ * Return: 0, or <0 with @err set.
+ */
 int rt_image_export (rt_context *ctx, const char *ref, const char *path, rt_error **err);
 /**
  * rt_image_import - add an exported image; every layer is checked against
@@ -452,6 +555,10 @@ int rt_image_export (rt_context *ctx, const char *ref, const char *path, rt_erro
  * unsafe paths, device nodes and writes through symlinks ("invalid_request"
  * if not: the store is left as it was).  The image becomes its name's next
  * version, tagged latest only when it is newer than the name's latest.
+ * @ctx:  the context
+ * @path: the tar rt_image_export wrote
+ * @id:   set to the image's id (free())
+ * @err:  "file_not_found", "invalid_request"
  * Return: 0 imported, 1 already in the store (left as it was), or a
  * negative errno-style value with @err set.
  */
@@ -459,23 +566,30 @@ int rt_image_import (rt_context *ctx, const char *path, char **id, rt_error **er
 
 /**
  * rt_usage_json - what was used and charged, from the ledger
+ * @ctx:  the context
  * @json: {trial_hours_left, charged_micros, charged_usd, sandboxes: [{resource_id,
  *        name, kind, state, funding, created_at, vcpu, memory_mib, running_seconds,
  *        active_cpu_seconds, memory_gib_seconds, charged_usd}]} newest first, at
  *        most 100 (free())
+ * @err:  set on failure (an unreadable ledger)
+ * Return: 0, or <0 with @err set.
  */
 int rt_usage_json (rt_context *ctx, char **json, rt_error **err);
 
 /**
  * rt_sandbox_metrics_json - a running sandbox now
+ * @sb:   the sandbox
  * @json: {id, vcpu, cpuPercent (of all its vCPUs, over the last second),
  *        memoryMiB, guestMemoryTotalMiB, guestMemoryAvailableMiB (the guest's
  *        own figures, never billed), cpuSeconds, chargedMicros} (free())
+ * @err:  set on failure
+ * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_metrics_json (rt_sandbox *sb, char **json, rt_error **err);
 
 /**
  * rt_run_python - the seed's tool handler: run @code in a fresh sandbox
+ * @ctx:      the context
  * @code:     the program, written to /workspace/main.py
  * @packages: NULL-terminated PyPI names (optionally ==VERSION), or NULL
  * @image:    image to boot, or NULL for the default
@@ -483,10 +597,13 @@ int rt_sandbox_metrics_json (rt_sandbox *sb, char **json, rt_error **err);
  *            {stage:"install", stderr} when pip failed; or {error} for a
  *            package name that is not one (no sandbox is made then)
  * @charged_micros: if not NULL, what the sandbox cost is added here
+ * @err:      as for rt_sandbox_create and rt_sandbox_exec; a failing
+ *            program or pip is a result, not an error
  *
  * The packages are installed (pip, 180 s) while only pypi.org and
  * *.pythonhosted.org are reachable; then the internet is switched off and
  * the program runs (60 s).  The sandbox is always removed.
+ * Return: 0, or <0 with @err set.
  */
 int rt_run_python (rt_context *ctx, const char *code, char *const *packages, const char *image, char **result,
                    int64_t *charged_micros, rt_error **err);
@@ -540,6 +657,8 @@ typedef struct rt_chat_opts
 
 /**
  * rt_chat - ask until the model answers without tool calls
+ * @ctx:        the context
+ * @opts:       the conversation (rt_chat_opts)
  * @transcript: JSON (free()): {answer, model, messages, usage {prompt_tokens,
  *              completion_tokens}, cost {model_micros (null for a model of
  *              unknown price), sandbox_micros}}.  Set on failure too once
@@ -547,26 +666,49 @@ typedef struct rt_chat_opts
  * @err: "invalid_request" (no key, HTTP 4xx, too many turns),
  *       "quota_exceeded" (HTTP 429 after retries), "internal" (5xx after
  *       retries, unreachable API, connect or read timeout), "interrupted"
+ * Return: 0, or <0 with @err set.
  */
 int rt_chat (rt_context *ctx, const rt_chat_opts *opts, char **transcript, rt_error **err);
 
 /**
  * rt_secret_set - store a secret bound to hosts
+ * @ctx:     the context
  * @name:    [A-Za-z_][A-Za-z0-9_]*, the variable sandboxes see
- * @value:   the value (@len bytes, 1 to 8192, no NUL)
+ * @value:   the value (@len bytes, 1 to 8192, no NUL, no line break inside)
+ * @len:     its length
  * @hosts:   NULL-terminated host names or *.domain patterns (1 to 16)
  * @header:  with @format: a header the proxy sets on those hosts, e.g.
  *           "Authorization" and "Bearer {value}"; both NULL for none
+ * @format:  the header's value, holding {value} once, on one line
  * @placeholder: what sandboxes see (free()); kept when the value changes
+ * @err:     "invalid_request" (a bad name, value, header or format),
+ *           "usage" (not 1 to 16 hosts; @header without @format)
  *
  * The store (<data>/secrets.json) is mode 0600 and written atomically;
  * a store others can read is refused ("invalid_request").
+ * Return: 0, or <0 with @err set.
  */
 int rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len, char *const *hosts,
                    const char *header, const char *format, char **placeholder, rt_error **err);
-/** rt_secret_list_json - [{name, hosts, header, format, placeholder}]: never a value */
+/**
+ * rt_secret_list_json - the stored secrets, never a value
+ * @ctx:  the context
+ * @json: set to [{name, hosts, header, format, placeholder}] (free())
+ * @err:  "invalid_request" (a store others can read)
+ * Return: 0, or <0 with @err set.
+ */
 int rt_secret_list_json (rt_context *ctx, char **json, rt_error **err);
-/** rt_secret_remove - forget a secret ("not_found" when there is none) */
+/**
+ * rt_secret_remove - forget a secret
+ * @ctx:  the context
+ * @name: its name
+ * @err:  "not_found" when there is none
+ * Return: 0, or <0 with @err set.
+ */
 int rt_secret_remove (rt_context *ctx, const char *name, rt_error **err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

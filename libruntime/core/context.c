@@ -105,30 +105,3 @@ rt_progress (rt_context *ctx, const char *fmt, ...)
     ctx->progress (ctx->progress_data, line);
   free (line);
 }
-
-unsigned long
-rt_host_tsc_khz (void)
-{
-  cleanup_file FILE *f = NULL;
-  char line[256];
-  unsigned long khz = 0;
-  double mhz;
-
-  /* Kernels with the tsc_freq_khz patch export the exact value.  */
-  f = fopen ("/sys/devices/system/cpu/cpu0/tsc_freq_khz", "re");
-  if (f && fscanf (f, "%lu", &khz) == 1 && khz > 0)
-    return khz;
-  if (f)
-    fclose (steal_pointer (&f));
-  f = fopen ("/proc/cpuinfo", "re");
-  if (f == NULL)
-    return 0;
-  while (fgets (line, sizeof (line), f))
-    if (strncmp (line, "cpu MHz", 7) == 0)
-      {
-        const char *colon = strchr (line, ':');
-        if (colon && sscanf (colon + 1, "%lf", &mhz) == 1 && mhz > 0)
-          return (unsigned long) (mhz * 1000.0 + 0.5);
-      }
-  return 0;
-}

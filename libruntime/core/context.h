@@ -1,5 +1,5 @@
 /* context.h - the context object and the internal interfaces between the
-   library's parts (kernel, image, accel, vm, channel).  */
+   library's parts (image); the vmm's are in vmm/.  */
 #ifndef RT_CONTEXT_H
 #define RT_CONTEXT_H
 
@@ -21,23 +21,6 @@ struct rt_context
 };
 
 void rt_progress (rt_context *ctx, const char *fmt, ...) RT_PRINTF (2, 3);
-
-/* The host's TSC frequency in kHz, 0 when unknown.  Guests under TCG hang
-   at random without it (docs/ARCHITECTURE.md).  */
-unsigned long rt_host_tsc_khz (void);
-
-/* kernel.c: the guest kernel and our initramfs.  */
-struct rt_kernel_files
-{
-  char *vmlinux;   /* uncompressed ELF kernel (PVH entry) */
-  char *initramfs; /* cpio newc: /init = agent, /lib/modules/<name>.ko */
-  char *version;   /* e.g. "6.1.0-57-cloud-amd64" */
-};
-/* Fetches (apt-get download, or RUNTIME_KERNEL) and extracts the kernel on
-   first use, builds the initramfs for the current agent binary; afterwards
-   a few stat() calls.  */
-int rt_kernel_ensure (rt_context *ctx, struct rt_kernel_files *out, rt_error **err);
-void rt_kernel_files_clear (struct rt_kernel_files *k);
 
 /* image.c: images and their boot disks.  */
 struct rt_image_disk

@@ -17,6 +17,7 @@
 #include "billing/trial.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/store.h"
+#include "vmm/kernel.h"
 
 #define STOP_WAIT_MS 30000
 #define MAX_LABELS 32

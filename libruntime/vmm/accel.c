@@ -9,6 +9,8 @@
 #include <sys/utsname.h>
 #include <sys/wait.h>
 
+#include "vmm/accel.h"
+#include "vmm/kernel.h"
 #include "vmm/vm.h"
 
 /* A healthy KVM boots to the agent in well under a second; kvm_pvm needs
@@ -121,5 +123,32 @@ rt_context_accel (rt_context *ctx, const char **out, rt_error **err)
     if (data && rt_mkdir_p (ctx->cache_dir, 0755, NULL) == 0)
       rt_write_file_atomic (cache, data, strlen (data), 0644, NULL);
   }
+  return 0;
+}
+
+unsigned long
+rt_host_tsc_khz (void)
+{
+  cleanup_file FILE *f = NULL;
+  char line[256];
+  unsigned long khz = 0;
+  double mhz;
+
+  /* Kernels with the tsc_freq_khz patch export the exact value.  */
+  f = fopen ("/sys/devices/system/cpu/cpu0/tsc_freq_khz", "re");
+  if (f && fscanf (f, "%lu", &khz) == 1 && khz > 0)
+    return khz;
+  if (f)
+    fclose (steal_pointer (&f));
+  f = fopen ("/proc/cpuinfo", "re");
+  if (f == NULL)
+    return 0;
+  while (fgets (line, sizeof (line), f))
+    if (strncmp (line, "cpu MHz", 7) == 0)
+      {
+        const char *colon = strchr (line, ':');
+        if (colon && sscanf (colon + 1, "%lf", &mhz) == 1 && mhz > 0)
+          return (unsigned long) (mhz * 1000.0 + 0.5);
+      }
   return 0;
 }

@@ -1,19 +1,16 @@
 /* kernel.c - the guest kernel (Debian's cloud kernel, unpacked to an ELF
-   vmlinux) and the initramfs that carries our agent and the few modules it
-   loads.
+   vmlinux and the few modules the agent loads); initramfs.c packs those
+   with the agent.
 
    Cache layout under <cache>/kernel/:
      current                    symlink naming the version fetched with apt
      deb-<key>                  same, for a RUNTIME_KERNEL .deb (key: its stat)
      <version>/vmlinux          uncompressed ELF kernel, booted through PVH
-     <version>/modules/<name>.ko  the modules listed in kernel_modules[]
+     <version>/modules/<name>.ko  the modules listed in rt_initramfs_modules[]
      <version>/initramfs-<agentkey>.cpio
      .lock                      flock held around every slow step
    A version directory is made under a temp name and renamed whole, so its
    presence means it is complete.  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
@@ -23,16 +20,8 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
-#include "core/context.h"
-
-/* What the agent loads with finit_module, in dependency order (there is
-   no modules.dep).  erofs needs libcrc32c.  */
-static const char *const kernel_modules[] = {
-  "virtio_ring",  "virtio",     "virtio_mmio", "virtio_blk", "virtio_console", "failover", "net_failover",
-  "virtio_net",   "libcrc32c",  "overlay",     "erofs",      "squashfs",       NULL,
-};
-
-#define N_MODULES (sizeof (kernel_modules) / sizeof (kernel_modules[0]) - 1)
+#include "vmm/initramfs.h"
+#include "vmm/kernel.h"
 
 /* Bounds on what we accept from a .deb; real ones are far below.  */
 #define MAX_VMLINUZ (256u << 20)
@@ -97,7 +86,7 @@ agent_key (rt_context *ctx, char key[17], rt_error **err)
       return rt_error_hint (err, "reinstall runtime or set RUNTIME_AGENT");
     }
   /* The module list is in the initramfs too: a changed list rebuilds it.  */
-  stat_key (&st, kernel_modules, key);
+  stat_key (&st, rt_initramfs_modules, key);
   return 0;
 }
 
@@ -151,8 +140,8 @@ version_complete (const char *kdir, const char *version)
 
   if (snprintf (path, sizeof (path), "%s/%s/vmlinux", kdir, version) >= (int) sizeof (path) || stat (path, &st) < 0)
     return false;
-  for (size_t i = 0; i < N_MODULES; i++)
-    if (snprintf (path, sizeof (path), "%s/%s/modules/%s.ko", kdir, version, kernel_modules[i]) >= (int) sizeof (path)
+  for (size_t i = 0; i < RT_INITRAMFS_N_MODULES; i++)
+    if (snprintf (path, sizeof (path), "%s/%s/modules/%s.ko", kdir, version, rt_initramfs_modules[i]) >= (int) sizeof (path)
         || stat (path, &st) < 0)
       return false;
   return true;
@@ -239,14 +228,6 @@ download_deb (rt_context *ctx, const char *dir, char **deb, rt_error **err)
 }
 
 static int
-archive_fail (rt_error **err, struct archive *a, const char *what, const char *path)
-{
-  int e = archive_errno (a);
-  return rt_error_set (err, e > 0 ? e : EIO, "internal", "%s '%s': %s", what, path,
-                       archive_error_string (a) ? archive_error_string (a) : "unknown libarchive error");
-}
-
-static int
 create_file (const char *dir, const char *name, mode_t mode, rt_error **err)
 {
   cleanup_free char *path = rt_strdup_printf ("%s/%s", dir, name);
@@ -291,7 +272,7 @@ read_entry (struct archive *a, struct archive_entry *e, size_t max, char **out, 
         }
       n = archive_read_data (a, buf + size, alloc - size);
       if (n < 0)
-        return archive_fail (err, a, "cannot read", archive_entry_pathname (e));
+        return rt_archive_fail (err, a, "cannot read", archive_entry_pathname (e));
       if (n == 0)
         break;
       size += n;
@@ -323,12 +304,12 @@ decompress_to_fd (const void *data, size_t len, int fd, const char *what, uint64
   archive_read_support_filter_all (a);
   archive_read_support_format_raw (a);
   if (archive_read_open_memory (a, data, len) != ARCHIVE_OK || archive_read_next_header (a, &e) != ARCHIVE_OK)
-    ret = archive_fail (err, a, "cannot decompress", what);
+    ret = rt_archive_fail (err, a, "cannot decompress", what);
   while (ret == 0)
     {
       la_ssize_t n = archive_read_data (a, buf, chunk);
       if (n < 0)
-        ret = archive_fail (err, a, "cannot decompress", what);
+        ret = rt_archive_fail (err, a, "cannot decompress", what);
       else if (n == 0)
         break;
       else
@@ -391,7 +372,7 @@ write_vmlinux (const unsigned char *bz, size_t len, const char *dir, rt_error **
   return 0;
 }
 
-/* Which of kernel_modules[] @path names, or -1.  Accepts .ko and the
+/* Which of rt_initramfs_modules[] @path names, or -1.  Accepts .ko and the
    compressed forms some kernels ship.  */
 static int
 module_index (const char *path, bool *compressed)
@@ -405,8 +386,8 @@ module_index (const char *path, bool *compressed)
       && strcmp (base + n, ".ko.gz") != 0)
     return -1;
   *compressed = base[n + 3] != '\0';
-  for (size_t i = 0; i < N_MODULES; i++)
-    if (strlen (kernel_modules[i]) == n && strncmp (kernel_modules[i], base, n) == 0)
+  for (size_t i = 0; i < RT_INITRAMFS_N_MODULES; i++)
+    if (strlen (rt_initramfs_modules[i]) == n && strncmp (rt_initramfs_modules[i], base, n) == 0)
       return (int) i;
   return -1;
 }
@@ -430,6 +411,61 @@ nested_read_cb (struct archive *a, void *data, const void **buf)
   return r;
 }
 
+/* boot/vmlinuz-<version>: the version names the cache directory; the
+   bzImage becomes <dir>/vmlinux.  */
+static int
+extract_vmlinuz (struct archive *a, struct archive_entry *e, const char *path, const char *deb, const char *dir,
+                 char **version, rt_error **err)
+{
+  cleanup_free char *bz = NULL;
+  size_t len = 0;
+  int ret;
+
+  if (!valid_version (path + 13))
+    return rt_error_set (err, EINVAL, "internal", "odd kernel file name '%s' in '%s'", path, deb);
+  *version = strdup (path + 13);
+  if (*version == NULL)
+    return rt_error_oom (err);
+  ret = read_entry (a, e, MAX_VMLINUZ, &bz, &len, err);
+  if (ret == 0)
+    ret = write_vmlinux ((const unsigned char *) bz, len, dir, err);
+  return ret;
+}
+
+/* One module (.ko, or compressed) into <moddir>/<name>.ko.  */
+static int
+extract_module (struct archive *a, struct archive_entry *e, const char *path, const char *moddir, const char *module,
+                bool compressed, rt_error **err)
+{
+  cleanup_free char *name = rt_strdup_printf ("%s.ko", module);
+  cleanup_close int fd = -1;
+  int ret = 0;
+
+  if (name == NULL)
+    return rt_error_oom (err);
+  fd = create_file (moddir, name, 0644, err);
+  if (fd < 0)
+    return fd;
+  if (compressed)
+    {
+      cleanup_free char *data = NULL;
+      unsigned char head[4];
+      uint64_t written;
+      size_t len = 0;
+
+      ret = read_entry (a, e, MAX_MODULE, &data, &len, err);
+      if (ret == 0)
+        ret = decompress_to_fd (data, len, fd, path, &written, head, err);
+    }
+  else if (archive_read_data_into_fd (a, fd) != ARCHIVE_OK)
+    ret = rt_archive_fail (err, a, "cannot extract", path);
+  /* The directory is renamed into place next: its files must be on disk
+     first.  */
+  if (ret == 0 && fsync (fd) < 0)
+    ret = rt_error_set (err, errno, "internal", "cannot write %s: %s", name, strerror (errno));
+  return ret;
+}
+
 /* Walks data.tar.* of the .deb (read straight out of the ar member) and
    writes vmlinux and modules/ into @dir.  */
 static int
@@ -440,7 +476,7 @@ extract_data_tar (struct archive *outer, const char *deb, const char *dir, char 
   struct archive_entry *e;
   cleanup_free char *moddir = rt_strdup_printf ("%s/modules", dir);
   cleanup_free char *ver = NULL;
-  bool found[N_MODULES] = { false };
+  bool found[RT_INITRAMFS_N_MODULES] = { false };
   int ret = 0, r;
 
   if (nr == NULL || a == NULL || moddir == NULL)
@@ -459,7 +495,7 @@ extract_data_tar (struct archive *outer, const char *deb, const char *dir, char 
   archive_read_support_filter_all (a);
   archive_read_support_format_tar (a);
   if (archive_read_open (a, nr, NULL, nested_read_cb, NULL) != ARCHIVE_OK)
-    ret = archive_fail (err, a, "cannot read the data of", deb);
+    ret = rt_archive_fail (err, a, "cannot read the data of", deb);
 
   while (ret == 0 && (r = archive_read_next_header (a, &e)) != ARCHIVE_EOF)
     {
@@ -469,64 +505,18 @@ extract_data_tar (struct archive *outer, const char *deb, const char *dir, char 
 
       if (r < ARCHIVE_WARN)
         {
-          ret = archive_fail (err, a, "cannot read", deb);
+          ret = rt_archive_fail (err, a, "cannot read", deb);
           break;
         }
       if (path == NULL || archive_entry_filetype (e) != AE_IFREG)
         continue;
       path += strspn (path, "./");
       if (strncmp (path, "boot/vmlinuz-", 13) == 0 && ver == NULL)
-        {
-          cleanup_free char *bz = NULL;
-          size_t len = 0;
-
-          if (!valid_version (path + 13))
-            {
-              ret = rt_error_set (err, EINVAL, "internal", "odd kernel file name '%s' in '%s'", path, deb);
-              break;
-            }
-          ver = strdup (path + 13);
-          if (ver == NULL)
-            ret = rt_error_oom (err);
-          if (ret == 0)
-            ret = read_entry (a, e, MAX_VMLINUZ, &bz, &len, err);
-          if (ret == 0)
-            ret = write_vmlinux ((const unsigned char *) bz, len, dir, err);
-        }
+        ret = extract_vmlinuz (a, e, path, deb, dir, &ver, err);
       else if (strncmp (path, "lib/modules/", 12) == 0 && strstr (path, "/kernel/")
                && (idx = module_index (path, &compressed)) >= 0 && !found[idx])
         {
-          cleanup_free char *name = rt_strdup_printf ("%s.ko", kernel_modules[idx]);
-          cleanup_close int fd = -1;
-
-          if (name == NULL)
-            {
-              ret = rt_error_oom (err);
-              break;
-            }
-          fd = create_file (moddir, name, 0644, err);
-          if (fd < 0)
-            {
-              ret = fd;
-              break;
-            }
-          if (compressed)
-            {
-              cleanup_free char *data = NULL;
-              unsigned char head[4];
-              uint64_t written;
-              size_t len = 0;
-
-              ret = read_entry (a, e, MAX_MODULE, &data, &len, err);
-              if (ret == 0)
-                ret = decompress_to_fd (data, len, fd, path, &written, head, err);
-            }
-          else if (archive_read_data_into_fd (a, fd) != ARCHIVE_OK)
-            ret = archive_fail (err, a, "cannot extract", path);
-          /* The directory is renamed into place next: its files must be
-             on disk first.  */
-          if (ret == 0 && fsync (fd) < 0)
-            ret = rt_error_set (err, errno, "internal", "cannot write %s: %s", name, strerror (errno));
+          ret = extract_module (a, e, path, moddir, rt_initramfs_modules[idx], compressed, err);
           found[idx] = true;
         }
     }
@@ -537,9 +527,9 @@ extract_data_tar (struct archive *outer, const char *deb, const char *dir, char 
 
   if (ver == NULL)
     return rt_error_set (err, ENOENT, "internal", "'%s' holds no boot/vmlinuz-*", deb);
-  for (size_t i = 0; i < N_MODULES; i++)
+  for (size_t i = 0; i < RT_INITRAMFS_N_MODULES; i++)
     if (!found[i])
-      return rt_error_set (err, ENOENT, "internal", "'%s' lacks the module %s.ko", deb, kernel_modules[i]);
+      return rt_error_set (err, ENOENT, "internal", "'%s' lacks the module %s.ko", deb, rt_initramfs_modules[i]);
   *version = steal_pointer (&ver);
   return 0;
 }
@@ -556,12 +546,12 @@ extract_deb (const char *deb, const char *dir, char **version, rt_error **err)
     return rt_error_oom (err);
   archive_read_support_format_ar (a);
   if (archive_read_open_filename (a, deb, 65536) != ARCHIVE_OK)
-    ret = archive_fail (err, a, "cannot open", deb);
+    ret = rt_archive_fail (err, a, "cannot open", deb);
   while (ret == 0 && !done && (r = archive_read_next_header (a, &e)) != ARCHIVE_EOF)
     {
       const char *name = archive_entry_pathname (e);
       if (r < ARCHIVE_WARN)
-        ret = archive_fail (err, a, "cannot read", deb);
+        ret = rt_archive_fail (err, a, "cannot read", deb);
       else if (name && strncmp (name, "data.tar", 8) == 0)
         {
           ret = extract_data_tar (a, deb, dir, version, err);
@@ -689,131 +679,6 @@ out:
   return ret;
 }
 
-static int
-cpio_header (struct archive *a, struct archive_entry *e, const char *name, mode_t type, mode_t perm, int64_t size,
-             int64_t ino, const char *where, rt_error **err)
-{
-  archive_entry_clear (e);
-  archive_entry_set_pathname (e, name);
-  archive_entry_set_filetype (e, type);
-  archive_entry_set_perm (e, perm);
-  archive_entry_set_uid (e, 0);
-  archive_entry_set_gid (e, 0);
-  archive_entry_set_ino64 (e, ino);
-  archive_entry_set_nlink (e, type == AE_IFDIR ? 2 : 1);
-  archive_entry_set_size (e, size);
-  if (type == AE_IFCHR)
-    {
-      /* /dev/console, so the kernel can give /init a console before
-         devtmpfs is mounted.  */
-      archive_entry_set_rdevmajor (e, 5);
-      archive_entry_set_rdevminor (e, 1);
-    }
-  if (archive_write_header (a, e) != ARCHIVE_OK)
-    return archive_fail (err, a, "cannot write", where);
-  return 0;
-}
-
-static int
-cpio_file (struct archive *a, struct archive_entry *e, const char *name, mode_t perm, const char *src, int64_t ino,
-           const char *where, rt_error **err)
-{
-  cleanup_close int fd = open (src, O_RDONLY | O_CLOEXEC);
-  char buf[65536];
-  struct stat st;
-  int64_t left;
-  int ret;
-
-  if (fd < 0 || fstat (fd, &st) < 0)
-    return rt_error_set (err, errno, "internal", "cannot open '%s': %s", src, strerror (errno));
-  ret = cpio_header (a, e, name, AE_IFREG, perm, st.st_size, ino, where, err);
-  if (ret < 0)
-    return ret;
-  for (left = st.st_size; left > 0;)
-    {
-      ssize_t n = read (fd, buf, left < (int64_t) sizeof (buf) ? (size_t) left : sizeof (buf));
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        return rt_error_set (err, n < 0 ? errno : EIO, "internal", "cannot read '%s'", src);
-      if (archive_write_data (a, buf, n) != n)
-        return archive_fail (err, a, "cannot write", where);
-      left -= n;
-    }
-  return 0;
-}
-
-/* /init = the agent, /lib/modules/<name>.ko, the directories the agent mounts
-   on.  Uncompressed: the kernel unpacks it fastest that way.  */
-static int
-build_initramfs (rt_context *ctx, const char *vdir, const char *akey, rt_error **err)
-{
-  static const char *const dirs[] = { "dev", "proc", "sys", "newroot", "lib", "lib/modules", NULL };
-  cleanup_free char *path = rt_strdup_printf ("%s/initramfs-%s.cpio", vdir, akey);
-  cleanup_free char *tmp = rt_strdup_printf ("%s/.initramfs-%s.cpio.tmp.%d", vdir, akey, (int) getpid ());
-  cleanup_free char *keep = rt_strdup_printf ("initramfs-%s.cpio", akey);
-  cleanup_close int fd = -1;
-  struct archive *a = NULL;
-  struct archive_entry *e = NULL;
-  int64_t ino = 1;
-  int ret = 0;
-
-  if (path == NULL || tmp == NULL || keep == NULL)
-    return rt_error_oom (err);
-  rt_progress (ctx, "Building the initramfs for %s…", ctx->agent);
-  fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return rt_error_set (err, errno, "internal", "cannot create '%s': %s", tmp, strerror (errno));
-  a = archive_write_new ();
-  e = archive_entry_new ();
-  if (a == NULL || e == NULL)
-    ret = rt_error_oom (err);
-  if (ret == 0
-      && (archive_write_set_format_cpio_newc (a) != ARCHIVE_OK || archive_write_add_filter_none (a) != ARCHIVE_OK
-          || archive_write_set_bytes_in_last_block (a, 1) != ARCHIVE_OK || archive_write_open_fd (a, fd) != ARCHIVE_OK))
-    ret = archive_fail (err, a, "cannot write", tmp);
-  for (const char *const *d = dirs; ret == 0 && *d; d++)
-    ret = cpio_header (a, e, *d, AE_IFDIR, 0755, 0, ino++, tmp, err);
-  if (ret == 0)
-    ret = cpio_header (a, e, "dev/console", AE_IFCHR, 0600, 0, ino++, tmp, err);
-  if (ret == 0)
-    ret = cpio_file (a, e, "init", 0755, ctx->agent, ino++, tmp, err);
-  for (size_t i = 0; ret == 0 && i < N_MODULES; i++)
-    {
-      cleanup_free char *src = rt_strdup_printf ("%s/modules/%s.ko", vdir, kernel_modules[i]);
-      cleanup_free char *name = rt_strdup_printf ("lib/modules/%s.ko", kernel_modules[i]);
-      if (src == NULL || name == NULL)
-        ret = rt_error_oom (err);
-      else
-        ret = cpio_file (a, e, name, 0644, src, ino++, tmp, err);
-    }
-  if (ret == 0 && archive_write_close (a) != ARCHIVE_OK)
-    ret = archive_fail (err, a, "cannot write", tmp);
-  archive_write_free (a);
-  archive_entry_free (e);
-  if (ret == 0 && fsync (fd) < 0)
-    ret = rt_error_set (err, errno, "internal", "cannot write '%s': %s", tmp, strerror (errno));
-  if (ret == 0 && rename (tmp, path) < 0)
-    ret = rt_error_set (err, errno, "internal", "cannot rename '%s': %s", tmp, strerror (errno));
-  if (ret < 0)
-    {
-      unlink (tmp);
-      return ret;
-    }
-
-  /* Initramfs files of older agent builds are dead weight, and temp files
-     here are a dead process's (we hold the lock).  */
-  {
-    cleanup_dir DIR *d = opendir (vdir);
-    struct dirent *de;
-    while (d && (de = readdir (d)))
-      if ((fnmatch ("initramfs-*.cpio", de->d_name, 0) == 0 && strcmp (de->d_name, keep) != 0)
-          || fnmatch (".initramfs-*.tmp.*", de->d_name, 0) == 0)
-        unlinkat (dirfd (d), de->d_name, 0);
-  }
-  return 0;
-}
-
 int
 rt_kernel_ensure (rt_context *ctx, struct rt_kernel_files *out, rt_error **err)
 {
@@ -877,7 +742,7 @@ rt_kernel_ensure (rt_context *ctx, struct rt_kernel_files *out, rt_error **err)
     cleanup_free char *vdir = rt_strdup_printf ("%s/%s", kdir, version);
     if (vdir == NULL)
       return rt_error_oom (err);
-    ret = build_initramfs (ctx, vdir, akey, err);
+    ret = rt_initramfs_build (ctx, vdir, akey, err);
     if (ret < 0)
       return ret;
   }

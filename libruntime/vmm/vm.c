@@ -1,4 +1,5 @@
-/* vm.c - builds the QEMU microvm command line and runs it.  */
+/* vm.c - runs one QEMU microvm: its disk overlay, its process, its end.
+   The command line itself is qemu-args.c's.  */
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -8,129 +9,91 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
+#include "vmm/accel.h"
+#include "vmm/qemu-args.h"
 #include "vmm/vm.h"
 
-#define MAX_ARGS 64
-
-int
-rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, rt_error **err)
+/* A larger disk: a qcow2 overlay of @cfg->disk_mib over the shared base,
+   in the state dir; the agent grows the file system (rt.growfs).  */
+static int
+make_overlay (const struct rt_vm_config *cfg, char **path, rt_error **err)
 {
-  cleanup_free char *mem = rt_strdup_printf ("%u", cfg->memory_mib);
-  cleanup_free char *smp = rt_strdup_printf ("%u", cfg->vcpu);
-  cleanup_free char *console = rt_strdup_printf ("file:%s/console.log", cfg->dir);
-  cleanup_free char *append = NULL, *chardev = NULL, *drive = NULL, *qmp = NULL, *log = NULL, *tsc = NULL;
-  const char *argv[MAX_ARGS];
-  unsigned long khz = 0;
-  bool tcg = strcmp (cfg->accel, "tcg") == 0;
-  int n = 0, logfd;
-  pid_t pid;
+  cleanup_free char *overlay = rt_strdup_printf ("%s/overlay.qcow2", cfg->dir);
+  cleanup_free char *size = rt_strdup_printf ("%uM", cfg->disk_mib);
+  cleanup_free char *qemu_img = rt_find_program ("qemu-img");
+  cleanup_free char *out = NULL;
+  char *img_argv[] = { qemu_img, (char *) "create", (char *) "-q", (char *) "-f", (char *) "qcow2", (char *) "-b",
+                       (char *) cfg->disk, (char *) "-F", (char *) "raw", overlay, size, NULL };
+  int rc;
 
-  memset (vm, 0, sizeof (*vm));
-  vm->pid = -1;
-  vm->pidfd = -1;
-  if (ctx->qemu == NULL)
+  if (qemu_img == NULL)
     {
-      rt_error_set (err, ENOENT, "startup_failed", "qemu-system-x86_64 not found");
-      return rt_error_hint (err, "apt-get install qemu-system-x86");
+      rt_error_set (err, ENOENT, "startup_failed", "qemu-img not found");
+      return rt_error_hint (err, "apt-get install qemu-utils");
     }
-  /* Without the TSC frequency, TCG guests hang at random after "Marking
-     TSC unstable" (docs/ARCHITECTURE.md).  */
-  if (tcg && (khz = rt_host_tsc_khz ()) > 0)
-    tsc = rt_strdup_printf (" tsc_early_khz=%lu", khz);
-  append = rt_strdup_printf ("console=ttyS0 quiet panic=-1 reboot=t%s%s%s%s", tsc ? tsc : "",
-                             cfg->disk && cfg->disk_mib > 0 ? " rt.growfs=1" : "", cfg->cmdline ? " " : "",
-                             cfg->cmdline ? cfg->cmdline : "");
-  vm->agent_sock = rt_strdup_printf ("%s/agent.sock", cfg->dir);
-  vm->console_log = rt_strdup_printf ("%s/console.log", cfg->dir);
-  chardev = rt_strdup_printf ("socket,id=agent,path=%s,server=on,wait=off", vm->agent_sock);
-  qmp = rt_strdup_printf ("unix:%s/qmp.sock,server=on,wait=off", cfg->dir);
-  log = rt_strdup_printf ("%s/qemu.log", cfg->dir);
-  if (cfg->disk && cfg->disk_mib > 0)
-    {
-      /* A larger disk: a qcow2 overlay of that size over the shared base,
-         in the state dir; the agent grows the file system (rt.growfs).  */
-      cleanup_free char *overlay = rt_strdup_printf ("%s/overlay.qcow2", cfg->dir);
-      cleanup_free char *size = rt_strdup_printf ("%uM", cfg->disk_mib);
-      cleanup_free char *qemu_img = rt_find_program ("qemu-img");
-      cleanup_free char *out = NULL;
-      char *img_argv[] = { qemu_img, (char *) "create", (char *) "-q", (char *) "-f", (char *) "qcow2", (char *) "-b",
-                           (char *) cfg->disk, (char *) "-F", (char *) "raw", overlay, size, NULL };
-      int rc;
-      if (qemu_img == NULL)
-        {
-          rt_error_set (err, ENOENT, "startup_failed", "qemu-img not found");
-          return rt_error_hint (err, "apt-get install qemu-utils");
-        }
-      if (overlay == NULL || size == NULL)
-        return rt_error_oom (err);
-      rc = rt_run_capture (img_argv, &out, err);
-      if (rc < 0)
-        return rc;
-      if (rc != 0)
-        return rt_error_set (err, EIO, "startup_failed", "qemu-img could not make the disk: %s", out ? out : "");
-      drive = rt_strdup_printf ("id=root,file=%s,format=qcow2,if=none,discard=unmap", overlay);
-    }
-  else if (cfg->disk)
-    drive = rt_strdup_printf ("id=root,file=%s,format=raw,if=none,snapshot=on,discard=unmap", cfg->disk);
-  if (!mem || !smp || !console || !append || !vm->agent_sock || !vm->console_log || !chardev || !qmp || !log
-      || (cfg->disk && !drive))
+  if (overlay == NULL || size == NULL)
     return rt_error_oom (err);
+  rc = rt_run_capture (img_argv, &out, err);
+  if (rc < 0)
+    return rc;
+  if (rc != 0)
+    return rt_error_set (err, EIO, "startup_failed", "qemu-img could not make the disk: %s", out ? out : "");
+  *path = steal_pointer (&overlay);
+  return 0;
+}
 
-  argv[n++] = ctx->qemu;
-  argv[n++] = "-M";
-  argv[n++] = "microvm,x-option-roms=off,isa-serial=on,rtc=on";
-  argv[n++] = "-accel";
-  argv[n++] = tcg ? "tcg,tb-size=64" : "kvm";
-  argv[n++] = "-cpu";
-  argv[n++] = tcg ? "max" : "host";
-  argv[n++] = "-m";
-  argv[n++] = mem;
-  argv[n++] = "-smp";
-  argv[n++] = smp;
-  /* Named threads ("CPU 0/TCG"): the meter bills exactly those.  */
-  argv[n++] = "-name";
-  argv[n++] = "runtime,debug-threads=on";
-  argv[n++] = "-nodefaults";
-  argv[n++] = "-no-user-config";
-  argv[n++] = "-display";
-  argv[n++] = "none";
-  argv[n++] = "-no-reboot";
-  argv[n++] = "-serial";
-  argv[n++] = console;
-  argv[n++] = "-kernel";
-  argv[n++] = cfg->vmlinux;
-  argv[n++] = "-initrd";
-  argv[n++] = cfg->initramfs;
-  argv[n++] = "-append";
-  argv[n++] = append;
-  if (cfg->channel)
-    {
-      argv[n++] = "-device";
-      argv[n++] = "virtio-serial-device";
-      argv[n++] = "-chardev";
-      argv[n++] = chardev;
-      argv[n++] = "-device";
-      argv[n++] = "virtserialport,chardev=agent,name=runtime.agent";
-      argv[n++] = "-qmp";
-      argv[n++] = qmp;
-    }
+/* In the child, between fork and exec: never returns.  */
+static void
+exec_qemu (const struct rt_vm_config *cfg, char **argv, int logfd)
+{
+  int devnull = open ("/dev/null", O_RDONLY);
+  pid_t parent = getppid ();
+  sigset_t all;
+
+  /* Its own session keeps the terminal's Ctrl-C away from QEMU: the
+     caller decides what an interrupt means.  Death of the caller must
+     not leave a VM behind.  */
+  setsid ();
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid () != parent)
+    _exit (1);
+  sigemptyset (&all);
+  sigprocmask (SIG_SETMASK, &all, NULL);
+  dup2 (devnull, 0);
+  dup2 (logfd, 1);
+  dup2 (logfd, 2);
   if (cfg->tap_fd > 0)
     {
-      /* The tap is fd 3 in QEMU (see the child below).  */
-      argv[n++] = "-netdev";
-      argv[n++] = "tap,id=net0,fd=3,vhost=off";
-      argv[n++] = "-device";
-      argv[n++] = "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56";
+      if (cfg->tap_fd == 3)
+        fcntl (3, F_SETFD, 0);
+      else
+        dup2 (cfg->tap_fd, 3);
     }
-  if (cfg->disk)
+  /* QEMU has no business with the host's network.  */
+  if (cfg->netns_fd > 0 && setns (cfg->netns_fd, CLONE_NEWNET) < 0)
     {
-      argv[n++] = "-drive";
-      argv[n++] = drive;
-      argv[n++] = "-device";
-      argv[n++] = "virtio-blk-device,drive=root";
+      dprintf (2, "cannot enter the sandbox's network namespace: %s\n", strerror (errno));
+      _exit (127);
     }
-  argv[n] = NULL;
+  /* snapshot=on puts its temporary overlay in $TMPDIR: keep it in the
+     state dir so it goes with the sandbox even after a SIGKILL.  */
+  setenv ("TMPDIR", cfg->dir, 1);
+  execv (argv[0], argv);
+  dprintf (2, "cannot run %s: %s\n", argv[0], strerror (errno));
+  _exit (127);
+}
 
+/* Runs @argv with its output in <dir>/qemu.log; fills vm->pid and
+   vm->pidfd.  */
+static int
+spawn_qemu (const struct rt_vm_config *cfg, char **argv, struct rt_vm *vm, rt_error **err)
+{
+  cleanup_free char *log = rt_strdup_printf ("%s/qemu.log", cfg->dir);
+  int logfd;
+  pid_t pid;
+
+  if (log == NULL)
+    return rt_error_oom (err);
   logfd = open (log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (logfd < 0)
     return rt_error_set (err, errno, "startup_failed", "cannot create '%s': %s", log, strerror (errno));
@@ -141,43 +104,7 @@ rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, 
       return rt_error_set (err, errno, "startup_failed", "fork: %s", strerror (errno));
     }
   if (pid == 0)
-    {
-      int devnull = open ("/dev/null", O_RDONLY);
-      pid_t parent = getppid ();
-      sigset_t all;
-
-      /* Its own session keeps the terminal's Ctrl-C away from QEMU: the
-         caller decides what an interrupt means.  Death of the caller must
-         not leave a VM behind.  */
-      setsid ();
-      prctl (PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid () != parent)
-        _exit (1);
-      sigemptyset (&all);
-      sigprocmask (SIG_SETMASK, &all, NULL);
-      dup2 (devnull, 0);
-      dup2 (logfd, 1);
-      dup2 (logfd, 2);
-      if (cfg->tap_fd > 0)
-        {
-          if (cfg->tap_fd == 3)
-            fcntl (3, F_SETFD, 0);
-          else
-            dup2 (cfg->tap_fd, 3);
-        }
-      /* QEMU has no business with the host's network.  */
-      if (cfg->netns_fd > 0 && setns (cfg->netns_fd, CLONE_NEWNET) < 0)
-        {
-          dprintf (2, "cannot enter the sandbox's network namespace: %s\n", strerror (errno));
-          _exit (127);
-        }
-      /* snapshot=on puts its temporary overlay in $TMPDIR: keep it in the
-         state dir so it goes with the sandbox even after a SIGKILL.  */
-      setenv ("TMPDIR", cfg->dir, 1);
-      execv (argv[0], (char **) argv);
-      dprintf (2, "cannot run %s: %s\n", argv[0], strerror (errno));
-      _exit (127);
-    }
+    exec_qemu (cfg, argv, logfd);
   close (logfd);
   vm->pid = pid;
   vm->pidfd = pidfd_open (pid, 0);
@@ -189,6 +116,48 @@ rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, 
     }
   fcntl (vm->pidfd, F_SETFD, FD_CLOEXEC);
   return 0;
+}
+
+int
+rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, rt_error **err)
+{
+  cleanup_free char *qmp = rt_strdup_printf ("%s/qmp.sock", cfg->dir);
+  cleanup_free char *overlay = NULL;
+  cleanup_strv char **argv = NULL;
+  bool tcg = strcmp (cfg->accel, "tcg") == 0;
+  struct rt_qemu_args args = { .qemu = ctx->qemu, .accel = cfg->accel, .vcpu = cfg->vcpu,
+                               .memory_mib = cfg->memory_mib, .vmlinux = cfg->vmlinux,
+                               .initramfs = cfg->initramfs, .cmdline = cfg->cmdline, .tap = cfg->tap_fd > 0,
+                               .disk = cfg->disk, .disk_overlay = cfg->disk && cfg->disk_mib > 0 };
+  int ret;
+
+  memset (vm, 0, sizeof (*vm));
+  vm->pid = -1;
+  vm->pidfd = -1;
+  if (ctx->qemu == NULL)
+    {
+      rt_error_set (err, ENOENT, "startup_failed", "qemu-system-x86_64 not found");
+      return rt_error_hint (err, "apt-get install qemu-system-x86");
+    }
+  args.tsc_khz = tcg ? rt_host_tsc_khz () : 0;
+  vm->agent_sock = rt_strdup_printf ("%s/agent.sock", cfg->dir);
+  vm->console_log = rt_strdup_printf ("%s/console.log", cfg->dir);
+  if (args.disk_overlay)
+    {
+      ret = make_overlay (cfg, &overlay, err);
+      if (ret < 0)
+        return ret;
+      args.disk = overlay;
+    }
+  if (qmp == NULL || vm->agent_sock == NULL || vm->console_log == NULL)
+    return rt_error_oom (err);
+  args.console_log = vm->console_log;
+  args.agent_sock = cfg->channel ? vm->agent_sock : NULL;
+  args.qmp_sock = qmp;
+  ret = rt_qemu_argv (&args, &argv, err);
+  if (ret < 0)
+    return ret;
+  return spawn_qemu (cfg, argv, vm, err);
 }
 
 int

@@ -1,0 +1,159 @@
+/* test-qemu-args.c - QEMU's exact command line for the shapes the library
+   boots: TCG and KVM, with and without the agent's channel, network and
+   disk overlay, 1 and 2 vCPUs.  A changed argument must show here.  */
+#include <string.h>
+
+#include "common/util.h"
+#include "tap.h"
+#include "vmm/qemu-args.h"
+
+/* Whether @got equals the NULL-terminated @want; prints the first
+   difference as a TAP comment.  */
+static bool
+same_argv (char **got, const char *const *want)
+{
+  size_t i;
+
+  for (i = 0; got[i] && want[i]; i++)
+    if (strcmp (got[i], want[i]) != 0)
+      {
+        printf ("# argv[%zu]: got '%s', want '%s'\n", i, got[i], want[i]);
+        return false;
+      }
+  if (got[i] || want[i])
+    {
+      printf ("# argv[%zu]: got '%s', want '%s'\n", i, got[i] ? got[i] : "(end)", want[i] ? want[i] : "(end)");
+      return false;
+    }
+  return true;
+}
+
+static void
+check (const char *what, const struct rt_qemu_args *a, const char *const *want)
+{
+  cleanup_strv char **argv = NULL;
+  rt_error *err = NULL;
+  int ret = rt_qemu_argv (a, &argv, &err);
+
+  ok (ret == 0 && err == NULL && same_argv (argv, want), "%s", what);
+  rt_error_free (err);
+}
+
+/* A sandbox under TCG: channel, raw base disk shared read-only, no tap.  */
+static void
+test_tcg_sandbox (void)
+{
+  struct rt_qemu_args a = { .qemu = "/usr/bin/qemu-system-x86_64", .accel = "tcg", .vcpu = 1, .memory_mib = 512,
+                            .vmlinux = "/c/kernel/6.1/vmlinux", .initramfs = "/c/kernel/6.1/initramfs-ab.cpio",
+                            .tsc_khz = 2100000, .cmdline = "rt.id=sb-1", .console_log = "/s/sb-1/console.log",
+                            .agent_sock = "/s/sb-1/agent.sock", .qmp_sock = "/s/sb-1/qmp.sock",
+                            .disk = "/c/disks/base.ext4" };
+  static const char *const want[] = {
+    "/usr/bin/qemu-system-x86_64", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "tcg,tb-size=64",
+    "-cpu", "max", "-m", "512", "-smp", "1", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config",
+    "-display", "none", "-no-reboot", "-serial", "file:/s/sb-1/console.log", "-kernel", "/c/kernel/6.1/vmlinux",
+    "-initrd", "/c/kernel/6.1/initramfs-ab.cpio", "-append",
+    "console=ttyS0 quiet panic=-1 reboot=t tsc_early_khz=2100000 rt.id=sb-1", "-device", "virtio-serial-device",
+    "-chardev", "socket,id=agent,path=/s/sb-1/agent.sock,server=on,wait=off", "-device",
+    "virtserialport,chardev=agent,name=runtime.agent", "-qmp", "unix:/s/sb-1/qmp.sock,server=on,wait=off", "-drive",
+    "id=root,file=/c/disks/base.ext4,format=raw,if=none,snapshot=on,discard=unmap", "-device",
+    "virtio-blk-device,drive=root", NULL
+  };
+
+  check ("TCG, 1 vCPU, channel, base disk, no network", &a, want);
+  /* An unknown TSC frequency leaves the parameter out.  */
+  a.tsc_khz = 0;
+  {
+    cleanup_strv char **argv = NULL;
+    ok (rt_qemu_argv (&a, &argv, NULL) == 0 && strcmp (argv[25], "console=ttyS0 quiet panic=-1 reboot=t rt.id=sb-1") == 0,
+        "TCG without a TSC frequency: no tsc_early_khz");
+  }
+}
+
+/* A sandbox under KVM: 2 vCPUs, the tap, the disk a qcow2 overlay.  */
+static void
+test_kvm_sandbox (void)
+{
+  struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 2, .memory_mib = 4096, .vmlinux = "vmlinux",
+                            .initramfs = "initrd", .tsc_khz = 2100000, .cmdline = "rt.id=sb-2",
+                            .console_log = "/s/console.log", .agent_sock = "/s/agent.sock", .qmp_sock = "/s/qmp.sock",
+                            .tap = true, .disk = "/s/overlay.qcow2", .disk_overlay = true };
+  static const char *const want[] = {
+    "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "kvm", "-cpu", "host", "-m", "4096",
+    "-smp", "2", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
+    "-no-reboot", "-serial", "file:/s/console.log", "-kernel", "vmlinux", "-initrd", "initrd", "-append",
+    "console=ttyS0 quiet panic=-1 reboot=t rt.growfs=1 rt.id=sb-2", "-device", "virtio-serial-device", "-chardev",
+    "socket,id=agent,path=/s/agent.sock,server=on,wait=off", "-device",
+    "virtserialport,chardev=agent,name=runtime.agent", "-qmp", "unix:/s/qmp.sock,server=on,wait=off", "-netdev",
+    "tap,id=net0,fd=3,vhost=off", "-device", "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56", "-drive",
+    "id=root,file=/s/overlay.qcow2,format=qcow2,if=none,discard=unmap", "-device", "virtio-blk-device,drive=root",
+    NULL
+  };
+
+  /* tsc_early_khz is for TCG only.  */
+  check ("KVM, 2 vCPUs, channel, network, disk overlay", &a, want);
+}
+
+/* TCG with 2 vCPUs and the network, no overlay.  */
+static void
+test_tcg_network (void)
+{
+  struct rt_qemu_args a = { .qemu = "qemu", .accel = "tcg", .vcpu = 2, .memory_mib = 1024, .vmlinux = "vmlinux",
+                            .initramfs = "initrd", .console_log = "/s/console.log", .agent_sock = "/s/agent.sock",
+                            .qmp_sock = "/s/qmp.sock", .tap = true, .disk = "/d/base" };
+  static const char *const want[] = {
+    "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "tcg,tb-size=64", "-cpu", "max", "-m",
+    "1024", "-smp", "2", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
+    "-no-reboot", "-serial", "file:/s/console.log", "-kernel", "vmlinux", "-initrd", "initrd", "-append",
+    "console=ttyS0 quiet panic=-1 reboot=t", "-device", "virtio-serial-device", "-chardev",
+    "socket,id=agent,path=/s/agent.sock,server=on,wait=off", "-device",
+    "virtserialport,chardev=agent,name=runtime.agent", "-qmp", "unix:/s/qmp.sock,server=on,wait=off", "-netdev",
+    "tap,id=net0,fd=3,vhost=off", "-device", "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56", "-drive",
+    "id=root,file=/d/base,format=raw,if=none,snapshot=on,discard=unmap", "-device", "virtio-blk-device,drive=root",
+    NULL
+  };
+
+  check ("TCG, 2 vCPUs, network, base disk, no TSC frequency, no extra cmdline", &a, want);
+}
+
+/* The accelerator probe (accel.c): KVM, 1 vCPU, no channel, no disk, no
+   network.  */
+static void
+test_kvm_probe (void)
+{
+  struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 1, .memory_mib = 256, .vmlinux = "vmlinux",
+                            .initramfs = "initrd", .cmdline = "rt.probe=1", .console_log = "/p/console.log",
+                            .qmp_sock = "/p/qmp.sock" };
+  static const char *const want[] = {
+    "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "kvm", "-cpu", "host", "-m", "256",
+    "-smp", "1", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
+    "-no-reboot", "-serial", "file:/p/console.log", "-kernel", "vmlinux", "-initrd", "initrd", "-append",
+    "console=ttyS0 quiet panic=-1 reboot=t rt.probe=1", NULL
+  };
+
+  check ("KVM probe: 1 vCPU, no channel, no disk, no network", &a, want);
+}
+
+static void
+test_incomplete (void)
+{
+  struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 1, .memory_mib = 256, .initramfs = "initrd",
+                            .console_log = "/p/console.log" };
+  char **argv = NULL;
+  rt_error *err = NULL;
+
+  ok (rt_qemu_argv (&a, &argv, &err) == -EINVAL && argv == NULL && err && strcmp (err->code, "internal") == 0,
+      "a description without a kernel is refused");
+  rt_error_free (err);
+}
+
+int
+main (void)
+{
+  test_tcg_sandbox ();
+  test_kvm_sandbox ();
+  test_tcg_network ();
+  test_kvm_probe ();
+  test_incomplete ();
+  return tap_done ();
+}
