@@ -43,12 +43,12 @@ image_build (struct cli_command *cmd, int argc, char **argv)
   if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
   o.from = cli_opt (cmd, &a, "from");
-  o.apt = (char *const *) cli_opt_list (cmd, &a, "apt", NULL);
-  o.pip = (char *const *) cli_opt_list (cmd, &a, "pip", NULL);
-  o.npm = (char *const *) cli_opt_list (cmd, &a, "npm", NULL);
-  o.run = (char *const *) cli_opt_list (cmd, &a, "run", NULL);
-  o.files = (char *const *) cli_opt_list (cmd, &a, "file", NULL);
-  o.env = (char *const *) cli_opt_list (cmd, &a, "env", NULL);
+  o.apt = cli_opt_list (cmd, &a, "apt", NULL);
+  o.pip = cli_opt_list (cmd, &a, "pip", NULL);
+  o.npm = cli_opt_list (cmd, &a, "npm", NULL);
+  o.run = cli_opt_list (cmd, &a, "run", NULL);
+  o.files = cli_opt_list (cmd, &a, "file", NULL);
+  o.env = cli_opt_list (cmd, &a, "env", NULL);
   o.workdir = cli_opt (cmd, &a, "workdir");
   o.name = cli_opt (cmd, &a, "name") ? cli_opt (cmd, &a, "name") : cli_opt (cmd, &a, "tag");
   o.no_cache = cli_opt (cmd, &a, "no-cache") != NULL;

@@ -170,11 +170,11 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
   labels = cli_opt_list (cmd, a, "label", &nlabels);
   if (check_labels (labels, nlabels) < 0)
     return -1;
-  cfg->labels = (char *const *) labels;
+  cfg->labels = labels;
   env = cli_opt_list (cmd, a, "env", &nenv);
   if (check_env (env, nenv, true) < 0)
     return -1;
-  cfg->env = (char *const *) env;
+  cfg->env = env;
   cfg->no_internet = has_opt (cmd, a, "no-internet");
   if (has_opt (cmd, a, "trial") && has_opt (cmd, a, "paid"))
     {
@@ -196,8 +196,8 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
         }
       cfg->max_cost_micros = (int64_t) (usd * 1e6 + 0.5);
     }
-  cfg->allow = (char *const *) cli_opt_list (cmd, a, "allow", &nlabels);
-  cfg->deny = (char *const *) cli_opt_list (cmd, a, "deny", &nlabels);
+  cfg->allow = cli_opt_list (cmd, a, "allow", &nlabels);
+  cfg->deny = cli_opt_list (cmd, a, "deny", &nlabels);
   return 0;
 }
 
@@ -373,8 +373,8 @@ print_json_result (struct output *o, const rt_exec_result *res, int code)
    touched.  */
 struct job
 {
-  char **argv;
-  char *shell[4];
+  const char *const *argv;
+  const char *shell[4];
   const char *cwd;
   const char *user;
   const char **env;
@@ -417,14 +417,14 @@ job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct 
   /* One argument runs under bash -c, several as argv with no shell.  */
   if (a->nrest == 1)
     {
-      j->shell[0] = (char *) "bash";
-      j->shell[1] = (char *) "-c";
+      j->shell[0] = "bash";
+      j->shell[1] = "-c";
       j->shell[2] = a->rest[0];
       j->shell[3] = NULL;
       j->argv = j->shell;
     }
   else
-    j->argv = a->rest;
+    j->argv = (const char *const *) a->rest;
   j->o.json = a->json;
   if (a->json && j->timeout_s == 0)
     j->timeout_s = DEFAULT_JSON_TIMEOUT_S;
@@ -454,7 +454,7 @@ job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct 
 static int
 job_run (rt_sandbox *sb, struct job *j)
 {
-  rt_exec_opts opts = { .cwd = j->cwd, .user = j->user, .env = (char *const *) j->env, .stdin_data = j->input,
+  rt_exec_opts opts = { .cwd = j->cwd, .user = j->user, .env = j->env, .stdin_data = j->input,
                         .stdin_len = j->input_len, .timeout_ms = j->timeout_s * 1000ULL, .cancel_fd = j->sfd,
                         .on_output = on_output, .data = &j->o };
   rt_exec_result res = { 0 };
@@ -1147,7 +1147,7 @@ sandbox_spawn (struct cli_command *cmd, int argc, char **argv)
       return 1;
     }
   {
-    rt_exec_opts opts = { .cwd = j.cwd, .user = j.user, .env = (char *const *) j.env, .stdin_data = j.input,
+    rt_exec_opts opts = { .cwd = j.cwd, .user = j.user, .env = j.env, .stdin_data = j.input,
                           .stdin_len = j.input_len, .timeout_ms = j.timeout_s * 1000ULL, .cancel_fd = -1 };
     if (rt_sandbox_spawn (sb, j.argv, &opts, &process, &err) < 0)
       code = cli_lib_fail (err);
@@ -1618,7 +1618,7 @@ sandbox_network (struct cli_command *cmd, int argc, char **argv)
       return 0;
     }
   if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0
-      || rt_sandbox_set_network (sb, !off, (char *const *) allow, (char *const *) deny, &json, &err) < 0)
+      || rt_sandbox_set_network (sb, !off, allow, deny, &json, &err) < 0)
     return cli_lib_fail (err);
   o = parse_json (json);
   if (o == NULL)

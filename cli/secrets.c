@@ -87,7 +87,7 @@ secrets_set (struct cli_command *cmd, int argc, char **argv)
       explicit_bzero (buf, sizeof buf);
       return 1;
     }
-  ret = rt_secret_set (ctx, name, buf, len, (char *const *) cli_opt_list (cmd, &a, "host", NULL),
+  ret = rt_secret_set (ctx, name, buf, len, cli_opt_list (cmd, &a, "host", NULL),
                        cli_opt (cmd, &a, "header"), cli_opt (cmd, &a, "format"), &placeholder, &err);
   explicit_bzero (buf, sizeof buf);
   if (ret < 0)
