@@ -15,15 +15,9 @@
 
 #include "cli.h"
 
-#define STDIN_MAX (1024 * 1024)
 #define JSON_SMALL_CAP (64 * 1024)
 #define JSON_LARGE_CAP (1024 * 1024)
 #define DEFAULT_JSON_TIMEOUT_S 60
-#define MAX_TIMEOUT_S (24 * 3600)
-#define MAX_LABELS 32
-#define MAX_ENV 32
-#define MAX_ENV_BYTES (32 * 1024)
-#define MAX_NAME 63
 #define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 static const char *const states[] = { "starting", "running", "pausing", "paused", "resuming", "stopping", "stopped",
@@ -58,18 +52,6 @@ check_choice (const char *opt, const char *v, const char *const *names)
   return -1;
 }
 
-static bool
-env_name_ok (const char *s, size_t len)
-{
-  if (len == 0 || !((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
-    return false;
-  for (size_t i = 1; i < len; i++)
-    if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')
-          || s[i] == '_'))
-      return false;
-  return true;
-}
-
 /* K=V with a portable name.  The library checks again, but a typo is
    cheaper to report before a VM boots.  @limits: also the 32 / 32 KiB cap
    of a sandbox's own env.  */
@@ -78,15 +60,15 @@ check_env (const char **env, int n, bool limits)
 {
   size_t total = 0;
 
-  if (limits && n > MAX_ENV)
+  if (limits && n > RT_MAX_ENV)
     {
-      cli_fail ("env_too_large", NULL, "at most %d --env variables, not %d", MAX_ENV, n);
+      cli_fail ("env_too_large", NULL, "at most %d --env variables, not %d", RT_MAX_ENV, n);
       return -1;
     }
   for (int i = 0; i < n; i++)
     {
       const char *eq = strchr (env[i], '=');
-      if (eq == NULL || !env_name_ok (env[i], eq - env[i]))
+      if (eq == NULL || !rt_env_name_valid (env[i], eq - env[i]))
         {
           cli_fail ("invalid_env", "names are letters, digits and _, not starting with a digit: --env NAME=VALUE",
                 "--env '%.*s' is not NAME=VALUE with a valid name", eq ? (int) (eq - env[i]) : 64, env[i]);
@@ -94,10 +76,10 @@ check_env (const char **env, int n, bool limits)
         }
       total += strlen (env[i]) + 1;
     }
-  if (limits && total > MAX_ENV_BYTES)
+  if (limits && total > RT_MAX_ENV_BYTES)
     {
       cli_fail ("env_too_large", "pass large inputs as files with 'runtime sandbox cp'",
-            "the --env variables take %zu bytes; at most %d are allowed", total, MAX_ENV_BYTES);
+            "the --env variables take %zu bytes; at most %d are allowed", total, RT_MAX_ENV_BYTES);
       return -1;
     }
   return 0;
@@ -106,9 +88,9 @@ check_env (const char **env, int n, bool limits)
 static int
 check_labels (const char **labels, int n)
 {
-  if (n > MAX_LABELS)
+  if (n > RT_MAX_LABELS)
     {
-      cli_usage_error (NULL, "at most %d --label options, not %d", MAX_LABELS, n);
+      cli_usage_error (NULL, "at most %d --label options, not %d", RT_MAX_LABELS, n);
       return -1;
     }
   for (int i = 0; i < n; i++)
@@ -135,9 +117,9 @@ check_name (const char *name)
 {
   size_t len = strlen (name);
 
-  if (len == 0 || len > MAX_NAME)
+  if (len == 0 || len > RT_MAX_NAME)
     {
-      cli_usage_error (NULL, "--name must be 1 to %d characters", MAX_NAME);
+      cli_usage_error (NULL, "--name must be 1 to %d characters", RT_MAX_NAME);
       return -1;
     }
   for (size_t i = 0; i < len; i++)
@@ -157,8 +139,9 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
   const char **labels, **env;
   int nlabels, nenv;
 
-  if (cli_opt_uint (cmd, a, "vcpu", 1, 16, &vcpu) < 0 || cli_opt_uint (cmd, a, "memory", 256, 65536, &mem) < 0
-      || cli_opt_uint (cmd, a, "disk", 4096, 65536, &disk) < 0)
+  if (cli_opt_uint (cmd, a, "vcpu", 1, RT_MAX_VCPU, &vcpu) < 0
+      || cli_opt_uint (cmd, a, "memory", RT_MIN_MEMORY_MIB, RT_MAX_MEMORY_MIB, &mem) < 0
+      || cli_opt_uint (cmd, a, "disk", RT_MIN_DISK_MIB, RT_MAX_DISK_MIB, &disk) < 0)
     return -1;
   cfg->vcpu = vcpu;
   cfg->memory_mib = mem;
@@ -342,7 +325,7 @@ read_stdin (char **out, size_t *len)
       if (n <= 0)
         break;
       size += n;
-      if (size > STDIN_MAX)
+      if (size > RT_MAX_STDIN)
         {
           free (buf);
           cli_usage_error ("pass larger inputs with 'runtime sandbox cp'", "standard input is over 1 MiB");
@@ -393,7 +376,7 @@ job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct 
 
   memset (j, 0, sizeof (*j));
   j->sfd = -1;
-  if (cli_opt_uint (cmd, a, "timeout", 1, MAX_TIMEOUT_S, &j->timeout_s) < 0)
+  if (cli_opt_uint (cmd, a, "timeout", 1, RT_MAX_EXEC_TIMEOUT_S, &j->timeout_s) < 0)
     return -1;
   j->cwd = cli_opt (cmd, a, "cwd");
   j->user = cli_opt (cmd, a, "user");
@@ -472,7 +455,7 @@ job_run (rt_sandbox *sb, struct job *j)
     }
   if (res.timed_out)
     fprintf (stderr, "runtime: timed out after %lu s; the command's process group was killed.\n",
-             j->timeout_s ? j->timeout_s : (unsigned long) MAX_TIMEOUT_S);
+             j->timeout_s ? j->timeout_s : (unsigned long) RT_MAX_EXEC_TIMEOUT_S);
   code = res.interrupted ? 130 : res.timed_out ? 124 : res.exit_code;
   if (j->o.json)
     print_json_result (&j->o, &res, code);
@@ -617,7 +600,8 @@ sandbox_create (struct cli_command *cmd, int argc, char **argv)
 
   if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
-  if (read_create_opts (cmd, &a, &cfg) < 0 || cli_opt_uint (cmd, &a, "timeout", 60, 3600, &lease) < 0)
+  if (read_create_opts (cmd, &a, &cfg) < 0
+      || cli_opt_uint (cmd, &a, "timeout", RT_MIN_LEASE_S, RT_MAX_LEASE_S, &lease) < 0)
     goto out;
   cfg.timeout_s = lease;
   cfg.on_timeout = cli_opt (cmd, &a, "on-timeout");
