@@ -52,6 +52,53 @@ print_table (char *(*rows)[6], size_t n)
             rows[r][2], (int) w[3], rows[r][3], (int) w[4], rows[r][4], rows[r][5]);
 }
 
+/* The table of `ls` for the sandboxes in @keep; 0, or 1 when out of memory.  */
+static int
+print_ls_table (json_object *keep)
+{
+  char *(*rows)[6];
+  size_t nrows = json_object_array_length (keep) + 1;
+  int code = 1;
+
+  rows = calloc (nrows, sizeof (*rows));
+  if (rows == NULL)
+    return 1;
+  rows[0][0] = strdup ("ID");
+  rows[0][1] = strdup ("NAME");
+  rows[0][2] = strdup ("STATE");
+  rows[0][3] = strdup ("CPU/MIB");
+  rows[0][4] = strdup ("FUNDING");
+  rows[0][5] = strdup ("EXPIRES");
+  for (size_t i = 1; i < nrows; i++)
+    {
+      json_object *sb = json_object_array_get_idx (keep, i - 1), *v;
+      const char *st = jstr (sb, "state"), *s;
+      long vcpu = json_object_object_get_ex (sb, "vcpu", &v) ? json_object_get_int64 (v) : 0;
+      long mem = json_object_object_get_ex (sb, "memoryMiB", &v) ? json_object_get_int64 (v) : 0;
+
+      rows[i][0] = strdup ((s = jstr (sb, "id")) ? s : "-");
+      rows[i][1] = strdup ((s = jstr (sb, "name")) && *s ? s : "-");
+      rows[i][2] = strdup (st ? st : "-");
+      if (asprintf (&rows[i][3], "%ld/%ld", vcpu, mem) < 0)
+        rows[i][3] = NULL;
+      rows[i][4] = strdup ((s = jstr (sb, "funding")) ? s : "-");
+      rows[i][5] = strdup ((s = jstr (sb, "expiresAt")) && !(st && strcmp (st, "stopped") == 0) ? s : "-");
+    }
+  for (size_t i = 0; i < nrows; i++)
+    for (int c = 0; c < 6; c++)
+      if (rows[i][c] == NULL)
+        goto out;
+  print_table (rows, nrows);
+  code = 0;
+
+out:
+  for (size_t i = 0; i < nrows; i++)
+    for (int c = 0; c < 6; c++)
+      free (rows[i][c]);
+  free (rows);
+  return code;
+}
+
 int
 sandbox_ls (struct cli_command *cmd, int argc, char **argv)
 {
@@ -59,10 +106,9 @@ sandbox_ls (struct cli_command *cmd, int argc, char **argv)
   cleanup_context rt_context *ctx = NULL;
   rt_error *err = NULL;
   json_object *all = NULL, *keep = NULL;
-  char *json = NULL, *(*rows)[6] = NULL;
+  char *json = NULL;
   const char **labels, *state;
   int nlabels, code = 1;
-  size_t nrows = 0;
 
   if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
@@ -114,44 +160,9 @@ sandbox_ls (struct cli_command *cmd, int argc, char **argv)
       goto out;
     }
 
-  nrows = json_object_array_length (keep) + 1;
-  rows = calloc (nrows, sizeof (*rows));
-  if (rows == NULL)
-    goto out;
-  rows[0][0] = strdup ("ID");
-  rows[0][1] = strdup ("NAME");
-  rows[0][2] = strdup ("STATE");
-  rows[0][3] = strdup ("CPU/MIB");
-  rows[0][4] = strdup ("FUNDING");
-  rows[0][5] = strdup ("EXPIRES");
-  for (size_t i = 1; i < nrows; i++)
-    {
-      json_object *sb = json_object_array_get_idx (keep, i - 1), *v;
-      const char *st = jstr (sb, "state"), *s;
-      long vcpu = json_object_object_get_ex (sb, "vcpu", &v) ? json_object_get_int64 (v) : 0;
-      long mem = json_object_object_get_ex (sb, "memoryMiB", &v) ? json_object_get_int64 (v) : 0;
-
-      rows[i][0] = strdup ((s = jstr (sb, "id")) ? s : "-");
-      rows[i][1] = strdup ((s = jstr (sb, "name")) && *s ? s : "-");
-      rows[i][2] = strdup (st ? st : "-");
-      if (asprintf (&rows[i][3], "%ld/%ld", vcpu, mem) < 0)
-        rows[i][3] = NULL;
-      rows[i][4] = strdup ((s = jstr (sb, "funding")) ? s : "-");
-      rows[i][5] = strdup ((s = jstr (sb, "expiresAt")) && !(st && strcmp (st, "stopped") == 0) ? s : "-");
-    }
-  for (size_t i = 0; i < nrows; i++)
-    for (int c = 0; c < 6; c++)
-      if (rows[i][c] == NULL)
-        goto out;
-  print_table (rows, nrows);
-  code = 0;
+  code = print_ls_table (keep);
 
 out:
-  if (rows)
-    for (size_t i = 0; i < nrows; i++)
-      for (int c = 0; c < 6; c++)
-        free (rows[i][c]);
-  free (rows);
   json_object_put (keep);
   json_object_put (all);
   free (json);
