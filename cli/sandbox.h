@@ -1,7 +1,7 @@
-/* sandbox.h - what the files of `runtime sandbox …` share: helpers
-   (sandbox.c), the path of a command that `run` and `exec` share
-   (sandbox-exec.c), and each command the group table in sandbox.c lists,
-   with its option table.  */
+/* sandbox.h - the one header of cli/sandbox*.c, the files of `runtime
+   sandbox …`: helpers (sandbox.c), the path of a command that `run` and
+   `exec` share (sandbox-exec.c), and each command the group table in
+   sandbox.c lists, with its option table.  */
 #ifndef RT_CLI_SANDBOX_H
 #define RT_CLI_SANDBOX_H
 
