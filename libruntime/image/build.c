@@ -494,8 +494,8 @@ cache_store (struct build *b, struct step *s)
 static int
 step_network (struct build *b, struct step *s, char **apt_hosts, rt_error **err)
 {
-  static const char *const pypi[] = { (char *) "pypi.org", (char *) "files.pythonhosted.org", NULL };
-  static const char *const npm[] = { (char *) "registry.npmjs.org", NULL };
+  static const char *const pypi[] = { "pypi.org", "files.pythonhosted.org", NULL };
+  static const char *const npm[] = { "registry.npmjs.org", NULL };
 
   switch (s->kind)
     {

@@ -98,9 +98,9 @@ static int
 run_python (rt_context *ctx, const rt_chat_opts *o, const char *code, const char *const *packages, char **result_json,
             int64_t *charged_micros, rt_error **err)
 {
-  static const char *const allow[] = { (char *) "pypi.org", (char *) "*.pythonhosted.org", NULL };
-  static const char *const write_argv[] = { (char *) "sh", (char *) "-c", (char *) "cat >/workspace/main.py", NULL };
-  static const char *const run_argv[] = { (char *) "python3", (char *) "main.py", NULL };
+  static const char *const allow[] = { "pypi.org", "*.pythonhosted.org", NULL };
+  static const char *const write_argv[] = { "sh", "-c", "cat >/workspace/main.py", NULL };
+  static const char *const run_argv[] = { "python3", "main.py", NULL };
   cleanup_json json_object *result = json_object_new_object ();
   cleanup_free char *id = NULL;
   rt_sandbox_config cfg = { .image = o->image, .allow = allow, .ephemeral = true };

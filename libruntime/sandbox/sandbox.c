@@ -550,7 +550,8 @@ not_ready_yet (rt_sandbox *sb, int ret, rt_error **err)
 }
 
 int
-rt_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_exec_result *res, rt_error **err)
+rt_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_exec_result *res,
+                 rt_error **err)
 {
   cleanup_json json_object *req = NULL;
 
