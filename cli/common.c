@@ -110,6 +110,16 @@ edit_distance (const char *a, const char *b)
 }
 
 const char *
+cli_jstr (json_object *o, const char *key)
+{
+  json_object *v;
+
+  if (!json_object_object_get_ex (o, key, &v) || v == NULL)
+    return NULL;
+  return json_object_get_string (v);
+}
+
+const char *
 cli_suggest (const char *word, const char *const *names)
 {
   const char *best = NULL;

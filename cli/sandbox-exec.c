@@ -179,11 +179,7 @@ job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct 
   /* Ctrl-C, SIGTERM and SIGHUP become a request to stop the command (the
      library watches the signalfd): a `run` must still tear its sandbox
      down, so they must not kill us.  */
-  sigemptyset (&mask);
-  sigaddset (&mask, SIGINT);
-  sigaddset (&mask, SIGTERM);
-  sigaddset (&mask, SIGHUP);
-  sigprocmask (SIG_BLOCK, &mask, NULL);
+  block_stop_signals (&mask);
   j->sfd = signalfd (-1, &mask, SFD_CLOEXEC);
   signal (SIGPIPE, SIG_IGN);
   return 0;
@@ -328,7 +324,7 @@ ps_table (json_object *arr)
       if (json_object_object_get_ex (p, "exitCode", &v) && v)
         snprintf (exit_s, sizeof (exit_s), "%d", json_object_get_int (v));
       json_object_object_get_ex (p, "process", &v);
-      printf ("%-8d %-8s %-5s %s\n", json_object_get_int (v), jstr (p, "state"), exit_s, jstr (p, "command"));
+      printf ("%-8d %-8s %-5s %s\n", json_object_get_int (v), cli_jstr (p, "state"), exit_s, cli_jstr (p, "command"));
     }
 }
 

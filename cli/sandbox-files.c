@@ -48,7 +48,7 @@ files_table (json_object *arr)
     {
       json_object *e = json_object_array_get_idx (arr, i), *v;
       json_object_object_get_ex (e, "size", &v);
-      printf ("%s %lld %s\n", jstr (e, "type"), (long long) json_object_get_int64 (v), jstr (e, "path"));
+      printf ("%s %lld %s\n", cli_jstr (e, "type"), (long long) json_object_get_int64 (v), cli_jstr (e, "path"));
     }
 }
 
@@ -98,11 +98,7 @@ sandbox_cp (struct cli_command *cmd, int argc, char **argv)
        run and exec: the library watches the signalfd.  */
     sigset_t mask;
     int sfd;
-    sigemptyset (&mask);
-    sigaddset (&mask, SIGINT);
-    sigaddset (&mask, SIGTERM);
-    sigaddset (&mask, SIGHUP);
-    sigprocmask (SIG_BLOCK, &mask, NULL);
+    block_stop_signals (&mask);
     sfd = signalfd (-1, &mask, SFD_CLOEXEC);
     ret = src_ref ? rt_sandbox_copy_out (sb, src_path, a.pos[1], sfd, &err)
                   : rt_sandbox_copy_in (sb, a.pos[0], dst_path, sfd, &err);

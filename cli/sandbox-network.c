@@ -22,13 +22,13 @@ metrics_table (json_object *o)
   int64_t micros = json_object_object_get_ex (o, "chargedMicros", &v) ? json_object_get_int64 (v) : 0;
   int64_t total = json_object_object_get_ex (o, "guestMemoryTotalMiB", &v) ? json_object_get_int64 (v) : -1;
   int64_t avail = json_object_object_get_ex (o, "guestMemoryAvailableMiB", &v) ? json_object_get_int64 (v) : -1;
-  printf ("%-12s %s%% of %s vCPU\n", "cpu now", jstr (o, "cpuPercent"), jstr (o, "vcpu"));
+  printf ("%-12s %s%% of %s vCPU\n", "cpu now", cli_jstr (o, "cpuPercent"), cli_jstr (o, "vcpu"));
   if (total >= 0 && avail >= 0)
     printf ("%-12s %" PRId64 " MiB used of %" PRId64 " MiB (the guest's own figures; %s MiB allocated)\n",
-            "memory now", total - avail, total, jstr (o, "memoryMiB"));
+            "memory now", total - avail, total, cli_jstr (o, "memoryMiB"));
   else
-    printf ("%-12s %s MiB allocated\n", "memory", jstr (o, "memoryMiB"));
-  printf ("%-12s %s\n", "cpu seconds", jstr (o, "cpuSeconds") ? jstr (o, "cpuSeconds") : "0");
+    printf ("%-12s %s MiB allocated\n", "memory", cli_jstr (o, "memoryMiB"));
+  printf ("%-12s %s\n", "cpu seconds", cli_jstr (o, "cpuSeconds") ? cli_jstr (o, "cpuSeconds") : "0");
   printf ("%-12s $%" PRId64 ".%06" PRId64 "\n", "cost so far", micros / 1000000, micros % 1000000);
 }
 
@@ -96,12 +96,13 @@ print_egress_log (rt_context *ctx, const char *ref, bool json)
           json_object_array_add (all, o);
           continue;
         }
-      snprintf (addr, sizeof addr, "%s:%d", jstr (o, "address") ? jstr (o, "address") : "-",
+      snprintf (addr, sizeof addr, "%s:%d", cli_jstr (o, "address") ? cli_jstr (o, "address") : "-",
                 json_object_object_get_ex (o, "port", &v) ? json_object_get_int (v) : 0);
       printf ("%-24s %-8s %-15s %-7s %-30s %-21s %10" PRId64 " %10" PRId64 "\n",
-              jstr (o, "time") ? jstr (o, "time") : "-", jstr (o, "decision") ? jstr (o, "decision") : "-",
-              jstr (o, "reason") ? jstr (o, "reason") : "-", jstr (o, "kind") ? jstr (o, "kind") : "-",
-              jstr (o, "name") ? jstr (o, "name") : "-", addr,
+              cli_jstr (o, "time") ? cli_jstr (o, "time") : "-",
+              cli_jstr (o, "decision") ? cli_jstr (o, "decision") : "-",
+              cli_jstr (o, "reason") ? cli_jstr (o, "reason") : "-", cli_jstr (o, "kind") ? cli_jstr (o, "kind") : "-",
+              cli_jstr (o, "name") ? cli_jstr (o, "name") : "-", addr,
               json_object_object_get_ex (o, "bytesOut", &v) ? json_object_get_int64 (v) : (int64_t) 0,
               json_object_object_get_ex (o, "bytesIn", &v) ? json_object_get_int64 (v) : (int64_t) 0);
       json_object_put (o);

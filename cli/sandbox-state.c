@@ -72,17 +72,17 @@ print_ls_table (json_object *keep)
   for (size_t i = 1; i < nrows; i++)
     {
       json_object *sb = json_object_array_get_idx (keep, i - 1), *v;
-      const char *st = jstr (sb, "state"), *s;
+      const char *st = cli_jstr (sb, "state"), *s;
       long vcpu = json_object_object_get_ex (sb, "vcpu", &v) ? json_object_get_int64 (v) : 0;
       long mem = json_object_object_get_ex (sb, "memoryMiB", &v) ? json_object_get_int64 (v) : 0;
 
-      rows[i][0] = strdup ((s = jstr (sb, "id")) ? s : "-");
-      rows[i][1] = strdup ((s = jstr (sb, "name")) && *s ? s : "-");
+      rows[i][0] = strdup ((s = cli_jstr (sb, "id")) ? s : "-");
+      rows[i][1] = strdup ((s = cli_jstr (sb, "name")) && *s ? s : "-");
       rows[i][2] = strdup (st ? st : "-");
       if (asprintf (&rows[i][3], "%ld/%ld", vcpu, mem) < 0)
         rows[i][3] = NULL;
-      rows[i][4] = strdup ((s = jstr (sb, "funding")) ? s : "-");
-      rows[i][5] = strdup ((s = jstr (sb, "expiresAt")) && !(st && strcmp (st, "stopped") == 0) ? s : "-");
+      rows[i][4] = strdup ((s = cli_jstr (sb, "funding")) ? s : "-");
+      rows[i][5] = strdup ((s = cli_jstr (sb, "expiresAt")) && !(st && strcmp (st, "stopped") == 0) ? s : "-");
     }
   for (size_t i = 0; i < nrows; i++)
     for (int c = 0; c < 6; c++)
@@ -146,7 +146,7 @@ sandbox_ls (struct cli_command *cmd, int argc, char **argv)
   for (size_t i = 0; i < json_object_array_length (all); i++)
     {
       json_object *sb = json_object_array_get_idx (all, i);
-      const char *st = jstr (sb, "state");
+      const char *st = cli_jstr (sb, "state");
       bool match = !state || (st && strcmp (st, state) == 0);
       for (int l = 0; match && l < nlabels; l++)
         match = has_label (sb, labels[l]);
@@ -361,8 +361,8 @@ sandbox_rm (struct cli_command *cmd, int argc, char **argv)
     return code;
   /* Learn the id behind a name first (afterwards nothing knows it) and
      remove by id.  An unknown ref is no error: removing is idempotent.  */
-  if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) == 0 && (o = json_tokener_parse (json)) && jstr (o, "id"))
-    id = strdup (jstr (o, "id"));
+  if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) == 0 && (o = json_tokener_parse (json)) && cli_jstr (o, "id"))
+    id = strdup (cli_jstr (o, "id"));
   rt_error_free (err);
   err = NULL;
   if (id == NULL && (id = strdup (a.pos[0])) == NULL)

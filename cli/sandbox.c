@@ -171,6 +171,19 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
   return 0;
 }
 
+/* Blocks SIGINT, SIGTERM and SIGHUP, the signals that ask us to stop, and
+   returns them in @mask for a signalfd or sigpending: the caller then
+   finishes or undoes its work instead of dying half-way.  */
+void
+block_stop_signals (sigset_t *mask)
+{
+  sigemptyset (mask);
+  sigaddset (mask, SIGINT);
+  sigaddset (mask, SIGTERM);
+  sigaddset (mask, SIGHUP);
+  sigprocmask (SIG_BLOCK, mask, NULL);
+}
+
 /* Parses a library JSON answer; prints an error when it is not JSON.  */
 json_object *
 parse_json (const char *text)
@@ -180,16 +193,6 @@ parse_json (const char *text)
   if (o == NULL)
     cli_fail ("internal", NULL, "the library returned unreadable JSON");
   return o;
-}
-
-const char *
-jstr (json_object *o, const char *key)
-{
-  json_object *v;
-
-  if (!json_object_object_get_ex (o, key, &v) || v == NULL)
-    return NULL;
-  return json_object_get_string (v);
 }
 
 void
@@ -224,7 +227,7 @@ say_funding (rt_context *ctx, rt_sandbox *sb)
 
   if (rt_sandbox_get_json (ctx, rt_sandbox_id (sb), &json, NULL) == 0 && (o = json_tokener_parse (json)))
     fprintf (stderr, "runtime: funding: %s\n",
-             jstr (o, "funding") && strcmp (jstr (o, "funding"), "trial") == 0
+             cli_jstr (o, "funding") && strcmp (cli_jstr (o, "funding"), "trial") == 0
                  ? "trial (the free hours; runtime usage shows what is left)"
                  : "paid");
   json_object_put (o);
@@ -366,11 +369,7 @@ sandbox_create (struct cli_command *cmd, int argc, char **argv)
     goto out;
   /* A Ctrl-C during the boot must not leave a sandbox whose id nobody
      saw: hold the signals until the library answers, then undo.  */
-  sigemptyset (&mask);
-  sigaddset (&mask, SIGINT);
-  sigaddset (&mask, SIGTERM);
-  sigaddset (&mask, SIGHUP);
-  sigprocmask (SIG_BLOCK, &mask, NULL);
+  block_stop_signals (&mask);
   ret = rt_sandbox_create (ctx, &cfg, &sb, &err);
   sigpending (&pending);
   interrupted = sigismember (&pending, SIGINT) || sigismember (&pending, SIGTERM) || sigismember (&pending, SIGHUP);

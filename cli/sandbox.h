@@ -6,6 +6,7 @@
 #define RT_CLI_SANDBOX_H
 
 #include <json-c/json.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -21,7 +22,6 @@ int check_choice (const char *opt, const char *v, const char *const *names);
 int check_env (const char **env, int n, bool limits);
 /* Parses a library JSON answer; prints an error when it is not JSON.  */
 json_object *parse_json (const char *text);
-const char *jstr (json_object *o, const char *key);
 void print_json (json_object *o);
 /* Prints the library's object for @ref as is.  */
 int print_get_json (rt_context *ctx, const char *ref);
@@ -33,6 +33,8 @@ int show_target_json (struct cli_command *cmd, int argc, char **argv,
                       int (*fetch) (rt_sandbox *sb, struct cli_command *cmd, struct cli_args *a, char **json,
                                     rt_error **err),
                       void (*table) (json_object *value));
+/* Blocks the signals that ask us to stop (INT, TERM, HUP) into @mask.  */
+void block_stop_signals (sigset_t *mask);
 extern const struct cli_opt no_opts[];
 
 /* sandbox-exec.c: running a command, for `run` and `exec`.  */
