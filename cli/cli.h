@@ -73,6 +73,8 @@ int cli_lib_fail (rt_error *err);
 int cli_usage_error (const char *hint, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 /* An error with any code (text or JSON, as cli_error); returns 1.  */
 int cli_fail (const char *code, const char *hint, const char *fmt, ...) __attribute__ ((format (printf, 3, 4)));
+/* The string value of @key in the object @o, or NULL when absent or null.  */
+const char *cli_jstr (json_object *o, const char *key);
 /* The closest name to @word in @names (NULL-terminated), or NULL.  */
 const char *cli_suggest (const char *word, const char *const *names);
 void cli_print_help (struct cli_command *cmd);

@@ -115,6 +115,16 @@ edit_distance (const char *a, const char *b)
 }
 
 const char *
+cli_jstr (json_object *o, const char *key)
+{
+  json_object *v;
+
+  if (!json_object_object_get_ex (o, key, &v) || v == NULL)
+    return NULL;
+  return json_object_get_string (v);
+}
+
+const char *
 cli_suggest (const char *word, const char *const *names)
 {
   const char *best = NULL;
@@ -187,6 +197,98 @@ cli_print_help (struct cli_command *cmd)
     printf ("\nExample:\n  %s\n", cmd->example);
 }
 
+/* Prints the usage error for an unknown --@name, with the likeliest one.  */
+static void
+unknown_option (struct cli_command *cmd, struct cli_args *a, const char *name)
+{
+  const char *names[CLI_MAX_OPTS + 4];
+  const char *s;
+  int n = 0;
+  char hint[256];
+
+  for (const struct cli_opt *p = cmd->opts; p && p->name && n < CLI_MAX_OPTS; p++)
+    names[n++] = p->name;
+  names[n++] = "json";
+  names[n++] = "help";
+  names[n] = NULL;
+  s = cli_suggest (name, names);
+  if (cmd->takes_command && a->rest == NULL)
+    snprintf (hint, sizeof (hint), "put the command to run after --: runtime %s%s%s %s", cmd->group,
+              *cmd->group ? " " : "", cmd->name, cmd->usage);
+  else
+    snprintf (hint, sizeof (hint), "runtime %s%s%s --help lists the options", cmd->group, *cmd->group ? " " : "", cmd->name);
+  if (s)
+    cli_usage_error (hint, "Unknown option --%s. Did you mean --%s?", name, s);
+  else
+    cli_usage_error (hint, "Unknown option --%s.", name);
+}
+
+/* One --name or --name=value at argv[*i] (the value may take the next
+   word: *i moves past it).  -1 after a usage error, 1 after --help.  */
+static int
+parse_option (struct cli_command *cmd, int argc, char **argv, int *i, struct cli_args *a)
+{
+  char *arg = argv[*i];
+  const char *eq = strchr (arg + 2, '=');
+  const struct cli_opt *o;
+  const char *value = NULL;
+  char name[64];
+  int idx = -1;
+
+  /* argv stays untouched: the name is copied out.  */
+  snprintf (name, sizeof (name), "%.*s", eq ? (int) (eq - arg - 2) : (int) strlen (arg + 2), arg + 2);
+  o = find_opt (cmd, name, &idx);
+  if (o == NULL)
+    {
+      unknown_option (cmd, a, name);
+      return -1;
+    }
+  if (o->metavar)
+    {
+      if (eq)
+        value = eq + 1;
+      else if (*i + 1 < argc && strcmp (argv[*i + 1], "--") != 0)
+        value = argv[++*i];
+      else
+        {
+          cli_usage_error (NULL, "--%s needs a value (%s)", o->name, o->metavar);
+          return -1;
+        }
+    }
+  else if (eq)
+    {
+      cli_usage_error (NULL, "--%s takes no value", o->name);
+      return -1;
+    }
+  if (idx < 0)
+    {
+      if (strcmp (o->name, "help") == 0)
+        {
+          cli_print_help (cmd);
+          return 1;
+        }
+      a->json = true;
+      return 0;
+    }
+  if (a->count[idx] > 0 && !o->repeat)
+    {
+      cli_usage_error (NULL, "--%s given twice", o->name);
+      return -1;
+    }
+  if (o->repeat)
+    {
+      const char **m = realloc (a->multi[idx], (a->count[idx] + 2) * sizeof (char *));
+      if (m == NULL)
+        return -1;
+      m[a->count[idx]] = value;
+      m[a->count[idx] + 1] = NULL;
+      a->multi[idx] = m;
+    }
+  a->count[idx]++;
+  a->val[idx] = value ? value : "";
+  return 0;
+}
+
 int
 cli_parse (struct cli_command *cmd, int argc, char **argv, struct cli_args *a)
 {
@@ -207,81 +309,9 @@ cli_parse (struct cli_command *cmd, int argc, char **argv, struct cli_args *a)
         }
       if (strncmp (arg, "--", 2) == 0)
         {
-          const char *eq = strchr (arg + 2, '=');
-          const struct cli_opt *o;
-          const char *value = NULL;
-          char name[64];
-          int idx = -1;
-
-          /* argv stays untouched: the name is copied out.  */
-          snprintf (name, sizeof (name), "%.*s", eq ? (int) (eq - arg - 2) : (int) strlen (arg + 2), arg + 2);
-          o = find_opt (cmd, name, &idx);
-          if (o == NULL)
-            {
-              const char *names[CLI_MAX_OPTS + 4];
-              const char *s;
-              int n = 0;
-              char hint[256];
-              for (const struct cli_opt *p = cmd->opts; p && p->name && n < CLI_MAX_OPTS; p++)
-                names[n++] = p->name;
-              names[n++] = "json";
-              names[n++] = "help";
-              names[n] = NULL;
-              s = cli_suggest (name, names);
-              if (cmd->takes_command && a->rest == NULL)
-                snprintf (hint, sizeof (hint), "put the command to run after --: runtime %s%s%s %s", cmd->group,
-                          *cmd->group ? " " : "", cmd->name, cmd->usage);
-              else
-                snprintf (hint, sizeof (hint), "runtime %s%s%s --help lists the options", cmd->group, *cmd->group ? " " : "", cmd->name);
-              if (s)
-                cli_usage_error (hint, "Unknown option --%s. Did you mean --%s?", name, s);
-              else
-                cli_usage_error (hint, "Unknown option --%s.", name);
-              return -1;
-            }
-          if (o->metavar)
-            {
-              if (eq)
-                value = eq + 1;
-              else if (i + 1 < argc && strcmp (argv[i + 1], "--") != 0)
-                value = argv[++i];
-              else
-                {
-                  cli_usage_error (NULL, "--%s needs a value (%s)", o->name, o->metavar);
-                  return -1;
-                }
-            }
-          else if (eq)
-            {
-              cli_usage_error (NULL, "--%s takes no value", o->name);
-              return -1;
-            }
-          if (idx < 0)
-            {
-              if (strcmp (o->name, "help") == 0)
-                {
-                  cli_print_help (cmd);
-                  return 1;
-                }
-              a->json = true;
-              continue;
-            }
-          if (a->count[idx] > 0 && !o->repeat)
-            {
-              cli_usage_error (NULL, "--%s given twice", o->name);
-              return -1;
-            }
-          if (o->repeat)
-            {
-              const char **m = realloc (a->multi[idx], (a->count[idx] + 2) * sizeof (char *));
-              if (m == NULL)
-                return -1;
-              m[a->count[idx]] = value;
-              m[a->count[idx] + 1] = NULL;
-              a->multi[idx] = m;
-            }
-          a->count[idx]++;
-          a->val[idx] = value ? value : "";
+          int ret = parse_option (cmd, argc, argv, &i, a);
+          if (ret != 0)
+            return ret;
           continue;
         }
       if (cmd->takes_command && (a->npos >= cmd->max_pos || a->npos >= CLI_MAX_POS))

@@ -11,13 +11,6 @@
 
 #define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
-static const char *
-jstr (json_object *o, const char *key)
-{
-  json_object *v;
-  return json_object_object_get_ex (o, key, &v) && v ? json_object_get_string (v) : NULL;
-}
-
 static void
 join (json_object *arr, char *out, size_t size)
 {
@@ -43,12 +36,12 @@ image_build (struct cli_command *cmd, int argc, char **argv)
   if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
   o.from = cli_opt (cmd, &a, "from");
-  o.apt = (char *const *) cli_opt_list (cmd, &a, "apt", NULL);
-  o.pip = (char *const *) cli_opt_list (cmd, &a, "pip", NULL);
-  o.npm = (char *const *) cli_opt_list (cmd, &a, "npm", NULL);
-  o.run = (char *const *) cli_opt_list (cmd, &a, "run", NULL);
-  o.files = (char *const *) cli_opt_list (cmd, &a, "file", NULL);
-  o.env = (char *const *) cli_opt_list (cmd, &a, "env", NULL);
+  o.apt = cli_opt_list (cmd, &a, "apt", NULL);
+  o.pip = cli_opt_list (cmd, &a, "pip", NULL);
+  o.npm = cli_opt_list (cmd, &a, "npm", NULL);
+  o.run = cli_opt_list (cmd, &a, "run", NULL);
+  o.files = cli_opt_list (cmd, &a, "file", NULL);
+  o.env = cli_opt_list (cmd, &a, "env", NULL);
   o.workdir = cli_opt (cmd, &a, "workdir");
   o.name = cli_opt (cmd, &a, "name") ? cli_opt (cmd, &a, "name") : cli_opt (cmd, &a, "tag");
   o.no_cache = cli_opt (cmd, &a, "no-cache") != NULL;
@@ -84,10 +77,10 @@ images_table (json_object *arr)
       json_object *o = json_object_array_get_idx (arr, i), *v;
       char tags[128];
       join (json_object_object_get_ex (o, "tags", &v) ? v : NULL, tags, sizeof tags);
-      printf ("%-12.12s %-20s %-7" PRId64 " %-16s %8.1f %s\n", jstr (o, "id"), jstr (o, "name") ? jstr (o, "name") : "-",
+      printf ("%-12.12s %-20s %-7" PRId64 " %-16s %8.1f %s\n", cli_jstr (o, "id"), cli_jstr (o, "name") ? cli_jstr (o, "name") : "-",
               json_object_object_get_ex (o, "version", &v) ? json_object_get_int64 (v) : (int64_t) 0, tags,
               json_object_object_get_ex (o, "sizeBytes", &v) ? json_object_get_int64 (v) / 1048576.0 : 0.0,
-              jstr (o, "created") ? jstr (o, "created") : "-");
+              cli_jstr (o, "created") ? cli_jstr (o, "created") : "-");
     }
 }
 
@@ -153,11 +146,11 @@ import_note (rt_context *ctx, const char *id, bool already)
       for (size_t i = 0; tags && i < json_object_array_length (tags); i++)
         latest |= strcmp (json_object_get_string (json_object_array_get_idx (tags, i)), "latest") == 0;
       if (already)
-        fprintf (stderr, "runtime: already in the store as %s@%s (tags: %s); nothing changed\n", jstr (o, "name"),
-                 jstr (o, "version"), joined);
+        fprintf (stderr, "runtime: already in the store as %s@%s (tags: %s); nothing changed\n", cli_jstr (o, "name"),
+                 cli_jstr (o, "version"), joined);
       else
-        fprintf (stderr, "runtime: imported as %s@%s (tags: %s)%s\n", jstr (o, "name"), jstr (o, "version"), joined,
-                 latest ? "" : "; latest stays on a newer version");
+        fprintf (stderr, "runtime: imported as %s@%s (tags: %s)%s\n", cli_jstr (o, "name"), cli_jstr (o, "version"),
+                 joined, latest ? "" : "; latest stays on a newer version");
     }
 }
 

@@ -9,8 +9,6 @@
 
 #include "cli.h"
 
-#define MAX_VALUE 8192
-
 /* The value: all of stdin (one trailing newline dropped), or a line typed
    without echo at a terminal.  -1 when there is more than the limit.  */
 static ssize_t
@@ -62,7 +60,7 @@ secrets_set (struct cli_command *cmd, int argc, char **argv)
   cleanup_context rt_context *ctx = NULL;
   rt_error *err = NULL;
   cleanup_free char *placeholder = NULL;
-  char buf[MAX_VALUE + 2];
+  char buf[RT_MAX_SECRET_VALUE + 2];
   const char *name;
   ssize_t len;
   int code = 1, ret;
@@ -87,7 +85,7 @@ secrets_set (struct cli_command *cmd, int argc, char **argv)
       explicit_bzero (buf, sizeof buf);
       return 1;
     }
-  ret = rt_secret_set (ctx, name, buf, len, (char *const *) cli_opt_list (cmd, &a, "host", NULL),
+  ret = rt_secret_set (ctx, name, buf, len, cli_opt_list (cmd, &a, "host", NULL),
                        cli_opt (cmd, &a, "header"), cli_opt (cmd, &a, "format"), &placeholder, &err);
   explicit_bzero (buf, sizeof buf);
   if (ret < 0)

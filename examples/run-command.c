@@ -49,7 +49,8 @@ main (int argc, char **argv)
       return fail (err);
     }
   fprintf (stderr, "sandbox %s is up\n", rt_sandbox_id (sb));
-  if (rt_sandbox_exec (sb, argv + 1, &opts, &res, &err) < 0)
+  /* C does not add the inner const to main's char ** by itself.  */
+  if (rt_sandbox_exec (sb, (const char *const *) (argv + 1), &opts, &res, &err) < 0)
     {
       rt_sandbox_destroy (sb, NULL);
       rt_context_free (ctx);

@@ -16,7 +16,7 @@
 
 /* What a tool-call loop calls for every run_python request.  */
 static char *
-run_python (rt_context *ctx, const char *code, char *const *packages)
+run_python (rt_context *ctx, const char *code, const char *const *packages)
 {
   rt_error *err = NULL;
   char *result = NULL;
@@ -49,7 +49,7 @@ main (int argc, char **argv)
       rt_error_free (err);
       return 1;
     }
-  result = run_python (ctx, argv[1], argv + 2);
+  result = run_python (ctx, argv[1], (const char *const *) (argv + 2));
   rt_context_free (ctx);
   if (result == NULL)
     return 1;

@@ -38,7 +38,7 @@ main (int argc, char **argv)
   rt_error *err = NULL;
   rt_exec_result res;
   rt_sandbox_config cfg = { .vcpu = 1, .memory_mib = 1024, .ephemeral = true, .no_internet = true };
-  char *const argv_tests[] = { "sh", "run-tests.sh", NULL };
+  const char *const argv_tests[] = { "sh", "run-tests.sh", NULL };
   char dir[512], report[600];
   const char *name;
   rt_exec_opts opts = { .cancel_fd = -1, .on_output = print_output, .timeout_ms = 600000 };

@@ -48,6 +48,38 @@ void rt_error_free (rt_error *err);
  */
 const char *rt_version (void);
 
+/*
+ * Limits the library checks.  A caller that checks its input early (the
+ * CLI does, to report a typo before a VM boots) uses these, not copies.
+ */
+#define RT_MAX_VCPU 16                    /* rt_sandbox_config.vcpu: 1 to this */
+#define RT_MIN_MEMORY_MIB 256             /* .memory_mib: from this ... */
+#define RT_MAX_MEMORY_MIB 65536           /* ... to this */
+#define RT_MIN_DISK_MIB 4096              /* .disk_mib: the image's file system, ... */
+#define RT_MAX_DISK_MIB 65536             /* ... to this */
+#define RT_MIN_LEASE_S 60                 /* .timeout_s: from this ... */
+#define RT_MAX_LEASE_S 3600               /* ... to this; also the furthest rt_sandbox_extend moves an end */
+#define RT_MAX_NAME 63                    /* .name: bytes */
+#define RT_MAX_LABELS 32                  /* .labels: entries */
+#define RT_MAX_ENV 32                     /* .env: variables */
+#define RT_MAX_ENV_BYTES (32 * 1024)      /* .env: their bytes together */
+#define RT_MAX_STDIN (1024 * 1024)        /* rt_exec_opts.stdin_len */
+#define RT_MAX_EXEC_TIMEOUT_S (24 * 3600) /* the longest command timeout the CLI accepts */
+#define RT_MAX_SECRET_NAME 64             /* rt_secret_set: @name, bytes */
+#define RT_MAX_SECRET_VALUE 8192          /* rt_secret_set: @len */
+#define RT_MAX_SECRET_HOSTS 16            /* rt_secret_set: @hosts, entries */
+
+/**
+ * rt_env_name_valid - is this a portable environment variable name
+ * @s:   the name (need not be NUL-terminated)
+ * @len: how many chars of @s are the name
+ *
+ * Names are [A-Za-z_][A-Za-z0-9_]*: what rt_sandbox_config.env,
+ * rt_exec_opts.env, rt_build_opts.env and rt_secret_set accept.
+ * Return: true when the @len chars of @s are one.
+ */
+bool rt_env_name_valid (const char *s, size_t len);
+
 typedef struct rt_context rt_context;
 
 /**
@@ -140,16 +172,16 @@ typedef struct rt_sandbox_config
   unsigned disk_mib;
   const char *image;
   const char *name;
-  char *const *labels;
-  char *const *env;
+  const char *const *labels;
+  const char *const *env;
   unsigned timeout_s;
   const char *on_timeout;
   bool get_or_create;
   bool ephemeral;
   bool no_wait;
   bool no_internet;
-  char *const *allow;
-  char *const *deny;
+  const char *const *allow;
+  const char *const *deny;
   const char *funding;
   int64_t max_cost_micros;
 } rt_sandbox_config;
@@ -186,8 +218,8 @@ int rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox
  * refuse is closed before this returns.
  * Return: 0, or <0 with @err set.
  */
-int rt_sandbox_set_network (rt_sandbox *sb, bool internet, char *const *allow, char *const *deny, char **json,
-                            rt_error **err);
+int rt_sandbox_set_network (rt_sandbox *sb, bool internet, const char *const *allow, const char *const *deny,
+                            char **json, rt_error **err);
 
 /**
  * rt_sandbox_egress_log - where a sandbox's egress log is
@@ -244,7 +276,7 @@ typedef int (*rt_output_fn) (void *data, int stream, const char *buf, size_t len
 typedef struct rt_exec_opts
 {
   const char *cwd;
-  char *const *env;
+  const char *const *env;
   const char *user;
   const void *stdin_data;
   size_t stdin_len;
@@ -283,7 +315,8 @@ typedef struct rt_exec_result
  * killed.
  * Return: 0, or <0 with @err set.
  */
-int rt_sandbox_exec (rt_sandbox *sb, char *const argv[], const rt_exec_opts *opts, rt_exec_result *res, rt_error **err);
+int rt_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_exec_result *res,
+                     rt_error **err);
 
 /**
  * rt_sandbox_spawn - start a command in the background
@@ -297,7 +330,7 @@ int rt_sandbox_exec (rt_sandbox *sb, char *const argv[], const rt_exec_opts *opt
  * The sandbox keeps the latest 1 MiB of its output.
  * Return: 0, or <0 with @err set.
  */
-int rt_sandbox_spawn (rt_sandbox *sb, char *const argv[], const rt_exec_opts *opts, uint32_t *process,
+int rt_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, uint32_t *process,
                       rt_error **err);
 
 /**
@@ -482,12 +515,12 @@ int rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err
 typedef struct rt_build_opts
 {
   const char *from;
-  char *const *apt;
-  char *const *pip;
-  char *const *npm;
-  char *const *run;
-  char *const *files;
-  char *const *env;
+  const char *const *apt;
+  const char *const *pip;
+  const char *const *npm;
+  const char *const *run;
+  const char *const *files;
+  const char *const *env;
   const char *workdir;
   const char *name;
   const char *dir;
@@ -605,7 +638,7 @@ int rt_sandbox_metrics_json (rt_sandbox *sb, char **json, rt_error **err);
  * the program runs (60 s).  The sandbox is always removed.
  * Return: 0, or <0 with @err set.
  */
-int rt_run_python (rt_context *ctx, const char *code, char *const *packages, const char *image, char **result,
+int rt_run_python (rt_context *ctx, const char *code, const char *const *packages, const char *image, char **result,
                    int64_t *charged_micros, rt_error **err);
 
 typedef void (*rt_chat_event_fn) (void *data, const char *line);
@@ -688,7 +721,7 @@ int rt_chat (rt_context *ctx, const rt_chat_opts *opts, char **transcript, rt_er
  * a store others can read is refused ("invalid_request").
  * Return: 0, or <0 with @err set.
  */
-int rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len, char *const *hosts,
+int rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len, const char *const *hosts,
                    const char *header, const char *format, char **placeholder, rt_error **err);
 /**
  * rt_secret_list_json - the stored secrets, never a value

@@ -141,7 +141,7 @@ guest_sh (struct build *b, const char *script, char *const *args, struct tail *t
           rt_error **err)
 {
   size_t n = 0;
-  char *argv[64];
+  const char *argv[64];
   rt_exec_opts opts = { .user = "root", .timeout_ms = STEP_TIMEOUT_MS, .cancel_fd = -1,
                         .on_output = on_step_output, .data = t };
 
@@ -243,14 +243,14 @@ add_step (struct build *b, enum step_kind kind, char **words, rt_error **err)
 
 /* One step per package list (if any), one per file and per command.  */
 static int
-add_packages (struct build *b, enum step_kind kind, json_object *from_recipe, char *const *from_flags,
+add_packages (struct build *b, enum step_kind kind, json_object *from_recipe, const char *const *from_flags,
               rt_error **err)
 {
   size_t n = 0, i = 0;
   char **words;
 
   n += from_recipe ? json_object_array_length (from_recipe) : 0;
-  for (char *const *p = from_flags; p && *p; p++)
+  for (const char *const *p = from_flags; p && *p; p++)
     n++;
   if (n == 0)
     return 0;
@@ -259,7 +259,7 @@ add_packages (struct build *b, enum step_kind kind, json_object *from_recipe, ch
     return rt_error_oom (err);
   for (size_t k = 0; from_recipe && k < json_object_array_length (from_recipe); k++)
     words[i++] = strdup (json_object_get_string (json_object_array_get_idx (from_recipe, k)));
-  for (char *const *p = from_flags; p && *p; p++)
+  for (const char *const *p = from_flags; p && *p; p++)
     words[i++] = strdup (*p);
   for (size_t k = 0; k < n; k++)
     {
@@ -348,7 +348,7 @@ plan (struct build *b, json_object *recipe, rt_error **err)
   for (size_t i = 0; files && i < json_object_array_length (files); i++)
     if ((ret = add_file (b, json_object_get_string (json_object_array_get_idx (files, i)), o->dir, err)) < 0)
       return ret;
-  for (char *const *f = o->files; f && *f; f++)
+  for (const char *const *f = o->files; f && *f; f++)
     if ((ret = add_file (b, *f, NULL, err)) < 0)
       return ret;
   if ((ret = add_packages (b, STEP_APT, recipe_array (recipe, "apt", err), o->apt, err)) < 0 || *err)
@@ -363,7 +363,7 @@ plan (struct build *b, json_object *recipe, rt_error **err)
   for (size_t i = 0; cmds && i < json_object_array_length (cmds); i++)
     if ((ret = add_run (b, json_object_get_string (json_object_array_get_idx (cmds, i)), err)) < 0)
       return ret;
-  for (char *const *r = o->run; r && *r; r++)
+  for (const char *const *r = o->run; r && *r; r++)
     if ((ret = add_run (b, *r, err)) < 0)
       return ret;
   return 0;
@@ -494,13 +494,13 @@ cache_store (struct build *b, struct step *s)
 static int
 step_network (struct build *b, struct step *s, char **apt_hosts, rt_error **err)
 {
-  static char *const pypi[] = { (char *) "pypi.org", (char *) "files.pythonhosted.org", NULL };
-  static char *const npm[] = { (char *) "registry.npmjs.org", NULL };
+  static const char *const pypi[] = { "pypi.org", "files.pythonhosted.org", NULL };
+  static const char *const npm[] = { "registry.npmjs.org", NULL };
 
   switch (s->kind)
     {
     case STEP_APT:
-      return rt_sandbox_set_network (b->sb, true, apt_hosts, NULL, NULL, err);
+      return rt_sandbox_set_network (b->sb, true, (const char *const *) apt_hosts, NULL, NULL, err);
     case STEP_PIP:
       return rt_sandbox_set_network (b->sb, true, pypi, NULL, NULL, err);
     case STEP_NPM:
@@ -733,7 +733,7 @@ read_recipe (const char *dir, json_object **out, rt_error **err)
 
 /* base env, then the recipe's, then --env: later names win.  */
 static int
-merge_env (struct build *b, json_object *base, json_object *recipe, char *const *flags, rt_error **err)
+merge_env (struct build *b, json_object *base, json_object *recipe, const char *const *flags, rt_error **err)
 {
   cleanup_json json_object *env = json_object_new_object ();
   json_object *r;
@@ -760,7 +760,7 @@ merge_env (struct build *b, json_object *base, json_object *recipe, char *const 
         json_object_object_add (env, k, json_object_new_string (json_object_get_string (v)));
       }
     }
-  for (char *const *f = flags; f && *f; f++)
+  for (const char *const *f = flags; f && *f; f++)
     {
       const char *eq = strchr (*f, '=');
       cleanup_free char *k = eq ? strndup (*f, eq - *f) : NULL;
@@ -806,7 +806,7 @@ start_sandbox (struct build *b, size_t first, char **tmpdisk, rt_error **err)
   cleanup_json json_object *layers = json_object_new_array ();
   int ret;
 
-  cfg.env = b->env;
+  cfg.env = (const char *const *) b->env;
   for (size_t i = 0; i < json_object_array_length (b->base_layers); i++)
     json_object_array_add (layers, json_object_get (json_object_array_get_idx (b->base_layers, i)));
   for (size_t i = 0; i < first; i++)

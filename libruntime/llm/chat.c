@@ -66,7 +66,7 @@ package_ok (const char *p)
 }
 
 static int
-run_in (rt_sandbox *sb, char *const argv[], const char *input, unsigned timeout_s, int cancel_fd,
+run_in (rt_sandbox *sb, const char *const argv[], const char *input, unsigned timeout_s, int cancel_fd,
         struct rt_captured *c, rt_exec_result *res, rt_error **err)
 {
   rt_exec_opts opts = { .cwd = "/workspace", .timeout_ms = timeout_s * 1000ULL, .cancel_fd = cancel_fd,
@@ -95,12 +95,12 @@ captured_clear (struct rt_captured *c)
 
 /* The seed's handler, with @o's image, limits and Ctrl-C.  */
 static int
-run_python (rt_context *ctx, const rt_chat_opts *o, const char *code, char *const *packages, char **result_json,
+run_python (rt_context *ctx, const rt_chat_opts *o, const char *code, const char *const *packages, char **result_json,
             int64_t *charged_micros, rt_error **err)
 {
-  static char *const allow[] = { (char *) "pypi.org", (char *) "*.pythonhosted.org", NULL };
-  static char *const write_argv[] = { (char *) "sh", (char *) "-c", (char *) "cat >/workspace/main.py", NULL };
-  static char *const run_argv[] = { (char *) "python3", (char *) "main.py", NULL };
+  static const char *const allow[] = { "pypi.org", "*.pythonhosted.org", NULL };
+  static const char *const write_argv[] = { "sh", "-c", "cat >/workspace/main.py", NULL };
+  static const char *const run_argv[] = { "python3", "main.py", NULL };
   cleanup_json json_object *result = json_object_new_object ();
   cleanup_free char *id = NULL;
   rt_sandbox_config cfg = { .image = o->image, .allow = allow, .ephemeral = true };
@@ -112,7 +112,7 @@ run_python (rt_context *ctx, const rt_chat_opts *o, const char *code, char *cons
   size_t n = 0;
   int ret;
 
-  for (char *const *p = packages; p && *p; p++, n++)
+  for (const char *const *p = packages; p && *p; p++, n++)
     if (!package_ok (*p))
       {
         char msg[300];
@@ -133,7 +133,7 @@ run_python (rt_context *ctx, const rt_chat_opts *o, const char *code, char *cons
   if (n > 0)
     {
       /* While only PyPI is reachable.  */
-      char **argv = calloc (n + 6, sizeof (char *));
+      const char **argv = calloc (n + 6, sizeof (char *));
       size_t k = 0;
       if (argv == NULL)
         {
@@ -145,7 +145,7 @@ run_python (rt_context *ctx, const rt_chat_opts *o, const char *code, char *cons
       argv[k++] = (char *) "pip";
       argv[k++] = (char *) "install";
       argv[k++] = (char *) "--quiet";
-      for (char *const *p = packages; *p; p++)
+      for (const char *const *p = packages; *p; p++)
         argv[k++] = *p;
       ret = run_in (sb, argv, NULL, install_s, o->cancel_fd, &c, &res, err);
       free (argv);
@@ -209,7 +209,7 @@ done:
 }
 
 int
-rt_run_python (rt_context *ctx, const char *code, char *const *packages, const char *image, char **result_json,
+rt_run_python (rt_context *ctx, const char *code, const char *const *packages, const char *image, char **result_json,
                int64_t *charged_micros, rt_error **err)
 {
   rt_chat_opts o = { .image = image, .cancel_fd = -1 };
@@ -686,7 +686,7 @@ handle_call (rt_context *ctx, const rt_chat_opts *o, json_object *call, int n, j
       cleanup_json json_object *r = NULL;
       pkgs = packages_of (args);
       clock_gettime (CLOCK_MONOTONIC, &t0);
-      ret = run_python (ctx, o, rt_json_str (args, "code"), pkgs, &result, sandbox_micros, err);
+      ret = run_python (ctx, o, rt_json_str (args, "code"), (const char *const *) pkgs, &result, sandbox_micros, err);
       clock_gettime (CLOCK_MONOTONIC, &t1);
       if (ret < 0)
         {

@@ -30,8 +30,6 @@
 /* TCG on a loaded 2-core host can take several seconds to boot.  */
 #define BOOT_TIMEOUT_MS 60000
 #define MAX_BODY (2 * 1024 * 1024)
-#define STDIN_MAX (1024 * 1024)
-#define EXTEND_MAX_S 3600
 /* Time for the last replies to reach their clients before the monitor exits.  */
 #define EXIT_FLUSH_MS 100
 #define LEDGER_INTERVAL_S 5
@@ -974,7 +972,7 @@ start_command (struct mon *m, struct evhttp_request *req, json_object *body)
   if (json_object_object_get_ex (body, "stdin", &v) && v && (s = json_object_get_string (v)) && *s)
     {
       size = strlen (s);
-      if (size / 4 * 3 > STDIN_MAX + 3)
+      if (size / 4 * 3 > RT_MAX_STDIN + 3)
         return reply_error_null (req, 400, "usage", NULL, "standard input is over 1 MiB");
       input = malloc (size / 4 * 3 + 3);
       if (input == NULL)
@@ -1307,11 +1305,11 @@ handle_extend (struct mon *m, struct evhttp_request *req, json_object *body)
     seconds = json_object_get_int64 (v);
   if (seconds <= 0)
     return reply_error (req, 400, "invalid_request", NULL, "seconds must be a positive whole number");
-  if (seconds > EXTEND_MAX_S)
+  if (seconds > RT_MAX_LEASE_S)
     return reply_error (req, 400, "invalid_request", "a lease may end at most 1 h from now",
                         "extending by %lld s would end the lease more than 1 h from now", (long long) seconds);
   end = (m->expires_ms > now ? m->expires_ms : now) + seconds * 1000;
-  if (end > now + (int64_t) EXTEND_MAX_S * 1000 + 1000)
+  if (end > now + (int64_t) RT_MAX_LEASE_S * 1000 + 1000)
     return reply_error (req, 400, "invalid_request", "a lease may end at most 1 h from now",
                         "extending by %lld s would end the lease more than 1 h from now", (long long) seconds);
   if (m->trial)

@@ -13,9 +13,6 @@
 #include "net/egress.h"
 #include "net/secrets.h"
 
-#define MAX_VALUE 8192
-#define MAX_HOSTS 16
-
 static char *
 store_path (rt_context *ctx)
 {
@@ -88,7 +85,7 @@ header_ok (const char *h)
 }
 
 int
-rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len, char *const *hosts,
+rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len, const char *const *hosts,
                const char *header, const char *format, char **placeholder, rt_error **err)
 {
   cleanup_json json_object *store = NULL;
@@ -98,14 +95,14 @@ rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len,
   size_t n = 0;
   int ret;
 
-  if (!rt_env_name_valid (name, strlen (name)) || strlen (name) > 64)
+  if (!rt_env_name_valid (name, strlen (name)) || strlen (name) > RT_MAX_SECRET_NAME)
     {
       rt_error_set (err, EINVAL, "invalid_request", "'%s' is not a secret name", name);
       return rt_error_hint (err, "names are [A-Za-z_][A-Za-z0-9_]*, as for environment variables");
     }
   if (len == 0)
     return rt_error_set (err, EINVAL, "invalid_request", "the value of %s is empty", name);
-  if (len > MAX_VALUE || memchr (value, '\0', len))
+  if (len > RT_MAX_SECRET_VALUE || memchr (value, '\0', len))
     return rt_error_set (err, EINVAL, "invalid_request", "a secret's value is at most 8 KiB of text, not %zu bytes", len);
   /* It goes into a request line or a header: a line break would end it
      and start another.  */
@@ -114,11 +111,11 @@ rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len,
       rt_error_set (err, EINVAL, "invalid_request", "the value of %s has a line break inside", name);
       return rt_error_hint (err, "a secret is swapped into URLs and headers, so it is one line");
     }
-  for (char *const *h = hosts; h && *h; h++)
+  for (const char *const *h = hosts; h && *h; h++)
     n++;
-  if (n == 0 || n > MAX_HOSTS)
+  if (n == 0 || n > RT_MAX_SECRET_HOSTS)
     {
-      rt_error_set (err, EINVAL, "usage", "a secret is bound to 1 to %d hosts, not %zu", MAX_HOSTS, n);
+      rt_error_set (err, EINVAL, "usage", "a secret is bound to 1 to %d hosts, not %zu", RT_MAX_SECRET_HOSTS, n);
       return rt_error_hint (err, "for example: --host api.deepseek.com");
     }
   if ((header == NULL) != (format == NULL))
@@ -128,7 +125,7 @@ rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len,
   if (format && (strstr (format, "{value}") == NULL || strpbrk (format, "\r\n")))
     return rt_error_set (err, EINVAL, "invalid_request", "--format must hold {value} on one line, not '%s'", format);
   list = json_object_new_array ();
-  for (char *const *h = hosts; h && *h; h++)
+  for (const char *const *h = hosts; h && *h; h++)
     {
       cleanup_free char *norm = NULL;
       ret = rt_egress_entry_normalize (*h, &norm, err);

@@ -154,7 +154,7 @@ read_all_fd (int fd)
 int
 rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, int cancel_fd, rt_error **err)
 {
-  char *argv[] = { (char *) "sh", (char *) "-c",
+  const char *argv[] = { (char *) "sh", (char *) "-c",
                    (char *) "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 67; cd \"$(dirname \"$1\")\" && "
                             "exec tar -cf - -- \"$(basename \"$1\")\"",
                    (char *) "sh", (char *) src, NULL };
@@ -331,7 +331,7 @@ fail_out:
 int
 rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, int cancel_fd, rt_error **err)
 {
-  char *argv[] = { (char *) "sh", (char *) "-c",
+  const char *argv[] = { (char *) "sh", (char *) "-c",
                    (char *) "d=$1; n=$2; if [ -d \"$d\" ]; then dest=\"$d/$n\"; p=\"$d\"; "
                             "else dest=\"$d\"; p=$(dirname \"$d\"); fi; [ -d \"$p\" ] || exit 67; "
                             "t=$(mktemp -d \"$p/.rt-cp.XXXXXX\") || exit 1; "

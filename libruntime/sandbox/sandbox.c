@@ -20,9 +20,6 @@
 #include "vmm/kernel.h"
 
 #define STOP_WAIT_MS 30000
-#define MAX_LABELS 32
-#define MAX_ENV 32
-#define MAX_ENV_BYTES (32 * 1024)
 
 
 void
@@ -65,35 +62,37 @@ check_config (const rt_sandbox_config *cfg, rt_error **err)
 {
   size_t n = 0, bytes = 0;
 
-  if (cfg->vcpu > 16)
-    return rt_error_set (err, EINVAL, "invalid_request", "--vcpu must be 1 to 16, not %u", cfg->vcpu);
-  if (cfg->memory_mib && (cfg->memory_mib < 256 || cfg->memory_mib > 65536))
-    return rt_error_set (err, EINVAL, "invalid_request", "--memory must be 256 to 65536 MiB, not %u",
-                         cfg->memory_mib);
+  if (cfg->vcpu > RT_MAX_VCPU)
+    return rt_error_set (err, EINVAL, "invalid_request", "--vcpu must be 1 to %d, not %u", RT_MAX_VCPU, cfg->vcpu);
+  if (cfg->memory_mib && (cfg->memory_mib < RT_MIN_MEMORY_MIB || cfg->memory_mib > RT_MAX_MEMORY_MIB))
+    return rt_error_set (err, EINVAL, "invalid_request", "--memory must be %d to %d MiB, not %u", RT_MIN_MEMORY_MIB,
+                         RT_MAX_MEMORY_MIB, cfg->memory_mib);
   /* The image's file system is 4 GiB; a sandbox may grow it, not shrink.  */
-  if (cfg->disk_mib && (cfg->disk_mib < 4096 || cfg->disk_mib > 65536))
-    return rt_error_set (err, EINVAL, "invalid_request", "--disk must be 4096 to 65536 MiB, not %u", cfg->disk_mib);
+  if (cfg->disk_mib && (cfg->disk_mib < RT_MIN_DISK_MIB || cfg->disk_mib > RT_MAX_DISK_MIB))
+    return rt_error_set (err, EINVAL, "invalid_request", "--disk must be %d to %d MiB, not %u", RT_MIN_DISK_MIB,
+                         RT_MAX_DISK_MIB, cfg->disk_mib);
   /* The same bound for paid and trial leases: not invalid_trial, since
      no funding allows more (the CLI refuses it as a usage error first).  */
-  if (cfg->timeout_s && (cfg->timeout_s < 60 || cfg->timeout_s > 3600))
+  if (cfg->timeout_s && (cfg->timeout_s < RT_MIN_LEASE_S || cfg->timeout_s > RT_MAX_LEASE_S))
     {
-      rt_error_set (err, EINVAL, "invalid_request", "--timeout must be 60 to 3600 s, not %u", cfg->timeout_s);
+      rt_error_set (err, EINVAL, "invalid_request", "--timeout must be %d to %d s, not %u", RT_MIN_LEASE_S,
+                    RT_MAX_LEASE_S, cfg->timeout_s);
       return rt_error_hint (err, "a lease is at most 1 h, trial or paid; runtime sandbox extend renews it");
     }
   if (cfg->on_timeout && strcmp (cfg->on_timeout, "pause") != 0 && strcmp (cfg->on_timeout, "stop") != 0)
     return rt_error_set (err, EINVAL, "invalid_request", "--on-timeout must be pause or stop, not '%s'",
                          cfg->on_timeout);
-  if (cfg->name && (*cfg->name == '\0' || strlen (cfg->name) > 63 || strchr (cfg->name, '/')))
-    return rt_error_set (err, EINVAL, "invalid_request", "a name is 1 to 63 characters without '/'");
+  if (cfg->name && (*cfg->name == '\0' || strlen (cfg->name) > RT_MAX_NAME || strchr (cfg->name, '/')))
+    return rt_error_set (err, EINVAL, "invalid_request", "a name is 1 to %d characters without '/'", RT_MAX_NAME);
   if (cfg->get_or_create && cfg->name == NULL)
     return rt_error_set (err, EINVAL, "usage", "--get-or-create needs --name");
-  for (char *const *l = cfg->labels; l && *l; l++, n++)
+  for (const char *const *l = cfg->labels; l && *l; l++, n++)
     if (strchr (*l, '=') == NULL || **l == '=')
       return rt_error_set (err, EINVAL, "invalid_request", "a label is key=value, not '%s'", *l);
-  if (n > MAX_LABELS)
-    return rt_error_set (err, EINVAL, "invalid_request", "at most %d labels", MAX_LABELS);
+  if (n > RT_MAX_LABELS)
+    return rt_error_set (err, EINVAL, "invalid_request", "at most %d labels", RT_MAX_LABELS);
   n = 0;
-  for (char *const *e = cfg->env; e && *e; e++, n++)
+  for (const char *const *e = cfg->env; e && *e; e++, n++)
     {
       const char *eq = strchr (*e, '=');
       if (eq == NULL || !rt_env_name_valid (*e, eq - *e))
@@ -104,14 +103,15 @@ check_config (const rt_sandbox_config *cfg, rt_error **err)
         }
       bytes += strlen (*e);
     }
-  if (n > MAX_ENV || bytes > MAX_ENV_BYTES)
-    return rt_error_set (err, E2BIG, "env_too_large", "at most %d variables and 32 KiB of environment", MAX_ENV);
+  if (n > RT_MAX_ENV || bytes > RT_MAX_ENV_BYTES)
+    return rt_error_set (err, E2BIG, "env_too_large", "at most %d variables and %d KiB of environment", RT_MAX_ENV,
+                         RT_MAX_ENV_BYTES / 1024);
   return 0;
 }
 
 /* The rules a config asks for, each entry checked and normalized.  */
 static int
-rules_of (bool internet, char *const *allow, char *const *deny, struct rt_egress_rules *r, rt_error **err)
+rules_of (bool internet, const char *const *allow, const char *const *deny, struct rt_egress_rules *r, rt_error **err)
 {
   cleanup_json json_object *o = json_object_new_object ();
   json_object *a = json_object_new_array (), *d = json_object_new_array ();
@@ -119,9 +119,9 @@ rules_of (bool internet, char *const *allow, char *const *deny, struct rt_egress
   json_object_object_add (o, "internet", json_object_new_boolean (internet));
   json_object_object_add (o, "allow", a);
   json_object_object_add (o, "deny", d);
-  for (char *const *p = allow; p && *p; p++)
+  for (const char *const *p = allow; p && *p; p++)
     json_object_array_add (a, json_object_new_string (*p));
-  for (char *const *p = deny; p && *p; p++)
+  for (const char *const *p = deny; p && *p; p++)
     json_object_array_add (d, json_object_new_string (*p));
   return rt_egress_rules_from_json (o, r, err);
 }
@@ -145,7 +145,7 @@ initial_state (const char *id, const rt_sandbox_config *cfg, unsigned vcpu, unsi
   char created[32];
 
   rt_format_time (now, created);
-  for (char *const *l = cfg->labels; l && *l; l++)
+  for (const char *const *l = cfg->labels; l && *l; l++)
     {
       const char *eq = strchr (*l, '=');
       cleanup_free char *key = strndup (*l, eq - *l);
@@ -153,7 +153,7 @@ initial_state (const char *id, const rt_sandbox_config *cfg, unsigned vcpu, unsi
         json_object_object_add (labels, key, json_object_new_string (eq + 1));
     }
   /* Values stay in the monitor's memory only: never written, never shown.  */
-  for (char *const *e = cfg->env; e && *e; e++)
+  for (const char *const *e = cfg->env; e && *e; e++)
     json_object_array_add (names, json_object_new_string_len (*e, strchr (*e, '=') - *e));
   json_object_object_add (s, "id", json_object_new_string (id));
   json_object_object_add (s, "kind", json_object_new_string ("sandbox"));
@@ -374,7 +374,7 @@ rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struc
       goto fail;
     with_secrets = strv_concat (image.env, secret_env);
     with_ca = with_secrets ? strv_concat (with_secrets, secret_env && secret_env[0] ? ca_env : none) : NULL;
-    env = with_ca ? strv_concat (with_ca, cfg->env) : NULL;
+    env = with_ca ? strv_concat (with_ca, (char *const *) cfg->env) : NULL;
     /* Their names are shown, as for --env; never their values.  */
     if (secret_env && secret_env[0] && json_object_object_get_ex (state, "envNames", &names))
       {
@@ -480,7 +480,7 @@ rt_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **
 }
 
 json_object *
-rt_command_request (char *const argv[], const rt_exec_opts *opts, rt_error **err)
+rt_command_request (const char *const argv[], const rt_exec_opts *opts, rt_error **err)
 {
   json_object *req, *arr;
 
@@ -489,18 +489,18 @@ rt_command_request (char *const argv[], const rt_exec_opts *opts, rt_error **err
       rt_error_set (err, EINVAL, "usage", "no command given");
       return NULL;
     }
-  if (opts->stdin_len > 1024 * 1024)
+  if (opts->stdin_len > RT_MAX_STDIN)
     {
       rt_error_set (err, E2BIG, "usage", "standard input is over 1 MiB");
       return NULL;
     }
   req = json_object_new_object ();
   arr = json_object_new_array ();
-  for (char *const *a = argv; *a; a++)
+  for (const char *const *a = argv; *a; a++)
     json_object_array_add (arr, json_object_new_string (*a));
   json_object_object_add (req, "argv", arr);
   arr = json_object_new_array ();
-  for (char *const *e = opts->env; e && *e; e++)
+  for (const char *const *e = opts->env; e && *e; e++)
     json_object_array_add (arr, json_object_new_string (*e));
   json_object_object_add (req, "env", arr);
   if (opts->cwd)
@@ -551,7 +551,8 @@ not_ready_yet (rt_sandbox *sb, int ret, rt_error **err)
 }
 
 int
-rt_sandbox_exec (rt_sandbox *sb, char *const argv[], const rt_exec_opts *opts, rt_exec_result *res, rt_error **err)
+rt_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_exec_result *res,
+                 rt_error **err)
 {
   cleanup_json json_object *req = NULL;
 
@@ -565,7 +566,7 @@ rt_sandbox_exec (rt_sandbox *sb, char *const argv[], const rt_exec_opts *opts, r
 }
 
 int
-rt_sandbox_spawn (rt_sandbox *sb, char *const argv[], const rt_exec_opts *opts, uint32_t *process, rt_error **err)
+rt_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, uint32_t *process, rt_error **err)
 {
   cleanup_json json_object *req = NULL;
   cleanup_json json_object *reply = NULL;
@@ -676,7 +677,7 @@ file_error (int exit_code, const char *path, const char *stderr_text, rt_error *
 int
 rt_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opts, rt_error **err)
 {
-  char *argv[] = { (char *) "sh", (char *) "-c",
+  const char *argv[] = { (char *) "sh", (char *) "-c",
                    (char *) "[ -d \"$1\" ] && exit 66; [ -e \"$1\" ] || exit 67; exec cat -- \"$1\"",
                    (char *) "sh", (char *) path, NULL };
   struct rt_captured c = { .pass = opts ? opts : &no_opts };
@@ -704,7 +705,7 @@ int
 rt_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, char **json, rt_error **err)
 {
   char depth_s[16];
-  char *argv[] = { (char *) "sh", (char *) "-c",
+  const char *argv[] = { (char *) "sh", (char *) "-c",
                    (char *) "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 67; "
                             "if [ -d \"$1\" ]; then exec find \"$1\" -mindepth 1 -maxdepth \"$2\" -printf '%y %s %p\\0'; "
                             "else exec find \"$1\" -maxdepth 0 -printf '%y %s %p\\0'; fi",
@@ -914,7 +915,7 @@ rt_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err)
 }
 
 int
-rt_sandbox_set_network (rt_sandbox *sb, bool internet, char *const *allow, char *const *deny, char **json,
+rt_sandbox_set_network (rt_sandbox *sb, bool internet, const char *const *allow, const char *const *deny, char **json,
                         rt_error **err)
 {
   struct rt_egress_rules rules = { 0 };
@@ -978,7 +979,7 @@ rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err)
 int
 rt_sandbox_metrics_json (rt_sandbox *sb, char **json, rt_error **err)
 {
-  static char *const argv[] = { (char *) "cat", (char *) "/proc/meminfo", NULL };
+  static const char *const argv[] = { "cat", "/proc/meminfo", NULL };
   cleanup_json json_object *reply = NULL;
   struct rt_captured c = { 0 };
   rt_exec_opts opts = { .timeout_ms = 10000, .cancel_fd = -1, .on_output = rt_capture_output, .data = &c };

@@ -22,7 +22,7 @@ int rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const s
                           rt_sandbox **out, rt_error **err);
 
 /* The JSON of a command request (exec, spawn); NULL with @err set.  */
-json_object *rt_command_request (char *const argv[], const rt_exec_opts *opts, rt_error **err);
+json_object *rt_command_request (const char *const argv[], const rt_exec_opts *opts, rt_error **err);
 
 /* usage error unless @path is absolute.  */
 int rt_check_guest_path (const char *path, rt_error **err);

@@ -1,0 +1,426 @@
+/* sandbox-state.c - `runtime sandbox ls, get, stop, pause, wake, rm,
+   extend`: a sandbox's record and its life.  */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandbox.h"
+
+static const char *const states[] = { "starting", "running", "pausing", "paused", "resuming", "stopping", "stopped",
+                                      NULL };
+
+/* Does @sb (a get object) carry label "k=v"?  Labels come as an object
+   {k: v}, or as an array of "k=v".  */
+static bool
+has_label (json_object *sb, const char *kv)
+{
+  const char *eq = strchr (kv, '=');
+  json_object *labels, *v;
+
+  if (!json_object_object_get_ex (sb, "labels", &labels) || labels == NULL)
+    return false;
+  if (json_object_is_type (labels, json_type_array))
+    {
+      for (size_t i = 0; i < json_object_array_length (labels); i++)
+        {
+          const char *s = json_object_get_string (json_object_array_get_idx (labels, i));
+          if (s && strcmp (s, kv) == 0)
+            return true;
+        }
+      return false;
+    }
+  {
+    char key[256];
+    snprintf (key, sizeof (key), "%.*s", (int) (eq - kv), kv);
+    return json_object_object_get_ex (labels, key, &v) && v && strcmp (json_object_get_string (v), eq + 1) == 0;
+  }
+}
+
+static void
+print_table (char *(*rows)[6], size_t n)
+{
+  size_t w[6] = { 0 };
+
+  for (size_t r = 0; r < n; r++)
+    for (int c = 0; c < 6; c++)
+      if (strlen (rows[r][c]) > w[c])
+        w[c] = strlen (rows[r][c]);
+  for (size_t r = 0; r < n; r++)
+    printf ("%-*s  %-*s  %-*s  %-*s  %-*s  %s\n", (int) w[0], rows[r][0], (int) w[1], rows[r][1], (int) w[2],
+            rows[r][2], (int) w[3], rows[r][3], (int) w[4], rows[r][4], rows[r][5]);
+}
+
+/* The table of `ls` for the sandboxes in @keep; 0, or 1 when out of memory.  */
+static int
+print_ls_table (json_object *keep)
+{
+  char *(*rows)[6];
+  size_t nrows = json_object_array_length (keep) + 1;
+  int code = 1;
+
+  rows = calloc (nrows, sizeof (*rows));
+  if (rows == NULL)
+    return 1;
+  rows[0][0] = strdup ("ID");
+  rows[0][1] = strdup ("NAME");
+  rows[0][2] = strdup ("STATE");
+  rows[0][3] = strdup ("CPU/MIB");
+  rows[0][4] = strdup ("FUNDING");
+  rows[0][5] = strdup ("EXPIRES");
+  for (size_t i = 1; i < nrows; i++)
+    {
+      json_object *sb = json_object_array_get_idx (keep, i - 1), *v;
+      const char *st = cli_jstr (sb, "state"), *s;
+      long vcpu = json_object_object_get_ex (sb, "vcpu", &v) ? json_object_get_int64 (v) : 0;
+      long mem = json_object_object_get_ex (sb, "memoryMiB", &v) ? json_object_get_int64 (v) : 0;
+
+      rows[i][0] = strdup ((s = cli_jstr (sb, "id")) ? s : "-");
+      rows[i][1] = strdup ((s = cli_jstr (sb, "name")) && *s ? s : "-");
+      rows[i][2] = strdup (st ? st : "-");
+      if (asprintf (&rows[i][3], "%ld/%ld", vcpu, mem) < 0)
+        rows[i][3] = NULL;
+      rows[i][4] = strdup ((s = cli_jstr (sb, "funding")) ? s : "-");
+      rows[i][5] = strdup ((s = cli_jstr (sb, "expiresAt")) && !(st && strcmp (st, "stopped") == 0) ? s : "-");
+    }
+  for (size_t i = 0; i < nrows; i++)
+    for (int c = 0; c < 6; c++)
+      if (rows[i][c] == NULL)
+        goto out;
+  print_table (rows, nrows);
+  code = 0;
+
+out:
+  for (size_t i = 0; i < nrows; i++)
+    for (int c = 0; c < 6; c++)
+      free (rows[i][c]);
+  free (rows);
+  return code;
+}
+
+int
+sandbox_ls (struct cli_command *cmd, int argc, char **argv)
+{
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  rt_error *err = NULL;
+  json_object *all = NULL, *keep = NULL;
+  char *json = NULL;
+  const char **labels, *state;
+  int nlabels, code = 1;
+
+  if (!cli_begin (cmd, argc, argv, &a, &code))
+    return code;
+  labels = cli_opt_list (cmd, &a, "label", &nlabels);
+  for (int i = 0; i < nlabels; i++)
+    if (strchr (labels[i], '=') == NULL || labels[i][0] == '=')
+      {
+        cli_usage_error ("for example: --label team=ml", "--label '%s' is not key=value", labels[i]);
+        goto out;
+      }
+  state = cli_opt (cmd, &a, "state");
+  if (state && check_choice ("state", state, states) < 0)
+    goto out;
+
+  ctx = cli_context ();
+  if (ctx == NULL)
+    goto out;
+  /* A stopped sandbox is only listed with --all; asking for that state
+     asks for them too.  */
+  if (rt_sandbox_list_json (ctx, has_opt (cmd, &a, "all") || (state && strcmp (state, "stopped") == 0), &json, &err)
+      < 0)
+    {
+      code = cli_lib_fail (err);
+      goto out;
+    }
+  all = parse_json (json);
+  if (all == NULL)
+    goto out;
+  if (!json_object_is_type (all, json_type_array))
+    {
+      cli_fail ("internal", NULL, "the library's sandbox list is not an array");
+      goto out;
+    }
+  keep = json_object_new_array ();
+  for (size_t i = 0; i < json_object_array_length (all); i++)
+    {
+      json_object *sb = json_object_array_get_idx (all, i);
+      const char *st = cli_jstr (sb, "state");
+      bool match = !state || (st && strcmp (st, state) == 0);
+      for (int l = 0; match && l < nlabels; l++)
+        match = has_label (sb, labels[l]);
+      if (match)
+        json_object_array_add (keep, json_object_get (sb));
+    }
+  if (a.json)
+    {
+      print_json (keep);
+      code = 0;
+      goto out;
+    }
+
+  code = print_ls_table (keep);
+
+out:
+  json_object_put (keep);
+  json_object_put (all);
+  free (json);
+  return code;
+}
+
+/* A value of a get object as one table cell: null or empty is "-", arrays
+   are comma-separated, objects k=v,k=v.  */
+static void
+write_value (FILE *f, json_object *v, bool top)
+{
+  bool first = true;
+
+  if (v == NULL)
+    {
+      fputs (top ? "-" : "null", f);
+      return;
+    }
+  switch (json_object_get_type (v))
+    {
+    case json_type_array:
+      if (!top)
+        {
+          fputs (json_object_to_json_string_ext (v, JSON_FLAGS), f);
+          return;
+        }
+      if (json_object_array_length (v) == 0)
+        fputs ("-", f);
+      for (size_t i = 0; i < json_object_array_length (v); i++)
+        {
+          fputs (i ? "," : "", f);
+          write_value (f, json_object_array_get_idx (v, i), false);
+        }
+      return;
+    case json_type_object:
+      if (!top)
+        {
+          fputs (json_object_to_json_string_ext (v, JSON_FLAGS), f);
+          return;
+        }
+      {
+        json_object_object_foreach (v, key, val)
+        {
+          fprintf (f, "%s%s=", first ? "" : ",", key);
+          write_value (f, val, false);
+          first = false;
+        }
+      }
+      if (first)
+        fputs ("-", f);
+      return;
+    case json_type_string:
+      fputs (top && json_object_get_string_len (v) == 0 ? "-" : json_object_get_string (v), f);
+      return;
+    case json_type_null:
+    case json_type_boolean:
+    case json_type_double:
+    case json_type_int:
+    default:
+      fputs (json_object_get_string (v), f);
+      return;
+    }
+}
+
+int
+sandbox_get (struct cli_command *cmd, int argc, char **argv)
+{
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  rt_error *err = NULL;
+  cleanup_json json_object *o = NULL;
+  cleanup_free char *json = NULL;
+  int code, width = 0;
+
+  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
+    return code;
+  if (a.json)
+    return print_get_json (ctx, a.pos[0]);
+  if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
+    return cli_lib_fail (err);
+  o = parse_json (json);
+  if (o == NULL)
+    return 1;
+  {
+    json_object_object_foreach (o, key, val)
+    {
+      (void) val;
+      if ((int) strlen (key) > width)
+        width = strlen (key);
+    }
+  }
+  {
+    json_object_object_foreach (o, key, val)
+    {
+      printf ("%-*s  ", width, key);
+      write_value (stdout, val, true);
+      putchar ('\n');
+    }
+  }
+  return 0;
+}
+
+enum action
+{
+  ACT_STOP,
+  ACT_PAUSE,
+  ACT_WAKE,
+};
+
+/* stop, pause, wake: open the sandbox, act, print its id (or, with --json,
+   its object as it is afterwards).  */
+static int
+sandbox_act (struct cli_command *cmd, int argc, char **argv, enum action act)
+{
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_sandbox rt_sandbox *sb = NULL;
+  rt_error *err = NULL;
+  cleanup_free char *id = NULL;
+  int ret, code;
+
+  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
+    return code;
+  if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
+    {
+      cleanup_json json_object *o = NULL;
+      cleanup_free char *json = NULL;
+      json_object *v;
+      /* Stopping what has stopped already is done, as rm is idempotent.  */
+      if (act != ACT_STOP || strcmp (err->code, "sandbox_not_ready") != 0)
+        return cli_lib_fail (err);
+      rt_error_free (err);
+      err = NULL;
+      if (a.json)
+        return print_get_json (ctx, a.pos[0]);
+      if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
+        return cli_lib_fail (err);
+      if (!(o = json_tokener_parse (json)) || !json_object_object_get_ex (o, "id", &v))
+        return 1;
+      printf ("%s\n", json_object_get_string (v));
+      return 0;
+    }
+  id = strdup (rt_sandbox_id (sb));
+  if (id == NULL)
+    return 1;
+  switch (act)
+    {
+    case ACT_STOP:
+      ret = rt_sandbox_stop (sb, &err);
+      break;
+    case ACT_PAUSE:
+      ret = rt_sandbox_pause (sb, &err);
+      break;
+    case ACT_WAKE:
+    default:
+      ret = rt_sandbox_wake (sb, &err);
+      break;
+    }
+  if (ret < 0)
+    return cli_lib_fail (err);
+  if (a.json)
+    return print_get_json (ctx, id);
+  printf ("%s\n", id);
+  return 0;
+}
+
+int
+sandbox_stop (struct cli_command *cmd, int argc, char **argv)
+{
+  return sandbox_act (cmd, argc, argv, ACT_STOP);
+}
+
+int
+sandbox_pause (struct cli_command *cmd, int argc, char **argv)
+{
+  return sandbox_act (cmd, argc, argv, ACT_PAUSE);
+}
+
+int
+sandbox_wake (struct cli_command *cmd, int argc, char **argv)
+{
+  return sandbox_act (cmd, argc, argv, ACT_WAKE);
+}
+
+int
+sandbox_rm (struct cli_command *cmd, int argc, char **argv)
+{
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  rt_error *err = NULL;
+  cleanup_json json_object *o = NULL;
+  cleanup_free char *json = NULL, *id = NULL;
+  int code;
+
+  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
+    return code;
+  /* Learn the id behind a name first (afterwards nothing knows it) and
+     remove by id.  An unknown ref is no error: removing is idempotent.  */
+  if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) == 0 && (o = json_tokener_parse (json)) && cli_jstr (o, "id"))
+    id = strdup (cli_jstr (o, "id"));
+  rt_error_free (err);
+  err = NULL;
+  if (id == NULL && (id = strdup (a.pos[0])) == NULL)
+    return 1;
+  if (rt_sandbox_remove (ctx, id, &err) < 0)
+    return cli_lib_fail (err);
+  if (a.json)
+    {
+      cleanup_json json_object *r = json_object_new_object ();
+      json_object_object_add (r, "id", json_object_new_string (id));
+      json_object_object_add (r, "removed", json_object_new_boolean (true));
+      print_json (r);
+    }
+  else
+    printf ("%s\n", id);
+  return 0;
+}
+
+int
+sandbox_extend (struct cli_command *cmd, int argc, char **argv)
+{
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_sandbox rt_sandbox *sb = NULL;
+  rt_error *err = NULL;
+  char *end = NULL;
+  cleanup_free char *expires = NULL;
+  unsigned long secs;
+  int code = 1;
+
+  if (!cli_begin (cmd, argc, argv, &a, &code))
+    return code;
+  errno = 0;
+  secs = strtoul (a.pos[1], &end, 10);
+  if (a.pos[1][0] < '0' || a.pos[1][0] > '9' || *end != '\0' || errno != 0 || secs == 0 || secs > UINT_MAX)
+    return cli_usage_error ("for example: runtime sandbox extend ID 600",
+                            "SECONDS must be a positive whole number, not '%s'", a.pos[1]);
+  ctx = cli_context ();
+  if (ctx == NULL)
+    return 1;
+  if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0 || rt_sandbox_extend (sb, secs, &expires, &err) < 0)
+    return cli_lib_fail (err);
+  if (a.json)
+    {
+      cleanup_json json_object *r = json_object_new_object ();
+      json_object_object_add (r, "id", json_object_new_string (rt_sandbox_id (sb)));
+      json_object_object_add (r, "expiresAt", json_object_new_string (expires));
+      print_json (r);
+    }
+  else
+    printf ("%s\n", expires);
+  return 0;
+}
+
+const struct cli_opt ls_opts[] = {
+  { "all", NULL, "list stopped sandboxes too", NULL, false },
+  { "label", "K=V", "only sandboxes with this label", NULL, true },
+  { "state", "S", "only sandboxes in this state (starting, running, pausing, paused, resuming, stopping, stopped)",
+    "every state", false },
+  { NULL, NULL, NULL, NULL, false },
+};

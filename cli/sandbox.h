@@ -1,0 +1,110 @@
+/* sandbox.h - the one header of cli/sandbox*.c, the files of `runtime
+   sandbox …`: helpers (sandbox.c), the path of a command that `run` and
+   `exec` share (sandbox-exec.c), and each command the group table in
+   sandbox.c lists, with its option table.  */
+#ifndef RT_CLI_SANDBOX_H
+#define RT_CLI_SANDBOX_H
+
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cli.h"
+
+#define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+/* sandbox.c: helpers.  */
+bool has_opt (struct cli_command *cmd, struct cli_args *a, const char *name);
+/* One of @names, or a usage error naming the likeliest one.  */
+int check_choice (const char *opt, const char *v, const char *const *names);
+/* K=V with a portable name; @limits: also the caps of a sandbox's own env.  */
+int check_env (const char **env, int n, bool limits);
+/* Parses a library JSON answer; prints an error when it is not JSON.  */
+json_object *parse_json (const char *text);
+void print_json (json_object *o);
+/* Prints the library's object for @ref as is.  */
+int print_get_json (rt_context *ctx, const char *ref);
+/* cli_start, then open a.pos[0].  False when the command must return *code now.  */
+bool open_target (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, rt_context **ctx,
+                  rt_sandbox **sb, int *code);
+/* A command that shows one JSON value a live sandbox gives.  */
+int show_target_json (struct cli_command *cmd, int argc, char **argv,
+                      int (*fetch) (rt_sandbox *sb, struct cli_command *cmd, struct cli_args *a, char **json,
+                                    rt_error **err),
+                      void (*table) (json_object *value));
+/* Blocks the signals that ask us to stop (INT, TERM, HUP) into @mask.  */
+void block_stop_signals (sigset_t *mask);
+extern const struct cli_opt no_opts[];
+
+/* sandbox-exec.c: running a command, for `run` and `exec`.  */
+struct capture
+{
+  char *buf;
+  size_t len, cap;
+  bool truncated;
+};
+
+struct output
+{
+  bool json;
+  bool lost; /* a write to our stdout or stderr failed */
+  struct capture out, err;
+};
+
+/* Output callback: to our stdout and stderr, or captured for --json.  */
+int on_output (void *data, int stream, const char *buf, size_t len);
+
+/* One command to run: everything checked and read before any sandbox is
+   touched.  */
+struct job
+{
+  const char *const *argv;
+  const char *shell[4];
+  const char *cwd;
+  const char *user;
+  const char **env;
+  unsigned long timeout_s; /* 0: none (24 h) */
+  char *input;
+  size_t input_len;
+  int sfd;
+  struct output o;
+};
+
+/* Reads and checks the command's options and stdin; -1 after printing a
+   usage error.  */
+int job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct job *j);
+/* Runs the job; returns the exit code `run` and `exec` end with.  */
+int job_run (rt_sandbox *sb, struct job *j);
+void job_free (struct job *j);
+
+/* The commands, each with its option table.  */
+int sandbox_exec (struct cli_command *cmd, int argc, char **argv);
+int sandbox_spawn (struct cli_command *cmd, int argc, char **argv);
+int sandbox_ps (struct cli_command *cmd, int argc, char **argv);
+int sandbox_logs (struct cli_command *cmd, int argc, char **argv);
+int sandbox_kill (struct cli_command *cmd, int argc, char **argv);
+extern const struct cli_opt exec_opts[], spawn_opts[], logs_opts[], kill_opts[];
+
+/* sandbox-files.c  */
+int sandbox_cp (struct cli_command *cmd, int argc, char **argv);
+int sandbox_cat (struct cli_command *cmd, int argc, char **argv);
+int sandbox_files (struct cli_command *cmd, int argc, char **argv);
+extern const struct cli_opt files_opts[];
+
+/* sandbox-state.c  */
+int sandbox_ls (struct cli_command *cmd, int argc, char **argv);
+int sandbox_get (struct cli_command *cmd, int argc, char **argv);
+int sandbox_stop (struct cli_command *cmd, int argc, char **argv);
+int sandbox_pause (struct cli_command *cmd, int argc, char **argv);
+int sandbox_wake (struct cli_command *cmd, int argc, char **argv);
+int sandbox_rm (struct cli_command *cmd, int argc, char **argv);
+int sandbox_extend (struct cli_command *cmd, int argc, char **argv);
+extern const struct cli_opt ls_opts[];
+
+/* sandbox-network.c  */
+int sandbox_network (struct cli_command *cmd, int argc, char **argv);
+int sandbox_metrics (struct cli_command *cmd, int argc, char **argv);
+extern const struct cli_opt network_opts[];
+
+#endif
