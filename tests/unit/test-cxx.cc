@@ -26,6 +26,7 @@ struct entry
 // Every public function, in the header's order.
 const entry table[] = {
   FN (rt_error_free),
+  FN (rt_env_name_valid),
   FN (rt_version),
   FN (rt_context_new),
   FN (rt_context_free),
@@ -109,6 +110,7 @@ call_context (rt_context *ctx, rt_error *&err)
   int lines = 0;
 
   ok (rt_version () && *rt_version (), "rt_version");
+  ok (rt_env_name_valid ("A_1", 3) && !rt_env_name_valid ("1A", 2), "rt_env_name_valid");
   rt_error_free (nullptr);
   rt_context_set_progress (ctx, progress, &lines);
   ok (outcome (rt_context_accel (ctx, &accel, &err), err, nullptr) && std::strcmp (accel, "tcg") == 0,
