@@ -16,7 +16,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "image/image.h"
+#include "image/disk.h"
+#include "image/store.h"
+#include "image/tar.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/store.h"
 
