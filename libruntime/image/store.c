@@ -297,6 +297,20 @@ rt_image_manifest_write (const char *imgdir, json_object *m, const char *id, rt_
   return rt_image_write_json (path, full, err);
 }
 
+/* Locks the store at @imgdir (made if missing; the lock in *lockfd) and
+   reads its index.  */
+static int
+lock_index (const char *imgdir, const char *index_path, int *lockfd, json_object **index, rt_error **err)
+{
+  int ret = rt_mkdir_p (imgdir, 0755, err);
+
+  if (ret == 0)
+    ret = rt_lock_dir (imgdir, lockfd, err);
+  if (ret == 0)
+    ret = rt_image_read_json (index_path, true, index, err);
+  return ret;
+}
+
 int
 rt_image_add (rt_context *ctx, const char *name, const char *tag, json_object *fields, char **id_out,
               rt_error **err)
@@ -310,11 +324,7 @@ rt_image_add (rt_context *ctx, const char *name, const char *tag, json_object *f
 
   if (imgdir == NULL || m == NULL || (index_path = rt_strdup_printf ("%s/index.json", imgdir)) == NULL)
     return rt_error_oom (err);
-  ret = rt_mkdir_p (imgdir, 0755, err);
-  if (ret == 0)
-    ret = rt_lock_dir (imgdir, &lockfd, err);
-  if (ret == 0)
-    ret = rt_image_read_json (index_path, true, &index, err);
+  ret = lock_index (imgdir, index_path, &lockfd, &index, err);
   if (ret < 0)
     return ret;
   rt_format_time (rt_epoch_ms (), now);
@@ -573,11 +583,7 @@ rt_image_remove (rt_context *ctx, const char *ref, rt_error **err)
   ret = rt_store_list (ctx, false, &live, err);
   if (ret < 0)
     return ret;
-  ret = rt_mkdir_p (imgdir, 0755, err);
-  if (ret == 0)
-    ret = rt_lock_dir (imgdir, &lockfd, err);
-  if (ret == 0)
-    ret = rt_image_read_json (index_path, true, &index, err);
+  ret = lock_index (imgdir, index_path, &lockfd, &index, err);
   if (ret < 0)
     return ret;
   found = rt_image_index_resolve (index, ref);
