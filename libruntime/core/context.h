@@ -39,7 +39,7 @@ struct rt_kernel_files
 int rt_kernel_ensure (rt_context *ctx, struct rt_kernel_files *out, rt_error **err);
 void rt_kernel_files_clear (struct rt_kernel_files *k);
 
-/* image.c: images and their boot disks.  */
+/* image/disk.c: images and their boot disks.  */
 struct rt_image_disk
 {
   char *id;      /* image id (sha256 of the manifest) */
