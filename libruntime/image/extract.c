@@ -16,12 +16,17 @@
 
 /* For layers above the first, overlayfs's markers: a 0:0 character device
    deletes the path below it, a directory with trusted.overlay.opaque=y
-   hides everything below it.  Both act on @root/@rel only after checking
-   that no symlink leads out of @root.  */
+   hides everything below it.  Both act on @root/@path only after checking
+   that no symlink leads out of @root.  @dir_name: the entry's name ended
+   in "/" (GNU tar's directories do); such a path is resolved whole, so a
+   symlink at it is followed and what it points to is cleared.  Extraction
+   has always done so; overlayfs would hide only the symlink (an opaque
+   directory that replaces a symlink).  */
 static int
-clear_below (const char *root, const char *rel, bool keep_dir, rt_error **err)
+clear_below (const char *root, const char *path_clean, bool dir_name, bool keep_dir, rt_error **err)
 {
-  cleanup_free char *parent_rel = strdup (rel);
+  cleanup_free char *rel = rt_strdup_printf ("%s%s", path_clean, dir_name ? "/" : "");
+  cleanup_free char *parent_rel = rel ? strdup (rel) : NULL;
   cleanup_free char *parent = NULL;
   cleanup_free char *real = NULL;
   cleanup_free char *path = NULL;
@@ -83,7 +88,7 @@ write_entry (struct extraction *x, struct archive_entry *e, const struct rt_laye
 
   if (x->upper && opaque)
     {
-      ret = clear_below (x->root, c->path, true, err);
+      ret = clear_below (x->root, c->path, c->dir_name, true, err);
       if (ret < 0)
         return ret;
     }
@@ -129,7 +134,7 @@ extract_entry (struct extraction *x, struct archive_entry *e, rt_error **err)
       break;
     case RT_LAYER_WHITEOUT:
       if (x->upper)
-        ret = clear_below (x->root, c.path, false, err);
+        ret = clear_below (x->root, c.path, c.dir_name, false, err);
       break;
     case RT_LAYER_ROOT:
     case RT_LAYER_DEVICE:

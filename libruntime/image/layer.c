@@ -148,6 +148,8 @@ import_verdict (json_object *links, bool first, const struct rt_layer_entry *e, 
 enum rt_layer_verdict
 rt_layer_check_entry (json_object *links, bool first, const struct rt_layer_entry *e, struct rt_layer_check *out)
 {
+  const char *last;
+
   memset (out, 0, sizeof *out);
   if (e->name == NULL || !rt_layer_path_safe (e->name))
     return RT_LAYER_BAD_PATH;
@@ -156,6 +158,8 @@ rt_layer_check_entry (json_object *links, bool first, const struct rt_layer_entr
   out->path = rt_layer_path_clean (e->name);
   if (out->path == NULL)
     return RT_LAYER_NO_MEMORY;
+  last = strrchr (e->name, '/');
+  out->dir_name = last && (last[1] == '\0' || strcmp (last + 1, ".") == 0);
   return links ? import_verdict (links, first, e, out) : extract_verdict (e, out);
 }
 

@@ -41,6 +41,9 @@ struct rt_layer_check
 {
   char *path;           /* the name cleaned (rt_layer_path_clean); owned */
   char *target;         /* the hard link's target cleaned, or NULL; owned */
+  bool dir_name;        /* the name ended in "/" or "/.": a whiteout or an
+                           opaque directory then clears below what a
+                           symlink there points to (image/extract.c) */
   const char *via_what; /* RT_LAYER_VIA_LINK: .path or .target */
   size_t via;
 };

@@ -103,6 +103,29 @@ test_extract (void)
   free (deep);
 }
 
+/* Whiteouts and opaque directories named like directories ("opt/app/")
+   clear below what a symlink there points to: dir_name says so.  */
+static void
+test_dir_name (void)
+{
+  static const struct
+  {
+    const char *name;
+    bool dir_name;
+  } cases[] = { { "./opt/app/", true }, { "opt/app/.", true }, { "opt/app", false }, { "app/", true },
+                { "./app", false },     { "a.b/c./", true },   { "a/.b", false } };
+
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    {
+      struct rt_layer_entry e = { .name = cases[i].name, .type = S_IFDIR, .opaque = true };
+      struct rt_layer_check c;
+      enum rt_layer_verdict v = rt_layer_check_entry (NULL, false, &e, &c);
+      ok (v == RT_LAYER_WRITE && c.dir_name == cases[i].dir_name, "'%s' is%s named as a directory", cases[i].name,
+          cases[i].dir_name ? "" : " not");
+      rt_layer_check_clear (&c);
+    }
+}
+
 static void
 test_import (void)
 {
@@ -244,6 +267,7 @@ main (void)
 {
   test_clean ();
   test_extract ();
+  test_dir_name ();
   test_import ();
   test_same_as_before ();
   return tap_done ();
