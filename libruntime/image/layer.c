@@ -47,18 +47,16 @@ rt_layer_path_clean (const char *p)
 }
 
 size_t
-rt_layer_through_link (json_object *links, const char *path)
+rt_layer_through_link (json_object *links, char *path)
 {
-  cleanup_free char *prefix = strdup (path);
-
-  for (char *slash = prefix ? strchr (prefix, '/') : NULL; slash; slash = strchr (slash + 1, '/'))
+  for (char *slash = strchr (path, '/'); slash; slash = strchr (slash + 1, '/'))
     {
       bool found;
       *slash = '\0';
-      found = json_object_object_get_ex (links, prefix, NULL);
+      found = json_object_object_get_ex (links, path, NULL);
       *slash = '/';
       if (found)
-        return slash - prefix;
+        return slash - path;
     }
   return 0;
 }

@@ -57,8 +57,9 @@ bool rt_layer_path_safe (const char *p);
 char *rt_layer_path_clean (const char *p);
 
 /* The length of the leading part of @path (cleaned) that an earlier entry
-   made a symlink (a key of @links), or 0.  */
-size_t rt_layer_through_link (json_object *links, const char *path);
+   made a symlink (a key of @links), or 0.  @path is cut at each '/' in
+   turn and restored: nothing to allocate, nothing to fail.  */
+size_t rt_layer_through_link (json_object *links, char *path);
 
 /**
  * rt_layer_check_entry - the check of one layer entry
