@@ -22,7 +22,7 @@ struct rt_context
 
 void rt_progress (rt_context *ctx, const char *fmt, ...) RT_PRINTF (2, 3);
 
-/* image.c: images and their boot disks.  */
+/* image/disk.c: images and their boot disks.  */
 struct rt_image_disk
 {
   char *id;      /* image id (sha256 of the manifest) */

@@ -1,4 +1,5 @@
-/* error.c - the rt_error every fallible function fills.  */
+/* error.c - the rt_error every fallible function fills.  No header of its
+   own: rt_error and its functions are public (include/runtime.h).  */
 #include <stdarg.h>
 #include <string.h>
 

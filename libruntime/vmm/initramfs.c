@@ -5,6 +5,7 @@
 #include <fnmatch.h>
 #include <string.h>
 
+#include "core/archive.h"
 #include "vmm/initramfs.h"
 
 /* erofs needs libcrc32c.  */
@@ -12,14 +13,6 @@ const char *const rt_initramfs_modules[RT_INITRAMFS_N_MODULES + 1] = {
   "virtio_ring",  "virtio",     "virtio_mmio", "virtio_blk", "virtio_console", "failover", "net_failover",
   "virtio_net",   "libcrc32c",  "overlay",     "erofs",      "squashfs",       NULL,
 };
-
-int
-rt_archive_fail (rt_error **err, struct archive *a, const char *what, const char *path)
-{
-  int e = archive_errno (a);
-  return rt_error_set (err, e > 0 ? e : EIO, "internal", "%s '%s': %s", what, path,
-                       archive_error_string (a) ? archive_error_string (a) : "unknown libarchive error");
-}
 
 static int
 cpio_header (struct archive *a, struct archive_entry *e, const char *name, mode_t type, mode_t perm, int64_t size,

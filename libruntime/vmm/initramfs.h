@@ -5,8 +5,6 @@
 
 #include "core/context.h"
 
-struct archive;
-
 /* What the agent loads with finit_module, in dependency order (there is
    no modules.dep): the kernel's unpacking keeps exactly these.  */
 #define RT_INITRAMFS_N_MODULES 12
@@ -17,9 +15,5 @@ extern const char *const rt_initramfs_modules[RT_INITRAMFS_N_MODULES + 1];
    agents.  Call with the kernel cache's lock held.
    Return: 0, or <0 with @err set ("internal").  */
 int rt_initramfs_build (rt_context *ctx, const char *vdir, const char *akey, rt_error **err);
-
-/* A libarchive failure of @a as an "internal" error: "<what> '<path>': <why>".
-   Return: the negated errno.  */
-int rt_archive_fail (rt_error **err, struct archive *a, const char *what, const char *path);
 
 #endif

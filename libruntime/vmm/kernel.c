@@ -20,6 +20,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include "core/archive.h"
 #include "vmm/initramfs.h"
 #include "vmm/kernel.h"
 

@@ -1,0 +1,171 @@
+/* layer.c - the path-safety scheme for layer entries (layer.h).  */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/util.h"
+#include "image/layer.h"
+
+bool
+rt_layer_path_safe (const char *p)
+{
+  if (*p == '/')
+    return false;
+  for (const char *c = p; *c;)
+    {
+      size_t n = strcspn (c, "/");
+      if (n == 2 && c[0] == '.' && c[1] == '.')
+        return false;
+      c += n;
+      c += strspn (c, "/");
+    }
+  return true;
+}
+
+char *
+rt_layer_path_clean (const char *p)
+{
+  char *out = malloc (strlen (p) + 1), *o = out;
+
+  if (out == NULL)
+    return NULL;
+  while (*p)
+    {
+      size_t n = strcspn (p, "/");
+      if (n > 0 && !(n == 1 && p[0] == '.'))
+        {
+          if (o > out)
+            *o++ = '/';
+          memcpy (o, p, n);
+          o += n;
+        }
+      p += n;
+      p += strspn (p, "/");
+    }
+  *o = '\0';
+  return out;
+}
+
+size_t
+rt_layer_through_link (json_object *links, char *path)
+{
+  for (char *slash = strchr (path, '/'); slash; slash = strchr (slash + 1, '/'))
+    {
+      bool found;
+      *slash = '\0';
+      found = json_object_object_get_ex (links, path, NULL);
+      *slash = '/';
+      if (found)
+        return slash - path;
+    }
+  return 0;
+}
+
+/* @path and everything below it are no longer what they were.  */
+static void
+forget_below (json_object *links, const char *path)
+{
+  size_t len = strlen (path), n = 0;
+  char **gone = calloc (json_object_object_length (links) + 1, sizeof (char *));
+
+  if (gone == NULL)
+    return;
+  json_object_object_foreach (links, k, v)
+  {
+    (void) v;
+    if (strncmp (k, path, len) == 0 && (k[len] == '\0' || k[len] == '/'))
+      gone[n++] = strdup (k);
+  }
+  for (size_t i = 0; i < n; i++)
+    if (gone[i])
+      json_object_object_del (links, gone[i]);
+  cleanup_strvp (&gone);
+}
+
+static bool
+is_whiteout (const struct rt_layer_entry *e)
+{
+  return e->type == S_IFCHR && e->rdev == 0;
+}
+
+static bool
+is_device (const struct rt_layer_entry *e)
+{
+  return e->type == S_IFBLK || (e->type == S_IFCHR && e->rdev != 0);
+}
+
+/* A layer the store holds: what is not written is said before its hard
+   link is looked at.  */
+static enum rt_layer_verdict
+extract_verdict (const struct rt_layer_entry *e, struct rt_layer_check *out)
+{
+  if (*out->path == '\0')
+    return RT_LAYER_ROOT;
+  if (is_whiteout (e))
+    return RT_LAYER_WHITEOUT;
+  if (is_device (e))
+    return RT_LAYER_DEVICE;
+  if (e->hardlink)
+    {
+      if (!rt_layer_path_safe (e->hardlink))
+        return RT_LAYER_BAD_LINK;
+      out->target = rt_layer_path_clean (e->hardlink);
+      if (out->target == NULL)
+        return RT_LAYER_NO_MEMORY;
+    }
+  return RT_LAYER_WRITE;
+}
+
+/* An untrusted layer: nothing written through a symlink that this or an
+   earlier layer made, whatever order the entries come in.  */
+static enum rt_layer_verdict
+import_verdict (json_object *links, bool first, const struct rt_layer_entry *e, struct rt_layer_check *out)
+{
+  if (e->hardlink && (out->target = rt_layer_path_clean (e->hardlink)) == NULL)
+    return RT_LAYER_NO_MEMORY;
+  if (is_device (e) && !(first && strncmp (out->path, "dev/", 4) == 0))
+    return RT_LAYER_DEVICE;
+  if ((out->via = rt_layer_through_link (links, out->path)) > 0)
+    out->via_what = out->path;
+  else if (out->target && (out->via = rt_layer_through_link (links, out->target)) > 0)
+    out->via_what = out->target;
+  if (out->via_what)
+    return RT_LAYER_VIA_LINK;
+  /* A plain directory merges with what is below; anything else
+     replaces it, and a whiteout or an opaque directory hides it.  */
+  if (e->type == S_IFDIR && !e->opaque)
+    json_object_object_del (links, out->path);
+  else
+    forget_below (links, out->path);
+  /* A hard link to a symlink is a symlink too.  */
+  if (e->type == S_IFLNK || (out->target && json_object_object_get_ex (links, out->target, NULL)))
+    json_object_object_add (links, out->path, NULL);
+  return RT_LAYER_WRITE;
+}
+
+enum rt_layer_verdict
+rt_layer_check_entry (json_object *links, bool first, const struct rt_layer_entry *e, struct rt_layer_check *out)
+{
+  const char *last;
+
+  memset (out, 0, sizeof *out);
+  if (e->name == NULL || !rt_layer_path_safe (e->name))
+    return RT_LAYER_BAD_PATH;
+  if (links && e->hardlink && !rt_layer_path_safe (e->hardlink))
+    return RT_LAYER_BAD_LINK;
+  out->path = rt_layer_path_clean (e->name);
+  if (out->path == NULL)
+    return RT_LAYER_NO_MEMORY;
+  last = strrchr (e->name, '/');
+  out->dir_name = last && (last[1] == '\0' || strcmp (last + 1, ".") == 0);
+  return links ? import_verdict (links, first, e, out) : extract_verdict (e, out);
+}
+
+void
+rt_layer_check_clear (struct rt_layer_check *c)
+{
+  free (c->path);
+  free (c->target);
+  c->path = c->target = NULL;
+  c->via_what = NULL;
+}

@@ -1,0 +1,465 @@
+/* step.c - a build's steps run in its sandbox: each in a fresh overlay
+   over the base and the steps before it, chrooted, its upper dir tarred
+   out as its layer; its network rules replaced for what it needs; its
+   output kept for the error; its layer cached under its key.  */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "image/step.h"
+#include "image/tar.h"
+
+#define TAIL_MAX 4096
+#define STEP_TIMEOUT_MS (30ULL * 60 * 1000)
+/* npm 10 runs on Debian 12's Node.js 18 (npm 11 needs 20); its tarball
+   bundles its dependencies.  */
+#define NPM_TARBALL "https://registry.npmjs.org/npm/-/npm-10.9.2.tgz"
+
+void
+rt_build_say (struct build *b, const char *fmt, ...)
+{
+  va_list ap;
+
+  if (b->log_fd < 0)
+    return;
+  va_start (ap, fmt);
+  vdprintf (b->log_fd, fmt, ap);
+  va_end (ap);
+  dprintf (b->log_fd, "\n");
+}
+
+struct tail
+{
+  struct build *b;
+  char buf[TAIL_MAX];
+  size_t len;
+  int fd;           /* >= 0: stdout goes here (layer capture) */
+  bool failed;
+};
+
+static int
+on_step_output (void *data, int stream, const char *buf, size_t len)
+{
+  struct tail *t = data;
+
+  if (t->fd >= 0 && stream == 1)
+    {
+      if (rt_write_all (t->fd, buf, len) < 0)
+        t->failed = true;
+      return 0;
+    }
+  if (t->b->log_fd >= 0)
+    rt_write_all (t->b->log_fd, buf, len);
+  if (len >= TAIL_MAX)
+    {
+      memcpy (t->buf, buf + len - TAIL_MAX, TAIL_MAX);
+      t->len = TAIL_MAX;
+    }
+  else
+    {
+      if (t->len + len > TAIL_MAX)
+        {
+          memmove (t->buf, t->buf + (t->len + len - TAIL_MAX), TAIL_MAX - len);
+          t->len = TAIL_MAX - len;
+        }
+      memcpy (t->buf + t->len, buf, len);
+      t->len += len;
+    }
+  return 0;
+}
+
+/* The last few lines of @t, for an error's hint.  */
+static const char *
+last_lines (struct tail *t, int lines)
+{
+  size_t i = t->len;
+
+  if (t->len == TAIL_MAX)
+    t->buf[TAIL_MAX - 1] = '\0';
+  else
+    t->buf[t->len] = '\0';
+  while (i > 0 && (t->buf[i - 1] == '\n' || t->buf[i - 1] == '\0'))
+    t->buf[--i] = '\0';
+  while (i > 0 && lines > 0)
+    if (t->buf[--i] == '\n')
+      lines--;
+  return t->buf + (t->buf[i] == '\n' ? i + 1 : i);
+}
+
+/* Runs @script under sh as root in the build sandbox.  */
+static int
+guest_sh (struct build *b, const char *script, char *const *args, struct tail *t, rt_exec_result *res,
+          rt_error **err)
+{
+  size_t n = 0;
+  const char *argv[64];
+  rt_exec_opts opts = { .user = "root", .timeout_ms = STEP_TIMEOUT_MS, .cancel_fd = -1,
+                        .on_output = on_step_output, .data = t };
+
+  argv[n++] = (char *) "sh";
+  argv[n++] = (char *) "-c";
+  argv[n++] = (char *) script;
+  argv[n++] = (char *) "sh";
+  for (; args && *args && n < 62; args++)
+    argv[n++] = *args;
+  argv[n] = NULL;
+  memset (res, 0, sizeof *res);
+  return rt_sandbox_exec (b->sb, argv, &opts, res, err);
+}
+
+int
+rt_build_guest_must (struct build *b, const char *what, const char *script, char *const *args, rt_error **err)
+{
+  struct tail t = { .b = b, .fd = -1 };
+  rt_exec_result res;
+  int ret = guest_sh (b, script, args, &t, &res, err);
+
+  if (ret < 0)
+    return ret;
+  if (res.exit_code != 0 || res.signal)
+    {
+      rt_error_set (err, EIO, "build_failed", "%s failed (exit %d)", what, res.exit_code);
+      return rt_error_hint (err, "%s", last_lines (&t, 5));
+    }
+  return 0;
+}
+
+/* Paths, modes, link targets and contents of a file or tree, in order.  */
+static int
+hash_tree (EVP_MD_CTX *md, const char *path, const char *rel, rt_error **err)
+{
+  struct stat st;
+
+  if (lstat (path, &st) < 0)
+    return rt_error_set (err, errno, "file_not_found", "cannot read '%s': %s", path, strerror (errno));
+  EVP_DigestUpdate (md, rel, strlen (rel) + 1);
+  EVP_DigestUpdate (md, &st.st_mode, sizeof st.st_mode);
+  if (S_ISLNK (st.st_mode))
+    {
+      char target[PATH_MAX];
+      ssize_t n = readlink (path, target, sizeof target);
+      if (n > 0)
+        EVP_DigestUpdate (md, target, n);
+    }
+  else if (S_ISREG (st.st_mode))
+    {
+      char buf[1 << 16];
+      ssize_t n;
+      int fd = open (path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0)
+        return rt_error_set (err, errno, "file_not_found", "cannot read '%s': %s", path, strerror (errno));
+      while ((n = read (fd, buf, sizeof buf)) > 0)
+        EVP_DigestUpdate (md, buf, n);
+      close (fd);
+    }
+  else if (S_ISDIR (st.st_mode))
+    {
+      struct dirent **list = NULL;
+      int n = scandir (path, &list, NULL, alphasort), ret = 0;
+      for (int i = 0; i < n; i++)
+        {
+          if (ret == 0 && strcmp (list[i]->d_name, ".") != 0 && strcmp (list[i]->d_name, "..") != 0)
+            {
+              cleanup_free char *p = rt_strdup_printf ("%s/%s", path, list[i]->d_name);
+              cleanup_free char *r = rt_strdup_printf ("%s/%s", rel, list[i]->d_name);
+              ret = p && r ? hash_tree (md, p, r, err) : rt_error_oom (err);
+            }
+          free (list[i]);
+        }
+      free (list);
+      return ret;
+    }
+  return 0;
+}
+
+/* Whatever the step's result depends on: its parent, its text, its input
+   files, and for the steps that run in the guest the build's environment
+   (PIP_INDEX_URL, a variable a command reads…), and a command's workdir.  */
+int
+rt_build_step_key (struct build *b, const char *parent, struct step *s, char out[65], rt_error **err)
+{
+  EVP_MD_CTX *md = EVP_MD_CTX_new ();
+  unsigned char digest[32];
+  unsigned int len = 0;
+  int ret = 0;
+
+  if (md == NULL || EVP_DigestInit_ex (md, EVP_sha256 (), NULL) != 1)
+    {
+      EVP_MD_CTX_free (md);
+      return rt_error_oom (err);
+    }
+  EVP_DigestUpdate (md, parent, strlen (parent) + 1);
+  EVP_DigestUpdate (md, s->text, strlen (s->text) + 1);
+  if (s->kind == STEP_FILE)
+    ret = hash_tree (md, s->words[0], ".", err);
+  else
+    for (char **e = b->env; e && *e; e++)
+      EVP_DigestUpdate (md, *e, strlen (*e) + 1);
+  /* An empty string ends the env: "A=1" then workdir "/x" must not
+     collide with env "A=1", "/x".  */
+  if (s->kind == STEP_RUN)
+    {
+      EVP_DigestUpdate (md, "", 1);
+      EVP_DigestUpdate (md, b->workdir, strlen (b->workdir) + 1);
+    }
+  if (ret == 0)
+    EVP_DigestFinal_ex (md, digest, &len);
+  EVP_MD_CTX_free (md);
+  for (unsigned i = 0; ret == 0 && i < 32; i++)
+    sprintf (out + 2 * i, "%02x", digest[i]);
+  return ret;
+}
+
+static char *
+cache_path (struct build *b, const char *key)
+{
+  return rt_strdup_printf ("%s/images/cache/%s", b->ctx->data_dir, key);
+}
+
+bool
+rt_build_cache_lookup (struct build *b, struct step *s)
+{
+  cleanup_free char *path = cache_path (b, s->key), *data = NULL, *layer = NULL;
+  cleanup_error rt_error *ignored = NULL;
+
+  if (path == NULL || rt_read_file (path, &data, NULL, &ignored) < 0 || strlen (data) < 64)
+    return false;
+  memcpy (s->layer, data, 64);
+  s->layer[64] = '\0';
+  layer = rt_image_layer_path (b->ctx, s->layer);
+  return layer != NULL;
+}
+
+static void
+cache_store (struct build *b, struct step *s)
+{
+  cleanup_free char *path = cache_path (b, s->key);
+  cleanup_free char *dir = rt_strdup_printf ("%s/images/cache", b->ctx->data_dir);
+
+  if (path && dir && rt_mkdir_p (dir, 0755, NULL) == 0)
+    rt_write_file_atomic (path, s->layer, 64, 0644, NULL);
+}
+
+/* What a step's network may reach.  */
+static int
+step_network (struct build *b, struct step *s, char **apt_hosts, rt_error **err)
+{
+  static const char *const pypi[] = { "pypi.org", "files.pythonhosted.org", NULL };
+  static const char *const npm[] = { "registry.npmjs.org", NULL };
+
+  switch (s->kind)
+    {
+    case STEP_APT:
+      return rt_sandbox_set_network (b->sb, true, (const char *const *) apt_hosts, NULL, NULL, err);
+    case STEP_PIP:
+      return rt_sandbox_set_network (b->sb, true, pypi, NULL, NULL, err);
+    case STEP_NPM:
+      return rt_sandbox_set_network (b->sb, true, npm, NULL, NULL, err);
+    case STEP_FILE:
+    case STEP_RUN:
+    default:
+      return rt_sandbox_set_network (b->sb, false, NULL, NULL, NULL, err);
+    }
+}
+
+/* The guest's own files, read by the host: no shell of the guest
+   decides what the network allows.  */
+int
+rt_build_apt_hosts (struct build *b, char ***out, rt_error **err)
+{
+  static const char script[] = "cat " WORK "/base/etc/apt/sources.list " WORK
+                               "/base/etc/apt/sources.list.d/*.list " WORK
+                               "/base/etc/apt/sources.list.d/*.sources 2>/dev/null; true";
+  struct tail t = { .b = b, .fd = -1 };
+  rt_exec_result res;
+  char **hosts = strv_new (16);
+  size_t n = 0;
+  int save = b->log_fd, ret;
+
+  if (hosts == NULL)
+    return rt_error_oom (err);
+  b->log_fd = -1;
+  ret = guest_sh (b, script, NULL, &t, &res, err);
+  b->log_fd = save;
+  if (ret < 0)
+    {
+      cleanup_strvp (&hosts);
+      return ret;
+    }
+  last_lines (&t, 0);
+  for (char *p = t.buf; (p = strstr (p, "://")) && n < 15;)
+    {
+      size_t len;
+      p += 3;
+      len = strcspn (p, "/: \t\n");
+      if (len > 0 && len < 254)
+        {
+          cleanup_free char *h = strndup (p, len);
+          bool seen = false;
+          for (size_t i = 0; i < n && h; i++)
+            seen |= strcmp (hosts[i], h) == 0;
+          if (h && !seen)
+            hosts[n++] = steal_pointer (&h);
+        }
+      p += len;
+    }
+  *out = hosts;
+  return 0;
+}
+
+static char *
+lowers (size_t first, size_t i)
+{
+  size_t len = 0;
+  char *out = NULL;
+  FILE *f = open_memstream (&out, &len);
+
+  if (f == NULL)
+    return NULL;
+  for (size_t k = i; k > first; k--)
+    fprintf (f, WORK "/u%zu:", k - 1);
+  fprintf (f, WORK "/base");
+  if (fclose (f) != 0)
+    {
+      free (out);
+      return NULL;
+    }
+  return out;
+}
+
+/* What a package or command step runs in its chroot, on its words (a
+   command step: on its workdir and its command).  */
+static const char *const inner[] = {
+  [STEP_APT] = "export DEBIAN_FRONTEND=noninteractive; apt-get update -q "
+               "&& apt-get install -y -q --no-install-recommends \"$@\" && apt-get clean "
+               "&& rm -rf /var/lib/apt/lists/*",
+  [STEP_PIP] = "python3 -m pip install --no-cache-dir --break-system-packages --root-user-action=ignore "
+               "--progress-bar off \"$@\"",
+  /* Debian's npm package pulls in ~500 packages (10 min under TCG):
+     with only Node.js in the image, npm comes from the registry.  */
+  [STEP_NPM] = "set -e; export npm_config_update_notifier=false; if ! command -v npm >/dev/null; then "
+               "command -v node >/dev/null || { echo 'this image has no Node.js: add --apt nodejs' >&2; exit 1; }; "
+               "d=$(mktemp -d); curl -fsS -o $d/npm.tgz " NPM_TARBALL "; tar -xzf $d/npm.tgz -C $d; "
+               "node $d/package/bin/npm-cli.js install -g --no-fund --no-audit --no-update-notifier $d/npm.tgz; "
+               "rm -rf $d; fi; "
+               "npm install -g --no-fund --no-audit --no-update-notifier \"$@\"; npm cache clean --force",
+  [STEP_RUN] = "cd \"$1\" 2>/dev/null || cd /; eval \"$2\"",
+};
+
+/* Step @i's changes: the upper dir, tarred by the guest, stored by the
+   host as its layer, and cached.  */
+static int
+capture_layer (struct build *b, size_t i, char *const *margs, rt_error **err)
+{
+  static const char capture_script[] = "tar --xattrs --xattrs-include='*' --numeric-owner -C " WORK "/u$1 -cf - .";
+  struct step *s = &b->steps[i];
+  cleanup_free char *raw = NULL;
+  struct tail t;
+  rt_exec_result res;
+  int ret, fd;
+
+  raw = rt_strdup_printf ("%s/images/layers/raw.tmp.%d", b->ctx->data_dir, (int) getpid ());
+  if (raw == NULL)
+    return rt_error_oom (err);
+  fd = open (raw, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return rt_error_set (err, errno, "internal", "cannot create '%s': %s", raw, strerror (errno));
+  t = (struct tail){ .b = b, .fd = fd };
+  ret = guest_sh (b, capture_script, margs, &t, &res, err);
+  close (fd);
+  if (ret == 0 && (res.exit_code != 0 || t.failed))
+    {
+      rt_error_set (err, EIO, "build_failed", "cannot capture the changes of step %zu/%zu (%s)", i + 1, b->n, s->text);
+      ret = rt_error_hint (err, "%s", last_lines (&t, 5));
+    }
+  if (ret == 0)
+    ret = rt_image_layer_from_tar (b->ctx, raw, s->layer, err);
+  unlink (raw);
+  if (ret == 0)
+    cache_store (b, s);
+  return ret;
+}
+
+int
+rt_build_run_step (struct build *b, size_t first, size_t i, char **apt, rt_error **err)
+{
+  static const char mount_script[] =
+      "set -e; i=$1; r=" WORK "/r$i; mkdir -p " WORK "/u$i " WORK "/w$i $r; "
+      "mount -t overlay rtb -o lowerdir=$2,upperdir=" WORK "/u$i,workdir=" WORK "/w$i $r; "
+      "for d in dev proc sys; do mount --rbind /$d $r/$d; done; "
+      "mount -t tmpfs tmpfs $r/tmp; mount -t tmpfs tmpfs $r/run";
+  static const char umount_script[] = "umount -R " WORK "/r$1 && rm -rf " WORK "/w$1";
+  /* File steps run outside the chroot (the file waits in the guest's
+     /tmp); the others run their inner script chrooted: $1 the step's
+     index, $2 the script, then its arguments.  */
+  static const char file_script[] =
+      "r=" WORK "/r$1; d=$3; case $d in */) d=$d$(basename \"$4\");; esac; "
+      "mkdir -p \"$r$(dirname \"$d\")\" && cp -a --no-preserve=ownership -T /tmp/rtb-in \"$r$d\" "
+      "&& rm -rf /tmp/rtb-in";
+  /* The host's trust store (in the chroot's /run: never in a layer) for
+     what the step did not set: registries behind the host's TLS-inspecting
+     proxy then work as they do on the host.  requests prefers
+     REQUESTS_CA_BUNDLE to pip's own --cert: it follows PIP_CERT.  */
+  static const char chroot_script[] =
+      "r=" WORK "/r$1; s=$2; shift 2; if [ -f /tmp/rtb-ca.pem ]; then c=/run/rtb-ca.pem; cp /tmp/rtb-ca.pem $r$c; "
+      "export SSL_CERT_FILE=${SSL_CERT_FILE:-$c} CURL_CA_BUNDLE=${CURL_CA_BUNDLE:-$c} "
+      "REQUESTS_CA_BUNDLE=${REQUESTS_CA_BUNDLE:-${PIP_CERT:-$c}} PIP_CERT=${PIP_CERT:-$c} "
+      "NODE_EXTRA_CA_CERTS=${NODE_EXTRA_CA_CERTS:-$c} npm_config_cafile=${npm_config_cafile:-$c}; fi; "
+      "exec chroot \"$r\" sh -c \"$s\" sh \"$@\"";
+  struct step *s = &b->steps[i];
+  cleanup_free char *low = lowers (first, i);
+  char idx[24];
+  char *margs[] = { idx, low, NULL };
+  char *args[64];
+  size_t n = 0;
+  struct tail t = { .b = b, .fd = -1 };
+  rt_exec_result res;
+  int ret;
+
+  if (low == NULL)
+    return rt_error_oom (err);
+  snprintf (idx, sizeof idx, "%zu", i);
+  ret = rt_build_guest_must (b, "preparing the step's overlay", mount_script, margs, err);
+  if (ret < 0)
+    return ret;
+  ret = step_network (b, s, apt, err);
+  if (ret < 0)
+    return ret;
+  args[n++] = idx;
+  if (s->kind != STEP_FILE)
+    args[n++] = (char *) inner[s->kind];
+  if (s->kind == STEP_FILE)
+    {
+      ret = rt_sandbox_copy_in (b->sb, s->words[0], "/tmp/rtb-in", -1, err);
+      if (ret < 0)
+        return ret;
+      args[n++] = (char *) "";
+      args[n++] = s->words[1];
+      args[n++] = s->words[0];
+    }
+  else if (s->kind == STEP_RUN)
+    {
+      args[n++] = b->workdir;
+      args[n++] = s->words[0];
+    }
+  else
+    for (char **w = s->words; *w && n < 62; w++)
+      args[n++] = *w;
+  args[n] = NULL;
+  ret = guest_sh (b, s->kind == STEP_FILE ? file_script : chroot_script, args, &t, &res, err);
+  if (ret < 0)
+    return ret;
+  if (res.exit_code != 0 || res.signal || res.timed_out)
+    {
+      rt_error_set (err, EIO, "build_failed", "step %zu/%zu (%s) failed with exit code %d", i + 1, b->n, s->text,
+                    res.signal ? 128 + res.signal : res.exit_code);
+      return rt_error_hint (err, "its last output:\n%s", last_lines (&t, 8));
+    }
+  ret = rt_build_guest_must (b, "unmounting the step's overlay", umount_script, margs, err);
+  if (ret < 0)
+    return ret;
+  return capture_layer (b, i, margs, err);
+}

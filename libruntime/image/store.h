@@ -1,0 +1,52 @@
+/* store.h - the image store: the index of names, versions and tags, and
+   the manifests.  The layout of <data>/images/ is described in
+   image/store.c.  */
+#ifndef RT_IMAGE_STORE_H
+#define RT_IMAGE_STORE_H
+
+#include "core/context.h"
+
+/* The image a NULL or empty reference names.  */
+#define RT_IMAGE_DEFAULT "runtime"
+
+/* Whether @s is 64 lower-case hex digits.  */
+bool rt_image_is_sha256 (const char *s);
+/* An image name: 1-63 of [a-z0-9._-].  */
+bool rt_image_name_valid (const char *name);
+
+/* The JSON object in @path; with @missing_ok, an empty one when there is
+   no such file.  */
+int rt_image_read_json (const char *path, bool missing_ok, json_object **out, rt_error **err);
+/* Replaces @path (by rename) with @o, pretty-printed.  */
+int rt_image_write_json (const char *path, json_object *o, rt_error **err);
+
+/* <data>/images/index.json, empty when there is none yet.  */
+int rt_image_read_index (rt_context *ctx, json_object **index, rt_error **err);
+/* Resolves an image reference: "name", "name:tag", "name@version", or an
+   id or id prefix of at least 12 hex digits.  NULL or "" is the default.
+   Return: the id (owned by @index), or NULL.  */
+const char *rt_image_index_resolve (json_object *index, const char *ref);
+/* The name of the image version @id in @index (its entry in *img_out,
+   its version key in *version), or NULL.  */
+const char *rt_image_index_find (json_object *index, const char *id, json_object **img_out, const char **version);
+/* The version the next one of @name gets: one past the highest.  */
+long rt_image_index_next (json_object *index, const char *name);
+/* Adds one version to the index: @name's next, tagged @tag, and latest
+   when @latest.  Return: its version.  */
+long rt_image_index_add (json_object *index, const char *name, const char *id, const char *tag, bool latest);
+
+/* The id of a manifest: SHA-256 of its plain JSON without "id".  */
+int rt_image_manifest_id (json_object *m, char id[65], rt_error **err);
+/* Writes <imgdir>/manifests/<id>.json: @m's fields with the id first.  */
+int rt_image_manifest_write (const char *imgdir, json_object *m, const char *id, rt_error **err);
+/* The stored manifest of @ref (no default image is built here).  */
+int rt_image_manifest (rt_context *ctx, const char *ref, json_object **manifest, rt_error **err);
+/* Adds a version of @name (tagged latest and @tag) whose manifest holds
+   @fields (layers, env, workdir, …); its id in *id_out.  */
+int rt_image_add (rt_context *ctx, const char *name, const char *tag, json_object *fields, char **id_out,
+                  rt_error **err);
+
+/* Fails with image_not_found for @ref, and a hint.  */
+int rt_image_not_found (rt_error **err, const char *ref);
+
+#endif
