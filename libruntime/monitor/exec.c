@@ -34,6 +34,7 @@ command_clear (struct command *c)
   if (c->stdin_fd >= 0)
     close (c->stdin_fd);
 }
+#define cleanup_command __attribute__ ((cleanup (command_clear)))
 
 struct mon_exec *
 mon_exec_find (struct mon *m, uint32_t stream)
@@ -395,8 +396,8 @@ exec_request (struct mon *m, const struct command *c)
 struct mon_exec *
 mon_exec_start (struct mon *m, struct evhttp_request *req, json_object *body)
 {
-  struct command c __attribute__ ((cleanup (command_clear)))
-  = { .cwd = m->cfg->workdir ? m->cfg->workdir : "/workspace", .user = "runtime", .stdin_fd = -1 };
+  cleanup_command struct command c
+      = { .cwd = m->cfg->workdir ? m->cfg->workdir : "/workspace", .user = "runtime", .stdin_fd = -1 };
   cleanup_json json_object *exec = NULL;
   struct mon_exec *e;
 
