@@ -1,8 +1,9 @@
 /* trial.c - the free trial's accounting (see trial.h).  */
 #include <string.h>
 
-#include "sandbox/store.h"
+#include "billing/ledger.h"
 #include "billing/trial.h"
+#include "sandbox/store.h"
 
 static int64_t
 get_i64 (json_object *o, const char *key)

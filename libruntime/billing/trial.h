@@ -13,8 +13,6 @@
 #define RT_TRIAL_MAX_VCPU 2
 #define RT_TRIAL_MAX_MIB 4096
 
-/* Every sandbox's last ledger record (see usage.c).  */
-int rt_ledger_fold (rt_context *ctx, json_object **out, rt_error **err);
 /* Microseconds left, and (if @running) how many trial sandboxes run.  */
 int rt_trial_left (rt_context *ctx, int64_t *left_us, int *running, rt_error **err);
 /* Decides a new sandbox's funding (@want "trial", "paid" or NULL for

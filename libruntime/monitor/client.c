@@ -302,37 +302,19 @@ send_signal (const char *sock, const char *id, int64_t exec_id, int sig)
   json_object_put (b);
 }
 
-int
-rt_api_stream (const char *sock, const char *id, const char *verb, json_object *request, const rt_exec_opts *opts,
-               rt_exec_result *res, bool *ended, rt_error **err)
+/* Runs the request to its end, passing the caller's interruption
+   (opts->cancel_fd) on as SIGTERM, then SIGKILL after a grace period, like
+   a terminal would.  Return: the transfer's result.  */
+static CURLcode
+follow (CURLM *multi, const char *sock, const char *id, struct exec_stream *s)
 {
-  struct exec_stream s = { .opts = opts, .res = res, .err = err };
-  struct curl_slist *hdrs = NULL;
-  CURL *c = easy_for (sock, id, verb, err);
-  CURLM *multi = NULL;
-  CURLMsg *msg;
-  CURLcode rc = CURLE_OK;
+  const rt_exec_opts *opts = s->opts;
   uint64_t kill_at = 0;
   bool cancelled = false, term_sent = false;
-  int running = 1, left, ret = 0;
+  int running = 1, left;
+  CURLMsg *msg;
+  CURLcode rc = CURLE_OK;
 
-  memset (res, 0, sizeof (*res));
-  if (c == NULL)
-    return -ENOMEM;
-  hdrs = curl_slist_append (hdrs, "Content-Type: application/json");
-  hdrs = curl_slist_append (hdrs, "Expect:");
-  curl_easy_setopt (c, CURLOPT_HTTPHEADER, hdrs);
-  curl_easy_setopt (c, CURLOPT_POSTFIELDS, json_object_to_json_string_ext (request, JSON_C_TO_STRING_PLAIN));
-  curl_easy_setopt (c, CURLOPT_WRITEFUNCTION, on_stream);
-  curl_easy_setopt (c, CURLOPT_WRITEDATA, &s);
-  curl_easy_setopt (c, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt (c, CURLOPT_HEADERDATA, &s);
-  multi = curl_multi_init ();
-  if (multi == NULL || curl_multi_add_handle (multi, c) != CURLM_OK)
-    {
-      ret = rt_error_oom (err);
-      goto out;
-    }
   while (running)
     {
       struct curl_waitfd cancel = { .fd = opts->cancel_fd, .events = CURL_WAIT_POLLIN };
@@ -351,49 +333,85 @@ rt_api_stream (const char *sock, const char *id, const char *verb, json_object *
       now = rt_now_ms ();
       if (watch && (cancel.revents & CURL_WAIT_POLLIN))
         {
-          /* The caller was interrupted: SIGTERM first, SIGKILL after a
-             grace period, like a terminal would.  */
           cancelled = true;
-          res->interrupted = true;
+          s->res->interrupted = true;
         }
       /* Before the start event there is no command to signal yet: the
          SIGTERM waits for its id.  */
-      if (cancelled && !term_sent && s.exec_id > 0)
+      if (cancelled && !term_sent && s->exec_id > 0)
         {
-          send_signal (sock, id, s.exec_id, SIGTERM);
+          send_signal (sock, id, s->exec_id, SIGTERM);
           term_sent = true;
           kill_at = now + KILL_GRACE_MS;
         }
       if (kill_at && now >= kill_at)
         {
-          if (s.exec_id > 0)
-            send_signal (sock, id, s.exec_id, SIGKILL);
+          if (s->exec_id > 0)
+            send_signal (sock, id, s->exec_id, SIGKILL);
           kill_at = 0;
         }
     }
   while ((msg = curl_multi_info_read (multi, &left)))
     if (msg->msg == CURLMSG_DONE)
       rc = msg->data.result;
-  if (s.status >= 400)
+  return rc;
+}
+
+/* What the stream came to: an error reply, output nobody could take, an
+   error event, a lost connection, or (without @ended) no exit event.  */
+static int
+stream_result (struct exec_stream *s, CURLcode rc, const char *id, bool *ended, rt_error **err)
+{
+  int ret = 0;
+
+  if (s->status >= 400)
     {
-      json_object *o = s.error_body.buf ? json_tokener_parse (s.error_body.buf) : NULL;
-      ret = error_from_json (o, s.status, err);
+      json_object *o = s->error_body.buf ? json_tokener_parse (s->error_body.buf) : NULL;
+      ret = error_from_json (o, s->status, err);
       json_object_put (o);
     }
-  else if (s.output_failed)
+  else if (s->output_failed)
     ret = rt_error_set (err, EPIPE, "internal", "the command's output could not be written");
   else if (err && *err)
     ret = -EIO;
-  else if (rc != CURLE_OK && !s.ended)
+  else if (rc != CURLE_OK && !s->ended)
     ret = curl_failed (rc, err);
-  else if (!s.ended && ended == NULL)
+  else if (!s->ended && ended == NULL)
     {
       rt_error_set (err, EPIPE, "internal", "lost the sandbox before the command ended");
       ret = rt_error_hint (err, "runtime sandbox get %s shows what happened", id);
     }
   if (ended)
-    *ended = s.ended;
-out:
+    *ended = s->ended;
+  return ret;
+}
+
+int
+rt_api_stream (const char *sock, const char *id, const char *verb, json_object *request, const rt_exec_opts *opts,
+               rt_exec_result *res, bool *ended, rt_error **err)
+{
+  struct exec_stream s = { .opts = opts, .res = res, .err = err };
+  struct curl_slist *hdrs = NULL;
+  CURL *c = easy_for (sock, id, verb, err);
+  CURLM *multi = NULL;
+  int ret;
+
+  memset (res, 0, sizeof (*res));
+  if (c == NULL)
+    return -ENOMEM;
+  hdrs = curl_slist_append (hdrs, "Content-Type: application/json");
+  hdrs = curl_slist_append (hdrs, "Expect:");
+  curl_easy_setopt (c, CURLOPT_HTTPHEADER, hdrs);
+  curl_easy_setopt (c, CURLOPT_POSTFIELDS, json_object_to_json_string_ext (request, JSON_C_TO_STRING_PLAIN));
+  curl_easy_setopt (c, CURLOPT_WRITEFUNCTION, on_stream);
+  curl_easy_setopt (c, CURLOPT_WRITEDATA, &s);
+  curl_easy_setopt (c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt (c, CURLOPT_HEADERDATA, &s);
+  multi = curl_multi_init ();
+  if (multi == NULL || curl_multi_add_handle (multi, c) != CURLM_OK)
+    ret = rt_error_oom (err);
+  else
+    ret = stream_result (&s, follow (multi, sock, id, &s), id, ended, err);
   if (multi)
     {
       curl_multi_remove_handle (multi, c);

@@ -5,18 +5,29 @@
  * number of clients at once, enforces the lease, and when the VM ends for
  * any reason writes the sandbox's record and removes everything it made.
  *
- * API (all under /v1/sandboxes/{id}):
+ * API (all under /v1/sandboxes/{id}; the table is in routes.c):
  *   GET   ""         the state object (rt_sandbox_get_json's shape)
- *   POST  ":exec"    {argv, env?, cwd?, user?, timeoutMs?, stdin? (base64)}
+ *   GET   "/network" the egress rules {internet, allow, deny}
+ *   PUT   "/network" replaces them, live → {internet, allow, deny, closed}
+ *   GET   "/metrics" {id, state, vcpu, cpuPercent, memoryMiB,
+ *                    runningSeconds, cpuSeconds, chargedMicros}
+ *   POST  ":exec"    {argv, env?, cwd?, user?, timeoutMs?, stdin? (base64),
+ *                    stdinPath?}
  *                    → 200 NDJSON: {"type":"start","execId"}, {"type":"stdout"|
  *                    "stderr","data":base64}…, then {"type":"exit",exitCode,
  *                    signal,timedOut,durationMs} or {"type":"error","error"}
- *   POST  ":signal"  {execId, signal}
- *   POST  ":stop" | ":pause" | ":wake"   → the state object
+ *   POST  ":signal"  {execId, signal} → the state object
+ *   POST  ":spawn"   as :exec, in the background → the process {process,
+ *                    state, exitCode, command, droppedBytes}
+ *   POST  ":ps"      → every process
+ *   POST  ":logs"    {process, follow?} → NDJSON: {"type":"dropped",bytes}?,
+ *                    its kept output, its exit line when it ended
+ *   POST  ":kill"    {process, signal?} → the process
  *   POST  ":extend"  {seconds} → the state object
- *   GET   "/network" the egress rules {internet, allow, deny}
- *   PUT   "/network" replaces them, live → {internet, allow, deny, closed}
- * Errors: HTTP 4xx/5xx with {"error":{code,message,hint}}.
+ *   POST  ":stop" | ":pause" | ":wake"   → the state object
+ * Errors: HTTP 4xx/5xx with {"error":{code,message,hint}}: 404 for another
+ * path, 405 for another method on a known one, 409 sandbox_not_ready once
+ * it stops (but :stop and the GETs), 400 for a body that is not an object.
  */
 #ifndef RT_MONITOR_H
 #define RT_MONITOR_H

@@ -10,7 +10,7 @@
 
 #include "core/context.h"
 #include "tap.h"
-#include "billing/trial.h"
+#include "billing/ledger.h"
 
 static char ledger[512], cache[512];
 

@@ -1,0 +1,20 @@
+/* channel.h - the monitor's end of the agent channel: frames queued out
+ * (written as the socket takes them), frames read in and handed to the
+ * execs (exec.h).  The wire format is common/proto.h's.
+ */
+#ifndef RT_MONITOR_CHANNEL_H
+#define RT_MONITOR_CHANNEL_H
+
+#include "monitor/monitor-internal.h"
+
+/* Queues one frame; nothing once the channel is closed.  */
+void mon_chan_queue (struct mon *m, uint8_t type, uint32_t stream, const void *payload, size_t len);
+void mon_chan_queue_json (struct mon *m, uint8_t type, uint32_t stream, json_object *obj);
+/* SIGNAL {"signal": @sig} to the command of @stream.  */
+void mon_chan_signal (struct mon *m, uint32_t stream, int sig);
+
+/* The channel fd's event callbacks.  */
+void mon_on_chan_read (evutil_socket_t fd, short what, void *arg);
+void mon_on_chan_write (evutil_socket_t fd, short what, void *arg);
+
+#endif

@@ -1,0 +1,469 @@
+/* exec.c - commands in the guest (see exec.h).  */
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "monitor/channel.h"
+#include "monitor/exec.h"
+#include "monitor/procs.h"
+#include "monitor/reply.h"
+
+
+#define reply_error_false(...) (mon_reply_error (__VA_ARGS__), false)
+
+/* A command request, checked.  */
+struct command
+{
+  json_object *argv, *env;    /* borrowed from the request */
+  const char *cwd, *user;
+  int64_t timeout;
+  uint8_t *input;             /* inline stdin, decoded */
+  size_t input_len;
+  int stdin_fd;               /* stdinPath, or -1 */
+};
+
+static void
+command_clear (struct command *c)
+{
+  free (c->input);
+  if (c->stdin_fd >= 0)
+    close (c->stdin_fd);
+}
+#define cleanup_command __attribute__ ((cleanup (command_clear)))
+
+struct mon_exec *
+mon_exec_find (struct mon *m, uint32_t stream)
+{
+  for (struct mon_exec *e = m->execs; e; e = e->next)
+    if (e->stream == stream)
+      return e;
+  return NULL;
+}
+
+static void
+chan_ack (struct mon *m, uint32_t stream, uint32_t bytes)
+{
+  struct mon_exec *e = mon_exec_find (m, stream);
+  uint8_t ack[4];
+
+  if (e)
+    e->outstanding -= bytes < e->outstanding ? bytes : e->outstanding;
+  rt_put_u32 (ack, bytes);
+  mon_chan_queue (m, RT_FRAME_WINDOW, stream, ack, sizeof (ack));
+}
+
+static void
+stdin_close (struct mon_exec *e)
+{
+  if (e->ev_stdin)
+    event_free (e->ev_stdin);
+  e->ev_stdin = NULL;
+  if (e->stdin_fd >= 0)
+    close (e->stdin_fd);
+  e->stdin_fd = -1;
+}
+
+/* Streams a stdinPath into the guest, never more than the window ahead of
+   what the command has taken (the agent's WINDOW frames).  */
+static void
+on_stdin_ready (evutil_socket_t fd, short what, void *arg)
+{
+  struct mon_exec *e = arg;
+  uint8_t buf[65536];
+  (void) what;
+
+  while (e->stdin_inflight < RT_WINDOW_INITIAL)
+    {
+      size_t want = RT_WINDOW_INITIAL - e->stdin_inflight;
+      ssize_t n = read (fd, buf, want < sizeof (buf) ? want : sizeof (buf));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && errno == EAGAIN)
+        return;
+      if (n <= 0)
+        {
+          mon_chan_queue (e->m, RT_FRAME_STDIN, e->stream, NULL, 0);
+          stdin_close (e);
+          return;
+        }
+      mon_chan_queue (e->m, RT_FRAME_STDIN, e->stream, buf, n);
+      e->stdin_inflight += n;
+    }
+  event_del (e->ev_stdin);
+}
+
+static void
+exec_free (struct mon_exec *e)
+{
+  struct mon_exec **p;
+  stdin_close (e);
+  for (p = &e->m->execs; *p; p = &(*p)->next)
+    if (*p == e)
+      {
+        *p = e->next;
+        break;
+      }
+  free (e);
+}
+
+/* Called when everything handed to the client so far has been written to
+   its socket: only then may the guest send more (end-to-end flow control,
+   so a client that does not read cannot make the monitor buffer).  */
+static void
+on_flushed (struct evhttp_connection *evcon, void *arg)
+{
+  struct mon_exec *e = arg;
+  (void) evcon;
+  if (e->unacked)
+    chan_ack (e->m, e->stream, e->unacked);
+  e->unacked = 0;
+}
+
+static void
+on_client_gone (struct evhttp_connection *evcon, void *arg)
+{
+  struct mon_exec *e = arg;
+  (void) evcon;
+  /* Nobody will see the output: the command must not run on unseen.  */
+  struct evhttp_request *req = e->req;
+  e->req = NULL;
+  mon_chan_signal (e->m, e->stream, SIGKILL);
+  on_flushed (NULL, e);
+  /* libevent unlinks a streaming request whose client left but does not
+     free it: ending the reply does (its connection is gone).  */
+  if (req)
+    evhttp_send_reply_end (req);
+}
+
+static void
+exec_finish (struct mon_exec *e, json_object *last)
+{
+  if (e->proc)
+    mon_proc_exited (e->proc, last);
+  if (e->req)
+    {
+      struct evhttp_connection *evcon = evhttp_request_get_connection (e->req);
+      mon_send_line (e->req, last, NULL, NULL);
+      evhttp_connection_set_closecb (evcon, NULL, NULL);
+      evhttp_send_reply_end (e->req);
+    }
+  exec_free (e);
+}
+
+void
+mon_exec_fail_all (struct mon *m, const char *code, const char *msg)
+{
+  while (m->execs)
+    {
+      json_object *line = mon_error_line (code, msg);
+      exec_finish (m->execs, line);
+      json_object_put (line);
+    }
+}
+
+static void
+exec_output (struct mon *m, struct mon_exec *e, const char *type, const uint8_t *data, uint32_t len)
+{
+  if (e->proc)
+    {
+      mon_proc_output (e->proc, type[3] == 'o' ? 1 : 2, data, len);
+      chan_ack (m, e->stream, len);
+      return;
+    }
+  if (e->req == NULL)
+    {
+      chan_ack (m, e->stream, len);
+      return;
+    }
+  mon_send_output (e->req, type, data, len, on_flushed, e);
+  /* Ack at once while the client keeps up (its buffer under the high-water
+     mark): acking only on a full drain made every window stop and go.
+     Past the mark, acks wait for the flush, so a client that does not read
+     holds the guest back instead of filling the monitor's memory.  */
+  if (e->unacked == 0
+      && evbuffer_get_length (bufferevent_get_output (evhttp_connection_get_bufferevent (
+             evhttp_request_get_connection (e->req))))
+             < CLIENT_HIGH_WATER)
+    chan_ack (m, e->stream, len);
+  else
+    e->unacked += len;
+}
+
+static json_object *
+parse_payload (const uint8_t *payload, uint32_t len)
+{
+  json_tokener *tok = json_tokener_new ();
+  json_object *obj = tok ? json_tokener_parse_ex (tok, (const char *) payload, len) : NULL;
+  if (obj && (json_tokener_get_error (tok) != json_tokener_success || !json_object_is_type (obj, json_type_object)))
+    {
+      json_object_put (obj);
+      obj = NULL;
+    }
+  json_tokener_free (tok);
+  return obj;
+}
+
+/* The last line of an exec from the agent's EXIT or ERROR frame.  */
+static json_object *
+last_line (const struct rt_frame_header *h, const uint8_t *payload)
+{
+  cleanup_json json_object *in = parse_payload (payload, h->len);
+  json_object *line, *v;
+  const char *code = "internal", *msg = "the agent refused the command";
+
+  if (h->type == RT_FRAME_EXIT)
+    {
+      line = json_object_new_object ();
+      json_object_object_add (line, "type", json_object_new_string ("exit"));
+      for (const char *const *k = (const char *const[]){ "exitCode", "signal", "timedOut", "durationMs", NULL }; *k;
+           k++)
+        if (in && json_object_object_get_ex (in, *k, &v))
+          json_object_object_add (line, *k, json_object_get (v));
+      return line;
+    }
+  if (in && json_object_object_get_ex (in, "code", &v) && json_object_is_type (v, json_type_string))
+    code = json_object_get_string (v);
+  if (in && json_object_object_get_ex (in, "message", &v) && json_object_is_type (v, json_type_string))
+    msg = json_object_get_string (v);
+  /* Only codes the product documents reach the user.  */
+  if (strcmp (code, "file_not_found") != 0 && strcmp (code, "invalid_env") != 0
+      && strcmp (code, "invalid_request") != 0)
+    code = "internal";
+  return mon_error_line (code, msg);
+}
+
+void
+mon_exec_frame (struct mon *m, const struct rt_frame_header *h, const uint8_t *payload)
+{
+  struct mon_exec *e = h->stream ? mon_exec_find (m, h->stream) : NULL;
+
+  if (e == NULL)
+    return;
+  switch (h->type)
+    {
+    case RT_FRAME_WINDOW:
+      if (h->len == 4)
+        {
+          uint32_t n = rt_get_u32 (payload);
+          e->stdin_inflight -= n < e->stdin_inflight ? n : e->stdin_inflight;
+          if (e->ev_stdin && !event_pending (e->ev_stdin, EV_READ, NULL))
+            event_add (e->ev_stdin, NULL);
+        }
+      break;
+    case RT_FRAME_STDOUT:
+    case RT_FRAME_STDERR:
+      if (h->len == 0)
+        break;
+      /* Output beyond the window is a guest that ignores the protocol:
+         nothing it sends can be trusted to stay bounded.  */
+      e->outstanding += h->len;
+      if (e->outstanding > RT_WINDOW_INITIAL)
+        {
+          mon_stop (m, "host_stopped");
+          return;
+        }
+      exec_output (m, e, h->type == RT_FRAME_STDOUT ? "stdout" : "stderr", payload, h->len);
+      break;
+    case RT_FRAME_EXIT:
+    case RT_FRAME_ERROR:
+      {
+        json_object *line = last_line (h, payload);
+        exec_finish (e, line);
+        json_object_put (line);
+      }
+      break;
+    default:
+      break;
+    }
+}
+
+/* argv: non-empty strings; env: K=V strings with valid names.  */
+static bool
+check_argv_env (struct evhttp_request *req, json_object *body, struct command *c)
+{
+  if (!json_object_object_get_ex (body, "argv", &c->argv) || !json_object_is_type (c->argv, json_type_array)
+      || json_object_array_length (c->argv) == 0)
+    return reply_error_false (req, 400, "invalid_request", NULL, "argv must be a non-empty array of strings");
+  for (size_t i = 0; i < json_object_array_length (c->argv); i++)
+    if (!json_object_is_type (json_object_array_get_idx (c->argv, i), json_type_string))
+      return reply_error_false (req, 400, "invalid_request", NULL, "argv must be a non-empty array of strings");
+  if (!json_object_object_get_ex (body, "env", &c->env) || c->env == NULL)
+    {
+      c->env = NULL;
+      return true;
+    }
+  if (!json_object_is_type (c->env, json_type_array))
+    return reply_error_false (req, 400, "invalid_env", NULL, "env must be an array of K=V strings");
+  for (size_t i = 0; i < json_object_array_length (c->env); i++)
+    {
+      json_object *item = json_object_array_get_idx (c->env, i);
+      const char *kv = json_object_is_type (item, json_type_string) ? json_object_get_string (item) : NULL;
+      const char *eq = kv ? strchr (kv, '=') : NULL;
+      if (eq == NULL || !rt_env_name_valid (kv, eq - kv))
+        return reply_error_false (req, 400, "invalid_env", "names are [A-Za-z_][A-Za-z0-9_]*",
+                                  "bad environment entry '%s'", kv ? kv : "?");
+    }
+  return true;
+}
+
+/* cwd, user, timeoutMs.  */
+static bool
+check_options (struct evhttp_request *req, json_object *body, struct command *c)
+{
+  json_object *v;
+
+  if (json_object_object_get_ex (body, "cwd", &v) && v)
+    {
+      c->cwd = json_object_get_string (v);
+      if (c->cwd == NULL || c->cwd[0] != '/')
+        return reply_error_false (req, 400, "invalid_request", NULL, "the working directory must be an absolute path");
+    }
+  if (json_object_object_get_ex (body, "user", &v) && v)
+    {
+      c->user = json_object_get_string (v);
+      if (c->user == NULL || (strcmp (c->user, "runtime") != 0 && strcmp (c->user, "root") != 0))
+        return reply_error_false (req, 400, "invalid_request", NULL, "user must be runtime or root");
+    }
+  if (json_object_object_get_ex (body, "timeoutMs", &v) && v)
+    c->timeout = json_object_get_int64 (v);
+  if (c->timeout < 0)
+    return reply_error_false (req, 400, "invalid_request", NULL, "timeoutMs must not be negative");
+  return true;
+}
+
+/* stdin (base64, at most RT_MAX_STDIN), or stdinPath: a stream too large for
+   the request body, a FIFO or file the client made in this sandbox's own
+   directory (nowhere else).  */
+static bool
+check_stdin (struct mon *m, struct evhttp_request *req, json_object *body, struct command *c)
+{
+  json_object *v;
+  const char *s;
+
+  if (json_object_object_get_ex (body, "stdin", &v) && v && (s = json_object_get_string (v)) && *s)
+    {
+      size_t size = strlen (s);
+      int n;
+      if (size / 4 * 3 > RT_MAX_STDIN + 3)
+        return reply_error_false (req, 400, "usage", NULL, "standard input is over 1 MiB");
+      c->input = malloc (size / 4 * 3 + 3);
+      if (c->input == NULL)
+        return reply_error_false (req, 500, "internal", NULL, "out of memory");
+      n = EVP_DecodeBlock (c->input, (const unsigned char *) s, (int) size);
+      if (n < 0 || size % 4 != 0)
+        return reply_error_false (req, 400, "invalid_request", NULL, "stdin must be base64");
+      /* EVP_DecodeBlock counts the padding as data.  */
+      c->input_len = n - (size >= 1 && s[size - 1] == '=') - (size >= 2 && s[size - 2] == '=');
+    }
+  if (json_object_object_get_ex (body, "stdinPath", &v) && v)
+    {
+      const char *path = json_object_get_string (v);
+      size_t dl = strlen (m->cfg->dir);
+      if (c->input_len > 0 || path == NULL || strncmp (path, m->cfg->dir, dl) != 0
+          || strncmp (path + dl, "/upload-", 8) != 0 || strchr (path + dl + 1, '/') != NULL)
+        return reply_error_false (req, 400, "invalid_request", NULL, "stdinPath must be an upload in the sandbox's dir");
+      c->stdin_fd = open (path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      if (c->stdin_fd < 0)
+        return reply_error_false (req, 400, "invalid_request", NULL, "cannot open '%s': %s", path, strerror (errno));
+    }
+  return true;
+}
+
+/* The EXEC frame's payload: the image's and the sandbox's env first.  */
+static json_object *
+exec_request (struct mon *m, const struct command *c)
+{
+  json_object *exec = json_object_new_object (), *all = json_object_new_array ();
+
+  json_object_object_add (exec, "argv", json_object_get (c->argv));
+  for (char **p = m->cfg->env; p && *p; p++)
+    json_object_array_add (all, json_object_new_string (*p));
+  for (size_t i = 0; c->env && i < json_object_array_length (c->env); i++)
+    json_object_array_add (all, json_object_get (json_object_array_get_idx (c->env, i)));
+  json_object_object_add (exec, "env", all);
+  json_object_object_add (exec, "cwd", json_object_new_string (c->cwd));
+  json_object_object_add (exec, "user", json_object_new_string (c->user));
+  json_object_object_add (exec, "timeoutMs", json_object_new_int64 (c->timeout));
+  json_object_object_add (exec, "stdin", json_object_new_boolean (c->input_len > 0 || c->stdin_fd >= 0));
+  return exec;
+}
+
+struct mon_exec *
+mon_exec_start (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  cleanup_command struct command c
+      = { .cwd = m->cfg->workdir ? m->cfg->workdir : "/workspace", .user = "runtime", .stdin_fd = -1 };
+  cleanup_json json_object *exec = NULL;
+  struct mon_exec *e;
+
+  if (m->paused)
+    return (mon_reply_error (req, 409, "sandbox_paused", "runtime sandbox wake wakes it", "sandbox %s is paused",
+                             m->cfg->id),
+            NULL);
+  if (!check_argv_env (req, body, &c) || !check_options (req, body, &c) || !check_stdin (m, req, body, &c))
+    return NULL;
+  exec = exec_request (m, &c);
+  if (strlen (json_object_to_json_string_ext (exec, JSON_C_TO_STRING_PLAIN)) > RT_FRAME_MAX_PAYLOAD)
+    return (mon_reply_error (req, 400, "invalid_request", NULL, "the command and its environment are too large"),
+            NULL);
+  e = calloc (1, sizeof (*e));
+  if (e == NULL)
+    return (mon_reply_error (req, 500, "internal", NULL, "out of memory"), NULL);
+  e->m = m;
+  e->stream = m->next_stream++;
+  e->stdin_fd = steal_fd (&c.stdin_fd);
+  e->next = m->execs;
+  m->execs = e;
+  mon_chan_queue_json (m, RT_FRAME_EXEC, e->stream, exec);
+  for (size_t off = 0; off < c.input_len; off += 65536)
+    mon_chan_queue (m, RT_FRAME_STDIN, e->stream, c.input + off, c.input_len - off < 65536 ? c.input_len - off : 65536);
+  if (c.input_len)
+    mon_chan_queue (m, RT_FRAME_STDIN, e->stream, NULL, 0);
+  if (e->stdin_fd >= 0)
+    {
+      e->ev_stdin = event_new (m->base, e->stdin_fd, EV_READ | EV_PERSIST, on_stdin_ready, e);
+      if (e->ev_stdin)
+        event_add (e->ev_stdin, NULL);
+    }
+  return e;
+}
+
+void
+mon_handle_exec (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  struct mon_exec *e = mon_exec_start (m, req, body);
+  json_object *start;
+
+  if (e == NULL)
+    return;
+  e->req = req;
+  mon_start_stream (req);
+  evhttp_connection_set_closecb (evhttp_request_get_connection (req), on_client_gone, e);
+  start = json_object_new_object ();
+  json_object_object_add (start, "type", json_object_new_string ("start"));
+  json_object_object_add (start, "execId", json_object_new_int64 (e->stream));
+  mon_send_line (req, start, NULL, NULL);
+  json_object_put (start);
+}
+
+void
+mon_handle_signal (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  json_object *v;
+  int64_t id = 0, sig = 0;
+
+  if (json_object_object_get_ex (body, "execId", &v))
+    id = json_object_get_int64 (v);
+  if (json_object_object_get_ex (body, "signal", &v))
+    sig = json_object_get_int64 (v);
+  if (sig < 1 || sig > 64)
+    return mon_reply_error (req, 400, "invalid_request", NULL, "signal must be 1 to 64");
+  if (id <= 0 || id > UINT32_MAX || mon_exec_find (m, (uint32_t) id) == NULL)
+    return mon_reply_error (req, 404, "not_found", NULL, "no running command %lld", (long long) id);
+  mon_chan_signal (m, (uint32_t) id, (int) sig);
+  mon_reply_json (req, 200, m->state);
+}

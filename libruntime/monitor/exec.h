@@ -1,0 +1,25 @@
+/* exec.h - commands in the guest, multiplexed over the agent channel: one
+ * stream per command, its stdin (inline or streamed from a file), its
+ * output to the client with end-to-end flow control (the guest sends no
+ * more than a window ahead of what the client has taken), its exit.
+ */
+#ifndef RT_MONITOR_EXEC_H
+#define RT_MONITOR_EXEC_H
+
+#include "monitor/monitor-internal.h"
+
+/* Checks a command request, starts it in the guest and returns its exec;
+   NULL after replying the error.  */
+struct mon_exec *mon_exec_start (struct mon *m, struct evhttp_request *req, json_object *body);
+struct mon_exec *mon_exec_find (struct mon *m, uint32_t stream);
+/* A frame from the agent for one of the execs.  */
+void mon_exec_frame (struct mon *m, const struct rt_frame_header *h, const uint8_t *payload);
+/* Ends every exec with an error line (the sandbox stops).  */
+void mon_exec_fail_all (struct mon *m, const char *code, const char *msg);
+
+/* POST :exec {argv, env?, cwd?, user?, timeoutMs?, stdin?, stdinPath?}.  */
+void mon_handle_exec (struct mon *m, struct evhttp_request *req, json_object *body);
+/* POST :signal {execId, signal}.  */
+void mon_handle_signal (struct mon *m, struct evhttp_request *req, json_object *body);
+
+#endif

@@ -1,0 +1,163 @@
+/* lifecycle.c - pause, wake, extend and the lease (see lifecycle.h).  */
+#include <string.h>
+
+#include "billing/trial.h"
+#include "monitor/lifecycle.h"
+#include "monitor/reply.h"
+#include "sandbox/store.h"
+#include "vmm/qmp.h"
+
+void
+mon_set_expires (struct mon *m, int64_t expires_ms)
+{
+  char when[32];
+  struct timeval tv;
+  int64_t left = expires_ms - rt_epoch_ms ();
+
+  m->expires_ms = expires_ms;
+  rt_format_time (expires_ms, when);
+  mon_set_str (m, "expiresAt", when);
+  if (left < 0)
+    left = 0;
+  tv.tv_sec = left / 1000;
+  tv.tv_usec = (left % 1000) * 1000;
+  evtimer_add (m->ev_lease, &tv);
+}
+
+int
+mon_pause (struct mon *m, rt_error **err)
+{
+  int ret;
+  if (m->paused)
+    return 0;
+  mon_set_str (m, "state", "pausing");
+  ret = rt_qmp_command (m->qmp_sock, "stop", err);
+  if (ret < 0)
+    {
+      mon_set_str (m, "state", "running");
+      return ret;
+    }
+  rt_meter_pause (&m->meter);
+  m->paused = true;
+  mon_set_str (m, "state", "paused");
+  rt_meter_record (&m->meter);
+  mon_save_state (m);
+  return 0;
+}
+
+int
+mon_wake (struct mon *m, rt_error **err)
+{
+  /* A lease that ended while paused starts again: for a trial sandbox,
+     taken from the trial first (as at create).  */
+  bool renew = m->expires_ms > 0 && m->expires_ms <= rt_epoch_ms ();
+  int64_t lease_us = (int64_t) m->cfg->timeout_s * 1000000;
+  int ret;
+
+  if (!m->paused)
+    return 0;
+  if (renew && m->trial)
+    {
+      ret = rt_trial_hold (m->ctx, m->cfg->id, (int64_t) m->meter.running_us, &lease_us, true, err);
+      if (ret < 0)
+        return ret;
+    }
+  mon_set_str (m, "state", "resuming");
+  ret = rt_qmp_command (m->qmp_sock, "cont", err);
+  if (ret < 0)
+    {
+      /* Still paused: the new lease is not taken from the trial.  */
+      int64_t none = 0;
+      if (renew && m->trial)
+        rt_trial_hold (m->ctx, m->cfg->id, (int64_t) m->meter.running_us, &none, false, NULL);
+      mon_set_str (m, "state", "paused");
+      return ret;
+    }
+  m->paused = false;
+  /* Paused time is not charged.  */
+  rt_meter_resume (&m->meter);
+  mon_set_str (m, "state", "running");
+  if (renew)
+    mon_set_expires (m, rt_epoch_ms () + lease_us / 1000);
+  mon_save_state (m);
+  return 0;
+}
+
+void
+mon_on_lease (evutil_socket_t fd, short what, void *arg)
+{
+  struct mon *m = arg;
+  (void) fd;
+  (void) what;
+  if (m->cfg->stop_on_timeout)
+    mon_stop (m, "time_limit");
+  else
+    mon_pause (m, NULL);
+}
+
+/* The trial's refusal is a payment matter (402); anything else is ours.  */
+static void
+reply_trial_error (struct evhttp_request *req, const rt_error *err)
+{
+  mon_reply_error (req, strcmp (err->code, "trial_exhausted") == 0 ? 402 : 500, err->code, err->hint, "%s",
+                   err->msg);
+}
+
+void
+mon_handle_stop (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  (void) body;
+  mon_stop (m, "requested");
+  mon_reply_json (req, 200, m->state);
+}
+
+void
+mon_handle_pause (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  cleanup_error rt_error *err = NULL;
+
+  (void) body;
+  if (mon_pause (m, &err) < 0)
+    return mon_reply_error (req, 500, err->code, err->hint, "%s", err->msg);
+  mon_reply_json (req, 200, m->state);
+}
+
+void
+mon_handle_wake (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  cleanup_error rt_error *err = NULL;
+
+  (void) body;
+  if (mon_wake (m, &err) < 0)
+    return reply_trial_error (req, err);
+  mon_reply_json (req, 200, m->state);
+}
+
+void
+mon_handle_extend (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  json_object *v;
+  int64_t seconds = 0, now = rt_epoch_ms (), end;
+
+  if (json_object_object_get_ex (body, "seconds", &v))
+    seconds = json_object_get_int64 (v);
+  if (seconds <= 0)
+    return mon_reply_error (req, 400, "invalid_request", NULL, "seconds must be a positive whole number");
+  if (seconds > RT_MAX_LEASE_S)
+    return mon_reply_error (req, 400, "invalid_request", "a lease may end at most 1 h from now",
+                            "extending by %lld s would end the lease more than 1 h from now", (long long) seconds);
+  end = (m->expires_ms > now ? m->expires_ms : now) + seconds * 1000;
+  if (end > now + (int64_t) RT_MAX_LEASE_S * 1000 + 1000)
+    return mon_reply_error (req, 400, "invalid_request", "a lease may end at most 1 h from now",
+                            "extending by %lld s would end the lease more than 1 h from now", (long long) seconds);
+  if (m->trial)
+    {
+      cleanup_error rt_error *err = NULL;
+      int64_t lease_us = (end - now) * 1000;
+      if (rt_trial_hold (m->ctx, m->cfg->id, (int64_t) m->meter.running_us, &lease_us, false, &err) < 0)
+        return reply_trial_error (req, err);
+    }
+  mon_set_expires (m, end);
+  mon_save_state (m);
+  mon_reply_json (req, 200, m->state);
+}

@@ -1,0 +1,106 @@
+/* monitor-internal.h - what the monitor's files share: its state (struct
+ * mon), the execs and spawned processes it multiplexes onto the agent
+ * channel, and the few functions of monitor.c the others call.  Only the
+ * monitor's own files include it; the rest of the library sees monitor.h.
+ *
+ *   monitor.c    the process: spawn, start-up, event loop, stop
+ *   channel.c    the agent channel's bytes: frames out, frames in
+ *   routes.c     api.sock: the route table and request parsing
+ *   reply.c      replies: JSON, errors, NDJSON lines
+ *   exec.c       commands: start, stdin, output, exit, flow control
+ *   procs.c      spawned processes: spawn, ps, logs, kill
+ *   lifecycle.c  pause, wake, extend, the lease
+ */
+#ifndef RT_MONITOR_INTERNAL_H
+#define RT_MONITOR_INTERNAL_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "billing/meter.h"
+#include "common/proto.h"
+#include "monitor/monitor.h"
+#include "net/netns.h"
+
+#define MAX_BODY (2 * 1024 * 1024)
+#define LOG_MAX (1024 * 1024)
+#define CLIENT_HIGH_WATER (2 * 1024 * 1024)
+
+struct mon;
+struct mon_proc;
+
+/* A command running in the guest, one agent stream.  */
+struct mon_exec
+{
+  struct mon *m;
+  uint32_t stream;
+  struct evhttp_request *req; /* NULL once the client went away */
+  uint32_t unacked;           /* output handed to the client, not yet flushed */
+  uint32_t outstanding;       /* output received, not yet acked to the guest */
+  struct mon_proc *proc;      /* set for a spawned process */
+  int stdin_fd;               /* streamed stdin (stdinPath), or -1 */
+  struct event *ev_stdin;
+  uint32_t stdin_inflight;    /* sent to the guest, not yet taken */
+  struct mon_exec *next;
+};
+
+/* A `logs -f` client.  */
+struct mon_follow
+{
+  struct mon_proc *p;
+  struct evhttp_request *req;
+  struct mon_follow *next;
+};
+
+/* A spawned process: nobody reads its output as it comes, so the monitor
+   keeps the latest LOG_MAX bytes of it (records: u8 stream, u32 length,
+   bytes) for `logs`, and its exit for `ps`.  */
+struct mon_proc
+{
+  uint32_t id;
+  char *command;
+  struct evbuffer *log;
+  size_t log_bytes;
+  uint64_t dropped;
+  json_object *exit;          /* the exit event, once it ended */
+  struct mon_follow *followers;
+  struct mon_proc *next;
+};
+
+struct mon
+{
+  rt_context *ctx;
+  const struct rt_monitor_config *cfg;
+  char *api_sock, *qmp_sock;
+  json_object *state;
+  struct rt_vm vm;
+  int chan_fd;
+  struct rt_frame_reader *reader;
+  struct evbuffer *chan_out;
+  struct event_base *base;
+  struct event *ev_read, *ev_write, *ev_qemu, *ev_lease, *ev_term, *ev_owner, *ev_claim;
+  int owner_pidfd;
+  int claim_fd;
+  struct evhttp *http;
+  struct mon_exec *execs;
+  struct mon_proc *procs;
+  uint32_t next_stream;
+  int64_t expires_ms;
+  bool stopping, paused;
+  struct rt_netns net;
+  struct rt_proxy *proxy;
+  struct rt_intercept *intercept; /* for the sandbox's secrets, or NULL */
+  bool trial;
+  struct rt_meter meter;      /* QEMU's vCPU threads, and the ledger */
+};
+
+/* Sets (or with @value NULL, nulls) a string of the state object.  */
+void mon_set_str (struct mon *m, const char *key, const char *value);
+/* Writes the state object to state.json, best effort.  */
+void mon_save_state (struct mon *m);
+/* Stops the sandbox for @reason (its stopReason): QEMU, the network and
+   every exec go, the record is written, and the loop ends shortly after.
+   Stopping twice is stopping once.  */
+void mon_stop (struct mon *m, const char *reason);
+
+#endif

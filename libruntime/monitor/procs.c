@@ -1,0 +1,304 @@
+/* procs.c - spawned processes (see procs.h).  */
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <signal.h>
+#include <string.h>
+
+#include "monitor/channel.h"
+#include "monitor/exec.h"
+#include "monitor/procs.h"
+#include "monitor/reply.h"
+
+#define MAX_PROCS 256
+
+/* Takes a `logs -f` reader off its process's list and frees it; its reply
+   ends (which also frees a request whose client left).  */
+static void
+follower_free (struct mon_follow *f)
+{
+  struct mon_follow **pp;
+
+  for (pp = &f->p->followers; *pp; pp = &(*pp)->next)
+    if (*pp == f)
+      {
+        *pp = f->next;
+        break;
+      }
+  evhttp_send_reply_end (f->req);
+  free (f);
+}
+
+static void
+follower_end (struct mon_follow *f, json_object *last)
+{
+  if (last)
+    mon_send_line (f->req, last, NULL, NULL);
+  evhttp_connection_set_closecb (evhttp_request_get_connection (f->req), NULL, NULL);
+  follower_free (f);
+}
+
+static void
+on_follower_gone (struct evhttp_connection *evcon, void *arg)
+{
+  (void) evcon;
+  follower_free (arg);
+}
+
+void
+mon_proc_exited (struct mon_proc *p, json_object *last)
+{
+  p->exit = json_object_get (last);
+  while (p->followers)
+    follower_end (p->followers, last);
+}
+
+/* Keeps a spawned process's output, dropping the oldest beyond LOG_MAX.  */
+void
+mon_proc_output (struct mon_proc *p, int stream, const uint8_t *data, uint32_t len)
+{
+  uint8_t hdr[5];
+  struct mon_follow *f, *next;
+
+  hdr[0] = stream;
+  rt_put_u32 (hdr + 1, len);
+  evbuffer_add (p->log, hdr, sizeof (hdr));
+  evbuffer_add (p->log, data, len);
+  /* Headers count too: a flood of tiny frames must not grow it forever.  */
+  p->log_bytes += sizeof (hdr) + len;
+  while (p->log_bytes > LOG_MAX)
+    {
+      uint32_t n;
+      evbuffer_copyout (p->log, hdr, sizeof (hdr));
+      n = rt_get_u32 (hdr + 1);
+      evbuffer_drain (p->log, sizeof (hdr) + n);
+      p->log_bytes -= sizeof (hdr) + n;
+      p->dropped += n;
+    }
+  for (f = p->followers; f; f = next)
+    {
+      next = f->next;
+      /* Spawned output is never held back for a reader: one that stopped
+         reading (a pager, ^Z) is let go, not buffered for.  */
+      if (evbuffer_get_length (bufferevent_get_output (
+              evhttp_connection_get_bufferevent (evhttp_request_get_connection (f->req))))
+          > CLIENT_HIGH_WATER)
+        follower_end (f, NULL);
+      else
+        mon_send_output (f->req, stream == 1 ? "stdout" : "stderr", data, len, NULL, NULL);
+    }
+}
+
+static char *
+join_argv (json_object *argv)
+{
+  struct evbuffer *b = evbuffer_new ();
+  char *out;
+  size_t len;
+
+  for (size_t i = 0; b && i < json_object_array_length (argv); i++)
+    evbuffer_add_printf (b, "%s%s", i ? " " : "", json_object_get_string (json_object_array_get_idx (argv, i)));
+  len = b ? evbuffer_get_length (b) : 0;
+  out = malloc (len + 1);
+  if (out)
+    {
+      evbuffer_remove (b, out, len);
+      out[len] = '\0';
+    }
+  if (b)
+    evbuffer_free (b);
+  return out;
+}
+
+static struct mon_proc *
+find_proc (struct mon *m, int64_t id)
+{
+  for (struct mon_proc *p = m->procs; p; p = p->next)
+    if (p->id == id)
+      return p;
+  return NULL;
+}
+
+static void
+proc_free (struct mon_proc *p)
+{
+  while (p->followers)
+    follower_end (p->followers, NULL);
+  evbuffer_free (p->log);
+  json_object_put (p->exit);
+  free (p->command);
+  free (p);
+}
+
+static json_object *
+proc_json (struct mon_proc *p)
+{
+  json_object *o = json_object_new_object (), *v;
+  json_object_object_add (o, "process", json_object_new_int64 (p->id));
+  json_object_object_add (o, "state", json_object_new_string (p->exit ? "exited" : "running"));
+  json_object_object_add (o, "exitCode", p->exit && json_object_object_get_ex (p->exit, "exitCode", &v)
+                                            ? json_object_get (v)
+                                            : NULL);
+  json_object_object_add (o, "command", json_object_new_string (p->command ? p->command : ""));
+  json_object_object_add (o, "droppedBytes", json_object_new_int64 (p->dropped));
+  return o;
+}
+
+static void
+reply_proc (struct evhttp_request *req, struct mon_proc *p)
+{
+  json_object *o = proc_json (p);
+  mon_reply_json (req, 200, o);
+  json_object_put (o);
+}
+
+/* At the cap, forgets the oldest ended processes; false when all run.  */
+static bool
+make_room (struct mon *m)
+{
+  struct mon_proc *p, **pp;
+  int n = 0;
+
+  for (p = m->procs; p; p = p->next)
+    n++;
+  for (pp = &m->procs; *pp && n >= MAX_PROCS;)
+    if ((*pp)->exit)
+      {
+        p = *pp;
+        *pp = p->next;
+        proc_free (p);
+        n--;
+      }
+    else
+      pp = &(*pp)->next;
+  return n < MAX_PROCS;
+}
+
+void
+mon_handle_spawn (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  struct mon_proc *p, **pp;
+  struct mon_exec *e;
+  json_object *argv;
+
+  if (!make_room (m))
+    return mon_reply_error (req, 409, "quota_exceeded", NULL, "at most %d background processes", MAX_PROCS);
+  p = calloc (1, sizeof (*p));
+  if (p == NULL || (p->log = evbuffer_new ()) == NULL)
+    {
+      free (p);
+      return mon_reply_error (req, 500, "internal", NULL, "out of memory");
+    }
+  e = mon_exec_start (m, req, body);
+  if (e == NULL)
+    {
+      evbuffer_free (p->log);
+      free (p);
+      return;
+    }
+  json_object_object_get_ex (body, "argv", &argv);
+  p->id = e->stream;
+  p->command = join_argv (argv);
+  e->proc = p;
+  /* Newest last: ps lists them in start order.  */
+  for (pp = &m->procs; *pp; pp = &(*pp)->next)
+    ;
+  *pp = p;
+  reply_proc (req, p);
+}
+
+void
+mon_handle_ps (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  json_object *arr = json_object_new_array ();
+  (void) body;
+  for (struct mon_proc *p = m->procs; p; p = p->next)
+    json_object_array_add (arr, proc_json (p));
+  mon_reply_json (req, 200, arr);
+  json_object_put (arr);
+}
+
+/* The kept output, oldest first, after a note of what was dropped.  */
+static void
+send_log (struct evhttp_request *req, struct mon_proc *p)
+{
+  struct evbuffer_ptr pos;
+
+  if (p->dropped)
+    {
+      json_object *d = json_object_new_object ();
+      json_object_object_add (d, "type", json_object_new_string ("dropped"));
+      json_object_object_add (d, "bytes", json_object_new_int64 (p->dropped));
+      mon_send_line (req, d, NULL, NULL);
+      json_object_put (d);
+    }
+  evbuffer_ptr_set (p->log, &pos, 0, EVBUFFER_PTR_SET);
+  while (pos.pos + 5 <= (ssize_t) evbuffer_get_length (p->log))
+    {
+      uint8_t hdr[5];
+      uint32_t n;
+      uint8_t *data;
+      evbuffer_copyout_from (p->log, &pos, hdr, sizeof (hdr));
+      n = rt_get_u32 (hdr + 1);
+      evbuffer_ptr_set (p->log, &pos, 5, EVBUFFER_PTR_ADD);
+      data = malloc (n ? n : 1);
+      if (data == NULL)
+        break;
+      evbuffer_copyout_from (p->log, &pos, data, n);
+      evbuffer_ptr_set (p->log, &pos, n, EVBUFFER_PTR_ADD);
+      mon_send_output (req, hdr[0] == 1 ? "stdout" : "stderr", data, n, NULL, NULL);
+      free (data);
+    }
+}
+
+void
+mon_handle_logs (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  struct mon_proc *p;
+  struct mon_follow *f;
+  json_object *v;
+  bool follow = json_object_object_get_ex (body, "follow", &v) && json_object_get_boolean (v);
+  int64_t id = json_object_object_get_ex (body, "process", &v) ? json_object_get_int64 (v) : 0;
+
+  p = find_proc (m, id);
+  if (p == NULL)
+    return mon_reply_error (req, 404, "not_found", "runtime sandbox ps lists the processes", "no process %lld",
+                            (long long) id);
+  mon_start_stream (req);
+  send_log (req, p);
+  if (p->exit || !follow)
+    {
+      if (p->exit)
+        mon_send_line (req, p->exit, NULL, NULL);
+      evhttp_send_reply_end (req);
+      return;
+    }
+  f = calloc (1, sizeof (*f));
+  if (f == NULL)
+    {
+      evhttp_send_reply_end (req);
+      return;
+    }
+  f->p = p;
+  f->req = req;
+  f->next = p->followers;
+  p->followers = f;
+  evhttp_connection_set_closecb (evhttp_request_get_connection (req), on_follower_gone, f);
+}
+
+void
+mon_handle_kill (struct mon *m, struct evhttp_request *req, json_object *body)
+{
+  json_object *v;
+  int64_t id = json_object_object_get_ex (body, "process", &v) ? json_object_get_int64 (v) : 0;
+  int64_t sig = json_object_object_get_ex (body, "signal", &v) ? json_object_get_int64 (v) : SIGTERM;
+  struct mon_proc *p = find_proc (m, id);
+
+  if (p == NULL)
+    return mon_reply_error (req, 404, "not_found", "runtime sandbox ps lists the processes", "no process %lld",
+                            (long long) id);
+  if (sig < 1 || sig > 64)
+    return mon_reply_error (req, 400, "invalid_request", NULL, "signal must be 1 to 64");
+  if (p->exit == NULL)
+    mon_chan_signal (m, p->id, (int) sig);
+  reply_proc (req, p);
+}

@@ -1,0 +1,27 @@
+/* procs.h - spawned processes: commands nobody watches as they run (spawn),
+ * their output kept (the latest LOG_MAX bytes) for logs and logs -f, their
+ * exit for ps, and kill.
+ */
+#ifndef RT_MONITOR_PROCS_H
+#define RT_MONITOR_PROCS_H
+
+#include "monitor/monitor-internal.h"
+
+/* Output of @p on @stream (1 stdout, 2 stderr): kept, and sent to its
+   followers.  */
+void mon_proc_output (struct mon_proc *p, int stream, const uint8_t *data, uint32_t len);
+/* @p ended with @last (its exit or error line): kept, and its followers'
+   streams end with it.  */
+void mon_proc_exited (struct mon_proc *p, json_object *last);
+
+/* POST :spawn (an exec request) → the process {process, state, exitCode,
+   command, droppedBytes}.  */
+void mon_handle_spawn (struct mon *m, struct evhttp_request *req, json_object *body);
+/* POST :ps → every process, in start order.  */
+void mon_handle_ps (struct mon *m, struct evhttp_request *req, json_object *body);
+/* POST :logs {process, follow?} → NDJSON of its kept output, then its exit.  */
+void mon_handle_logs (struct mon *m, struct evhttp_request *req, json_object *body);
+/* POST :kill {process, signal?} → the process.  */
+void mon_handle_kill (struct mon *m, struct evhttp_request *req, json_object *body);
+
+#endif
