@@ -12,7 +12,6 @@
 #include "monitor/procs.h"
 #include "monitor/reply.h"
 
-
 #define reply_error_false(...) (mon_reply_error (__VA_ARGS__), false)
 
 /* A command request, checked.  */
