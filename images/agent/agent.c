@@ -70,10 +70,70 @@
 #define CTRL_MAX 4096u
 #define MAX_GROUPS 64
 
+#define CMDLINE_MAX 8192
 #define WAIT_DEVICE_MS 10000
 #define DEVICE_POLL_MS 3
 #define RECONNECT_POLL_MS 5
 #define RESYNC_QUIET_MS 100
+
+/* The outgoing frames: bytes [head, head + len) of buf.  */
+struct outq
+{
+  size_t head, len;
+  uint8_t buf[OUTQ_CAP];
+};
+
+struct cmd
+{
+  bool used;
+  bool orphan;    /* its connection is gone: output dropped, no EXIT */
+  bool exited;    /* main process reaped; draining what is left in the pipes */
+  bool timed_out;
+  bool stdin_eof; /* empty STDIN seen: close once the queue is written */
+  uint32_t stream;
+  pid_t pid;      /* also its process group */
+  int status;
+  int fd[3];      /* stdin (write end), stdout, stderr (read ends); -1 closed */
+  size_t drain_left[3];
+  uint64_t unacked; /* STDOUT+STDERR payload bytes not yet acknowledged */
+  int64_t start_ms, end_ms, deadline_ms; /* deadline 0: none */
+  uint8_t *inq;   /* STDIN bytes the child has not read yet */
+  size_t inq_off, inq_len, inq_cap;
+};
+
+enum conn_state
+{
+  CONN_DOWN,     /* host not connected */
+  CONN_UP,
+  CONN_POISONED, /* bad framing: input dropped until the host disconnects
+                    or stays quiet for RESYNC_QUIET_MS */
+};
+
+struct agent
+{
+  int chan;
+  int sigfd;
+  int devnull;
+  enum conn_state state;
+  bool input_pending; /* the reader may hold frames not handled yet */
+  int64_t last_input_ms; /* when poisoned: last input dropped */
+  size_t ncmds;
+  struct cmd cmds[MAX_CMDS];
+  struct pollfd pfd[2 + 3 * MAX_CMDS]; /* the loop's poll set */
+  struct
+  {
+    struct cmd *c; /* NULL: the signalfd or the channel */
+    int i;         /* which of c->fd */
+  } who[2 + 3 * MAX_CMDS];
+  /* Big buffers: the agent lives in static storage, not on the stack.  */
+  struct outq outq;
+  struct rt_frame_reader reader;
+  uint8_t scratch[OUT_CHUNK]; /* where an orphan's output is read to */
+  char cmdline[CMDLINE_MAX];  /* the kernel's, read once at boot */
+  /* The proxy URL every command sees once the network is up (rt.net); the
+     host's egress proxy listens on the gateway.  */
+  char proxy_url[64];
+};
 
 
 static void
@@ -190,27 +250,25 @@ boot_early (void)
     }
 }
 
-static char cmdline[8192];
-
 static void
-read_cmdline (void)
+read_cmdline (struct agent *ag)
 {
   cleanup_close int fd = open ("/proc/cmdline", O_RDONLY | O_CLOEXEC);
   ssize_t n;
 
   if (fd < 0)
     return;
-  n = read (fd, cmdline, sizeof cmdline - 1);
-  cmdline[n > 0 ? n : 0] = '\0';
+  n = read (fd, ag->cmdline, sizeof ag->cmdline - 1);
+  ag->cmdline[n > 0 ? n : 0] = '\0';
 }
 
 /* Value of `key=` on the kernel command line, copied into buf; NULL when
    absent.  Values are unquoted words (base64, host names).  */
 static const char *
-cmdline_get (const char *key, char *buf, size_t size)
+cmdline_get (const struct agent *ag, const char *key, char *buf, size_t size)
 {
   size_t klen = strlen (key);
-  const char *p = cmdline;
+  const char *p = ag->cmdline;
 
   while (*p)
     {
@@ -546,10 +604,6 @@ fail:
   agent_log ("cannot bring lo up: %s", strerror (errno));
 }
 
-/* The proxy URL every command sees once the network is up (rt.net); the
-   host's egress proxy listens on the gateway.  */
-static char proxy_url[64];
-
 static int
 write_file (const char *path, const char *text)
 {
@@ -575,7 +629,7 @@ set_inet (struct sockaddr *sa, const char *text)
    resolver are the gateway.  Nothing here is a security boundary: the
    host decides what leaves the tap, whatever root does in here.  */
 static void
-setup_net (const char *spec)
+setup_net (struct agent *ag, const char *spec)
 {
   char guest[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN], resolv[128];
   const char *comma = strchr (spec, ',');
@@ -612,7 +666,7 @@ setup_net (const char *spec)
   unlink ("/etc/resolv.conf");
   if (write_file ("/etc/resolv.conf", resolv) < 0)
     agent_log ("cannot write /etc/resolv.conf: %s", strerror (errno));
-  snprintf (proxy_url, sizeof proxy_url, "http://%s:3128", gw);
+  snprintf (ag->proxy_url, sizeof ag->proxy_url, "http://%s:3128", gw);
   return;
 bad:
   agent_log ("ignoring invalid rt.net '%s'", spec);
@@ -622,7 +676,7 @@ fail:
 }
 
 static void
-setup_root (void)
+setup_root (const struct agent *ag)
 {
   static const char *const dev_links[][2] = {
     { "/proc/self/fd", "/dev/fd" },
@@ -631,7 +685,7 @@ setup_root (void)
     { "/proc/self/fd/2", "/dev/stderr" },
   };
   char name[128];
-  const char *hostname = cmdline_get ("rt.hostname", name, sizeof name);
+  const char *hostname = cmdline_get (ag, "rt.hostname", name, sizeof name);
   struct user u;
 
   mount_fs ("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "gid=5,mode=620,ptmxmode=666");
@@ -726,7 +780,7 @@ env_setf (struct strv *s, const char *key, const char *value)
 }
 
 static int
-env_base (struct strv *s, const struct user *u)
+env_base (struct strv *s, const struct user *u, const char *proxy_url)
 {
   if (env_setf (s, "PATH", DEFAULT_PATH) < 0 || env_setf (s, "HOME", u->home) < 0
       || env_setf (s, "USER", u->name) < 0 || env_setf (s, "LOGNAME", u->name) < 0
@@ -856,7 +910,7 @@ b64_decode (const char *in, uint8_t *out)
 /* Runs the rt.cmd command line (argv joined by NUL bytes) as the default
    user with its output on the console, then powers off.  For benchmarks.  */
 static void __attribute__ ((noreturn))
-run_once (const char *b64)
+run_once (const char *b64, const char *proxy_url)
 {
   cleanup_free uint8_t *buf = malloc (strlen (b64) + 1);
   cleanup_free char **argv = NULL;
@@ -881,7 +935,7 @@ run_once (const char *b64)
     power_off ();
   for (ssize_t i = 0; i < len; i += strlen ((char *) buf + i) + 1)
     argv[argc++] = (char *) buf + i;
-  if (resolve_user (DEFAULT_USER, &u) < 0 || env_base (&env, &u) < 0)
+  if (resolve_user (DEFAULT_USER, &u) < 0 || env_base (&env, &u, proxy_url) < 0)
     power_off ();
   sp = (struct spawn){ argv, env.v, WORKSPACE, &u, { devnull, 1, 2 } };
   pid = spawn (&sp);
@@ -906,68 +960,24 @@ run_once (const char *b64)
 
 /* ---- the channel ------------------------------------------------------- */
 
-struct cmd
-{
-  bool used;
-  bool orphan;    /* its connection is gone: output dropped, no EXIT */
-  bool exited;    /* main process reaped; draining what is left in the pipes */
-  bool timed_out;
-  bool stdin_eof; /* empty STDIN seen: close once the queue is written */
-  uint32_t stream;
-  pid_t pid;      /* also its process group */
-  int status;
-  int fd[3];      /* stdin (write end), stdout, stderr (read ends); -1 closed */
-  size_t drain_left[3];
-  uint64_t unacked; /* STDOUT+STDERR payload bytes not yet acknowledged */
-  int64_t start_ms, end_ms, deadline_ms; /* deadline 0: none */
-  uint8_t *inq;   /* STDIN bytes the child has not read yet */
-  size_t inq_off, inq_len, inq_cap;
-};
-
-enum conn_state
-{
-  CONN_DOWN,     /* host not connected */
-  CONN_UP,
-  CONN_POISONED, /* bad framing: input dropped until the host disconnects
-                    or stays quiet for RESYNC_QUIET_MS */
-};
-
-struct agent
-{
-  int chan;
-  int sigfd;
-  int devnull;
-  enum conn_state state;
-  bool input_pending; /* the reader may hold frames not handled yet */
-  int64_t last_input_ms; /* when poisoned: last input dropped */
-  size_t ncmds;
-  struct cmd cmds[MAX_CMDS];
-};
-
-/* Big buffers live outside the stack.  */
-static struct rt_frame_reader reader;
-static uint8_t outq[OUTQ_CAP];
-static size_t outq_head, outq_len;
-static uint8_t scratch[OUT_CHUNK];
-
 /* Returns room for n contiguous bytes at the tail, or NULL.  */
 static uint8_t *
-outq_reserve (size_t n)
+outq_reserve (struct outq *q, size_t n)
 {
-  if (outq_len + n > OUTQ_CAP)
+  if (q->len + n > OUTQ_CAP)
     return NULL;
-  if (outq_head + outq_len + n > OUTQ_CAP)
+  if (q->head + q->len + n > OUTQ_CAP)
     {
-      memmove (outq, outq + outq_head, outq_len);
-      outq_head = 0;
+      memmove (q->buf, q->buf + q->head, q->len);
+      q->head = 0;
     }
-  return outq + outq_head + outq_len;
+  return q->buf + q->head + q->len;
 }
 
 static void
-outq_reset (void)
+outq_reset (struct outq *q)
 {
-  outq_head = outq_len = 0;
+  q->head = q->len = 0;
 }
 
 static int
@@ -977,13 +987,13 @@ send_frame (struct agent *ag, uint8_t type, uint32_t stream, const void *payload
 
   if (ag->state != CONN_UP)
     return 0;
-  p = outq_reserve (RT_FRAME_HEADER + len);
+  p = outq_reserve (&ag->outq, RT_FRAME_HEADER + len);
   if (p == NULL)
     return -1;
   rt_frame_encode_header (p, type, stream, len);
   if (len)
     memcpy (p + RT_FRAME_HEADER, payload, len);
-  outq_len += RT_FRAME_HEADER + len;
+  ag->outq.len += RT_FRAME_HEADER + len;
   return 0;
 }
 
@@ -1208,7 +1218,7 @@ static enum read_result
 cmd_read (struct agent *ag, struct cmd *c, int i)
 {
   size_t want = OUT_CHUNK;
-  uint8_t *frame = NULL, *dst = scratch;
+  uint8_t *frame = NULL, *dst = ag->scratch;
   ssize_t n;
 
   if (c->exited)
@@ -1221,13 +1231,13 @@ cmd_read (struct agent *ag, struct cmd *c, int i)
   if (!c->orphan)
     {
       if (ag->state != CONN_UP || c->unacked >= RT_WINDOW_INITIAL
-          || outq_len + RT_FRAME_HEADER >= OUTQ_DATA_MAX)
+          || ag->outq.len + RT_FRAME_HEADER >= OUTQ_DATA_MAX)
         return READ_BLOCKED;
       if (want > RT_WINDOW_INITIAL - c->unacked)
         want = RT_WINDOW_INITIAL - c->unacked;
-      if (want > OUTQ_DATA_MAX - outq_len - RT_FRAME_HEADER)
-        want = OUTQ_DATA_MAX - outq_len - RT_FRAME_HEADER;
-      frame = outq_reserve (RT_FRAME_HEADER + want);
+      if (want > OUTQ_DATA_MAX - ag->outq.len - RT_FRAME_HEADER)
+        want = OUTQ_DATA_MAX - ag->outq.len - RT_FRAME_HEADER;
+      frame = outq_reserve (&ag->outq, RT_FRAME_HEADER + want);
       if (frame == NULL)
         return READ_BLOCKED;
       dst = frame + RT_FRAME_HEADER;
@@ -1244,7 +1254,7 @@ cmd_read (struct agent *ag, struct cmd *c, int i)
   if (frame)
     {
       rt_frame_encode_header (frame, i == 1 ? RT_FRAME_STDOUT : RT_FRAME_STDERR, c->stream, n);
-      outq_len += RT_FRAME_HEADER + n;
+      ag->outq.len += RT_FRAME_HEADER + n;
       c->unacked += n;
     }
   return READ_DATA;
@@ -1420,7 +1430,7 @@ exec_parse (struct agent *ag, uint32_t stream, const uint8_t *p, size_t len, str
       r->with_stdin = json_object_get_boolean (v);
     }
 
-  if (env_base (&r->env, &r->user) < 0)
+  if (env_base (&r->env, &r->user, ag->proxy_url) < 0)
     goto oom;
   v = get_member (r->json, "env");
   if (v && !json_object_is_type (v, json_type_array))
@@ -1764,15 +1774,15 @@ conn_drop (struct agent *ag)
   size_t avail;
 
   orphan_all (ag);
-  outq_reset ();
-  rt_frame_reader_init (&reader);
+  outq_reset (&ag->outq);
+  rt_frame_reader_init (&ag->reader);
   ag->input_pending = false;
   ag->state = CONN_DOWN;
   /* What the old host sent and we did not read would otherwise greet the
      next one.  Bounded: a new host may already be talking.  */
   for (int i = 0; i < 64; i++)
     {
-      n = read (ag->chan, rt_frame_reader_space (&reader, &avail), avail);
+      n = read (ag->chan, rt_frame_reader_space (&ag->reader, &avail), avail);
       if (n == 0 || (n < 0 && errno != EINTR))
         break;
     }
@@ -1789,7 +1799,7 @@ conn_poison (struct agent *ag, int err)
   ag->state = CONN_POISONED;
   ag->last_input_ms = now_ms ();
   ag->input_pending = false;
-  rt_frame_reader_init (&reader);
+  rt_frame_reader_init (&ag->reader);
 }
 
 static void
@@ -1802,9 +1812,9 @@ conn_check (struct agent *ag)
   if (r < 0 || (r == 1 && (pfd.revents & (POLLHUP | POLLERR | POLLNVAL))))
     return;
   ag->state = CONN_UP;
-  rt_frame_reader_init (&reader);
+  rt_frame_reader_init (&ag->reader);
   ag->input_pending = false;
-  outq_reset ();
+  outq_reset (&ag->outq);
   send_hello (ag);
 }
 
@@ -1816,7 +1826,7 @@ conn_check (struct agent *ag)
 static void
 conn_resync (struct agent *ag, int64_t now)
 {
-  if (ag->state != CONN_POISONED || outq_len > 0 || now - ag->last_input_ms < RESYNC_QUIET_MS)
+  if (ag->state != CONN_POISONED || ag->outq.len > 0 || now - ag->last_input_ms < RESYNC_QUIET_MS)
     return;
   ag->state = CONN_DOWN;
   conn_check (ag);
@@ -1825,11 +1835,11 @@ conn_resync (struct agent *ag, int64_t now)
 static void
 process_input (struct agent *ag)
 {
-  while (ag->state == CONN_UP && ag->input_pending && OUTQ_CAP - outq_len >= CTRL_MAX)
+  while (ag->state == CONN_UP && ag->input_pending && OUTQ_CAP - ag->outq.len >= CTRL_MAX)
     {
       struct rt_frame_header h;
       const uint8_t *p;
-      int r = rt_frame_reader_next (&reader, &h, &p);
+      int r = rt_frame_reader_next (&ag->reader, &h, &p);
 
       if (r == 0)
         ag->input_pending = false;
@@ -1844,7 +1854,7 @@ static void
 chan_read (struct agent *ag)
 {
   size_t avail;
-  uint8_t *buf = rt_frame_reader_space (&reader, &avail);
+  uint8_t *buf = rt_frame_reader_space (&ag->reader, &avail);
   ssize_t n;
 
   do
@@ -1864,7 +1874,7 @@ chan_read (struct agent *ag)
       ag->last_input_ms = now_ms (); /* poisoned: dropped */
       return;
     }
-  rt_frame_reader_filled (&reader, n);
+  rt_frame_reader_filled (&ag->reader, n);
   ag->input_pending = true;
   process_input (ag);
 }
@@ -1872,13 +1882,13 @@ chan_read (struct agent *ag)
 static void
 chan_flush (struct agent *ag)
 {
-  while (outq_len > 0 && ag->state != CONN_DOWN)
+  while (ag->outq.len > 0 && ag->state != CONN_DOWN)
     {
-      ssize_t n = write (ag->chan, outq + outq_head, outq_len);
+      ssize_t n = write (ag->chan, ag->outq.buf + ag->outq.head, ag->outq.len);
       if (n > 0)
         {
-          outq_head += n;
-          outq_len -= n;
+          ag->outq.head += n;
+          ag->outq.len -= n;
           continue;
         }
       if (n < 0 && (errno == EINTR))
@@ -1890,8 +1900,8 @@ chan_flush (struct agent *ag)
         }
       return;
     }
-  if (outq_len == 0)
-    outq_head = 0;
+  if (ag->outq.len == 0)
+    ag->outq.head = 0;
 }
 
 /* Finds the port named RT_CHANNEL_NAME (no udev: its name is in sysfs) and
@@ -1975,7 +1985,7 @@ pump (struct agent *ag, int64_t now)
         continue;
       if (!c->orphan)
         {
-          if (OUTQ_CAP - outq_len < CTRL_MAX)
+          if (OUTQ_CAP - ag->outq.len < CTRL_MAX)
             continue; /* no room for EXIT yet */
           cmd_send_exit (ag, c);
         }
@@ -1985,16 +1995,9 @@ pump (struct agent *ag, int64_t now)
 }
 
 static void __attribute__ ((noreturn))
-serve (void)
+serve (struct agent *ag)
 {
-  static struct agent ag_storage;
-  static struct pollfd pfd[2 + 3 * MAX_CMDS];
-  static struct
-  {
-    struct cmd *c;
-    int i;
-  } who[2 + 3 * MAX_CMDS];
-  struct agent *ag = &ag_storage;
+  struct pollfd *pfd = ag->pfd;
   sigset_t mask;
   bool announced = false;
 
@@ -2016,7 +2019,7 @@ serve (void)
       power_off ();
     }
   ag->state = CONN_DOWN;
-  rt_frame_reader_init (&reader);
+  rt_frame_reader_init (&ag->reader);
 
   for (;;)
     {
@@ -2036,10 +2039,10 @@ serve (void)
       pump (ag, now);
 
       pfd[n] = (struct pollfd){ ag->sigfd, POLLIN, 0 };
-      who[n++].c = NULL;
+      ag->who[n++].c = NULL;
       if (ag->state == CONN_DOWN)
         timeout = RECONNECT_POLL_MS;
-      else if (ag->state == CONN_POISONED && outq_len == 0)
+      else if (ag->state == CONN_POISONED && ag->outq.len == 0)
         {
           int64_t left = ag->last_input_ms + RESYNC_QUIET_MS - now;
           timeout = left > 0 ? (int) left : 0;
@@ -2049,10 +2052,10 @@ serve (void)
           short ev = 0;
           if (!ag->input_pending)
             ev |= POLLIN;
-          if (outq_len > 0)
+          if (ag->outq.len > 0)
             ev |= POLLOUT;
           pfd[n] = (struct pollfd){ ag->chan, ev, 0 };
-          who[n++].c = NULL;
+          ag->who[n++].c = NULL;
         }
       for (size_t i = 0; i < MAX_CMDS; i++)
         {
@@ -2072,19 +2075,19 @@ serve (void)
              command blocks when it fills.  */
           if (c->orphan
               || (ag->state == CONN_UP && c->unacked < RT_WINDOW_INITIAL
-                  && outq_len + RT_FRAME_HEADER < OUTQ_DATA_MAX))
+                  && ag->outq.len + RT_FRAME_HEADER < OUTQ_DATA_MAX))
             for (int k = 1; k <= 2; k++)
               if (c->fd[k] >= 0)
                 {
                   pfd[n] = (struct pollfd){ c->fd[k], POLLIN, 0 };
-                  who[n].c = c;
-                  who[n++].i = k;
+                  ag->who[n].c = c;
+                  ag->who[n++].i = k;
                 }
           if (c->fd[0] >= 0 && c->inq_len > 0)
             {
               pfd[n] = (struct pollfd){ c->fd[0], POLLOUT, 0 };
-              who[n].c = c;
-              who[n++].i = 0;
+              ag->who[n].c = c;
+              ag->who[n++].i = 0;
             }
         }
 
@@ -2105,7 +2108,7 @@ serve (void)
         reap (ag);
       for (int k = 1; k < n; k++)
         {
-          struct cmd *c = who[k].c;
+          struct cmd *c = ag->who[k].c;
           short re = pfd[k].revents;
 
           if (re == 0)
@@ -2126,12 +2129,12 @@ serve (void)
               continue;
             }
           /* The command may have been orphaned or failed since poll().  */
-          if (!c->used || c->fd[who[k].i] != pfd[k].fd)
+          if (!c->used || c->fd[ag->who[k].i] != pfd[k].fd)
             continue;
-          if (who[k].i == 0)
+          if (ag->who[k].i == 0)
             cmd_write_stdin (ag, c);
           else
-            cmd_read (ag, c, who[k].i);
+            cmd_read (ag, c, ag->who[k].i);
         }
     }
 }
@@ -2210,7 +2213,9 @@ int
 main (void)
 {
   char probe[8];
-  static char cmd[sizeof cmdline];
+  static char cmd[CMDLINE_MAX];
+  static struct agent ag_storage;
+  struct agent *ag = &ag_storage;
   sigset_t mask;
 
   /* SIGCHLD goes to a signalfd; writes to a closed pipe return EPIPE.  */
@@ -2221,8 +2226,8 @@ main (void)
   reboot (RB_DISABLE_CAD);
 
   boot_early ();
-  read_cmdline ();
-  if (cmdline_get ("rt.probe", probe, sizeof probe) && strcmp (probe, "1") == 0)
+  read_cmdline (ag);
+  if (cmdline_get (ag, "rt.probe", probe, sizeof probe) && strcmp (probe, "1") == 0)
     {
       static const char ok[] = AGENT_NAME ": probe ok\n";
       int fd = open ("/dev/console", O_WRONLY | O_NOCTTY | O_CLOEXEC);
@@ -2232,14 +2237,14 @@ main (void)
 
   load_modules ();
   switch_root ();
-  setup_root ();
-  if (cmdline_get ("rt.growfs", probe, sizeof probe) && strcmp (probe, "1") == 0)
+  setup_root (ag);
+  if (cmdline_get (ag, "rt.growfs", probe, sizeof probe) && strcmp (probe, "1") == 0)
     grow_root ();
-  if (cmdline_get ("rt.net", cmd, sizeof cmd))
-    setup_net (cmd);
-  if (cmdline_get ("rt.cmd", cmd, sizeof cmd))
-    run_once (cmd);
-  if (cmdline_get ("rt.rawbench", cmd, sizeof cmd))
+  if (cmdline_get (ag, "rt.net", cmd, sizeof cmd))
+    setup_net (ag, cmd);
+  if (cmdline_get (ag, "rt.cmd", cmd, sizeof cmd))
+    run_once (cmd, ag->proxy_url);
+  if (cmdline_get (ag, "rt.rawbench", cmd, sizeof cmd))
     rawbench (cmd);
-  serve ();
+  serve (ag);
 }
