@@ -1,57 +1,15 @@
-/* util.c - small file, process and time helpers.  */
+/* util.c - small file, process and JSON helpers of the library.  */
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <ftw.h>
 #include <sys/file.h>
 #include <limits.h>
 #include <openssl/evp.h>
-#include <poll.h>
-#include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 
 #include "common/util.h"
-
-char *
-rt_strdup_printf (const char *fmt, ...)
-{
-  va_list ap;
-  char *s = NULL;
-
-  va_start (ap, fmt);
-  if (vasprintf (&s, fmt, ap) < 0)
-    s = NULL;
-  va_end (ap);
-  return s;
-}
-
-int
-rt_write_all (int fd, const void *buf, size_t len)
-{
-  const char *p = buf;
-
-  while (len > 0)
-    {
-      ssize_t n = write (fd, p, len);
-      if (n < 0)
-        {
-          if (errno == EINTR)
-            continue;
-          if (errno == EAGAIN)
-            {
-              struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-              poll (&pfd, 1, -1);
-              continue;
-            }
-          return -errno;
-        }
-      p += n;
-      len -= n;
-    }
-  return 0;
-}
 
 int
 rt_read_file (const char *path, char **out, size_t *len, rt_error **err)
@@ -189,14 +147,6 @@ rt_find_program (const char *name)
       free (full);
     }
   return NULL;
-}
-
-uint64_t
-rt_now_ms (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int
@@ -406,17 +356,6 @@ rt_json_str (json_object *o, const char *key)
   if (o && json_object_object_get_ex (o, key, &v) && json_object_is_type (v, json_type_string))
     return json_object_get_string (v);
   return NULL;
-}
-
-bool
-rt_env_name_valid (const char *s, size_t len)
-{
-  if (len == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
-    return false;
-  for (size_t i = 1; i < len; i++)
-    if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
-      return false;
-  return true;
 }
 
 int
