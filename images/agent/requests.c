@@ -29,25 +29,23 @@ struct exec_req
   bool with_stdin;
 };
 
-/* Checks an EXEC request.  Return: 0, or -1 after answering ERROR.  */
+/* "argv": a non-empty array of strings, the first not empty.  Return: 0,
+   or -1 after answering ERROR.  */
 static int
-exec_parse (struct agent *ag, uint32_t stream, const uint8_t *p, size_t len, struct exec_req *r)
+exec_parse_argv (struct agent *ag, uint32_t stream, struct exec_req *r)
 {
-  json_object *v;
-  const char *user = DEFAULT_USER;
+  json_object *v = get_member (r->json, "argv");
   size_t n;
 
-  r->json = parse_object (p, len);
-  if (r->json == NULL)
-    goto invalid_json;
-
-  v = get_member (r->json, "argv");
   if (v == NULL || !json_object_is_type (v, json_type_array) || json_object_array_length (v) == 0)
     goto bad_argv;
   n = json_object_array_length (v);
   r->argv = calloc (n + 1, sizeof *r->argv);
   if (r->argv == NULL)
-    goto oom;
+    {
+      send_error (ag, stream, "internal", "out of memory");
+      return -1;
+    }
   for (size_t i = 0; i < n; i++)
     {
       json_object *a = json_object_array_get_idx (v, i);
@@ -57,6 +55,19 @@ exec_parse (struct agent *ag, uint32_t stream, const uint8_t *p, size_t len, str
     }
   if (r->argv[0][0] == '\0')
     goto bad_argv;
+  return 0;
+
+bad_argv:
+  send_error (ag, stream, "invalid_request", "'argv' must be a non-empty array of strings");
+  return -1;
+}
+
+/* "cwd", "user", "timeoutMs" and "stdin", in that order.  */
+static int
+exec_parse_options (struct agent *ag, uint32_t stream, struct exec_req *r)
+{
+  const char *user = DEFAULT_USER;
+  json_object *v;
 
   r->cwd = WORKSPACE;
   v = get_member (r->json, "cwd");
@@ -109,6 +120,15 @@ exec_parse (struct agent *ag, uint32_t stream, const uint8_t *p, size_t len, str
         }
       r->with_stdin = json_object_get_boolean (v);
     }
+  return 0;
+}
+
+/* The user's base environment, then "env" over it.  */
+static int
+exec_parse_env (struct agent *ag, uint32_t stream, struct exec_req *r)
+{
+  json_object *v;
+  size_t n;
 
   if (env_base (&r->env, &r->user, ag->proxy_url) < 0)
     goto oom;
@@ -141,15 +161,25 @@ exec_parse (struct agent *ag, uint32_t stream, const uint8_t *p, size_t len, str
     }
   return 0;
 
-invalid_json:
-  send_error (ag, stream, "invalid_request", "EXEC payload is not a JSON object");
-  return -1;
-bad_argv:
-  send_error (ag, stream, "invalid_request", "'argv' must be a non-empty array of strings");
-  return -1;
 oom:
   send_error (ag, stream, "internal", "out of memory");
   return -1;
+}
+
+/* Checks an EXEC request.  Return: 0, or -1 after answering ERROR.  */
+static int
+exec_parse (struct agent *ag, uint32_t stream, const uint8_t *p, size_t len, struct exec_req *r)
+{
+  r->json = parse_object (p, len);
+  if (r->json == NULL)
+    {
+      send_error (ag, stream, "invalid_request", "EXEC payload is not a JSON object");
+      return -1;
+    }
+  if (exec_parse_argv (ag, stream, r) < 0 || exec_parse_options (ag, stream, r) < 0
+      || exec_parse_env (ag, stream, r) < 0)
+    return -1;
+  return 0;
 }
 
 static void
