@@ -331,24 +331,10 @@ static char *
 read_small_file (const char *path)
 {
   cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  char *buf;
-  size_t done = 0;
+  char *buf = NULL;
 
-  if (fd < 0 || fstat (fd, &st) < 0 || st.st_size > 4 * 1024 * 1024)
+  if (fd < 0 || rt_read_all (fd, 4 * 1024 * 1024, &buf, NULL) < 0)
     return NULL;
-  buf = malloc (st.st_size + 1);
-  while (buf && done < (size_t) st.st_size)
-    {
-      ssize_t n = read (fd, buf + done, st.st_size - done);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break;
-      done += n;
-    }
-  if (buf)
-    buf[done] = '\0';
   return buf;
 }
 

@@ -15,39 +15,16 @@ int
 rt_read_file (const char *path, char **out, size_t *len, rt_error **err)
 {
   cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
-  cleanup_free char *buf = NULL;
-  size_t size = 0, alloc = 0;
+  int ret;
 
   if (fd < 0)
     return rt_error_set (err, errno, errno == ENOENT ? "file_not_found" : "internal", "cannot open '%s': %s", path,
                          strerror (errno));
-  for (;;)
-    {
-      ssize_t n;
-      if (alloc - size < 4096)
-        {
-          char *nb;
-          alloc = alloc ? alloc * 2 : 8192;
-          nb = realloc (buf, alloc);
-          if (nb == NULL)
-            return rt_error_oom (err);
-          buf = nb;
-        }
-      n = read (fd, buf + size, alloc - size - 1);
-      if (n < 0)
-        {
-          if (errno == EINTR)
-            continue;
-          return rt_error_set (err, errno, "internal", "cannot read '%s': %s", path, strerror (errno));
-        }
-      if (n == 0)
-        break;
-      size += n;
-    }
-  buf[size] = '\0';
-  if (len)
-    *len = size;
-  *out = steal_pointer (&buf);
+  ret = rt_read_all (fd, SIZE_MAX, out, len);
+  if (ret == -ENOMEM)
+    return rt_error_oom (err);
+  if (ret < 0)
+    return rt_error_set (err, -ret, "internal", "cannot read '%s': %s", path, strerror (-ret));
   return 0;
 }
 
@@ -156,7 +133,6 @@ rt_run_capture (char *const argv[], char **output, rt_error **err)
   pid_t pid;
   int status;
   cleanup_free char *buf = NULL;
-  size_t size = 0, alloc = 0;
 
   if (pipe2 (pipefd, O_CLOEXEC) < 0)
     return rt_error_set (err, errno, "internal", "pipe: %s", strerror (errno));
@@ -179,28 +155,9 @@ rt_run_capture (char *const argv[], char **output, rt_error **err)
       _exit (127);
     }
   close (pipefd[1]);
-  for (;;)
-    {
-      ssize_t n;
-      if (alloc - size < 4096)
-        {
-          char *nb;
-          alloc = alloc ? alloc * 2 : 8192;
-          nb = realloc (buf, alloc);
-          if (nb == NULL)
-            break;
-          buf = nb;
-        }
-      n = read (pipefd[0], buf + size, alloc - size - 1);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break;
-      size += n;
-    }
+  /* On a read error the output is lost, not the status.  */
+  rt_read_all (pipefd[0], SIZE_MAX, &buf, NULL);
   close (pipefd[0]);
-  if (buf)
-    buf[size] = '\0';
   while (waitpid (pid, &status, 0) < 0)
     if (errno != EINTR)
       return rt_error_set (err, errno, "internal", "waitpid: %s", strerror (errno));
