@@ -1,95 +1,30 @@
-/* util.c - small file, process and time helpers.  */
+/* util.c - small file, process and JSON helpers of the library.  */
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <ftw.h>
 #include <sys/file.h>
 #include <limits.h>
 #include <openssl/evp.h>
-#include <poll.h>
-#include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 
 #include "common/util.h"
-
-char *
-rt_strdup_printf (const char *fmt, ...)
-{
-  va_list ap;
-  char *s = NULL;
-
-  va_start (ap, fmt);
-  if (vasprintf (&s, fmt, ap) < 0)
-    s = NULL;
-  va_end (ap);
-  return s;
-}
-
-int
-rt_write_all (int fd, const void *buf, size_t len)
-{
-  const char *p = buf;
-
-  while (len > 0)
-    {
-      ssize_t n = write (fd, p, len);
-      if (n < 0)
-        {
-          if (errno == EINTR)
-            continue;
-          if (errno == EAGAIN)
-            {
-              struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-              poll (&pfd, 1, -1);
-              continue;
-            }
-          return -errno;
-        }
-      p += n;
-      len -= n;
-    }
-  return 0;
-}
 
 int
 rt_read_file (const char *path, char **out, size_t *len, rt_error **err)
 {
   cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
-  cleanup_free char *buf = NULL;
-  size_t size = 0, alloc = 0;
+  int ret;
 
   if (fd < 0)
     return rt_error_set (err, errno, errno == ENOENT ? "file_not_found" : "internal", "cannot open '%s': %s", path,
                          strerror (errno));
-  for (;;)
-    {
-      ssize_t n;
-      if (alloc - size < 4096)
-        {
-          char *nb;
-          alloc = alloc ? alloc * 2 : 8192;
-          nb = realloc (buf, alloc);
-          if (nb == NULL)
-            return rt_error_oom (err);
-          buf = nb;
-        }
-      n = read (fd, buf + size, alloc - size - 1);
-      if (n < 0)
-        {
-          if (errno == EINTR)
-            continue;
-          return rt_error_set (err, errno, "internal", "cannot read '%s': %s", path, strerror (errno));
-        }
-      if (n == 0)
-        break;
-      size += n;
-    }
-  buf[size] = '\0';
-  if (len)
-    *len = size;
-  *out = steal_pointer (&buf);
+  ret = rt_read_all (fd, SIZE_MAX, out, len);
+  if (ret == -ENOMEM)
+    return rt_error_oom (err);
+  if (ret < 0)
+    return rt_error_set (err, -ret, "internal", "cannot read '%s': %s", path, strerror (-ret));
   return 0;
 }
 
@@ -191,14 +126,6 @@ rt_find_program (const char *name)
   return NULL;
 }
 
-uint64_t
-rt_now_ms (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int
 rt_run_capture (char *const argv[], char **output, rt_error **err)
 {
@@ -206,7 +133,6 @@ rt_run_capture (char *const argv[], char **output, rt_error **err)
   pid_t pid;
   int status;
   cleanup_free char *buf = NULL;
-  size_t size = 0, alloc = 0;
 
   if (pipe2 (pipefd, O_CLOEXEC) < 0)
     return rt_error_set (err, errno, "internal", "pipe: %s", strerror (errno));
@@ -229,28 +155,9 @@ rt_run_capture (char *const argv[], char **output, rt_error **err)
       _exit (127);
     }
   close (pipefd[1]);
-  for (;;)
-    {
-      ssize_t n;
-      if (alloc - size < 4096)
-        {
-          char *nb;
-          alloc = alloc ? alloc * 2 : 8192;
-          nb = realloc (buf, alloc);
-          if (nb == NULL)
-            break;
-          buf = nb;
-        }
-      n = read (pipefd[0], buf + size, alloc - size - 1);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break;
-      size += n;
-    }
+  /* On a read error the output is lost, not the status.  */
+  rt_read_all (pipefd[0], SIZE_MAX, &buf, NULL);
   close (pipefd[0]);
-  if (buf)
-    buf[size] = '\0';
   while (waitpid (pid, &status, 0) < 0)
     if (errno != EINTR)
       return rt_error_set (err, errno, "internal", "waitpid: %s", strerror (errno));
@@ -406,17 +313,6 @@ rt_json_str (json_object *o, const char *key)
   if (o && json_object_object_get_ex (o, key, &v) && json_object_is_type (v, json_type_string))
     return json_object_get_string (v);
   return NULL;
-}
-
-bool
-rt_env_name_valid (const char *s, size_t len)
-{
-  if (len == 0 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
-    return false;
-  for (size_t i = 1; i < len; i++)
-    if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
-      return false;
-  return true;
 }
 
 int

@@ -1,4 +1,5 @@
-/* util.h - cleanup attributes, ownership and small I/O helpers.  */
+/* util.h - small file, process and JSON helpers of the library; includes
+   the parts the guest agent shares (cleanup.h, strutil.h, sys.h).  */
 #ifndef RT_UTIL_H
 #define RT_UTIL_H
 
@@ -13,84 +14,17 @@
 #include <unistd.h>
 
 #include "runtime.h"
+#include "common/cleanup.h"
+#include "common/strutil.h"
+#include "common/sys.h"
 
-#define RT_PRINTF(a, b) __attribute__ ((format (printf, a, b)))
-
-static inline void
-cleanup_freep (void *p)
-{
-  free (*(void **) p);
-}
-static inline void
-cleanup_closep (int *fd)
-{
-  if (*fd >= 0)
-    {
-      int saved = errno;
-      close (*fd);
-      errno = saved;
-    }
-}
-static inline void
-cleanup_filep (FILE **f)
-{
-  if (*f)
-    fclose (*f);
-}
-static inline void
-cleanup_dirp (DIR **d)
-{
-  if (*d)
-    closedir (*d);
-}
-static inline void
-cleanup_strvp (char ***v)
-{
-  if (*v)
-    {
-      for (char **p = *v; *p; p++)
-        free (*p);
-      free (*v);
-    }
-}
 static inline void
 cleanup_errorp (rt_error **e)
 {
   rt_error_free (*e);
 }
 
-static inline void
-cleanup_jsonp (json_object **o)
-{
-  if (*o)
-    json_object_put (*o);
-}
-
-#define cleanup_free __attribute__ ((cleanup (cleanup_freep)))
-#define cleanup_close __attribute__ ((cleanup (cleanup_closep)))
-#define cleanup_file __attribute__ ((cleanup (cleanup_filep)))
-#define cleanup_dir __attribute__ ((cleanup (cleanup_dirp)))
-#define cleanup_strv __attribute__ ((cleanup (cleanup_strvp)))
 #define cleanup_error __attribute__ ((cleanup (cleanup_errorp)))
-#define cleanup_json __attribute__ ((cleanup (cleanup_jsonp)))
-
-static inline void *
-steal_pointer_impl (void *pp)
-{
-  void **p = (void **) pp;
-  void *v = *p;
-  *p = NULL;
-  return v;
-}
-#define steal_pointer(pp) ((__typeof__ (*(pp))) steal_pointer_impl (pp))
-
-static inline int
-steal_fd (int *fd)
-{
-  int v = *fd;
-  *fd = -1;
-  return v;
-}
 
 /* error.c */
 int rt_error_set (rt_error **err, int status, const char *code, const char *fmt, ...) RT_PRINTF (4, 5);
@@ -99,8 +33,6 @@ int rt_error_hint (rt_error **err, const char *fmt, ...) RT_PRINTF (2, 3);
 int rt_error_oom (rt_error **err);
 
 /* util.c */
-char *rt_strdup_printf (const char *fmt, ...) RT_PRINTF (1, 2);
-int rt_write_all (int fd, const void *buf, size_t len);
 /* Reads a whole file; *out is NUL-terminated.  */
 int rt_read_file (const char *path, char **out, size_t *len, rt_error **err);
 /* Writes a file through a temp name and rename, so readers never see half.  */
@@ -110,7 +42,6 @@ int rt_mkdir_p (const char *path, mode_t mode, rt_error **err);
 int rt_rm_rf (const char *path, rt_error **err);
 /* Finds an executable in $PATH; NULL when absent.  */
 char *rt_find_program (const char *name);
-uint64_t rt_now_ms (void);
 /* Runs argv with stdout+stderr captured into *output (may be NULL); returns
    the exit status (>= 0) or a negative errno when it could not run.  */
 int rt_run_capture (char *const argv[], char **output, rt_error **err);
@@ -129,8 +60,6 @@ int rt_lock_dir (const char *dir, int *out, rt_error **err);
 void rt_remove_matching (const char *dir, const char *pattern);
 /* The string at @key of a JSON object, or NULL.  */
 const char *rt_json_str (json_object *o, const char *key);
-/* An environment variable name: [A-Za-z_][A-Za-z0-9_]*.  */
-bool rt_env_name_valid (const char *s, size_t len);
 /* {"error":{"code","message","hint"}} (the API's and the sync pipe's
    shape) into @err; returns -EIO, or 0 when @o holds no error.  */
 int rt_error_from_json (json_object *o, rt_error **err);

@@ -1,0 +1,81 @@
+/* sys.c - whole reads and writes and the monotonic clock.  */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/sys.h"
+
+int
+rt_write_all (int fd, const void *buf, size_t len)
+{
+  const char *p = buf;
+
+  while (len > 0)
+    {
+      ssize_t n = write (fd, p, len);
+      if (n < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          if (errno == EAGAIN)
+            {
+              struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+              poll (&pfd, 1, -1);
+              continue;
+            }
+          return -errno;
+        }
+      p += n;
+      len -= n;
+    }
+  return 0;
+}
+
+int
+rt_read_all (int fd, size_t max, char **out, size_t *len)
+{
+  cleanup_free char *buf = NULL;
+  size_t size = 0, alloc = 0;
+
+  for (;;)
+    {
+      ssize_t n;
+      if (alloc - size < 4096)
+        {
+          char *nb;
+          alloc = alloc ? alloc * 2 : 8192;
+          nb = realloc (buf, alloc);
+          if (nb == NULL)
+            return -ENOMEM;
+          buf = nb;
+        }
+      n = read (fd, buf + size, alloc - size - 1);
+      if (n < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          return -errno;
+        }
+      if (n == 0)
+        break;
+      size += n;
+      if (size > max)
+        return -EFBIG;
+    }
+  buf[size] = '\0';
+  if (len)
+    *len = size;
+  *out = steal_pointer (&buf);
+  return 0;
+}
+
+uint64_t
+rt_now_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

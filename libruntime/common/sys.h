@@ -1,0 +1,19 @@
+/* sys.h - whole reads and writes and the monotonic clock, for the library and the
+   guest agent alike.  */
+#ifndef RT_SYS_H
+#define RT_SYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Writes all of buf, retrying EINTR and waiting out EAGAIN.  Return: 0, or
+   a negative errno.  */
+int rt_write_all (int fd, const void *buf, size_t len);
+/* Reads @fd to its end into a new NUL-terminated *out (*len without the
+   NUL; len may be NULL).  Return: 0, or a negative errno: -EFBIG past @max
+   bytes, -ENOMEM.  */
+int rt_read_all (int fd, size_t max, char **out, size_t *len);
+/* Milliseconds of CLOCK_MONOTONIC.  */
+uint64_t rt_now_ms (void);
+
+#endif
