@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 
 #include "image/image.h"
-#include "sandbox/sandbox.h"
+#include "sandbox/create.h"
 #include "sandbox/store.h"
 
 #define TAIL_MAX 4096

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sandbox/sandbox.h"
+#include "sandbox/handle.h"
 #include "sandbox/store.h"
 
 #define INSTALL_TIMEOUT_S 180

@@ -23,7 +23,8 @@
 #include <sys/wait.h>
 
 #include "monitor/client.h"
-#include "sandbox/sandbox.h"
+#include "sandbox/files.h"
+#include "sandbox/handle.h"
 
 #define CHILD_ARCHIVE_ERROR 2
 
