@@ -1,4 +1,5 @@
 /* error.c - the rt_error every fallible function fills.  */
+/* No header of its own: rt_error and rt_error_free are public (runtime.h), the setters in common/util.h.  */
 #include <stdarg.h>
 #include <string.h>
 
