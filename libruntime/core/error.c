@@ -1,5 +1,6 @@
 /* error.c - the rt_error every fallible function fills.  No header of its
-   own: rt_error and its functions are public (include/runtime.h).  */
+   own: rt_error and rt_error_free are public (include/runtime.h), the
+   setters are declared in common/util.h.  */
 #include <stdarg.h>
 #include <string.h>
 

@@ -6,7 +6,8 @@
 
 #include <stdlib.h>
 
-#include "sandbox/sandbox.h"
+#include "sandbox/create.h"
+#include "sandbox/handle.h"
 
 /* Where the build works in the guest: base/ (a bind of /), then per step
    u<i> (its upper dir), w<i> (overlayfs's work dir), r<i> (the merged

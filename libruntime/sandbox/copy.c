@@ -9,6 +9,9 @@
  * the monitor streams to the guest's `tar -x` paced by the guest's stdin
  * credit; the guest extracts into a temp dir and renames.  Either way a
  * short copy never lands under the real name.
+ *
+ * No header of its own: it defines only rt_sandbox_copy_out and
+ * rt_sandbox_copy_in, declared in the public runtime.h.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -23,7 +26,8 @@
 #include <sys/wait.h>
 
 #include "monitor/client.h"
-#include "sandbox/sandbox.h"
+#include "sandbox/files.h"
+#include "sandbox/handle.h"
 
 #define CHILD_ARCHIVE_ERROR 2
 
@@ -151,50 +155,47 @@ read_all_fd (int fd)
   return strndup (buf, n > 0 ? n : 0);
 }
 
-int
-rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, int cancel_fd, rt_error **err)
+/* The copy's final path @dst, or @name in it when it is a directory (as
+   cp does), and a temp dir beside it to extract into.  */
+static int
+out_target (const char *dst, const char *name, char **final, char **tmp, rt_error **err)
 {
-  const char *argv[] = { (char *) "sh", (char *) "-c",
-                   (char *) "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 67; cd \"$(dirname \"$1\")\" && "
-                            "exec tar -cf - -- \"$(basename \"$1\")\"",
-                   (char *) "sh", (char *) src, NULL };
-  cleanup_free char *name = NULL, *final = NULL, *parent = NULL, *tmp = NULL, *from = NULL, *why = NULL;
-  struct to_child t = { .fd = -1 };
-  rt_exec_result res = { 0 };
+  cleanup_free char *parent = NULL;
   struct stat st;
-  int sv[2], errp[2], ret, status;
-  pid_t pid;
 
-  ret = rt_check_guest_path (src, err);
-  if (ret < 0)
-    return ret;
-  name = base_name (src);
-  if (name == NULL)
-    return rt_error_set (err, EINVAL, "usage", "cannot copy '%s' itself; name a file or directory in it", src);
-  /* Like cp: into an existing directory, else as the given name.  */
   if (stat (dst, &st) == 0 && S_ISDIR (st.st_mode))
-    final = rt_strdup_printf ("%s/%s", dst, name);
+    *final = rt_strdup_printf ("%s/%s", dst, name);
   else
-    final = strdup (dst);
-  if (final == NULL)
+    *final = strdup (dst);
+  if (*final == NULL)
     return rt_error_oom (err);
   {
-    cleanup_free char *copy = strdup (final);
+    cleanup_free char *copy = strdup (*final);
     parent = copy ? strdup (dirname (copy)) : NULL;
   }
-  tmp = parent ? rt_strdup_printf ("%s/.rt-cp-XXXXXX", parent) : NULL;
-  if (tmp == NULL)
+  *tmp = parent ? rt_strdup_printf ("%s/.rt-cp-XXXXXX", parent) : NULL;
+  if (*tmp == NULL)
     return rt_error_oom (err);
-  if (mkdtemp (tmp) == NULL)
+  if (mkdtemp (*tmp) == NULL)
     return rt_error_set (err, errno, errno == ENOENT ? "file_not_found" : "internal", "cannot write into '%s': %s",
                          parent, strerror (errno));
+  return 0;
+}
+
+/* Forks extract_child in @tmp: the archive goes to *sock, its complaint
+   comes back on *errfd.  @tmp is removed on failure.  */
+static int
+start_extractor (const char *tmp, int *sock, int *errfd, pid_t *pid, rt_error **err)
+{
+  int sv[2], errp[2];
+
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 || pipe2 (errp, O_CLOEXEC) < 0)
     {
       rt_rm_rf (tmp, NULL);
       return rt_error_set (err, errno, "internal", "socketpair: %s", strerror (errno));
     }
-  pid = fork ();
-  if (pid == 0)
+  *pid = fork ();
+  if (*pid == 0)
     {
       close (sv[0]);
       close (errp[0]);
@@ -204,25 +205,27 @@ rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, int cance
     }
   close (sv[1]);
   close (errp[1]);
-  if (pid < 0)
+  if (*pid < 0)
     {
       close (sv[0]);
       close (errp[0]);
       rt_rm_rf (tmp, NULL);
       return rt_error_set (err, errno, "internal", "fork: %s", strerror (errno));
     }
-  t.fd = sv[0];
-  {
-    rt_exec_opts o = { .user = "root", .cancel_fd = cancel_fd, .on_output = to_child, .data = &t };
-    ret = rt_sandbox_exec (sb, argv, &o, &res, err);
-  }
-  close (sv[0]);
-  status = wait_child (pid);
-  why = read_all_fd (errp[0]);
-  close (errp[0]);
-  if (ret == 0 && res.interrupted)
+  *sock = sv[0];
+  *errfd = errp[0];
+  return 0;
+}
+
+/* The copy's outcome from the exec's (@ret, @res), the guest tar's and the
+   extractor's (@status, @why) verdicts: 0 when the copy is whole.  */
+static int
+out_verdict (int ret, const rt_exec_result *res, const struct to_child *t, int status, const char *why,
+             const char *src, const char *final, rt_error **err)
+{
+  if (ret == 0 && res->interrupted)
     ret = rt_error_set (err, EINTR, "interrupted", "the copy of %s was interrupted; nothing was written", src);
-  else if (ret < 0 && t.bytes > 0)
+  else if (ret < 0 && t->bytes > 0)
     {
       /* The stream broke off midway: what arrived is not the whole thing.
          (An error before any byte, paused or not found, stands as it is.)  */
@@ -235,17 +238,53 @@ rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, int cance
     }
   else if (ret < 0)
     ;
-  else if (res.exit_code == EXIT_MISSING)
+  else if (res->exit_code == EXIT_MISSING)
     ret = rt_error_set (err, ENOENT, "file_not_found", "no such file in the sandbox: %s", src);
-  else if (res.exit_code != 0)
+  else if (res->exit_code != 0)
     ret = rt_error_set (err, EIO, "internal", "cannot read %s in the sandbox: %s", src,
-                        t.errs.err && *t.errs.err ? t.errs.err : "tar failed");
+                        t->errs.err && *t->errs.err ? t->errs.err : "tar failed");
   else if (status == CHILD_ARCHIVE_ERROR)
     ret = rt_error_set (err, EIO, "download_incomplete", "the copy of %s is incomplete: %s", src,
                         why && *why ? why : "the archive ended early");
   else if (status != 0)
     ret = rt_error_set (err, EIO, "internal", "cannot write %s: %s", final, why && *why ? why : "extraction failed");
-  else
+  return ret;
+}
+
+int
+rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, int cancel_fd, rt_error **err)
+{
+  const char *argv[] = { (char *) "sh", (char *) "-c",
+                   (char *) "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 67; cd \"$(dirname \"$1\")\" && "
+                            "exec tar -cf - -- \"$(basename \"$1\")\"",
+                   (char *) "sh", (char *) src, NULL };
+  cleanup_free char *name = NULL, *final = NULL, *tmp = NULL, *from = NULL, *why = NULL;
+  struct to_child t = { .fd = -1 };
+  rt_exec_result res = { 0 };
+  int errfd = -1, ret, status;
+  pid_t pid = -1;
+
+  ret = rt_check_guest_path (src, err);
+  if (ret < 0)
+    return ret;
+  name = base_name (src);
+  if (name == NULL)
+    return rt_error_set (err, EINVAL, "usage", "cannot copy '%s' itself; name a file or directory in it", src);
+  ret = out_target (dst, name, &final, &tmp, err);
+  if (ret == 0)
+    ret = start_extractor (tmp, &t.fd, &errfd, &pid, err);
+  if (ret < 0)
+    return ret;
+  {
+    rt_exec_opts o = { .user = "root", .cancel_fd = cancel_fd, .on_output = to_child, .data = &t };
+    ret = rt_sandbox_exec (sb, argv, &o, &res, err);
+  }
+  close (t.fd);
+  status = wait_child (pid);
+  why = read_all_fd (errfd);
+  close (errfd);
+  ret = out_verdict (ret, &res, &t, status, why, src, final, err);
+  if (ret == 0)
     {
       from = rt_strdup_printf ("%s/%s", tmp, name);
       if (from == NULL)
@@ -328,6 +367,68 @@ fail_out:
   _exit (1);
 }
 
+/* A FIFO with a random name in the sandbox's state dir, where the monitor
+   can open it.  */
+static int
+make_fifo (rt_sandbox *sb, char **fifo, rt_error **err)
+{
+  unsigned char rnd[6];
+
+  if (getrandom (rnd, sizeof (rnd), 0) != sizeof (rnd))
+    return rt_error_set (err, errno, "internal", "getrandom: %s", strerror (errno));
+  *fifo = rt_strdup_printf ("%s/upload-%02x%02x%02x%02x%02x%02x", sb->dir, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
+                            rnd[5]);
+  if (*fifo == NULL)
+    return rt_error_oom (err);
+  if (mkfifo (*fifo, 0600) < 0)
+    return rt_error_set (err, errno, "internal", "cannot make '%s': %s", *fifo, strerror (errno));
+  return 0;
+}
+
+/* Forks archive_child writing @abs into @fifo; its complaint comes back on
+   *errfd.  @fifo is removed on failure.  */
+static int
+start_archiver (const char *fifo, const char *abs, const char *name, int *errfd, pid_t *pid, rt_error **err)
+{
+  int errp[2];
+
+  if (pipe2 (errp, O_CLOEXEC) < 0)
+    {
+      unlink (fifo);
+      return rt_error_set (err, errno, "internal", "pipe: %s", strerror (errno));
+    }
+  *pid = fork ();
+  if (*pid == 0)
+    {
+      close (errp[0]);
+      archive_child (fifo, abs, name, errp[1]);
+    }
+  close (errp[1]);
+  if (*pid < 0)
+    {
+      close (errp[0]);
+      unlink (fifo);
+      return rt_error_set (err, errno, "internal", "fork: %s", strerror (errno));
+    }
+  *errfd = errp[0];
+  return 0;
+}
+
+/* Runs @argv in the guest with @fifo as its stdin.  */
+static int
+upload (rt_sandbox *sb, const char *const argv[], const char *fifo, int cancel_fd, struct rt_captured *c,
+        rt_exec_result *res, rt_error **err)
+{
+  cleanup_json json_object *req = NULL;
+  rt_exec_opts o = { .cancel_fd = cancel_fd, .on_output = rt_capture_output, .data = c };
+
+  req = rt_command_request (argv, &o, err);
+  if (req == NULL)
+    return -EINVAL;
+  json_object_object_add (req, "stdinPath", json_object_new_string (fifo));
+  return rt_api_stream (sb->sock, sb->id, "exec", req, &o, res, NULL, err);
+}
+
 int
 rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, int cancel_fd, rt_error **err)
 {
@@ -339,12 +440,10 @@ rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, int cancel
                             "then rmdir \"$t\"; exit 0; fi; rm -rf \"$t\"; exit 1",
                    (char *) "sh", (char *) dst, NULL, NULL };
   cleanup_free char *abs = NULL, *name = NULL, *fifo = NULL, *why = NULL;
-  cleanup_json json_object *req = NULL;
   struct rt_captured c = { 0 };
   rt_exec_result res = { 0 };
-  unsigned char rnd[6];
-  int errp[2], ret, status;
-  pid_t pid;
+  int errfd = -1, ret, status;
+  pid_t pid = -1;
 
   ret = rt_check_guest_path (dst, err);
   if (ret < 0)
@@ -361,49 +460,18 @@ rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, int cancel
   if (name == NULL)
     return rt_error_set (err, EINVAL, "usage", "cannot copy '/' itself");
   argv[5] = name;
-  if (getrandom (rnd, sizeof (rnd), 0) != sizeof (rnd))
-    return rt_error_set (err, errno, "internal", "getrandom: %s", strerror (errno));
-  fifo = rt_strdup_printf ("%s/upload-%02x%02x%02x%02x%02x%02x", sb->dir, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
-                           rnd[5]);
-  if (fifo == NULL)
-    return rt_error_oom (err);
-  if (mkfifo (fifo, 0600) < 0)
-    return rt_error_set (err, errno, "internal", "cannot make '%s': %s", fifo, strerror (errno));
-  if (pipe2 (errp, O_CLOEXEC) < 0)
-    {
-      unlink (fifo);
-      return rt_error_set (err, errno, "internal", "pipe: %s", strerror (errno));
-    }
-  pid = fork ();
-  if (pid == 0)
-    {
-      close (errp[0]);
-      archive_child (fifo, abs, name, errp[1]);
-    }
-  close (errp[1]);
-  if (pid < 0)
-    {
-      close (errp[0]);
-      unlink (fifo);
-      return rt_error_set (err, errno, "internal", "fork: %s", strerror (errno));
-    }
-  {
-    rt_exec_opts o = { .cancel_fd = cancel_fd, .on_output = rt_capture_output, .data = &c };
-    req = rt_command_request (argv, &o, err);
-    if (req)
-      {
-        json_object_object_add (req, "stdinPath", json_object_new_string (fifo));
-        ret = rt_api_stream (sb->sock, sb->id, "exec", req, &o, &res, NULL, err);
-      }
-    else
-      ret = -EINVAL;
-  }
+  ret = make_fifo (sb, &fifo, err);
+  if (ret == 0)
+    ret = start_archiver (fifo, abs, name, &errfd, &pid, err);
+  if (ret < 0)
+    return ret;
+  ret = upload (sb, argv, fifo, cancel_fd, &c, &res, err);
   /* If the monitor never opened the FIFO, the child still waits for it.  */
   if (waitpid (pid, &status, WNOHANG) == 0)
     kill (pid, SIGKILL);
   status = wait_child (pid);
-  why = read_all_fd (errp[0]);
-  close (errp[0]);
+  why = read_all_fd (errfd);
+  close (errfd);
   unlink (fifo);
   /* The guest's verdict first: when it refused early, the archiver only
      lost its reader.  */

@@ -1,6 +1,7 @@
-/* sandbox.h - what sandbox.c shares with copy.c.  */
-#ifndef RT_SANDBOX_H
-#define RT_SANDBOX_H
+/* handle.h - the rt_sandbox handle and the exec plumbing its verbs share
+   with files.c, copy.c and llm/python.c.  */
+#ifndef RT_SANDBOX_HANDLE_H
+#define RT_SANDBOX_HANDLE_H
 
 #include "core/context.h"
 
@@ -12,20 +13,22 @@ struct rt_sandbox
   char *sock;  /* its monitor's api.sock */
 };
 
-/* Exit codes of the guest-side file scripts: not stderr to parse.  */
-#define EXIT_IS_DIR 66
-#define EXIT_MISSING 67
+/* A handle on sandbox @id, whether or not it exists; NULL when out of
+   memory.  */
+rt_sandbox *rt_sandbox_handle_new (rt_context *ctx, const char *id);
 
-/* rt_sandbox_create on the boot disk @on (image builds) instead of the
-   disk of cfg->image; @on's env is not used.  */
-int rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struct rt_image_disk *on,
-                          rt_sandbox **out, rt_error **err);
+static inline void
+cleanup_sandboxp (rt_sandbox **sb)
+{
+  rt_sandbox_close (*sb);
+}
+#define cleanup_sandbox __attribute__ ((cleanup (cleanup_sandboxp)))
+
+/* What a NULL rt_exec_opts stands for.  */
+extern const rt_exec_opts rt_no_exec_opts;
 
 /* The JSON of a command request (exec, spawn); NULL with @err set.  */
 json_object *rt_command_request (const char *const argv[], const rt_exec_opts *opts, rt_error **err);
-
-/* usage error unless @path is absolute.  */
-int rt_check_guest_path (const char *path, rt_error **err);
 
 /* An rt_output_fn keeping stderr (and stdout, unless passed on).  */
 struct rt_captured

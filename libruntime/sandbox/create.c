@@ -1,0 +1,469 @@
+/* create.c - rt_sandbox_create: the config checked, the image and its
+   disk resolved, the name claimed, funding decided (a trial reserved),
+   the environment with its secrets, and the monitor spawned, which boots
+   the VM and reports it ready (monitor.h).  */
+#include <inttypes.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "billing/price.h"
+#include "billing/trial.h"
+#include "monitor/monitor.h"
+#include "net/intercept.h"
+#include "net/secrets.h"
+#include "sandbox/create.h"
+#include "sandbox/handle.h"
+#include "sandbox/store.h"
+#include "vmm/kernel.h"
+
+static int
+check_config (const rt_sandbox_config *cfg, rt_error **err)
+{
+  size_t n = 0, bytes = 0;
+
+  if (cfg->vcpu > RT_MAX_VCPU)
+    return rt_error_set (err, EINVAL, "invalid_request", "--vcpu must be 1 to %d, not %u", RT_MAX_VCPU, cfg->vcpu);
+  if (cfg->memory_mib && (cfg->memory_mib < RT_MIN_MEMORY_MIB || cfg->memory_mib > RT_MAX_MEMORY_MIB))
+    return rt_error_set (err, EINVAL, "invalid_request", "--memory must be %d to %d MiB, not %u", RT_MIN_MEMORY_MIB,
+                         RT_MAX_MEMORY_MIB, cfg->memory_mib);
+  /* The image's file system is 4 GiB; a sandbox may grow it, not shrink.  */
+  if (cfg->disk_mib && (cfg->disk_mib < RT_MIN_DISK_MIB || cfg->disk_mib > RT_MAX_DISK_MIB))
+    return rt_error_set (err, EINVAL, "invalid_request", "--disk must be %d to %d MiB, not %u", RT_MIN_DISK_MIB,
+                         RT_MAX_DISK_MIB, cfg->disk_mib);
+  /* The same bound for paid and trial leases: not invalid_trial, since
+     no funding allows more (the CLI refuses it as a usage error first).  */
+  if (cfg->timeout_s && (cfg->timeout_s < RT_MIN_LEASE_S || cfg->timeout_s > RT_MAX_LEASE_S))
+    {
+      rt_error_set (err, EINVAL, "invalid_request", "--timeout must be %d to %d s, not %u", RT_MIN_LEASE_S,
+                    RT_MAX_LEASE_S, cfg->timeout_s);
+      return rt_error_hint (err, "a lease is at most 1 h, trial or paid; runtime sandbox extend renews it");
+    }
+  if (cfg->on_timeout && strcmp (cfg->on_timeout, "pause") != 0 && strcmp (cfg->on_timeout, "stop") != 0)
+    return rt_error_set (err, EINVAL, "invalid_request", "--on-timeout must be pause or stop, not '%s'",
+                         cfg->on_timeout);
+  if (cfg->name && (*cfg->name == '\0' || strlen (cfg->name) > RT_MAX_NAME || strchr (cfg->name, '/')))
+    return rt_error_set (err, EINVAL, "invalid_request", "a name is 1 to %d characters without '/'", RT_MAX_NAME);
+  if (cfg->get_or_create && cfg->name == NULL)
+    return rt_error_set (err, EINVAL, "usage", "--get-or-create needs --name");
+  for (const char *const *l = cfg->labels; l && *l; l++, n++)
+    if (strchr (*l, '=') == NULL || **l == '=')
+      return rt_error_set (err, EINVAL, "invalid_request", "a label is key=value, not '%s'", *l);
+  if (n > RT_MAX_LABELS)
+    return rt_error_set (err, EINVAL, "invalid_request", "at most %d labels", RT_MAX_LABELS);
+  n = 0;
+  for (const char *const *e = cfg->env; e && *e; e++, n++)
+    {
+      const char *eq = strchr (*e, '=');
+      if (eq == NULL || !rt_env_name_valid (*e, eq - *e))
+        {
+          rt_error_set (err, EINVAL, "invalid_env", "bad environment variable '%.*s'",
+                        eq ? (int) (eq - *e) : (int) strlen (*e), *e);
+          return rt_error_hint (err, "names are [A-Za-z_][A-Za-z0-9_]* and values follow '='");
+        }
+      bytes += strlen (*e);
+    }
+  if (n > RT_MAX_ENV || bytes > RT_MAX_ENV_BYTES)
+    return rt_error_set (err, E2BIG, "env_too_large", "at most %d variables and %d KiB of environment", RT_MAX_ENV,
+                         RT_MAX_ENV_BYTES / 1024);
+  return 0;
+}
+
+int
+rt_sandbox_rules_of (bool internet, const char *const *allow, const char *const *deny, struct rt_egress_rules *r, rt_error **err)
+{
+  cleanup_json json_object *o = json_object_new_object ();
+  json_object *a = json_object_new_array (), *d = json_object_new_array ();
+
+  json_object_object_add (o, "internet", json_object_new_boolean (internet));
+  json_object_object_add (o, "allow", a);
+  json_object_object_add (o, "deny", d);
+  for (const char *const *p = allow; p && *p; p++)
+    json_object_array_add (a, json_object_new_string (*p));
+  for (const char *const *p = deny; p && *p; p++)
+    json_object_array_add (d, json_object_new_string (*p));
+  return rt_egress_rules_from_json (o, r, err);
+}
+
+static int
+make_id (char out[32], rt_error **err)
+{
+  unsigned char rnd[6];
+
+  if (getrandom (rnd, sizeof (rnd), 0) != sizeof (rnd))
+    return rt_error_set (err, errno, "internal", "getrandom: %s", strerror (errno));
+  snprintf (out, 32, "sb-%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+  return 0;
+}
+
+static json_object *
+initial_state (const char *id, const rt_sandbox_config *cfg, unsigned vcpu, unsigned mem, unsigned disk,
+               unsigned timeout, const char *image, const struct rt_egress_rules *rules, int64_t now)
+{
+  json_object *s = json_object_new_object (), *labels = json_object_new_object (), *names = json_object_new_array ();
+  char created[32];
+
+  rt_format_time (now, created);
+  for (const char *const *l = cfg->labels; l && *l; l++)
+    {
+      const char *eq = strchr (*l, '=');
+      cleanup_free char *key = strndup (*l, eq - *l);
+      if (key)
+        json_object_object_add (labels, key, json_object_new_string (eq + 1));
+    }
+  /* Values stay in the monitor's memory only: never written, never shown.  */
+  for (const char *const *e = cfg->env; e && *e; e++)
+    json_object_array_add (names, json_object_new_string_len (*e, strchr (*e, '=') - *e));
+  json_object_object_add (s, "id", json_object_new_string (id));
+  json_object_object_add (s, "kind", json_object_new_string ("sandbox"));
+  json_object_object_add (s, "name", cfg->name ? json_object_new_string (cfg->name) : NULL);
+  json_object_object_add (s, "labels", labels);
+  json_object_object_add (s, "state", json_object_new_string ("starting"));
+  json_object_object_add (s, "funding", json_object_new_string ("paid"));
+  json_object_object_add (s, "vcpu", json_object_new_int (vcpu));
+  json_object_object_add (s, "memoryMiB", json_object_new_int (mem));
+  json_object_object_add (s, "diskMiB", json_object_new_int (disk));
+  json_object_object_add (s, "image", json_object_new_string (image));
+  json_object_object_add (s, "timeoutSeconds", json_object_new_int (timeout));
+  json_object_object_add (s, "onLeaseEnd", json_object_new_string (cfg->on_timeout ? cfg->on_timeout : "pause"));
+  json_object_object_add (s, "createdAt", json_object_new_string (created));
+  json_object_object_add (s, "expiresAt", NULL);
+  json_object_object_add (s, "endedAt", NULL);
+  json_object_object_add (s, "stopReason", NULL);
+  json_object_object_add (s, "network", rt_egress_rules_to_json (rules));
+  json_object_object_add (s, "envNames", names);
+  json_object_object_add (s, "cpuSeconds", json_object_new_double (0));
+  json_object_object_add (s, "chargedMicros", json_object_new_int64 (0));
+  return s;
+}
+
+/* The live sandbox named @name, if any (under the state lock).  */
+static int
+find_live_name (rt_context *ctx, const char *name, char id[32], rt_error **err)
+{
+  cleanup_json json_object *arr = NULL;
+  int ret = rt_store_list (ctx, false, &arr, err);
+
+  if (ret < 0)
+    return ret;
+  for (size_t i = 0; i < json_object_array_length (arr); i++)
+    {
+      json_object *o = json_object_array_get_idx (arr, i);
+      const char *n = rt_json_str (o, "name");
+      if (n && strcmp (n, name) == 0)
+        {
+          snprintf (id, 32, "%s", rt_json_str (o, "id"));
+          return 1;
+        }
+    }
+  return 0;
+}
+
+static char **
+strv_concat (char **a, char *const *b)
+{
+  size_t n = 0, m = 0;
+  char **out;
+
+  while (a && a[n])
+    n++;
+  while (b && b[m])
+    m++;
+  out = calloc (n + m + 1, sizeof (char *));
+  if (out == NULL)
+    return NULL;
+  memcpy (out, a, n * sizeof (char *));
+  if (m)
+    memcpy (out + n, b, m * sizeof (char *));
+  return out;
+}
+
+/* What a creation has made so far: released whatever happens; the
+   sandbox's dir and egress log are removed by the caller on failure.  */
+struct creation
+{
+  rt_context *ctx;
+  const rt_sandbox_config *cfg;
+  const struct rt_image_disk *on;
+  struct rt_kernel_files k;
+  struct rt_image_disk image;
+  struct rt_egress_rules rules;
+  const char *accel;
+  unsigned vcpu, mem, disk, timeout;
+  char id[32];
+  int64_t now;
+  rt_sandbox *sb;
+  char *owner;       /* <dir>/owner: the creator's pidfile */
+  json_object *state;
+  char **env;        /* borrowed strings */
+  char **secret_env;
+  char *egress_log;
+};
+
+static void
+creation_clear (struct creation *c)
+{
+  rt_egress_rules_clear (&c->rules);
+  rt_kernel_files_clear (&c->k);
+  rt_image_disk_clear (&c->image);
+  rt_sandbox_close (c->sb);
+  free (c->owner);
+  json_object_put (c->state);
+  free (c->env);
+  cleanup_strvp (&c->secret_env);
+  free (c->egress_log);
+}
+#define cleanup_creation __attribute__ ((cleanup (creation_clear)))
+
+/* The config checked and completed with its defaults.  */
+static int
+validate (struct creation *c, rt_error **err)
+{
+  const rt_sandbox_config *cfg = c->cfg;
+  int ret;
+
+  ret = check_config (cfg, err);
+  if (ret < 0)
+    return ret;
+  ret = rt_sandbox_rules_of (!cfg->no_internet, cfg->allow, cfg->deny, &c->rules, err);
+  if (ret < 0)
+    return ret;
+  c->vcpu = cfg->vcpu ? cfg->vcpu : 2;
+  c->mem = cfg->memory_mib ? cfg->memory_mib : 4096;
+  c->disk = cfg->disk_mib ? cfg->disk_mib : 4096;
+  c->timeout = cfg->timeout_s ? cfg->timeout_s : 1800;
+  return 0;
+}
+
+/* The kernel, the image's boot disk and the accelerator found.  */
+static int
+resolve_image (struct creation *c, rt_error **err)
+{
+  int ret;
+
+  /* The kernel first: it fails faster than building a boot disk.  */
+  ret = rt_kernel_ensure (c->ctx, &c->k, err);
+  if (ret < 0)
+    return ret;
+  if (c->on)
+    {
+      c->image.id = strdup (c->on->id);
+      c->image.disk = strdup (c->on->disk);
+      c->image.workdir = strdup (c->on->workdir);
+      c->image.env = calloc (1, sizeof (char *));
+      ret = c->image.id && c->image.disk && c->image.workdir && c->image.env ? 0 : rt_error_oom (err);
+    }
+  else
+    ret = rt_image_ensure_disk (c->ctx, c->cfg->image, &c->image, err);
+  if (ret < 0)
+    return ret;
+  return rt_context_accel (c->ctx, &c->accel, err);
+}
+
+/* Under the state lock: 1 when --get-or-create found the live sandbox
+   of that name (opened into *out), name_taken without it, else 0 with
+   the new sandbox's dir made.  */
+static int
+claim_name (struct creation *c, rt_sandbox **out, rt_error **err)
+{
+  const rt_sandbox_config *cfg = c->cfg;
+  int ret;
+
+  if (cfg->name)
+    {
+      ret = find_live_name (c->ctx, cfg->name, c->id, err);
+      if (ret < 0)
+        return ret;
+      if (ret > 0)
+        {
+          if (cfg->get_or_create)
+            {
+              ret = rt_sandbox_open (c->ctx, c->id, out, err);
+              return ret < 0 ? ret : 1;
+            }
+          rt_error_set (err, EEXIST, "name_taken", "a live sandbox is already named '%s' (%s)", cfg->name, c->id);
+          return rt_error_hint (err, "pick another --name, or add --get-or-create to use it");
+        }
+    }
+  else
+    rt_store_reap (c->ctx);
+  ret = make_id (c->id, err);
+  if (ret < 0)
+    return ret;
+  c->sb = rt_sandbox_handle_new (c->ctx, c->id);
+  c->owner = c->sb ? rt_strdup_printf ("%s/owner", c->sb->dir) : NULL;
+  if (c->owner == NULL)
+    return rt_error_oom (err);
+  if (mkdir (c->sb->dir, 0700) < 0)
+    return rt_error_set (err, errno, "internal", "cannot create '%s': %s", c->sb->dir, strerror (errno));
+  return 0;
+}
+
+/* Who pays, decided and (for the trial) reserved before anything runs;
+   the initial state says so.  */
+static int
+reserve_funding (struct creation *c, rt_error **err)
+{
+  const rt_sandbox_config *cfg = c->cfg;
+  const char *funding = "paid";
+  int ret;
+
+  if (cfg->funding && strcmp (cfg->funding, "trial") != 0 && strcmp (cfg->funding, "paid") != 0)
+    ret = rt_error_set (err, EINVAL, "invalid_request", "funding is trial or paid, not '%s'", cfg->funding);
+  else
+    ret = rt_trial_reserve (c->ctx, c->id, c->on ? "paid" : cfg->funding, c->vcpu, c->mem, &c->timeout, &funding,
+                            err);
+  if (ret == 0 && strcmp (funding, "paid") == 0 && cfg->max_cost_micros > 0)
+    {
+      struct rt_rates rates;
+      int64_t worst;
+      ret = rt_rates_load (c->ctx, &rates, err);
+      worst = rt_price_micros (&rates, (uint64_t) c->vcpu * c->timeout * 1000000,
+                               (uint64_t) c->mem * c->timeout * 1000);
+      if (ret == 0 && worst > cfg->max_cost_micros)
+        {
+          rt_error_set (err, EDQUOT, "invalid_request",
+                        "the first lease (%u s, %u vCPU busy, %u MiB) could cost $%" PRId64 ".%06" PRId64
+                        ", more than --max-cost $%" PRId64 ".%06" PRId64,
+                        c->timeout, c->vcpu, c->mem, worst / 1000000, worst % 1000000,
+                        cfg->max_cost_micros / 1000000, cfg->max_cost_micros % 1000000);
+          ret = rt_error_hint (err, "a shorter --timeout, fewer --vcpu or less --memory cost less");
+        }
+    }
+  if (ret < 0)
+    return ret;
+  c->rules.trial = strcmp (funding, "trial") == 0;
+  c->now = rt_epoch_ms ();
+  c->state = initial_state (c->id, cfg, c->vcpu, c->mem, c->disk, c->timeout, cfg->image ? cfg->image : "runtime",
+                            &c->rules, c->now);
+  json_object_object_add (c->state, "funding", json_object_new_string (funding));
+  /* What `image rm` checks: the image itself, whatever its ref means later.  */
+  json_object_object_add (c->state, "imageId", json_object_new_string (c->image.id));
+  return 0;
+}
+
+/* Secrets as placeholders, between the image's env and the caller's.  */
+static int
+secrets_env (struct creation *c, rt_error **err)
+{
+  cleanup_free char **with_secrets = NULL, **with_ca = NULL;
+  /* Tools that read these trust the egress CA, which stands in for the
+     secrets' hosts (intercept.h); --env may still override them.  */
+  static char *const ca_env[] = { "SSL_CERT_FILE=" RT_GUEST_CA_BUNDLE, "REQUESTS_CA_BUNDLE=" RT_GUEST_CA_BUNDLE,
+                                  "NODE_EXTRA_CA_CERTS=" RT_GUEST_CA_FILE, NULL };
+  static char *const none[] = { NULL };
+  char **secret_env;
+  json_object *names;
+  int ret;
+
+  ret = c->on ? 0 : rt_secret_env (c->ctx, &c->secret_env, err);
+  secret_env = c->secret_env;
+  /* Made now, so that a broken data dir fails here and not in the boot.  */
+  if (ret == 0 && secret_env && secret_env[0])
+    ret = rt_egress_ca_ensure (c->ctx, NULL, err);
+  if (ret < 0)
+    return ret;
+  with_secrets = strv_concat (c->image.env, secret_env);
+  with_ca = with_secrets ? strv_concat (with_secrets, secret_env && secret_env[0] ? ca_env : none) : NULL;
+  c->env = with_ca ? strv_concat (with_ca, (char *const *) c->cfg->env) : NULL;
+  /* Their names are shown, as for --env; never their values.  */
+  if (secret_env && secret_env[0] && json_object_object_get_ex (c->state, "envNames", &names))
+    {
+      for (char **e = secret_env; *e; e++)
+        json_object_array_add (names, json_object_new_string_len (*e, strchr (*e, '=') - *e));
+      rt_store_write_state (c->sb->dir, c->state, NULL);
+    }
+  return 0;
+}
+
+/* Starts the monitor, which boots the VM and reports it ready (or, with
+   --no-wait, started).  */
+static int
+spawn_monitor (struct creation *c, rt_error **err)
+{
+  const rt_sandbox_config *cfg = c->cfg;
+  cleanup_free char *cmdline = rt_strdup_printf ("rt.hostname=%s", c->id);
+  int ret;
+
+  c->egress_log = rt_egress_log_path (c->ctx, c->id);
+  if (cmdline == NULL || c->env == NULL || c->egress_log == NULL)
+    return rt_error_oom (err);
+  {
+    cleanup_free char *records = rt_strdup_printf ("%s/sandboxes", c->ctx->data_dir);
+    ret = records ? rt_mkdir_p (records, 0700, err) : rt_error_oom (err);
+    if (ret < 0)
+      return ret;
+  }
+  {
+    struct rt_monitor_config mc = {
+      .id = c->id,
+      .dir = c->sb->dir,
+      .vm = { .dir = c->sb->dir, .accel = c->accel, .vcpu = c->vcpu, .memory_mib = c->mem, .vmlinux = c->k.vmlinux,
+              .initramfs = c->k.initramfs, .disk = c->image.disk, .disk_mib = c->disk > 4096 ? c->disk : 0,
+              .cmdline = cmdline, .channel = true },
+      .env = c->env,
+      .workdir = c->image.workdir,
+      .state = c->state,
+      .expires_ms = cfg->ephemeral ? 0 : c->now + (int64_t) c->timeout * 1000,
+      .timeout_s = c->timeout,
+      .stop_on_timeout = cfg->on_timeout && strcmp (cfg->on_timeout, "stop") == 0,
+      .owner = cfg->ephemeral ? getpid () : 0,
+      .no_wait = cfg->no_wait,
+      .net = c->rules,
+      .egress_log = c->egress_log,
+      .secret_env = c->secret_env,
+    };
+    return rt_monitor_spawn (c->ctx, &mc, err);
+  }
+}
+
+int
+rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **out, rt_error **err)
+{
+  return rt_sandbox_create_on (ctx, cfg, NULL, out, err);
+}
+
+int
+rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struct rt_image_disk *on,
+                      rt_sandbox **out, rt_error **err)
+{
+  static const rt_sandbox_config defaults = { 0 };
+  cleanup_creation struct creation c = { .ctx = ctx, .cfg = cfg ? cfg : &defaults, .on = on };
+  cleanup_close int lock = -1;
+  int ret;
+
+  ret = validate (&c, err);
+  if (ret == 0)
+    ret = resolve_image (&c, err);
+  if (ret < 0)
+    return ret;
+  /* Names are unique among live sandboxes: check and claim under the lock.  */
+  ret = rt_store_lock (ctx, &lock, err);
+  if (ret < 0)
+    return ret;
+  ret = claim_name (&c, out, err);
+  if (ret != 0)
+    return ret < 0 ? ret : 0;
+  /* A refused funding removes the dir still under the lock.  */
+  ret = reserve_funding (&c, err);
+  if (ret == 0)
+    {
+      ret = rt_write_pidfile (c.owner, getpid (), err);
+      if (ret == 0)
+        ret = rt_store_write_state (c.sb->dir, c.state, err);
+      close (steal_fd (&lock));
+    }
+  if (ret == 0)
+    ret = secrets_env (&c, err);
+  if (ret == 0)
+    ret = spawn_monitor (&c, err);
+  if (ret < 0)
+    {
+      rt_rm_rf (c.sb->dir, NULL);
+      if (c.egress_log)
+        unlink (c.egress_log);
+      return ret;
+    }
+  *out = steal_pointer (&c.sb);
+  return 0;
+}

@@ -1,0 +1,18 @@
+/* create.h - creating a sandbox: what image builds and the network verb
+   use of it.  */
+#ifndef RT_SANDBOX_CREATE_H
+#define RT_SANDBOX_CREATE_H
+
+#include "core/context.h"
+#include "net/egress.h"
+
+/* rt_sandbox_create on the boot disk @on (image builds) instead of the
+   disk of cfg->image; @on's env is not used.  */
+int rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struct rt_image_disk *on,
+                          rt_sandbox **out, rt_error **err);
+
+/* The rules a config asks for, each entry checked and normalized.  */
+int rt_sandbox_rules_of (bool internet, const char *const *allow, const char *const *deny, struct rt_egress_rules *r,
+                         rt_error **err);
+
+#endif

@@ -1,0 +1,413 @@
+/* handle.c - the rt_sandbox handle: opening a sandbox by id or name, and
+   its verbs, each a request to its monitor (monitor/client.h).  */
+#include <openssl/evp.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/stat.h>
+
+#include "monitor/client.h"
+#include "sandbox/create.h"
+#include "sandbox/handle.h"
+#include "sandbox/list.h"
+#include "sandbox/store.h"
+
+#define STOP_WAIT_MS 30000
+
+void
+rt_sandbox_close (rt_sandbox *sb)
+{
+  if (sb == NULL)
+    return;
+  free (sb->dir);
+  free (sb->sock);
+  free (sb);
+}
+
+rt_sandbox *
+rt_sandbox_handle_new (rt_context *ctx, const char *id)
+{
+  rt_sandbox *sb = calloc (1, sizeof (*sb));
+  if (sb == NULL)
+    return NULL;
+  sb->ctx = ctx;
+  snprintf (sb->id, sizeof (sb->id), "%s", id);
+  sb->dir = rt_sandbox_dir (ctx, id);
+  sb->sock = rt_strdup_printf ("%s/api.sock", sb->dir);
+  if (sb->dir == NULL || sb->sock == NULL)
+    {
+      rt_sandbox_close (sb);
+      return NULL;
+    }
+  return sb;
+}
+
+const char *
+rt_sandbox_id (rt_sandbox *sb)
+{
+  return sb->id;
+}
+
+int
+rt_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **err)
+{
+  cleanup_json json_object *state = NULL;
+  const char *st;
+  int ret = rt_sandbox_resolve (ctx, ref, &state, err);
+
+  if (ret < 0)
+    return ret;
+  st = rt_json_str (state, "state");
+  if (st && (strcmp (st, "stopped") == 0 || strcmp (st, "stopping") == 0))
+    {
+      rt_error_set (err, ENOENT, "sandbox_not_ready", "sandbox %s is stopped", rt_json_str (state, "id"));
+      return rt_error_hint (err, "runtime sandbox create starts a new one");
+    }
+  *out = rt_sandbox_handle_new (ctx, rt_json_str (state, "id"));
+  if (*out == NULL)
+    return rt_error_oom (err);
+  return 0;
+}
+
+json_object *
+rt_command_request (const char *const argv[], const rt_exec_opts *opts, rt_error **err)
+{
+  json_object *req, *arr;
+
+  if (argv == NULL || argv[0] == NULL)
+    {
+      rt_error_set (err, EINVAL, "usage", "no command given");
+      return NULL;
+    }
+  if (opts->stdin_len > RT_MAX_STDIN)
+    {
+      rt_error_set (err, E2BIG, "usage", "standard input is over 1 MiB");
+      return NULL;
+    }
+  req = json_object_new_object ();
+  arr = json_object_new_array ();
+  for (const char *const *a = argv; *a; a++)
+    json_object_array_add (arr, json_object_new_string (*a));
+  json_object_object_add (req, "argv", arr);
+  arr = json_object_new_array ();
+  for (const char *const *e = opts->env; e && *e; e++)
+    json_object_array_add (arr, json_object_new_string (*e));
+  json_object_object_add (req, "env", arr);
+  if (opts->cwd)
+    json_object_object_add (req, "cwd", json_object_new_string (opts->cwd));
+  if (opts->user)
+    json_object_object_add (req, "user", json_object_new_string (opts->user));
+  json_object_object_add (req, "timeoutMs", json_object_new_int64 (opts->timeout_ms));
+  if (opts->stdin_len > 0)
+    {
+      char *b64 = malloc (4 * ((opts->stdin_len + 2) / 3) + 1);
+      if (b64 == NULL)
+        {
+          json_object_put (req);
+          rt_error_oom (err);
+          return NULL;
+        }
+      EVP_EncodeBlock ((unsigned char *) b64, opts->stdin_data, opts->stdin_len);
+      json_object_object_add (req, "stdin", json_object_new_string (b64));
+      free (b64);
+    }
+  return req;
+}
+
+const rt_exec_opts rt_no_exec_opts = { .cancel_fd = -1 };
+
+/* A monitor that cannot be reached may just be booting (--no-wait): say
+   that rather than "cannot reach".  */
+static int
+not_ready_yet (rt_sandbox *sb, int ret, rt_error **err)
+{
+  cleanup_json json_object *state = NULL;
+  cleanup_free char *path = NULL;
+  cleanup_free char *data = NULL;
+  const char *st;
+
+  if (ret >= 0 || *err == NULL || strcmp ((*err)->code, "sandbox_not_ready") != 0)
+    return ret;
+  path = rt_strdup_printf ("%s/state.json", sb->dir);
+  if (path == NULL || rt_read_file (path, &data, NULL, NULL) < 0 || (state = json_tokener_parse (data)) == NULL)
+    return ret;
+  st = rt_json_str (state, "state");
+  if (st == NULL || strcmp (st, "starting") != 0)
+    return ret;
+  rt_error_free (*err);
+  *err = NULL;
+  rt_error_set (err, EAGAIN, "sandbox_not_ready", "sandbox %s is still starting", sb->id);
+  return rt_error_hint (err, "runtime sandbox get %s shows when it is running", sb->id);
+}
+
+int
+rt_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_exec_result *res, rt_error **err)
+{
+  cleanup_json json_object *req = NULL;
+
+  if (opts == NULL)
+    opts = &rt_no_exec_opts;
+  memset (res, 0, sizeof (*res));
+  req = rt_command_request (argv, opts, err);
+  if (req == NULL)
+    return -EINVAL;
+  return not_ready_yet (sb, rt_api_stream (sb->sock, sb->id, "exec", req, opts, res, NULL, err), err);
+}
+
+int
+rt_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, uint32_t *process, rt_error **err)
+{
+  cleanup_json json_object *req = NULL;
+  cleanup_json json_object *reply = NULL;
+  json_object *v;
+  int ret;
+
+  req = rt_command_request (argv, opts ? opts : &rt_no_exec_opts, err);
+  if (req == NULL)
+    return -EINVAL;
+  ret = rt_api_call (sb->sock, sb->id, "spawn", req, &reply, err);
+  if (ret < 0)
+    return ret;
+  if (!json_object_object_get_ex (reply, "process", &v))
+    return rt_error_set (err, EIO, "internal", "the monitor did not name the process");
+  *process = (uint32_t) json_object_get_int64 (v);
+  return 0;
+}
+
+int
+rt_sandbox_ps_json (rt_sandbox *sb, char **json, rt_error **err)
+{
+  cleanup_json json_object *reply = NULL;
+  int ret = rt_api_call (sb->sock, sb->id, "ps", NULL, &reply, err);
+
+  if (ret < 0)
+    return ret;
+  *json = strdup (json_object_to_json_string_ext (reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return *json ? 0 : rt_error_oom (err);
+}
+
+int
+rt_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow, const rt_exec_opts *opts, rt_exec_result *res,
+                 bool *exited, rt_error **err)
+{
+  cleanup_json json_object *req = json_object_new_object ();
+
+  memset (res, 0, sizeof (*res));
+  json_object_object_add (req, "process", json_object_new_int64 (process));
+  json_object_object_add (req, "follow", json_object_new_boolean (follow));
+  return rt_api_stream (sb->sock, sb->id, "logs", req, opts ? opts : &rt_no_exec_opts, res, exited, err);
+}
+
+int
+rt_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err)
+{
+  cleanup_json json_object *req = json_object_new_object ();
+
+  json_object_object_add (req, "process", json_object_new_int64 (process));
+  json_object_object_add (req, "signal", json_object_new_int (signal));
+  return rt_api_call (sb->sock, sb->id, "kill", req, NULL, err);
+}
+
+static int
+append (char **buf, size_t *len, const char *data, size_t n)
+{
+  char *nb;
+
+  /* Bounded: 16 MiB is far beyond any listing or error text.  */
+  if (*len + n > 16 * 1024 * 1024 || (nb = realloc (*buf, *len + n + 1)) == NULL)
+    return -1;
+  memcpy (nb + *len, data, n);
+  *len += n;
+  nb[*len] = '\0';
+  *buf = nb;
+  return 0;
+}
+
+int
+rt_capture_output (void *data, int stream, const char *buf, size_t len)
+{
+  struct rt_captured *c = data;
+
+  if (stream == 2)
+    return append (&c->err, &c->err_len, buf, len);
+  if (c->pass)
+    return c->pass->on_output ? c->pass->on_output (c->pass->data, 1, buf, len) : 0;
+  return append (&c->out, &c->out_len, buf, len);
+}
+
+/* Waits until the monitor named by @pidfile has exited.  */
+static int
+wait_monitor_gone (rt_sandbox *sb, pid_t pid, rt_error **err)
+{
+  int pfd = pidfd_open (pid, 0);
+  struct stat st;
+
+  if (pfd >= 0)
+    {
+      struct pollfd p = { .fd = pfd, .events = POLLIN };
+      int r = poll (&p, 1, STOP_WAIT_MS);
+      close (pfd);
+      if (r <= 0)
+        {
+          rt_error_set (err, ETIMEDOUT, "cleanup_failed", "sandbox %s did not confirm it stopped within 30 s", sb->id);
+          return rt_error_hint (err, "its monitor is pid %d", (int) pid);
+        }
+    }
+  /* The monitor removes its dir just before exiting; a crash may not.  */
+  rt_store_reap (sb->ctx);
+  if (stat (sb->dir, &st) == 0)
+    return rt_error_set (err, EBUSY, "cleanup_failed", "could not remove '%s'", sb->dir);
+  return 0;
+}
+
+/* The reaper calls every sandbox it finds dead host_stopped; one stopped on
+   request during its boot was asked for.  */
+static int
+mark_requested (rt_sandbox *sb)
+{
+  cleanup_free char *path = rt_record_path (sb->ctx, sb->id);
+  cleanup_free char *data = NULL;
+  cleanup_json json_object *rec = NULL;
+
+  if (path == NULL || rt_read_file (path, &data, NULL, NULL) < 0 || (rec = json_tokener_parse (data)) == NULL)
+    return 0;
+  json_object_object_add (rec, "stopReason", json_object_new_string ("requested"));
+  rt_store_write_record (sb->ctx, rec, NULL);
+  return 0;
+}
+
+int
+rt_sandbox_stop (rt_sandbox *sb, rt_error **err)
+{
+  cleanup_free char *pidfile = rt_strdup_printf ("%s/monitor.pid", sb->dir);
+  pid_t pid = 0;
+  int ret;
+
+  if (pidfile == NULL)
+    return rt_error_oom (err);
+  if (rt_pidfile_alive (pidfile, &pid) != 1)
+    {
+      rt_store_reap (sb->ctx);
+      return 0;
+    }
+  ret = rt_api_call (sb->sock, sb->id, "stop", NULL, NULL, err);
+  if (ret < 0 && access (sb->sock, F_OK) < 0 && rt_pidfile_alive (pidfile, NULL) == 1)
+    {
+      /* Still booting (--no-wait): no API yet, and no handlers either, so
+         SIGTERM ends the monitor; its QEMU dies with it and the reaper
+         writes the record.  */
+      if (err)
+        {
+          rt_error_free (*err);
+          *err = NULL;
+        }
+      kill (pid, SIGTERM);
+      ret = wait_monitor_gone (sb, pid, err);
+      return ret < 0 ? ret : mark_requested (sb);
+    }
+  if (ret < 0 && rt_pidfile_alive (pidfile, NULL) == 1)
+    return ret;
+  if (ret < 0 && err)
+    {
+      /* It died on its own meanwhile: that is stopped too.  */
+      rt_error_free (*err);
+      *err = NULL;
+    }
+  return wait_monitor_gone (sb, pid, err);
+}
+
+int
+rt_sandbox_destroy (rt_sandbox *sb, rt_error **err)
+{
+  int ret;
+  if (sb == NULL)
+    return 0;
+  ret = rt_sandbox_stop (sb, err);
+  rt_sandbox_close (sb);
+  return ret;
+}
+
+int
+rt_sandbox_pause (rt_sandbox *sb, rt_error **err)
+{
+  return rt_api_call (sb->sock, sb->id, "pause", NULL, NULL, err);
+}
+
+int
+rt_sandbox_wake (rt_sandbox *sb, rt_error **err)
+{
+  return rt_api_call (sb->sock, sb->id, "wake", NULL, NULL, err);
+}
+
+int
+rt_sandbox_extend (rt_sandbox *sb, unsigned seconds, char **expires_at, rt_error **err)
+{
+  cleanup_json json_object *body = json_object_new_object ();
+  cleanup_json json_object *reply = NULL;
+  const char *end;
+  int ret;
+
+  json_object_object_add (body, "seconds", json_object_new_int64 (seconds));
+  ret = rt_api_call (sb->sock, sb->id, "extend", body, &reply, err);
+  if (ret < 0)
+    return ret;
+  end = rt_json_str (reply, "expiresAt");
+  *expires_at = strdup (end ? end : "");
+  return *expires_at ? 0 : rt_error_oom (err);
+}
+
+int
+rt_sandbox_set_network (rt_sandbox *sb, bool internet, const char *const *allow, const char *const *deny, char **json,
+                        rt_error **err)
+{
+  struct rt_egress_rules rules = { 0 };
+  cleanup_json json_object *body = NULL, *reply = NULL;
+  int ret = rt_sandbox_rules_of (internet, allow, deny, &rules, err);
+
+  if (ret < 0)
+    return ret;
+  body = rt_egress_rules_to_json (&rules);
+  rt_egress_rules_clear (&rules);
+  if (body == NULL)
+    return rt_error_oom (err);
+  ret = rt_api_call (sb->sock, sb->id, "/network", body, &reply, err);
+  if (ret < 0)
+    return ret;
+  if (json)
+    {
+      *json = strdup (json_object_to_json_string_ext (reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+      if (*json == NULL)
+        return rt_error_oom (err);
+    }
+  return 0;
+}
+
+int
+rt_sandbox_metrics_json (rt_sandbox *sb, char **json, rt_error **err)
+{
+  static const char *const argv[] = { "cat", "/proc/meminfo", NULL };
+  cleanup_json json_object *reply = NULL;
+  struct rt_captured c = { 0 };
+  rt_exec_opts opts = { .timeout_ms = 10000, .cancel_fd = -1, .on_output = rt_capture_output, .data = &c };
+  rt_exec_result res = { 0 };
+  int ret = rt_api_call (sb->sock, sb->id, "/metrics", NULL, &reply, err);
+
+  if (ret < 0)
+    return ret;
+  /* The guest's own view of its memory: shown, never billed.  */
+  if (rt_sandbox_exec (sb, argv, &opts, &res, NULL) == 0 && res.exit_code == 0 && c.out)
+    {
+      const char *keys[][2] = { { "MemTotal:", "guestMemoryTotalMiB" }, { "MemAvailable:", "guestMemoryAvailableMiB" } };
+      for (size_t i = 0; i < 2; i++)
+        {
+          const char *p = strstr (c.out, keys[i][0]);
+          if (p)
+            json_object_object_add (reply, keys[i][1], json_object_new_int64 (strtoll (p + strlen (keys[i][0]), NULL, 10) / 1024));
+        }
+    }
+  free (c.out);
+  free (c.err);
+  *json = strdup (json_object_to_json_string_ext (reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return *json ? 0 : rt_error_oom (err);
+}

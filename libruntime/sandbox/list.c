@@ -1,0 +1,102 @@
+/* list.c - what the state dirs and records say of sandboxes (store.h):
+   looking one up, get and list as JSON, its egress log, removing its
+   record.  */
+#include <string.h>
+
+#include "sandbox/handle.h"
+#include "sandbox/list.h"
+#include "sandbox/store.h"
+
+/* Fast path for ids: one stat and one small read, no directory scan.  */
+int
+rt_sandbox_resolve (rt_context *ctx, const char *ref, json_object **out, rt_error **err)
+{
+  if (strncmp (ref, "sb-", 3) == 0 && strlen (ref) < 32 && strchr (ref, '/') == NULL)
+    {
+      cleanup_free char *dir = rt_sandbox_dir (ctx, ref);
+      cleanup_free char *pidfile = dir ? rt_strdup_printf ("%s/monitor.pid", dir) : NULL;
+      cleanup_free char *path = dir ? rt_strdup_printf ("%s/state.json", dir) : NULL;
+      cleanup_free char *data = NULL;
+      if (pidfile && rt_pidfile_alive (pidfile, NULL) == 1 && rt_read_file (path, &data, NULL, NULL) == 0)
+        {
+          *out = json_tokener_parse (data);
+          if (*out)
+            return 0;
+        }
+    }
+  return rt_store_resolve (ctx, ref, out, err);
+}
+
+int
+rt_sandbox_egress_log (rt_context *ctx, const char *ref, char **path, rt_error **err)
+{
+  cleanup_json json_object *state = NULL;
+  int ret = rt_sandbox_resolve (ctx, ref, &state, err);
+
+  if (ret < 0)
+    return ret;
+  *path = rt_egress_log_path (ctx, rt_json_str (state, "id"));
+  return *path ? 0 : rt_error_oom (err);
+}
+
+int
+rt_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
+{
+  cleanup_json json_object *state = NULL;
+  int ret = rt_sandbox_resolve (ctx, ref, &state, err);
+
+  if (ret < 0)
+    return ret;
+  *json = strdup (json_object_to_json_string_ext (state, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return *json ? 0 : rt_error_oom (err);
+}
+
+int
+rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err)
+{
+  cleanup_json json_object *arr = NULL;
+  int ret = rt_store_list (ctx, all, &arr, err);
+
+  if (ret < 0)
+    return ret;
+  *json = strdup (json_object_to_json_string_ext (arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return *json ? 0 : rt_error_oom (err);
+}
+
+int
+rt_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err)
+{
+  cleanup_json json_object *state = NULL;
+  cleanup_error rt_error *lookup = NULL;
+  cleanup_free char *record = NULL, *log = NULL;
+  const char *st, *id;
+
+  if (rt_store_resolve (ctx, ref, &state, &lookup) < 0)
+    {
+      /* Idempotent: what is not there is removed already.  */
+      if (strcmp (lookup->code, "not_found") == 0)
+        return 0;
+      return rt_error_set (err, lookup->status, lookup->code, "%s", lookup->msg);
+    }
+  id = rt_json_str (state, "id");
+  st = rt_json_str (state, "state");
+  if (st && strcmp (st, "stopped") != 0)
+    {
+      cleanup_sandbox rt_sandbox *sb = rt_sandbox_handle_new (ctx, id);
+      int ret;
+      if (sb == NULL)
+        return rt_error_oom (err);
+      ret = rt_sandbox_stop (sb, err);
+      if (ret < 0)
+        return ret;
+    }
+  record = rt_record_path (ctx, id);
+  log = rt_egress_log_path (ctx, id);
+  if (record == NULL || log == NULL)
+    return rt_error_oom (err);
+  if (unlink (log) < 0 && errno != ENOENT)
+    return rt_error_set (err, errno, "internal", "cannot remove '%s': %s", log, strerror (errno));
+  if (unlink (record) < 0 && errno != ENOENT)
+    return rt_error_set (err, errno, "internal", "cannot remove '%s': %s", record, strerror (errno));
+  return 0;
+}
