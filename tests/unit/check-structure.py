@@ -10,8 +10,8 @@ import os
 import re
 import sys
 
-MAX_FILE = 1000
-MAX_FUNC = 120
+MAX_FILE = 800
+MAX_FUNC = 100
 
 top = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 os.chdir(top)
