@@ -1,5 +1,5 @@
-/* context.h - the context object and the internal interfaces between the
-   library's parts (image); the vmm's are in vmm/.  */
+/* context.h - the context object: directories, options and progress,
+   what every part of the library takes instead of globals.  */
 #ifndef RT_CONTEXT_H
 #define RT_CONTEXT_H
 
@@ -21,18 +21,5 @@ struct rt_context
 };
 
 void rt_progress (rt_context *ctx, const char *fmt, ...) RT_PRINTF (2, 3);
-
-/* image/disk.c: images and their boot disks.  */
-struct rt_image_disk
-{
-  char *id;      /* image id (sha256 of the manifest) */
-  char *disk;    /* ext4 boot disk, shared read-only by its sandboxes */
-  char **env;    /* NULL-terminated "K=V" from the manifest */
-  char *workdir; /* default cwd */
-};
-/* Resolves @ref (NULL: "runtime"), building the default image on first use,
-   and derives its boot disk if not cached.  image_not_found when unknown.  */
-int rt_image_ensure_disk (rt_context *ctx, const char *ref, struct rt_image_disk *out, rt_error **err);
-void rt_image_disk_clear (struct rt_image_disk *d);
 
 #endif

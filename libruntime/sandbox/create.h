@@ -4,6 +4,7 @@
 #define RT_SANDBOX_CREATE_H
 
 #include "core/context.h"
+#include "image/disk.h"
 #include "net/egress.h"
 
 /* rt_sandbox_create on the boot disk @on (image builds) instead of the
