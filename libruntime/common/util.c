@@ -127,23 +127,20 @@ rt_find_program (const char *name)
 }
 
 int
-rt_run_capture (char *const argv[], char **output, rt_error **err)
+rt_spawn_piped (char *const argv[], pid_t *pid, int *out_fd, rt_error **err)
 {
   int pipefd[2];
-  pid_t pid;
-  int status;
-  cleanup_free char *buf = NULL;
 
   if (pipe2 (pipefd, O_CLOEXEC) < 0)
     return rt_error_set (err, errno, "internal", "pipe: %s", strerror (errno));
-  pid = fork ();
-  if (pid < 0)
+  *pid = fork ();
+  if (*pid < 0)
     {
       close (pipefd[0]);
       close (pipefd[1]);
       return rt_error_set (err, errno, "internal", "fork: %s", strerror (errno));
     }
-  if (pid == 0)
+  if (*pid == 0)
     {
       int devnull = open ("/dev/null", O_RDONLY);
       if (devnull >= 0)
@@ -155,9 +152,23 @@ rt_run_capture (char *const argv[], char **output, rt_error **err)
       _exit (127);
     }
   close (pipefd[1]);
+  *out_fd = pipefd[0];
+  return 0;
+}
+
+int
+rt_run_capture (char *const argv[], char **output, rt_error **err)
+{
+  pid_t pid;
+  int status, fd;
+  cleanup_free char *buf = NULL;
+  int ret = rt_spawn_piped (argv, &pid, &fd, err);
+
+  if (ret < 0)
+    return ret;
   /* On a read error the output is lost, not the status.  */
-  rt_read_all (pipefd[0], SIZE_MAX, &buf, NULL);
-  close (pipefd[0]);
+  rt_read_all (fd, SIZE_MAX, &buf, NULL);
+  close (fd);
   while (waitpid (pid, &status, 0) < 0)
     if (errno != EINTR)
       return rt_error_set (err, errno, "internal", "waitpid: %s", strerror (errno));

@@ -44,6 +44,10 @@ int rt_rm_rf (const char *path, rt_error **err);
 char *rt_find_program (const char *name);
 /* Runs argv with stdout+stderr captured into *output (may be NULL); returns
    the exit status (>= 0) or a negative errno when it could not run.  */
+/* Starts @argv (PATH searched) with stdin from /dev/null and stdout and
+   stderr into one pipe, whose read end is *@out_fd (O_CLOEXEC); the caller
+   reads it, closes it and reaps *@pid.  */
+int rt_spawn_piped (char *const argv[], pid_t *pid, int *out_fd, rt_error **err);
 int rt_run_capture (char *const argv[], char **output, rt_error **err);
 /* Last `lines` lines of a text file, for error messages.  */
 char *rt_file_tail (const char *path, int lines);

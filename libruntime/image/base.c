@@ -51,35 +51,17 @@ run_recipe (rt_context *ctx, const char *recipe, const char *dir, rt_error **err
   cleanup_free char *msg = NULL;
   cleanup_file FILE *f = NULL;
   size_t cap = 0, seen = 0;
-  int pipefd[2], status = 0, ret = 0;
+  int fd, status = 0, ret = 0;
   ssize_t n;
   pid_t pid;
 
-  if (pipe2 (pipefd, O_CLOEXEC) < 0)
-    return rt_error_set (err, errno, "internal", "pipe: %s", strerror (errno));
-  pid = fork ();
-  if (pid < 0)
-    {
-      close (pipefd[0]);
-      close (pipefd[1]);
-      return rt_error_set (err, errno, "internal", "fork: %s", strerror (errno));
-    }
-  if (pid == 0)
-    {
-      int devnull = open ("/dev/null", O_RDONLY);
-      if (devnull >= 0)
-        dup2 (devnull, 0);
-      dup2 (pipefd[1], 1);
-      dup2 (pipefd[1], 2);
-      /* Through sh: the installed copy need not be executable.  */
-      execl ("/bin/sh", "sh", recipe, dir, (char *) NULL);
-      dprintf (2, "cannot run /bin/sh: %s\n", strerror (errno));
-      _exit (127);
-    }
-  close (pipefd[1]);
-  f = fdopen (pipefd[0], "r");
+  /* Through sh: the installed copy need not be executable.  */
+  ret = rt_spawn_piped ((char *const[]){ (char *) "/bin/sh", (char *) recipe, (char *) dir, NULL }, &pid, &fd, err);
+  if (ret < 0)
+    return ret;
+  f = fdopen (fd, "r");
   if (f == NULL)
-    close (pipefd[0]);
+    close (fd);
   while (f && (n = getline (&line, &cap, f)) >= 0)
     {
       while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
