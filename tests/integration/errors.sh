@@ -63,4 +63,16 @@ expect_error "a guest that fails to boot is startup_failed" startup_failed "did 
 check "… with the console's last lines" grep -qi "panic\|init" "$tmp/err"
 check_no_leaks "after a failed boot"
 
+# A default image that cannot be built: its mirror refuses at once (a closed
+# loopback port), in a private cache and store; the error carries the
+# recipe's last lines and nothing half-made stays.
+c3="$tmp/c3"; mkdir -p "$c3"; cp -a "$cache/kernel" "$c3/kernel"; cp "$shared/accel" "$c3/" 2>/dev/null
+expect_error "a default image that cannot be built is one error" internal "building the default image failed" \
+    env RUNTIME_CACHE_DIR="$c3" RUNTIME_DATA_DIR="$tmp/d3" RUNTIME_DEBIAN_MIRROR=http://127.0.0.1:9/debian \
+    runtime sandbox run -- true
+check "… with the recipe's last lines" grep -q "debootstrap failed" "$tmp/err"
+check "… and no half-made base or image" \
+    test -z "$(ls -A "$c3/base" 2>/dev/null | grep -v '^\.lock$')$(ls -A "$tmp/d3/images/manifests" 2>/dev/null)"
+check_no_leaks "after a failed default image"
+
 done_testing
