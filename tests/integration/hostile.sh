@@ -1,0 +1,27 @@
+#!/bin/bash
+# hostile.sh - the guest is root and controls every byte it sends: each part
+# in hostile/ plays one kind of hostile guest (or hostile input) and checks
+# that nothing of it reaches the host, that the monitor stays within its
+# bounds, and that the error or stop reason is clear.
+. "$(dirname "$0")/libtest.sh"
+here=$(dirname "$0")/hostile
+
+# One shared sandbox for the parts that do not break it (cp out, recipes);
+# parts that flood or fill make their own.
+shared_sb=
+hostile_sandbox() {
+    if [ -z "$shared_sb" ]; then
+        shared_sb=$(runtime sandbox create --timeout 1200 </dev/null) || shared_sb=
+    fi
+    echo "$shared_sb"
+}
+
+for part in "$here"/*.sh; do
+    [ -e "$part" ] || continue
+    echo "# part: $(basename "$part" .sh)"
+    . "$part"
+done
+
+[ -n "$shared_sb" ] && runtime sandbox rm "$shared_sb" >/dev/null 2>&1
+check_no_leaks "hostile"
+done_testing
