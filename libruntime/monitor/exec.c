@@ -163,15 +163,23 @@ send_held (struct mon_exec *e)
 {
   uint8_t buf[65536];
   uint8_t stream = 1;
+  uint32_t sent = 0;
   size_t n;
 
   while (e->held && client_backlog (e->req) < CLIENT_HIGH_WATER
          && (n = take_held (e, buf, sizeof (buf), &stream)) > 0)
     {
       mon_send_output (e->req, stream == 1 ? "stdout" : "stderr", buf, n, on_flushed, e);
-      e->sent += n;
+      e->lines++;
+      sent += n;
     }
-  if (e->last && (e->held == NULL || evbuffer_get_length (e->held) == 0))
+  /* All of it taken and the client keeping up: credit at once, as for
+     output sent as it came.  */
+  if (evbuffer_get_length (e->held) == 0 && client_backlog (e->req) < CLIENT_HIGH_WATER)
+    mon_chan_credit (e->m, e, sent);
+  else
+    e->sent += sent;
+  if (e->last && evbuffer_get_length (e->held) == 0)
     {
       json_object *last = steal_pointer (&e->last);
       exec_finish (e, last);
@@ -190,7 +198,8 @@ on_flushed (struct evhttp_connection *evcon, void *arg)
   if (e->sent)
     mon_chan_credit (e->m, e, e->sent);
   e->sent = 0;
-  if (e->req)
+  e->lines = 0;
+  if (e->req && e->held)
     send_held (e);
 }
 
@@ -281,10 +290,14 @@ exec_output (struct mon *m, struct mon_exec *e, uint8_t stream, const uint8_t *d
      the high-water mark): crediting only on a full drain made every window
      stop and go.  Past the mark, output is held and its credit waits for
      the flush, so a client that does not read holds the guest back instead
-     of filling the monitor's memory.  */
-  if ((e->held == NULL || evbuffer_get_length (e->held) == 0) && client_backlog (e->req) < CLIENT_HIGH_WATER)
+     of filling the monitor's memory.  Lines count too: each costs libevent
+     a buffer of its own (1 KiB or more), so a flood of one-byte frames is
+     held and merged into large lines.  */
+  if ((e->held == NULL || evbuffer_get_length (e->held) == 0) && client_backlog (e->req) < CLIENT_HIGH_WATER
+      && e->lines < CLIENT_MAX_LINES)
     {
       mon_send_output (e->req, stream == 1 ? "stdout" : "stderr", data, len, on_flushed, e);
+      e->lines++;
       mon_chan_credit (m, e, len);
     }
   else

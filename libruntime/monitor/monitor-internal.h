@@ -27,6 +27,8 @@
 #define MAX_HEADERS (64 * 1024)
 #define LOG_MAX (1024 * 1024)
 #define CLIENT_HIGH_WATER (2 * 1024 * 1024)
+/* Output lines an exec's client may have unread before more is held.  */
+#define CLIENT_MAX_LINES 256
 /* Frames to the guest wait in chan_out while its channel is full.  WINDOW
    credit is queued only while less than CHAN_CREDIT_LOW waits there (else
    it accumulates in the exec, one number per stream); new commands are
@@ -44,6 +46,7 @@ struct mon_exec
   uint32_t stream;
   struct evhttp_request *req; /* NULL once the client went away */
   uint32_t sent;              /* output handed to the client, not yet flushed */
+  uint32_t lines;             /* output lines handed to it since its last flush */
   uint32_t outstanding;       /* output received, its credit not yet queued to
                                  the guest: never over RT_WINDOW_INITIAL */
   uint32_t credit;            /* of it, taken and owed to the guest: sent as
