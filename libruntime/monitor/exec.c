@@ -580,6 +580,8 @@ mon_handle_signal (struct mon *m, struct evhttp_request *req, json_object *body)
     return mon_reply_error (req, 400, "invalid_request", NULL, "signal must be 1 to 64");
   if (id <= 0 || id > UINT32_MAX || mon_exec_find (m, (uint32_t) id) == NULL)
     return mon_reply_error (req, 404, "not_found", NULL, "no running command %lld", (long long) id);
+  if (mon_chan_full (m))
+    return mon_reply_error (req, 409, "sandbox_not_ready", NULL, "sandbox %s is not reading its channel", m->cfg->id);
   mon_chan_signal (m, (uint32_t) id, (int) sig);
   mon_reply_json (req, 200, m->state);
 }
