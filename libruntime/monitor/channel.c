@@ -36,6 +36,36 @@ mon_chan_signal (struct mon *m, uint32_t stream, int sig)
   json_object_put (o);
 }
 
+bool
+mon_chan_full (struct mon *m)
+{
+  return evbuffer_get_length (m->chan_out) > CHAN_OUT_MAX;
+}
+
+/* Queues @e's owed credit as one WINDOW frame, if the guest is reading its
+   channel (little waits in chan_out).  Credit counts as given only once
+   queued: a guest that reads nothing gets no more than it saw, so its
+   window runs out instead of the monitor's memory.  */
+static void
+flush_credit (struct mon *m, struct mon_exec *e)
+{
+  uint8_t ack[4];
+
+  if (e->credit == 0 || evbuffer_get_length (m->chan_out) >= CHAN_CREDIT_LOW)
+    return;
+  rt_put_u32 (ack, e->credit);
+  e->outstanding -= e->credit;
+  e->credit = 0;
+  mon_chan_queue (m, RT_FRAME_WINDOW, e->stream, ack, sizeof (ack));
+}
+
+void
+mon_chan_credit (struct mon *m, struct mon_exec *e, uint32_t bytes)
+{
+  e->credit += bytes;
+  flush_credit (m, e);
+}
+
 void
 mon_on_chan_write (evutil_socket_t fd, short what, void *arg)
 {
@@ -43,6 +73,8 @@ mon_on_chan_write (evutil_socket_t fd, short what, void *arg)
   (void) what;
   if (evbuffer_write (m->chan_out, fd) < 0 && errno != EAGAIN && errno != EINTR)
     return;
+  for (struct mon_exec *e = m->execs; e; e = e->next)
+    flush_credit (m, e);
   if (evbuffer_get_length (m->chan_out) > 0)
     event_add (m->ev_write, NULL);
 }
@@ -56,7 +88,7 @@ mon_on_chan_read (evutil_socket_t fd, short what, void *arg)
   size_t avail;
   uint8_t *space;
   ssize_t n;
-  int ret;
+  int ret = 0;
 
   (void) what;
   space = rt_frame_reader_space (m->reader, &avail);
@@ -70,10 +102,10 @@ mon_on_chan_read (evutil_socket_t fd, short what, void *arg)
       return;
     }
   rt_frame_reader_filled (m->reader, n);
-  while ((ret = rt_frame_reader_next (m->reader, &h, &payload)) > 0)
+  while (!m->stopping && (ret = rt_frame_reader_next (m->reader, &h, &payload)) > 0)
     mon_exec_frame (m, &h, payload);
   if (ret < 0)
     /* The byte stream from the guest is garbage: it cannot be trusted
        again.  */
-    mon_stop (m, "host_stopped");
+    mon_stop (m, "guest_protocol_error");
 }

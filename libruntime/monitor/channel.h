@@ -13,6 +13,12 @@ void mon_chan_queue_json (struct mon *m, uint8_t type, uint32_t stream, json_obj
 /* SIGNAL {"signal": @sig} to the command of @stream.  */
 void mon_chan_signal (struct mon *m, uint32_t stream, int sig);
 
+/* True while more than CHAN_OUT_MAX waits for the guest to read.  */
+bool mon_chan_full (struct mon *m);
+/* Owes @bytes of @e's output window back to the guest: added to the one
+   WINDOW frame per stream that waits while the guest does not read.  */
+void mon_chan_credit (struct mon *m, struct mon_exec *e, uint32_t bytes);
+
 /* The channel fd's event callbacks.  */
 void mon_on_chan_read (evutil_socket_t fd, short what, void *arg);
 void mon_on_chan_write (evutil_socket_t fd, short what, void *arg);

@@ -44,18 +44,6 @@ mon_exec_find (struct mon *m, uint32_t stream)
 }
 
 static void
-chan_ack (struct mon *m, uint32_t stream, uint32_t bytes)
-{
-  struct mon_exec *e = mon_exec_find (m, stream);
-  uint8_t ack[4];
-
-  if (e)
-    e->outstanding -= bytes < e->outstanding ? bytes : e->outstanding;
-  rt_put_u32 (ack, bytes);
-  mon_chan_queue (m, RT_FRAME_WINDOW, stream, ack, sizeof (ack));
-}
-
-static void
 stdin_close (struct mon_exec *e)
 {
   if (e->ev_stdin)
@@ -100,6 +88,9 @@ exec_free (struct mon_exec *e)
 {
   struct mon_exec **p;
   stdin_close (e);
+  if (e->held)
+    evbuffer_free (e->held);
+  json_object_put (e->last);
   for (p = &e->m->execs; *p; p = &(*p)->next)
     if (*p == e)
       {
@@ -107,6 +98,93 @@ exec_free (struct mon_exec *e)
         break;
       }
   free (e);
+}
+
+static size_t
+client_backlog (struct evhttp_request *req)
+{
+  return evbuffer_get_length (bufferevent_get_output (evhttp_connection_get_bufferevent (
+      evhttp_request_get_connection (req))));
+}
+
+/* Keeps output the client cannot take yet: its raw bytes stay within the
+   guest's window (they are not credited back until sent), and the lines
+   they become are made only as the client drains, so a guest sending
+   one-byte frames cannot turn its window into 40 times that in NDJSON.  */
+static void
+hold_output (struct mon_exec *e, uint8_t stream, const uint8_t *data, uint32_t len)
+{
+  uint8_t hdr[5];
+
+  if (e->held == NULL && (e->held = evbuffer_new ()) == NULL)
+    return;
+  hdr[0] = stream;
+  rt_put_u32 (hdr + 1, len);
+  evbuffer_add (e->held, hdr, sizeof (hdr));
+  evbuffer_add (e->held, data, len);
+}
+
+/* Takes up to sizeof (@buf) bytes of held output of one stream (adjacent
+   records merged into one line).  Return: the bytes, 0 when none held.  */
+static size_t
+take_held (struct mon_exec *e, uint8_t *buf, size_t size, uint8_t *stream)
+{
+  size_t n = 0;
+  uint8_t hdr[5];
+
+  while (n < size && evbuffer_copyout (e->held, hdr, sizeof (hdr)) == sizeof (hdr))
+    {
+      uint32_t len = rt_get_u32 (hdr + 1), take;
+      if (n > 0 && hdr[0] != *stream)
+        break;
+      *stream = hdr[0];
+      take = len < size - n ? len : (uint32_t) (size - n);
+      evbuffer_drain (e->held, sizeof (hdr));
+      evbuffer_remove (e->held, buf + n, take);
+      n += take;
+      if (take < len)
+        {
+          /* The rest of the record stays first.  */
+          rt_put_u32 (hdr + 1, len - take);
+          evbuffer_prepend (e->held, hdr, sizeof (hdr));
+        }
+    }
+  return n;
+}
+
+static void exec_finish (struct mon_exec *e, json_object *last);
+
+static void on_flushed (struct evhttp_connection *evcon, void *arg);
+
+/* Sends held output while the client's buffer is under the high-water
+   mark; the exit line follows the last of it.  */
+static void
+send_held (struct mon_exec *e)
+{
+  uint8_t buf[65536];
+  uint8_t stream = 1;
+  uint32_t sent = 0;
+  size_t n;
+
+  while (e->held && client_backlog (e->req) < CLIENT_HIGH_WATER
+         && (n = take_held (e, buf, sizeof (buf), &stream)) > 0)
+    {
+      mon_send_output (e->req, stream == 1 ? "stdout" : "stderr", buf, n, on_flushed, e);
+      e->lines++;
+      sent += n;
+    }
+  /* All of it taken and the client keeping up: credit at once, as for
+     output sent as it came.  */
+  if (evbuffer_get_length (e->held) == 0 && client_backlog (e->req) < CLIENT_HIGH_WATER)
+    mon_chan_credit (e->m, e, sent);
+  else
+    e->sent += sent;
+  if (e->last && evbuffer_get_length (e->held) == 0)
+    {
+      json_object *last = steal_pointer (&e->last);
+      exec_finish (e, last);
+      json_object_put (last);
+    }
 }
 
 /* Called when everything handed to the client so far has been written to
@@ -117,9 +195,30 @@ on_flushed (struct evhttp_connection *evcon, void *arg)
 {
   struct mon_exec *e = arg;
   (void) evcon;
-  if (e->unacked)
-    chan_ack (e->m, e->stream, e->unacked);
-  e->unacked = 0;
+  if (e->sent)
+    mon_chan_credit (e->m, e, e->sent);
+  e->sent = 0;
+  e->lines = 0;
+  if (e->req && e->held)
+    send_held (e);
+}
+
+/* What the client will not see is owed back to the guest at once.  */
+static void
+drop_held (struct mon_exec *e)
+{
+  uint32_t held = 0;
+  uint8_t hdr[5];
+
+  while (e->held && evbuffer_remove (e->held, hdr, sizeof (hdr)) == sizeof (hdr))
+    {
+      uint32_t len = rt_get_u32 (hdr + 1);
+      evbuffer_drain (e->held, len);
+      held += len;
+    }
+  if (held + e->sent)
+    mon_chan_credit (e->m, e, held + e->sent);
+  e->sent = 0;
 }
 
 static void
@@ -131,11 +230,13 @@ on_client_gone (struct evhttp_connection *evcon, void *arg)
   struct evhttp_request *req = e->req;
   e->req = NULL;
   mon_chan_signal (e->m, e->stream, SIGKILL);
-  on_flushed (NULL, e);
+  drop_held (e);
   /* libevent unlinks a streaming request whose client left but does not
      free it: ending the reply does (its connection is gone).  */
   if (req)
     evhttp_send_reply_end (req);
+  if (e->last)
+    exec_free (e);
 }
 
 static void
@@ -143,6 +244,13 @@ exec_finish (struct mon_exec *e, json_object *last)
 {
   if (e->proc)
     mon_proc_exited (e->proc, last);
+  if (e->req && e->held && evbuffer_get_length (e->held) > 0 && !e->m->stopping)
+    {
+      /* The client still has output to take: the exit line waits for it
+         (send_held).  */
+      e->last = json_object_get (last);
+      return;
+    }
   if (e->req)
     {
       struct evhttp_connection *evcon = evhttp_request_get_connection (e->req);
@@ -165,31 +273,35 @@ mon_exec_fail_all (struct mon *m, const char *code, const char *msg)
 }
 
 static void
-exec_output (struct mon *m, struct mon_exec *e, const char *type, const uint8_t *data, uint32_t len)
+exec_output (struct mon *m, struct mon_exec *e, uint8_t stream, const uint8_t *data, uint32_t len)
 {
   if (e->proc)
     {
-      mon_proc_output (e->proc, type[3] == 'o' ? 1 : 2, data, len);
-      chan_ack (m, e->stream, len);
+      mon_proc_output (e->proc, stream, data, len);
+      mon_chan_credit (m, e, len);
       return;
     }
   if (e->req == NULL)
     {
-      chan_ack (m, e->stream, len);
+      mon_chan_credit (m, e, len);
       return;
     }
-  mon_send_output (e->req, type, data, len, on_flushed, e);
-  /* Ack at once while the client keeps up (its buffer under the high-water
-     mark): acking only on a full drain made every window stop and go.
-     Past the mark, acks wait for the flush, so a client that does not read
-     holds the guest back instead of filling the monitor's memory.  */
-  if (e->unacked == 0
-      && evbuffer_get_length (bufferevent_get_output (evhttp_connection_get_bufferevent (
-             evhttp_request_get_connection (e->req))))
-             < CLIENT_HIGH_WATER)
-    chan_ack (m, e->stream, len);
+  /* Sent and credited at once while the client keeps up (its buffer under
+     the high-water mark): crediting only on a full drain made every window
+     stop and go.  Past the mark, output is held and its credit waits for
+     the flush, so a client that does not read holds the guest back instead
+     of filling the monitor's memory.  Lines count too: each costs libevent
+     a buffer of its own (1 KiB or more), so a flood of one-byte frames is
+     held and merged into large lines.  */
+  if ((e->held == NULL || evbuffer_get_length (e->held) == 0) && client_backlog (e->req) < CLIENT_HIGH_WATER
+      && e->lines < CLIENT_MAX_LINES)
+    {
+      mon_send_output (e->req, stream == 1 ? "stdout" : "stderr", data, len, on_flushed, e);
+      e->lines++;
+      mon_chan_credit (m, e, len);
+    }
   else
-    e->unacked += len;
+    hold_output (e, stream, data, len);
 }
 
 static json_object *
@@ -240,7 +352,7 @@ mon_exec_frame (struct mon *m, const struct rt_frame_header *h, const uint8_t *p
 {
   struct mon_exec *e = h->stream ? mon_exec_find (m, h->stream) : NULL;
 
-  if (e == NULL)
+  if (e == NULL || e->last)
     return;
   switch (h->type)
     {
@@ -257,15 +369,16 @@ mon_exec_frame (struct mon *m, const struct rt_frame_header *h, const uint8_t *p
     case RT_FRAME_STDERR:
       if (h->len == 0)
         break;
-      /* Output beyond the window is a guest that ignores the protocol:
-         nothing it sends can be trusted to stay bounded.  */
-      e->outstanding += h->len;
-      if (e->outstanding > RT_WINDOW_INITIAL)
+      /* Output beyond the window (what it sent less the credit it was
+         given) is a guest that ignores the protocol: nothing it sends can
+         be trusted to stay bounded.  */
+      if (h->len > RT_WINDOW_INITIAL - e->outstanding)
         {
-          mon_stop (m, "host_stopped");
+          mon_stop (m, "guest_protocol_error");
           return;
         }
-      exec_output (m, e, h->type == RT_FRAME_STDOUT ? "stdout" : "stderr", payload, h->len);
+      e->outstanding += h->len;
+      exec_output (m, e, h->type == RT_FRAME_STDOUT ? 1 : 2, payload, h->len);
       break;
     case RT_FRAME_EXIT:
     case RT_FRAME_ERROR:
@@ -403,6 +516,10 @@ mon_exec_start (struct mon *m, struct evhttp_request *req, json_object *body)
     return (mon_reply_error (req, 409, "sandbox_paused", "runtime sandbox wake wakes it", "sandbox %s is paused",
                              m->cfg->id),
             NULL);
+  if (mon_chan_full (m))
+    return (mon_reply_error (req, 409, "sandbox_not_ready", NULL, "sandbox %s is not reading its channel",
+                             m->cfg->id),
+            NULL);
   if (!check_argv_env (req, body, &c) || !check_options (req, body, &c) || !check_stdin (m, req, body, &c))
     return NULL;
   exec = exec_request (m, &c);
@@ -463,6 +580,8 @@ mon_handle_signal (struct mon *m, struct evhttp_request *req, json_object *body)
     return mon_reply_error (req, 400, "invalid_request", NULL, "signal must be 1 to 64");
   if (id <= 0 || id > UINT32_MAX || mon_exec_find (m, (uint32_t) id) == NULL)
     return mon_reply_error (req, 404, "not_found", NULL, "no running command %lld", (long long) id);
+  if (mon_chan_full (m))
+    return mon_reply_error (req, 409, "sandbox_not_ready", NULL, "sandbox %s is not reading its channel", m->cfg->id);
   mon_chan_signal (m, (uint32_t) id, (int) sig);
   mon_reply_json (req, 200, m->state);
 }

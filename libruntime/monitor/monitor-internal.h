@@ -21,10 +21,20 @@
 #include "common/proto.h"
 #include "monitor/monitor.h"
 #include "net/netns.h"
+#include "vmm/console.h"
 
 #define MAX_BODY (2 * 1024 * 1024)
+#define MAX_HEADERS (64 * 1024)
 #define LOG_MAX (1024 * 1024)
 #define CLIENT_HIGH_WATER (2 * 1024 * 1024)
+/* Output lines an exec's client may have unread before more is held.  */
+#define CLIENT_MAX_LINES 256
+/* Frames to the guest wait in chan_out while its channel is full.  WINDOW
+   credit is queued only while less than CHAN_CREDIT_LOW waits there (else
+   it accumulates in the exec, one number per stream); new commands are
+   refused past CHAN_OUT_MAX.  */
+#define CHAN_CREDIT_LOW (64 * 1024)
+#define CHAN_OUT_MAX (4 * 1024 * 1024)
 
 struct mon;
 struct mon_proc;
@@ -35,8 +45,15 @@ struct mon_exec
   struct mon *m;
   uint32_t stream;
   struct evhttp_request *req; /* NULL once the client went away */
-  uint32_t unacked;           /* output handed to the client, not yet flushed */
-  uint32_t outstanding;       /* output received, not yet acked to the guest */
+  uint32_t sent;              /* output handed to the client, not yet flushed */
+  uint32_t lines;             /* output lines handed to it since its last flush */
+  uint32_t outstanding;       /* output received, its credit not yet queued to
+                                 the guest: never over RT_WINDOW_INITIAL */
+  uint32_t credit;            /* of it, taken and owed to the guest: sent as
+                                 one WINDOW frame when the channel has room */
+  struct evbuffer *held;      /* output held back while the client is behind
+                                 (records: u8 stream, u32 length, bytes) */
+  json_object *last;          /* the exit line, waiting for the held output */
   struct mon_proc *proc;      /* set for a spawned process */
   int stdin_fd;               /* streamed stdin (stdinPath), or -1 */
   struct event *ev_stdin;
@@ -92,6 +109,8 @@ struct mon
   struct rt_intercept *intercept; /* for the sandbox's secrets, or NULL */
   bool trial;
   struct rt_meter meter;      /* QEMU's vCPU threads, and the ledger */
+  struct rt_console console;  /* the guest's console, a capped log */
+  struct event *ev_console;
 };
 
 /* Sets (or with @value NULL, nulls) a string of the state object.  */

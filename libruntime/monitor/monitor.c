@@ -192,6 +192,7 @@ boot_error (struct mon *m, rt_error **err)
 
   rt_error_free (*err);
   *err = NULL;
+  rt_console_drain (&m->console);
   if (qemu_tail && *qemu_tail)
     {
       rt_error_set (err, EIO, "startup_failed", "the sandbox did not start: %s", why ? why : "QEMU failed");
@@ -225,9 +226,11 @@ start_vm (struct mon *m, rt_error **err)
 {
   struct rt_vm_config vm = m->cfg->vm;
   cleanup_free char *cmdline = NULL;
-  int ret;
+  int ret, console_end = -1;
 
   ret = rt_netns_create (&m->net, &m->cfg->net, err);
+  if (ret == 0)
+    ret = rt_console_open (&m->console, m->cfg->dir, &console_end, err);
   if (ret < 0)
     return ret;
   cmdline = rt_strdup_printf ("%s%srt.net=" RT_NET_GUEST "," RT_NET_GATEWAY, vm.cmdline ? vm.cmdline : "",
@@ -237,7 +240,9 @@ start_vm (struct mon *m, rt_error **err)
   vm.cmdline = cmdline;
   vm.tap_fd = m->net.tap_fd;
   vm.netns_fd = m->net.ns_fd;
+  vm.console_fd = console_end;
   ret = rt_vm_start (m->ctx, &vm, &m->vm, err);
+  close (console_end);
   if (ret < 0)
     return ret;
   /* QEMU holds the tap now: when it dies, the tap goes.  */
@@ -252,7 +257,7 @@ static int
 connect_agent (struct mon *m, rt_error **err)
 {
   struct rt_channel ch;
-  int ret = rt_channel_connect (&ch, m->vm.agent_sock, m->vm.pidfd, BOOT_TIMEOUT_MS, err);
+  int ret = rt_channel_connect (&ch, m->vm.agent_sock, m->vm.pidfd, &m->console, BOOT_TIMEOUT_MS, err);
 
   if (ret < 0)
     {
@@ -300,6 +305,7 @@ serve_api (struct mon *m, rt_error **err)
   if (m->http == NULL || m->chan_out == NULL)
     return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
   evhttp_set_max_body_size (m->http, MAX_BODY);
+  evhttp_set_max_headers_size (m->http, MAX_HEADERS);
   evhttp_set_allowed_methods (m->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT);
   evhttp_set_gencb (m->http, mon_handle_request, m);
   if (evhttp_accept_socket (m->http, api_fd) < 0)
@@ -310,10 +316,24 @@ serve_api (struct mon *m, rt_error **err)
   return m->proxy ? 0 : -1;
 }
 
-/* The channel, QEMU's exit, the lease, SIGTERM, the owner and the claim.  */
+static void
+on_console (evutil_socket_t fd, short what, void *arg)
+{
+  struct mon *m = arg;
+  (void) fd;
+  (void) what;
+  if (rt_console_drain (&m->console) != 0)
+    event_del (m->ev_console);
+}
+
+/* The channel, the console, QEMU's exit, the lease, SIGTERM, the owner and
+   the claim.  */
 static int
 watch_events (struct mon *m, rt_error **err)
 {
+  m->ev_console = event_new (m->base, m->console.sock, EV_READ | EV_PERSIST, on_console, m);
+  if (m->ev_console == NULL || event_add (m->ev_console, NULL) < 0)
+    return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
   m->ev_read = event_new (m->base, m->chan_fd, EV_READ | EV_PERSIST, mon_on_chan_read, m);
   m->ev_write = event_new (m->base, m->chan_fd, EV_WRITE, mon_on_chan_write, m);
   m->ev_qemu = event_new (m->base, m->vm.pidfd, EV_READ, on_qemu_exit, m);
@@ -410,7 +430,8 @@ static void __attribute__ ((noreturn))
 monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd, int claim_fd)
 {
   struct mon m = { .ctx = ctx, .cfg = cfg, .chan_fd = -1, .next_stream = 1, .owner_pidfd = -1, .claim_fd = 4,
-                   .net = { -1, -1, -1, -1, -1, -1 }, .meter = { .ledger_fd = -1 } };
+                   .net = { -1, -1, -1, -1, -1, -1 }, .meter = { .ledger_fd = -1 },
+                   .console = { .sock = -1, .log_fd = -1 } };
   cleanup_free char *log = rt_strdup_printf ("%s/monitor.log", cfg->dir);
   rt_error *err = NULL;
   sigset_t none;

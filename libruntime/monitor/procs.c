@@ -298,6 +298,8 @@ mon_handle_kill (struct mon *m, struct evhttp_request *req, json_object *body)
                             (long long) id);
   if (sig < 1 || sig > 64)
     return mon_reply_error (req, 400, "invalid_request", NULL, "signal must be 1 to 64");
+  if (mon_chan_full (m))
+    return mon_reply_error (req, 409, "sandbox_not_ready", NULL, "sandbox %s is not reading its channel", m->cfg->id);
   if (p->exit == NULL)
     mon_chan_signal (m, p->id, (int) sig);
   reply_proc (req, p);

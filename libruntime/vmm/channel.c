@@ -68,7 +68,8 @@ get_int (json_object *obj, const char *key)
 }
 
 int
-rt_channel_connect (struct rt_channel *ch, const char *sock, int vm_pidfd, int timeout_ms, rt_error **err)
+rt_channel_connect (struct rt_channel *ch, const char *sock, int vm_pidfd, struct rt_console *con, int timeout_ms,
+                    rt_error **err)
 {
   struct sockaddr_un addr = { .sun_family = AF_UNIX };
   uint64_t deadline = rt_now_ms () + timeout_ms;
@@ -98,6 +99,8 @@ rt_channel_connect (struct rt_channel *ch, const char *sock, int vm_pidfd, int t
         return rt_error_set (err, errno, "startup_failed", "cannot connect to '%s': %s", sock, strerror (errno));
       close (ch->fd);
       ch->fd = -1;
+      if (con)
+        rt_console_drain (con);
       if (poll (&pfd, 1, 2) > 0)
         return rt_error_set (err, EIO, "startup_failed", "QEMU exited while starting");
       if (rt_now_ms () > deadline)
@@ -107,7 +110,9 @@ rt_channel_connect (struct rt_channel *ch, const char *sock, int vm_pidfd, int t
   /* Wait for the agent's HELLO.  */
   for (;;)
     {
-      struct pollfd pfd[2] = { { .fd = ch->fd, .events = POLLIN }, { .fd = vm_pidfd, .events = POLLIN } };
+      struct pollfd pfd[3] = { { .fd = ch->fd, .events = POLLIN },
+                               { .fd = vm_pidfd, .events = POLLIN },
+                               { .fd = con ? con->sock : -1, .events = POLLIN } };
       struct rt_frame_header h;
       const uint8_t *payload;
       int64_t left = (int64_t) deadline - (int64_t) rt_now_ms ();
@@ -115,8 +120,12 @@ rt_channel_connect (struct rt_channel *ch, const char *sock, int vm_pidfd, int t
       if (left <= 0)
         return rt_error_set (err, ETIMEDOUT, "startup_failed", "the guest agent did not answer within %d s",
                              timeout_ms / 1000);
-      if (poll (pfd, 2, left) < 0 && errno != EINTR)
+      if (poll (pfd, 3, left) < 0 && errno != EINTR)
         return rt_error_set (err, errno, "startup_failed", "poll: %s", strerror (errno));
+      /* The console is read while the guest boots: QEMU waits on a full
+         console socket, and so would the guest.  */
+      if (pfd[2].revents)
+        rt_console_drain (con);
       if (pfd[1].revents)
         return rt_error_set (err, EIO, "startup_failed", "the VM exited during boot");
       if (!pfd[0].revents)

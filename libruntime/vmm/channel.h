@@ -4,6 +4,7 @@
 
 #include "core/context.h"
 #include "common/proto.h"
+#include "vmm/console.h"
 
 struct rt_channel
 {
@@ -13,8 +14,10 @@ struct rt_channel
 };
 
 /* Connects to the agent's socket and waits for its HELLO (the guest boots
-   meanwhile).  startup_failed when QEMU exits or @timeout_ms passes.  */
-int rt_channel_connect (struct rt_channel *ch, const char *sock, int vm_pidfd, int timeout_ms, rt_error **err);
+   meanwhile, its console drained into @con's log unless NULL).
+   startup_failed when QEMU exits or @timeout_ms passes.  */
+int rt_channel_connect (struct rt_channel *ch, const char *sock, int vm_pidfd, struct rt_console *con, int timeout_ms,
+                        rt_error **err);
 
 void rt_channel_close (struct rt_channel *ch);
 

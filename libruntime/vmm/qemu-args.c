@@ -109,8 +109,15 @@ rt_qemu_argv (const struct rt_qemu_args *a, char ***out, rt_error **err)
   add_owned (&b, rt_strdup_printf ("%u", a->vcpu));
   /* Named threads ("CPU 0/TCG"): the meter bills exactly those.  */
   add_pairs (&b, (const char *const[]){ "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config",
-                                        "-display", "none", "-no-reboot", "-serial", NULL });
-  add_owned (&b, rt_strdup_printf ("file:%s", a->console_log));
+                                        "-display", "none", "-no-reboot", NULL });
+  /* The console socket is fd 4 in QEMU (vm.c's child puts it there).  */
+  if (a->console_sock)
+    add_pairs (&b, (const char *const[]){ "-chardev", "socket,id=console,fd=4", "-serial", "chardev:console", NULL });
+  else
+    {
+      add (&b, "-serial");
+      add_owned (&b, rt_strdup_printf ("file:%s", a->console_log));
+    }
   add (&b, "-kernel");
   add (&b, a->vmlinux);
   add (&b, "-initrd");

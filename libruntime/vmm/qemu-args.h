@@ -19,6 +19,8 @@ struct rt_qemu_args
   unsigned long tsc_khz;     /* > 0 under TCG: passed as tsc_early_khz */
   const char *cmdline;       /* appended to the base kernel command line, or NULL */
   const char *console_log;   /* the serial console's file */
+  bool console_sock;         /* instead, the socket at fd 4: its reader
+                                keeps a capped log (monitor/console.c) */
   const char *agent_sock;    /* non-NULL: the agent's virtio-serial port
                                 listens here, and QMP on @qmp_sock */
   const char *qmp_sock;

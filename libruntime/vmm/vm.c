@@ -62,9 +62,25 @@ exec_qemu (const struct rt_vm_config *cfg, char **argv, int logfd)
   dup2 (devnull, 0);
   dup2 (logfd, 1);
   dup2 (logfd, 2);
+  /* The console socket moves to fd 4 first: it may be fd 3, where the
+     tap goes.  */
+  if (cfg->console_fd > 0)
+    {
+      int con = cfg->console_fd == 3 ? fcntl (3, F_DUPFD_CLOEXEC, 5) : cfg->console_fd;
+      if (con == 4)
+        fcntl (4, F_SETFD, 0);
+      else if (cfg->tap_fd == 4)
+        {
+          /* The tap's fd is taken next: keep a copy out of the way.  */
+          dup2 (4, 3);
+          dup2 (con, 4);
+        }
+      else
+        dup2 (con, 4);
+    }
   if (cfg->tap_fd > 0)
     {
-      if (cfg->tap_fd == 3)
+      if (cfg->tap_fd == 3 || (cfg->tap_fd == 4 && cfg->console_fd > 0))
         fcntl (3, F_SETFD, 0);
       else
         dup2 (cfg->tap_fd, 3);
@@ -128,7 +144,8 @@ rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, 
   struct rt_qemu_args args = { .qemu = ctx->qemu, .accel = cfg->accel, .vcpu = cfg->vcpu,
                                .memory_mib = cfg->memory_mib, .vmlinux = cfg->vmlinux,
                                .initramfs = cfg->initramfs, .cmdline = cfg->cmdline, .tap = cfg->tap_fd > 0,
-                               .disk = cfg->disk, .disk_overlay = cfg->disk && cfg->disk_mib > 0 };
+                               .disk = cfg->disk, .disk_overlay = cfg->disk && cfg->disk_mib > 0,
+                               .console_sock = cfg->console_fd > 0 };
   int ret;
 
   memset (vm, 0, sizeof (*vm));

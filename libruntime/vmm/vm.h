@@ -20,6 +20,8 @@ struct rt_vm_config
   int tap_fd;             /* > 0: the guest's virtio-net is this tap (0, the
                              default, is never one) */
   int netns_fd;           /* > 0: QEMU runs in this network namespace */
+  int console_fd;         /* > 0: the serial console is this socket, whose
+                             reader writes console.log; else QEMU writes it */
 };
 
 struct rt_vm

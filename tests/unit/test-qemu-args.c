@@ -134,6 +134,23 @@ test_kvm_probe (void)
   check ("KVM probe: 1 vCPU, no channel, no disk, no network", &a, want);
 }
 
+/* A sandbox whose console the monitor reads (vmm/console.c): the socket
+   at fd 4, no file.  */
+static void
+test_console_sock (void)
+{
+  struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 1, .memory_mib = 256, .vmlinux = "vmlinux",
+                            .initramfs = "initrd", .console_log = "/p/console.log", .console_sock = true };
+  static const char *const want[] = {
+    "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "kvm", "-cpu", "host", "-m", "256",
+    "-smp", "1", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
+    "-no-reboot", "-chardev", "socket,id=console,fd=4", "-serial", "chardev:console", "-kernel", "vmlinux",
+    "-initrd", "initrd", "-append", "console=ttyS0 quiet panic=-1 reboot=t", NULL
+  };
+
+  check ("the console on the socket at fd 4", &a, want);
+}
+
 static void
 test_incomplete (void)
 {
@@ -154,6 +171,7 @@ main (void)
   test_kvm_sandbox ();
   test_tcg_network ();
   test_kvm_probe ();
+  test_console_sock ();
   test_incomplete ();
   return tap_done ();
 }
