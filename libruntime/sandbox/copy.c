@@ -69,12 +69,29 @@ extract_child (int fd, int errfd, const struct rt_unpack_limits *lim)
   _exit (status);
 }
 
+static int
+wait_child (pid_t pid)
+{
+  int status = 0;
+  while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+}
+
+/* What may follow the end of an archive the extractor took whole: tar's
+   padding to a 10 KiB record, not a stream that never ends.  */
+#define TRAILER_MAX (1 << 20)
+
 struct to_child
 {
   int fd;
+  pid_t pid;
+  int status;         /* the extractor's, once it ended (ended) */
+  bool ended;
   char err[ERR_KEEP]; /* the guest's stderr, its first bytes */
   size_t err_len;
   size_t bytes;       /* archive bytes that arrived */
+  size_t trailer;     /* bytes after the extractor took the archive whole */
   bool broken;
 };
 
@@ -91,31 +108,29 @@ to_child (void *data, int stream, const char *buf, size_t len)
       return 0;
     }
   t->bytes += len;
-  while (len > 0)
+  while (len > 0 && !t->ended)
     {
       ssize_t n = send (t->fd, buf, len, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR)
         continue;
       if (n < 0)
         {
-          /* The extractor gave up (its own message says why): stop the
-             guest's stream rather than read the rest of it.  */
-          t->broken = true;
-          return -1;
+          /* The extractor closed its end: it is exiting.  Done with a
+             whole archive, the rest is padding; gave up (its own message
+             says why), the guest's stream stops rather than run on.  */
+          t->status = wait_child (t->pid);
+          t->ended = true;
+          break;
         }
       buf += n;
       len -= n;
     }
-  return 0;
-}
-
-static int
-wait_child (pid_t pid)
-{
-  int status = 0;
-  while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
-    ;
-  return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+  if (t->ended)
+    {
+      t->trailer += len;
+      t->broken = t->status != RT_UNPACK_OK || t->trailer > TRAILER_MAX;
+    }
+  return t->broken ? -1 : 0;
 }
 
 static char *
@@ -306,12 +321,11 @@ rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, const rt_
                             "exec tar -cf - -- \"$(basename \"$1\")\"",
                    (char *) "sh", (char *) src, NULL };
   cleanup_free char *name = NULL, *final = NULL, *tmp = NULL, *why = NULL;
-  struct to_child t = { .fd = -1 };
+  struct to_child t = { .fd = -1, .pid = -1 };
   struct rt_unpack_limits lim = { 0 };
   rt_copy_result counts = { 0 };
   rt_exec_result res = { 0 };
   int errfd = -1, ret, status;
-  pid_t pid = -1;
 
   ret = rt_check_guest_path (src, err);
   if (ret < 0)
@@ -324,7 +338,7 @@ rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, const rt_
   lim.max_size = opts && opts->max_size ? opts->max_size : RT_COPY_MAX_SIZE_DEFAULT;
   ret = out_target (dst, name, &final, &tmp, err);
   if (ret == 0)
-    ret = start_extractor (tmp, &lim, &t.fd, &errfd, &pid, err);
+    ret = start_extractor (tmp, &lim, &t.fd, &errfd, &t.pid, err);
   if (ret < 0)
     return ret;
   {
@@ -332,7 +346,7 @@ rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, const rt_
     ret = rt_sandbox_exec (sb, argv, &o, &res, err);
   }
   close (t.fd);
-  status = wait_child (pid);
+  status = t.ended ? t.status : wait_child (t.pid);
   why = read_report (errfd, &counts);
   close (errfd);
   ret = out_verdict (ret, &res, &t, status, why, src, &lim, final, err);
