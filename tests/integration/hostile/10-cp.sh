@@ -47,7 +47,7 @@ else
     json=$(hcp --json "$sb:/workspace/x" "$cpd/out2" 2>/dev/null)
     is "… and counted in --json" \
         "$(echo "$json" | json_get 'o["skipped"], o["skipped_kinds"]["devices"], o["skipped_kinds"]["fifos"], o["skipped_kinds"]["links"]')" \
-        "(5, 2, 1, 2)"
+        "5 2 1 2"
     check "… no temporary dir left" no_temp
 
     expect_error "cp out of a symlink as the item (report.txt -> /etc/shadow) is refused" invalid_request \
