@@ -78,6 +78,31 @@ wait_child (pid_t pid)
   return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
 }
 
+/* The first bytes of the guest's stderr, for a message: a guest that
+   floods it costs nothing more.  */
+struct guest_err
+{
+  char buf[ERR_KEEP];
+  size_t len;
+};
+
+static void
+keep_err (struct guest_err *g, const char *buf, size_t len)
+{
+  size_t n = len < sizeof (g->buf) - g->len ? len : sizeof (g->buf) - g->len;
+
+  memcpy (g->buf + g->len, buf, n);
+  g->len += n;
+}
+
+/* The kept stderr escaped into @out, or @dflt when there is none.  */
+static const char *
+guest_err_text (const struct guest_err *g, char *out, size_t size, const char *dflt)
+{
+  rt_unpack_escape (out, size, g->buf, g->len);
+  return *out ? out : dflt;
+}
+
 /* What may follow the end of an archive the extractor took whole: tar's
    padding to a 10 KiB record, not a stream that never ends.  */
 #define TRAILER_MAX (1 << 20)
@@ -88,8 +113,7 @@ struct to_child
   pid_t pid;
   int status;         /* the extractor's, once it ended (ended) */
   bool ended;
-  char err[ERR_KEEP]; /* the guest's stderr, its first bytes */
-  size_t err_len;
+  struct guest_err err;
   size_t bytes;       /* archive bytes that arrived */
   size_t trailer;     /* bytes after the extractor took the archive whole */
   bool broken;
@@ -102,9 +126,7 @@ to_child (void *data, int stream, const char *buf, size_t len)
 
   if (stream == 2)
     {
-      size_t n = len < sizeof (t->err) - 1 - t->err_len ? len : sizeof (t->err) - 1 - t->err_len;
-      memcpy (t->err + t->err_len, buf, n);
-      t->err_len += n;
+      keep_err (&t->err, buf, len);
       return 0;
     }
   t->bytes += len;
@@ -283,11 +305,8 @@ out_verdict (int ret, const rt_exec_result *res, const struct to_child *t, int s
   else if (res->exit_code == EXIT_MISSING)
     return rt_error_set (err, ENOENT, "file_not_found", "no such file in the sandbox: %s", src);
   else if (res->exit_code != 0)
-    {
-      rt_unpack_escape (guest_err, sizeof (guest_err), t->err, t->err_len);
-      return rt_error_set (err, EIO, "internal", "cannot read %s in the sandbox: %s", src,
-                           *guest_err ? guest_err : "tar failed");
-    }
+    return rt_error_set (err, EIO, "internal", "cannot read %s in the sandbox: %s", src,
+                         guest_err_text (&t->err, guest_err, sizeof (guest_err), "tar failed"));
   if (status == RT_UNPACK_BROKEN)
     return rt_error_set (err, EIO, "download_incomplete", "the copy of %s is incomplete: %s", src,
                          detail ? detail : "the archive ended early");
@@ -473,13 +492,22 @@ start_archiver (const char *fifo, const char *abs, const char *name, int *errfd,
   return 0;
 }
 
+/* The guest's stdout is nothing to keep; its stderr, the first bytes.  */
+static int
+upload_output (void *data, int stream, const char *buf, size_t len)
+{
+  if (stream == 2)
+    keep_err (data, buf, len);
+  return 0;
+}
+
 /* Runs @argv in the guest with @fifo as its stdin.  */
 static int
-upload (rt_sandbox *sb, const char *const argv[], const char *fifo, int cancel_fd, struct rt_captured *c,
+upload (rt_sandbox *sb, const char *const argv[], const char *fifo, int cancel_fd, struct guest_err *c,
         rt_exec_result *res, rt_error **err)
 {
   cleanup_json json_object *req = NULL;
-  rt_exec_opts o = { .cancel_fd = cancel_fd, .on_output = rt_capture_output, .data = c };
+  rt_exec_opts o = { .cancel_fd = cancel_fd, .on_output = upload_output, .data = c };
 
   req = rt_command_request (argv, &o, err);
   if (req == NULL)
@@ -513,7 +541,8 @@ rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_c
                             "then rmdir \"$t\"; exit 0; fi; rm -rf \"$t\"; exit 1",
                    (char *) "sh", (char *) dst, NULL, NULL };
   cleanup_free char *abs = NULL, *name = NULL, *fifo = NULL, *why = NULL;
-  struct rt_captured c = { 0 };
+  struct guest_err c = { 0 };
+  char guest_err[ERR_KEEP * 6];
   rt_exec_result res = { 0 };
   int errfd = -1, ret, status;
   pid_t pid = -1;
@@ -556,10 +585,8 @@ rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_c
     ret = rt_error_set (err, ENOENT, "file_not_found", "no such directory in the sandbox for %s", dst);
   else if (ret == 0 && res.exit_code != 0 && status == 0)
     ret = rt_error_set (err, EIO, "internal", "cannot write %s in the sandbox: %s", dst,
-                        c.err && *c.err ? c.err : "tar failed");
+                        guest_err_text (&c, guest_err, sizeof (guest_err), "tar failed"));
   else if (ret == 0 && status != 0)
     ret = rt_error_set (err, EIO, "internal", "cannot read '%s': %s", src, why && *why ? why : "archiving failed");
-  free (c.out);
-  free (c.err);
   return ret;
 }
