@@ -236,7 +236,7 @@ read_report (int fd, rt_copy_result *res)
 }
 
 /* The extractor's own refusals, which stand whatever the stream did (it
-   was stopped because of them): 0 when there is none.  */
+   was stopped because of them).  */
 static int
 out_refused (int status, const char *why, const char *src, const struct rt_unpack_limits *lim, const char *final,
              rt_error **err)
@@ -257,7 +257,7 @@ out_refused (int status, const char *why, const char *src, const struct rt_unpac
                     why);
       return rt_error_hint (err, "copy what it points to, or pass --keep-links to copy the link itself");
     default:
-      return 0;
+      return rt_error_set (err, EIO, "internal", "the extractor refused %s (status %d)", src, status);
     }
 }
 
@@ -286,7 +286,7 @@ out_verdict (int ret, const rt_exec_result *res, const struct to_child *t, int s
     return rt_error_set (err, EINTR, "interrupted", "the copy of %s was interrupted; nothing was written", src);
   if (ret < 0 && err && *err && strcmp ((*err)->code, "interrupted") == 0)
     return ret;
-  if (out_refused (status, why, src, lim, final, NULL) < 0)
+  if (status == RT_UNPACK_TOO_BIG || status == RT_UNPACK_NO_SPACE || status == RT_UNPACK_TOP_LINK)
     {
       drop_error (err);
       return out_refused (status, why, src, lim, final, err);
