@@ -115,4 +115,7 @@ EOF
     runtime sandbox exec "$sb" --user root -- sh -c 't=$(command -v tar); mv "$t.real" "$t"; rm -f /tmp/which /tmp/*.tar' </dev/null
     hcp "$sb:/workspace/x/sgid" "$cpd/sgid"
     is "the guest's tar restored, the shared sandbox copies again" "$(cat "$cpd/sgid")" "secret"
+    runtime sandbox exec "$sb" --user root -- rm -rf /workspace/x /workspace/report.txt /workspace/big \
+        /workspace/alias </dev/null
 fi
+rm -rf "$cpd"
