@@ -1,6 +1,8 @@
 /* sandbox-files.c - `runtime sandbox cp, cat, files`: files in and out
    of a sandbox.  */
+#include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,95 @@ remote_ref (const char *arg, const char **path)
   return strndup (arg, colon - arg);
 }
 
+/* --max-size: bytes, or with a K, M, G or T suffix (powers of 1024; a
+   trailing "B" or "iB" is allowed).  */
+static int
+cp_max_size (struct cli_command *cmd, struct cli_args *a, uint64_t *out)
+{
+  const char *v = cli_opt (cmd, a, "max-size");
+  static const char units[] = "KMGT";
+  const char *u;
+  char *end = NULL;
+  unsigned long long n;
+  int shift = 0;
+
+  if (v == NULL)
+    return 0;
+  errno = 0;
+  n = strtoull (v, &end, 10);
+  if (*end && (u = strchr (units, *end & ~0x20)) != NULL)
+    {
+      shift = 10 * (int) (u - units + 1);
+      end++;
+      if (strcmp (end, "B") == 0 || strcmp (end, "iB") == 0)
+        end += strlen (end);
+    }
+  else if (strcmp (end, "B") == 0)
+    end++;
+  if (*v == '\0' || *v == '-' || *end != '\0' || errno != 0 || n == 0 || n > (UINT64_MAX >> shift))
+    {
+      cli_usage_error ("for example --max-size 20G or --max-size 512M",
+                       "--max-size must be a size in bytes, with K, M, G or T, not '%s'", v);
+      return -1;
+    }
+  *out = (uint64_t) n << shift;
+  return 0;
+}
+
+/* What a copy out left behind, on stderr: "skipped 3 entries: device
+   nodes (2), FIFOs (1)".  */
+static void
+cp_report_skipped (const rt_copy_result *r)
+{
+  const struct
+  {
+    const char *what;
+    unsigned n;
+  } kinds[] = {
+    { "device nodes", r->devices },
+    { "FIFOs", r->fifos },
+    { "symlinks leading out of the copy", r->links },
+    { "hard links", r->hardlinks },
+    { "other entries", r->others },
+  };
+  const char *sep = ": ";
+
+  if (r->skipped == 0)
+    return;
+  fprintf (stderr, "runtime: skipped %u %s", r->skipped, r->skipped == 1 ? "entry" : "entries");
+  for (size_t i = 0; i < sizeof (kinds) / sizeof (kinds[0]); i++)
+    if (kinds[i].n)
+      {
+        fprintf (stderr, "%s%s (%u)", sep, kinds[i].what, kinds[i].n);
+        sep = ", ";
+      }
+  fprintf (stderr, "\n");
+}
+
+static void
+cp_print_json (rt_sandbox *sb, const rt_copy_result *r)
+{
+  cleanup_json json_object *o = json_object_new_object ();
+  json_object *kinds = json_object_new_object ();
+
+  json_object_object_add (o, "id", json_object_new_string (rt_sandbox_id (sb)));
+  json_object_object_add (o, "copied", json_object_new_boolean (true));
+  if (r)
+    {
+      json_object_object_add (o, "bytes", json_object_new_int64 ((int64_t) r->bytes));
+      json_object_object_add (o, "skipped", json_object_new_int64 (r->skipped));
+      json_object_object_add (kinds, "devices", json_object_new_int64 (r->devices));
+      json_object_object_add (kinds, "fifos", json_object_new_int64 (r->fifos));
+      json_object_object_add (kinds, "links", json_object_new_int64 (r->links));
+      json_object_object_add (kinds, "hardlinks", json_object_new_int64 (r->hardlinks));
+      json_object_object_add (kinds, "others", json_object_new_int64 (r->others));
+      json_object_object_add (o, "skipped_kinds", kinds);
+    }
+  else
+    json_object_put (kinds);
+  printf ("%s\n", json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
 int
 sandbox_cp (struct cli_command *cmd, int argc, char **argv)
 {
@@ -79,6 +170,8 @@ sandbox_cp (struct cli_command *cmd, int argc, char **argv)
   rt_error *err = NULL;
   cleanup_free char *src_ref = NULL, *dst_ref = NULL;
   const char *src_path = NULL, *dst_path = NULL;
+  rt_copy_opts opts = { .cancel_fd = -1 };
+  rt_copy_result res = { 0 };
   int ret, code = 1;
 
   if (!cli_begin (cmd, argc, argv, &a, &code))
@@ -88,6 +181,10 @@ sandbox_cp (struct cli_command *cmd, int argc, char **argv)
   if ((src_ref == NULL) == (dst_ref == NULL))
     return cli_usage_error ("for example: runtime sandbox cp ./data dev:/workspace/ or cp dev:/workspace/out.csv .",
                             "exactly one side of cp must be a sandbox path ID:/abs/path");
+  if (cp_max_size (cmd, &a, &opts.max_size) < 0)
+    return 1;
+  opts.follow = cli_opt (cmd, &a, "follow") != NULL;
+  opts.keep_links = cli_opt (cmd, &a, "keep-links") != NULL;
   ctx = cli_context ();
   if (ctx == NULL)
     return 1;
@@ -97,19 +194,27 @@ sandbox_cp (struct cli_command *cmd, int argc, char **argv)
     /* Ctrl-C stops the copy cleanly (nothing half-written is left), like
        run and exec: the library watches the signalfd.  */
     sigset_t mask;
-    int sfd;
     block_stop_signals (&mask);
-    sfd = signalfd (-1, &mask, SFD_CLOEXEC);
-    ret = src_ref ? rt_sandbox_copy_out (sb, src_path, a.pos[1], sfd, &err)
-                  : rt_sandbox_copy_in (sb, a.pos[0], dst_path, sfd, &err);
+    opts.cancel_fd = signalfd (-1, &mask, SFD_CLOEXEC);
+    ret = src_ref ? rt_sandbox_copy_out (sb, src_path, a.pos[1], &opts, &res, &err)
+                  : rt_sandbox_copy_in (sb, a.pos[0], dst_path, &opts, &err);
     code = ret < 0 ? (strcmp (err->code, "interrupted") == 0 ? (rt_error_free (err), 130) : cli_lib_fail (err)) : 0;
-    if (sfd >= 0)
-      close (sfd);
+    if (opts.cancel_fd >= 0)
+      close (opts.cancel_fd);
   }
   if (ret == 0 && a.json)
-    printf ("{\"id\":\"%s\",\"copied\":true}\n", rt_sandbox_id (sb));
+    cp_print_json (sb, src_ref ? &res : NULL);
+  else if (ret == 0)
+    cp_report_skipped (&res);
   return code;
 }
+
+const struct cli_opt cp_opts[] = {
+  { "max-size", "SIZE", "out: fail, writing nothing, past this many bytes (K, M, G, T suffixes)", "10G", false },
+  { "keep-links", NULL, "out: the copied item may itself be a symlink", NULL, false },
+  { "follow", NULL, "in: a symlink named as SRC is copied as what it points to", NULL, false },
+  { NULL, NULL, NULL, NULL, false },
+};
 
 const struct cli_opt files_opts[] = {
   { "depth", "N", "levels below PATH to list", "1", false },

@@ -91,6 +91,7 @@ int sandbox_cp (struct cli_command *cmd, int argc, char **argv);
 int sandbox_cat (struct cli_command *cmd, int argc, char **argv);
 int sandbox_files (struct cli_command *cmd, int argc, char **argv);
 extern const struct cli_opt files_opts[];
+extern const struct cli_opt cp_opts[];
 
 /* sandbox-state.c  */
 int sandbox_ls (struct cli_command *cmd, int argc, char **argv);

@@ -54,9 +54,9 @@ main (int argc, char **argv)
   opts.cwd = dir;
   if (rt_context_new (&ctx, &err) < 0 || rt_sandbox_create (ctx, &cfg, &sb, &err) < 0)
     return fail (NULL, ctx, err);
-  if (rt_sandbox_copy_in (sb, argv[1], "/workspace", -1, &err) < 0
+  if (rt_sandbox_copy_in (sb, argv[1], "/workspace", NULL, &err) < 0
       || rt_sandbox_exec (sb, argv_tests, &opts, &res, &err) < 0
-      || rt_sandbox_copy_out (sb, report, argv[2], -1, &err) < 0)
+      || rt_sandbox_copy_out (sb, report, argv[2], NULL, NULL, &err) < 0)
     return fail (sb, ctx, err);
   fprintf (stderr, "test-project: tests exited %d; report in %s/report.txt\n", res.exit_code, argv[2]);
   if (rt_sandbox_destroy (sb, &err) < 0)

@@ -433,7 +433,7 @@ rt_build_run_step (struct build *b, size_t first, size_t i, char **apt, rt_error
     args[n++] = (char *) inner[s->kind];
   if (s->kind == STEP_FILE)
     {
-      ret = rt_sandbox_copy_in (b->sb, s->words[0], "/tmp/rtb-in", -1, err);
+      ret = rt_sandbox_copy_in (b->sb, s->words[0], "/tmp/rtb-in", &(rt_copy_opts){ .follow = true }, err);
       if (ret < 0)
         return ret;
       args[n++] = (char *) "";

@@ -10,8 +10,9 @@
  * credit; the guest extracts into a temp dir and renames.  Either way a
  * short copy never lands under the real name.
  *
- * No header of its own: it defines only rt_sandbox_copy_out and
- * rt_sandbox_copy_in, declared in the public runtime.h.
+ * The guest controls every byte of a copy out: unpack.c decides what of
+ * it lands.  No header of its own: it defines only rt_sandbox_copy_out
+ * and rt_sandbox_copy_in, declared in the public runtime.h.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -28,8 +29,10 @@
 #include "monitor/client.h"
 #include "sandbox/files.h"
 #include "sandbox/handle.h"
+#include "sandbox/unpack.h"
 
-#define CHILD_ARCHIVE_ERROR 2
+/* The guest's stderr kept for a message: its first bytes are enough.  */
+#define ERR_KEEP 1024
 
 /* The last component of @path without trailing slashes; NULL for "/".  */
 static char *
@@ -50,92 +53,20 @@ base_name (const char *path)
   return strdup (b);
 }
 
-/* Child: extract the tar arriving on @fd into the current directory,
-   refusing absolute paths, .. and writes through symlinks.  */
+/* Child: extract the tar arriving on @fd into the current directory
+   (unpack.c); the counts, then the detail, go back on @errfd.  */
 static void __attribute__ ((noreturn))
-extract_child (int fd, int errfd)
+extract_child (int fd, int errfd, const struct rt_unpack_limits *lim)
 {
-  struct archive *in = archive_read_new (), *out = archive_write_disk_new ();
-  struct archive_entry *entry;
-  int r, entries = 0;
+  rt_copy_result res;
+  char why[512];
+  enum rt_unpack_status status;
 
   prctl (PR_SET_PDEATHSIG, SIGKILL);
-
-  archive_read_support_format_tar (in);
-  archive_write_disk_set_options (out, ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_SECURE_NODOTDOT
-                                           | ARCHIVE_EXTRACT_SECURE_SYMLINKS
-                                           | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
-  if (archive_read_open_fd (in, fd, 65536) != ARCHIVE_OK)
-    goto fail;
-  while ((r = archive_read_next_header (in, &entry)) == ARCHIVE_OK)
-    {
-      const void *buf;
-      size_t size;
-      la_int64_t off;
-
-      entries++;
-      /* The guest's files are untrusted: no setuid or setgid bits land on
-         the host, whoever runs the copy.  */
-      archive_entry_set_perm (entry, archive_entry_perm (entry) & ~(S_ISUID | S_ISGID));
-      if (archive_write_header (out, entry) < ARCHIVE_WARN)
-        {
-          dprintf (errfd, "%s", archive_error_string (out));
-          _exit (1);
-        }
-      while ((r = archive_read_data_block (in, &buf, &size, &off)) == ARCHIVE_OK)
-        if (archive_write_data_block (out, buf, size, off) < ARCHIVE_WARN)
-          {
-            dprintf (errfd, "%s", archive_error_string (out));
-            _exit (1);
-          }
-      if (r != ARCHIVE_EOF)
-        goto fail;
-      archive_write_finish_entry (out);
-    }
-  if (r != ARCHIVE_EOF || entries == 0)
-    goto fail;
-  if (archive_write_close (out) != ARCHIVE_OK)
-    {
-      dprintf (errfd, "%s", archive_error_string (out));
-      _exit (1);
-    }
-  _exit (0);
-fail:
-  dprintf (errfd, "%s", archive_error_string (in) ? archive_error_string (in) : "the archive ended early");
-  _exit (CHILD_ARCHIVE_ERROR);
-}
-
-struct to_child
-{
-  int fd;
-  struct rt_captured errs;
-  size_t bytes;  /* archive bytes that arrived */
-  bool broken;
-};
-
-static int
-to_child (void *data, int stream, const char *buf, size_t len)
-{
-  struct to_child *t = data;
-
-  if (stream == 2)
-    return rt_capture_output (&t->errs, 2, buf, len);
-  t->bytes += len;
-  while (len > 0 && !t->broken)
-    {
-      ssize_t n = send (t->fd, buf, len, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0)
-        {
-          /* The extractor gave up; its own message says why.  */
-          t->broken = true;
-          break;
-        }
-      buf += n;
-      len -= n;
-    }
-  return 0;
+  status = rt_unpack (fd, lim, &res, why, sizeof (why));
+  if (write (errfd, &res, sizeof (res)) != sizeof (res) || write (errfd, why, strlen (why)) < 0)
+    _exit (RT_UNPACK_FAILED);
+  _exit (status);
 }
 
 static int
@@ -147,6 +78,83 @@ wait_child (pid_t pid)
   return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
 }
 
+/* The first bytes of the guest's stderr, for a message: a guest that
+   floods it costs nothing more.  */
+struct guest_err
+{
+  char buf[ERR_KEEP];
+  size_t len;
+};
+
+static void
+keep_err (struct guest_err *g, const char *buf, size_t len)
+{
+  size_t n = len < sizeof (g->buf) - g->len ? len : sizeof (g->buf) - g->len;
+
+  memcpy (g->buf + g->len, buf, n);
+  g->len += n;
+}
+
+/* The kept stderr escaped into @out, or @dflt when there is none.  */
+static const char *
+guest_err_text (const struct guest_err *g, char *out, size_t size, const char *dflt)
+{
+  rt_unpack_escape (out, size, g->buf, g->len);
+  return *out ? out : dflt;
+}
+
+/* What may follow the end of an archive the extractor took whole: tar's
+   padding to a 10 KiB record, not a stream that never ends.  */
+#define TRAILER_MAX (1 << 20)
+
+struct to_child
+{
+  int fd;
+  pid_t pid;
+  int status;         /* the extractor's, once it ended (ended) */
+  bool ended;
+  struct guest_err err;
+  size_t bytes;       /* archive bytes that arrived */
+  size_t trailer;     /* bytes after the extractor took the archive whole */
+  bool broken;
+};
+
+static int
+to_child (void *data, int stream, const char *buf, size_t len)
+{
+  struct to_child *t = data;
+
+  if (stream == 2)
+    {
+      keep_err (&t->err, buf, len);
+      return 0;
+    }
+  t->bytes += len;
+  while (len > 0 && !t->ended)
+    {
+      ssize_t n = send (t->fd, buf, len, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        {
+          /* The extractor closed its end: it is exiting.  Done with a
+             whole archive, the rest is padding; gave up (its own message
+             says why), the guest's stream stops rather than run on.  */
+          t->status = wait_child (t->pid);
+          t->ended = true;
+          break;
+        }
+      buf += n;
+      len -= n;
+    }
+  if (t->ended)
+    {
+      t->trailer += len;
+      t->broken = t->status != RT_UNPACK_OK || t->trailer > TRAILER_MAX;
+    }
+  return t->broken ? -1 : 0;
+}
+
 static char *
 read_all_fd (int fd)
 {
@@ -156,7 +164,7 @@ read_all_fd (int fd)
 }
 
 /* The copy's final path @dst, or @name in it when it is a directory (as
-   cp does), and a temp dir beside it to extract into.  */
+   cp does), and a private (0700) temp dir beside it to extract into.  */
 static int
 out_target (const char *dst, const char *name, char **final, char **tmp, rt_error **err)
 {
@@ -182,10 +190,11 @@ out_target (const char *dst, const char *name, char **final, char **tmp, rt_erro
   return 0;
 }
 
-/* Forks extract_child in @tmp: the archive goes to *sock, its complaint
-   comes back on *errfd.  @tmp is removed on failure.  */
+/* Forks extract_child in @tmp: the archive goes to *sock, its report comes
+   back on *errfd.  @tmp is removed on failure.  */
 static int
-start_extractor (const char *tmp, int *sock, int *errfd, pid_t *pid, rt_error **err)
+start_extractor (const char *tmp, const struct rt_unpack_limits *lim, int *sock, int *errfd, pid_t *pid,
+                 rt_error **err)
 {
   int sv[2], errp[2];
 
@@ -200,8 +209,8 @@ start_extractor (const char *tmp, int *sock, int *errfd, pid_t *pid, rt_error **
       close (sv[0]);
       close (errp[0]);
       if (chdir (tmp) < 0)
-        _exit (1);
-      extract_child (sv[1], errp[1]);
+        _exit (RT_UNPACK_FAILED);
+      extract_child (sv[1], errp[1], lim);
     }
   close (sv[1]);
   close (errp[1]);
@@ -217,52 +226,125 @@ start_extractor (const char *tmp, int *sock, int *errfd, pid_t *pid, rt_error **
   return 0;
 }
 
+/* The extractor's report: its counts into @res, its detail.  */
+static char *
+read_report (int fd, rt_copy_result *res)
+{
+  if (read (fd, res, sizeof (*res)) != sizeof (*res))
+    memset (res, 0, sizeof (*res));
+  return read_all_fd (fd);
+}
+
+/* The extractor's own refusals, which stand whatever the stream did (it
+   was stopped because of them).  */
+static int
+out_refused (int status, const char *why, const char *src, const struct rt_unpack_limits *lim, const char *final,
+             rt_error **err)
+{
+  cleanup_free char *dir = strdup (final);
+
+  switch (status)
+    {
+    case RT_UNPACK_TOO_BIG:
+      rt_error_set (err, EFBIG, "download_incomplete", "the copy of %s is larger than %llu bytes; nothing was written",
+                    src, (unsigned long long) lim->max_size);
+      return rt_error_hint (err, "--max-size SIZE (for example 20G) allows a larger copy");
+    case RT_UNPACK_NO_SPACE:
+      return rt_error_set (err, ENOSPC, "download_incomplete", "no room for the copy of %s in %s; nothing was written",
+                           src, dir ? dirname (dir) : final);
+    case RT_UNPACK_TOP_LINK:
+      rt_error_set (err, ELOOP, "invalid_request", "%s in the sandbox is a symlink (to %s); nothing was written", src,
+                    why);
+      return rt_error_hint (err, "copy what it points to, or pass --keep-links to copy the link itself");
+    default:
+      return rt_error_set (err, EIO, "internal", "the extractor refused %s (status %d)", src, status);
+    }
+}
+
+/* Drops the exec's error: the extractor's verdict, which stopped the
+   stream, or a plainer one replaces it.  */
+static void
+drop_error (rt_error **err)
+{
+  if (err)
+    {
+      rt_error_free (*err);
+      *err = NULL;
+    }
+}
+
 /* The copy's outcome from the exec's (@ret, @res), the guest tar's and the
    extractor's (@status, @why) verdicts: 0 when the copy is whole.  */
 static int
 out_verdict (int ret, const rt_exec_result *res, const struct to_child *t, int status, const char *why,
-             const char *src, const char *final, rt_error **err)
+             const char *src, const struct rt_unpack_limits *lim, const char *final, rt_error **err)
 {
+  char guest_err[ERR_KEEP * 6];
+  const char *detail = why && *why ? why : NULL;
+
   if (ret == 0 && res->interrupted)
-    ret = rt_error_set (err, EINTR, "interrupted", "the copy of %s was interrupted; nothing was written", src);
+    return rt_error_set (err, EINTR, "interrupted", "the copy of %s was interrupted; nothing was written", src);
+  if (ret < 0 && err && *err && strcmp ((*err)->code, "interrupted") == 0)
+    return ret;
+  if (status == RT_UNPACK_TOO_BIG || status == RT_UNPACK_NO_SPACE || status == RT_UNPACK_TOP_LINK)
+    {
+      drop_error (err);
+      return out_refused (status, why, src, lim, final, err);
+    }
+  if (ret < 0 && t->broken && status == RT_UNPACK_FAILED)
+    drop_error (err);
   else if (ret < 0 && t->bytes > 0)
     {
       /* The stream broke off midway: what arrived is not the whole thing.
          (An error before any byte, paused or not found, stands as it is.)  */
-      if (err)
-        {
-          rt_error_free (*err);
-          *err = NULL;
-        }
-      ret = rt_error_set (err, EIO, "download_incomplete", "the copy of %s was cut short", src);
+      drop_error (err);
+      return rt_error_set (err, EIO, "download_incomplete", "the copy of %s was cut short", src);
     }
   else if (ret < 0)
-    ;
+    return ret;
   else if (res->exit_code == EXIT_MISSING)
-    ret = rt_error_set (err, ENOENT, "file_not_found", "no such file in the sandbox: %s", src);
+    return rt_error_set (err, ENOENT, "file_not_found", "no such file in the sandbox: %s", src);
   else if (res->exit_code != 0)
-    ret = rt_error_set (err, EIO, "internal", "cannot read %s in the sandbox: %s", src,
-                        t->errs.err && *t->errs.err ? t->errs.err : "tar failed");
-  else if (status == CHILD_ARCHIVE_ERROR)
-    ret = rt_error_set (err, EIO, "download_incomplete", "the copy of %s is incomplete: %s", src,
-                        why && *why ? why : "the archive ended early");
-  else if (status != 0)
-    ret = rt_error_set (err, EIO, "internal", "cannot write %s: %s", final, why && *why ? why : "extraction failed");
-  return ret;
+    return rt_error_set (err, EIO, "internal", "cannot read %s in the sandbox: %s", src,
+                         guest_err_text (&t->err, guest_err, sizeof (guest_err), "tar failed"));
+  if (status == RT_UNPACK_BROKEN)
+    return rt_error_set (err, EIO, "download_incomplete", "the copy of %s is incomplete: %s", src,
+                         detail ? detail : "the archive ended early");
+  if (status == RT_UNPACK_MISSING)
+    return rt_error_set (err, EIO, "download_incomplete", "the sandbox sent no %s", src);
+  if (status != 0)
+    return rt_error_set (err, EIO, "internal", "cannot write %s: %s", final, detail ? detail : "extraction failed");
+  return 0;
+}
+
+/* Renames the item from @tmp to @final.  */
+static int
+out_land (const char *tmp, const char *name, const char *final, rt_error **err)
+{
+  cleanup_free char *from = rt_strdup_printf ("%s/%s", tmp, name);
+
+  if (from == NULL)
+    return rt_error_oom (err);
+  if (rename (from, final) < 0)
+    return rt_error_set (err, errno, errno == EISDIR || errno == ENOTEMPTY ? "invalid_request" : "internal",
+                         "cannot put the copy at '%s': %s", final, strerror (errno));
+  return 0;
 }
 
 int
-rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, int cancel_fd, rt_error **err)
+rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts,
+                     rt_copy_result *result, rt_error **err)
 {
   const char *argv[] = { (char *) "sh", (char *) "-c",
                    (char *) "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 67; cd \"$(dirname \"$1\")\" && "
                             "exec tar -cf - -- \"$(basename \"$1\")\"",
                    (char *) "sh", (char *) src, NULL };
-  cleanup_free char *name = NULL, *final = NULL, *tmp = NULL, *from = NULL, *why = NULL;
-  struct to_child t = { .fd = -1 };
+  cleanup_free char *name = NULL, *final = NULL, *tmp = NULL, *why = NULL;
+  struct to_child t = { .fd = -1, .pid = -1 };
+  struct rt_unpack_limits lim = { 0 };
+  rt_copy_result counts = { 0 };
   rt_exec_result res = { 0 };
   int errfd = -1, ret, status;
-  pid_t pid = -1;
 
   ret = rt_check_guest_path (src, err);
   if (ret < 0)
@@ -270,31 +352,27 @@ rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, int cance
   name = base_name (src);
   if (name == NULL)
     return rt_error_set (err, EINVAL, "usage", "cannot copy '%s' itself; name a file or directory in it", src);
+  lim.name = name;
+  lim.keep_links = opts && opts->keep_links;
+  lim.max_size = opts && opts->max_size ? opts->max_size : RT_COPY_MAX_SIZE_DEFAULT;
   ret = out_target (dst, name, &final, &tmp, err);
   if (ret == 0)
-    ret = start_extractor (tmp, &t.fd, &errfd, &pid, err);
+    ret = start_extractor (tmp, &lim, &t.fd, &errfd, &t.pid, err);
   if (ret < 0)
     return ret;
   {
-    rt_exec_opts o = { .user = "root", .cancel_fd = cancel_fd, .on_output = to_child, .data = &t };
+    rt_exec_opts o = { .user = "root", .cancel_fd = opts ? opts->cancel_fd : -1, .on_output = to_child, .data = &t };
     ret = rt_sandbox_exec (sb, argv, &o, &res, err);
   }
   close (t.fd);
-  status = wait_child (pid);
-  why = read_all_fd (errfd);
+  status = t.ended ? t.status : wait_child (t.pid);
+  why = read_report (errfd, &counts);
   close (errfd);
-  ret = out_verdict (ret, &res, &t, status, why, src, final, err);
+  ret = out_verdict (ret, &res, &t, status, why, src, &lim, final, err);
   if (ret == 0)
-    {
-      from = rt_strdup_printf ("%s/%s", tmp, name);
-      if (from == NULL)
-        ret = rt_error_oom (err);
-      else if (rename (from, final) < 0)
-        ret = rt_error_set (err, errno, errno == EISDIR || errno == ENOTEMPTY ? "invalid_request" : "internal",
-                            "cannot put the copy at '%s': %s", final, strerror (errno));
-    }
-  free (t.errs.err);
-  free (t.errs.out);
+    ret = out_land (tmp, name, final, err);
+  if (ret == 0 && result)
+    *result = counts;
   rt_rm_rf (tmp, NULL);
   return ret;
 }
@@ -414,13 +492,22 @@ start_archiver (const char *fifo, const char *abs, const char *name, int *errfd,
   return 0;
 }
 
+/* The guest's stdout is nothing to keep; its stderr, the first bytes.  */
+static int
+upload_output (void *data, int stream, const char *buf, size_t len)
+{
+  if (stream == 2)
+    keep_err (data, buf, len);
+  return 0;
+}
+
 /* Runs @argv in the guest with @fifo as its stdin.  */
 static int
-upload (rt_sandbox *sb, const char *const argv[], const char *fifo, int cancel_fd, struct rt_captured *c,
+upload (rt_sandbox *sb, const char *const argv[], const char *fifo, int cancel_fd, struct guest_err *c,
         rt_exec_result *res, rt_error **err)
 {
   cleanup_json json_object *req = NULL;
-  rt_exec_opts o = { .cancel_fd = cancel_fd, .on_output = rt_capture_output, .data = c };
+  rt_exec_opts o = { .cancel_fd = cancel_fd, .on_output = upload_output, .data = c };
 
   req = rt_command_request (argv, &o, err);
   if (req == NULL)
@@ -429,8 +516,22 @@ upload (rt_sandbox *sb, const char *const argv[], const char *fifo, int cancel_f
   return rt_api_stream (sb->sock, sb->id, "exec", req, &o, res, NULL, err);
 }
 
+/* A symlink named as the source is copied as what it points to only when
+   asked: else a link planted where the caller expected a file (by a copy
+   out, say) would upload whatever it names.  */
+static int
+check_source (const char *src, bool follow, rt_error **err)
+{
+  struct stat st;
+
+  if (follow || lstat (src, &st) < 0 || !S_ISLNK (st.st_mode))
+    return 0;
+  rt_error_set (err, ELOOP, "invalid_request", "'%s' is a symlink; nothing was copied", src);
+  return rt_error_hint (err, "pass --follow to copy what it points to");
+}
+
 int
-rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, int cancel_fd, rt_error **err)
+rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts, rt_error **err)
 {
   const char *argv[] = { (char *) "sh", (char *) "-c",
                    (char *) "d=$1; n=$2; if [ -d \"$d\" ]; then dest=\"$d/$n\"; p=\"$d\"; "
@@ -440,12 +541,15 @@ rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, int cancel
                             "then rmdir \"$t\"; exit 0; fi; rm -rf \"$t\"; exit 1",
                    (char *) "sh", (char *) dst, NULL, NULL };
   cleanup_free char *abs = NULL, *name = NULL, *fifo = NULL, *why = NULL;
-  struct rt_captured c = { 0 };
+  struct guest_err c = { 0 };
+  char guest_err[ERR_KEEP * 6];
   rt_exec_result res = { 0 };
   int errfd = -1, ret, status;
   pid_t pid = -1;
 
   ret = rt_check_guest_path (dst, err);
+  if (ret == 0)
+    ret = check_source (src, opts && opts->follow, err);
   if (ret < 0)
     return ret;
   abs = realpath (src, NULL);
@@ -465,7 +569,7 @@ rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, int cancel
     ret = start_archiver (fifo, abs, name, &errfd, &pid, err);
   if (ret < 0)
     return ret;
-  ret = upload (sb, argv, fifo, cancel_fd, &c, &res, err);
+  ret = upload (sb, argv, fifo, opts ? opts->cancel_fd : -1, &c, &res, err);
   /* If the monitor never opened the FIFO, the child still waits for it.  */
   if (waitpid (pid, &status, WNOHANG) == 0)
     kill (pid, SIGKILL);
@@ -481,10 +585,8 @@ rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, int cancel
     ret = rt_error_set (err, ENOENT, "file_not_found", "no such directory in the sandbox for %s", dst);
   else if (ret == 0 && res.exit_code != 0 && status == 0)
     ret = rt_error_set (err, EIO, "internal", "cannot write %s in the sandbox: %s", dst,
-                        c.err && *c.err ? c.err : "tar failed");
+                        guest_err_text (&c, guest_err, sizeof (guest_err), "tar failed"));
   else if (ret == 0 && status != 0)
     ret = rt_error_set (err, EIO, "internal", "cannot read '%s': %s", src, why && *why ? why : "archiving failed");
-  free (c.out);
-  free (c.err);
   return ret;
 }
