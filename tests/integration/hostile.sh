@@ -7,13 +7,13 @@
 here=$(dirname "$0")/hostile
 
 # One shared sandbox for the parts that do not break it (cp out, recipes);
-# parts that flood or fill make their own.
-shared_sb=
+# parts that flood or fill make their own.  Its id is kept in a file: parts
+# call $(hostile_sandbox), a subshell.
 hostile_sandbox() {
-    if [ -z "$shared_sb" ]; then
-        shared_sb=$(runtime sandbox create --timeout 1200 </dev/null) || shared_sb=
+    if [ ! -s "$tmp/shared_sb" ]; then
+        runtime sandbox create --timeout 1200 </dev/null >"$tmp/shared_sb" || : >"$tmp/shared_sb"
     fi
-    echo "$shared_sb"
+    cat "$tmp/shared_sb"
 }
 
 for part in "$here"/*.sh; do
@@ -22,6 +22,6 @@ for part in "$here"/*.sh; do
     . "$part"
 done
 
-[ -n "$shared_sb" ] && runtime sandbox rm "$shared_sb" >/dev/null 2>&1
+[ -s "$tmp/shared_sb" ] && runtime sandbox rm "$(cat "$tmp/shared_sb")" >/dev/null 2>&1
 check_no_leaks "hostile"
 done_testing
