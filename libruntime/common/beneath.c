@@ -25,13 +25,14 @@ rt_open_beneath (int dirfd, const char *path, int flags)
 
   if (path[0] == '/')
     return -EXDEV;
-  /* EAGAIN: a rename raced a "..", and the kernel asks us to retry.  */
+  /* EAGAIN: a rename raced a "..", and the kernel asks us to retry.
+     EPERM: a seccomp filter that does not know openat2 (containers).  */
   for (int tries = 0; tries < 16; tries++)
     {
       long fd = syscall (SYS_openat2, dirfd, path, &how, sizeof how);
       if (fd >= 0)
         return (int) fd;
-      if (errno == ENOSYS)
+      if (errno == ENOSYS || errno == EPERM)
         return rt_open_beneath_walk (dirfd, path, flags);
       if (errno != EAGAIN)
         return -errno;
