@@ -49,7 +49,7 @@ echo '{"files": ["app:/srv/app", "link-in:/srv/in"]}' >"$rc/r/runtime.json"
 if runtime image build "$rc/r" --name hostile-recipe >"$tmp/out" 2>"$tmp/err"; then
     ok "recipe: a folder whose symlinks stay inside (or are copied as links) builds"
     out=$(runtime sandbox run --image hostile-recipe -- sh -c \
-        'cat /srv/in; readlink /srv/app/leak /srv/app/up; cat /srv/app/leak /srv/app/up 2>/dev/null; true' 2>&1)
+        'cat /srv/in; readlink /srv/app/leak /srv/app/up; cat /srv/app/leak /srv/app/up 2>/dev/null; true' 2>"$tmp/err")
     is "recipe: … its links are links in the image, their host targets not copied" "$out" \
         "$(printf 'hello-from-recipe\n%s\n../../x' "$rc_data/secrets.json")"
     check "recipe: … and the secret is nowhere in it" sh -c "! printf '%s' '$out' | grep -q '$rc_canary'"
