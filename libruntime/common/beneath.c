@@ -132,12 +132,10 @@ walk_open (struct walk *w, int flags)
   if (w->depth == 0)
     fd = openat (w->start, ".", flags | O_CLOEXEC);
   else
-    fd = openat (w->depth > 1 ? w->fd[w->depth - 2] : w->start, w->name[w->depth - 1],
-                 flags | O_NOFOLLOW | O_CLOEXEC);
+    fd = openat (w->depth > 1 ? w->fd[w->depth - 2] : w->start, w->name[w->depth - 1], flags | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return -errno;
-  if (fstat (walk_top (w), &want) < 0 || fstat (fd, &got) < 0 || want.st_dev != got.st_dev
-      || want.st_ino != got.st_ino)
+  if (fstat (walk_top (w), &want) < 0 || fstat (fd, &got) < 0 || want.st_dev != got.st_dev || want.st_ino != got.st_ino)
     {
       close (fd);
       return -EAGAIN;
@@ -290,8 +288,7 @@ copy_dir (int fd, int to, const char *shown, int depth, rt_error **err)
 
 /* @fd (described by @st) as @name in @todir, with its mode and times.  */
 static int
-copy_node (int fd, const struct stat *st, int todir, const char *name, const char *shown, int depth,
-           rt_error **err)
+copy_node (int fd, const struct stat *st, int todir, const char *name, const char *shown, int depth, rt_error **err)
 {
   struct timespec t[2] = { st->st_atim, st->st_mtim };
   cleanup_close int out = -1;

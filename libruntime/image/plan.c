@@ -148,11 +148,12 @@ refuse_entry (const char *spec, const char *src, const char *dir, int ret, rt_er
   if (ret == -EXDEV || ret == -ELOOP)
     {
       rt_error_set (err, EINVAL, "invalid_request", "runtime.json: \"files\" entry '%s' %s", spec,
-                    src[0] == '/'     ? "is an absolute path"
+                    src[0] == '/'   ? "is an absolute path"
                     : ret == -ELOOP ? "follows too many symlinks, or a /proc link"
                                     : "leaves the recipe's folder (by '..' or a symlink)");
-      return rt_error_hint (err, "a recipe reads only files beneath its folder (%s); --file SRC:DST on the command "
-                                 "line takes any file",
+      return rt_error_hint (err,
+                            "a recipe reads only files beneath its folder (%s); --file SRC:DST on the command "
+                            "line takes any file",
                             dir);
     }
   return rt_error_set (err, -ret, "file_not_found", "runtime.json: \"files\" entry '%s': %s in %s", spec,

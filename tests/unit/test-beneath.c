@@ -20,16 +20,16 @@ err_name (int e)
 {
   switch (e)
     {
-    case EXDEV:
-      return "EXDEV";
-    case ELOOP:
-      return "ELOOP";
-    case ENOENT:
-      return "ENOENT";
-    case ENOTDIR:
-      return "ENOTDIR";
-    default:
-      return "another error";
+      case EXDEV:
+        return "EXDEV";
+      case ELOOP:
+        return "ELOOP";
+      case ENOENT:
+        return "ENOENT";
+      case ENOTDIR:
+        return "ENOTDIR";
+      default:
+        return "another error";
     }
 }
 
@@ -41,8 +41,7 @@ refused (open_fn f, const char *how, int dirfd, const char *path, int want)
 
   if (fd >= 0)
     close (fd);
-  ok (fd < 0 && (want == 0 || fd == -want), "%s: '%s' refused (%s)", how, path,
-      fd >= 0 ? "opened!" : err_name (-fd));
+  ok (fd < 0 && (want == 0 || fd == -want), "%s: '%s' refused (%s)", how, path, fd >= 0 ? "opened!" : err_name (-fd));
 }
 
 /* @path beneath @dirfd: opened, and its first line is @want.  */
