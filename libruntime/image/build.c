@@ -33,6 +33,9 @@ build_clear (struct build *b)
   free (b->workdir);
   free (b->base_id);
   json_object_put (b->base_layers);
+  if (b->stage)
+    rt_rm_rf (b->stage, NULL);
+  free (b->stage);
 }
 
 /* Boots the build sandbox on the parent plus the cached steps before

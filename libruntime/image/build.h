@@ -41,6 +41,7 @@ struct build
   size_t n;
   char **env; /* base env + build env */
   char *workdir;
+  char *stage; /* the recipe's files, copied (image/plan.c), or NULL */
   char *base_id;
   json_object *base_layers;
   int log_fd;

@@ -1,10 +1,14 @@
 /* plan.c - a build's plan: the recipe (runtime.json) and the flags
    turned into steps, package names checked, and the build's environment.  */
+#include <fcntl.h>
 #include <regex.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/beneath.h"
 #include "image/plan.h"
+
+#define RECIPE_MAX (1 << 20)
 
 static const char *const kind_names[] = { "file", "apt", "pip", "npm", "run" };
 
@@ -99,32 +103,141 @@ add_packages (struct build *b, enum step_kind kind, json_object *from_recipe, co
   return add_step (b, kind, words, err);
 }
 
+/* @spec is SRC:DST with DST absolute: *src is SRC.  */
 static int
-add_file (struct build *b, const char *spec, const char *dir, rt_error **err)
+split_spec (const char *spec, char **src, rt_error **err)
 {
   const char *colon = strrchr (spec, ':');
-  cleanup_free char *src = NULL;
-  char **words;
-  struct stat st;
 
   if (colon == NULL || colon == spec || colon[1] != '/')
     {
       rt_error_set (err, EINVAL, "invalid_request", "a file is SRC:DST with DST absolute, not '%s'", spec);
       return rt_error_hint (err, "for example: --file ./app:/opt/app");
     }
-  src = spec[0] == '/' || dir == NULL ? strndup (spec, colon - spec)
-                                      : rt_strdup_printf ("%s/%.*s", dir, (int) (colon - spec), spec);
-  if (src == NULL)
-    return rt_error_oom (err);
+  *src = strndup (spec, colon - spec);
+  return *src ? 0 : rt_error_oom (err);
+}
+
+/* A file of the command line (--file): the user's own choice, any path.  */
+static int
+add_file (struct build *b, const char *spec, rt_error **err)
+{
+  cleanup_free char *src = NULL;
+  char **words;
+  struct stat st;
+  int ret = split_spec (spec, &src, err);
+
+  if (ret < 0)
+    return ret;
   if (stat (src, &st) < 0)
     return rt_error_set (err, errno, "file_not_found", "cannot add '%s' to the image: %s", src, strerror (errno));
   words = strv_new (2);
-  if (words == NULL || (words[0] = realpath (src, NULL)) == NULL || (words[1] = strdup (colon + 1)) == NULL)
+  if (words == NULL || (words[0] = realpath (src, NULL)) == NULL
+      || (words[1] = strdup (strrchr (spec, ':') + 1)) == NULL)
     {
       cleanup_strvp (&words);
       return rt_error_oom (err);
     }
   return add_step (b, STEP_FILE, words, err);
+}
+
+/* Why the recipe's entry @spec could not be opened (-@ret).  */
+static int
+refuse_entry (const char *spec, const char *src, const char *dir, int ret, rt_error **err)
+{
+  if (ret == -EXDEV || ret == -ELOOP)
+    {
+      rt_error_set (err, EINVAL, "invalid_request", "runtime.json: \"files\" entry '%s' %s", spec,
+                    src[0] == '/'   ? "is an absolute path"
+                    : ret == -ELOOP ? "follows too many symlinks, or a /proc link"
+                                    : "leaves the recipe's folder (by '..' or a symlink)");
+      return rt_error_hint (err,
+                            "a recipe reads only files beneath its folder (%s); --file SRC:DST on the command "
+                            "line takes any file",
+                            dir);
+    }
+  return rt_error_set (err, -ret, "file_not_found", "runtime.json: \"files\" entry '%s': %s in %s", spec,
+                       strerror (-ret), dir);
+}
+
+/* The build's private copy of its recipe's files: a 0700 directory
+   under the data dir, removed with the build (image/build.c).  */
+static int
+stage_dir (struct build *b, rt_error **err)
+{
+  cleanup_free char *images = rt_strdup_printf ("%s/images", b->ctx->data_dir);
+  int ret;
+
+  if (b->stage)
+    return 0;
+  if (images == NULL)
+    return rt_error_oom (err);
+  ret = rt_mkdir_p (images, 0700, err);
+  if (ret < 0)
+    return ret;
+  b->stage = rt_strdup_printf ("%s/.stage-XXXXXX", images);
+  if (b->stage == NULL)
+    return rt_error_oom (err);
+  if (mkdtemp (b->stage) == NULL)
+    {
+      ret = rt_error_set (err, errno, "internal", "cannot create '%s': %s", b->stage, strerror (errno));
+      free (steal_pointer (&b->stage));
+    }
+  return ret;
+}
+
+/* A file the recipe names: opened beneath its folder (@dirfd), then
+   copied by that descriptor into the stage, which the step reads; nothing
+   is looked up by its path again.  Its step is shown (and hashed) with the
+   file's real path.  */
+static int
+add_recipe_file (struct build *b, const char *spec, int dirfd, rt_error **err)
+{
+  cleanup_free char *src = NULL, *shown = NULL, *name = NULL, *staged = NULL;
+  cleanup_close int fd = -1, stage = -1, into = -1;
+  const char *base;
+  char **words;
+  int ret = split_spec (spec, &src, err);
+
+  if (ret < 0)
+    return ret;
+  fd = rt_open_beneath (dirfd, src, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    return refuse_entry (spec, src, b->o->dir, fd, err);
+  shown = rt_fd_path (fd);
+  if (shown == NULL)
+    shown = rt_strdup_printf ("%s/%s", b->o->dir, src);
+  if (shown == NULL)
+    return rt_error_oom (err);
+  ret = stage_dir (b, err);
+  if (ret < 0)
+    return ret;
+  /* Under its own name: a DST ending in '/' takes it (image/step.c).  */
+  base = strrchr (shown, '/') ? strrchr (shown, '/') + 1 : shown;
+  name = rt_strdup_printf ("%zu", b->n);
+  staged = rt_strdup_printf ("%s/%zu/%s", b->stage, b->n, *base ? base : "root");
+  if (name == NULL || staged == NULL)
+    return rt_error_oom (err);
+  stage = open (b->stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (stage < 0 || mkdirat (stage, name, 0700) < 0
+      || (into = openat (stage, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+    return rt_error_set (err, errno, "internal", "cannot create '%s': %s", staged, strerror (errno));
+  ret = rt_copy_fd_tree (fd, into, *base ? base : "root", shown, err);
+  if (ret < 0)
+    return ret;
+  words = strv_new (2);
+  if (words == NULL || (words[0] = steal_pointer (&shown)) == NULL
+      || (words[1] = strdup (strrchr (spec, ':') + 1)) == NULL)
+    {
+      cleanup_strvp (&words);
+      return rt_error_oom (err);
+    }
+  ret = add_step (b, STEP_FILE, words, err);
+  if (ret < 0)
+    return ret;
+  free (words[0]);
+  words[0] = steal_pointer (&staged);
+  return 0;
 }
 
 static int
@@ -166,15 +279,22 @@ rt_build_plan (struct build *b, json_object *recipe, rt_error **err)
 {
   const rt_build_opts *o = b->o;
   json_object *files = recipe_array (recipe, "files", err), *cmds;
+  cleanup_close int dirfd = -1;
   int ret;
 
   if (*err)
     return -EINVAL;
+  if (files && json_object_array_length (files) > 0)
+    {
+      dirfd = open (o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dirfd < 0)
+        return rt_error_set (err, errno, "file_not_found", "cannot open '%s': %s", o->dir, strerror (errno));
+    }
   for (size_t i = 0; files && i < json_object_array_length (files); i++)
-    if ((ret = add_file (b, json_object_get_string (json_object_array_get_idx (files, i)), o->dir, err)) < 0)
+    if ((ret = add_recipe_file (b, json_object_get_string (json_object_array_get_idx (files, i)), dirfd, err)) < 0)
       return ret;
   for (const char *const *f = o->files; f && *f; f++)
-    if ((ret = add_file (b, *f, NULL, err)) < 0)
+    if ((ret = add_file (b, *f, err)) < 0)
       return ret;
   if ((ret = add_packages (b, STEP_APT, recipe_array (recipe, "apt", err), o->apt, err)) < 0 || *err)
     return ret < 0 ? ret : -EINVAL;
@@ -199,14 +319,23 @@ rt_build_read_recipe (const char *dir, json_object **out, rt_error **err)
 {
   cleanup_free char *path = rt_strdup_printf ("%s/runtime.json", dir);
   cleanup_free char *text = NULL;
+  cleanup_close int dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1;
   enum json_tokener_error jerr = json_tokener_success;
+  size_t len = 0;
   int ret;
 
   if (path == NULL)
     return rt_error_oom (err);
-  ret = rt_read_file (path, &text, NULL, err);
+  /* The recipe itself stays in its folder too.  */
+  fd = dirfd < 0 ? -errno : rt_open_beneath (dirfd, "runtime.json", O_RDONLY | O_NONBLOCK | O_NOCTTY);
+  if (fd == -EXDEV || fd == -ELOOP)
+    return rt_error_set (err, EINVAL, "invalid_request", "'%s' leads out of its folder", path);
+  if (fd < 0)
+    return rt_error_set (err, -fd, "file_not_found", "cannot read '%s': %s", path, strerror (-fd));
+  ret = rt_read_all (fd, RECIPE_MAX, &text, &len);
   if (ret < 0)
-    return ret;
+    return rt_error_set (err, -ret, "invalid_request", "cannot read '%s': %s", path,
+                         ret == -EFBIG ? "larger than 1 MiB" : strerror (-ret));
   *out = json_tokener_parse_verbose (text, &jerr);
   if (*out == NULL || !json_object_is_type (*out, json_type_object))
     return rt_error_set (err, EINVAL, "invalid_request", "'%s' is not a JSON object: %s", path,

@@ -198,6 +198,7 @@ struct creation
   char **env;        /* borrowed strings */
   char **secret_env;
   char *egress_log;
+  char *disk_dir;    /* <data>/sandboxes/<id>: the VM makes and removes it */
 };
 
 static void
@@ -212,6 +213,7 @@ creation_clear (struct creation *c)
   free (c->env);
   cleanup_strvp (&c->secret_env);
   free (c->egress_log);
+  free (c->disk_dir);
 }
 #define cleanup_creation __attribute__ ((cleanup (creation_clear)))
 
@@ -386,7 +388,8 @@ spawn_monitor (struct creation *c, rt_error **err)
   int ret;
 
   c->egress_log = rt_egress_log_path (c->ctx, c->id);
-  if (cmdline == NULL || c->env == NULL || c->egress_log == NULL)
+  c->disk_dir = rt_sandbox_disk_dir (c->ctx, c->id);
+  if (cmdline == NULL || c->env == NULL || c->egress_log == NULL || c->disk_dir == NULL)
     return rt_error_oom (err);
   {
     cleanup_free char *records = rt_strdup_printf ("%s/sandboxes", c->ctx->data_dir);
@@ -398,7 +401,7 @@ spawn_monitor (struct creation *c, rt_error **err)
     struct rt_monitor_config mc = {
       .id = c->id,
       .dir = c->sb->dir,
-      .vm = { .dir = c->sb->dir, .accel = c->accel, .vcpu = c->vcpu, .memory_mib = c->mem, .vmlinux = c->k.vmlinux,
+      .vm = { .dir = c->sb->dir, .disk_dir = c->disk_dir, .accel = c->accel, .vcpu = c->vcpu, .memory_mib = c->mem, .vmlinux = c->k.vmlinux,
               .initramfs = c->k.initramfs, .disk = c->image.disk, .disk_mib = c->disk > 4096 ? c->disk : 0,
               .cmdline = cmdline, .channel = true },
       .env = c->env,
@@ -460,6 +463,9 @@ rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struc
   if (ret < 0)
     {
       rt_rm_rf (c.sb->dir, NULL);
+      /* The monitor removed it, unless it was killed.  */
+      if (c.disk_dir)
+        rt_rm_rf (c.disk_dir, NULL);
       if (c.egress_log)
         unlink (c.egress_log);
       return ret;

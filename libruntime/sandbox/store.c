@@ -39,6 +39,12 @@ rt_record_path (rt_context *ctx, const char *id)
 }
 
 char *
+rt_sandbox_disk_dir (rt_context *ctx, const char *id)
+{
+  return rt_strdup_printf ("%s/sandboxes/%s", ctx->data_dir, id);
+}
+
+char *
 rt_egress_log_path (rt_context *ctx, const char *id)
 {
   return rt_strdup_printf ("%s/sandboxes/%s.egress.jsonl", ctx->data_dir, id);
@@ -151,8 +157,36 @@ reap_dead (rt_context *ctx, const char *dir)
   rt_rm_rf (dir, NULL);
 }
 
-void
-rt_store_reap (rt_context *ctx)
+/* Disk dirs (<data>/sandboxes/<id>/) whose state dir is gone: their
+   "live" link (vmm/vm.c) dangles.  One without the link yet is being made,
+   unless it is old.  */
+static void
+reap_disks (rt_context *ctx)
+{
+  cleanup_free char *records = rt_strdup_printf ("%s/sandboxes", ctx->data_dir);
+  cleanup_dir DIR *d = records ? opendir (records) : NULL;
+  struct dirent *de;
+
+  while (d && (de = readdir (d)))
+    {
+      cleanup_free char *dir = NULL, *live = NULL;
+      struct stat st;
+      if (strncmp (de->d_name, "sb-", 3) != 0 || strchr (de->d_name, '.'))
+        continue;
+      dir = rt_sandbox_disk_dir (ctx, de->d_name);
+      live = rt_strdup_printf ("%s/%s/live", records, de->d_name);
+      if (dir == NULL || live == NULL || lstat (dir, &st) < 0 || !S_ISDIR (st.st_mode))
+        continue;
+      if (stat (live, &st) == 0)
+        continue;
+      if (lstat (live, &st) == 0 || (lstat (dir, &st) == 0 && st.st_mtime + 60 < time (NULL)))
+        rt_rm_rf (dir, NULL);
+    }
+}
+
+/* State dirs whose monitor died, or whose creation did.  */
+static void
+reap_states (rt_context *ctx)
 {
   cleanup_dir DIR *d = opendir (ctx->state_dir);
   struct dirent *de;
@@ -196,6 +230,14 @@ rt_store_reap (rt_context *ctx)
           rt_rm_rf (dir, NULL);
       }
     }
+}
+
+void
+rt_store_reap (rt_context *ctx)
+{
+  reap_states (ctx);
+  /* After the state dirs: a disk dir goes with its state dir.  */
+  reap_disks (ctx);
 }
 
 static int

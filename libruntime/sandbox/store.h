@@ -14,6 +14,9 @@ char *rt_sandbox_dir (rt_context *ctx, const char *id);
 char *rt_record_path (rt_context *ctx, const char *id);
 /* "<data>/sandboxes/<id>.egress.jsonl": kept with the record.  */
 char *rt_egress_log_path (rt_context *ctx, const char *id);
+/* <data>/sandboxes/<id>: the sandbox's disk (vmm/vm.c), off the state
+   dir.  */
+char *rt_sandbox_disk_dir (rt_context *ctx, const char *id);
 
 int rt_store_write_state (const char *dir, json_object *state, rt_error **err);
 int rt_store_write_record (rt_context *ctx, json_object *state, rt_error **err);

@@ -7,18 +7,45 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "vmm/accel.h"
 #include "vmm/qemu-args.h"
 #include "vmm/vm.h"
 
-/* A larger disk: a qcow2 overlay of @cfg->disk_mib over the shared base,
-   in the state dir; the agent grows the file system (rt.growfs).  */
+/* Where the disk's writes go: @cfg->disk_dir, 0700, with "live" a
+   symlink to the state dir: the reaper (sandbox/store.c) removes a disk
+   dir whose state dir is gone, even one another state dir's.  */
 static int
-make_overlay (const struct rt_vm_config *cfg, char **path, rt_error **err)
+make_disk_dir (const struct rt_vm_config *cfg, struct rt_vm *vm, rt_error **err)
 {
-  cleanup_free char *overlay = rt_strdup_printf ("%s/overlay.qcow2", cfg->dir);
+  cleanup_free char *live = rt_strdup_printf ("%s/live", cfg->disk_dir);
+
+  if (live == NULL)
+    return rt_error_oom (err);
+  if (mkdir (cfg->disk_dir, 0700) < 0)
+    return rt_error_set (err, errno, "startup_failed", "cannot create '%s': %s", cfg->disk_dir, strerror (errno));
+  vm->disk_dir = strdup (cfg->disk_dir);
+  if (vm->disk_dir == NULL)
+    {
+      rmdir (cfg->disk_dir);
+      return rt_error_oom (err);
+    }
+  if (symlink (cfg->dir, live) < 0)
+    return rt_error_set (err, errno, "startup_failed", "cannot create '%s': %s", live, strerror (errno));
+  return 0;
+}
+
+/* A larger disk: a qcow2 overlay of @cfg->disk_mib over the shared base,
+   in the disk dir; the agent grows the file system (rt.growfs).  Its
+   virtual size is the sandbox's disk: the guest cannot write past it, so
+   the file stays under that plus qcow2's metadata (an L2 entry per 64 KiB
+   cluster and a refcount: under 0.1%).  */
+static int
+make_overlay (const struct rt_vm_config *cfg, const char *dir, char **path, rt_error **err)
+{
+  cleanup_free char *overlay = rt_strdup_printf ("%s/overlay.qcow2", dir);
   cleanup_free char *size = rt_strdup_printf ("%uM", cfg->disk_mib);
   cleanup_free char *qemu_img = rt_find_program ("qemu-img");
   cleanup_free char *out = NULL;
@@ -91,9 +118,10 @@ exec_qemu (const struct rt_vm_config *cfg, char **argv, int logfd)
       dprintf (2, "cannot enter the sandbox's network namespace: %s\n", strerror (errno));
       _exit (127);
     }
-  /* snapshot=on puts its temporary overlay in $TMPDIR: keep it in the
-     state dir so it goes with the sandbox even after a SIGKILL.  */
-  setenv ("TMPDIR", cfg->dir, 1);
+  /* snapshot=on puts its temporary overlay (the size of the base disk) in
+     $TMPDIR: keep it in the disk dir, off the state dir's RAM, so that it
+     goes with the sandbox even after a SIGKILL.  */
+  setenv ("TMPDIR", cfg->disk_dir ? cfg->disk_dir : cfg->dir, 1);
   execv (argv[0], argv);
   dprintf (2, "cannot run %s: %s\n", argv[0], strerror (errno));
   _exit (127);
@@ -159,9 +187,15 @@ rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, 
   args.tsc_khz = tcg ? rt_host_tsc_khz () : 0;
   vm->agent_sock = rt_strdup_printf ("%s/agent.sock", cfg->dir);
   vm->console_log = rt_strdup_printf ("%s/console.log", cfg->dir);
+  if (cfg->disk && cfg->disk_dir)
+    {
+      ret = make_disk_dir (cfg, vm, err);
+      if (ret < 0)
+        return ret;
+    }
   if (args.disk_overlay)
     {
-      ret = make_overlay (cfg, &overlay, err);
+      ret = make_overlay (cfg, cfg->disk_dir ? cfg->disk_dir : cfg->dir, &overlay, err);
       if (ret < 0)
         return ret;
       args.disk = overlay;
@@ -208,9 +242,13 @@ rt_vm_kill (struct rt_vm *vm)
   if (vm->pidfd >= 0)
     close (vm->pidfd);
   vm->pidfd = -1;
+  /* QEMU is gone: nothing writes the disk any more.  */
+  if (vm->disk_dir)
+    rt_rm_rf (vm->disk_dir, NULL);
   free (vm->agent_sock);
   free (vm->console_log);
-  vm->agent_sock = vm->console_log = NULL;
+  free (vm->disk_dir);
+  vm->agent_sock = vm->console_log = vm->disk_dir = NULL;
 }
 
 int

@@ -6,7 +6,11 @@
 
 struct rt_vm_config
 {
-  const char *dir;        /* state dir: sockets, console.log, qemu.log, overlay */
+  const char *dir;        /* state dir: sockets, console.log, qemu.log */
+  const char *disk_dir;   /* where the disk's writes go (overlay.qcow2 or
+                             QEMU's snapshot file), made and removed with
+                             the VM; NULL: @dir.  Not the state dir, which
+                             may be RAM (/run) */
   const char *accel;      /* "kvm" or "tcg" */
   unsigned vcpu;
   unsigned memory_mib;
@@ -30,6 +34,7 @@ struct rt_vm
   int pidfd;              /* readable when QEMU exits */
   char *agent_sock;
   char *console_log;
+  char *disk_dir;         /* made by rt_vm_start, removed by rt_vm_kill */
 };
 
 /* Starts QEMU in its own session; it dies with the calling process.  */
@@ -37,7 +42,8 @@ int rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *
 /* Waits up to @timeout_ms for QEMU to exit; 1 if it did (status in
    *status), 0 if still running.  */
 int rt_vm_wait (struct rt_vm *vm, int timeout_ms, int *status);
-/* SIGKILLs and reaps QEMU (idempotent), frees the struct's members.  */
+/* SIGKILLs and reaps QEMU (idempotent), removes its disk dir, frees the
+   struct's members.  */
 void rt_vm_kill (struct rt_vm *vm);
 /* An error carrying the console's last lines.  */
 int rt_vm_startup_error (struct rt_vm *vm, rt_error **err, const char *what);

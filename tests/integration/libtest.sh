@@ -42,6 +42,7 @@ check_no_leaks() {
     local what=$1
     is "$what: no QEMU left" "$(our_qemus)" ""
     is "$what: no sandbox state left" "$(ls -A "$RUNTIME_STATE_DIR" 2>/dev/null | grep -v '^\.lock$')" ""
+    is "$what: no sandbox disk left in the data dir" "$(ls -d "$RUNTIME_DATA_DIR"/sandboxes/sb-*/ 2>/dev/null)" ""
 }
 
 # expect_error DESC CODE CMD…: exit 1, "Error [CODE]: …" on stderr, nothing
