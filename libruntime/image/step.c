@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "image/base.h"
 #include "image/step.h"
 #include "image/tar.h"
 
@@ -265,49 +266,13 @@ step_network (struct build *b, struct step *s, char **apt_hosts, rt_error **err)
     }
 }
 
-/* The guest's own files, read by the host: no shell of the guest
-   decides what the network allows.  */
+/* The hosts of the base this host built, never of the image's own
+   sources: those are the guest's files, and it may have written any host
+   there.  */
 int
 rt_build_apt_hosts (struct build *b, char ***out, rt_error **err)
 {
-  static const char script[] = "cat " WORK "/base/etc/apt/sources.list " WORK
-                               "/base/etc/apt/sources.list.d/*.list " WORK
-                               "/base/etc/apt/sources.list.d/*.sources 2>/dev/null; true";
-  struct tail t = { .b = b, .fd = -1 };
-  rt_exec_result res;
-  char **hosts = strv_new (16);
-  size_t n = 0;
-  int save = b->log_fd, ret;
-
-  if (hosts == NULL)
-    return rt_error_oom (err);
-  b->log_fd = -1;
-  ret = guest_sh (b, script, NULL, &t, &res, err);
-  b->log_fd = save;
-  if (ret < 0)
-    {
-      cleanup_strvp (&hosts);
-      return ret;
-    }
-  last_lines (&t, 0);
-  for (char *p = t.buf; (p = strstr (p, "://")) && n < 15;)
-    {
-      size_t len;
-      p += 3;
-      len = strcspn (p, "/: \t\n");
-      if (len > 0 && len < 254)
-        {
-          cleanup_free char *h = strndup (p, len);
-          bool seen = false;
-          for (size_t i = 0; i < n && h; i++)
-            seen |= strcmp (hosts[i], h) == 0;
-          if (h && !seen)
-            hosts[n++] = steal_pointer (&h);
-        }
-      p += len;
-    }
-  *out = hosts;
-  return 0;
+  return rt_image_base_apt_hosts (b->ctx, out, err);
 }
 
 static char *

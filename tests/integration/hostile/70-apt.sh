@@ -1,0 +1,50 @@
+# 70-apt.sh - an image whose apt sources name another host: the apt step's
+# network is the host's (the sources of the base this host built, recorded
+# beside it in the cache), never the guest's sources.list.  The other host
+# is the test internet's HTTP echo, which would answer if it were allowed.
+. "$(dirname "$0")/testnet.sh"
+
+apt_saved_data=$RUNTIME_DATA_DIR
+export RUNTIME_DATA_DIR="$tmp/apt-data"
+mkdir -p "$RUNTIME_DATA_DIR"
+if [ -d "${RUNTIME_TEST_DATA:-}/images" ]; then cp -al "$RUNTIME_TEST_DATA/images" "$RUNTIME_DATA_DIR/"; fi
+trap 'testnet_down; cleanup' EXIT
+
+if testnet_up; then
+    runtime image build --name aptsrc \
+        --run 'rm -f /etc/apt/sources.list.d/*; echo "deb [trusted=yes] http://http.test/debian bookworm main" >/etc/apt/sources.list' \
+        >/dev/null 2>"$tmp/apt-log"; rc=$?
+    is "an image whose sources.list names http.test builds" "$rc" "0"
+
+    # The build sandbox and its egress log go when the build ends: a copy
+    # is kept while it runs.
+    ( while :; do
+        for f in "$RUNTIME_DATA_DIR"/sandboxes/*.egress.jsonl; do
+            [ -s "$f" ] && cp "$f" "$tmp/apt-egress.$(basename "$f")"
+        done
+        sleep 0.2
+    done ) &
+    apt_poller=$!
+    runtime image build --from aptsrc --apt tree --name aptevil >/dev/null 2>"$tmp/apt-log"; rc=$?
+    kill "$apt_poller" 2>/dev/null
+    wait "$apt_poller" 2>/dev/null
+    is "an apt step on it fails" "$rc" "1"
+    check "… as a failed build step" grep -q "^Error \[build_failed\]: step 1/1 (apt tree)" "$tmp/apt-log"
+    cat "$tmp"/apt-egress.* >"$tmp/apt-egress.jsonl" 2>/dev/null
+    check "… its egress log refuses http.test (not_allowed), never allows it" python3 -c '
+import json, sys
+log = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+mine = [e for e in log if (e.get("name") or "").rstrip(".") == "http.test"]
+assert mine, log
+assert all(e["decision"] == "refused" and e["reason"] == "not_allowed" for e in mine), mine' "$tmp/apt-egress.jsonl"
+    check "… and no image was made" sh -c '! runtime image get aptevil >/dev/null 2>&1'
+    rec=$(ls "${RUNTIME_CACHE_DIR:-/nonexistent}"/base/rootfs-*.tar.*.apt-hosts 2>/dev/null | head -1)
+    check "the base's apt hosts are recorded beside it, without http.test" \
+        sh -c "[ -s '$rec' ] && ! grep -q http.test '$rec'"
+    runtime image rm aptsrc >/dev/null 2>&1
+else
+    fail "70-apt: cannot make the test network"
+fi
+testnet_down
+trap cleanup EXIT
+export RUNTIME_DATA_DIR=$apt_saved_data
