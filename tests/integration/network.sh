@@ -118,19 +118,19 @@ is "SMTP is refused even with the internet on" \
 # anything leaves its namespace; the proxy refuses them by name or literal
 # without dialling (403 private_address, in the egress log); their names do
 # not resolve.  The addresses are only data: no packet reaches them.
-for a in 192.0.0.9 198.18.0.1 198.19.255.254 168.63.129.16; do
-    is "$a direct: reset by the sandbox's table" \
-        "$(in_sb "timeout 5 python3 -c 'import socket; socket.create_connection((\"$a\", 80))' 2>&1 | tail -1")" \
+for ra in 192.0.0.9 198.18.0.1 198.19.255.254 168.63.129.16; do
+    is "$ra direct: reset by the sandbox's table" \
+        "$(in_sb "timeout 5 python3 -c 'import socket; socket.create_connection((\"$ra\", 80))' 2>&1 | tail -1")" \
         "ConnectionRefusedError: [Errno 111] Connection refused"
-    hdr=$(runtime sandbox exec "$id" -- curl -s -m 10 -D - -o /dev/null "http://$a/" 2>/dev/null | tr -d '\r' | grep -i '^x-runtime-egress')
-    is "$a through the proxy: 403 private_address" "$hdr" "X-Runtime-Egress: private_address"
+    hdr=$(runtime sandbox exec "$id" -- curl -s -m 10 -D - -o /dev/null "http://$ra/" 2>/dev/null | tr -d '\r' | grep -i '^x-runtime-egress')
+    is "$ra through the proxy: 403 private_address" "$hdr" "X-Runtime-Egress: private_address"
 done
-for a in 2002:c612::1 2001:0:4136:e378:8000:63bf:f5ff:fffe 2001:0:a9fe:a9fe::1 64:ff9b::a9fe:a9fe ::ffff:a9fe:a9fe fd00:ec2::254; do
-    hdr=$(runtime sandbox exec "$id" -- curl -s -m 10 -D - -o /dev/null "http://[$a]/" 2>/dev/null | tr -d '\r' | grep -i '^x-runtime-egress')
-    is "[$a] through the proxy: 403 private_address" "$hdr" "X-Runtime-Egress: private_address"
+for ra in 2002:c612::1 2001:0:4136:e378:8000:63bf:f5ff:fffe 2001:0:a9fe:a9fe::1 64:ff9b::a9fe:a9fe ::ffff:a9fe:a9fe fd00:ec2::254; do
+    hdr=$(runtime sandbox exec "$id" -- curl -s -m 10 -D - -o /dev/null "http://[$ra]/" 2>/dev/null | tr -d '\r' | grep -i '^x-runtime-egress')
+    is "[$ra] through the proxy: 403 private_address" "$hdr" "X-Runtime-Egress: private_address"
 done
-for n in ietf.test bench.test azure.test; do
-    is "$n (a refused address) does not resolve" "$(in_sb "getent hosts $n >/dev/null; echo \$?")" "2"
+for rname in ietf.test bench.test azure.test; do
+    is "$rname (a refused address) does not resolve" "$(in_sb "getent hosts $rname >/dev/null; echo \$?")" "2"
 done
 runtime sandbox network "$id" --log --json >"$tmp/ranges.json"
 check "the egress log says private_address for each of them" python3 -c '
