@@ -1,8 +1,28 @@
 # 70-apt.sh - an image whose apt sources name another host: the apt step's
 # network is the host's (the sources of the base this host built, recorded
-# beside it in the cache), never the guest's sources.list.  The other host
-# is the test internet's HTTP echo, which would answer if it were allowed.
+# beside it in the cache, or the user's --apt-mirror), never the guest's
+# sources.list.  The other host is the test internet's HTTP echo, which
+# would answer if it were allowed.
 . "$(dirname "$0")/testnet.sh"
+
+# The build sandbox and its egress log go when the build ends: a copy is
+# kept while it runs, joined into $tmp/apt-egress.jsonl.
+apt_watch() {
+    rm -f "$tmp"/apt-egress.*
+    ( while :; do
+        for f in "$RUNTIME_DATA_DIR"/sandboxes/*.egress.jsonl; do
+            [ -s "$f" ] && cp "$f" "$tmp/apt-egress.$(basename "$f")"
+        done
+        sleep 0.2
+    done ) &
+    apt_poller=$!
+}
+apt_unwatch() {
+    kill "$apt_poller" 2>/dev/null
+    wait "$apt_poller" 2>/dev/null
+    cat "$tmp"/apt-egress.* >"$tmp/apt-egress.jsonl.all" 2>/dev/null
+    mv "$tmp/apt-egress.jsonl.all" "$tmp/apt-egress.jsonl"
+}
 
 apt_saved_data=$RUNTIME_DATA_DIR
 export RUNTIME_DATA_DIR="$tmp/apt-data"
@@ -16,21 +36,11 @@ if testnet_up; then
         >/dev/null 2>"$tmp/apt-log"; rc=$?
     is "an image whose sources.list names http.test builds" "$rc" "0"
 
-    # The build sandbox and its egress log go when the build ends: a copy
-    # is kept while it runs.
-    ( while :; do
-        for f in "$RUNTIME_DATA_DIR"/sandboxes/*.egress.jsonl; do
-            [ -s "$f" ] && cp "$f" "$tmp/apt-egress.$(basename "$f")"
-        done
-        sleep 0.2
-    done ) &
-    apt_poller=$!
+    apt_watch
     runtime image build --from aptsrc --apt tree --name aptevil >/dev/null 2>"$tmp/apt-log"; rc=$?
-    kill "$apt_poller" 2>/dev/null
-    wait "$apt_poller" 2>/dev/null
+    apt_unwatch
     is "an apt step on it fails" "$rc" "1"
     check "… as a failed build step" grep -q "^Error \[build_failed\]: step 1/1 (apt tree)" "$tmp/apt-log"
-    cat "$tmp"/apt-egress.* >"$tmp/apt-egress.jsonl" 2>/dev/null
     check "… its egress log refuses http.test (not_allowed), never allows it" python3 -c '
 import json, sys
 log = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -41,6 +51,22 @@ assert all(e["decision"] == "refused" and e["reason"] == "not_allowed" for e in 
     rec=$(ls "${RUNTIME_CACHE_DIR:-/nonexistent}"/base/rootfs-*.tar.*.apt-hosts 2>/dev/null | head -1)
     check "the base's apt hosts are recorded beside it, without http.test" \
         sh -c "[ -s '$rec' ] && ! grep -q http.test '$rec'"
+
+    # --apt-mirror: the user's mirror is the one host the step reaches, and
+    # apt uses it (the echo server is no mirror: the step fails).
+    expect_error "a malformed --apt-mirror is refused before anything boots" invalid_request \
+        runtime image build --no-cache --apt tree --apt-mirror 'http://a b/debian'
+    expect_error "… and one that is not http(s)" invalid_request \
+        runtime image build --no-cache --apt tree --apt-mirror 'ftp://x/'
+    apt_watch
+    runtime image build --apt tree --apt-mirror http://http.test/debian --name aptmirror >/dev/null 2>"$tmp/apt-log"
+    apt_unwatch
+    check "--apt-mirror http.test: the step reached http.test, allowed, and nothing else" python3 -c '
+import json, sys
+log = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+names = {(e.get("name") or "").rstrip(".") for e in log}
+assert names == {"http.test"}, log
+assert all(e["decision"] == "allowed" for e in log), log' "$tmp/apt-egress.jsonl"
     runtime image rm aptsrc >/dev/null 2>&1
 else
     fail "70-apt: cannot make the test network"
