@@ -45,6 +45,7 @@ image_build (struct cli_command *cmd, int argc, char **argv)
   o.workdir = cli_opt (cmd, &a, "workdir");
   o.name = cli_opt (cmd, &a, "name") ? cli_opt (cmd, &a, "name") : cli_opt (cmd, &a, "tag");
   o.no_cache = cli_opt (cmd, &a, "no-cache") != NULL;
+  o.apt_mirror = cli_opt (cmd, &a, "apt-mirror");
   o.dir = a.npos > 0 ? a.pos[0] : NULL;
   if (o.workdir && o.workdir[0] != '/')
     return cli_usage_error (NULL, "--workdir must be an absolute path, not '%s'", o.workdir);
@@ -227,6 +228,7 @@ static const struct cli_opt build_opts[] = {
   { "name", "NAME[:TAG]", "the image's name (each build is its next version)", "image", false },
   { "tag", "NAME[:TAG]", "the same as --name (also -t)", "image", false },
   { "no-cache", NULL, "run every step even when its layer is cached", NULL, false },
+  { "apt-mirror", "URL", "the Debian mirror apt steps use and reach", "the default image's", false },
   { NULL, NULL, NULL, NULL, false },
 };
 

@@ -564,6 +564,10 @@ int rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err
  *             commands, files, env, workdir}); its files' SRC are relative
  *             to it.  Its lists come before the flags' lists.
  * @no_cache:  run every step even when a cached layer exists
+ * @apt_mirror: a Debian mirror ("http[s]://HOST[/PATH]") that the apt steps
+ *             use and are the only host they reach; NULL: the hosts of the
+ *             default image's sources as this host built it.  Never the
+ *             sources of the image being built: those are the guest's.
  * @log_fd:    where the steps' progress and output go (-1: nowhere)
  */
 typedef struct rt_build_opts
@@ -580,6 +584,7 @@ typedef struct rt_build_opts
   const char *dir;
   bool no_cache;
   int log_fd;
+  const char *apt_mirror;
 } rt_build_opts;
 
 /**

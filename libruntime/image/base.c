@@ -3,11 +3,16 @@
    recipe.
 
    <cache>/base/rootfs-<recipe sha256>.tar.zst   the debootstrap tree
+   <cache>/base/rootfs-<…>.tar.zst.apt-hosts     the hosts of its apt
+                                                 sources, "http://HOST/"
+                                                 a line
    base/ has a .lock held around the slow step; files appear by rename
    only, so a name that exists is complete.  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <archive.h>
+#include <archive_entry.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -22,6 +27,9 @@
 #include "image/tar.h"
 
 #define RECIPE "runtime-base-rootfs"
+#define APT_HOSTS_MAX 15
+/* More than any sources list; more is not read.  */
+#define SOURCES_MAX (256 * 1024)
 
 static const char *const default_env[] = {
   "PIP_BREAK_SYSTEM_PACKAGES=1",
@@ -197,6 +205,127 @@ build_base (rt_context *ctx, const char *recipe, const char *basedir, const char
   return 0;
 }
 
+/* Adds the hosts of the apt source URIs in @text to @hosts (*n so far,
+   at most APT_HOSTS_MAX).  */
+static void
+apt_hosts_add (const char *text, char **hosts, size_t *n)
+{
+  for (const char *p = text; (p = strstr (p, "://")) && *n < APT_HOSTS_MAX;)
+    {
+      size_t len;
+      p += 3;
+      len = strcspn (p, "/: \t\r\n");
+      if (len > 0 && len < 254)
+        {
+          cleanup_free char *h = strndup (p, len);
+          bool seen = false;
+          for (size_t i = 0; i < *n && h; i++)
+            seen |= strcmp (hosts[i], h) == 0;
+          if (h && !seen)
+            hosts[(*n)++] = steal_pointer (&h);
+        }
+      p += len;
+    }
+}
+
+/* etc/apt/sources.list, or a *.list or *.sources in sources.list.d.  */
+static bool
+is_apt_sources (const char *path)
+{
+  const char *d = "etc/apt/sources.list.d/";
+
+  if (strncmp (path, "./", 2) == 0)
+    path += 2;
+  if (strcmp (path, "etc/apt/sources.list") == 0)
+    return true;
+  if (strncmp (path, d, strlen (d)) != 0 || strchr (path + strlen (d), '/'))
+    return false;
+  return fnmatch ("*.list", path + strlen (d), 0) == 0 || fnmatch ("*.sources", path + strlen (d), 0) == 0;
+}
+
+/* The apt sources in @tar, the base this host built, one after the other
+   into @f.  */
+static int
+read_tar_sources (const char *tar, FILE *f, rt_error **err)
+{
+  struct archive *a = archive_read_new ();
+  struct archive_entry *e;
+  char buf[16384];
+  size_t total = 0;
+  ssize_t got;
+  int ret = 0, r;
+
+  if (a == NULL)
+    return rt_error_oom (err);
+  archive_read_support_format_tar (a);
+  archive_read_support_filter_all (a);
+  if (archive_read_open_filename (a, tar, 1 << 16) != ARCHIVE_OK)
+    ret = rt_error_set (err, EIO, "internal", "cannot read '%s': %s", tar, archive_error_string (a));
+  while (ret == 0 && (r = archive_read_next_header (a, &e)) != ARCHIVE_EOF)
+    {
+      if (r < ARCHIVE_WARN)
+        ret = rt_error_set (err, EIO, "internal", "cannot read '%s': %s", tar, archive_error_string (a));
+      else if (archive_entry_filetype (e) == AE_IFREG && is_apt_sources (archive_entry_pathname (e)))
+        {
+          while (total < SOURCES_MAX && (got = archive_read_data (a, buf, sizeof buf)) > 0)
+            {
+              total += (size_t) got;
+              fwrite (buf, 1, (size_t) got, f);
+            }
+          fputc ('\n', f);
+        }
+    }
+  archive_read_free (a);
+  return ret;
+}
+
+/* The hosts of the apt sources of the base tar @tar, recorded beside it
+   the first time (the tar is made by this host, from its mirror).  */
+static int
+base_apt_hosts (const char *tar, char ***out, rt_error **err)
+{
+  cleanup_free char *record = rt_strdup_printf ("%s.apt-hosts", tar);
+  cleanup_free char *text = NULL;
+  cleanup_strv char **hosts = calloc (APT_HOSTS_MAX + 1, sizeof (char *));
+  size_t len = 0, n = 0;
+  int ret;
+
+  if (record == NULL || hosts == NULL)
+    return rt_error_oom (err);
+  if (rt_read_file (record, &text, &len, NULL) < 0)
+    {
+      cleanup_error rt_error *ignored = NULL;
+      FILE *f = open_memstream (&text, &len);
+      if (f == NULL)
+        return rt_error_oom (err);
+      ret = read_tar_sources (tar, f, err);
+      if (fclose (f) != 0 && ret == 0)
+        ret = rt_error_oom (err);
+      if (ret < 0)
+        return ret;
+      apt_hosts_add (text, hosts, &n);
+      free (text);
+      text = NULL;
+      f = open_memstream (&text, &len);
+      for (size_t i = 0; f && i < n; i++)
+        fprintf (f, "http://%s/\n", hosts[i]);
+      if (f == NULL || fclose (f) != 0)
+        return rt_error_oom (err);
+      /* A cache this user cannot write: judged again next time.  */
+      rt_write_file_atomic (record, text, len, 0644, &ignored);
+    }
+  else
+    apt_hosts_add (text, hosts, &n);
+  /* No host would mean no allow list: the whole internet.  */
+  if (n == 0)
+    {
+      rt_error_set (err, ENOENT, "internal", "the default image's apt sources name no host (%s)", tar);
+      return rt_error_hint (err, "remove '%s' and build the default image again", tar);
+    }
+  *out = steal_pointer (&hosts);
+  return 0;
+}
+
 /* The cached tar of the base rootfs, built with the recipe when missing.  */
 static int
 ensure_base (rt_context *ctx, char **out, rt_error **err)
@@ -243,6 +372,13 @@ ensure_base (rt_context *ctx, char **out, rt_error **err)
   tar = rt_image_find_tar (prefix, "");
   if (tar == NULL)
     return rt_error_set (err, ENOENT, "internal", "the base tar under '%s' vanished", basedir);
+  /* Recorded now, while only this host has written the tree.  */
+  {
+    cleanup_strv char **hosts = NULL;
+    ret = base_apt_hosts (tar, &hosts, err);
+    if (ret < 0)
+      return ret;
+  }
   *out = steal_pointer (&tar);
   return 0;
 }
@@ -407,4 +543,13 @@ rt_image_resolve (rt_context *ctx, const char *ref, char **id_out, rt_error **er
     return rt_image_not_found (err, ref ? ref : RT_IMAGE_DEFAULT);
   *id_out = strdup (found);
   return *id_out ? 0 : rt_error_oom (err);
+}
+
+int
+rt_image_base_apt_hosts (rt_context *ctx, char ***hosts, rt_error **err)
+{
+  cleanup_free char *tar = NULL;
+  int ret = ensure_base (ctx, &tar, err);
+
+  return ret < 0 ? ret : base_apt_hosts (tar, hosts, err);
 }

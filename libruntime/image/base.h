@@ -12,4 +12,10 @@
    @ref names nothing.  */
 int rt_image_resolve (rt_context *ctx, const char *ref, char **id_out, rt_error **err);
 
+/* The hosts of the apt sources of the base this host built (from its own
+   apt configuration or RUNTIME_DEBIAN_MIRROR, images/base/build-rootfs.sh),
+   recorded beside the base tar: what an apt build step may reach, whatever
+   the image being built says.  A NULL-terminated vector in *hosts.  */
+int rt_image_base_apt_hosts (rt_context *ctx, char ***hosts, rt_error **err);
+
 #endif

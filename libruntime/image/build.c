@@ -159,13 +159,15 @@ run_steps (struct build *b, char **tmpdisk, rt_error **err)
     rt_build_say (b, "runtime: step %zu/%zu: %s (cached)", i + 1, b->n, b->steps[i].text);
   if (first == b->n)
     return 0;
+  /* Before anything boots: a bad --apt-mirror is refused at once.  */
+  for (size_t i = first; i < b->n && apt == NULL; i++)
+    if (b->steps[i].kind == STEP_APT && (ret = rt_build_apt_hosts (b, &apt, err)) < 0)
+      return ret;
   rt_build_say (b, "runtime: starting the build sandbox…");
   if ((ret = start_sandbox (b, first, tmpdisk, err)) < 0)
     return ret;
   for (size_t i = first; i < b->n; i++)
     {
-      if (b->steps[i].kind == STEP_APT && apt == NULL && (ret = rt_build_apt_hosts (b, &apt, err)) < 0)
-        return ret;
       rt_build_say (b, "runtime: step %zu/%zu: %s", i + 1, b->n, b->steps[i].text);
       if ((ret = rt_build_run_step (b, first, i, apt, err)) < 0)
         return ret;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "image/base.h"
 #include "image/step.h"
 #include "image/tar.h"
 
@@ -265,46 +266,45 @@ step_network (struct build *b, struct step *s, char **apt_hosts, rt_error **err)
     }
 }
 
-/* The guest's own files, read by the host: no shell of the guest
-   decides what the network allows.  */
+/* The host of an --apt-mirror URL, checked: it goes to the rules as a
+   host name and to the guest's apt as one word of a sources line.  */
+static int
+mirror_host (const char *url, char **host, rt_error **err)
+{
+  static const char name_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-";
+  static const char url_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_~:/%+@";
+  const char *h = strncmp (url, "http://", 7) == 0 ? url + 7 : strncmp (url, "https://", 8) == 0 ? url + 8 : NULL;
+  size_t len = h ? strcspn (h, ":/") : 0;
+
+  if (h == NULL || len == 0 || len > 253 || strspn (h, name_chars) < len || strlen (url) > 1024
+      || strspn (url, url_chars) != strlen (url))
+    {
+      rt_error_set (err, EINVAL, "invalid_request", "'%.100s' is not a Debian mirror URL", url);
+      return rt_error_hint (err, "give http://HOST/PATH or https://HOST/PATH, e.g. http://deb.debian.org/debian");
+    }
+  *host = strndup (h, len);
+  return *host ? 0 : rt_error_oom (err);
+}
+
+/* The --apt-mirror's host, else the hosts of the base this host built;
+   never of the image's own sources: those are the guest's files, and it
+   may have written any host there.  */
 int
 rt_build_apt_hosts (struct build *b, char ***out, rt_error **err)
 {
-  static const char script[] = "cat " WORK "/base/etc/apt/sources.list " WORK
-                               "/base/etc/apt/sources.list.d/*.list " WORK
-                               "/base/etc/apt/sources.list.d/*.sources 2>/dev/null; true";
-  struct tail t = { .b = b, .fd = -1 };
-  rt_exec_result res;
-  char **hosts = strv_new (16);
-  size_t n = 0;
-  int save = b->log_fd, ret;
+  char **hosts;
+  int ret;
 
+  if (b->o->apt_mirror == NULL)
+    return rt_image_base_apt_hosts (b->ctx, out, err);
+  hosts = strv_new (1);
   if (hosts == NULL)
     return rt_error_oom (err);
-  b->log_fd = -1;
-  ret = guest_sh (b, script, NULL, &t, &res, err);
-  b->log_fd = save;
+  ret = mirror_host (b->o->apt_mirror, &hosts[0], err);
   if (ret < 0)
     {
-      cleanup_strvp (&hosts);
+      free (hosts);
       return ret;
-    }
-  last_lines (&t, 0);
-  for (char *p = t.buf; (p = strstr (p, "://")) && n < 15;)
-    {
-      size_t len;
-      p += 3;
-      len = strcspn (p, "/: \t\n");
-      if (len > 0 && len < 254)
-        {
-          cleanup_free char *h = strndup (p, len);
-          bool seen = false;
-          for (size_t i = 0; i < n && h; i++)
-            seen |= strcmp (hosts[i], h) == 0;
-          if (h && !seen)
-            hosts[n++] = steal_pointer (&h);
-        }
-      p += len;
     }
   *out = hosts;
   return 0;
@@ -333,8 +333,11 @@ lowers (size_t first, size_t i)
 /* What a package or command step runs in its chroot, on its words (a
    command step: on its workdir and its command).  */
 static const char *const inner[] = {
-  [STEP_APT] = "export DEBIAN_FRONTEND=noninteractive; apt-get update -q "
-               "&& apt-get install -y -q --no-install-recommends \"$@\" && apt-get clean "
+  /* $1 an --apt-mirror or "": its sources list in /run, never in a layer.  */
+  [STEP_APT] = "export DEBIAN_FRONTEND=noninteractive; m=$1; shift; o=; if [ -n \"$m\" ]; then "
+               "[ -r /etc/os-release ] && . /etc/os-release; echo \"deb $m ${VERSION_CODENAME:-bookworm} main\" >/run/rtb-apt.list; "
+               "o='-o Dir::Etc::SourceList=/run/rtb-apt.list -o Dir::Etc::SourceParts=/nonexistent'; fi; "
+               "apt-get $o update -q && apt-get $o install -y -q --no-install-recommends \"$@\" && apt-get clean "
                "&& rm -rf /var/lib/apt/lists/*",
   [STEP_PIP] = "python3 -m pip install --no-cache-dir --break-system-packages --root-user-action=ignore "
                "--progress-bar off \"$@\"",
@@ -446,8 +449,12 @@ rt_build_run_step (struct build *b, size_t first, size_t i, char **apt, rt_error
       args[n++] = s->words[0];
     }
   else
-    for (char **w = s->words; *w && n < 62; w++)
-      args[n++] = *w;
+    {
+      if (s->kind == STEP_APT)
+        args[n++] = (char *) (b->o->apt_mirror ? b->o->apt_mirror : "");
+      for (char **w = s->words; *w && n < 62; w++)
+        args[n++] = *w;
+    }
   args[n] = NULL;
   ret = guest_sh (b, s->kind == STEP_FILE ? file_script : chroot_script, args, &t, &res, err);
   if (ret < 0)

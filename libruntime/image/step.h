@@ -15,7 +15,8 @@ int rt_build_step_key (struct build *b, const char *parent, struct step *s, char
 /* The cached layer of @s into s->layer, when it and its file are still
    there.  */
 bool rt_build_cache_lookup (struct build *b, struct step *s);
-/* The hosts of the base's apt sources, for the apt steps' network.  */
+/* The hosts of the apt sources of the base this host built
+   (rt_image_base_apt_hosts), for the apt steps' network.  */
 int rt_build_apt_hosts (struct build *b, char ***out, rt_error **err);
 /* Runs step @i in the sandbox (booted with the steps before @first
    cached), stores its layer and caches it.  */

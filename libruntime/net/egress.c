@@ -5,6 +5,8 @@
 #include <strings.h>
 
 #include "net/egress.h"
+#include "net/refused.h"
+#include "net/sockaddr.h"
 #include "common/util.h"
 
 /* Longer input cannot be any valid entry; it is refused before parsing.  */
@@ -16,54 +18,12 @@
    prefix comparison serves both families and a mapped address can never
    slip past a rule written for its IPv4 form.  */
 static const uint8_t v4mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-static const uint8_t nat64_prefix[12] = { 0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0 };
 
 static void
 widen_v4 (const void *v4, uint8_t out[16])
 {
   memcpy (out, v4mapped_prefix, 12);
   memcpy (out + 12, v4, 4);
-}
-
-static bool
-prefix_match (const uint8_t a[16], const uint8_t net[16], int plen)
-{
-  int full = plen / 8, rest = plen % 8;
-  uint8_t mask;
-
-  if (memcmp (a, net, full) != 0)
-    return false;
-  if (rest == 0)
-    return true;
-  mask = (uint8_t) (0xff << (8 - rest));
-  return (a[full] & mask) == (net[full] & mask);
-}
-
-static bool
-v4_refused (const uint8_t b[4])
-{
-  return b[0] == 0                                 /* 0/8 "this network" */
-         || b[0] == 10                             /* RFC 1918 */
-         || (b[0] == 100 && (b[1] & 0xc0) == 64)   /* CGNAT 100.64/10 */
-         || b[0] == 127                            /* loopback */
-         || (b[0] == 169 && b[1] == 254)           /* link-local, cloud metadata */
-         || (b[0] == 172 && (b[1] & 0xf0) == 16)   /* RFC 1918 */
-         || (b[0] == 192 && b[1] == 168)           /* RFC 1918 */
-         || b[0] >= 224;                           /* multicast, 240/4, broadcast */
-}
-
-static bool
-ip_refused (const uint8_t a[16])
-{
-  static const uint8_t zero[12];
-
-  if (memcmp (a, v4mapped_prefix, 12) == 0 || memcmp (a, nat64_prefix, 12) == 0)
-    return v4_refused (a + 12);
-  if (memcmp (a, zero, 12) == 0)                   /* ::, ::1, IPv4-compatible */
-    return true;
-  return (a[0] & 0xfe) == 0xfc                     /* ULA fc00::/7 */
-         || (a[0] == 0xfe && (a[1] & 0x80) == 0x80) /* fe80::/10, fec0::/10 */
-         || a[0] == 0xff;                          /* multicast */
 }
 
 /* The address of a sockaddr, widened; false for other families.  */
@@ -94,7 +54,7 @@ rt_egress_address_refused (const struct sockaddr *addr)
     return false;
   if (!sockaddr_ip (addr, a))
     return true;
-  return ip_refused (a);
+  return rt_refused_ip (a);
 }
 
 /* An "addr" or "addr/len" entry as the normalizer writes it, widened.
@@ -596,8 +556,8 @@ entry_matches (const char *e, const struct target *t)
   int plen;
 
   if (parse_ip_entry (e, net, &plen))
-    return (t->has_ip[0] && prefix_match (t->ip[0], net, plen))
-           || (t->has_ip[1] && prefix_match (t->ip[1], net, plen));
+    return (t->has_ip[0] && rt_addr_prefix_match (t->ip[0], net, plen))
+           || (t->has_ip[1] && rt_addr_prefix_match (t->ip[1], net, plen));
   return t->name && name_matches (t->name, t->name_len, e);
 }
 
@@ -668,7 +628,7 @@ rt_egress_decide (const struct rt_egress_rules *r, const char *name, const struc
   /* The literal counts as the destination only when nothing else is known;
      but a refused or denied one refuses either way.  */
   for (int i = 0; i < 2; i++)
-    if (t.has_ip[i] && ip_refused (t.ip[i]))
+    if (t.has_ip[i] && rt_refused_ip (t.ip[i]))
       return RT_EGRESS_PRIVATE;
   if (name_bad)
     return RT_EGRESS_NOT_ALLOWED;

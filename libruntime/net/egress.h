@@ -116,12 +116,15 @@ enum rt_egress_verdict rt_egress_decide (const struct rt_egress_rules *r, const 
 
 /**
  * rt_egress_address_refused - is @addr in the ranges refused whatever the
- * rules: 0/8, 10/8, 100.64/10, 127/8, 169.254/16 (cloud metadata), 172.16/12,
- * 192.168/16, 224/4 multicast, 240/4 reserved and broadcast; ::/96 (::, ::1
- * and the deprecated IPv4-compatible form), fc00::/7, fe80::/10, fec0::/10,
- * ff00::/8; IPv4-mapped ::ffff:0:0/96 and NAT64 64:ff9b::/96 are judged by
- * the IPv4 address they carry.  Families other than AF_INET/AF_INET6 are
- * refused; NULL is not.
+ * rules (the one list in net/refused.c): 0/8, 10/8, 100.64/10, 127/8,
+ * 168.63.129.16 (Azure's host endpoint), 169.254/16 (cloud metadata),
+ * 172.16/12, 192.0.0/24, 192.168/16, 198.18/15, 224/4 multicast, 240/4
+ * reserved and broadcast; ::/96 (::, ::1 and the deprecated
+ * IPv4-compatible form), fc00::/7 (with AWS's fd00:ec2::254), fe80::/10,
+ * fec0::/10, ff00::/8, the local-use NAT64 64:ff9b:1::/48; IPv4-mapped
+ * ::ffff:0:0/96, NAT64 64:ff9b::/96, 6to4 2002::/16 and Teredo 2001::/32
+ * (its server and its client) are judged by the IPv4 addresses they carry.
+ * Families other than AF_INET/AF_INET6 are refused; NULL is not.
  */
 bool rt_egress_address_refused (const struct sockaddr *addr);
 

@@ -12,16 +12,10 @@
 #include <sys/socket.h>
 
 #include "net/netns.h"
+#include "net/refused.h"
 
 /* nft reserves "rt", "fwd", "in" (docs/ARCHITECTURE.md): hence these names.  */
 #define TABLE "runtime_sandbox"
-
-/* The always-refused IPv4 ranges, also enforced in the proxy: the kernel
-   resets a guest's connection to them before the proxy sees it.  */
-static const char *const refused_v4[] = {
-  "0.0.0.0/8",    "10.0.0.0/8",     "100.64.0.0/10", "127.0.0.0/8",
-  "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/3",
-};
 
 static int
 enter (struct rt_netns *n, rt_error **err)
@@ -62,13 +56,14 @@ ruleset (const struct rt_egress_rules *r)
   cleanup_free char *elems = NULL;
   size_t len = 0;
   FILE *f = open_memstream (&elems, &len);
-  bool first = true;
   char *out;
 
   if (f == NULL)
     return NULL;
-  for (size_t i = 0; i < sizeof refused_v4 / sizeof refused_v4[0]; i++, first = false)
-    fprintf (f, "%s%s", first ? "" : ", ", refused_v4[i]);
+  /* The always-refused ranges (net/refused.c), also judged by the proxy:
+     the kernel resets a guest's connection to them before the proxy sees
+     it.  IPv4 only: the guard chain drops all of the guest's IPv6.  */
+  rt_refused_v4_print (f);
   for (char **d = r->deny; d && *d; d++)
     if (is_v4_entry (*d))
       fprintf (f, ", %s", *d);

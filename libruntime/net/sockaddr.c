@@ -63,3 +63,17 @@ rt_addr_same_ip (const struct sockaddr_storage *a, const struct sockaddr *b)
                  sizeof (struct in6_addr))
          == 0;
 }
+
+bool
+rt_addr_prefix_match (const uint8_t *a, const uint8_t *net, int plen)
+{
+  int full = plen / 8, rest = plen % 8;
+  uint8_t mask;
+
+  if (memcmp (a, net, full) != 0)
+    return false;
+  if (rest == 0)
+    return true;
+  mask = (uint8_t) (0xff << (8 - rest));
+  return (a[full] & mask) == (net[full] & mask);
+}

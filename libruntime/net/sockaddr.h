@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 /* The address of @ss as text into @buf ("?" when it cannot be shown).  */
@@ -16,5 +17,8 @@ void rt_addr_set_port (struct sockaddr_storage *ss, int port);
 bool rt_addr_parse_literal (const char *s, struct sockaddr_storage *ss);
 /* The same IP (ports aside) in @a and @b.  */
 bool rt_addr_same_ip (const struct sockaddr_storage *a, const struct sockaddr *b);
+/* The first @plen bits of the addresses @a and @net (as bytes, network
+   order) are the same.  */
+bool rt_addr_prefix_match (const uint8_t *a, const uint8_t *net, int plen);
 
 #endif

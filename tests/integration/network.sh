@@ -27,6 +27,10 @@ if ! testnet_up; then
     exit 1
 fi
 
+# Names in the ranges every sandbox refuses (net/refused.c): the proxy
+# resolves them to these addresses, and refuses them; nothing is ever sent.
+export RUNTIME_RESOLVE="$RUNTIME_RESOLVE,ietf.test=192.0.0.9,bench.test=198.18.0.1,azure.test=168.63.129.16"
+
 # -- bad rules are refused before anything starts
 expect_error "a malformed --allow is refused" invalid_request runtime sandbox create --allow 'bad host!'
 expect_error "a CIDR with host bits is refused" invalid_request runtime sandbox create --allow 198.51.100.7/24
@@ -108,6 +112,35 @@ is "this host's own address is unreachable ($hostip)" "$(http_code --noproxy '*'
 is "SMTP is refused even with the internet on" \
     "$(in_sb 'timeout 5 python3 -c "import socket; print(socket.create_connection((\"198.51.100.6\", 25)).recv(100))" 2>&1 | tail -1 | cut -d: -f1')" \
     "ConnectionResetError"
+
+# -- the other always-refused ranges, and IPv6 forms that wrap a refused
+# IPv4 address: the sandbox's nft table resets a direct connection before
+# anything leaves its namespace; the proxy refuses them by name or literal
+# without dialling (403 private_address, in the egress log); their names do
+# not resolve.  The addresses are only data: no packet reaches them.
+for ra in 192.0.0.9 198.18.0.1 198.19.255.254 168.63.129.16; do
+    is "$ra direct: reset by the sandbox's table" \
+        "$(in_sb "timeout 5 python3 -c 'import socket; socket.create_connection((\"$ra\", 80))' 2>&1 | tail -1")" \
+        "ConnectionRefusedError: [Errno 111] Connection refused"
+    hdr=$(runtime sandbox exec "$id" -- curl -s -m 10 -D - -o /dev/null "http://$ra/" 2>/dev/null | tr -d '\r' | grep -i '^x-runtime-egress')
+    is "$ra through the proxy: 403 private_address" "$hdr" "X-Runtime-Egress: private_address"
+done
+for ra in 2002:c612::1 2001:0:4136:e378:8000:63bf:f5ff:fffe 2001:0:a9fe:a9fe::1 64:ff9b::a9fe:a9fe ::ffff:a9fe:a9fe fd00:ec2::254; do
+    hdr=$(runtime sandbox exec "$id" -- curl -s -m 10 -D - -o /dev/null "http://[$ra]/" 2>/dev/null | tr -d '\r' | grep -i '^x-runtime-egress')
+    is "[$ra] through the proxy: 403 private_address" "$hdr" "X-Runtime-Egress: private_address"
+done
+for rname in ietf.test bench.test azure.test; do
+    is "$rname (a refused address) does not resolve" "$(in_sb "getent hosts $rname >/dev/null; echo \$?")" "2"
+done
+runtime sandbox network "$id" --log --json >"$tmp/ranges.json"
+check "the egress log says private_address for each of them" python3 -c '
+import json, sys
+log = json.load(open(sys.argv[1]))
+refused = [json.dumps(e) for e in log if e["decision"] == "refused" and e["reason"] == "private_address"]
+for want in sys.argv[2:]:
+    assert any(want in e for e in refused), want' "$tmp/ranges.json" \
+    192.0.0.9 198.18.0.1 198.19.255.254 168.63.129.16 2002:c612::1 2001:0:4136:e378:8000:63bf:f5ff:fffe \
+    2001:0:a9fe:a9fe::1 64:ff9b::a9fe:a9fe fd00:ec2::254 ietf.test bench.test azure.test
 
 # -- UDP other than DNS goes nowhere
 ip netns exec "$TESTNET_NS" python3 -c '
