@@ -17,7 +17,7 @@
    Nothing of an image is for other users: manifests hold --env values,
    layers and disks setuid files.  The store's directories (and the
    cache's disks/ and base/) are 0700, its files 0600, all the caller's
-   (root's).  A store an older version left open is closed when it is
+   (root's).  A store an older version left open is closed whenever it is
    opened (rt_image_store_open).  */
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -59,9 +59,11 @@ sha256_hex (const void *data, size_t len, char out[65], rt_error **err)
 }
 
 /* Closes the files directly in the directory @fd (@dir) to everyone but
-   their owner.  Subdirectories are left alone: the store's own are
-   closed when they are opened, and a leftover extraction tree
-   (image/extract.c) keeps its modes until it is removed.  */
+   their owner: an older version (or another tool) may have left them
+   open, and a listing and a stat each cost little.  Subdirectories are
+   left alone: the store's own are closed when they are opened, and a
+   leftover extraction tree (image/extract.c) keeps its modes until it is
+   removed.  */
 static int
 close_files (int fd, const char *dir, rt_error **err)
 {
@@ -78,7 +80,7 @@ close_files (int fd, const char *dir, rt_error **err)
     }
   while ((de = readdir (d)))
     if (fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG (st.st_mode) && (st.st_mode & 077)
-        && fchmodat (dirfd (d), de->d_name, 0600, 0) < 0)
+        && fchmodat (dirfd (d), de->d_name, 0600, 0) < 0 && errno != ENOENT)
       return rt_error_set (err, errno, "internal", "cannot make '%s/%s' private: %s", dir, de->d_name,
                            strerror (errno));
   return 0;
@@ -112,9 +114,7 @@ rt_image_private_dir (const char *dir, rt_error **err)
                     dir, (unsigned) st.st_uid);
       return rt_error_hint (err, "remove it, or set RUNTIME_DATA_DIR and RUNTIME_CACHE_DIR to your own directories");
     }
-  if ((st.st_mode & 07777) == 0700)
-    return 0;
-  if (fchmod (fd, 0700) < 0)
+  if ((st.st_mode & 07777) != 0700 && fchmod (fd, 0700) < 0)
     return rt_error_set (err, errno, "internal", "cannot make '%s' private: %s", dir, strerror (errno));
   return close_files (fd, dir, err);
 }

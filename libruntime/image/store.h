@@ -15,8 +15,8 @@ bool rt_image_is_sha256 (const char *s);
 bool rt_image_name_valid (const char *name);
 
 /* Makes @dir 0700 (its parents 0755 when missing).  One that exists must
-   be the caller's; when others could enter it (an older version made it
-   0755), it is closed to 0700 and the files directly in it to 0600.  */
+   be the caller's; it is closed to 0700, and the files directly in it
+   that others could read (an older version made them 0644) to 0600.  */
 int rt_image_private_dir (const char *dir, rt_error **err);
 /* rt_image_private_dir (@dir), then its lock (rt_lock_dir), the lock
    file 0600.  */
