@@ -37,7 +37,10 @@ rt_write_file_atomic (const char *path, const void *data, size_t len, mode_t mod
 
   if (tmp == NULL)
     return rt_error_oom (err);
-  fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  /* A leftover (a crash, a reused pid) goes; what stands there then is
+     someone else's, never followed.  */
+  unlink (tmp);
+  fd = open (tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0)
     return rt_error_set (err, errno, "internal", "cannot create '%s': %s", tmp, strerror (errno));
   ret = rt_write_all (fd, data, len);

@@ -2,12 +2,13 @@
    recipe (debootstrap), and made again when an upgrade brings a new
    recipe.
 
-   <cache>/base/rootfs-<recipe sha256>.tar.zst   the debootstrap tree
+   <cache>/base/rootfs-<recipe sha256>.tar.zst   the debootstrap tree (0600)
    <cache>/base/rootfs-<…>.tar.zst.apt-hosts     the hosts of its apt
                                                  sources, "http://HOST/"
                                                  a line
-   base/ has a .lock held around the slow step; files appear by rename
-   only, so a name that exists is complete.  */
+   base/ (0700) has a .lock held around the slow step; the tree is made
+   in a 0700 .build-XXXXXX directory in it; files appear by rename only,
+   so a name that exists is complete.  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -173,7 +174,7 @@ build_base (rt_context *ctx, const char *recipe, const char *basedir, const char
   if (geteuid () != 0)
     {
       rt_error_set (err, EPERM, "internal", "building the default image needs root (debootstrap)");
-      return rt_error_hint (err, "run it once as root, or set RUNTIME_CACHE_DIR to a cache that root prepared");
+      return rt_error_hint (err, "run runtime as root");
     }
 
   rt_progress (ctx, "Building the default image (debootstrap, about a minute)…");
@@ -312,7 +313,7 @@ base_apt_hosts (const char *tar, char ***out, rt_error **err)
       if (f == NULL || fclose (f) != 0)
         return rt_error_oom (err);
       /* A cache this user cannot write: judged again next time.  */
-      rt_write_file_atomic (record, text, len, 0644, &ignored);
+      rt_write_file_atomic (record, text, len, 0600, &ignored);
     }
   else
     apt_hosts_add (text, hosts, &n);
@@ -355,7 +356,7 @@ ensure_base (rt_context *ctx, char **out, rt_error **err)
       return 0;
     }
 
-  ret = rt_lock_dir (basedir, &lockfd, err);
+  ret = rt_image_lock_dir (basedir, &lockfd, err);
   if (ret < 0)
     return ret;
   tar = rt_image_find_tar (prefix, "");
@@ -448,11 +449,11 @@ import_default (rt_context *ctx, const char *base_tar, const char *key, char **i
   manifests_dir = rt_strdup_printf ("%s/manifests", imgdir);
   if (index_path == NULL || layers_dir == NULL || manifests_dir == NULL)
     return rt_error_oom (err);
-  ret = rt_lock_dir (imgdir, &lockfd, err);
+  ret = rt_image_lock_dir (imgdir, &lockfd, err);
   if (ret == 0)
-    ret = rt_mkdir_p (layers_dir, 0755, err);
+    ret = rt_image_private_dir (layers_dir, err);
   if (ret == 0)
-    ret = rt_mkdir_p (manifests_dir, 0755, err);
+    ret = rt_image_private_dir (manifests_dir, err);
   if (ret == 0)
     ret = rt_image_read_json (index_path, true, &index, err);
   if (ret < 0)

@@ -2,9 +2,13 @@
    extracted in order (image/extract.c) and given to mkfs.ext4 -d.
 
    <cache>/disks/<id>.ext4   boot disks, by image id, shared read-only by
-                             the image's sandboxes
-   disks/ has a .lock held around the slow step; a disk appears by rename
-   only, so a name that exists is complete.  */
+                             the image's sandboxes (0600)
+   <cache>/disks/.tmp-XXXXXX/root
+                             the tree being made into a disk, in a 0700
+                             directory (image/extract.c)
+   disks/ (0700) has a .lock held around the slow step; a disk appears by
+   rename only, so a name that exists is complete.  */
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -17,7 +21,8 @@
 #include "image/store.h"
 #include "image/tar.h"
 
-#define DISK_SIZE "4096M"
+/* The size of every boot disk: the smallest a sandbox's disk can be.  */
+#define DISK_MIB RT_MIN_DISK_MIB
 
 void
 rt_image_disk_clear (struct rt_image_disk *d)
@@ -65,10 +70,12 @@ get_strv (json_object *m, const char *key, char ***out, rt_error **err)
   return 0;
 }
 
-/* Extracts @layers, in order, over @root.  */
+/* Extracts @layers, in order, over @root: together they unpack to at
+   most RT_LAYER_MAX_BYTES.  */
 static int
 extract_layers (rt_context *ctx, const char *id, char **layers, const char *root, rt_error **err)
 {
+  struct rt_layer_budget budget = { .limit = RT_LAYER_MAX_BYTES };
   int ret = 0;
 
   for (size_t i = 0; ret == 0 && layers[i]; i++)
@@ -80,23 +87,47 @@ extract_layers (rt_context *ctx, const char *id, char **layers, const char *root
       else if (!rt_image_is_sha256 (layers[i]) || (path = rt_image_find_tar (prefix, layers[i])) == NULL)
         ret = rt_error_set (err, ENOENT, "internal", "layer %s of image %s is missing from the store", layers[i], id);
       else
-        ret = rt_image_extract_layer (root, path, i > 0, err);
+        ret = rt_image_extract_layer (root, path, i > 0, &budget, err);
     }
   return ret;
 }
 
-/* Makes <cache>/disks/<id>.ext4 from the image's layers.  */
+/* mkfs.ext4 -d @root into the new file @tmpdisk.  */
+static int
+run_mkfs (const char *mkfs, const char *id, const char *root, const char *tmpdisk, rt_error **err)
+{
+  cleanup_free char *output = NULL;
+  char size[24];
+  /* A sparse file reads zeros where the journal would be zeroed:
+     lazy_journal_init saves writing (and storing) 64 MiB of them.  */
+  char *argv[] = { (char *) mkfs, (char *) "-q", (char *) "-F", (char *) "-L", (char *) "runtime", (char *) "-E",
+                   (char *) "root_owner=0:0,lazy_journal_init=1", (char *) "-d", (char *) root, (char *) tmpdisk,
+                   size, NULL };
+  int status;
+
+  snprintf (size, sizeof size, "%dM", DISK_MIB);
+  status = rt_run_capture (argv, &output, err);
+  if (status < 0)
+    return status;
+  if (status != 0)
+    return rt_error_set (err, EIO, "internal", "mkfs.ext4 failed for image %s: %s", id, output ? output : "");
+  return 0;
+}
+
+/* Makes <cache>/disks/<id>.ext4 from the image's layers: they are
+   extracted in a private work dir, the disk made under a temporary name
+   (0600, O_EXCL) and renamed; on failure neither is left.  */
 static int
 make_disk (rt_context *ctx, const char *id, json_object *manifest, const char *disk, rt_error **err)
 {
   cleanup_free char *disks = rt_strdup_printf ("%s/disks", ctx->cache_dir);
   cleanup_free char *mkfs = NULL;
-  cleanup_free char *tmpdir = NULL;
+  cleanup_free char *work = NULL;
   cleanup_free char *root = NULL;
   cleanup_free char *tmpdisk = NULL;
-  cleanup_free char *output = NULL;
   cleanup_strv char **layers = NULL;
   cleanup_close int lockfd = -1;
+  cleanup_close int fd = -1;
   cleanup_error rt_error *ignored = NULL;
   const char *name = rt_json_str (manifest, "name");
   struct stat st;
@@ -113,7 +144,7 @@ make_disk (rt_context *ctx, const char *id, json_object *manifest, const char *d
   ret = get_strv (manifest, "layers", &layers, err);
   if (ret < 0)
     return ret;
-  ret = rt_lock_dir (disks, &lockfd, err);
+  ret = rt_image_lock_dir (disks, &lockfd, err);
   if (ret < 0)
     return ret;
   if (stat (disk, &st) == 0)
@@ -122,39 +153,29 @@ make_disk (rt_context *ctx, const char *id, json_object *manifest, const char *d
   rt_remove_matching (disks, "*.tmp.*");
 
   rt_progress (ctx, "Making the boot disk of image %s…", name ? name : id);
-  tmpdir = rt_strdup_printf ("%s/.tmp-XXXXXX", disks);
-  tmpdisk = rt_strdup_printf ("%s.tmp.%d", disk, (int) getpid ());
-  if (tmpdir == NULL || tmpdisk == NULL)
+  tmpdisk = rt_strdup_printf ("%s.tmp.XXXXXX", disk);
+  if (tmpdisk == NULL)
     return rt_error_oom (err);
-  if (mkdtemp (tmpdir) == NULL)
-    return rt_error_set (err, errno, "internal", "cannot create a directory in '%s': %s", disks, strerror (errno));
-  /* mkfs -d copies the source root's mode to the disk's root.  */
-  if (chmod (tmpdir, 0755) < 0 || (root = realpath (tmpdir, NULL)) == NULL)
-    ret = rt_error_set (err, errno, "internal", "cannot prepare '%s': %s", tmpdir, strerror (errno));
-
+  ret = rt_image_work_dir (disks, &work, &root, err);
+  if (ret < 0)
+    return ret;
+  if ((fd = mkostemp (tmpdisk, O_CLOEXEC)) < 0)
+    {
+      ret = rt_error_set (err, errno, "internal", "cannot create a file in '%s': %s", disks, strerror (errno));
+      *tmpdisk = '\0';
+    }
   if (ret == 0)
     ret = extract_layers (ctx, id, layers, root, err);
   if (ret == 0)
-    {
-      /* A sparse file reads zeros where the journal would be zeroed:
-         lazy_journal_init saves writing (and storing) 64 MiB of them.  */
-      char *argv[] = { mkfs,          (char *) "-q", (char *) "-F", (char *) "-L", (char *) "runtime", (char *) "-E",
-                       (char *) "root_owner=0:0,lazy_journal_init=1", (char *) "-d", root, tmpdisk, (char *) DISK_SIZE,
-                       NULL };
-      int status = rt_run_capture (argv, &output, err);
-      if (status < 0)
-        ret = status;
-      else if (status != 0)
-        ret = rt_error_set (err, EIO, "internal", "mkfs.ext4 failed for image %s: %s", id, output ? output : "");
-    }
+    ret = run_mkfs (mkfs, id, root, tmpdisk, err);
   if (ret == 0 && rename (tmpdisk, disk) < 0)
     ret = rt_error_set (err, errno, "internal", "cannot rename '%s': %s", tmpdisk, strerror (errno));
-  if (ret < 0)
+  if (ret < 0 && *tmpdisk)
     unlink (tmpdisk);
   if (ret == 0)
-    ret = rt_rm_rf (tmpdir, err);
+    ret = rt_rm_rf (work, err);
   else
-    rt_rm_rf (tmpdir, &ignored);
+    rt_rm_rf (work, &ignored);
   return ret;
 }
 

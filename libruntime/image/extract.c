@@ -1,10 +1,13 @@
 /* extract.c - layers extracted onto a root, the tree a boot disk is made
    of (image/disk.c).  Entries go through the path checks of
    image/layer.h; overlayfs's whiteouts and opaque directories of the
-   layers above the first hide what the layers below put there.  */
+   layers above the first hide what the layers below put there.  The tree
+   keeps the layers' owners, modes (setuid too) and file capabilities, so
+   it is made inside a directory only its owner (root) can enter.  */
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,16 +20,14 @@
 /* For layers above the first, overlayfs's markers: a 0:0 character device
    deletes the path below it, a directory with trusted.overlay.opaque=y
    hides everything below it.  Both act on @root/@path only after checking
-   that no symlink leads out of @root.  @dir_name: the entry's name ended
-   in "/" (GNU tar's directories do); such a path is resolved whole, so a
-   symlink at it is followed and what it points to is cleared.  Extraction
-   has always done so; overlayfs would hide only the symlink (an opaque
-   directory that replaces a symlink).  */
+   that no symlink leads out of @root.  The path's last component is never
+   followed: an opaque directory or a whiteout named "app/" that replaces
+   the symlink app hides the symlink, as overlayfs does, not what it
+   points to.  */
 static int
-clear_below (const char *root, const char *path_clean, bool dir_name, bool keep_dir, rt_error **err)
+clear_below (const char *root, const char *rel, bool keep_dir, rt_error **err)
 {
-  cleanup_free char *rel = rt_strdup_printf ("%s%s", path_clean, dir_name ? "/" : "");
-  cleanup_free char *parent_rel = rel ? strdup (rel) : NULL;
+  cleanup_free char *parent_rel = strdup (rel);
   cleanup_free char *parent = NULL;
   cleanup_free char *real = NULL;
   cleanup_free char *path = NULL;
@@ -74,6 +75,7 @@ struct extraction
   const char *root;
   const char *layer;
   bool upper; /* above the first: its whiteouts and opaque dirs count */
+  const struct rt_layer_budget *budget;
   struct archive *in;
   struct archive *out;
 };
@@ -88,7 +90,7 @@ write_entry (struct extraction *x, struct archive_entry *e, const struct rt_laye
 
   if (x->upper && opaque)
     {
-      ret = clear_below (x->root, c->path, c->dir_name, true, err);
+      ret = clear_below (x->root, c->path, true, err);
       if (ret < 0)
         return ret;
     }
@@ -117,6 +119,16 @@ write_entry (struct extraction *x, struct archive_entry *e, const struct rt_laye
   return 0;
 }
 
+/* A layer that unpacks past what is left of the image's budget: a bomb,
+   or an image no disk could hold.  */
+static int
+too_big (struct extraction *x, rt_error **err)
+{
+  rt_error_set (err, EFBIG, "invalid_request", "layer '%s' unpacks past %" PRIu64 " MiB, the most an image's layers "
+                "may unpack to", x->layer, x->budget->limit >> 20);
+  return rt_error_hint (err, "an image's layers may unpack to at most 4 times its %d MiB disk", RT_MIN_DISK_MIB);
+}
+
 /* One entry of the layer: checked (image/layer.h), then written, dropped
    or, for a whiteout, acted on.  */
 static int
@@ -127,6 +139,8 @@ extract_entry (struct extraction *x, struct archive_entry *e, rt_error **err)
   int ret = 0;
 
   rt_layer_entry_of (e, &le);
+  if (!rt_layer_within (x->budget, archive_filter_bytes (x->in, 0), archive_entry_size (e)))
+    return too_big (x, err);
   switch (rt_layer_check_entry (NULL, false, &le, &c))
     {
     case RT_LAYER_WRITE:
@@ -134,7 +148,7 @@ extract_entry (struct extraction *x, struct archive_entry *e, rt_error **err)
       break;
     case RT_LAYER_WHITEOUT:
       if (x->upper)
-        ret = clear_below (x->root, c.path, c.dir_name, false, err);
+        ret = clear_below (x->root, c.path, false, err);
       break;
     case RT_LAYER_ROOT:
     case RT_LAYER_DEVICE:
@@ -157,9 +171,9 @@ extract_entry (struct extraction *x, struct archive_entry *e, rt_error **err)
 }
 
 int
-rt_image_extract_layer (const char *root, const char *layer, bool upper, rt_error **err)
+rt_image_extract_layer (const char *root, const char *layer, bool upper, struct rt_layer_budget *budget, rt_error **err)
 {
-  struct extraction x = { .root = root, .layer = layer, .upper = upper };
+  struct extraction x = { .root = root, .layer = layer, .upper = upper, .budget = budget };
   struct archive_entry *e;
   int ret = 0, r;
 
@@ -184,10 +198,46 @@ rt_image_extract_layer (const char *root, const char *layer, bool upper, rt_erro
       else
         ret = extract_entry (&x, e, err);
     }
+  /* The end: the headers and padding after the last entry count too.  */
+  if (ret == 0 && !rt_layer_within (budget, archive_filter_bytes (x.in, 0), 0))
+    ret = too_big (&x, err);
+  if (ret == 0)
+    budget->used += archive_filter_bytes (x.in, 0);
   /* Directory modes and times are applied here, last.  */
   if (ret == 0 && archive_write_close (x.out) != ARCHIVE_OK)
     ret = rt_archive_fail (err, x.out, "cannot finish extracting", layer);
   archive_read_free (x.in);
   archive_write_free (x.out);
   return ret;
+}
+
+int
+rt_image_work_dir (const char *dir, char **work, char **root, rt_error **err)
+{
+  cleanup_free char *w = rt_strdup_printf ("%s/.tmp-XXXXXX", dir);
+  cleanup_free char *r = NULL;
+  cleanup_free char *real = NULL;
+
+  if (w == NULL)
+    return rt_error_oom (err);
+  if (mkdtemp (w) == NULL)
+    return rt_error_set (err, errno, "internal", "cannot create a directory in '%s': %s", dir, strerror (errno));
+  r = rt_strdup_printf ("%s/root", w);
+  if (r == NULL)
+    {
+      rmdir (w);
+      return rt_error_oom (err);
+    }
+  /* mkdtemp made @w 0700; mkfs.ext4 -d copies the root's mode to the
+     disk's root, which the guest needs as 0755.  */
+  if (mkdir (r, 0700) < 0 || chmod (r, 0755) < 0 || (real = realpath (r, NULL)) == NULL)
+    {
+      int e = errno;
+      cleanup_error rt_error *ignored = NULL;
+      rt_rm_rf (w, &ignored);
+      return rt_error_set (err, e, "internal", "cannot prepare '%s': %s", r, strerror (e));
+    }
+  *work = steal_pointer (&w);
+  *root = steal_pointer (&real);
+  return 0;
 }

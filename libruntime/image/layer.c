@@ -146,8 +146,6 @@ import_verdict (json_object *links, bool first, const struct rt_layer_entry *e, 
 enum rt_layer_verdict
 rt_layer_check_entry (json_object *links, bool first, const struct rt_layer_entry *e, struct rt_layer_check *out)
 {
-  const char *last;
-
   memset (out, 0, sizeof *out);
   if (e->name == NULL || !rt_layer_path_safe (e->name))
     return RT_LAYER_BAD_PATH;
@@ -156,8 +154,6 @@ rt_layer_check_entry (json_object *links, bool first, const struct rt_layer_entr
   out->path = rt_layer_path_clean (e->name);
   if (out->path == NULL)
     return RT_LAYER_NO_MEMORY;
-  last = strrchr (e->name, '/');
-  out->dir_name = last && (last[1] == '\0' || strcmp (last + 1, ".") == 0);
   return links ? import_verdict (links, first, e, out) : extract_verdict (e, out);
 }
 
@@ -168,4 +164,12 @@ rt_layer_check_clear (struct rt_layer_check *c)
   free (c->target);
   c->path = c->target = NULL;
   c->via_what = NULL;
+}
+
+bool
+rt_layer_within (const struct rt_layer_budget *b, uint64_t at, int64_t size)
+{
+  uint64_t more = size > 0 ? (uint64_t) size : 0;
+
+  return b->used <= b->limit && at <= b->limit - b->used && more <= b->limit - b->used - at;
 }

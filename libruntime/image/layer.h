@@ -10,7 +10,25 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
+
+#include "runtime.h"
+
+/* The most the layers of one image may unpack to, tar headers and
+   padding included: 4 times the ext4 disk they are made into
+   (RT_MIN_DISK_MIB, image/disk.c), room for what upper layers replace or
+   delete.  An entry counts its whole size, holes too.  Making a disk
+   (image/extract.c), the check of an import (image/transfer.c) and a
+   build step's captured changes (image/step.c) stop past it.  */
+#define RT_LAYER_MAX_BYTES ((uint64_t) 4 * RT_MIN_DISK_MIB << 20)
+
+/* What the layers of one image unpacked to so far, against a limit.  */
+struct rt_layer_budget
+{
+  uint64_t limit;
+  uint64_t used; /* by the layers before the one being read */
+};
 
 /* One tar entry, as much of it as the checks need.  */
 struct rt_layer_entry
@@ -41,9 +59,6 @@ struct rt_layer_check
 {
   char *path;           /* the name cleaned (rt_layer_path_clean); owned */
   char *target;         /* the hard link's target cleaned, or NULL; owned */
-  bool dir_name;        /* the name ended in "/" or "/.": a whiteout or an
-                           opaque directory then clears below what a
-                           symlink there points to (image/extract.c) */
   const char *via_what; /* RT_LAYER_VIA_LINK: .path or .target */
   size_t via;
 };
@@ -83,5 +98,10 @@ size_t rt_layer_through_link (json_object *links, char *path);
 enum rt_layer_verdict rt_layer_check_entry (json_object *links, bool first, const struct rt_layer_entry *e,
                                             struct rt_layer_check *out);
 void rt_layer_check_clear (struct rt_layer_check *c);
+
+/* Whether the layer being read, @at bytes unpacked so far (its tar
+   stream: libarchive's archive_filter_bytes (a, 0)), then @size more for
+   the entry whose header was just read, stays within @b.  */
+bool rt_layer_within (const struct rt_layer_budget *b, uint64_t at, int64_t size);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "image/base.h"
 #include "image/step.h"
+#include "image/store.h"
 #include "image/tar.h"
 
 #define TAIL_MAX 4096
@@ -38,7 +39,9 @@ struct tail
   char buf[TAIL_MAX];
   size_t len;
   int fd;           /* >= 0: stdout goes here (layer capture) */
+  uint64_t written; /* to fd: at most RT_LAYER_MAX_BYTES */
   bool failed;
+  bool too_big;
 };
 
 static int
@@ -48,6 +51,14 @@ on_step_output (void *data, int stream, const char *buf, size_t len)
 
   if (t->fd >= 0 && stream == 1)
     {
+      /* The guest is root and picks what it sends: past the cap the
+         command is stopped (a negative return).  */
+      if (len > RT_LAYER_MAX_BYTES - t->written)
+        {
+          t->too_big = true;
+          return -1;
+        }
+      t->written += len;
       if (rt_write_all (t->fd, buf, len) < 0)
         t->failed = true;
       return 0;
@@ -240,8 +251,8 @@ cache_store (struct build *b, struct step *s)
   cleanup_free char *path = cache_path (b, s->key);
   cleanup_free char *dir = rt_strdup_printf ("%s/images/cache", b->ctx->data_dir);
 
-  if (path && dir && rt_mkdir_p (dir, 0755, NULL) == 0)
-    rt_write_file_atomic (path, s->layer, 64, 0644, NULL);
+  if (path && dir && rt_image_private_dir (dir, NULL) == 0)
+    rt_write_file_atomic (path, s->layer, 64, 0600, NULL);
 }
 
 /* What a step's network may reach.  */
@@ -353,27 +364,38 @@ static const char *const inner[] = {
 };
 
 /* Step @i's changes: the upper dir, tarred by the guest, stored by the
-   host as its layer, and cached.  */
+   host as its layer, and cached.  The tar is the guest's to fake: it
+   lands in a file of the private store (O_EXCL) and stops at
+   RT_LAYER_MAX_BYTES.  */
 static int
 capture_layer (struct build *b, size_t i, char *const *margs, rt_error **err)
 {
   static const char capture_script[] = "tar --xattrs --xattrs-include='*' --numeric-owner -C " WORK "/u$1 -cf - .";
   struct step *s = &b->steps[i];
   cleanup_free char *raw = NULL;
+  cleanup_error rt_error *e = NULL;
   struct tail t;
   rt_exec_result res;
   int ret, fd;
 
-  raw = rt_strdup_printf ("%s/images/layers/raw.tmp.%d", b->ctx->data_dir, (int) getpid ());
+  raw = rt_strdup_printf ("%s/images/layers/raw.tmp.XXXXXX", b->ctx->data_dir);
   if (raw == NULL)
     return rt_error_oom (err);
-  fd = open (raw, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  fd = mkostemp (raw, O_CLOEXEC);
   if (fd < 0)
     return rt_error_set (err, errno, "internal", "cannot create '%s': %s", raw, strerror (errno));
   t = (struct tail){ .b = b, .fd = fd };
-  ret = guest_sh (b, capture_script, margs, &t, &res, err);
+  ret = guest_sh (b, capture_script, margs, &t, &res, &e);
   close (fd);
-  if (ret == 0 && (res.exit_code != 0 || t.failed))
+  if (t.too_big)
+    {
+      rt_error_set (err, EFBIG, "build_failed", "step %zu/%zu (%s) changed more than %llu MiB", i + 1, b->n, s->text,
+                    (unsigned long long) (RT_LAYER_MAX_BYTES >> 20));
+      ret = rt_error_hint (err, "a step's layer may hold at most 4 times the image's %d MiB disk", RT_MIN_DISK_MIB);
+    }
+  else if (ret < 0 && err && *err == NULL)
+    *err = steal_pointer (&e);
+  else if (ret == 0 && (res.exit_code != 0 || t.failed))
     {
       rt_error_set (err, EIO, "build_failed", "cannot capture the changes of step %zu/%zu (%s)", i + 1, b->n, s->text);
       ret = rt_error_hint (err, "%s", last_lines (&t, 5));

@@ -10,8 +10,16 @@
      index.json               {"names": {NAME: {"versions": {"1": ID},
                                                 "tags": {"latest": ID}}}}
      .lock                    held while the store changes
+     cache/<step key>         a build step's layer digest (image/step.c)
    Files appear by rename only, so a name that exists is complete.  The
-   default image is made in image/base.c, boot disks in image/disk.c.  */
+   default image is made in image/base.c, boot disks in image/disk.c.
+
+   Nothing of an image is for other users: manifests hold --env values,
+   layers and disks setuid files.  The store's directories (and the
+   cache's disks/ and base/) are 0700, its files 0600, all the caller's
+   (root's).  A store an older version left open is closed whenever it is
+   opened (rt_image_store_open).  */
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <json-c/json.h>
 #include <openssl/evp.h>
@@ -50,6 +58,99 @@ sha256_hex (const void *data, size_t len, char out[65], rt_error **err)
   return 0;
 }
 
+/* Closes the files directly in the directory @fd (@dir) to everyone but
+   their owner: an older version (or another tool) may have left them
+   open, and a listing and a stat each cost little.  Subdirectories are
+   left alone: the store's own are closed when they are opened, and a
+   leftover extraction tree (image/extract.c) keeps its modes until it is
+   removed.  */
+static int
+close_files (int fd, const char *dir, rt_error **err)
+{
+  int dfd = openat (fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  cleanup_dir DIR *d = dfd >= 0 ? fdopendir (dfd) : NULL;
+  struct dirent *de;
+  struct stat st;
+
+  if (d == NULL)
+    {
+      if (dfd >= 0)
+        close (dfd);
+      return rt_error_set (err, errno, "internal", "cannot list '%s': %s", dir, strerror (errno));
+    }
+  while ((de = readdir (d)))
+    if (fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG (st.st_mode) && (st.st_mode & 077)
+        && fchmodat (dirfd (d), de->d_name, 0600, 0) < 0 && errno != ENOENT)
+      return rt_error_set (err, errno, "internal", "cannot make '%s/%s' private: %s", dir, de->d_name,
+                           strerror (errno));
+  return 0;
+}
+
+int
+rt_image_private_dir (const char *dir, rt_error **err)
+{
+  cleanup_free char *parent = strdup (dir);
+  cleanup_close int fd = -1;
+  char *slash = parent ? strrchr (parent, '/') : NULL;
+  struct stat st;
+  int ret;
+
+  if (parent == NULL)
+    return rt_error_oom (err);
+  if (mkdir (dir, 0700) < 0 && errno == ENOENT && slash && slash > parent)
+    {
+      *slash = '\0';
+      ret = rt_mkdir_p (parent, 0755, err);
+      if (ret < 0)
+        return ret;
+      mkdir (dir, 0700);
+    }
+  fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || fstat (fd, &st) < 0)
+    return rt_error_set (err, errno, "internal", "cannot create directory '%s': %s", dir, strerror (errno));
+  if (st.st_uid != geteuid ())
+    {
+      rt_error_set (err, EPERM, "internal", "'%s' belongs to uid %u: images are kept only in the caller's own dirs",
+                    dir, (unsigned) st.st_uid);
+      return rt_error_hint (err, "remove it, or set RUNTIME_DATA_DIR and RUNTIME_CACHE_DIR to your own directories");
+    }
+  if ((st.st_mode & 07777) != 0700 && fchmod (fd, 0700) < 0)
+    return rt_error_set (err, errno, "internal", "cannot make '%s' private: %s", dir, strerror (errno));
+  return close_files (fd, dir, err);
+}
+
+int
+rt_image_lock_dir (const char *dir, int *lockfd, rt_error **err)
+{
+  int ret = rt_image_private_dir (dir, err);
+
+  if (ret == 0)
+    ret = rt_lock_dir (dir, lockfd, err);
+  if (ret == 0 && fchmod (*lockfd, 0600) < 0)
+    ret = rt_error_set (err, errno, "internal", "cannot make '%s/.lock' private: %s", dir, strerror (errno));
+  return ret;
+}
+
+int
+rt_image_store_open (rt_context *ctx, rt_error **err)
+{
+  static const char *const data_dirs[] = { "images", "images/layers", "images/manifests", "images/cache", NULL };
+  static const char *const cache_dirs[] = { "disks", "base", NULL };
+  int ret = 0;
+
+  for (const char *const *d = data_dirs; ret == 0 && *d; d++)
+    {
+      cleanup_free char *p = rt_strdup_printf ("%s/%s", ctx->data_dir, *d);
+      ret = p ? rt_image_private_dir (p, err) : rt_error_oom (err);
+    }
+  for (const char *const *d = cache_dirs; ret == 0 && *d; d++)
+    {
+      cleanup_free char *p = rt_strdup_printf ("%s/%s", ctx->cache_dir, *d);
+      ret = p ? rt_image_private_dir (p, err) : rt_error_oom (err);
+    }
+  return ret;
+}
+
 int
 rt_image_read_json (const char *path, bool missing_ok, json_object **out, rt_error **err)
 {
@@ -86,7 +187,7 @@ rt_image_write_json (const char *path, json_object *o, rt_error **err)
 
   if (text == NULL)
     return rt_error_oom (err);
-  return rt_write_file_atomic (path, text, strlen (text), 0644, err);
+  return rt_write_file_atomic (path, text, strlen (text), 0600, err);
 }
 
 /* The id for a version key of @img: an explicit one, or the highest.  */
@@ -117,9 +218,13 @@ int
 rt_image_read_index (rt_context *ctx, json_object **index, rt_error **err)
 {
   cleanup_free char *path = rt_strdup_printf ("%s/images/index.json", ctx->data_dir);
+  int ret;
 
   if (path == NULL)
     return rt_error_oom (err);
+  ret = rt_image_store_open (ctx, err);
+  if (ret < 0)
+    return ret;
   return rt_image_read_json (path, true, index, err);
 }
 
@@ -285,7 +390,7 @@ rt_image_manifest_write (const char *imgdir, json_object *m, const char *id, rt_
 
   if (path == NULL || manifests == NULL)
     return rt_error_oom (err);
-  ret = rt_mkdir_p (manifests, 0755, err);
+  ret = rt_image_private_dir (manifests, err);
   if (ret < 0)
     return ret;
   json_object_object_add (full, "id", json_object_new_string (id));
@@ -302,10 +407,8 @@ rt_image_manifest_write (const char *imgdir, json_object *m, const char *id, rt_
 static int
 lock_index (const char *imgdir, const char *index_path, int *lockfd, json_object **index, rt_error **err)
 {
-  int ret = rt_mkdir_p (imgdir, 0755, err);
+  int ret = rt_image_lock_dir (imgdir, lockfd, err);
 
-  if (ret == 0)
-    ret = rt_lock_dir (imgdir, lockfd, err);
   if (ret == 0)
     ret = rt_image_read_json (index_path, true, index, err);
   return ret;

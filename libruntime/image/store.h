@@ -14,13 +14,27 @@ bool rt_image_is_sha256 (const char *s);
 /* An image name: 1-63 of [a-z0-9._-].  */
 bool rt_image_name_valid (const char *name);
 
+/* Makes @dir 0700 (its parents 0755 when missing).  One that exists must
+   be the caller's; it is closed to 0700, and the files directly in it
+   that others could read (an older version made them 0644) to 0600.  */
+int rt_image_private_dir (const char *dir, rt_error **err);
+/* rt_image_private_dir (@dir), then its lock (rt_lock_dir), the lock
+   file 0600.  */
+int rt_image_lock_dir (const char *dir, int *lockfd, rt_error **err);
+/* The image store opened: rt_image_private_dir on <data>/images and its
+   layers/, manifests/ and cache/, on <cache>/disks and <cache>/base.
+   rt_image_read_index calls it, so every command that reads or changes
+   the store does.  */
+int rt_image_store_open (rt_context *ctx, rt_error **err);
+
 /* The JSON object in @path; with @missing_ok, an empty one when there is
    no such file.  */
 int rt_image_read_json (const char *path, bool missing_ok, json_object **out, rt_error **err);
 /* Replaces @path (by rename) with @o, pretty-printed.  */
 int rt_image_write_json (const char *path, json_object *o, rt_error **err);
 
-/* <data>/images/index.json, empty when there is none yet.  */
+/* <data>/images/index.json, empty when there is none yet; the store is
+   opened (rt_image_store_open) first.  */
 int rt_image_read_index (rt_context *ctx, json_object **index, rt_error **err);
 /* Resolves an image reference: "name", "name:tag", "name@version", or an
    id or id prefix of at least 12 hex digits.  NULL or "" is the default.

@@ -204,7 +204,7 @@ layer_writer (int fd, const char *where, struct archive **out, const char **ext,
 int
 rt_image_tar_tree (const char *root, const char *dest_prefix, rt_error **err)
 {
-  cleanup_free char *tmp = rt_strdup_printf ("%s.tmp.%d", dest_prefix, (int) getpid ());
+  cleanup_free char *tmp = rt_strdup_printf ("%s.tmp.XXXXXX", dest_prefix);
   cleanup_free char *dest = NULL;
   cleanup_free struct tar_walk *w = calloc (1, sizeof (*w));
   cleanup_close int fd = -1;
@@ -216,7 +216,7 @@ rt_image_tar_tree (const char *root, const char *dest_prefix, rt_error **err)
     return rt_error_oom (err);
   if (lstat (root, &st) < 0 || strlen (root) >= sizeof (w->path))
     return rt_error_set (err, errno ? errno : ENAMETOOLONG, "internal", "cannot stat '%s'", root);
-  fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  fd = mkostemp (tmp, O_CLOEXEC);
   if (fd < 0)
     return rt_error_set (err, errno, "internal", "cannot create '%s': %s", tmp, strerror (errno));
   ret = layer_writer (fd, tmp, &w->out, &ext, err);
@@ -273,7 +273,7 @@ copy_file (const char *src, const char *dst, rt_error **err)
     return rt_error_oom (err);
   if (in < 0)
     return rt_error_set (err, errno, "internal", "cannot open '%s': %s", src, strerror (errno));
-  out = open (dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  out = open (dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (out < 0)
     return rt_error_set (err, errno, "internal", "cannot create '%s': %s", dst, strerror (errno));
   while ((n = read (in, buf, 1 << 20)) != 0)
@@ -302,6 +302,8 @@ rt_image_store_layer (const char *imgdir, const char *src, char digest[65], rt_e
     return ret;
   dest = rt_strdup_printf ("%s/layers/%s%s", imgdir, digest, ext ? ext : ".tar");
   tmp = rt_strdup_printf ("%s.tmp.%d", dest ? dest : "", (int) getpid ());
+  /* A hard link shares @src's inode, and so its mode (0600, image/base.c);
+     a copy is made 0600, under a name no one else made (O_EXCL).  */
   if (dest == NULL || tmp == NULL)
     return rt_error_oom (err);
   if (stat (dest, &st) == 0)
@@ -370,15 +372,17 @@ rt_image_layer_from_tar (rt_context *ctx, const char *raw_tar, char digest[65], 
   struct archive *in = archive_read_new (), *out = NULL;
   struct archive_entry *e;
   const char *ext = ".tar.zst";
+  bool made;
   int ret = 0, r, fd = -1;
 
   if (imgdir == NULL || in == NULL || (ldir = rt_strdup_printf ("%s/layers", imgdir)) == NULL
-      || (tmp = rt_strdup_printf ("%s/layer.tmp.%d", ldir, (int) getpid ())) == NULL)
+      || (tmp = rt_strdup_printf ("%s/layer.tmp.XXXXXX", ldir)) == NULL)
     ret = rt_error_oom (err);
   if (ret == 0)
-    ret = rt_mkdir_p (ldir, 0755, err);
-  if (ret == 0 && (fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+    ret = rt_image_private_dir (ldir, err);
+  if (ret == 0 && (fd = mkostemp (tmp, O_CLOEXEC)) < 0)
     ret = rt_error_set (err, errno, "internal", "cannot create '%s': %s", tmp, strerror (errno));
+  made = fd >= 0;
   if (ret == 0)
     ret = layer_writer (fd, tmp, &out, &ext, err);
   if (ret == 0)
@@ -424,7 +428,7 @@ rt_image_layer_from_tar (rt_context *ctx, const char *raw_tar, char digest[65], 
     ret = rt_error_oom (err);
   if (ret == 0 && rename (tmp, dest) < 0)
     ret = rt_error_set (err, errno, "internal", "cannot store '%s': %s", dest, strerror (errno));
-  if (ret < 0 && tmp)
+  if (ret < 0 && made)
     unlink (tmp);
   return ret;
 }

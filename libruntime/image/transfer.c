@@ -25,7 +25,7 @@ add_file (struct archive *a, const char *name, int fd, const void *data, int64_t
     return rt_error_oom (err);
   archive_entry_set_pathname (e, name);
   archive_entry_set_filetype (e, AE_IFREG);
-  archive_entry_set_perm (e, 0644);
+  archive_entry_set_perm (e, 0600);
   archive_entry_set_size (e, size);
   if (archive_write_header (a, e) != ARCHIVE_OK)
     ret = rt_archive_fail (err, a, "cannot write", path);
@@ -68,8 +68,9 @@ int
 rt_image_export (rt_context *ctx, const char *ref, const char *path, rt_error **err)
 {
   cleanup_json json_object *m = NULL;
-  cleanup_free char *mpath = NULL, *tmp = rt_strdup_printf ("%s.tmp.%d", path, (int) getpid ());
+  cleanup_free char *mpath = NULL, *tmp = rt_strdup_printf ("%s.tmp.XXXXXX", path);
   cleanup_free char *mtext = NULL;
+  cleanup_close int fd = -1;
   struct archive *a = NULL;
   json_object *layers;
   size_t mlen = 0;
@@ -89,20 +90,27 @@ rt_image_export (rt_context *ctx, const char *ref, const char *path, rt_error **
   a = archive_write_new ();
   if (a == NULL)
     return rt_error_oom (err);
-  archive_write_set_format_pax_restricted (a);
-  if (archive_write_open_filename (a, tmp) != ARCHIVE_OK)
+  /* The manifest holds the image's --env values: the archive is the
+     caller's alone (0600), under a name no one else made.  */
+  fd = mkostemp (tmp, O_CLOEXEC);
+  if (fd < 0)
     {
-      ret = rt_archive_fail (err, a, "cannot write", path);
       archive_write_free (a);
-      return ret;
+      return rt_error_set (err, errno, "internal", "cannot write '%s': %s", path, strerror (errno));
     }
-  ret = add_file (a, "manifest.json", -1, mtext, mlen, path, err);
+  archive_write_set_format_pax_restricted (a);
+  if (archive_write_open_fd (a, fd) != ARCHIVE_OK)
+    ret = rt_archive_fail (err, a, "cannot write", path);
+  if (ret == 0)
+    ret = add_file (a, "manifest.json", -1, mtext, mlen, path, err);
   if (ret == 0 && json_object_object_get_ex (m, "layers", &layers))
     for (size_t i = 0; ret == 0 && i < json_object_array_length (layers); i++)
       ret = export_layer (ctx, a, json_object_get_string (json_object_array_get_idx (layers, i)), path, err);
   if (archive_write_close (a) != ARCHIVE_OK && ret == 0)
     ret = rt_archive_fail (err, a, "cannot write", path);
   archive_write_free (a);
+  if (ret == 0 && fsync (fd) < 0)
+    ret = rt_error_set (err, errno, "internal", "cannot write '%s': %s", path, strerror (errno));
   if (ret == 0 && rename (tmp, path) < 0)
     ret = rt_error_set (err, errno, "internal", "cannot write '%s': %s", path, strerror (errno));
   if (ret < 0)
@@ -127,6 +135,15 @@ refuse (rt_error **err, const char *archive, const char *why)
 {
   rt_error_set (err, EPERM, "invalid_request", "'%s' is refused: a layer %s", archive, why ? why : "is unsafe");
   return rt_error_hint (err, "import only archives made by runtime image export");
+}
+
+static int
+too_big (const struct rt_layer_budget *budget, const char *archive, rt_error **err)
+{
+  cleanup_free char *why = rt_strdup_printf ("unpacks past %llu MiB, 4 times the image's %d MiB disk",
+                                             (unsigned long long) (budget->limit >> 20), RT_MIN_DISK_MIB);
+
+  return why ? refuse (err, archive, why) : rt_error_oom (err);
 }
 
 /* The refusal of an entry the check (image/layer.h) did not pass.  */
@@ -166,9 +183,12 @@ refuse_entry (enum rt_layer_verdict v, const struct rt_layer_entry *e, const str
    targets too), no device node (but overlayfs's 0:0 whiteouts, and the
    /dev of a first layer, which extraction drops anyway: bases made by
    debootstrap hold one), nothing written through a symlink that this or
-   an earlier layer of the image (@links) made.  */
+   an earlier layer of the image (@links) made; and all the image's
+   layers together unpack to at most @budget's limit, which an entry's
+   header says before its data is read (a bomb is refused unread).  */
 static int
-check_layer (json_object *links, const char *layer, bool first, const char *archive, rt_error **err)
+check_layer (json_object *links, struct rt_layer_budget *budget, const char *layer, bool first, const char *archive,
+             rt_error **err)
 {
   struct archive *a = archive_read_new ();
   struct archive_entry *e;
@@ -193,9 +213,18 @@ check_layer (json_object *links, const char *layer, bool first, const char *arch
                               archive, archive_error_string (a));
           break;
         }
+      if (!rt_layer_within (budget, archive_filter_bytes (a, 0), archive_entry_size (e)))
+        {
+          ret = too_big (budget, archive, err);
+          break;
+        }
       ret = refuse_entry (rt_layer_check_entry (links, first, &le, &c), &le, &c, archive, err);
       rt_layer_check_clear (&c);
     }
+  if (ret == 0 && !rt_layer_within (budget, archive_filter_bytes (a, 0), 0))
+    ret = too_big (budget, archive, err);
+  if (ret == 0)
+    budget->used += archive_filter_bytes (a, 0);
   archive_read_free (a);
   return ret;
 }
@@ -312,7 +341,7 @@ take_layer (struct import *im, struct archive *a, struct archive_entry *e, const
       return rt_error_set (err, EINVAL, "invalid_request", "'%s' is not an image archive: it holds layer %.12s "
                                                            "twice", im->path, digest);
   memcpy (im->digests[im->n], digest, sizeof digest);
-  im->tmps[im->n] = rt_strdup_printf ("%s/%s%s.tmp.%d", im->ldir, digest, ext, (int) getpid ());
+  im->tmps[im->n] = rt_strdup_printf ("%s/%s%s.tmp.XXXXXX", im->ldir, digest, ext);
   im->finals[im->n] = rt_strdup_printf ("%s/%s%s", im->ldir, digest, ext);
   if (im->tmps[im->n] == NULL || im->finals[im->n] == NULL)
     {
@@ -320,11 +349,18 @@ take_layer (struct import *im, struct archive *a, struct archive_entry *e, const
       free (im->finals[im->n]);
       return rt_error_oom (err);
     }
-  fd = open (im->tmps[im->n++], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0 || archive_read_data_into_fd (a, fd) != ARCHIVE_OK)
+  fd = mkostemp (im->tmps[im->n], O_CLOEXEC);
+  if (fd < 0)
+    {
+      ret = rt_error_set (err, errno, "internal", "cannot create '%s': %s", im->tmps[im->n], strerror (errno));
+      free (im->tmps[im->n]);
+      free (im->finals[im->n]);
+      return ret;
+    }
+  im->n++;
+  if (archive_read_data_into_fd (a, fd) != ARCHIVE_OK)
     ret = rt_error_set (err, EIO, "invalid_request", "'%s': cannot read layer %s", im->path, digest);
-  if (fd >= 0)
-    close (fd);
+  close (fd);
   /* Every layer is checked against its name: a changed byte anywhere
      refuses the whole archive.  */
   if (ret == 0 && (ret = rt_sha256_file (im->tmps[im->n - 1], got, err)) == 0 && strcmp (got, digest) != 0)
@@ -382,6 +418,7 @@ static int
 check_archive (struct import *im, json_object **m, rt_error **err)
 {
   cleanup_json json_object *links = json_object_new_object ();
+  struct rt_layer_budget budget = { .limit = RT_LAYER_MAX_BYTES };
   bool named[IMPORT_MAX_LAYERS] = { false };
   json_object *layers = NULL;
   int ret;
@@ -402,7 +439,7 @@ check_archive (struct import *im, json_object **m, rt_error **err)
       else
         {
           named[j] = true;
-          ret = check_layer (links, im->tmps[j], i == 0, im->path, err);
+          ret = check_layer (links, &budget, im->tmps[j], i == 0, im->path, err);
         }
     }
   for (size_t j = 0; ret == 0 && j < im->n; j++)
@@ -428,7 +465,7 @@ store_import (rt_context *ctx, struct import *im, json_object *m, rt_error **err
 
   if (imgdir == NULL || index_path == NULL)
     return rt_error_oom (err);
-  ret = rt_lock_dir (imgdir, &lockfd, err);
+  ret = rt_image_lock_dir (imgdir, &lockfd, err);
   if (ret == 0)
     ret = rt_image_read_json (index_path, true, &index, err);
   if (ret == 0 && rt_image_index_find (index, id, &img, &version))
@@ -456,7 +493,7 @@ rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **er
 
   if (ldir == NULL)
     return rt_error_oom (err);
-  ret = rt_mkdir_p (ldir, 0755, err);
+  ret = rt_image_store_open (ctx, err);
   if (ret == 0)
     ret = read_archive (&im, err);
   if (ret == 0)
