@@ -208,7 +208,7 @@ static const struct cli_opt set_opts[] = {
   { "format", "TEXT", "the header's value, with {value} for the secret (with --header)", "none", false },
   { "in-url", NULL, "also swap the placeholder in the request line (path, query), for APIs that take ?key=",
     "headers only: servers quote paths back", false },
-  { "rule", "METHOD:/GLOB", "only requests with this method (or *) and path glob get the value (repeatable, 1-16)",
+  { "rule", "METHOD:/GLOB", "only requests with this method (or *) and path glob get the value (1-16)",
     "every request to the hosts", true },
   { NULL, NULL, NULL, NULL, false },
 };

@@ -76,6 +76,12 @@ rt_rewrite_swapped (const struct rt_rewrite *rw)
   return rw->swapped;
 }
 
+uint64_t
+rt_rewrite_scrubbed (const struct rt_rewrite *rw)
+{
+  return rt_scrub_count (rw->scrub);
+}
+
 struct rt_scrub *
 rt_rewrite_scrub (struct rt_rewrite *rw)
 {

@@ -64,5 +64,7 @@ struct rt_scrub *rt_rewrite_scrub (struct rt_rewrite *rw);
 
 /* Heads in which something was swapped or set, so far.  */
 uint64_t rt_rewrite_swapped (const struct rt_rewrite *rw);
+/* Values replaced by their placeholder in the answers, so far.  */
+uint64_t rt_rewrite_scrubbed (const struct rt_rewrite *rw);
 
 #endif

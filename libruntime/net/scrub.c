@@ -14,13 +14,13 @@
 enum state
 {
   R_HEAD,
-  R_BODY,       /* Content-Length: left */
+  R_BODY, /* Content-Length: left */
   R_CHUNK_SIZE,
   R_CHUNK_DATA, /* left */
   R_CHUNK_END,
   R_TRAILER,
-  R_CLOSE,      /* until the server's end */
-  R_DONE,       /* after an HTTP/1.0 answer: the guest waits for the end */
+  R_CLOSE, /* until the server's end */
+  R_DONE,  /* after an HTTP/1.0 answer: the guest waits for the end */
 };
 
 struct rt_scrub
@@ -38,7 +38,7 @@ struct rt_scrub
   char *tmp; /* hold + the next bytes */
   uint8_t pending[RT_SCRUB_MAX_PENDING];
   size_t p_first, p_count;
-  uint8_t last;  /* the flags of the last request answered */
+  uint8_t last; /* the flags of the last request answered */
   uint64_t count;
   rt_scrub_emit emit;
   void *arg;
@@ -244,7 +244,6 @@ take_until (struct rt_scrub *s, const char *buf, size_t len, const char *term, s
   *used = add;
   return s->line.len >= max ? -1 : 1;
 }
-
 
 #define BAD "bad_response"
 
@@ -505,35 +504,35 @@ rt_scrub_feed (struct rt_scrub *s, const char *buf, size_t len, rt_scrub_emit em
       size_t used = len;
       switch (s->state)
         {
-        case R_DONE:
-          break;
-        case R_CLOSE:
-          body_data (s, buf, len);
-          break;
-        case R_BODY:
-        case R_CHUNK_DATA:
-          used = s->left < len ? (size_t) s->left : len;
-          body_data (s, buf, used);
-          s->left -= used;
-          if (s->left > 0)
+          case R_DONE:
             break;
-          if (s->state == R_CHUNK_DATA)
-            s->state = R_CHUNK_END;
-          else
-            {
-              body_done (s);
-              if (s->out_chunked)
-                emit (arg, "0\r\n\r\n", 5);
-              next_response (s);
-            }
-          break;
-        case R_HEAD:
-        case R_CHUNK_SIZE:
-        case R_CHUNK_END:
-        case R_TRAILER:
-          flush_body (s);
-          if (step_line (s, buf, len, &used, why) < 0)
-            return -1;
+          case R_CLOSE:
+            body_data (s, buf, len);
+            break;
+          case R_BODY:
+          case R_CHUNK_DATA:
+            used = s->left < len ? (size_t) s->left : len;
+            body_data (s, buf, used);
+            s->left -= used;
+            if (s->left > 0)
+              break;
+            if (s->state == R_CHUNK_DATA)
+              s->state = R_CHUNK_END;
+            else
+              {
+                body_done (s);
+                if (s->out_chunked)
+                  emit (arg, "0\r\n\r\n", 5);
+                next_response (s);
+              }
+            break;
+          case R_HEAD:
+          case R_CHUNK_SIZE:
+          case R_CHUNK_END:
+          case R_TRAILER:
+            flush_body (s);
+            if (step_line (s, buf, len, &used, why) < 0)
+              return -1;
         }
       buf += used;
       len -= used;

@@ -177,39 +177,47 @@ main (void)
   const char *why = NULL;
   char *out, *body;
 
-  same (one, 1, "G", "HTTP/1.1 404 no model " V "\r\nX-Echo: a" V "b\r\nLocation: /v1/" V "?k=" V "\r\nContent-Length: 0\r\n\r\n",
+  same (one, 1, "G",
+        "HTTP/1.1 404 no model " V "\r\nX-Echo: a" V "b\r\nLocation: /v1/" V "?k=" V "\r\nContent-Length: 0\r\n\r\n",
         false,
-        "HTTP/1.1 404 no model " PH "\r\nX-Echo: a" PH "b\r\nLocation: /v1/" PH "?k=" PH "\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 404 no model " PH "\r\nX-Echo: a" PH "b\r\nLocation: /v1/" PH "?k=" PH
+        "\r\nContent-Length: 0\r\n\r\n",
         "the status line and headers, Location too; no body stays as it is");
   same (one, 1, "G", "HTTP/1.1 200 OK\r\nContent-Length: 26\r\nX: 1\r\n\r\nmodel '" V "'", false,
         "HTTP/1.1 200 OK\r\nX: 1\r\nTransfer-Encoding: chunked\r\n\r\n2e\r\nmodel '" PH "'\r\n0\r\n\r\n",
         "a length-framed body: scrubbed, re-framed chunked");
   same (one, 1, "G",
-        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nsk-\r\n" "f\r\nlive-0123456789\r\n0\r\nX-T: " V "\r\n\r\n", false,
-        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n26\r\n" PH "\r\n0\r\nX-T: " PH "\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nsk-\r\n"
+        "f\r\nlive-0123456789\r\n0\r\nX-T: " V "\r\n\r\n",
+        false, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n26\r\n" PH "\r\n0\r\nX-T: " PH "\r\n\r\n",
         "a value across two chunks, and in a trailer");
-  same (one, 1, "G", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n12\r\n" V "\r\n12\r\n" V "\r\n0\r\n\r\n", false,
-        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n26\r\n" PH "\r\n26\r\n" PH "\r\n0\r\n\r\n",
+  same (one, 1, "G", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n12\r\n" V "\r\n12\r\n" V "\r\n0\r\n\r\n",
+        false, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n26\r\n" PH "\r\n26\r\n" PH "\r\n0\r\n\r\n",
         "values filling chunks exactly, side by side");
   same (one, 1, "G", "HTTP/1.1 200 OK\r\n\r\nclose " V " delimited " V, true,
         "HTTP/1.1 200 OK\r\n\r\nclose " PH " delimited " PH, "a close-delimited body, the last value at the very end");
-  same (one, 1, "0", "HTTP/1.0 200 OK\r\nContent-Length: 18\r\nConnection: keep-alive\r\n\r\n" V "HTTP/1.1 200 OK\r\n", false,
-        "HTTP/1.0 200 OK\r\nConnection: close\r\n\r\n" PH,
+  same (one, 1, "0", "HTTP/1.0 200 OK\r\nContent-Length: 18\r\nConnection: keep-alive\r\n\r\n" V "HTTP/1.1 200 OK\r\n",
+        false, "HTTP/1.0 200 OK\r\nConnection: close\r\n\r\n" PH,
         "HTTP/1.0: re-framed to end with the connection, nothing after");
-  same (one, 1, "HG", "HTTP/1.1 200 OK\r\nContent-Length: 18\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 18\r\n\r\n" V, false,
+  same (one, 1, "HG", "HTTP/1.1 200 OK\r\nContent-Length: 18\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 18\r\n\r\n" V,
+        false,
         "HTTP/1.1 200 OK\r\nContent-Length: 18\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n26\r\n" PH
         "\r\n0\r\n\r\n",
         "HEAD has no body: the next answer is the next request's");
   same (one, 1, "GG",
-        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nX: " V "\r\n\r\nHTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n",
+        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nX: " V
+        "\r\n\r\nHTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n",
         false,
-        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nX: " PH "\r\n\r\nHTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n",
+        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nX: " PH
+        "\r\n\r\nHTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n",
         "1xx, 204 and 304 have no body");
   same (one, 1, "G", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\nframes " V " more", true,
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\nframes " PH " more",
         "after a 101 the stream is scrubbed to its end");
   same (two, 2, "G", "HTTP/1.1 200 OK\r\nContent-Length: 24\r\n\r\ntok" V "tok", false,
-        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" "72\r\n" PH2 PH PH2 "\r\n0\r\n\r\n", "two values side by side");
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "72\r\n" PH2 PH PH2 "\r\n0\r\n\r\n",
+        "two values side by side");
 
   every_split ("G", "HTTP/1.1 200 OK " V "\r\nContent-Length: 44\r\nLocation: /" V "\r\n\r\n<" V "tok>" V "tok", false,
                "length-framed");
