@@ -114,6 +114,30 @@ rt_http_field_line_ok (const char *line, const char *eol)
 }
 
 bool
+rt_http_field_split (const char *line, const char *eol, const char **colon, const char **v, const char **vend)
+{
+  if (!rt_http_field_line_ok (line, eol))
+    return false;
+  *colon = memchr (line, ':', eol - line);
+  *v = *colon + 1;
+  *vend = eol;
+  rt_http_trim (v, vend);
+  return true;
+}
+
+bool
+rt_http_note_length (const char *v, const char *vend, bool *have, uint64_t *length)
+{
+  uint64_t l;
+
+  if (!rt_http_parse_length (v, vend, &l) || (*have && l != *length))
+    return false;
+  *have = true;
+  *length = l;
+  return true;
+}
+
+bool
 rt_http_chunk_size (const char *buf, const char *eol, uint64_t *size)
 {
   const char *p = buf;

@@ -35,6 +35,13 @@ bool rt_http_chunked_last (const char *v, const char *end);
 bool rt_http_header_is (const char *name, size_t n, const char *want);
 /* name ":" value, the name a token, no control characters but HTAB.  */
 bool rt_http_field_line_ok (const char *line, const char *eol);
+/* A field line [@line, @eol) checked (rt_http_field_line_ok) and split:
+   the name ends at *@colon, the value without its surrounding whitespace
+   is [*@v, *@vend).  false when it is not a field line.  */
+bool rt_http_field_split (const char *line, const char *eol, const char **colon, const char **v, const char **vend);
+/* A Content-Length value [@v, @vend) noted in *@have and *@length: false
+   when it is not a length, or not the one noted before.  */
+bool rt_http_note_length (const char *v, const char *vend, bool *have, uint64_t *length);
 /* A chunk-size line [@buf, @eol): hex digits, then nothing or an
    extension without control characters.  */
 bool rt_http_chunk_size (const char *buf, const char *eol, uint64_t *size);

@@ -236,19 +236,12 @@ take_field (struct rt_rewrite *rw, struct rt_buf *o, const char *line, const cha
 
   /* No name, obs-fold, a bare CR or LF: the server could read it
      otherwise than we do.  */
-  if (!rt_http_field_line_ok (line, eol))
+  if (!rt_http_field_split (line, eol, &colon, &v, &vend))
     return BAD;
-  colon = memchr (line, ':', eol - line);
-  v = colon + 1;
-  vend = eol;
-  rt_http_trim (&v, &vend);
   if (rt_http_header_is (line, colon - line, "Content-Length"))
     {
-      uint64_t l;
-      if (!rt_http_parse_length (v, vend, &l) || (f->have_len && l != f->length))
+      if (!rt_http_note_length (v, vend, &f->have_len, &f->length))
         return BAD;
-      f->have_len = true;
-      f->length = l;
     }
   else if (rt_http_header_is (line, colon - line, "Transfer-Encoding"))
     {

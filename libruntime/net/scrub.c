@@ -278,19 +278,12 @@ note_field (const char *line, const char *eol, struct framing *f)
 {
   const char *colon, *v, *vend;
 
-  if (!rt_http_field_line_ok (line, eol))
+  if (!rt_http_field_split (line, eol, &colon, &v, &vend))
     return BAD;
-  colon = memchr (line, ':', eol - line);
-  v = colon + 1;
-  vend = eol;
-  rt_http_trim (&v, &vend);
   if (rt_http_header_is (line, colon - line, "Content-Length"))
     {
-      uint64_t l;
-      if (!rt_http_parse_length (v, vend, &l) || (f->have_len && l != f->length))
+      if (!rt_http_note_length (v, vend, &f->have_len, &f->length))
         return BAD;
-      f->have_len = true;
-      f->length = l;
     }
   else if (rt_http_header_is (line, colon - line, "Transfer-Encoding"))
     {

@@ -42,6 +42,16 @@ last_record() {
     python3 -c "import json,sys; r=json.loads(open(sys.argv[1]).read().splitlines()[-1]); h=dict(r['headers']); print($1)" "$records"
 }
 records_now() { wc -l <"$records" 2>/dev/null || echo 0; }
+# wait_log PATTERN: the egress log in $tmp/log.json, once it has PATTERN (a
+# connection is logged when it ends: the server's, or a few seconds after
+# the guest's), or after 10 s.
+wait_log() {
+    for _ in $(seq 50); do
+        runtime sandbox network "$id" --log --json >"$tmp/log.json" 2>&1
+        grep -q "$1" "$tmp/log.json" && break
+        sleep 0.2
+    done
+}
 
 printf '%s' "$key" | runtime secrets set API_KEY --host echo.test --host http.test >/dev/null
 printf '%s' "$tok" | runtime secrets set TOKEN --host echo.test --header X-Api-Token --format 'Token {value}' >/dev/null
@@ -129,11 +139,7 @@ check "… reset at once" grep -q "curl: (35)" "$tmp/rogue2.out"
 is "… and it received no request at all" "$(records_now)" "$before"
 # A connection is logged when it ends: the server's, or a few seconds
 # after the guest's.
-for _ in $(seq 50); do
-    runtime sandbox network "$id" --log --json >"$tmp/log.json" 2>&1
-    grep -q '"secretRequests":2' "$tmp/log.json" && break
-    sleep 0.2
-done
+wait_log '"secretRequests":2'
 check "the egress log says untrusted_certificate for rogue.test" python3 -c '
 import json, sys
 log = json.load(open(sys.argv[1]))
@@ -151,11 +157,7 @@ in_sb 'curl -sS -m 20 --cacert /etc/ssl/certs/ISRG_Root_X1.pem https://echo.test
     >"$tmp/distrust.out"
 check "a client not trusting the egress CA fails to verify it" grep -q "curl: (60)" "$tmp/distrust.out"
 is "… and nothing reaches the server" "$(records_now)" "$before"
-for _ in $(seq 50); do
-    runtime sandbox network "$id" --log --json >"$tmp/log.json" 2>&1
-    grep -q guest_tls_failed "$tmp/log.json" && break
-    sleep 0.2
-done
+wait_log guest_tls_failed
 check "… the egress log says guest_tls_failed for it" python3 -c '
 import json, sys
 log = json.load(open(sys.argv[1]))
@@ -225,11 +227,7 @@ r = u.urlopen(u.Request("https://echo.test/chunked", headers={"Authorization": "
 print(r.read().decode())' 2>&1)
 check "… Python reading the chunked echo: the placeholder" grep -qF "Authorization: Bearer $ph" <<<"$out"
 check "… and no value" nothing "$out"
-for _ in $(seq 50); do
-    runtime sandbox network "$id" --log --json >"$tmp/log.json" 2>&1
-    grep -q '"scrubbed":[1-9]' "$tmp/log.json" && break
-    sleep 0.2
-done
+wait_log '"scrubbed":[1-9]'
 check "the egress log counts the values scrubbed" python3 -c '
 import json, sys
 log = json.load(open(sys.argv[1]))
