@@ -123,13 +123,45 @@ find_value (const struct rt_scrub *s, const char *p, size_t n, size_t *which)
   return best;
 }
 
+/* The longest end of @p (@n bytes) that is the start of a value (and not
+   a whole one): what must wait for the next bytes.  Only that: a stream
+   (server-sent events, a websocket) is not held up by a tail that cannot
+   become a value.  */
+static size_t
+partial_tail (const struct rt_scrub *s, const char *p, size_t n)
+{
+  size_t best = 0;
+
+  for (size_t j = 0; j < s->n; j++)
+    {
+      size_t lim = s->vlen[j] - 1 < n ? s->vlen[j] - 1 : n;
+      /* From the longest candidate down: the first that matches wins.  */
+      for (const char *q = p + n - lim; q && q < p + n; q++)
+        {
+          size_t k;
+          q = memchr (q, s->b[j].value[0], p + n - q);
+          if (q == NULL)
+            break;
+          k = p + n - q;
+          if (k <= best)
+            break;
+          if (memcmp (q, s->b[j].value, k) == 0)
+            {
+              best = k;
+              break;
+            }
+        }
+    }
+  return best;
+}
+
 /* @p (@n bytes) into @o with every value replaced, but for a tail that may
    be the start of a value when more follows (!@final).  Return: the bytes
    taken.  */
 static size_t
 scrub (struct rt_scrub *s, const char *p, size_t n, bool final, struct rt_buf *o)
 {
-  size_t i = 0, keep, tail;
+  size_t i = 0, keep;
 
   for (;;)
     {
@@ -141,8 +173,7 @@ scrub (struct rt_scrub *s, const char *p, size_t n, bool final, struct rt_buf *o
       i = at + s->vlen[which];
       s->count++;
     }
-  tail = s->maxv > 0 ? s->maxv - 1 : 0;
-  keep = final ? n : n - i > tail ? n - tail : i;
+  keep = final ? n : n - partial_tail (s, p + i, n - i);
   rt_buf_add (o, p + i, keep - i);
   return keep;
 }
