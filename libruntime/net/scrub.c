@@ -30,10 +30,10 @@ struct rt_scrub
   size_t *vlen;
   enum state state;
   uint64_t left;
-  bool out_chunked, in_chunked; /* the body goes out chunked; came in chunked */
-  struct rt_buf line;           /* a head or line read in pieces */
-  struct rt_buf body;           /* this feed's scrubbed body, not out yet */
-  char *hold;                   /* body bytes kept back: a value may begin there */
+  bool out_chunked;   /* the body goes out chunked */
+  struct rt_buf line; /* a head or line read in pieces */
+  struct rt_buf body; /* this feed's scrubbed body, not out yet */
+  char *hold;         /* body bytes kept back: a value may begin there */
   size_t hold_len;
   char *tmp; /* hold + the next bytes */
   uint8_t pending[RT_SCRUB_MAX_PENDING];
@@ -350,7 +350,6 @@ body_state (struct rt_scrub *s, const struct framing *f, uint8_t req)
               || (!f->te && f->have_len && f->length == 0);
 
   s->out_chunked = false;
-  s->in_chunked = false;
   if (f->status == 101)
     {
       /* Another protocol: scrubbed as a stream to the end.  */
@@ -366,10 +365,7 @@ body_state (struct rt_scrub *s, const struct framing *f, uint8_t req)
       return false;
     }
   if (f->te)
-    {
-      s->state = R_CHUNK_SIZE;
-      s->in_chunked = true;
-    }
+    s->state = R_CHUNK_SIZE;
   else if (f->have_len)
     {
       s->state = R_BODY;
