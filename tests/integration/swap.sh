@@ -208,7 +208,7 @@ out=$(reflect '--data-binary "body $API_KEY" "https://echo.test/echo/$URL_KEY?q=
 check "an echo (length-framed): the request line comes back with the placeholder" \
     grep -qF "POST /echo/$uph?q=$uph HTTP/1.1" <<<"$out"
 check "… the headers too (Authorization, --header)" \
-    sh -c 'grep -qF "Authorization: Bearer $1" <<<"$3" && grep -qF "X-Api-Token: Token $2" <<<"$3"' sh "$ph" "$tokph" "$out"
+    bash -c 'grep -qF "Authorization: Bearer $1" <<<"$3" && grep -qF "X-Api-Token: Token $2" <<<"$3"' sh "$ph" "$tokph" "$out"
 check "… and no value at all" nothing "$out"
 out=$(reflect '"https://echo.test/chunked?k=$URL_KEY"')
 check "a chunked echo in 7-byte chunks: the placeholder" grep -qF "Authorization: Bearer $ph" <<<"$out"
@@ -240,18 +240,24 @@ assert sum(e.get("scrubbed", 0) for e in log if e["name"] == "echo.test") >= 10,
 # put the values in there.  A control string the guest was handed (and
 # wrote to its disk) shows that both searches see what the guest got.
 ctl="ctl-$(rand)"
-runtime sandbox exec "$id" -- sh -c 'curl -sS -m 20 "http://http.test/missing/$1" >/workspace/ctl.txt; sync' sh "$ctl"
+runtime sandbox exec "$id" --user root -- sh -c 'curl -sS -m 20 "http://http.test/missing/$1" >/var/tmp/ctl.txt; sync' sh "$ctl"
 "$(dirname "$0")/../fixtures/pmemsave.py" "$RUNTIME_STATE_DIR/$id/qmp.sock" $((1024 * 1024 * 1024)) "$tmp/mem"
 check "the placeholder is in the guest's memory (the search below can see)" grep -qaF -- "$ph" "$tmp/mem"
 check "… and so is the control string the guest fetched in a 404" grep -qaF -- "model '$ctl' does not exist" "$tmp/mem"
 check "… and no value is, anywhere in it, after every reflection" sh -c \
     '! grep -qaF -e "$1" -e "$2" -e "$3" -e "$4" -e "$5" "$6"' sh "$key" "$key2" "$tok" "$ukey" "$rkey" "$tmp/mem"
 rm -f "$tmp/mem"
-# Then every block device of the guest, raw (files, free blocks, journal).
+# Then the guest's disk, raw, from the host: every file QEMU holds open
+# (the overlay under the guest's disk holds all it wrote: files, free
+# blocks, journal).  grep in binary mode ends lines at NULs: bounded memory.
+qpid=$(cat "$RUNTIME_STATE_DIR/$id/qemu.pid")
 disk_hits() {
-    runtime sandbox exec "$id" --user root -- sh -c \
-        'sync; n=0; for d in /dev/vd? /dev/sd? /dev/nvme?n?; do [ -b "$d" ] || continue
-         n=$((n + $(grep -caF -- "$1" "$d"))); done; echo $n' sh "$1" 2>&1
+    local n=0 f
+    for f in /proc/"$qpid"/fd/*; do
+        [ -f "$f" ] || continue
+        n=$((n + $(grep -cF -- "$1" "$f")))
+    done
+    echo $n
 }
 check "the control string is found on the guest's disk (the search sees)" test "$(disk_hits "$ctl")" -gt 0
 for v in "$key" "$key2" "$tok" "$ukey" "$rkey"; do
