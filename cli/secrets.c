@@ -85,8 +85,14 @@ secrets_set (struct cli_command *cmd, int argc, char **argv)
       explicit_bzero (buf, sizeof buf);
       return 1;
     }
-  ret = rt_secret_set (ctx, name, buf, len, cli_opt_list (cmd, &a, "host", NULL),
-                       cli_opt (cmd, &a, "header"), cli_opt (cmd, &a, "format"), &placeholder, &err);
+  rt_secret_opts opts = {
+    .hosts = cli_opt_list (cmd, &a, "host", NULL),
+    .header = cli_opt (cmd, &a, "header"),
+    .format = cli_opt (cmd, &a, "format"),
+    .in_url = cli_opt (cmd, &a, "in-url") != NULL,
+    .rules = cli_opt_list (cmd, &a, "rule", NULL),
+  };
+  ret = rt_secret_set_opts (ctx, name, buf, len, &opts, &placeholder, &err);
   explicit_bzero (buf, sizeof buf);
   if (ret < 0)
     return cli_lib_fail (err);
@@ -104,25 +110,74 @@ list_secrets (rt_context *ctx, struct cli_args *a, char **json, rt_error **err)
   return rt_secret_list_json (ctx, json, err);
 }
 
+/* The strings of @o's array @key joined with commas into @buf, or @none.  */
+static const char *
+joined (json_object *o, const char *key, char *buf, size_t size, const char *none)
+{
+  json_object *arr;
+  size_t used = 0;
+
+  buf[0] = '\0';
+  if (json_object_object_get_ex (o, key, &arr) && json_object_is_type (arr, json_type_array))
+    for (size_t h = 0; h < json_object_array_length (arr) && used < size; h++)
+      used += snprintf (buf + used, size - used, "%s%s", h ? "," : "",
+                        json_object_get_string (json_object_array_get_idx (arr, h)));
+  return buf[0] ? buf : none;
+}
+
 static void
 secrets_table (json_object *arr)
 {
-  printf ("%-20s %-40s %-24s %s\n", "NAME", "HOSTS", "HEADER", "PLACEHOLDER");
+  printf ("%-20s %-32s %-24s %-20s %s\n", "NAME", "HOSTS", "HEADER", "RULES", "PLACEHOLDER");
   for (size_t i = 0; i < json_object_array_length (arr); i++)
     {
-      json_object *o = json_object_array_get_idx (arr, i), *v, *hosts;
-      char list[256] = "", header[128] = "-";
-      size_t used = 0;
-      if (json_object_object_get_ex (o, "hosts", &hosts))
-        for (size_t h = 0; h < json_object_array_length (hosts) && used < sizeof list; h++)
-          used += snprintf (list + used, sizeof list - used, "%s%s", h ? "," : "",
-                            json_object_get_string (json_object_array_get_idx (hosts, h)));
+      json_object *o = json_object_array_get_idx (arr, i), *v;
+      char list[256], rules[512], header[128] = "-";
       if (json_object_object_get_ex (o, "header", &v) && v)
         snprintf (header, sizeof header, "%s: %s", json_object_get_string (v),
                   json_object_get_string (json_object_object_get (o, "format")));
-      printf ("%-20s %-40s %-24s %s\n", json_object_get_string (json_object_object_get (o, "name")), list, header,
+      joined (o, "rules", rules, sizeof rules, "*:/*");
+      if (json_object_get_boolean (json_object_object_get (o, "inUrl")))
+        snprintf (rules + strlen (rules), sizeof rules - strlen (rules), " +url");
+      printf ("%-20s %-32s %-24s %-20s %s\n", json_object_get_string (json_object_object_get (o, "name")),
+              joined (o, "hosts", list, sizeof list, "-"), header, rules,
               json_object_get_string (json_object_object_get (o, "placeholder")));
     }
+}
+
+static int
+secrets_get (struct cli_command *cmd, int argc, char **argv)
+{
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_free char *json = NULL;
+  cleanup_json json_object *all = NULL, *one = NULL;
+  rt_error *err = NULL;
+  int code;
+
+  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
+    return code;
+  if (rt_secret_list_json (ctx, &json, &err) < 0)
+    return cli_lib_fail (err);
+  all = json_tokener_parse (json);
+  for (size_t i = 0; all && i < json_object_array_length (all) && one == NULL; i++)
+    {
+      json_object *o = json_object_array_get_idx (all, i);
+      if (strcmp (json_object_get_string (json_object_object_get (o, "name")), a.pos[0]) == 0)
+        one = json_object_get (o);
+    }
+  if (one == NULL)
+    return cli_fail ("not_found", "runtime secrets ls lists them", "no secret named '%s'", a.pos[0]);
+  if (a.json)
+    printf ("%s\n", json_object_to_json_string_ext (one, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  else
+    {
+      json_object *row = json_object_new_array ();
+      json_object_array_add (row, json_object_get (one));
+      secrets_table (row);
+      json_object_put (row);
+    }
+  return 0;
 }
 
 static int
@@ -151,6 +206,10 @@ static const struct cli_opt set_opts[] = {
   { "host", "HOST", "a host name (or *.domain) whose HTTPS requests get the value (1-16)", NULL, true },
   { "header", "NAME", "a header to set on every request to those hosts (with --format)", "none: the placeholder is swapped where it appears", false },
   { "format", "TEXT", "the header's value, with {value} for the secret (with --header)", "none", false },
+  { "in-url", NULL, "also swap the placeholder in the request line (path, query), for APIs that take ?key=",
+    "headers only: servers quote paths back", false },
+  { "rule", "METHOD:/GLOB", "only requests with this method (or *) and path glob get the value (1-16)",
+    "every request to the hosts", true },
   { NULL, NULL, NULL, NULL, false },
 };
 
@@ -159,12 +218,15 @@ static const struct cli_opt no_opts[] = { { NULL, NULL, NULL, NULL, false } };
 static struct cli_command secrets_cmds[] = {
   { "set", secrets_set,
     "Store a secret (value from stdin) bound to hosts; sandboxes see only a placeholder, which the egress proxy "
-    "swaps for the value in HTTPS requests to those hosts.",
-    "NAME --host HOST [--host HOST]… [--header NAME --format TEXT]",
+    "swaps for the value in the headers of HTTPS requests to those hosts, and puts back where their answers "
+    "quote the value.",
+    "NAME --host HOST [--host HOST]… [--header NAME --format TEXT] [--in-url] [--rule METHOD:/GLOB]…",
     "printf %s \"$DEEPSEEK_API_KEY\" | runtime secrets set DEEPSEEK_API_KEY --host api.deepseek.com", set_opts,
     false, 1, 1, NULL },
-  { "ls", secrets_ls, "List secrets: name, hosts, header, placeholder (never a value).", "", "runtime secrets ls",
-    no_opts, false, 0, 0, NULL },
+  { "ls", secrets_ls, "List secrets: name, hosts, header, rules, placeholder (never a value).", "",
+    "runtime secrets ls", no_opts, false, 0, 0, NULL },
+  { "get", secrets_get, "Show one secret: hosts, header, rules, placeholder (never its value).", "NAME",
+    "runtime secrets get DEEPSEEK_API_KEY", no_opts, false, 1, 1, NULL },
   { "rm", secrets_rm, "Forget a secret.", "NAME", "runtime secrets rm DEEPSEEK_API_KEY", no_opts, false, 1, 1, NULL },
   { NULL, NULL, NULL, NULL, NULL, NULL, false, 0, 0, NULL },
 };

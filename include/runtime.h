@@ -68,6 +68,7 @@ const char *rt_version (void);
 #define RT_MAX_SECRET_NAME 64             /* rt_secret_set: @name, bytes */
 #define RT_MAX_SECRET_VALUE 8192          /* rt_secret_set: @len */
 #define RT_MAX_SECRET_HOSTS 16            /* rt_secret_set: @hosts, entries */
+#define RT_MAX_SECRET_RULES 16            /* rt_secret_opts.rules, entries */
 
 /**
  * rt_env_name_valid - is this a portable environment variable name
@@ -782,10 +783,41 @@ int rt_chat (rt_context *ctx, const rt_chat_opts *opts, char **transcript, rt_er
  */
 int rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len, const char *const *hosts,
                    const char *header, const char *format, char **placeholder, rt_error **err);
+
+/* Where and when the egress proxy swaps a secret in (rt_secret_set_opts).  */
+typedef struct rt_secret_opts
+{
+  const char *const *hosts; /* as rt_secret_set's @hosts */
+  const char *header;       /* as rt_secret_set's @header, or NULL */
+  const char *format;       /* as rt_secret_set's @format, or NULL */
+  bool in_url;              /* also in the request line (path, query); else headers only */
+  const char *const *rules; /* "METHOD:/path-glob" (METHOD may be *), NULL-terminated, at most
+                               RT_MAX_SECRET_RULES; NULL or none: every request to @hosts */
+} rt_secret_opts;
+
+/**
+ * rt_secret_set_opts - store a secret, with where and when it is swapped in
+ * @ctx:     the context
+ * @name:    as for rt_secret_set
+ * @value:   as for rt_secret_set
+ * @len:     its length
+ * @opts:    hosts, header and format as for rt_secret_set; in_url and rules
+ * @placeholder: what sandboxes see (free()); kept when the value changes
+ * @err:     as for rt_secret_set, and "invalid_request" for a bad rule,
+ *           "usage" for too many
+ *
+ * A value is swapped into the headers where its placeholder appears (and
+ * the --header), never into the request line unless @opts->in_url; answers
+ * from the hosts have every occurrence of the value replaced by the
+ * placeholder before the sandbox sees them.
+ * Return: 0, or <0 with @err set.
+ */
+int rt_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,
+                        char **placeholder, rt_error **err);
 /**
  * rt_secret_list_json - the stored secrets, never a value
  * @ctx:  the context
- * @json: set to [{name, hosts, header, format, placeholder}] (free())
+ * @json: set to [{name, hosts, header, format, placeholder, rules, inUrl}] (free())
  * @err:  "invalid_request" (a store others can read)
  * Return: 0, or <0 with @err set.
  */

@@ -8,6 +8,7 @@
 #include "net/intercept.h"
 #include "net/relay.h"
 #include "net/rewrite.h"
+#include "net/scrub.h"
 
 bool
 rt_intercept_relay_name_bound (struct rt_proxy *px, const char *name)
@@ -148,4 +149,48 @@ rt_intercept_relay_rewrite (struct conn *c)
     }
   if (evbuffer_get_length (out) >= RELAY_HIGH)
     bufferevent_disable (c->guest, EV_READ);
+}
+
+static void
+emit_to (void *arg, const char *p, size_t n)
+{
+  evbuffer_add (arg, p, n);
+}
+
+int
+rt_intercept_relay_scrub (struct conn *c, bool eof)
+{
+  struct evbuffer *in = bufferevent_get_input (c->up), *out = bufferevent_get_output (c->guest);
+  struct rt_scrub *s = rt_rewrite_scrub (c->rw);
+  struct evbuffer_iovec v[16];
+  const char *why = "bad_response";
+  int r = 0;
+
+  /* The bytes where they lie, segment by segment: the scrubber keeps
+     what it cannot decide yet.  */
+  while (r == 0 && evbuffer_get_length (in) > 0)
+    {
+      int k = evbuffer_peek (in, -1, NULL, v, 16);
+      size_t took = 0;
+      for (int i = 0; i < k && i < 16 && r == 0; i++)
+        {
+          r = rt_scrub_feed (s, v[i].iov_base, v[i].iov_len, emit_to, out, &why);
+          took += v[i].iov_len;
+        }
+      c->bytes_in += took;
+      evbuffer_drain (in, took);
+    }
+  if (r == 0 && eof)
+    r = rt_scrub_end (s, emit_to, out, &why);
+  if (r < 0)
+    {
+      /* An answer that could carry a value unseen: nothing more of it.  */
+      rt_relay_release (c->px, c->up, false);
+      c->up = NULL;
+      rt_conn_answer (c, 502, "Bad Gateway", why);
+      return -1;
+    }
+  if (evbuffer_get_length (out) >= RELAY_HIGH)
+    bufferevent_disable (c->up, EV_READ);
+  return 0;
 }

@@ -1,7 +1,8 @@
 /* intercept-relay.h - the egress proxy's TLS path to a host bound to one
  * of the sandbox's secrets: TLS to the real server (verified for the
- * name), TLS to the guest as that host (intercept.h), and the guest's
- * requests through the rewriter (rewrite.h).
+ * name), TLS to the guest as that host (intercept.h), the guest's
+ * requests through the rewriter (rewrite.h) and the server's answers
+ * through the scrubber (scrub.h).
  */
 #ifndef RT_INTERCEPT_RELAY_H
 #define RT_INTERCEPT_RELAY_H
@@ -25,5 +26,8 @@ const char *rt_intercept_relay_failure (struct conn *c);
 int rt_intercept_relay_guest (struct conn *c);
 /* The guest's pending requests, rewritten, toward the server.  */
 void rt_intercept_relay_rewrite (struct conn *c);
+/* The server's pending answers, scrubbed (scrub.h), toward the guest;
+   @eof: the server has ended.  -1 when @c was refused (answered 502).  */
+int rt_intercept_relay_scrub (struct conn *c, bool eof);
 
 #endif

@@ -57,7 +57,10 @@ rt_proxy_log (struct rt_proxy *px, const char *kind, const char *name, const str
   json_object_object_add (o, "bytesIn", json_object_new_int64 ((int64_t) in));
   /* Intercepted for a secret: how many requests had one swapped in.  */
   if (rw)
-    json_object_object_add (o, "secretRequests", json_object_new_int64 ((int64_t) rt_rewrite_swapped (rw)));
+    {
+      json_object_object_add (o, "secretRequests", json_object_new_int64 ((int64_t) rt_rewrite_swapped (rw)));
+      json_object_object_add (o, "scrubbed", json_object_new_int64 ((int64_t) rt_rewrite_scrubbed (rw)));
+    }
   s = json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN);
   len = strlen (s);
   {

@@ -135,6 +135,11 @@ relay_read (struct bufferevent *from, void *arg)
       rt_intercept_relay_rewrite (c);
       return;
     }
+  if (from == c->up && c->rw)
+    {
+      rt_intercept_relay_scrub (c, false);
+      return;
+    }
   struct evbuffer *in = bufferevent_get_input (from), *out = bufferevent_get_output (to);
   size_t n = evbuffer_get_length (in);
 
@@ -177,7 +182,10 @@ relay_event (struct bufferevent *bev, short what, void *arg)
   if (what & BEV_EVENT_EOF)
     {
       bool from_guest = bev == c->guest;
-      relay_read (bev, c);
+      if (!from_guest && c->rw)
+        rt_intercept_relay_scrub (c, true);
+      else
+        relay_read (bev, c);
       /* The rewriter may have refused what it read: no relay any more.  */
       if (!c->relaying)
         return;

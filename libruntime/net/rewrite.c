@@ -5,7 +5,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include <fnmatch.h>
+
+#include "net/http1.h"
 #include "net/rewrite.h"
+#include "net/scrub.h"
 
 #define MAX_LINE 4096 /* a chunk-size or trailer line */
 
@@ -29,51 +33,20 @@ struct rt_rewrite
   enum state state;
   uint64_t left; /* ST_BODY, ST_CHUNK_DATA */
   uint64_t swapped;
+  bool *active;   /* per binding: its rules let this request have the value */
+  size_t scanned; /* of the pending head: searched for its end already */
+  struct rt_scrub *scrub;
 };
-
-struct out
-{
-  char *p;
-  size_t len, cap;
-  bool oom;
-};
-
-static void
-out_add (struct out *o, const char *s, size_t n)
-{
-  if (o->oom)
-    return;
-  if (o->len + n + 1 > o->cap)
-    {
-      size_t cap = (o->len + n + 1) * 2;
-      char *p = malloc (cap);
-      if (p == NULL)
-        {
-          o->oom = true;
-          return;
-        }
-      if (o->p)
-        {
-          memcpy (p, o->p, o->len);
-          explicit_bzero (o->p, o->len);
-          free (o->p);
-        }
-      o->p = p;
-      o->cap = cap;
-    }
-  memcpy (o->p + o->len, s, n);
-  o->len += n;
-  o->p[o->len] = '\0';
-}
 
 struct rt_rewrite *
 rt_rewrite_new (const struct rt_secret_binding *b, size_t n, const char *host, int port)
 {
   struct rt_rewrite *rw = calloc (1, sizeof *rw);
 
-  if (rw == NULL || (rw->host = strdup (host)) == NULL)
+  if (rw == NULL || (rw->host = strdup (host)) == NULL || (rw->active = calloc (n + 1, sizeof (bool))) == NULL
+      || (rw->scrub = rt_scrub_new (b, n)) == NULL)
     {
-      free (rw);
+      rt_rewrite_free (rw);
       return NULL;
     }
   rw->b = b;
@@ -89,7 +62,11 @@ void
 rt_rewrite_free (struct rt_rewrite *rw)
 {
   if (rw)
-    free (rw->host);
+    {
+      free (rw->host);
+      free (rw->active);
+      rt_scrub_free (rw->scrub);
+    }
   free (rw);
 }
 
@@ -99,9 +76,23 @@ rt_rewrite_swapped (const struct rt_rewrite *rw)
   return rw->swapped;
 }
 
-/* @s (@n bytes) with every placeholder replaced; true when one was.  */
+uint64_t
+rt_rewrite_scrubbed (const struct rt_rewrite *rw)
+{
+  return rt_scrub_count (rw->scrub);
+}
+
+struct rt_scrub *
+rt_rewrite_scrub (struct rt_rewrite *rw)
+{
+  return rw->scrub;
+}
+
+/* @s (@n bytes) with the placeholder of every binding active for this
+   request (and, in the request line (@url), opted into it) replaced;
+   true when one was.  */
 static bool
-add_swapped (struct rt_rewrite *rw, struct out *o, const char *s, size_t n)
+add_swapped (struct rt_rewrite *rw, struct rt_buf *o, const char *s, size_t n, bool url)
 {
   bool any = false;
 
@@ -110,6 +101,8 @@ add_swapped (struct rt_rewrite *rw, struct out *o, const char *s, size_t n)
       size_t best = n, which = 0;
       for (size_t i = 0; i < rw->n; i++)
         {
+          if (!rw->active[i] || (url && !rw->b[i].in_url))
+            continue;
           const char *hit = memmem (s, n, rw->b[i].placeholder, strlen (rw->b[i].placeholder));
           if (hit && (size_t) (hit - s) < best)
             {
@@ -117,77 +110,16 @@ add_swapped (struct rt_rewrite *rw, struct out *o, const char *s, size_t n)
               which = i;
             }
         }
-      out_add (o, s, best);
+      rt_buf_add (o, s, best);
       if (best == n)
         break;
-      out_add (o, rw->b[which].value, strlen (rw->b[which].value));
+      rt_buf_add (o, rw->b[which].value, strlen (rw->b[which].value));
       best += strlen (rw->b[which].placeholder);
       s += best;
       n -= best;
       any = true;
     }
   return any;
-}
-
-static bool
-is_tchar (char c)
-{
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr ("!#$%&'*+-.^_`|~", c);
-}
-
-static const char *
-skip_ows (const char *s, const char *end)
-{
-  while (s < end && (*s == ' ' || *s == '\t'))
-    s++;
-  return s;
-}
-
-/* A header value without its surrounding whitespace.  */
-static void
-trim (const char **v, const char **end)
-{
-  *v = skip_ows (*v, *end);
-  while (*end > *v && ((*end)[-1] == ' ' || (*end)[-1] == '\t'))
-    (*end)--;
-}
-
-static bool
-parse_length (const char *v, const char *end, uint64_t *out)
-{
-  uint64_t n = 0;
-
-  if (v == end)
-    return false;
-  for (; v < end; v++)
-    {
-      if (*v < '0' || *v > '9' || n > (UINT64_MAX - 9) / 10)
-        return false;
-      n = n * 10 + (*v - '0');
-    }
-  *out = n;
-  return true;
-}
-
-/* Transfer-Encoding: chunked must be the last coding (RFC 9112 6.1).  */
-static bool
-chunked_last (const char *v, const char *end)
-{
-  const char *comma = end;
-
-  for (const char *p = v; p < end; p++)
-    if (*p == ',')
-      comma = p;
-  if (comma != end)
-    v = comma + 1;
-  trim (&v, &end);
-  return end - v == 7 && strncasecmp (v, "chunked", 7) == 0;
-}
-
-static bool
-header_is (const char *name, size_t n, const char *want)
-{
-  return strlen (want) == n && strncasecmp (name, want, n) == 0;
 }
 
 /* Is host[:port] (@s, @n bytes) the host this connection was verified
@@ -219,23 +151,6 @@ authority_ok (const struct rt_rewrite *rw, const char *s, size_t n)
   return n == hn && strncasecmp (s, rw->host, n) == 0;
 }
 
-/* name ":" value, the name a token, no control characters but HTAB.  */
-static bool
-field_line_ok (const char *line, const char *eol)
-{
-  const char *colon = memchr (line, ':', eol - line);
-
-  if (colon == NULL || colon == line)
-    return false;
-  for (const char *p = line; p < colon; p++)
-    if (!is_tchar (*p))
-      return false;
-  for (const char *p = colon + 1; p < eol; p++)
-    if ((unsigned char) *p < 0x20 && *p != '\t')
-      return false;
-  return true;
-}
-
 #define BAD "bad_request"
 #define MISMATCH "host_mismatch"
 
@@ -258,7 +173,7 @@ check_request_line (const struct rt_rewrite *rw, const char *line, const char *e
   if (sp == NULL || sp == line)
     return BAD;
   for (const char *p = line; p < sp; p++)
-    if (!is_tchar (*p))
+    if (!rt_http_is_tchar (*p))
       return BAD;
   if (eol - line < 9 || memcmp (eol - 9, " HTTP/1.", 8) != 0 || (eol[-1] != '0' && eol[-1] != '1'))
     return BAD;
@@ -294,77 +209,144 @@ check_request_line (const struct rt_rewrite *rw, const char *line, const char *e
   return NULL;
 }
 
+/* May the guest's header @name (@n bytes) go out?  Not those that would
+   make the answer one the scrubber (scrub.h) cannot read whole: a coded
+   body, or a part of one (a value cut in two ranges is no longer found);
+   for HTTP/1.0 not a kept-alive connection, since its answer is re-framed
+   to end with the connection.  */
+static bool
+answer_header_ok (const char *name, size_t n, bool http10)
+{
+  static const char *const dropped[] = { "Accept-Encoding", "Range", "If-Range", "TE", NULL };
+
+  for (const char *const *d = dropped; *d; d++)
+    if (rt_http_header_is (name, n, *d))
+      return false;
+  return !(http10 && (rt_http_header_is (name, n, "Connection") || rt_http_header_is (name, n, "Keep-Alive")));
+}
+
 /* One header line [@line, @eol): checked, noted in @f, and added to @o
    with its placeholders swapped, or dropped when a secret sets that
    header.  NULL when it may pass, else why not.  */
 static const char *
-take_field (struct rt_rewrite *rw, struct out *o, const char *line, const char *eol, struct framing *f, bool *any)
+take_field (struct rt_rewrite *rw, struct rt_buf *o, const char *line, const char *eol, struct framing *f, bool *any)
 {
   const char *colon, *v, *vend;
   bool drop = false;
 
   /* No name, obs-fold, a bare CR or LF: the server could read it
      otherwise than we do.  */
-  if (!field_line_ok (line, eol))
+  if (!rt_http_field_split (line, eol, &colon, &v, &vend))
     return BAD;
-  colon = memchr (line, ':', eol - line);
-  v = colon + 1;
-  vend = eol;
-  trim (&v, &vend);
-  if (header_is (line, colon - line, "Content-Length"))
+  if (rt_http_header_is (line, colon - line, "Content-Length"))
     {
-      uint64_t l;
-      if (!parse_length (v, vend, &l) || (f->have_len && l != f->length))
+      if (!rt_http_note_length (v, vend, &f->have_len, &f->length))
         return BAD;
-      f->have_len = true;
-      f->length = l;
     }
-  else if (header_is (line, colon - line, "Transfer-Encoding"))
+  else if (rt_http_header_is (line, colon - line, "Transfer-Encoding"))
     {
-      if (!chunked_last (v, vend))
+      if (!rt_http_chunked_last (v, vend))
         return BAD;
       f->chunked = true;
     }
-  else if (header_is (line, colon - line, "Upgrade"))
+  else if (rt_http_header_is (line, colon - line, "Upgrade"))
     f->opaque = true;
-  else if (header_is (line, colon - line, "Host"))
+  else if (rt_http_header_is (line, colon - line, "Host"))
     {
       if (f->hosts++ > 0 || !authority_ok (rw, v, vend - v))
         return MISMATCH;
     }
   for (size_t i = 0; i < rw->n && !drop; i++)
-    drop = rw->b[i].header && header_is (line, colon - line, rw->b[i].header);
+    drop = rw->active[i] && rw->b[i].header && rt_http_header_is (line, colon - line, rw->b[i].header);
   if (drop)
     {
       *any = true;
       return NULL;
     }
-  *any |= add_swapped (rw, o, line, eol + 2 - line);
+  if (!answer_header_ok (line, colon - line, f->http10))
+    return NULL;
+  *any |= add_swapped (rw, o, line, eol + 2 - line, false);
   return NULL;
 }
 
 /* The headers the secrets set; true when there was one.  */
 static bool
-add_secret_headers (const struct rt_rewrite *rw, struct out *o)
+add_secret_headers (const struct rt_rewrite *rw, struct rt_buf *o)
 {
   bool any = false;
 
   for (size_t i = 0; i < rw->n; i++)
-    if (rw->b[i].header)
+    if (rw->active[i] && rw->b[i].header)
       {
         /* Once per header name, from the first secret that sets it.  */
         bool seen = false;
         for (size_t j = 0; j < i && !seen; j++)
-          seen = rw->b[j].header && strcasecmp (rw->b[j].header, rw->b[i].header) == 0;
+          seen = rw->active[j] && rw->b[j].header && strcasecmp (rw->b[j].header, rw->b[i].header) == 0;
         if (seen)
           continue;
-        out_add (o, rw->b[i].header, strlen (rw->b[i].header));
-        out_add (o, ": ", 2);
-        out_add (o, rw->b[i].header_value, strlen (rw->b[i].header_value));
-        out_add (o, "\r\n", 2);
+        rt_buf_add (o, rw->b[i].header, strlen (rw->b[i].header));
+        rt_buf_add (o, ": ", 2);
+        rt_buf_add (o, rw->b[i].header_value, strlen (rw->b[i].header_value));
+        rt_buf_add (o, "\r\n", 2);
         any = true;
       }
   return any;
+}
+
+/* A path that could name another resource than it seems to once the
+   server normalises it: no rule matches it.  */
+static bool
+path_plain (const char *p)
+{
+  static const char *const odd[] = { "/./", "/../", "//", "\\", "%2e", "%2E", "%2f", "%2F", "%5c", "%5C", NULL };
+  size_t n = strlen (p);
+
+  for (const char *const *o = odd; *o; o++)
+    if (strstr (p, *o))
+      return false;
+  return !((n >= 2 && strcmp (p + n - 2, "/.") == 0) || (n >= 3 && strcmp (p + n - 3, "/..") == 0));
+}
+
+/* Does "METHOD:/glob" @rule cover @method (@mlen bytes) on @path?  */
+static bool
+rule_matches (const char *rule, const char *method, size_t mlen, const char *path)
+{
+  const char *colon = strchr (rule, ':');
+
+  if (colon == NULL)
+    return false;
+  if (!(colon - rule == 1 && rule[0] == '*') && !((size_t) (colon - rule) == mlen && memcmp (rule, method, mlen) == 0))
+    return false;
+  return fnmatch (colon + 1, path, 0) == 0;
+}
+
+/* Which bindings this request, whose (checked) request line is
+   [@line, @eol), may have: those without rules, and those with a rule for
+   its method and path (the target without its query).  */
+static void
+set_active (struct rt_rewrite *rw, const char *line, const char *eol)
+{
+  const char *sp = memchr (line, ' ', eol - line), *t = sp + 1, *tend = eol - 9, *pend;
+  char *path;
+
+  /* absolute-form: the path follows the authority.  */
+  if (*t != '/' && *t != '*')
+    {
+      t = (const char *) memchr (t, ':', tend - t) + 3;
+      while (t < tend && *t != '/' && *t != '?' && *t != '#')
+        t++;
+    }
+  for (pend = t; pend < tend && *pend != '?' && *pend != '#'; pend++)
+    ;
+  /* Out of memory: only the bindings without rules.  */
+  path = pend == t ? strdup ("/") : strndup (t, pend - t);
+  for (size_t i = 0; i < rw->n; i++)
+    {
+      rw->active[i] = rw->b[i].rules == NULL;
+      for (char **r = rw->b[i].rules; path && r && *r && !rw->active[i]; r++)
+        rw->active[i] = path_plain (path) && rule_matches (*r, line, sp - line, path);
+    }
+  free (path);
 }
 
 /* What follows the head, as @f frames it.  */
@@ -391,14 +373,15 @@ do_head (struct rt_rewrite *rw, const char *buf, size_t len, char **head, size_t
 {
   const char *end = buf + len - 2; /* the last header line's CRLF is kept */
   const char *line = buf, *eol, *why_not;
-  struct out o = { 0 };
+  struct rt_buf o = { 0 };
   struct framing f = { 0 };
   bool any = false;
 
   eol = memmem (line, end - line, "\r\n", 2);
   if ((why_not = check_request_line (rw, line, eol, &f.http10)))
     goto fail;
-  any |= add_swapped (rw, &o, line, eol + 2 - line);
+  set_active (rw, line, eol);
+  any |= add_swapped (rw, &o, line, eol + 2 - line, true);
 
   for (line = eol + 2; line < end; line = eol + 2)
     {
@@ -419,10 +402,16 @@ do_head (struct rt_rewrite *rw, const char *buf, size_t len, char **head, size_t
       goto fail;
     }
   any |= add_secret_headers (rw, &o);
-  out_add (&o, "\r\n", 2);
+  /* An answer the scrubber can read: no content coding.  */
+  rt_buf_add (&o, "Accept-Encoding: identity\r\n\r\n", 29);
   if (o.oom)
     {
       why_not = "out_of_memory";
+      goto fail;
+    }
+  if (rt_scrub_expect (rw->scrub, eol - buf >= 5 && memcmp (buf, "HEAD ", 5) == 0, f.http10) < 0)
+    {
+      why_not = "too_many_requests";
       goto fail;
     }
   if (any)
@@ -471,7 +460,7 @@ step_chunk_line (struct rt_rewrite *rw, const char *buf, size_t len, size_t *tak
     {
       if (eol == buf)
         rw->state = ST_HEAD;
-      else if (!field_line_ok (buf, eol))
+      else if (!rt_http_field_line_ok (buf, eol))
         return bad (why);
       return pass (take, eol + 2 - buf);
     }
@@ -508,13 +497,17 @@ step_head (struct rt_rewrite *rw, const char *buf, size_t len, size_t *take, cha
            const char **why)
 {
   size_t look = len < RT_REWRITE_MAX_HEAD ? len : RT_REWRITE_MAX_HEAD;
+  /* The bytes before were searched on an earlier step (the same pending
+     bytes, grown): only the new ones are, so a head read in many pieces
+     costs its length, not its length squared.  */
+  size_t from = rw->scanned > 3 && rw->scanned <= look ? rw->scanned - 3 : 0;
   const char *end;
   int r;
 
   /* Blank lines between requests are allowed (RFC 9112 2.2).  */
   if (len >= 2 && buf[0] == '\r' && buf[1] == '\n')
     return pass (take, 2);
-  end = memmem (buf, look, "\r\n\r\n", 4);
+  end = memmem (buf + from, look - from, "\r\n\r\n", 4);
   if (end == NULL)
     {
       if (len >= RT_REWRITE_MAX_HEAD)
@@ -522,8 +515,10 @@ step_head (struct rt_rewrite *rw, const char *buf, size_t len, size_t *take, cha
           *why = "request_head_too_large";
           return -1;
         }
+      rw->scanned = look;
       return RT_REWRITE_MORE;
     }
+  rw->scanned = 0;
   r = do_head (rw, buf, end + 4 - buf, head, head_len, why);
   if (r > 0)
     *take = end + 4 - buf;

@@ -2,9 +2,14 @@
  * rewritten on their way out of the egress proxy.
  *
  * The stream is HTTP/1.x requests, one after another on a kept-alive
- * connection.  Each request head is rewritten: every placeholder in the
- * request line and the header lines becomes its value, and a secret with
- * --header gets that header set (replacing what the guest sent).  Bodies,
+ * connection.  Each request head is rewritten, for the secrets whose
+ * --rule list (none: all) covers its method and path: a placeholder in a
+ * header line becomes its value (in the request line too for a secret set
+ * --in-url only: a path or a query is what servers quote back, in 404s,
+ * redirects and logs), and a secret with --header gets that header set
+ * (replacing what the guest sent).  Accept-Encoding becomes identity and
+ * Range goes, so that the answer is one the scrubber (scrub.h) can read
+ * whole; the rewriter tells it what each request was.  Bodies,
  * chunked or not, and everything after an Upgrade or CONNECT pass
  * untouched.  Refused rather than guessed at: anything a server could frame
  * otherwise (both Content-Length and chunked, chunked in HTTP/1.0, bare CR
@@ -54,7 +59,12 @@ void rt_rewrite_free (struct rt_rewrite *rw);
 int rt_rewrite_step (struct rt_rewrite *rw, const char *buf, size_t len, size_t *take, char **head, size_t *head_len,
                      const char **why);
 
+/* The scrubber for the answers to these requests (owned by @rw).  */
+struct rt_scrub *rt_rewrite_scrub (struct rt_rewrite *rw);
+
 /* Heads in which something was swapped or set, so far.  */
 uint64_t rt_rewrite_swapped (const struct rt_rewrite *rw);
+/* Values replaced by their placeholder in the answers, so far.  */
+uint64_t rt_rewrite_scrubbed (const struct rt_rewrite *rw);
 
 #endif

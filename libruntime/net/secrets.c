@@ -1,10 +1,14 @@
 /* secrets.c - the secrets store: values the sandboxes never see.
  *
  * <data>/secrets.json (mode 0600, written atomically under secrets.lock):
- * {NAME: {hosts, header, format, placeholder, value}}.  A sandbox gets
- * NAME=<placeholder> in its environment; the egress proxy is where a
- * placeholder becomes the value, on requests to the secret's hosts only.
+ * {NAME: {hosts, header, format, placeholder, value, inUrl, rules}}; a
+ * store written before inUrl and rules existed reads as neither (headers
+ * only, every request).  A sandbox gets NAME=<placeholder> in its
+ * environment; the egress proxy is where a placeholder becomes the value,
+ * on requests to the secret's hosts only (rewrite.h), and where the value
+ * becomes the placeholder again in their answers (scrub.h).
  */
+#include <fnmatch.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/random.h>
@@ -84,13 +88,82 @@ header_ok (const char *h)
   return *h && strlen (h) <= 64 && strspn (h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-") == strlen (h);
 }
 
+/* "METHOD:/path-glob": a method token or *, a glob from the root, printable
+   and without spaces.  */
+static bool
+rule_ok (const char *r)
+{
+  const char *colon = strchr (r, ':');
+  size_t mlen = colon ? (size_t) (colon - r) : 0;
+
+  if (colon == NULL || mlen == 0 || mlen > 32 || colon[1] != '/' || strlen (colon + 1) > 1024)
+    return false;
+  if (!(mlen == 1 && r[0] == '*'))
+    for (const char *p = r; p < colon; p++)
+      if (!strchr ("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&'+-.^_`|~", *p))
+        return false;
+  for (const char *p = colon + 1; *p; p++)
+    if ((unsigned char) *p <= 0x20 || (unsigned char) *p >= 0x7f)
+      return false;
+  return true;
+}
+
+/* @rules as a JSON array, or NULL with @err set.  */
+static json_object *
+rules_json (const char *const *rules, rt_error **err)
+{
+  json_object *list = json_object_new_array ();
+  size_t n = 0;
+
+  for (const char *const *r = rules; r && *r; r++, n++)
+    {
+      if (n == RT_MAX_SECRET_RULES || !rule_ok (*r))
+        {
+          json_object_put (list);
+          if (n == RT_MAX_SECRET_RULES)
+            rt_error_set (err, EINVAL, "usage", "a secret has at most %d rules", RT_MAX_SECRET_RULES);
+          else
+            rt_error_set (err, EINVAL, "invalid_request", "'%s' is not a rule", *r);
+          rt_error_hint (err, "a rule is METHOD:/path-glob, e.g. GET:/v1/models or '*:/v1/*'");
+          return NULL;
+        }
+      json_object_array_add (list, json_object_new_string (*r));
+    }
+  return list;
+}
+
+/* "rtsec_" and 32 random hex digits into @ph.  */
+static int
+new_placeholder (char ph[static 7 + 32 + 1], rt_error **err)
+{
+  unsigned char rnd[16];
+
+  if (getrandom (rnd, sizeof rnd, 0) != sizeof rnd)
+    return rt_error_set (err, errno, "internal", "getrandom: %s", strerror (errno));
+  strcpy (ph, "rtsec_");
+  for (int i = 0; i < 16; i++)
+    sprintf (ph + 6 + 2 * i, "%02x", rnd[i]);
+  return 0;
+}
+
 int
 rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len, const char *const *hosts,
                const char *header, const char *format, char **placeholder, rt_error **err)
 {
+  rt_secret_opts opts = { .hosts = hosts, .header = header, .format = format };
+
+  return rt_secret_set_opts (ctx, name, value, len, &opts, placeholder, err);
+}
+
+int
+rt_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,
+                    char **placeholder, rt_error **err)
+{
   cleanup_json json_object *store = NULL;
   cleanup_close int lockfd = -1;
-  json_object *entry, *old, *list;
+  json_object *entry, *old, *list, *rules;
+  const char *const *hosts = opts->hosts;
+  const char *header = opts->header, *format = opts->format;
   char ph[7 + 32 + 1];
   size_t n = 0;
   int ret;
@@ -124,6 +197,9 @@ rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len,
     return rt_error_set (err, EINVAL, "invalid_request", "'%s' is not a header name", header);
   if (format && (strstr (format, "{value}") == NULL || strpbrk (format, "\r\n")))
     return rt_error_set (err, EINVAL, "invalid_request", "--format must hold {value} on one line, not '%s'", format);
+  rules = rules_json (opts->rules, err);
+  if (rules == NULL)
+    return -EINVAL;
   list = json_object_new_array ();
   for (const char *const *h = hosts; h && *h; h++)
     {
@@ -132,6 +208,7 @@ rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len,
       if (ret < 0)
         {
           json_object_put (list);
+          json_object_put (rules);
           return ret;
         }
       /* The proxy hands the value over only to a server whose certificate
@@ -139,6 +216,7 @@ rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len,
       if (strchr (norm, ':') || strchr (norm, '/') || strspn (norm, "0123456789.") == strlen (norm))
         {
           json_object_put (list);
+          json_object_put (rules);
           rt_error_set (err, EINVAL, "invalid_request", "a secret is bound to host names, not to '%s'", *h);
           return rt_error_hint (err, "use the name the server's certificate carries, e.g. api.example.com");
         }
@@ -150,22 +228,17 @@ rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len,
   if (ret < 0)
     {
       json_object_put (list);
+      json_object_put (rules);
       return ret;
     }
   /* A new value keeps the placeholder: sandboxes made before still work.  */
   if (json_object_object_get_ex (store, name, &old) && rt_json_str (old, "placeholder"))
     snprintf (ph, sizeof ph, "%s", rt_json_str (old, "placeholder"));
-  else
+  else if ((ret = new_placeholder (ph, err)) < 0)
     {
-      unsigned char rnd[16];
-      if (getrandom (rnd, sizeof rnd, 0) != sizeof rnd)
-        {
-          json_object_put (list);
-          return rt_error_set (err, errno, "internal", "getrandom: %s", strerror (errno));
-        }
-      strcpy (ph, "rtsec_");
-      for (int i = 0; i < 16; i++)
-        sprintf (ph + 6 + 2 * i, "%02x", rnd[i]);
+      json_object_put (list);
+      json_object_put (rules);
+      return ret;
     }
   entry = json_object_new_object ();
   json_object_object_add (entry, "hosts", list);
@@ -173,6 +246,8 @@ rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len,
   json_object_object_add (entry, "format", format ? json_object_new_string (format) : NULL);
   json_object_object_add (entry, "placeholder", json_object_new_string (ph));
   json_object_object_add (entry, "value", json_object_new_string_len (value, len));
+  json_object_object_add (entry, "inUrl", json_object_new_boolean (opts->in_url));
+  json_object_object_add (entry, "rules", rules);
   json_object_object_add (store, name, entry);
   ret = save (ctx, store, err);
   if (ret < 0)
@@ -192,11 +267,15 @@ rt_secret_list_json (rt_context *ctx, char **json, rt_error **err)
   json_object_object_foreach (store, name, e)
   {
     json_object *o = json_object_new_object ();
-    const char *keys[] = { "hosts", "header", "format", "placeholder", NULL };
+    const char *keys[] = { "hosts", "header", "format", "placeholder", "rules", NULL };
     json_object_object_add (o, "name", json_object_new_string (name));
     /* Everything but the value.  */
     for (const char **k = keys; *k; k++)
       json_object_object_add (o, *k, json_object_get (json_object_object_get (e, *k)));
+    /* A store from before: no rules (every request), not in URLs.  */
+    if (json_object_object_get (o, "rules") == NULL)
+      json_object_object_add (o, "rules", json_object_new_array ());
+    json_object_object_add (o, "inUrl", json_object_new_boolean (json_object_get_boolean (json_object_object_get (e, "inUrl"))));
     json_object_array_add (out, o);
   }
   *json = strdup (json_object_to_json_string_ext (out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -257,6 +336,9 @@ rt_secret_bindings_free (struct rt_secret_binding *b, size_t n)
       free (b[i].value);
       free (b[i].header);
       free (b[i].header_value);
+      for (char **r = b[i].rules; r && *r; r++)
+        free (*r);
+      free (b[i].rules);
     }
   free (b);
 }
@@ -287,6 +369,36 @@ format_value (const char *format, const char *value)
   return out;
 }
 
+/* @bn from the store's entry @e; false when out of memory.  */
+static bool
+binding_fill (struct rt_secret_binding *bn, json_object *e, const char *ph, const char *value)
+{
+  const char *header = rt_json_str (e, "header"), *format = rt_json_str (e, "format");
+  json_object *rules = json_object_object_get (e, "rules");
+  size_t k = json_object_is_type (rules, json_type_array) ? json_object_array_length (rules) : 0;
+
+  bn->placeholder = strdup (ph);
+  bn->value = strdup (value);
+  bn->in_url = json_object_get_boolean (json_object_object_get (e, "inUrl"));
+  if (header && format)
+    {
+      bn->header = strdup (header);
+      bn->header_value = format_value (format, value);
+      if (bn->header == NULL || bn->header_value == NULL)
+        return false;
+    }
+  if (k > 0)
+    {
+      bn->rules = calloc (k + 1, sizeof (char *));
+      for (size_t i = 0; bn->rules && i < k; i++)
+        if ((bn->rules[i] = strdup (json_object_get_string (json_object_array_get_idx (rules, i)) ?: "")) == NULL)
+          return false;
+      if (bn->rules == NULL)
+        return false;
+    }
+  return bn->placeholder && bn->value;
+}
+
 int
 rt_secret_bindings (rt_context *ctx, char *const *given, const char *host, struct rt_secret_binding **out,
                     size_t *n_out, rt_error **err)
@@ -303,7 +415,6 @@ rt_secret_bindings (rt_context *ctx, char *const *given, const char *host, struc
   json_object_object_foreach (store, name, e)
   {
     const char *ph = rt_json_str (e, "placeholder"), *value = rt_json_str (e, "value");
-    const char *header = rt_json_str (e, "header"), *format = rt_json_str (e, "format");
     json_object *hosts = NULL;
     cleanup_free char **names = NULL;
     bool mine = false;
@@ -339,16 +450,7 @@ rt_secret_bindings (rt_context *ctx, char *const *given, const char *host, struc
         }
       b = nb;
       memset (&b[n], 0, sizeof b[n]);
-      b[n].placeholder = strdup (ph);
-      b[n].value = strdup (value);
-      if (header && format)
-        {
-          b[n].header = strdup (header);
-          b[n].header_value = format_value (format, value);
-        }
-      n++;
-      if (b[n - 1].placeholder == NULL || b[n - 1].value == NULL
-          || (header && format && (b[n - 1].header == NULL || b[n - 1].header_value == NULL)))
+      if (!binding_fill (&b[n++], e, ph, value))
         {
           rt_secret_bindings_free (b, n);
           return rt_error_oom (err);

@@ -7,13 +7,16 @@
 /* "NAME=<placeholder>" for every secret, NULL-terminated (free each).  */
 int rt_secret_env (rt_context *ctx, char ***env, rt_error **err);
 
-/* What the egress proxy swaps on requests to one host.  */
+/* What the egress proxy swaps on requests to one host (and scrubs from
+   its answers).  */
 struct rt_secret_binding
 {
   char *placeholder;
   char *value;
   char *header;       /* --header, or NULL */
   char *header_value; /* --format with the value in it, or NULL */
+  bool in_url;        /* --in-url: swapped in the request line too */
+  char **rules;       /* --rule "METHOD:/path-glob", NULL-terminated; NULL: every request */
 };
 
 /* The secrets bound to @host among those in @given ("NAME=placeholder",

@@ -1,5 +1,7 @@
 /* fuzz-rewrite.c - the request rewriter (net/rewrite.h), which reads what
- * a hostile guest sends to a secret's host.
+ * a hostile guest sends to a secret's host, and the response scrubber
+ * (net/scrub.h), which reads what that host answers (a guest can make it
+ * answer almost anything: an echo).
  *
  * Input: byte 0 picks how the rest is cut into pieces (1 to 17 bytes), so
  * that every split of a head, a chunk line or a body is tried; the rest is
@@ -11,6 +13,8 @@
  * appears in bytes that pass untouched unless the guest sent it (a body or
  * an opaque stream passes byte for byte); and the pieces do not matter: the
  * stream fed at once gives the same bytes upstream and the same refusal.
+ * The same bytes as a server's answers, in the same pieces: nothing the
+ * scrubber lets out holds a value, refused or not.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -18,10 +22,12 @@
 
 #include "fuzz.h"
 #include "net/rewrite.h"
+#include "net/scrub.h"
 
+static char *rules[] = { "GET:/v1/*", NULL };
 static const struct rt_secret_binding bindings[] = {
-  { "rtsec_00112233445566778899aabbccddeeff", "VALUE-1", NULL, NULL },
-  { "rtsec_ffeeddccbbaa99887766554433221100", "VALUE-2", "Authorization", "Bearer VALUE-2" },
+  { "rtsec_00112233445566778899aabbccddeeff", "VALUE-1", NULL, NULL, true, NULL },
+  { "rtsec_ffeeddccbbaa99887766554433221100", "VALUE-2", "Authorization", "Bearer VALUE-2", false, rules },
 };
 
 struct result
@@ -92,6 +98,46 @@ run (const uint8_t *data, size_t size, size_t step, struct result *res)
   rt_rewrite_free (rw);
 }
 
+static void
+collect (void *arg, const char *p, size_t n)
+{
+  struct result *res = arg;
+
+  res->out = realloc (res->out, res->len + n + 1);
+  FUZZ_CHECK (res->out != NULL);
+  memcpy (res->out + res->len, p, n);
+  res->len += n;
+}
+
+/* @data as a server's answers to three requests (HEAD, GET, HTTP/1.0),
+   in pieces of @step bytes.  */
+static void
+scrub_run (const uint8_t *data, size_t size, size_t step)
+{
+  struct rt_scrub *s = rt_scrub_new (bindings, 2);
+  struct result res = { NULL, 0, NULL };
+  const char *why = NULL;
+  size_t fed = 0;
+  int r = 0;
+
+  FUZZ_CHECK (s != NULL);
+  rt_scrub_expect (s, true, false);
+  rt_scrub_expect (s, false, false);
+  rt_scrub_expect (s, false, true);
+  while (r == 0 && fed < size)
+    {
+      size_t chunk = size - fed < step ? size - fed : step;
+      r = rt_scrub_feed (s, (const char *) data + fed, chunk, collect, &res, &why);
+      fed += chunk;
+    }
+  if (r == 0)
+    r = rt_scrub_end (s, collect, &res, &why);
+  FUZZ_CHECK (r == 0 || why != NULL);
+  FUZZ_CHECK (res.len == 0 || (memmem (res.out, res.len, "VALUE-1", 7) == NULL && memmem (res.out, res.len, "VALUE-2", 7) == NULL));
+  free (res.out);
+  rt_scrub_free (s);
+}
+
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
@@ -104,6 +150,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   FUZZ_CHECK (pieces.len == whole.len && (pieces.len == 0 || memcmp (pieces.out, whole.out, whole.len) == 0));
   FUZZ_CHECK ((pieces.why == NULL) == (whole.why == NULL));
   FUZZ_CHECK (pieces.why == NULL || strcmp (pieces.why, whole.why) == 0);
+  scrub_run (data + 1, size - 1, data[0] % 17 + 1);
   free (pieces.out);
   free (whole.out);
   return 0;

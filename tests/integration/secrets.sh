@@ -64,6 +64,32 @@ import json, sys; s = json.load(open(sys.argv[1])); assert s["TTY_KEY"]["value"]
 check "… saying so" grep -q "^Stored TTY_KEY\. Sandboxes see TTY_KEY=rtsec_" "$tmp/tty.out"
 runtime secrets rm TTY_KEY >/dev/null
 
+# -- where and when (issue 16): --in-url and --rule are stored and shown,
+# never a value; a store written before them reads as headers only, every
+# request
+printf 'r-value' | runtime secrets set RULED --host api.example.com --rule 'GET:/v1/*' --rule '*:/v2/models' \
+    --in-url >/dev/null
+is "get --json: the rules and --in-url, no value" \
+    "$(runtime secrets get RULED --json | json_get '(o["rules"], o["inUrl"], "value" in o)')" \
+    "(['GET:/v1/*', '*:/v2/models'], True, False)"
+check "ls shows them" sh -c 'runtime secrets ls | grep "^RULED " | grep -qF "GET:/v1/*,*:/v2/models +url"'
+check "… and get, with no value" sh -c '! runtime secrets get RULED | grep -q r-value && runtime secrets get RULED | grep -q "^RULED "'
+expect_error "a rule without a path" invalid_request sh -c "printf x | runtime secrets set R --host a.example.com --rule GET"
+expect_error "a rule with a space" invalid_request sh -c "printf x | runtime secrets set R --host a.example.com --rule 'GET:/a b'"
+rules=$(for i in $(seq 17); do printf -- '--rule GET:/%d ' "$i"; done)
+expect_error "more than 16 rules" usage sh -c "printf x | runtime secrets set R --host a.example.com $rules"
+expect_error "get of an unknown secret" not_found runtime secrets get NOSUCH
+runtime secrets rm RULED >/dev/null
+python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["OLD"] = {"hosts": ["old.example.com"], "header": None, "format": None,
+            "placeholder": "rtsec_00000000000000000000000000000000", "value": "old-value"}
+json.dump(s, open(sys.argv[1], "w"))' "$store"
+is "a store from before rules and --in-url: headers only, every request" \
+    "$(runtime secrets get OLD --json | json_get '(o["rules"], o["inUrl"])')" "([], False)"
+runtime secrets rm OLD >/dev/null
+
 # -- refused
 expect_error "a value on the command line" usage runtime secrets set API_KEY=abc --host a.example.com
 printf '' >"$tmp/empty"

@@ -2,10 +2,13 @@
 # swap.sh - secrets on the wire (issue 8, parts 3 and 4), against the test
 # internet (testnet.sh): the egress proxy terminates TLS for a secret's
 # hosts only, with a CA the guest trusts; the real server is verified; the
-# placeholder becomes the value in the request line and headers (and
-# --header is set) on requests to the bound host alone; bodies, other
-# hosts and plain HTTP keep the placeholder; the value is nowhere in the
-# guest, its state or its logs; an untrusted server gets nothing.
+# placeholder becomes the value in headers (and --header is set) on
+# requests to the bound host alone, in the request line only --in-url, and
+# only on requests a --rule allows; bodies, other hosts and plain HTTP keep
+# the placeholder; answers that quote the value back (echoes, a 404, a
+# redirect, chunked or not, cut across reads) reach the guest with the
+# placeholder instead (issue 16); the value is nowhere in the guest's
+# memory or disk, its state or its logs; an untrusted server gets nothing.
 . "$(dirname "$0")/libtest.sh"
 . "$(dirname "$0")/testnet.sh"
 
@@ -16,6 +19,8 @@ rand() { head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 key="sk-live-$(rand)"
 tok="tok-$(rand)"
 rogue="rogue-$(rand)"
+ukey="uk-live-$(rand)"
+rkey="rk-live-$(rand)"
 
 id=
 trap 'runtime sandbox rm "$id" >/dev/null 2>&1; testnet_down; cleanup' EXIT
@@ -37,11 +42,30 @@ last_record() {
     python3 -c "import json,sys; r=json.loads(open(sys.argv[1]).read().splitlines()[-1]); h=dict(r['headers']); print($1)" "$records"
 }
 records_now() { wc -l <"$records" 2>/dev/null || echo 0; }
+# wait_log PATTERN: the egress log in $tmp/log.json, once it has PATTERN (a
+# connection is logged when it ends: the server's, or a few seconds after
+# the guest's), or after 10 s.
+wait_log() {
+    for _ in $(seq 50); do
+        runtime sandbox network "$id" --log --json >"$tmp/log.json" 2>&1
+        grep -q "$1" "$tmp/log.json" && break
+        sleep 0.2
+    done
+}
 
 printf '%s' "$key" | runtime secrets set API_KEY --host echo.test --host http.test >/dev/null
 printf '%s' "$tok" | runtime secrets set TOKEN --host echo.test --header X-Api-Token --format 'Token {value}' >/dev/null
 printf '%s' "$rogue" | runtime secrets set ROGUE_KEY --host rogue.test >/dev/null
-ph=$(runtime secrets ls --json | json_get '[e["placeholder"] for e in o if e["name"] == "API_KEY"][0]')
+printf '%s' "$ukey" | runtime secrets set URL_KEY --host echo.test --in-url >/dev/null
+printf '%s' "$rkey" | runtime secrets set RULED_KEY --host echo.test --rule 'GET:/rec*' --rule 'PUT:/record' \
+    --header X-Ruled --format '{value}' >/dev/null
+phof() { runtime secrets get "$1" --json | json_get 'o["placeholder"]'; }
+ph=$(phof API_KEY)
+tokph=$(phof TOKEN)
+uph=$(phof URL_KEY)
+is "secrets get shows the rules and --in-url, no value" \
+    "$(runtime secrets get RULED_KEY --json | json_get '(o["rules"], o["inUrl"], "value" in o)') $(runtime secrets get URL_KEY --json | json_get 'o["inUrl"]')" \
+    "(['GET:/rec*', 'PUT:/record'], False, False) True"
 
 # 1 GiB, so that its whole memory can be searched from the host below.
 id=$(runtime sandbox create --timeout 900 --memory 1024 2>/dev/null)
@@ -62,15 +86,22 @@ is "the guest sees the placeholder" "$(in_sb 'printenv API_KEY')" "$ph"
 is "curl through the proxy to the bound host works" \
     "$(in_sb 'curl -sS --fail -m 20 "https://echo.test/record?k=$API_KEY" -H "Authorization: Bearer $API_KEY" --data-binary "body=$API_KEY"')" \
     "recorded"
-is "the request line carries the value" "$(last_record 'r["line"]')" "POST /record?k=$key HTTP/1.1"
-# /bytes/0, not an echoing path: the proxy sets X-Api-Token on every
-# request to echo.test, and an echo would hand the value to the guest (and
-# the memory check below would find it).
+is "the request line keeps the placeholder (headers only by default)" "$(last_record 'r["line"]')" \
+    "POST /record?k=$ph HTTP/1.1"
 check "the guest was talking to the egress CA's certificate" sh -c \
     "runtime sandbox exec '$id' -- curl -sv -m 20 -o /dev/null https://echo.test/bytes/0 2>&1 | grep -q 'issuer: O=runtime; CN=runtime egress CA'"
 is "the Authorization header carries the value" "$(last_record 'h["Authorization"]')" "Bearer $key"
 is "--header/--format set X-Api-Token" "$(last_record 'h["X-Api-Token"]')" "Token $tok"
 is "the body keeps the placeholder" "$(last_record 'r["body"]')" "body=$ph"
+is "… and the server was asked for an uncoded answer" "$(last_record 'h["Accept-Encoding"]')" "identity"
+is "a secret set --in-url goes into the request line" \
+    "$(in_sb 'curl -sS --fail -m 20 "https://echo.test/record?key=$URL_KEY"'; last_record 'r["line"]')" \
+    "recorded
+GET /record?key=$ukey HTTP/1.1"
+is "a --rule allowing GET /rec*: the --header is set" \
+    "$(in_sb 'curl -sS --fail -m 20 https://echo.test/record' >/dev/null; last_record 'h.get("X-Ruled")')" "$rkey"
+is "… not on a POST, which no rule allows" \
+    "$(in_sb 'curl -sS --fail -m 20 -d x https://echo.test/record' >/dev/null; last_record 'h.get("X-Ruled")')" "None"
 
 # -- the bound host, transparently (no proxy), and from Python
 is "curl without the proxy (transparent, SNI) works" \
@@ -108,11 +139,7 @@ check "… reset at once" grep -q "curl: (35)" "$tmp/rogue2.out"
 is "… and it received no request at all" "$(records_now)" "$before"
 # A connection is logged when it ends: the server's, or a few seconds
 # after the guest's.
-for _ in $(seq 50); do
-    runtime sandbox network "$id" --log --json >"$tmp/log.json" 2>&1
-    grep -q '"secretRequests":2' "$tmp/log.json" && break
-    sleep 0.2
-done
+wait_log '"secretRequests":2'
 check "the egress log says untrusted_certificate for rogue.test" python3 -c '
 import json, sys
 log = json.load(open(sys.argv[1]))
@@ -130,11 +157,7 @@ in_sb 'curl -sS -m 20 --cacert /etc/ssl/certs/ISRG_Root_X1.pem https://echo.test
     >"$tmp/distrust.out"
 check "a client not trusting the egress CA fails to verify it" grep -q "curl: (60)" "$tmp/distrust.out"
 is "… and nothing reaches the server" "$(records_now)" "$before"
-for _ in $(seq 50); do
-    runtime sandbox network "$id" --log --json >"$tmp/log.json" 2>&1
-    grep -q guest_tls_failed "$tmp/log.json" && break
-    sleep 0.2
-done
+wait_log guest_tls_failed
 check "… the egress log says guest_tls_failed for it" python3 -c '
 import json, sys
 log = json.load(open(sys.argv[1]))
@@ -176,16 +199,82 @@ is "after secrets set, the same placeholder" "$(in_sb 'printenv API_KEY')" "$ph"
 in_sb 'curl -sS --fail -m 20 https://echo.test/record -H "Authorization: Bearer $API_KEY"' >/dev/null
 is "… swaps to the new value" "$(last_record 'h["Authorization"]')" "Bearer $key2"
 
+# -- answers that quote the value back reach the guest with the placeholder
+# (key2 is API_KEY's value now).  Each checks that the value came back
+# with the placeholder in its place, so the scrubbing is seen working.
+reflect() { in_sb "curl -sS -m 30 $1 -H \"Authorization: Bearer \$API_KEY\" 2>&1"; }
+nothing() { ! grep -qF -e "$key" -e "$key2" -e "$tok" -e "$ukey" -e "$rkey" <<<"$1"; }
+out=$(reflect '--data-binary "body $API_KEY" "https://echo.test/echo/$URL_KEY?q=$URL_KEY"')
+check "an echo (length-framed): the request line comes back with the placeholder" \
+    grep -qF "POST /echo/$uph?q=$uph HTTP/1.1" <<<"$out"
+check "… the headers too (Authorization, --header)" \
+    bash -c 'grep -qF "Authorization: Bearer $1" <<<"$3" && grep -qF "X-Api-Token: Token $2" <<<"$3"' sh "$ph" "$tokph" "$out"
+check "… and no value at all" nothing "$out"
+out=$(reflect '"https://echo.test/chunked?k=$URL_KEY"')
+check "a chunked echo in 7-byte chunks: the placeholder" grep -qF "Authorization: Bearer $ph" <<<"$out"
+check "… and no value" nothing "$out"
+out=$(reflect '"https://echo.test/split?k=$URL_KEY"')
+check "a length-framed echo in 7-byte writes: the placeholder" grep -qF "GET /split?k=$uph HTTP/1.1" <<<"$out"
+check "… and no value" nothing "$out"
+is "a 404 quoting the path: the placeholder" "$(reflect '"https://echo.test/missing/$URL_KEY"')" \
+    "model '$uph' does not exist"
+out=$(reflect '-i https://echo.test/redirect')
+check "a redirect's Location: the placeholder" grep -qF "Location: /landing?auth=Bearer+$ph" <<<"$out"
+check "… and no value" nothing "$out"
+out=$(runtime sandbox exec "$id" -- python3 -c '
+import os, urllib.request as u
+r = u.urlopen(u.Request("https://echo.test/chunked", headers={"Authorization": "Bearer " + os.environ["API_KEY"]}), timeout=30)
+print(r.read().decode())' 2>&1)
+check "… Python reading the chunked echo: the placeholder" grep -qF "Authorization: Bearer $ph" <<<"$out"
+check "… and no value" nothing "$out"
+# Each connection is logged a few seconds after its guest goes.
+sleep 4
+wait_log '"scrubbed":[1-9]'
+check "the egress log counts the values scrubbed" python3 -c '
+import json, sys
+log = json.load(open(sys.argv[1]))
+assert sum(e.get("scrubbed", 0) for e in log if e["name"] == "echo.test") >= 10, log' "$tmp/log.json"
+
 # -- the values are nowhere the sandbox or its records can reach
 # First the memory, from the host: the search in the guest below has to
-# put the values in there.
+# put the values in there.  A control string the guest was handed (and
+# wrote to its disk) shows that both searches see what the guest got.
+ctl="ctl-$(rand)"
+runtime sandbox exec "$id" --user root -- sh -c 'curl -sS -m 20 "http://http.test/missing/$1" >/var/tmp/ctl.txt; sync' sh "$ctl"
 "$(dirname "$0")/../fixtures/pmemsave.py" "$RUNTIME_STATE_DIR/$id/qmp.sock" $((1024 * 1024 * 1024)) "$tmp/mem"
 check "the placeholder is in the guest's memory (the search below can see)" grep -qaF -- "$ph" "$tmp/mem"
-check "… and no value is, anywhere in it" sh -c '! grep -qaF -e "$1" -e "$2" -e "$3" "$4"' sh "$key" "$key2" "$tok" "$tmp/mem"
+check "… and so is the control string the guest fetched in a 404" grep -qaF -- "model '$ctl' does not exist" "$tmp/mem"
+check "… and no value is, anywhere in it, after every reflection" sh -c \
+    '! grep -qaF -e "$1" -e "$2" -e "$3" -e "$4" -e "$5" "$6"' sh "$key" "$key2" "$tok" "$ukey" "$rkey" "$tmp/mem"
 rm -f "$tmp/mem"
+# Then the guest's disks, raw, in one pass: every block device (files,
+# free blocks, metadata), 4 MiB at a time with an overlap, all-zero blocks
+# skipped (grep over the device held whole \0-less runs in memory and was
+# killed).  Prints how many of the arguments were found.
+disk_hits() {
+    runtime sandbox exec "$id" --user root -- python3 -c '
+import glob, os, sys
+pats = [a.encode() for a in sys.argv[1:]]
+keep, zero, found = max(map(len, pats)) - 1, bytes(4 << 20), set()
+os.sync()
+for d in glob.glob("/dev/vd[a-z]") + glob.glob("/dev/sd[a-z]") + glob.glob("/dev/nvme[0-9]n[0-9]"):
+    tail = b""
+    with open(d, "rb", buffering=0) as f:
+        while True:
+            blk = f.read(4 << 20)
+            if not blk:
+                break
+            if blk != zero[:len(blk)] or tail.strip(b"\0"):
+                buf = tail + blk
+                found |= {p for p in pats if p in buf}
+            tail = blk[-keep:]
+print(len(found))' "$@" 2>&1
+}
+check "the control string is found on the guest's disks (the search sees)" test "$(disk_hits "$ctl")" = 1
+is "no value is anywhere on the guest's disks" "$(disk_hits "$key" "$key2" "$tok" "$ukey" "$rkey")" "0"
 # The image below is shared and read-only to every sandbox: what this one
 # wrote is what changed since /tmp/.t0, on every file system.
-for v in "$key" "$key2" "$tok"; do
+for v in "$key" "$key2" "$tok" "$ukey" "$rkey"; do
     out=$(runtime sandbox exec "$id" --user root -- sh -c \
         'find / /tmp /run /dev/shm /workspace -xdev -type f -cnewer /tmp/.t0 -print0 2>/dev/null | xargs -0r grep -lsF -- "$1"
          cat /proc/[0-9]*/environ 2>/dev/null | tr "\0" "\n" | grep -cF -- "$1"' sh "$v" 2>&1)

@@ -24,9 +24,12 @@
 # testnet_up waits up to $TESTNET_WAIT seconds (default 60) for another to go.
 # Other endpoints of the echo servers: /bytes/N (N bytes, N <= 1 GiB, 64 KiB
 # writes, Content-Length set), /drip (a line every 100 ms until the client
-# goes; chunked, or close-delimited for HTTP/1.0). The echo body is the
-# request line, headers and body as received (bodies over 16 MiB are counted,
-# not echoed).
+# goes; chunked, or close-delimited for HTTP/1.0), /missing/X (a 404 quoting
+# X), /redirect (a 302 to a Location carrying the Authorization header),
+# /chunked and /split (the echo in 7-byte pieces, chunked or length-framed,
+# paced so that they arrive in many reads). The echo body is the request
+# line, headers and body as received (bodies over 16 MiB are counted, not
+# echoed).
 
 TESTNET_FIXTURE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/testnet" && pwd)
 TESTNET_HOST_ADDR=198.51.100.1

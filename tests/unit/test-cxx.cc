@@ -66,6 +66,7 @@ const entry table[] = {
   FN (rt_run_python),
   FN (rt_chat),
   FN (rt_secret_set),
+  FN (rt_secret_set_opts),
   FN (rt_secret_list_json),
   FN (rt_secret_remove),
 };

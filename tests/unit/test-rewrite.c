@@ -1,7 +1,8 @@
 /* test-rewrite.c - request framing and placeholder swapping for secrets:
-   the swap in the request line and headers, --header, bodies untouched
-   (plain and chunked, split anywhere), keep-alive, Upgrade, and the
-   requests that must be refused rather than guessed at.  */
+   the swap in headers (the request line only --in-url), --header, --rule,
+   Accept-Encoding: identity and no Range, bodies untouched (plain and
+   chunked, split anywhere), keep-alive, Upgrade, and the requests that
+   must be refused rather than guessed at.  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +13,18 @@
 #define PH "rtsec_00112233445566778899aabbccddeeff"
 #define PH2 "rtsec_ffeeddccbbaa99887766554433221100"
 #define H "Host: a.test\r\n"
+#define AE "Accept-Encoding: identity\r\n"
 
-static struct rt_secret_binding plain[] = { { PH, "sk-live-1", NULL, NULL } };
+static struct rt_secret_binding plain[] = { { PH, "sk-live-1", NULL, NULL, true, NULL } };
 static struct rt_secret_binding both[] = {
-  { PH, "sk-live-1", NULL, NULL },
-  { PH2, "tok-2", "X-Api-Token", "Token tok-2" },
+  { PH, "sk-live-1", NULL, NULL, true, NULL },
+  { PH2, "tok-2", "X-Api-Token", "Token tok-2", true, NULL },
+};
+static struct rt_secret_binding headers_only[] = { { PH, "sk-live-1", NULL, NULL, false, NULL } };
+static char *model_rules[] = { "GET:/v1/models", "*:/v1/chat/*", NULL };
+static struct rt_secret_binding ruled[] = {
+  { PH, "sk-live-1", NULL, NULL, false, model_rules },
+  { PH2, "tok-2", "X-Api-Token", "Token tok-2", false, model_rules },
 };
 
 /* Feeds @in in pieces of @step bytes (0: all at once); returns what goes
@@ -104,32 +112,55 @@ main (void)
   char *out;
 
   same (plain, 1, "GET /v1?key=" PH " HTTP/1.1\r\nHost: a.test\r\nAuthorization: Bearer " PH "\r\n\r\n",
-       "GET /v1?key=sk-live-1 HTTP/1.1\r\nHost: a.test\r\nAuthorization: Bearer sk-live-1\r\n\r\n",
+       "GET /v1?key=sk-live-1 HTTP/1.1\r\nHost: a.test\r\nAuthorization: Bearer sk-live-1\r\n" AE "\r\n",
        "the placeholder becomes the value in the request line and a header");
   same (plain, 1, "POST / HTTP/1.1\r\n" H "Content-Length: 43\r\nX-K: " PH "\r\n\r\nbody " PH,
-       "POST / HTTP/1.1\r\n" H "Content-Length: 43\r\nX-K: sk-live-1\r\n\r\nbody " PH,
+       "POST / HTTP/1.1\r\n" H "Content-Length: 43\r\nX-K: sk-live-1\r\n" AE "\r\nbody " PH,
        "a body holding the placeholder passes unchanged");
   same (plain, 1,
        "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n26;ext=1\r\n" PH "\r\n0\r\nX-T: " PH "\r\n\r\n"
        "GET /" PH " HTTP/1.1\r\n" H "\r\n",
-       "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n26;ext=1\r\n" PH "\r\n0\r\nX-T: " PH "\r\n\r\n"
-       "GET /sk-live-1 HTTP/1.1\r\n" H "\r\n",
+       "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n" AE "\r\n26;ext=1\r\n" PH "\r\n0\r\nX-T: " PH "\r\n\r\n"
+       "GET /sk-live-1 HTTP/1.1\r\n" H AE "\r\n",
        "chunked bodies and trailers pass; the next request is rewritten");
   same (both, 2, "GET / HTTP/1.1\r\nx-api-token: guest\r\nHost: A.Test:443\r\n\r\nGET /2 HTTP/1.0\r\nHost: a.test.\r\n\r\n",
-       "GET / HTTP/1.1\r\nHost: A.Test:443\r\nX-Api-Token: Token tok-2\r\n\r\n"
-       "GET /2 HTTP/1.0\r\nHost: a.test.\r\nX-Api-Token: Token tok-2\r\n\r\n",
+       "GET / HTTP/1.1\r\nHost: A.Test:443\r\nX-Api-Token: Token tok-2\r\n" AE "\r\n"
+       "GET /2 HTTP/1.0\r\nHost: a.test.\r\nX-Api-Token: Token tok-2\r\n" AE "\r\n",
        "--header replaces the guest's header, on every kept-alive request");
   same (both, 2, "GET /" PH2 PH " HTTP/1.1\r\n" H "\r\n",
-       "GET /tok-2sk-live-1 HTTP/1.1\r\n" H "X-Api-Token: Token tok-2\r\n\r\n", "two placeholders side by side");
+       "GET /tok-2sk-live-1 HTTP/1.1\r\n" H "X-Api-Token: Token tok-2\r\n" AE "\r\n", "two placeholders side by side");
   same (plain, 1, "GET https://a.test:443/v?k=" PH " HTTP/1.1\r\n" H "\r\n",
-       "GET https://a.test:443/v?k=sk-live-1 HTTP/1.1\r\n" H "\r\n", "an absolute-form target naming the host");
+       "GET https://a.test:443/v?k=sk-live-1 HTTP/1.1\r\n" H AE "\r\n", "an absolute-form target naming the host");
   same (plain, 1, "GET /chat HTTP/1.1\r\n" H "Upgrade: websocket\r\nX: " PH "\r\n\r\nframes " PH " GET / HTTP/1.1\r\n\r\n",
-       "GET /chat HTTP/1.1\r\n" H "Upgrade: websocket\r\nX: sk-live-1\r\n\r\nframes " PH " GET / HTTP/1.1\r\n\r\n",
+       "GET /chat HTTP/1.1\r\n" H "Upgrade: websocket\r\nX: sk-live-1\r\n" AE "\r\nframes " PH " GET / HTTP/1.1\r\n\r\n",
        "after an Upgrade everything passes untouched");
-  same (plain, 1, "\r\nGET / HTTP/1.1\r\n" H "\r\n", "\r\nGET / HTTP/1.1\r\n" H "\r\n",
+  same (plain, 1, "\r\nGET / HTTP/1.1\r\n" H "\r\n", "\r\nGET / HTTP/1.1\r\n" H AE "\r\n",
        "a blank line between requests passes");
   same (plain, 1, "GET / HTTP/1.1\r\n" H "Content-Length: 0\r\n\r\nGET /" PH " HTTP/1.1\r\n" H "\r\n",
-       "GET / HTTP/1.1\r\n" H "Content-Length: 0\r\n\r\nGET /sk-live-1 HTTP/1.1\r\n" H "\r\n", "Content-Length: 0");
+       "GET / HTTP/1.1\r\n" H "Content-Length: 0\r\n" AE "\r\nGET /sk-live-1 HTTP/1.1\r\n" H AE "\r\n",
+       "Content-Length: 0");
+  same (headers_only, 1, "GET /v1/" PH "?k=" PH " HTTP/1.1\r\n" H "X-Key: " PH "\r\n\r\n",
+       "GET /v1/" PH "?k=" PH " HTTP/1.1\r\n" H "X-Key: sk-live-1\r\n" AE "\r\n",
+       "by default a value goes into headers only, never the request line");
+  same (plain, 1, "GET / HTTP/1.1\r\n" H "Accept-Encoding: gzip, br\r\nRange: bytes=3-5\r\nIf-Range: x\r\nTE: gzip\r\n\r\n",
+       "GET / HTTP/1.1\r\n" H AE "\r\n", "the answer is asked for whole and uncoded: no Range, Accept-Encoding identity");
+  same (plain, 1, "GET / HTTP/1.0\r\n" H "Connection: keep-alive\r\nKeep-Alive: 5\r\n\r\n", "GET / HTTP/1.0\r\n" H AE "\r\n",
+       "HTTP/1.0 is not kept alive (its answer is re-framed to end with the connection)");
+  same (ruled, 2, "GET /v1/models?x=1 HTTP/1.1\r\n" H "X-Key: " PH "\r\n\r\n",
+       "GET /v1/models?x=1 HTTP/1.1\r\n" H "X-Key: sk-live-1\r\nX-Api-Token: Token tok-2\r\n" AE "\r\n",
+       "a rule's method and path: the value (and --header) go in");
+  same (ruled, 2, "POST /v1/chat/completions HTTP/1.1\r\n" H "X-Key: " PH "\r\n\r\n",
+       "POST /v1/chat/completions HTTP/1.1\r\n" H "X-Key: sk-live-1\r\nX-Api-Token: Token tok-2\r\n" AE "\r\n",
+       "a rule for any method (*)");
+  same (ruled, 2, "POST /v1/models HTTP/1.1\r\n" H "X-Key: " PH "\r\nX-Api-Token: guest\r\n\r\n",
+       "POST /v1/models HTTP/1.1\r\n" H "X-Key: " PH "\r\nX-Api-Token: guest\r\n" AE "\r\n",
+       "another method than the rule's: no value, no --header");
+  same (ruled, 2, "GET /v1/files HTTP/1.1\r\n" H "X-Key: " PH "\r\n\r\n",
+       "GET /v1/files HTTP/1.1\r\n" H "X-Key: " PH "\r\n" AE "\r\n", "another path: no value");
+  same (ruled, 2, "GET /v1/chat/../../admin HTTP/1.1\r\n" H "X-Key: " PH "\r\n\r\n",
+       "GET /v1/chat/../../admin HTTP/1.1\r\n" H "X-Key: " PH "\r\n" AE "\r\n", "dot segments match no rule");
+  same (ruled, 2, "GET /v1/chat/%2e%2e/x HTTP/1.1\r\n" H "X-Key: " PH "\r\n\r\n",
+       "GET /v1/chat/%2e%2e/x HTTP/1.1\r\n" H "X-Key: " PH "\r\n" AE "\r\n", "encoded dots match no rule");
 
   {
     static const char two[] = "GET / HTTP/1.1\r\n" H "\r\nGET / HTTP/1.1\r\n" H "X: 1\r\n\r\n";

@@ -1,0 +1,291 @@
+/* test-scrub.c - answers from a secret's host, scrubbed (net/scrub.h): the
+   value becomes the placeholder in the status line, headers (Location
+   too), length-framed bodies (re-framed chunked), chunked bodies (next to
+   chunk boundaries, across chunks), close-delimited bodies and trailers;
+   split across reads at every offset; HEAD, 1xx, 204, 304 and HTTP/1.0;
+   and the answers that cannot be scrubbed are refused.  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/scrub.h"
+#include "tap.h"
+
+#define PH "rtsec_00112233445566778899aabbccddeeff"
+#define PH2 "rtsec_ffeeddccbbaa99887766554433221100"
+#define V "sk-live-0123456789"
+
+static struct rt_secret_binding one[] = { { PH, V, NULL, NULL, false, NULL } };
+static struct rt_secret_binding two[] = {
+  { PH, V, NULL, NULL, false, NULL },
+  { PH2, "tok", NULL, NULL, false, NULL },
+};
+
+struct sink
+{
+  char *p;
+  size_t len;
+};
+
+static void
+collect (void *arg, const char *p, size_t n)
+{
+  struct sink *s = arg;
+  s->p = realloc (s->p, s->len + n + 1);
+  memcpy (s->p + s->len, p, n);
+  s->len += n;
+  s->p[s->len] = '\0';
+}
+
+/* @in fed in pieces cut at @cuts (ascending offsets, 0-terminated), after
+   @reqs requests ('G' GET, 'H' HEAD, '0' an HTTP/1.0 GET); @eof: then the
+   server's end.  The guest's bytes, or NULL when refused (*@why).  */
+static char *
+feed (const struct rt_secret_binding *b, size_t n, const char *reqs, const char *in, size_t len, const size_t *cuts,
+      bool eof, const char **why)
+{
+  struct rt_scrub *s = rt_scrub_new (b, n);
+  struct sink out = { calloc (1, 1), 0 };
+  size_t at = 0;
+  int r = 0;
+
+  for (const char *q = reqs; *q; q++)
+    rt_scrub_expect (s, *q == 'H', *q == '0');
+  for (const size_t *c = cuts; r == 0 && c && *c && *c < len; c++)
+    {
+      r = rt_scrub_feed (s, in + at, *c - at, collect, &out, why);
+      at = *c;
+    }
+  if (r == 0)
+    r = rt_scrub_feed (s, in + at, len - at, collect, &out, why);
+  if (r == 0 && eof)
+    r = rt_scrub_end (s, collect, &out, why);
+  rt_scrub_free (s);
+  if (r < 0)
+    {
+      free (out.p);
+      return NULL;
+    }
+  return out.p;
+}
+
+/* @in with the chunk framing of every chunked answer taken out (its
+   chunks are cut where the reads were): what the guest's HTTP client reads.
+   NULL when the framing is bad.  */
+static char *
+unchunk (const char *in)
+{
+  char *out = calloc (1, strlen (in) + 1), *o = out;
+  const char *p = in;
+
+  while (*p)
+    {
+      const char *end = strstr (p, "\r\n\r\n");
+      char *e;
+      bool chunked = end && memmem (p, end - p, "Transfer-Encoding: chunked", 26);
+      if (!chunked)
+        {
+          strcpy (o, p);
+          return out;
+        }
+      memcpy (o, p, end + 4 - p);
+      o += end + 4 - p;
+      for (p = end + 4;;)
+        {
+          unsigned long n = strtoul (p, &e, 16);
+          if (e == p || strncmp (e, "\r\n", 2) != 0)
+            {
+              free (out);
+              return NULL;
+            }
+          p = e + 2;
+          if (n == 0)
+            break;
+          memcpy (o, p, n);
+          o += n;
+          p += n;
+          if (strncmp (p, "\r\n", 2) != 0)
+            {
+              free (out);
+              return NULL;
+            }
+          p += 2;
+        }
+      /* Trailers, then the blank line.  */
+      end = strstr (p, "\r\n");
+      while (end && end != p)
+        {
+          memcpy (o, p, end + 2 - p);
+          o += end + 2 - p;
+          p = end + 2;
+          end = strstr (p, "\r\n");
+        }
+      if (end == NULL)
+        {
+          free (out);
+          return NULL;
+        }
+      p += 2;
+      *o++ = '|';
+    }
+  return out;
+}
+
+static void
+same (const struct rt_secret_binding *b, size_t n, const char *reqs, const char *in, bool eof, const char *want,
+      const char *what)
+{
+  const char *why = NULL;
+  char *out = feed (b, n, reqs, in, strlen (in), NULL, eof, &why);
+  ok (out && strcmp (out, want) == 0, "%s", what);
+  if (!(out && strcmp (out, want) == 0))
+    printf ("# got: %s / why %s\n", out ? out : "(refused)", why ? why : "-");
+  free (out);
+}
+
+/* Every cut of @in into two pieces, and into three around each offset,
+   gives the same bytes as one piece.  */
+static void
+every_split (const char *reqs, const char *in, bool eof, const char *what)
+{
+  const char *why = NULL;
+  char *raw = feed (two, 2, reqs, in, strlen (in), NULL, eof, &why), *whole = raw ? unchunk (raw) : NULL;
+  bool good = whole != NULL && strstr (whole, V) == NULL && strstr (whole, "tok") == NULL;
+
+  free (raw);
+  for (size_t i = 1; good && i < strlen (in); i++)
+    {
+      size_t cuts[] = { i, i + 1, 0 }, cut1[] = { i, 0 };
+      char *a = feed (two, 2, reqs, in, strlen (in), cut1, eof, &why);
+      char *c = feed (two, 2, reqs, in, strlen (in), cuts, eof, &why);
+      char *ua = a ? unchunk (a) : NULL, *uc = c ? unchunk (c) : NULL;
+      good = ua && uc && strcmp (ua, whole) == 0 && strcmp (uc, whole) == 0;
+      if (!good)
+        printf ("# at %zu: %s\n", i, ua ? ua : why);
+      free (a);
+      free (c);
+      free (ua);
+      free (uc);
+    }
+  ok (good, "%s: the same at every split, no value", what);
+  free (whole);
+}
+
+int
+main (void)
+{
+  const char *why = NULL;
+  char *out, *body;
+
+  same (one, 1, "G",
+        "HTTP/1.1 404 no model " V "\r\nX-Echo: a" V "b\r\nLocation: /v1/" V "?k=" V "\r\nContent-Length: 0\r\n\r\n",
+        false,
+        "HTTP/1.1 404 no model " PH "\r\nX-Echo: a" PH "b\r\nLocation: /v1/" PH "?k=" PH
+        "\r\nContent-Length: 0\r\n\r\n",
+        "the status line and headers, Location too; no body stays as it is");
+  same (one, 1, "G", "HTTP/1.1 200 OK\r\nContent-Length: 26\r\nX: 1\r\n\r\nmodel '" V "'", false,
+        "HTTP/1.1 200 OK\r\nX: 1\r\nTransfer-Encoding: chunked\r\n\r\n2e\r\nmodel '" PH "'\r\n0\r\n\r\n",
+        "a length-framed body: scrubbed, re-framed chunked");
+  same (one, 1, "G",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nsk-\r\n"
+        "f\r\nlive-0123456789\r\n0\r\nX-T: " V "\r\n\r\n",
+        false, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n26\r\n" PH "\r\n0\r\nX-T: " PH "\r\n\r\n",
+        "a value across two chunks, and in a trailer");
+  same (one, 1, "G", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n12\r\n" V "\r\n12\r\n" V "\r\n0\r\n\r\n",
+        false, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n26\r\n" PH "\r\n26\r\n" PH "\r\n0\r\n\r\n",
+        "values filling chunks exactly, side by side");
+  same (one, 1, "G", "HTTP/1.1 200 OK\r\n\r\nclose " V " delimited " V, true,
+        "HTTP/1.1 200 OK\r\n\r\nclose " PH " delimited " PH, "a close-delimited body, the last value at the very end");
+  same (one, 1, "0", "HTTP/1.0 200 OK\r\nContent-Length: 18\r\nConnection: keep-alive\r\n\r\n" V "HTTP/1.1 200 OK\r\n",
+        false, "HTTP/1.0 200 OK\r\nConnection: close\r\n\r\n" PH,
+        "HTTP/1.0: re-framed to end with the connection, nothing after");
+  same (one, 1, "HG", "HTTP/1.1 200 OK\r\nContent-Length: 18\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 18\r\n\r\n" V,
+        false,
+        "HTTP/1.1 200 OK\r\nContent-Length: 18\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n26\r\n" PH
+        "\r\n0\r\n\r\n",
+        "HEAD has no body: the next answer is the next request's");
+  same (one, 1, "GG",
+        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nX: " V
+        "\r\n\r\nHTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n",
+        false,
+        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nX: " PH
+        "\r\n\r\nHTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n",
+        "1xx, 204 and 304 have no body");
+  same (one, 1, "G", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\nframes " V " more", true,
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\nframes " PH " more",
+        "after a 101 the stream is scrubbed to its end");
+  same (two, 2, "G", "HTTP/1.1 200 OK\r\nContent-Length: 24\r\n\r\ntok" V "tok", false,
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "72\r\n" PH2 PH PH2 "\r\n0\r\n\r\n",
+        "two values side by side");
+
+  every_split ("G", "HTTP/1.1 200 OK " V "\r\nContent-Length: 44\r\nLocation: /" V "\r\n\r\n<" V "tok>" V "tok", false,
+               "length-framed");
+  every_split ("GG",
+               "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nsk-li\r\nd\r\nve-0123456789\r\n1\r\nt\r\n"
+               "2\r\nok\r\n0\r\nX: " V "\r\n\r\nHTTP/1.1 200 OK\r\n\r\n" V "to",
+               true, "chunked, then close-delimited");
+
+  out = feed (one, 1, "G", "HTTP/1.1 200 OK\r\nContent-Length: 18\r\n\r\nsk-live-0123", 51, NULL, true, &why);
+  ok (out == NULL && strcmp (why, "response_cut") == 0, "a body cut short is refused, its held tail unsent");
+  out = feed (one, 1, "G", "HTTP/1.1 200 OK\r\nContent-Length: 18\r\n\r\nsk-live-0123", 51, NULL, false, &why);
+  ok (out && strstr (out, "sk-live") == NULL, "a possible start of a value is held back until more comes");
+  free (out);
+  same (one, 1, "G",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nc\r\ndata: hi\n\nsk\r\nd\r\ndata: there\n\n\r\n", false,
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\na\r\ndata: hi\n\n\r\nf\r\nskdata: there\n\n\r\n",
+        "a stream is not held up: only a tail that can start a value waits");
+
+  {
+    /* 1 MiB of body with a value every 1000 bytes, fed in 4 KiB reads.  */
+    size_t n = 1 << 20, hl;
+    char *in = malloc (n + 100), *p;
+    size_t cuts[300], k = 0;
+    hl = sprintf (in, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", n);
+    memset (in + hl, 'x', n);
+    for (size_t i = hl; i + 18 < hl + n; i += 1000)
+      memcpy (in + i, V, 18);
+    for (size_t c = 4096; c < hl + n && k < 299; c += 4096)
+      cuts[k++] = c;
+    cuts[k] = 0;
+    out = feed (one, 1, "G", in, hl + n, cuts, false, &why);
+    body = out ? unchunk (out) : NULL;
+    p = body;
+    k = 0;
+    while (p && (p = strstr (p, PH)))
+      k++, p++;
+    ok (body && strstr (body, "sk-live") == NULL && k == 1049 && strlen (body) == hl + 3 + n + 1049 * (38 - 18) + 1,
+        "1 MiB in 4 KiB reads: every value scrubbed, the chunked framing right");
+    free (body);
+    free (out);
+    free (in);
+  }
+
+#define REFUSED(in, reason, what)                                                                                      \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      out = feed (one, 1, "G", in, strlen (in), NULL, false, &why);                                                    \
+      ok (out == NULL && strcmp (why, reason) == 0, "%s: refused as %s", what, reason);                                \
+      free (out);                                                                                                      \
+    }                                                                                                                  \
+  while (0)
+  REFUSED ("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc", "encoded_response",
+           "a gzip body (it could hide the value)");
+  REFUSED ("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "encoded_response", "a transfer coding");
+  REFUSED ("HTTP/2 200\r\n\r\n", "bad_response", "not HTTP/1.x");
+  REFUSED ("HTTP/1.1 200 OK\r\nX: a\r\n b\r\n\r\n", "bad_response", "obs-fold");
+  REFUSED ("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", "bad_response", "two lengths");
+  REFUSED ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "bad_response", "a bad chunk size");
+  REFUSED ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\naXX", "bad_response", "a chunk without its CRLF");
+  {
+    char *big = malloc (RT_SCRUB_MAX_HEAD + 100);
+    memset (big, 'a', RT_SCRUB_MAX_HEAD + 99);
+    memcpy (big, "HTTP/1.1 200 OK\r\nX: ", 20);
+    big[RT_SCRUB_MAX_HEAD + 99] = '\0';
+    REFUSED (big, "response_head_too_large", "a head over 64 KiB");
+    free (big);
+  }
+  same (one, 1, "G", "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 0\r\n\r\n", false,
+        "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 0\r\n\r\n", "a coding with no body passes");
+  return tap_done ();
+}
