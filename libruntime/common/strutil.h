@@ -6,6 +6,9 @@
 #include <stddef.h>
 
 #define RT_PRINTF(a, b) __attribute__ ((format (printf, a, b)))
+/* PATH for the processes the library starts with an environment of its
+   own (the monitor, QEMU): never the caller's.  */
+#define RT_CLEAN_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 /* A new string, or NULL when out of memory.  */
 char *rt_strdup_printf (const char *fmt, ...) RT_PRINTF (1, 2);

@@ -92,6 +92,7 @@ struct mon
   struct rt_intercept *intercept; /* for the sandbox's secrets, or NULL */
   bool trial;
   struct rt_meter meter;      /* QEMU's vCPU threads, and the ledger */
+  char *resolve;              /* RUNTIME_RESOLVE, read before the environment went */
 };
 
 /* Sets (or with @value NULL, nulls) a string of the state object.  */

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -305,7 +306,7 @@ serve_api (struct mon *m, rt_error **err)
   if (evhttp_accept_socket (m->http, api_fd) < 0)
     return rt_error_set (err, EIO, "startup_failed", "cannot serve '%s'", m->api_sock);
   m->trial = m->cfg->net.trial;
-  m->proxy = rt_proxy_new (m->base, &m->net, &m->cfg->net, m->cfg->egress_log, getenv ("RUNTIME_RESOLVE"),
+  m->proxy = rt_proxy_new (m->base, &m->net, &m->cfg->net, m->cfg->egress_log, m->resolve,
                            m->intercept, err);
   return m->proxy ? 0 : -1;
 }
@@ -406,6 +407,37 @@ monitor_start (struct mon *m, rt_error **err)
   return rt_store_write_state (m->cfg->dir, m->state, err);
 }
 
+/* The monitor outlives its caller and holds the sandbox's secrets: it
+   keeps nothing of the caller's it does not need.  Not dumpable, so
+   /proc/PID/{environ,mem,fd} are root's and no other process of the
+   same user may ptrace it; "/" as its cwd; an environment of PATH and the
+   CA paths OpenSSL reads for the egress proxy (intercept.c), nothing else
+   (no DEEPSEEK_API_KEY of the caller's reaches it or QEMU).  Returns
+   RUNTIME_RESOLVE, read first (NULL when unset).  */
+static char *
+clean_process (void)
+{
+  static const char *const keep[] = { "SSL_CERT_FILE", "SSL_CERT_DIR" };
+  char *kept[2] = { NULL, NULL };
+  const char *v = getenv ("RUNTIME_RESOLVE");
+  char *resolve = v ? strdup (v) : NULL;
+
+  prctl (PR_SET_DUMPABLE, 0);
+  if (chdir ("/") < 0)
+    _exit (1);
+  for (size_t i = 0; i < 2; i++)
+    kept[i] = (v = getenv (keep[i])) ? strdup (v) : NULL;
+  clearenv ();
+  setenv ("PATH", RT_CLEAN_PATH, 1);
+  for (size_t i = 0; i < 2; i++)
+    {
+      if (kept[i])
+        setenv (keep[i], kept[i], 1);
+      free (kept[i]);
+    }
+  return resolve;
+}
+
 static void __attribute__ ((noreturn))
 monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd, int claim_fd)
 {
@@ -418,6 +450,7 @@ monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd,
 
   /* Nothing of the caller's may leak into a process that lives on: its
      terminal, its pipes, its signal mask.  */
+  m.resolve = clean_process ();
   sigemptyset (&none);
   sigprocmask (SIG_SETMASK, &none, NULL);
   signal (SIGPIPE, SIG_IGN);
