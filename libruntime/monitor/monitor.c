@@ -412,7 +412,9 @@ monitor_start (struct mon *m, rt_error **err)
    /proc/PID/{environ,mem,fd} are root's and no other process of the
    same user may ptrace it; "/" as its cwd; an environment of PATH and the
    CA paths OpenSSL reads for the egress proxy (intercept.c), nothing else
-   (no DEEPSEEK_API_KEY of the caller's reaches it or QEMU).  Returns
+   (no DEEPSEEK_API_KEY of the caller's reaches it or QEMU).  The
+   caller's strings are wiped, not only dropped: /proc/PID/environ shows
+   the block exec left, whatever environ points at now.  Returns
    RUNTIME_RESOLVE, read first (NULL when unset).  */
 static char *
 clean_process (void)
@@ -427,6 +429,8 @@ clean_process (void)
     _exit (1);
   for (size_t i = 0; i < 2; i++)
     kept[i] = (v = getenv (keep[i])) ? strdup (v) : NULL;
+  for (char **e = environ; e && *e; e++)
+    explicit_bzero (*e, strlen (*e));
   clearenv ();
   setenv ("PATH", RT_CLEAN_PATH, 1);
   for (size_t i = 0; i < 2; i++)
