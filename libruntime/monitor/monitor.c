@@ -407,14 +407,40 @@ monitor_start (struct mon *m, rt_error **err)
   return rt_store_write_state (m->cfg->dir, m->state, err);
 }
 
+/* Wipes the block exec left for the environment ([env_start, env_end),
+   fields 50 and 51 of /proc/self/stat): /proc/PID/environ shows it,
+   whatever environ points at now.  Strings a program put elsewhere
+   (setenv, putenv) are only dropped by clearenv.  */
+static void
+wipe_exec_env (void)
+{
+  char buf[2048];
+  unsigned long start = 0, end = 0;
+  int fd = open ("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd < 0 ? -1 : read (fd, buf, sizeof buf - 1);
+  char *p;
+
+  if (fd >= 0)
+    close (fd);
+  if (n <= 0)
+    return;
+  buf[n] = '\0';
+  /* Field 2 (the name) may hold spaces: count from its closing ')'.  */
+  p = strrchr (buf, ')');
+  for (int field = 2; p && field < 50; field++)
+    p = strchr (p + 1, ' ');
+  if (p == NULL || sscanf (p, " %lu %lu", &start, &end) != 2 || start == 0 || end <= start)
+    return;
+  explicit_bzero ((void *) start, end - start);
+}
+
 /* The monitor outlives its caller and holds the sandbox's secrets: it
    keeps nothing of the caller's it does not need.  Not dumpable, so
    /proc/PID/{environ,mem,fd} are root's and no other process of the
    same user may ptrace it; "/" as its cwd; an environment of PATH and the
    CA paths OpenSSL reads for the egress proxy (intercept.c), nothing else
-   (no DEEPSEEK_API_KEY of the caller's reaches it or QEMU).  The
-   caller's strings are wiped, not only dropped: /proc/PID/environ shows
-   the block exec left, whatever environ points at now.  Returns
+   (no DEEPSEEK_API_KEY of the caller's reaches it or QEMU), the caller's
+   strings wiped, not only dropped.  Returns
    RUNTIME_RESOLVE, read first (NULL when unset).  */
 static char *
 clean_process (void)
@@ -429,8 +455,7 @@ clean_process (void)
     _exit (1);
   for (size_t i = 0; i < 2; i++)
     kept[i] = (v = getenv (keep[i])) ? strdup (v) : NULL;
-  for (char **e = environ; e && *e; e++)
-    explicit_bzero (*e, strlen (*e));
+  wipe_exec_env ();
   clearenv ();
   setenv ("PATH", RT_CLEAN_PATH, 1);
   for (size_t i = 0; i < 2; i++)
