@@ -121,7 +121,7 @@ cat >"$tmp/dns.py" <<'EOF'
 import random, socket, struct
 ns = open("/etc/resolv.conf").read().split("nameserver")[1].split()[0]
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE: room for every answer
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)  # as much room as rmem_max gives
 for i in range(500):
     name = "q%d-%d.example.com" % (i, random.randrange(1 << 30))
     qname = b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0"
@@ -138,12 +138,14 @@ print(codes.get(5, 0), sum(codes.values()))
 EOF
 rc sandbox cp "$tmp/dns.py" "$clean_id:/workspace/dns.py" 2>/dev/null
 read -r refused answered <<<"$(rc sandbox exec "$clean_id" -- python3 /workspace/dns.py </dev/null 2>&1 | tail -1)"
-# Some lookups end while the burst still arrives, freeing their places.
-check "500 DNS queries at once: most answered REFUSED at once ($refused of $answered answers)" \
-    test "${refused:-0}" -ge 250
+# Some lookups end while the burst still arrives, freeing their places;
+# the guest's socket (rmem_max) may drop answers it does not read in time.
+check "500 DNS queries at once: answers REFUSED reach the guest ($refused of $answered answers)" \
+    test "${refused:-0}" -ge 50
 log=$(rc sandbox network "$clean_id" --log --json 2>/dev/null)
 cnt=$(json_get 'sum(1 for e in o if e.get("reason") == "too_many_queries")' <<<"$log" 2>/dev/null)
-check "… each is in the egress log as too_many_queries ($cnt)" test "${cnt:-0}" -ge "${refused:-1}"
+check "… most of the 500 are refused, each in the egress log as too_many_queries ($cnt)" \
+    test "${cnt:-0}" -ge 250 -a "${cnt:-0}" -ge "${refused:-1}"
 is "… and the monitor keeps serving: exec still works" \
     "$(rc sandbox exec "$clean_id" -- echo still-here </dev/null 2>&1)" "still-here"
 
