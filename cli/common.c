@@ -30,9 +30,13 @@ cli_error (const rt_error *err)
     }
   else
     {
-      fprintf (stderr, "Error [%s]: %s\n", code, msg);
+      /* A message or hint may quote the guest (its console, a path it
+         named): shown as text, the hint's lines kept.  */
+      cleanup_free char *safe_msg = rt_text_escape (msg, false);
+      cleanup_free char *safe_hint = hint ? rt_text_escape (hint, true) : NULL;
+      fprintf (stderr, "Error [%s]: %s\n", code, safe_msg ? safe_msg : msg);
       if (hint)
-        fprintf (stderr, "Hint: %s\n", hint);
+        fprintf (stderr, "Hint: %s\n", safe_hint ? safe_hint : hint);
     }
   return 1;
 }

@@ -320,11 +320,13 @@ ps_table (json_object *arr)
   for (size_t i = 0; i < n; i++)
     {
       json_object *p = json_object_array_get_idx (arr, i), *v;
+      /* The command line is the guest's to report: shown as text.  */
+      cleanup_free char *command = rt_text_escape (cli_jstr (p, "command"), false);
       char exit_s[16] = "-";
       if (json_object_object_get_ex (p, "exitCode", &v) && v)
         snprintf (exit_s, sizeof (exit_s), "%d", json_object_get_int (v));
       json_object_object_get_ex (p, "process", &v);
-      printf ("%-8d %-8s %-5s %s\n", json_object_get_int (v), cli_jstr (p, "state"), exit_s, cli_jstr (p, "command"));
+      printf ("%-8d %-8s %-5s %s\n", json_object_get_int (v), cli_jstr (p, "state"), exit_s, command ? command : "-");
     }
 }
 

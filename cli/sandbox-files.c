@@ -49,8 +49,10 @@ files_table (json_object *arr)
   for (size_t i = 0; i < json_object_array_length (arr); i++)
     {
       json_object *e = json_object_array_get_idx (arr, i), *v;
+      /* Names are the guest's: a name may hold an escape sequence.  */
+      cleanup_free char *path = rt_text_escape (cli_jstr (e, "path"), false);
       json_object_object_get_ex (e, "size", &v);
-      printf ("%s %lld %s\n", cli_jstr (e, "type"), (long long) json_object_get_int64 (v), cli_jstr (e, "path"));
+      printf ("%s %lld %s\n", cli_jstr (e, "type"), (long long) json_object_get_int64 (v), path ? path : "-");
     }
 }
 

@@ -88,6 +88,7 @@ print_egress_log (rt_context *ctx, const char *ref, bool json)
   while (f && getline (&line, &cap, f) > 0)
     {
       json_object *o = json_tokener_parse (line), *v;
+      cleanup_free char *name = NULL;
       char addr[80];
       if (o == NULL)
         continue;
@@ -96,13 +97,15 @@ print_egress_log (rt_context *ctx, const char *ref, bool json)
           json_object_array_add (all, o);
           continue;
         }
+      /* The name is what the guest asked for (DNS, SNI, Host): text only.  */
+      name = rt_text_escape (cli_jstr (o, "name") ? cli_jstr (o, "name") : "-", false);
       snprintf (addr, sizeof addr, "%s:%d", cli_jstr (o, "address") ? cli_jstr (o, "address") : "-",
                 json_object_object_get_ex (o, "port", &v) ? json_object_get_int (v) : 0);
       printf ("%-24s %-8s %-15s %-7s %-30s %-21s %10" PRId64 " %10" PRId64 "\n",
               cli_jstr (o, "time") ? cli_jstr (o, "time") : "-",
               cli_jstr (o, "decision") ? cli_jstr (o, "decision") : "-",
               cli_jstr (o, "reason") ? cli_jstr (o, "reason") : "-", cli_jstr (o, "kind") ? cli_jstr (o, "kind") : "-",
-              cli_jstr (o, "name") ? cli_jstr (o, "name") : "-", addr,
+              name ? name : "-", addr,
               json_object_object_get_ex (o, "bytesOut", &v) ? json_object_get_int64 (v) : (int64_t) 0,
               json_object_object_get_ex (o, "bytesIn", &v) ? json_object_get_int64 (v) : (int64_t) 0);
       json_object_put (o);

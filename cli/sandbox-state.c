@@ -215,7 +215,11 @@ write_value (FILE *f, json_object *v, bool top)
         fputs ("-", f);
       return;
     case json_type_string:
-      fputs (top && json_object_get_string_len (v) == 0 ? "-" : json_object_get_string (v), f);
+      {
+        /* A value may quote the guest (a start-up error's console lines).  */
+        cleanup_free char *text = rt_text_escape (json_object_get_string (v), false);
+        fputs (top && json_object_get_string_len (v) == 0 ? "-" : text ? text : "?", f);
+      }
       return;
     case json_type_null:
     case json_type_boolean:

@@ -81,6 +81,20 @@ const char *rt_version (void);
  */
 bool rt_env_name_valid (const char *s, size_t len);
 
+/**
+ * rt_text_escape - text from a sandbox made safe to show on a terminal
+ * @text:      the text (NULL is taken as "")
+ * @multiline: keep newlines and tabs (a log, a hint); else they are
+ *             escaped too, so one value stays on one line (a table cell)
+ *
+ * A guest controls file names, command lines and log lines: an escape
+ * sequence in them would drive the user's terminal (retitle it, rewrite
+ * what is on screen).  Control characters, C1 controls and bytes that are
+ * not UTF-8 become \xHH; everything else, other UTF-8 included, is kept.
+ * Return: a new string (free() it), or NULL when out of memory.
+ */
+char *rt_text_escape (const char *text, bool multiline);
+
 typedef struct rt_context rt_context;
 
 /**

@@ -1,6 +1,8 @@
 /* strutil.c - small string helpers the library and the guest agent share.  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "common/strutil.h"
 
@@ -26,4 +28,61 @@ rt_env_name_valid (const char *s, size_t len)
     if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
       return false;
   return true;
+}
+
+/* The length of the UTF-8 sequence at @p (at most @left bytes), 0 when it
+   is not one or is a C1 control (U+0080..U+009F: 8-bit CSI and friends).  */
+static size_t
+utf8_len (const unsigned char *p, size_t left)
+{
+  size_t n;
+  unsigned min;
+  unsigned cp;
+
+  if (p[0] >= 0xc2 && p[0] <= 0xdf)
+    n = 2, min = 0x80, cp = p[0] & 0x1f;
+  else if (p[0] >= 0xe0 && p[0] <= 0xef)
+    n = 3, min = 0x800, cp = p[0] & 0x0f;
+  else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+    n = 4, min = 0x10000, cp = p[0] & 0x07;
+  else
+    return 0;
+  if (left < n)
+    return 0;
+  for (size_t i = 1; i < n; i++)
+    {
+      if ((p[i] & 0xc0) != 0x80)
+        return 0;
+      cp = (cp << 6) | (p[i] & 0x3f);
+    }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp <= 0x9f)
+    return 0;
+  return n;
+}
+
+char *
+rt_text_escape (const char *text, bool multiline)
+{
+  const unsigned char *p = (const unsigned char *) (text ? text : "");
+  size_t len = strlen ((const char *) p);
+  char *out = malloc (len * 4 + 1), *o = out;
+
+  if (out == NULL)
+    return NULL;
+  for (size_t i = 0; i < len;)
+    {
+      size_t n = p[i] >= 0x80 ? utf8_len (p + i, len - i) : 1;
+      bool plain = n > 1 || (p[i] >= 0x20 && p[i] < 0x7f) || (multiline && (p[i] == '\n' || p[i] == '\t'));
+      if (!plain)
+        {
+          o += sprintf (o, "\\x%02x", p[i]);
+          i++;
+          continue;
+        }
+      memcpy (o, p + i, n);
+      o += n;
+      i += n;
+    }
+  *o = '\0';
+  return out;
 }

@@ -6,6 +6,9 @@
 #include <stddef.h>
 
 #define RT_PRINTF(a, b) __attribute__ ((format (printf, a, b)))
+/* PATH for the processes the library starts with an environment of its
+   own (the monitor, QEMU): never the caller's.  */
+#define RT_CLEAN_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 /* A new string, or NULL when out of memory.  */
 char *rt_strdup_printf (const char *fmt, ...) RT_PRINTF (1, 2);
@@ -13,5 +16,9 @@ char *rt_strdup_printf (const char *fmt, ...) RT_PRINTF (1, 2);
    names), whatever the locale.  Public too (include/runtime.h); declared
    here for the agent, which does not see that header.  */
 bool rt_env_name_valid (const char *s, size_t len);
+/* @text as a terminal may show it: control characters, C1 controls and
+   bytes that are not UTF-8 as \xHH, newlines and tabs kept only when
+   @multiline.  A new string, or NULL when out of memory.  Public too.  */
+char *rt_text_escape (const char *text, bool multiline);
 
 #endif

@@ -111,6 +111,7 @@ struct mon
   struct rt_meter meter;      /* QEMU's vCPU threads, and the ledger */
   struct rt_console console;  /* the guest's console, a capped log */
   struct event *ev_console;
+  char *resolve;              /* RUNTIME_RESOLVE, read before the environment went */
 };
 
 /* Sets (or with @value NULL, nulls) a string of the state object.  */

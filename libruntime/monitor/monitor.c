@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -311,7 +312,7 @@ serve_api (struct mon *m, rt_error **err)
   if (evhttp_accept_socket (m->http, api_fd) < 0)
     return rt_error_set (err, EIO, "startup_failed", "cannot serve '%s'", m->api_sock);
   m->trial = m->cfg->net.trial;
-  m->proxy = rt_proxy_new (m->base, &m->net, &m->cfg->net, m->cfg->egress_log, getenv ("RUNTIME_RESOLVE"),
+  m->proxy = rt_proxy_new (m->base, &m->net, &m->cfg->net, m->cfg->egress_log, m->resolve,
                            m->intercept, err);
   return m->proxy ? 0 : -1;
 }
@@ -426,6 +427,66 @@ monitor_start (struct mon *m, rt_error **err)
   return rt_store_write_state (m->cfg->dir, m->state, err);
 }
 
+/* Wipes the block exec left for the environment ([env_start, env_end),
+   fields 50 and 51 of /proc/self/stat): /proc/PID/environ shows it,
+   whatever environ points at now.  Strings a program put elsewhere
+   (setenv, putenv) are only dropped by clearenv.  */
+static void
+wipe_exec_env (void)
+{
+  char buf[2048];
+  unsigned long start = 0, end = 0;
+  int fd = open ("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd < 0 ? -1 : read (fd, buf, sizeof buf - 1);
+  char *p;
+
+  if (fd >= 0)
+    close (fd);
+  if (n <= 0)
+    return;
+  buf[n] = '\0';
+  /* Field 2 (the name) may hold spaces: count from its closing ')'.  */
+  p = strrchr (buf, ')');
+  for (int field = 2; p && field < 50; field++)
+    p = strchr (p + 1, ' ');
+  if (p == NULL || sscanf (p, " %lu %lu", &start, &end) != 2 || start == 0 || end <= start)
+    return;
+  explicit_bzero ((void *) start, end - start);
+}
+
+/* The monitor outlives its caller and holds the sandbox's secrets: it
+   keeps nothing of the caller's it does not need.  Not dumpable, so
+   /proc/PID/{environ,mem,fd} are root's and no other process of the
+   same user may ptrace it; "/" as its cwd; an environment of PATH and the
+   CA paths OpenSSL reads for the egress proxy (intercept.c), nothing else
+   (no DEEPSEEK_API_KEY of the caller's reaches it or QEMU), the caller's
+   strings wiped, not only dropped.  Returns
+   RUNTIME_RESOLVE, read first (NULL when unset).  */
+static char *
+clean_process (void)
+{
+  static const char *const keep[] = { "SSL_CERT_FILE", "SSL_CERT_DIR" };
+  char *kept[2] = { NULL, NULL };
+  const char *v = getenv ("RUNTIME_RESOLVE");
+  char *resolve = v ? strdup (v) : NULL;
+
+  prctl (PR_SET_DUMPABLE, 0);
+  if (chdir ("/") < 0)
+    _exit (1);
+  for (size_t i = 0; i < 2; i++)
+    kept[i] = (v = getenv (keep[i])) ? strdup (v) : NULL;
+  wipe_exec_env ();
+  clearenv ();
+  setenv ("PATH", RT_CLEAN_PATH, 1);
+  for (size_t i = 0; i < 2; i++)
+    {
+      if (kept[i])
+        setenv (keep[i], kept[i], 1);
+      free (kept[i]);
+    }
+  return resolve;
+}
+
 static void __attribute__ ((noreturn))
 monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd, int claim_fd)
 {
@@ -439,6 +500,7 @@ monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd,
 
   /* Nothing of the caller's may leak into a process that lives on: its
      terminal, its pipes, its signal mask.  */
+  m.resolve = clean_process ();
   sigemptyset (&none);
   sigprocmask (SIG_SETMASK, &none, NULL);
   signal (SIGPIPE, SIG_IGN);

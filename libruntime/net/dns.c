@@ -173,6 +173,7 @@ on_dns_resolved (void *owner, struct evutil_addrinfo *res)
   const char *reason = "unresolved";
   int answers = 0;
 
+  q->px->dns.in_flight--;
   for (struct evutil_addrinfo *ai = res; ai; ai = ai->ai_next)
     {
       const char *why;
@@ -238,8 +239,17 @@ on_dns_request (struct evdns_server_request *req, void *arg)
       free (q);
       return;
     }
+  if (px->dns.in_flight >= RT_DNS_MAX_IN_FLIGHT)
+    {
+      rt_proxy_log (px, "dns", q->name, NULL, 53, "refused", "too_many_queries", 0, 0, NULL);
+      evdns_server_request_respond (req, DNS_ERR_REFUSED);
+      free (q->name);
+      free (q);
+      return;
+    }
   /* The lookup finishes even if the guest gives up: req lives until we
      respond.  */
+  px->dns.in_flight++;
   rt_dns_resolve (&px->dns, q->name, q, on_dns_resolved, &q->resolving);
 }
 

@@ -16,6 +16,9 @@
 
 #define RT_DNS_CACHE 1024
 #define RT_DNS_MAX_OVERRIDES 64
+/* The guest's queries being resolved at once; more are answered REFUSED
+   (and logged) at once, so a flood costs the monitor no more.  */
+#define RT_DNS_MAX_IN_FLIGHT 64
 
 struct rt_proxy;
 
@@ -40,6 +43,7 @@ struct rt_dns
   size_t cache_next;
   struct rt_dns_override overrides[RT_DNS_MAX_OVERRIDES];
   size_t n_overrides;
+  size_t in_flight; /* the guest's queries being resolved */
 };
 
 /* RUNTIME_RESOLVE-style overrides ("name=addr,…"; NULL or "" for none).  */

@@ -57,6 +57,10 @@ struct conn
 
 struct orphan;
 
+/* A guest's connections open through the proxy at once (both doors);
+   more are reset at once and logged (reason too_many_connections).  */
+#define RT_PROXY_MAX_CONNS 256
+
 struct rt_proxy
 {
   struct event_base *base;
@@ -64,6 +68,7 @@ struct rt_proxy
   struct evconnlistener *proxy_l, *transparent_l;
   struct rt_egress_rules rules;
   LIST_HEAD (conn_list, conn) conns;
+  size_t n_conns;                          /* in conns: at most RT_PROXY_MAX_CONNS */
   LIST_HEAD (orphan_list, orphan) orphans; /* sockets still writing out a closed TLS side */
   int log_fd;
   size_t log_bytes;

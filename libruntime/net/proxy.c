@@ -134,6 +134,7 @@ rt_conn_free (struct conn *c, const char *decision, const char *reason)
   if (c->up)
     rt_relay_release (px, c->up, !c->resetting);
   LIST_REMOVE (c, link);
+  px->n_conns--;
   free (c->name);
   free (c->head);
   rt_rewrite_free (c->rw);
@@ -356,18 +357,38 @@ conn_new (struct rt_proxy *px, evutil_socket_t fd, enum conn_kind kind)
   c->kind = kind;
   c->guest_fd = fd;
   LIST_INSERT_HEAD (&px->conns, c, link);
+  px->n_conns++;
   return c;
+}
+
+/* Past RT_PROXY_MAX_CONNS a new connection is reset and logged: a guest
+   opening sockets without end gets refusals, and the monitor's memory
+   and fds stay bounded.  */
+static bool
+over_cap (struct rt_proxy *px, evutil_socket_t fd, const char *kind, const struct sockaddr_storage *addr, int port)
+{
+  struct linger lg = { 1, 0 };
+
+  if (px->n_conns < RT_PROXY_MAX_CONNS)
+    return false;
+  setsockopt (fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  close (fd);
+  rt_proxy_log (px, kind, NULL, addr, port, "refused", "too_many_connections", 0, 0, NULL);
+  return true;
 }
 
 static void
 on_proxy_accept (struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
 {
   struct timeval tv = { HEAD_TIMEOUT_S, 0 };
-  struct conn *c = conn_new (arg, fd, CONN_PROXY);
+  struct conn *c;
 
   (void) l;
   (void) sa;
   (void) salen;
+  if (over_cap (arg, fd, "http", NULL, 0))
+    return;
+  c = conn_new (arg, fd, CONN_PROXY);
   if (c == NULL)
     return;
   bufferevent_setcb (c->guest, on_head, NULL, on_guest_gone, c);
@@ -439,6 +460,12 @@ on_transparent_accept (struct evconnlistener *l, evutil_socket_t fd, struct sock
       close (fd);
       return;
     }
+  {
+    struct sockaddr_storage ss = { 0 };
+    memcpy (&ss, &dst, sizeof dst);
+    if (over_cap (px, fd, "tcp", &ss, ntohs (dst.sin_port)))
+      return;
+  }
   c = conn_new (px, fd, CONN_TRANSPARENT);
   if (c == NULL)
     return;

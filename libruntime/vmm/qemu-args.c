@@ -43,6 +43,39 @@ add (struct argv_builder *b, const char *s)
   add_owned (b, strdup (s));
 }
 
+/* @path as a value inside a QEMU option list, where ',' separates options:
+   doubled, so "/tmp/a,b=c" cannot add an option of its own.  A new
+   string, or NULL when out of memory.  */
+static char *
+opt_path (const char *path)
+{
+  size_t len = strlen (path), commas = 0;
+  char *out, *o;
+
+  for (const char *p = path; *p; p++)
+    commas += *p == ',';
+  out = o = malloc (len + commas + 1);
+  if (out == NULL)
+    return NULL;
+  for (const char *p = path; *p; p++)
+    {
+      *o++ = *p;
+      if (*p == ',')
+        *o++ = ',';
+    }
+  *o = '\0';
+  return out;
+}
+
+/* @before, @path escaped by opt_path, @after: one argument.  */
+static void
+add_opt_path (struct argv_builder *b, const char *before, const char *path, const char *after)
+{
+  cleanup_free char *esc = opt_path (path);
+
+  add_owned (b, esc ? rt_strdup_printf ("%s%s%s", before, esc, after) : NULL);
+}
+
 static void
 add_pairs (struct argv_builder *b, const char *const *pairs)
 {
@@ -72,9 +105,9 @@ add_devices (struct argv_builder *b, const struct rt_qemu_args *a)
   if (a->agent_sock)
     {
       add_pairs (b, (const char *const[]){ "-device", "virtio-serial-device", "-chardev", NULL });
-      add_owned (b, rt_strdup_printf ("socket,id=agent,path=%s,server=on,wait=off", a->agent_sock));
+      add_opt_path (b, "socket,id=agent,path=", a->agent_sock, ",server=on,wait=off");
       add_pairs (b, (const char *const[]){ "-device", "virtserialport,chardev=agent,name=runtime.agent", "-qmp", NULL });
-      add_owned (b, rt_strdup_printf ("unix:%s,server=on,wait=off", a->qmp_sock));
+      add_opt_path (b, "unix:", a->qmp_sock, ",server=on,wait=off");
     }
   /* The tap is fd 3 in QEMU (vm.c's child puts it there).  */
   if (a->tap)
@@ -84,9 +117,9 @@ add_devices (struct argv_builder *b, const struct rt_qemu_args *a)
     {
       add (b, "-drive");
       if (a->disk_overlay)
-        add_owned (b, rt_strdup_printf ("id=root,file=%s,format=qcow2,if=none,discard=unmap", a->disk));
+        add_opt_path (b, "id=root,file=", a->disk, ",format=qcow2,if=none,discard=unmap");
       else
-        add_owned (b, rt_strdup_printf ("id=root,file=%s,format=raw,if=none,snapshot=on,discard=unmap", a->disk));
+        add_opt_path (b, "id=root,file=", a->disk, ",format=raw,if=none,snapshot=on,discard=unmap");
       add_pairs (b, (const char *const[]){ "-device", "virtio-blk-device,drive=root", NULL });
     }
 }
@@ -115,6 +148,8 @@ rt_qemu_argv (const struct rt_qemu_args *a, char ***out, rt_error **err)
     add_pairs (&b, (const char *const[]){ "-chardev", "socket,id=console,fd=4", "-serial", "chardev:console", NULL });
   else
     {
+      /* "file:" takes the rest as the path, commas included (QEMU's
+         qemu_chr_parse_compat), as -kernel and -initrd do: no escaping.  */
       add (&b, "-serial");
       add_owned (&b, rt_strdup_printf ("file:%s", a->console_log));
     }

@@ -69,9 +69,10 @@ make_overlay (const struct rt_vm_config *cfg, const char *dir, char **path, rt_e
   return 0;
 }
 
-/* In the child, between fork and exec: never returns.  */
+/* In the child, between fork and exec: never returns.  @env: QEMU's whole
+   environment.  */
 static void
-exec_qemu (const struct rt_vm_config *cfg, char **argv, int logfd)
+exec_qemu (const struct rt_vm_config *cfg, char **argv, char **env, int logfd)
 {
   int devnull = open ("/dev/null", O_RDONLY);
   pid_t parent = getppid ();
@@ -118,11 +119,13 @@ exec_qemu (const struct rt_vm_config *cfg, char **argv, int logfd)
       dprintf (2, "cannot enter the sandbox's network namespace: %s\n", strerror (errno));
       _exit (127);
     }
-  /* snapshot=on puts its temporary overlay (the size of the base disk) in
-     $TMPDIR: keep it in the disk dir, off the state dir's RAM, so that it
-     goes with the sandbox even after a SIGKILL.  */
-  setenv ("TMPDIR", cfg->disk_dir ? cfg->disk_dir : cfg->dir, 1);
-  execv (argv[0], argv);
+  /* Nothing of the caller's directory either: its paths are all absolute.
+     exec makes QEMU dumpable again (it has no option to undo that): its
+     /proc/PID/environ is readable by its own user, so it holds nothing
+     but what it needs (spawn_qemu).  */
+  if (chdir ("/") < 0)
+    _exit (127);
+  execve (argv[0], argv, env);
   dprintf (2, "cannot run %s: %s\n", argv[0], strerror (errno));
   _exit (127);
 }
@@ -133,10 +136,16 @@ static int
 spawn_qemu (const struct rt_vm_config *cfg, char **argv, struct rt_vm *vm, rt_error **err)
 {
   cleanup_free char *log = rt_strdup_printf ("%s/qemu.log", cfg->dir);
+  /* snapshot=on puts its temporary overlay (the size of the base disk) in
+     $TMPDIR: keep it in the disk dir, off the state dir's RAM, so that it
+     goes with the sandbox even after a SIGKILL.  Else an environment from
+     nothing: no secret of the caller's reaches QEMU.  */
+  cleanup_free char *tmpdir = rt_strdup_printf ("TMPDIR=%s", cfg->disk_dir ? cfg->disk_dir : cfg->dir);
+  char *env[] = { (char *) "PATH=" RT_CLEAN_PATH, tmpdir, NULL };
   int logfd;
   pid_t pid;
 
-  if (log == NULL)
+  if (log == NULL || tmpdir == NULL)
     return rt_error_oom (err);
   logfd = open (log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (logfd < 0)
@@ -148,7 +157,7 @@ spawn_qemu (const struct rt_vm_config *cfg, char **argv, struct rt_vm *vm, rt_er
       return rt_error_set (err, errno, "startup_failed", "fork: %s", strerror (errno));
     }
   if (pid == 0)
-    exec_qemu (cfg, argv, logfd);
+    exec_qemu (cfg, argv, env, logfd);
   close (logfd);
   vm->pid = pid;
   vm->pidfd = pidfd_open (pid, 0);

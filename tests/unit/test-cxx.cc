@@ -27,6 +27,7 @@ struct entry
 const entry table[] = {
   FN (rt_error_free),
   FN (rt_env_name_valid),
+  FN (rt_text_escape),
   FN (rt_version),
   FN (rt_context_new),
   FN (rt_context_free),
@@ -112,6 +113,11 @@ call_context (rt_context *ctx, rt_error *&err)
 
   ok (rt_version () && *rt_version (), "rt_version");
   ok (rt_env_name_valid ("A_1", 3) && !rt_env_name_valid ("1A", 2), "rt_env_name_valid");
+  {
+    char *esc = rt_text_escape ("a\x1b]0;x", false);
+    ok (esc && std::strcmp (esc, "a\\x1b]0;x") == 0, "rt_text_escape");
+    std::free (esc);
+  }
   rt_error_free (nullptr);
   rt_context_set_progress (ctx, progress, &lines);
   ok (outcome (rt_context_accel (ctx, &accel, &err), err, nullptr) && std::strcmp (accel, "tcg") == 0,

@@ -151,6 +151,31 @@ test_console_sock (void)
   check ("the console on the socket at fd 4", &a, want);
 }
 
+/* A state dir "/tmp/a,b=c" (RUNTIME_STATE_DIR is the caller's to choose):
+   a comma inside an option list would start an option of its own, so
+   every path there is doubled (",,"); "file:", -kernel and -initrd take
+   their value whole.  */
+static void
+test_commas (void)
+{
+  struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 1, .memory_mib = 512, .vmlinux = "/c,x/vmlinux",
+                            .initramfs = "/c,x/initrd", .console_log = "/tmp/a,b=c/sb-1/console.log",
+                            .agent_sock = "/tmp/a,b=c/sb-1/agent.sock", .qmp_sock = "/tmp/a,b=c/sb-1/qmp.sock",
+                            .disk = "/d,,/disk,readonly=on", .disk_overlay = true };
+  static const char *const want[] = {
+    "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "kvm", "-cpu", "host", "-m", "512",
+    "-smp", "1", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
+    "-no-reboot", "-serial", "file:/tmp/a,b=c/sb-1/console.log", "-kernel", "/c,x/vmlinux", "-initrd", "/c,x/initrd",
+    "-append", "console=ttyS0 quiet panic=-1 reboot=t rt.growfs=1", "-device", "virtio-serial-device", "-chardev",
+    "socket,id=agent,path=/tmp/a,,b=c/sb-1/agent.sock,server=on,wait=off", "-device",
+    "virtserialport,chardev=agent,name=runtime.agent", "-qmp", "unix:/tmp/a,,b=c/sb-1/qmp.sock,server=on,wait=off",
+    "-drive", "id=root,file=/d,,,,/disk,,readonly=on,format=qcow2,if=none,discard=unmap", "-device",
+    "virtio-blk-device,drive=root", NULL
+  };
+
+  check ("commas in paths are doubled inside option lists", &a, want);
+}
+
 static void
 test_incomplete (void)
 {
@@ -172,6 +197,7 @@ main (void)
   test_tcg_network ();
   test_kvm_probe ();
   test_console_sock ();
+  test_commas ();
   test_incomplete ();
   return tap_done ();
 }
