@@ -18,32 +18,18 @@
 #include <sys/statvfs.h>
 
 #include "common/cleanup.h"
+#include "common/strutil.h"
 #include "image/layer.h"
 #include "sandbox/unpack.h"
 
 void
 rt_unpack_escape (char *out, size_t size, const char *s, size_t len)
 {
-  size_t o = 0;
+  cleanup_free char *text = strndup (s, len);
+  cleanup_free char *safe = text ? rt_text_escape (text, false) : NULL;
 
-  if (size == 0)
-    return;
-  for (size_t i = 0; i < len && o + 5 < size; i++)
-    {
-      unsigned char c = s[i];
-      /* C1 controls too (U+0080-U+009F as UTF-8): some terminals obey them.  */
-      bool c1 = c == 0xc2 && i + 1 < len && (unsigned char) s[i + 1] >= 0x80 && (unsigned char) s[i + 1] <= 0x9f;
-      if (c1)
-        {
-          o += snprintf (out + o, size - o, "\\u%04x", (unsigned char) s[++i]);
-          continue;
-        }
-      if (c < 0x20 || c == 0x7f)
-        o += snprintf (out + o, size - o, "\\x%02x", c);
-      else
-        out[o++] = c;
-    }
-  out[o < size ? o : size - 1] = '\0';
+  if (size > 0)
+    snprintf (out, size, "%s", safe ? safe : "");
 }
 
 /* What to do with one entry.  */

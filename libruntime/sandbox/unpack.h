@@ -51,8 +51,8 @@ enum rt_unpack_status
 enum rt_unpack_status rt_unpack (int fd, const struct rt_unpack_limits *lim, rt_copy_result *res, char *why,
                                  size_t why_size);
 
-/* @len bytes of @s into @out (NUL-terminated, cut to @size) with control
-   characters shown as \xNN: guest-provided text for a terminal.  */
+/* @len bytes of @s (up to a NUL) into @out, NUL-terminated and cut to
+   @size, through rt_text_escape: guest-provided text for a terminal.  */
 void rt_unpack_escape (char *out, size_t size, const char *s, size_t len);
 
 #endif
