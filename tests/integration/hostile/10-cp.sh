@@ -6,8 +6,7 @@
 # sandbox usable (its tar restored).
 
 # In this shell, not a subshell: the shared sandbox is made once.
-[ -n "$shared_sb" ] || shared_sb=$(hostile_sandbox)
-sb=$shared_sb
+sb=$(hostile_sandbox)
 cpd=$tmp/cp
 mkdir -p "$cpd"
 no_temp() { test -z "$(ls -A "$cpd" | grep rt-cp)"; }
