@@ -1,5 +1,6 @@
 /* main.c - `runtime <group> <command> …`: the table of groups.  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -32,12 +33,34 @@ usage (FILE *out)
   return out == stdout ? 0 : 1;
 }
 
+/* The arguments as the process shows them (/proc/PID/cmdline, readable by
+   every local user for as long as a sandbox's monitor — a fork of this
+   process — lives) keep only "runtime GROUP COMMAND": an `--env K=V` or a
+   command line may hold a secret.  The program goes on with copies.  */
+static char **
+hide_args (int argc, char **argv)
+{
+  char **copy = calloc (argc + 1, sizeof (char *));
+
+  if (copy == NULL)
+    return argv;
+  for (int i = 0; i < argc; i++)
+    if ((copy[i] = strdup (argv[i])) == NULL)
+      return argv;
+  for (int i = 1; i < argc; i++)
+    if (i > 2 || argv[i][0] == '-')
+      explicit_bzero (argv[i], strlen (argv[i]));
+  return copy;
+}
+
 int
 main (int argc, char **argv)
 {
   const char *names[8];
   const char *s;
   int n = 0;
+
+  argv = hide_args (argc, argv);
 
   /* --json before -- decides how even a usage error is printed.  */
   for (int i = 1; i < argc && strcmp (argv[i], "--") != 0; i++)
@@ -64,15 +87,15 @@ main (int argc, char **argv)
           char *sub[] = { (char *) g->name, (char *) "--roff", NULL };
           g->run (2, sub);
         }
-      printf (".SH ENVIRONMENT\n.TP\n.B RUNTIME_STATE_DIR\nwhere live sandboxes keep their monitor, sockets "
-              "and disks (default: see FILES)\n"
+      printf (".SH ENVIRONMENT\n.TP\n.B RUNTIME_STATE_DIR\nwhere live sandboxes keep their sockets, pids and "
+              "small state; their disks are in RUNTIME_DATA_DIR (default: see FILES)\n"
               ".TP\n.B RUNTIME_DATA_DIR\nimages, the ledger, secrets and the egress CA (default: see FILES)\n"
               ".TP\n.B RUNTIME_CACHE_DIR\nthe kernel, the accelerator probe and boot disks (default: see FILES)\n"
               ".TP\n.B RUNTIME_ACCEL\nkvm or tcg instead of the probe (default: the probe's answer)\n"
               ".TP\n.B RUNTIME_QEMU\nthe QEMU binary (default: qemu\\-system\\-x86_64 on PATH)\n"
               ".TP\n.B DEEPSEEK_API_KEY\nthe key of runtime chat deepseek (no default: required)\n"
               ".SH FILES\nAs root:\n.TP\n.I /run/runtime\nstate of live sandboxes\n"
-              ".TP\n.I /var/lib/runtime\ndata: images/, sandboxes/ (records of ended sandboxes), ledger/, secrets.json, ca/, rates.json (optional prices)\n"
+              ".TP\n.I /var/lib/runtime\ndata: images/, sandboxes/ (records of ended sandboxes, disks of live ones), ledger/, secrets.json, ca/, rates.json (optional prices)\n"
               ".TP\n.I /var/cache/runtime\ncache: kernel/, disks/, accel\n"
               ".PP\nAs another user: \\fI$XDG_RUNTIME_DIR/runtime\\fR, \\fI$XDG_DATA_HOME/runtime\\fR "
               "(\\fI~/.local/share/runtime\\fR) and \\fI$XDG_CACHE_HOME/runtime\\fR (\\fI~/.cache/runtime\\fR).\n"

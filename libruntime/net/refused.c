@@ -52,6 +52,7 @@ static const struct range6 refused_v6[] = {
    address sits.  Teredo carries two (RFC 4380): its server, and its
    client inverted bit by bit.  */
 static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+static const uint8_t translated[12] = { [8] = 0xff, [9] = 0xff }; /* SIIT, RFC 2765 */
 static const uint8_t nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
 static const uint8_t sixtofour[2] = { 0x20, 0x02 };
 static const uint8_t teredo[4] = { 0x20, 0x01, 0x00, 0x00 };
@@ -70,7 +71,7 @@ rt_refused_ip (const uint8_t a[16])
 {
   uint8_t client[4];
 
-  if (memcmp (a, mapped, 12) == 0 || memcmp (a, nat64, 12) == 0)
+  if (memcmp (a, mapped, 12) == 0 || memcmp (a, translated, 12) == 0 || memcmp (a, nat64, 12) == 0)
     return v4_refused (a + 12);
   if (memcmp (a, sixtofour, 2) == 0)
     return v4_refused (a + 2);

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 /* Is @a (IPv6, or IPv4 widened to ::ffff:a.b.c.d) refused: in a refused
-   range, or an IPv6 form that carries a refused IPv4 address (IPv4-mapped,
+   range, or an IPv6 form that carries a refused IPv4 address (IPv4-mapped, IPv4-translated,
    NAT64 64:ff9b::/96, 6to4 2002::/16, Teredo 2001::/32 with its server or
    its client).  */
 bool rt_refused_ip (const uint8_t a[16]);

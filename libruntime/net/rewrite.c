@@ -211,13 +211,15 @@ check_request_line (const struct rt_rewrite *rw, const char *line, const char *e
 
 /* May the guest's header @name (@n bytes) go out?  Not those that would
    make the answer one the scrubber (scrub.h) cannot read whole: a coded
-   body, or a part of one (a value cut in two ranges is no longer found);
-   for HTTP/1.0 not a kept-alive connection, since its answer is re-framed
-   to end with the connection.  */
+   body, or a part of one (a value cut in two ranges is no longer found),
+   or a websocket whose frames are compressed (permessage-deflate); for
+   HTTP/1.0 not a kept-alive connection, since its answer is re-framed to
+   end with the connection.  */
 static bool
 answer_header_ok (const char *name, size_t n, bool http10)
 {
-  static const char *const dropped[] = { "Accept-Encoding", "Range", "If-Range", "TE", NULL };
+  static const char *const dropped[]
+      = { "Accept-Encoding", "Range", "If-Range", "TE", "Sec-WebSocket-Extensions", NULL };
 
   for (const char *const *d = dropped; *d; d++)
     if (rt_http_header_is (name, n, *d))

@@ -23,11 +23,22 @@ enum state
   R_DONE,  /* after an HTTP/1.0 answer: the guest waits for the end */
 };
 
+/* A string to find (a value, or a form of it a server may write) and the
+   placeholder it becomes.  */
+struct form
+{
+  struct rt_buf v;
+  const char *ph;
+};
+
+#define FORMS 6 /* at most, per value: see add_forms */
+
 struct rt_scrub
 {
-  const struct rt_secret_binding *b;
-  size_t n, maxv; /* maxv: the longest value */
-  size_t *vlen;
+  struct form *f;
+  size_t n;    /* forms */
+  size_t maxv; /* the longest form */
+  size_t hm;   /* body bytes always kept back: maxv - 1 */
   enum state state;
   uint64_t left;
   bool out_chunked;   /* the body goes out chunked */
@@ -44,25 +55,120 @@ struct rt_scrub
   void *arg;
 };
 
+#define J_SLASH 1 /* "/" as "\/" (PHP's default, some Java encoders) */
+#define J_HTML 2  /* "<", ">", "&" as "\u003c"... (Go's default, Rails) */
+
+/* @v as a JSON encoder with @flags writes it in a string, into @o: every
+   encoder escapes '"', '\' and control bytes; some also what @flags
+   says.  */
+static void
+json_form (const char *v, int flags, struct rt_buf *o)
+{
+  static const char hex[] = "0123456789abcdef";
+
+  for (const unsigned char *p = (const unsigned char *) v; *p; p++)
+    {
+      const char *c = strchr ("\b\f\n\r\t", *p);
+      char u[6] = { '\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15] };
+
+      if (*p == '"' || *p == '\\' || (*p == '/' && (flags & J_SLASH)))
+        {
+          rt_buf_add (o, "\\", 1);
+          rt_buf_add (o, (const char *) p, 1);
+        }
+      else if (c)
+        {
+          rt_buf_add (o, "\\", 1);
+          rt_buf_add (o, &"bfnrt"[c - "\b\f\n\r\t"], 1);
+        }
+      else if (*p < 0x20 || ((flags & J_HTML) && strchr ("<>&", *p)))
+        rt_buf_add (o, u, 6);
+      else
+        rt_buf_add (o, (const char *) p, 1);
+    }
+}
+
+/* @v percent-encoded: every byte but the unreserved ones (RFC 3986 2.3)
+   as %XX in @hex's digits, into @o.  */
+static void
+percent_form (const char *v, const char *hex, struct rt_buf *o)
+{
+  for (const unsigned char *p = (const unsigned char *) v; *p; p++)
+    {
+      char e[3] = { '%', hex[*p >> 4], hex[*p & 15] };
+      bool plain
+          = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr ("-._~", *p);
+      rt_buf_add (o, plain ? (const char *) p : e, plain ? 1 : 3);
+    }
+}
+
+/* @o as one more form, taken, unless it is one of those from @first on
+   already: then cleared.  Return: false when out of memory.  */
+static bool
+add_form (struct rt_scrub *s, size_t first, struct rt_buf *o, const char *ph)
+{
+  if (o->oom)
+    return false;
+  for (size_t i = first; i < s->n; i++)
+    if (s->f[i].v.len == o->len && memcmp (s->f[i].v.p, o->p, o->len) == 0)
+      {
+        rt_buf_clear (o);
+        return true;
+      }
+  s->f[s->n].v = *o;
+  s->f[s->n++].ph = ph;
+  if (o->len > s->maxv)
+    s->maxv = o->len;
+  *o = (struct rt_buf){ 0 };
+  return true;
+}
+
+/* The value of @b and the forms a server may write it in where they
+   differ: escaped in a JSON string (three common encoder settings) and
+   percent-encoded (either case).  Base64, a case change or a value cut in
+   parts stay unseen (docs/ARCHITECTURE.md).  An empty value is skipped:
+   it would be found everywhere.  */
+static bool
+add_forms (struct rt_scrub *s, const struct rt_secret_binding *b)
+{
+  size_t first = s->n;
+  struct rt_buf o = { 0 };
+  bool good;
+
+  if (b->value == NULL || b->value[0] == '\0')
+    return true;
+  rt_buf_add (&o, b->value, strlen (b->value));
+  good = add_form (s, first, &o, b->placeholder);
+  for (int flags = 0; good && flags <= J_HTML; flags++)
+    {
+      json_form (b->value, flags, &o);
+      good = add_form (s, first, &o, b->placeholder);
+    }
+  for (int k = 0; good && k < 2; k++)
+    {
+      percent_form (b->value, k ? "0123456789abcdef" : "0123456789ABCDEF", &o);
+      good = add_form (s, first, &o, b->placeholder);
+    }
+  rt_buf_clear (&o);
+  return good;
+}
+
 struct rt_scrub *
 rt_scrub_new (const struct rt_secret_binding *b, size_t n)
 {
   struct rt_scrub *s = calloc (1, sizeof *s);
+  bool good = s != NULL && (s->f = calloc (n * FORMS + 1, sizeof *s->f)) != NULL;
 
-  if (s == NULL)
-    return NULL;
-  s->b = b;
-  s->n = n;
-  s->vlen = calloc (n + 1, sizeof *s->vlen);
-  for (size_t i = 0; s->vlen && i < n; i++)
+  for (size_t i = 0; good && i < n; i++)
+    good = add_forms (s, &b[i]);
+  if (good)
     {
-      s->vlen[i] = strlen (b[i].value);
-      if (s->vlen[i] > s->maxv)
-        s->maxv = s->vlen[i];
+      s->hm = s->maxv > 0 ? s->maxv - 1 : 0;
+      s->hold = malloc (s->maxv + 1);
+      s->tmp = malloc (2 * s->maxv + 1);
+      good = s->hold != NULL && s->tmp != NULL;
     }
-  s->hold = malloc (s->maxv + 1);
-  s->tmp = malloc (2 * s->maxv + 1);
-  if (s->vlen == NULL || s->hold == NULL || s->tmp == NULL)
+  if (!good)
     {
       rt_scrub_free (s);
       return NULL;
@@ -83,7 +189,9 @@ rt_scrub_free (struct rt_scrub *s)
     explicit_bzero (s->tmp, 2 * s->maxv);
   free (s->hold);
   free (s->tmp);
-  free (s->vlen);
+  for (size_t i = 0; i < s->n; i++)
+    rt_buf_clear (&s->f[i].v);
+  free (s->f);
   free (s);
 }
 
@@ -111,10 +219,10 @@ find_value (const struct rt_scrub *s, const char *p, size_t n, size_t *which)
 
   for (size_t i = 0; i < s->n; i++)
     {
-      size_t vl = s->vlen[i];
+      size_t vl = s->f[i].v.len;
       /* Only a hit starting at or before the best so far counts.  */
-      const char *hit = memmem (p, best + vl < n ? best + vl : n, s->b[i].value, vl);
-      if (hit && ((size_t) (hit - p) < best || vl > s->vlen[*which]))
+      const char *hit = memmem (p, best + vl < n ? best + vl : n, s->f[i].v.p, vl);
+      if (hit && ((size_t) (hit - p) < best || vl > s->f[*which].v.len))
         {
           best = hit - p;
           *which = i;
@@ -123,59 +231,35 @@ find_value (const struct rt_scrub *s, const char *p, size_t n, size_t *which)
   return best;
 }
 
-/* The longest end of @p (@n bytes) that is the start of a value (and not
-   a whole one): what must wait for the next bytes.  Only that: a stream
-   (server-sent events, a websocket) is not held up by a tail that cannot
-   become a value.  */
-static size_t
-partial_tail (const struct rt_scrub *s, const char *p, size_t n)
-{
-  size_t best = 0;
-
-  for (size_t j = 0; j < s->n; j++)
-    {
-      size_t lim = s->vlen[j] - 1 < n ? s->vlen[j] - 1 : n;
-      /* From the longest candidate down: the first that matches wins.  */
-      for (const char *q = p + n - lim; q && q < p + n; q++)
-        {
-          size_t k;
-          q = memchr (q, s->b[j].value[0], p + n - q);
-          if (q == NULL)
-            break;
-          k = p + n - q;
-          if (k <= best)
-            break;
-          if (memcmp (q, s->b[j].value, k) == 0)
-            {
-              best = k;
-              break;
-            }
-        }
-    }
-  return best;
-}
-
-/* @p (@n bytes) into @o with every value replaced, but for a tail that may
-   be the start of a value when more follows (!@final).  Return: the bytes
+/* @p (@n bytes) into @o with every value replaced; unless @final, the
+   last s->hm bytes (fewer after a value) are not taken: a value may begin
+   there and end in the next bytes.  That many whatever they are: holding
+   back only what could start a value would tell a guest whose bytes an
+   echo reflects whether they are the start of one.  Return: the bytes
    taken.  */
 static size_t
 scrub (struct rt_scrub *s, const char *p, size_t n, bool final, struct rt_buf *o)
 {
-  size_t i = 0, keep;
+  /* A value starting before @bound ends within @p: it is found whole, and
+     so is any longer one starting at the same place.  */
+  size_t i = 0, bound = final ? n : n > s->hm ? n - s->hm : 0;
 
   for (;;)
     {
       size_t which = 0, at = i + find_value (s, p + i, n - i, &which);
-      if (at == n)
+      if (at >= bound)
         break;
       rt_buf_add (o, p + i, at - i);
-      rt_buf_add (o, s->b[which].placeholder, strlen (s->b[which].placeholder));
-      i = at + s->vlen[which];
+      rt_buf_add (o, s->f[which].ph, strlen (s->f[which].ph));
+      i = at + s->f[which].v.len;
       s->count++;
     }
-  keep = final ? n : n - partial_tail (s, p + i, n - i);
-  rt_buf_add (o, p + i, keep - i);
-  return keep;
+  if (bound > i)
+    {
+      rt_buf_add (o, p + i, bound - i);
+      i = bound;
+    }
+  return i;
 }
 
 /* Body bytes: scrubbed into s->body, a possible start of a value kept
@@ -187,7 +271,7 @@ body_data (struct rt_scrub *s, const char *p, size_t n)
 
   if (s->hold_len > 0)
     {
-      size_t add = n < s->maxv - 1 ? n : s->maxv - 1, h = s->hold_len;
+      size_t add = n < s->hm ? n : s->hm, h = s->hold_len;
       memcpy (s->tmp, s->hold, h);
       memcpy (s->tmp + h, p, add);
       c = scrub (s, s->tmp, h + add, false, &s->body);
@@ -283,6 +367,7 @@ struct framing
 {
   int status;
   bool have_len, te, encoded;
+  bool ws_ext; /* websocket frames compressed, say, after a 101 */
   uint64_t length;
 };
 
@@ -325,6 +410,8 @@ note_field (const char *line, const char *eol, struct framing *f)
     }
   else if (rt_http_header_is (line, colon - line, "Content-Encoding"))
     f->encoded |= !(vend - v == 8 && strncasecmp (v, "identity", 8) == 0) && vend > v;
+  else if (rt_http_header_is (line, colon - line, "Sec-WebSocket-Extensions"))
+    f->ws_ext = true;
   return NULL;
 }
 
@@ -408,7 +495,9 @@ do_head (struct rt_scrub *s, const char *h, size_t len, const char **why)
   if (f.status >= 200 || f.status == 101)
     s->last = req;
   reframed = body_state (s, &f, req);
-  if (f.encoded && s->state != R_HEAD && s->state != R_DONE)
+  /* The rewriter (rewrite.c) asked for no websocket extensions: one here
+     is a server that ignored that.  */
+  if ((f.encoded || (f.status == 101 && f.ws_ext)) && s->state != R_HEAD && s->state != R_DONE)
     {
       *why = "encoded_response";
       goto fail;

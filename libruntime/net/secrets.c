@@ -421,8 +421,10 @@ rt_secret_bindings (rt_context *ctx, char *const *given, const char *host, struc
     size_t k;
 
     /* A value with a line break (stored before they were refused) would
-       end a header and start another: never swapped.  */
-    if (ph == NULL || value == NULL || strpbrk (value, "\r\n") || !json_object_object_get_ex (e, "hosts", &hosts))
+       end a header and start another, an empty one (an old or hand-edited
+       store) would be found everywhere by the scrubber: never swapped.  */
+    if (ph == NULL || value == NULL || *value == '\0' || strpbrk (value, "\r\n")
+        || !json_object_object_get_ex (e, "hosts", &hosts))
       continue;
     /* Only the secrets this sandbox was given, under the placeholder it
        holds: a secret removed and set again is another secret.  */

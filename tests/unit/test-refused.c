@@ -1,6 +1,6 @@
 /* test-refused.c - the one list of always-refused addresses
    (net/refused.c): every range at its edges, every IPv6 form that wraps
-   an IPv4 address (mapped, NAT64, 6to4, Teredo server and client), and
+   an IPv4 address (mapped, translated, NAT64, 6to4, Teredo server and client), and
    the same list as the nftables set.  Addresses are data only: nothing is
    sent anywhere.  */
 #include <arpa/inet.h>
@@ -16,6 +16,7 @@
 enum form
 {
   MAPPED,
+  TRANSLATED,
   NAT64,
   SIXTOFOUR,
   TEREDO_SERVER,
@@ -23,7 +24,7 @@ enum form
   FORMS
 };
 
-static const char *const form_name[] = { "IPv4-mapped", "NAT64", "6to4", "Teredo server", "Teredo client" };
+static const char *const form_name[] = { "IPv4-mapped", "IPv4-translated", "NAT64", "6to4", "Teredo server", "Teredo client" };
 
 static void
 v4 (const char *text, uint8_t out[4])
@@ -43,6 +44,10 @@ wrap (enum form form, const uint8_t b[4], uint8_t a[16])
     {
       case MAPPED:
         a[10] = a[11] = 0xff;
+        memcpy (a + 12, b, 4);
+        break;
+      case TRANSLATED:
+        a[8] = a[9] = 0xff;
         memcpy (a + 12, b, 4);
         break;
       case NAT64:

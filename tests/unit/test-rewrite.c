@@ -1,8 +1,9 @@
 /* test-rewrite.c - request framing and placeholder swapping for secrets:
    the swap in headers (the request line only --in-url), --header, --rule,
    Accept-Encoding: identity and no Range, bodies untouched (plain and
-   chunked, split anywhere), keep-alive, Upgrade, and the requests that
-   must be refused rather than guessed at.  */
+   chunked, split anywhere), keep-alive, Upgrade (without websocket
+   extensions), and the requests that must be refused rather than guessed
+   at.  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,11 @@ main (void)
   same (plain, 1, "GET /chat HTTP/1.1\r\n" H "Upgrade: websocket\r\nX: " PH "\r\n\r\nframes " PH " GET / HTTP/1.1\r\n\r\n",
        "GET /chat HTTP/1.1\r\n" H "Upgrade: websocket\r\nX: sk-live-1\r\n" AE "\r\nframes " PH " GET / HTTP/1.1\r\n\r\n",
        "after an Upgrade everything passes untouched");
+  same (plain, 1,
+       "GET /chat HTTP/1.1\r\n" H "Upgrade: websocket\r\nSec-WebSocket-Extensions: permessage-deflate\r\n"
+       "sec-websocket-extensions: x-webkit-deflate-frame\r\nSec-WebSocket-Version: 13\r\n\r\n",
+       "GET /chat HTTP/1.1\r\n" H "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n" AE "\r\n",
+       "no websocket extensions: compressed frames could not be scrubbed");
   same (plain, 1, "\r\nGET / HTTP/1.1\r\n" H "\r\n", "\r\nGET / HTTP/1.1\r\n" H AE "\r\n",
        "a blank line between requests passes");
   same (plain, 1, "GET / HTTP/1.1\r\n" H "Content-Length: 0\r\n\r\nGET /" PH " HTTP/1.1\r\n" H "\r\n",

@@ -13,7 +13,7 @@ BEL=$(printf '\007')
 rc() { RUNTIME_STATE_DIR="$clean_state" runtime "$@"; }
 mkdir -p "$tmp/caller-cwd"
 clean_id=$(cd "$tmp/caller-cwd" && DEEPSEEK_API_KEY="$clean_key" RUNTIME_STATE_DIR="$clean_state" \
-    runtime sandbox create --timeout 900 </dev/null 2>"$tmp/clean-create.err")
+    runtime sandbox create --timeout 900 --env "TOKEN=$clean_key-argv" </dev/null 2>"$tmp/clean-create.err")
 check "a state dir with a comma in it (…/state,x=y): the sandbox starts" test -n "$clean_id"
 [ -n "$clean_id" ] || diag "$(cat "$tmp/clean-create.err")"
 is "… and runs true" "$(rc sandbox exec "$clean_id" -- true </dev/null 2>&1; echo $?)" "0"
@@ -22,6 +22,12 @@ clean_mon=$(cut -d' ' -f1 "$clean_state/$clean_id/monitor.pid" 2>/dev/null)
 clean_qemu=$(cut -d' ' -f1 "$clean_state/$clean_id/qemu.pid" 2>/dev/null)
 check "QEMU's agent socket option holds the comma doubled" \
     grep -qF -- "path=$tmp/state,,x=y/$clean_id/agent.sock," <(tr '\0' ' ' <"/proc/$clean_qemu/cmdline" 2>/dev/null)
+# /proc/PID/cmdline is readable by every local user, dumpable or not: the
+# monitor (a fork of the CLI) shows "runtime sandbox create" only.
+is "the monitor's command line holds no --env value" \
+    "$(tr '\0' ' ' <"/proc/$clean_mon/cmdline" 2>/dev/null | grep -c -e "$clean_key" -e TOKEN)" "0"
+check "… and still says what it is" grep -q '^runtime sandbox create' <(tr '\0' ' ' <"/proc/$clean_mon/cmdline")
+is "the guest still gets the --env value" "$(rc sandbox exec "$clean_id" -- sh -c 'echo $TOKEN' </dev/null 2>&1)" "$clean_key-argv"
 for who in monitor qemu; do
     pid=clean_mon; [ "$who" = qemu ] && pid=clean_qemu; pid=${!pid}
     if [ -z "$pid" ] || [ ! -r "/proc/$pid/environ" ]; then
