@@ -5,7 +5,7 @@
 # on the host; cp in of a host symlink needs --follow.  Leaves the shared
 # sandbox usable (its tar restored).
 
-# In this shell, not a subshell: the shared sandbox is made once.
+# The shared sandbox (made once, its id kept by hostile.sh).
 sb=$(hostile_sandbox)
 cpd=$tmp/cp
 mkdir -p "$cpd"
