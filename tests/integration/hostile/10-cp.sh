@@ -2,9 +2,8 @@
 # setuid and world-writable files, symlinks leading out, a symlink as the
 # copied item, then (its tar replaced) with archives it crafted: a 1 TiB
 # header, names outside the item, a flood of entries, a pax hard link
-# carrying data.  Nothing of it lands
-# on the host; cp in of a host symlink needs --follow.  Leaves the shared
-# sandbox usable (its tar restored).
+# carrying data.  Nothing of it lands on the host; cp in of a host symlink
+# needs --follow.  Leaves the shared sandbox usable (its tar restored).
 
 # In this shell, not a subshell: the shared sandbox is made once.
 [ -n "$shared_sb" ] || shared_sb=$(hostile_sandbox)
