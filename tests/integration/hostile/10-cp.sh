@@ -5,9 +5,8 @@
 # carrying data.  Nothing of it lands on the host; cp in of a host symlink
 # needs --follow.  Leaves the shared sandbox usable (its tar restored).
 
-# In this shell, not a subshell: the shared sandbox is made once.
-[ -n "$shared_sb" ] || shared_sb=$(hostile_sandbox)
-sb=$shared_sb
+# The shared sandbox (its id kept in a file by hostile.sh: made once).
+sb=$(hostile_sandbox)
 cpd=$tmp/cp
 mkdir -p "$cpd"
 no_temp() { test -z "$(ls -A "$cpd" | grep rt-cp)"; }
