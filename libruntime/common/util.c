@@ -87,6 +87,125 @@ rm_one (const char *path, const struct stat *st, int flag, struct FTW *ftw)
   return unlink (path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
+/* Empties the directory @fd but for its first subdirectory on @dev, whose
+   name goes to @sub.  Return: 1 with a subdirectory, 0 when empty, -1
+   (errno) on failure.  */
+static int
+rm_files_at (int fd, dev_t dev, char sub[static NAME_MAX + 1])
+{
+  int dfd = fcntl (fd, F_DUPFD_CLOEXEC, 0);
+  cleanup_dir DIR *d = dfd >= 0 ? fdopendir (dfd) : NULL;
+  struct dirent *de;
+  struct stat st;
+
+  if (d == NULL)
+    {
+      if (dfd >= 0)
+        close (dfd);
+      return -1;
+    }
+  while ((de = readdir (d)))
+    {
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+        continue;
+      if (fstatat (fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        {
+          if (errno == ENOENT)
+            continue;
+          return -1;
+        }
+      if (S_ISDIR (st.st_mode) && st.st_dev == dev)
+        {
+          snprintf (sub, NAME_MAX + 1, "%s", de->d_name);
+          return 1;
+        }
+      if (unlinkat (fd, de->d_name, S_ISDIR (st.st_mode) ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT)
+        return -1;
+    }
+  return 0;
+}
+
+/* One directory the walk went into: its name in its parent, and the
+   parent's identity, checked on the way back up through "..".  */
+struct rm_level
+{
+  char name[NAME_MAX + 1];
+  dev_t dev;
+  ino_t ino;
+};
+
+/* One step of rm_rf_at from the directory *@fd: down into @lv's name,
+   noting *@fd as its parent, or up through ".." (checked to be that
+   parent) removing @lv's name.  Return: 0, or -1 (errno).  */
+static int
+rm_step (int *fd, struct rm_level *lv, bool down)
+{
+  int next = openat (*fd, down ? lv->name : "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+
+  if (next < 0)
+    return -1;
+  if (fstat (down ? *fd : next, &st) < 0)
+    goto fail;
+  if (down)
+    {
+      lv->dev = st.st_dev;
+      lv->ino = st.st_ino;
+    }
+  else if (st.st_dev != lv->dev || st.st_ino != lv->ino)
+    {
+      errno = EBUSY;
+      goto fail;
+    }
+  else if (unlinkat (next, lv->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+    goto fail;
+  close (*fd);
+  *fd = next;
+  return 0;
+fail:
+  {
+    int saved = errno;
+    close (next);
+    errno = saved;
+  }
+  return -1;
+}
+
+/* rt_rm_rf by descriptors, for a tree deeper than a path can name: one
+   directory open at a time, back up through "..".  Return: 0, or -1
+   (errno).  */
+static int
+rm_rf_at (const char *path)
+{
+  cleanup_free struct rm_level *up = NULL;
+  cleanup_close int fd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  size_t depth = 0, cap = 0;
+  struct stat top;
+  int r;
+
+  if (fd < 0 || fstat (fd, &top) < 0)
+    return -1;
+  for (;;)
+    {
+      if (depth == cap)
+        {
+          struct rm_level *more = realloc (up, (cap = cap ? 2 * cap : 64) * sizeof (*up));
+          if (more == NULL)
+            return -1;
+          up = more;
+        }
+      r = rm_files_at (fd, top.st_dev, up[depth].name);
+      if (r < 0)
+        return -1;
+      if (r == 0 && depth == 0)
+        break;
+      if (rm_step (&fd, &up[r > 0 ? depth : depth - 1], r > 0) < 0)
+        return -1;
+      depth = r > 0 ? depth + 1 : depth - 1;
+    }
+  return rmdir (path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
 int
 rt_rm_rf (const char *path, rt_error **err)
 {
@@ -94,7 +213,9 @@ rt_rm_rf (const char *path, rt_error **err)
 
   if (lstat (path, &st) < 0)
     return errno == ENOENT ? 0 : rt_error_set (err, errno, "internal", "cannot stat '%s': %s", path, strerror (errno));
-  if (nftw (path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0)
+  /* nftw names each file by its whole path: a tree deeper than PATH_MAX
+     is removed by descriptors instead.  */
+  if (nftw (path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 && (errno != ENAMETOOLONG || rm_rf_at (path) < 0))
     return rt_error_set (err, errno, "cleanup_failed", "cannot remove '%s': %s", path, strerror (errno));
   return 0;
 }

@@ -22,6 +22,18 @@ rt_layer_path_safe (const char *p)
   return true;
 }
 
+bool
+rt_layer_path_fits (const char *clean)
+{
+  size_t depth = 1;
+
+  if (strlen (clean) > RT_LAYER_MAX_PATH)
+    return false;
+  for (const char *c = clean; *c; c++)
+    depth += *c == '/';
+  return depth <= RT_LAYER_MAX_DEPTH;
+}
+
 char *
 rt_layer_path_clean (const char *p)
 {
@@ -112,6 +124,8 @@ extract_verdict (const struct rt_layer_entry *e, struct rt_layer_check *out)
       out->target = rt_layer_path_clean (e->hardlink);
       if (out->target == NULL)
         return RT_LAYER_NO_MEMORY;
+      if (!rt_layer_path_fits (out->target))
+        return RT_LAYER_BAD_LINK;
     }
   return RT_LAYER_WRITE;
 }
@@ -123,6 +137,8 @@ import_verdict (json_object *links, bool first, const struct rt_layer_entry *e, 
 {
   if (e->hardlink && (out->target = rt_layer_path_clean (e->hardlink)) == NULL)
     return RT_LAYER_NO_MEMORY;
+  if (out->target && !rt_layer_path_fits (out->target))
+    return RT_LAYER_BAD_LINK;
   if (is_device (e) && !(first && strncmp (out->path, "dev/", 4) == 0))
     return RT_LAYER_DEVICE;
   if ((out->via = rt_layer_through_link (links, out->path)) > 0)
@@ -154,6 +170,8 @@ rt_layer_check_entry (json_object *links, bool first, const struct rt_layer_entr
   out->path = rt_layer_path_clean (e->name);
   if (out->path == NULL)
     return RT_LAYER_NO_MEMORY;
+  if (!rt_layer_path_fits (out->path))
+    return RT_LAYER_BAD_PATH;
   return links ? import_verdict (links, first, e, out) : extract_verdict (e, out);
 }
 

@@ -48,7 +48,8 @@ enum rt_layer_verdict
   RT_LAYER_WHITEOUT, /* extraction: deletes .path from the layers below */
   RT_LAYER_DEVICE,   /* a device node: extraction drops it (the guest's
                          /dev is a devtmpfs), import refuses it */
-  RT_LAYER_BAD_PATH, /* the name is absolute or has a ".." component */
+  RT_LAYER_BAD_PATH, /* the name is absolute, has a ".." component, or
+                         is too long or deep (rt_layer_path_fits) */
   RT_LAYER_BAD_LINK, /* so is the hard link's target */
   RT_LAYER_VIA_LINK, /* import: .via_what is written through the symlink
                          its first .via bytes name */
@@ -63,8 +64,19 @@ struct rt_layer_check
   size_t via;
 };
 
+/* The longest and deepest cleaned path an entry may have.  A deeper tree
+   unpacks (libarchive walks it a component at a time) but then cannot be
+   removed by path (nftw in rt_rm_rf, common/util.c: ENAMETOOLONG past
+   PATH_MAX), which left half-made work directories behind.  */
+#define RT_LAYER_MAX_PATH 2048
+#define RT_LAYER_MAX_DEPTH 256
+
 /* Whether @p is relative and has no ".." component.  */
 bool rt_layer_path_safe (const char *p);
+
+/* Whether @clean (rt_layer_path_clean) is at most RT_LAYER_MAX_PATH bytes
+   and RT_LAYER_MAX_DEPTH components.  */
+bool rt_layer_path_fits (const char *clean);
 
 /* @p without "./", empty components and a trailing "/": "./usr//bin/"
    and "usr/bin" are the same path.  Return: a new string, NULL without
@@ -86,7 +98,8 @@ size_t rt_layer_through_link (json_object *links, char *path);
  * @e:     the entry
  * @out:   the cleaned names, to free with rt_layer_check_clear()
  *
- * Names are refused when absolute or with "..", hard link targets too.
+ * Names are refused when absolute, with "..", or too long or deep once
+ * cleaned (rt_layer_path_fits), hard link targets too.
  * Extracting: the root itself, whiteouts and device nodes are reported
  * before a hard link's target is looked at (none of them is written);
  * libarchive refuses symlinks on the way on the disk.  Checking: the

@@ -46,6 +46,9 @@ struct unpack
   rt_copy_result *res;
   mode_t umask;
   uint64_t charged;
+  uint64_t free_bytes; /* the destination's, measured once at the start */
+  uint64_t free_files;
+  uint64_t entries;
   bool seen_item;
   enum rt_unpack_status status; /* STEP_STOP's */
   char *why;
@@ -138,19 +141,31 @@ hardlink_ok (const struct unpack *u, const char *target)
   return fstatat (AT_FDCWD, copy, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG (st.st_mode);
 }
 
-/* Charges @size bytes (and the entry) against the cap and the free space.  */
+/* Charges @size bytes (and the entry) against the cap and against the
+   free space and inodes measured at the start: all the entries together
+   must fit, not each one alone.  */
 static enum step
 charge (struct unpack *u, int64_t size)
 {
   uint64_t want = (size > 0 ? (uint64_t) size : 0) + RT_UNPACK_ENTRY_COST;
-  struct statvfs vfs;
 
   if (want > u->lim->max_size - u->charged || u->charged > u->lim->max_size)
     return stop (u, RT_UNPACK_TOO_BIG, NULL);
   u->charged += want;
-  if (size > 0 && statvfs (".", &vfs) == 0 && (uint64_t) vfs.f_bavail * vfs.f_frsize < (uint64_t) size)
+  if (u->charged > u->free_bytes || ++u->entries > u->free_files)
     return stop (u, RT_UNPACK_NO_SPACE, NULL);
   return STEP_WRITE;
+}
+
+/* Only the mode, masked: no owner (never restored), ACLs, extended
+   attributes or file flags from the guest.  */
+static void
+mask (struct archive_entry *e, mode_t perm)
+{
+  archive_entry_set_perm (e, perm);
+  archive_entry_acl_clear (e);
+  archive_entry_xattr_clear (e);
+  archive_entry_set_fflags (e, 0, 0);
 }
 
 /* The verdict on @e, whose name it cleans and whose mode it masks.  */
@@ -163,16 +178,22 @@ filter (struct unpack *u, struct archive_entry *e)
   rt_copy_result *r = u->res;
   bool is_item;
 
-  if (path == NULL || !rt_layer_path_safe (path) || !in_item (path, u->lim->name, &is_item))
+  /* Past the length or depth a path-based removal handles: such a tree
+     could not be cleaned up (rt_layer_path_fits).  */
+  if (path == NULL || !rt_layer_path_safe (path) || !rt_layer_path_fits (path)
+      || !in_item (path, u->lim->name, &is_item))
     return skip (u, &r->others);
   archive_entry_set_pathname (e, path);
   if (hard)
     {
       cleanup_free char *target = rt_layer_path_clean (hard);
-      if (is_item || target == NULL || !hardlink_ok (u, target))
+      /* One with data (pax allows it) would rewrite its target and give it
+         the entry's mode: libarchive opens the target O_TRUNC.  */
+      if (is_item || target == NULL || archive_entry_size (e) > 0 || !hardlink_ok (u, target))
         return skip (u, &r->hardlinks);
       archive_entry_set_hardlink (e, target);
-      return charge (u, archive_entry_size_is_set (e) ? archive_entry_size (e) : 0);
+      mask (e, perm);
+      return charge (u, 0);
     }
   switch (type)
     {
@@ -196,12 +217,7 @@ filter (struct unpack *u, struct archive_entry *e)
       return skip (u, &r->others);
     }
   u->seen_item |= is_item;
-  /* Nothing but the mode: no owner (never restored), ACLs, extended
-     attributes or file flags from the guest.  */
-  archive_entry_set_perm (e, perm);
-  archive_entry_acl_clear (e);
-  archive_entry_xattr_clear (e);
-  archive_entry_set_fflags (e, 0, 0);
+  mask (e, perm);
   return charge (u, type == AE_IFREG && archive_entry_size_is_set (e) ? archive_entry_size (e) : 0);
 }
 
@@ -284,6 +300,7 @@ rt_unpack (int fd, const struct rt_unpack_limits *lim, rt_copy_result *res, char
   struct archive *in = archive_read_new (), *out = archive_write_disk_new ();
   struct unpack u = { .lim = lim, .res = res, .why = why, .why_size = why_size };
   enum rt_unpack_status status;
+  struct statvfs vfs;
 
   memset (res, 0, sizeof (*res));
   if (why_size > 0)
@@ -292,6 +309,12 @@ rt_unpack (int fd, const struct rt_unpack_limits *lim, rt_copy_result *res, char
      process, whose only thread it is.  */
   u.umask = umask (0);
   umask (u.umask);
+  u.free_bytes = u.free_files = UINT64_MAX;
+  if (statvfs (".", &vfs) == 0)
+    {
+      u.free_bytes = (uint64_t) vfs.f_bavail * vfs.f_frsize;
+      u.free_files = vfs.f_files ? vfs.f_favail : UINT64_MAX; /* 0: no inode count */
+    }
   if (in == NULL || out == NULL)
     status = halt (&u, RT_UNPACK_FAILED, "out of memory");
   else

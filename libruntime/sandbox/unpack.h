@@ -41,7 +41,10 @@ enum rt_unpack_status
  * @why_size: its size
  *
  * Only regular files, directories, symlinks whose target stays inside the
- * item, and hard links to files already written land; modes lose
+ * item, and hard links without data to files already written land, named
+ * within rt_layer_path_fits (image/layer.h); all of them must fit the free
+ * space and inodes of the current directory's filesystem as the
+ * extraction starts (RT_UNPACK_NO_SPACE); modes lose
  * setuid, setgid, sticky and whatever the umask masks (directories keep
  * u+rwx, so the copy can always be removed).  The caller extracts into a
  * private directory and renames the item into place only on RT_UNPACK_OK.

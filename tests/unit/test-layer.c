@@ -54,6 +54,7 @@ static void
 test_extract (void)
 {
   char *longname = malloc (8192), *deep = malloc (8192);
+  json_object *links = json_object_new_object ();
 
   /* Out of the root.  */
   check (NULL, false, "../etc/passwd", S_IFREG, 0, NULL, RT_LAYER_BAD_PATH, NULL, NULL);
@@ -89,18 +90,38 @@ test_extract (void)
   /* What is not written is not looked at further.  */
   check (NULL, false, "etc/motd", S_IFCHR, 0, "../x", RT_LAYER_WHITEOUT, "etc/motd", NULL);
   check (NULL, false, "./", S_IFDIR, 0, "../x", RT_LAYER_ROOT, "", NULL);
-  /* Overlong names are the disk's business (ENAMETOOLONG), not a crash.  */
+  /* Names past RT_LAYER_MAX_PATH bytes or RT_LAYER_MAX_DEPTH components
+     (cleaned) are refused: such a tree could not be removed by path.  */
   memset (longname, 'x', 8191);
   longname[8191] = '\0';
+  check (NULL, false, longname, S_IFREG, 0, NULL, RT_LAYER_BAD_PATH, NULL, NULL);
+  check (links, false, longname, S_IFREG, 0, NULL, RT_LAYER_BAD_PATH, NULL, NULL);
+  longname[RT_LAYER_MAX_PATH] = '\0';
   check (NULL, false, longname, S_IFREG, 0, NULL, RT_LAYER_WRITE, longname, NULL);
+  check (NULL, false, "a", S_IFREG, 0, longname, RT_LAYER_WRITE, "a", longname);
+  longname[RT_LAYER_MAX_PATH] = 'x';
+  longname[RT_LAYER_MAX_PATH + 1] = '\0';
+  check (NULL, false, "a", S_IFREG, 0, longname, RT_LAYER_BAD_LINK, NULL, NULL);
+  check (links, false, "a", S_IFREG, 0, longname, RT_LAYER_BAD_LINK, NULL, NULL);
   for (int i = 0; i < 4094; i++)
     memcpy (deep + 2 * i, "a/", 2);
   strcpy (deep + 2 * 4094, "..");
   check (NULL, false, deep, S_IFREG, 0, NULL, RT_LAYER_BAD_PATH, NULL, NULL);
   deep[2 * 4094] = '\0';
-  check (NULL, false, deep, S_IFDIR, 0, NULL, RT_LAYER_WRITE, NULL, NULL);
+  check (NULL, false, deep, S_IFDIR, 0, NULL, RT_LAYER_BAD_PATH, NULL, NULL);
+  deep[2 * RT_LAYER_MAX_DEPTH - 1] = '\0'; /* "a/a/…/a": 256 components */
+  check (NULL, false, deep, S_IFDIR, 0, NULL, RT_LAYER_WRITE, deep, NULL);
+  deep[2 * RT_LAYER_MAX_DEPTH - 1] = '/';
+  deep[2 * RT_LAYER_MAX_DEPTH + 1] = '\0'; /* 257 */
+  check (NULL, false, deep, S_IFDIR, 0, NULL, RT_LAYER_BAD_PATH, NULL, NULL);
+  /* The limits are on the cleaned name: "./" and "//" do not count.  */
+  for (int i = 0; i < 2000; i++)
+    memcpy (deep + 2 * i, "./", 2);
+  strcpy (deep + 4000, "usr//bin/");
+  check (NULL, false, deep, S_IFDIR, 0, NULL, RT_LAYER_WRITE, "usr/bin", NULL);
   free (longname);
   free (deep);
+  json_object_put (links);
 }
 
 /* Whiteouts and opaque directories named like directories ("opt/app/")

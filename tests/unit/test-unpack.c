@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -14,7 +15,7 @@
 #include "sandbox/unpack.h"
 #include "tap.h"
 
-#define BUF_SIZE (8 << 20)
+#define BUF_SIZE (32 << 20)
 
 struct ent
 {
@@ -25,7 +26,25 @@ struct ent
   const char *link; /* a symlink's target */
   const char *hard; /* a hard link's target */
   dev_t rdev;
+  int64_t sparse; /* when set: a sparse file, this many bytes of data at
+                     offset 0, the rest of .size a hole */
 };
+
+/* The ustar header at @h made a hard link to @target that keeps its size:
+   libarchive writes hard links with size 0, but pax lets them carry data
+   (and a reader obeys it when the entry has a pax header).  */
+static void
+as_hardlink (char *h, const char *target)
+{
+  unsigned sum = 0;
+
+  h[156] = '1';
+  strncpy (h + 157, target, 100);
+  memset (h + 148, ' ', 8);
+  for (int i = 0; i < 512; i++)
+    sum += (unsigned char) h[i];
+  snprintf (h + 148, 8, "%06o", sum);
+}
 
 /* The tar of @n entries in a temp file: its fd at offset 0.  */
 static int
@@ -51,14 +70,20 @@ make_tar (const struct ent *e, size_t n)
       archive_entry_set_size (ae, e[i].size);
       if (e[i].link)
         archive_entry_set_symlink (ae, e[i].link);
-      if (e[i].hard)
+      if (e[i].hard && e[i].size == 0)
         archive_entry_set_hardlink (ae, e[i].hard);
       archive_entry_set_rdev (ae, e[i].rdev);
+      if (e[i].sparse)
+        archive_entry_sparse_add_entry (ae, 0, e[i].sparse);
       archive_write_header (a, ae);
-      if (e[i].size > 0 && e[i].size < (1 << 20))
+      if (e[i].hard && e[i].size > 0)
+        as_hardlink (buf + used - 512, e[i].hard);
+      if (e[i].sparse)
+        archive_write_data (a, data, e[i].sparse);
+      else if (e[i].size > 0 && e[i].size < (1 << 20))
         archive_write_data (a, data, e[i].size);
       archive_entry_free (ae);
-      if (e[i].size >= (1 << 20))
+      if (e[i].size >= (1 << 20) && !e[i].sparse)
         break;
     }
   archive_write_close (a);
@@ -210,6 +235,131 @@ test_limits (void)
   free (names);
 }
 
+/* A pax hard link may carry data: libarchive would then rewrite its target
+   and chmod it with the link's mode, setuid included.  */
+static void
+test_hardlink_data (void)
+{
+  const struct ent e[] = {
+    { "x/", AE_IFDIR, 0755, 0, NULL, NULL, 0, 0 },
+    { "x/f", AE_IFREG, 0644, 5, NULL, NULL, 0, 0 },
+    /* Named past 100 bytes: a pax header, so the size is obeyed.  */
+    { "x/hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh",
+      AE_IFREG, 06777, 5, NULL, "x/f", 0, 0 },
+    { "x/h0", AE_IFREG, 06777, 0, NULL, "x/f", 0, 0 },
+  };
+  struct rt_unpack_limits lim = { .name = "x", .max_size = 1 << 20 };
+  rt_copy_result r;
+  char why[256];
+  struct stat st;
+  enum rt_unpack_status s = unpack (e, sizeof (e) / sizeof (e[0]), &lim, &r, why);
+
+  ok (s == RT_UNPACK_OK, "a hard link with data (mode 06777, owner 0) unpacks (status %d: %s)", s, why);
+  ok (lstat ("x/f", &st) == 0 && (st.st_mode & 07777) == 0644,
+      "its target keeps its own mode: no setuid, setgid or world write (%o)", st.st_mode & 07777);
+  ok (absent (e[2].name) && r.hardlinks == 1 && r.skipped == 1,
+      "the hard link with data is skipped and counted (hard links %u, skipped %u)", r.hardlinks, r.skipped);
+  ok (lstat ("x/h0", &st) == 0 && st.st_nlink == 2 && (st.st_mode & 07777) == 0644,
+      "a hard link without data is kept, its 06777 never applied (%o, %lu links)", st.st_mode & 07777,
+      (unsigned long) st.st_nlink);
+}
+
+/* A tree past what a path can name: removable by descriptors.  */
+static void
+test_rm_deep (void)
+{
+  int fd = open (".", O_RDONLY | O_DIRECTORY), made = 0;
+  rt_error *err = NULL;
+
+  if (fd < 0 || mkdir ("deep", 0700) < 0)
+    abort ();
+  for (int i = 0; i < 2500; i++)
+    {
+      int next;
+      if (mkdirat (fd, i ? "a" : "deep", 0700) < 0 && i > 0)
+        break;
+      next = openat (fd, i ? "a" : "deep", O_RDONLY | O_DIRECTORY);
+      close (fd);
+      if ((fd = next) < 0)
+        break;
+      close (openat (fd, "file", O_WRONLY | O_CREAT, 0600));
+      made++;
+    }
+  if (fd >= 0)
+    close (fd);
+  ok (made == 2500 && rt_rm_rf ("deep", &err) == 0 && absent ("deep"),
+      "rt_rm_rf removes a tree 2500 directories deep (%d made: %s)", made, err ? err->msg : "ok");
+  rt_error_free (err);
+}
+
+/* Past RT_LAYER_MAX_DEPTH or RT_LAYER_MAX_PATH: skipped, so that the
+   copy's temp directory stays removable.  */
+static void
+test_deep (void)
+{
+  struct ent *e = calloc (2501, sizeof (*e));
+  char *names = calloc (2501, 5010), seg[251];
+  struct ent wide[12];
+  char wnames[12][3000];
+  struct rt_unpack_limits lim = { .name = "x", .max_size = 1 << 30 };
+  rt_copy_result r;
+  char why[256];
+  enum rt_unpack_status s;
+
+  strcpy (names, "x/");
+  e[0] = (struct ent){ names, AE_IFDIR, 0755, 0, NULL, NULL, 0, 0 };
+  for (int i = 1; i <= 2500; i++)
+    {
+      char *n = names + i * 5010;
+      snprintf (n, 5010, "%sa/", names + (i - 1) * 5010);
+      e[i] = (struct ent){ n, AE_IFDIR, 0755, 0, NULL, NULL, 0, 0 };
+    }
+  s = unpack (e, 2501, &lim, &r, why);
+  ok (s == RT_UNPACK_OK && r.others == 2500 - 255 && r.skipped == r.others,
+      "2500 nested directories: those past 256 components are skipped (status %d, skipped %u)", s, r.skipped);
+  ok (rt_rm_rf ("x", NULL) == 0 && absent ("x"), "… and what landed can be removed");
+  memset (seg, 'y', 250);
+  seg[250] = '\0';
+  strcpy (wnames[0], "x/");
+  wide[0] = (struct ent){ wnames[0], AE_IFDIR, 0755, 0, NULL, NULL, 0, 0 };
+  for (int i = 1; i < 12; i++)
+    {
+      snprintf (wnames[i], sizeof wnames[i], "%s%s/", wnames[i - 1], seg);
+      wide[i] = (struct ent){ wnames[i], AE_IFDIR, 0755, 0, NULL, NULL, 0, 0 };
+    }
+  s = unpack (wide, 12, &lim, &r, why);
+  ok (s == RT_UNPACK_OK && r.others == 3, "paths past 2048 bytes are skipped (status %d, skipped %u)", s, r.others);
+  free (e);
+  free (names);
+}
+
+/* Entries that each fit in the free space but not all together.  */
+static void
+test_space (void)
+{
+  struct statvfs vfs;
+  int64_t part;
+  struct rt_unpack_limits lim = { .name = "x", .max_size = UINT64_MAX };
+  rt_copy_result r;
+  char why[256];
+  enum rt_unpack_status s;
+
+  if (statvfs (base, &vfs) < 0)
+    abort ();
+  part = (int64_t) ((uint64_t) vfs.f_bavail * vfs.f_frsize / 5 * 3);
+  {
+    const struct ent e[] = {
+      { "x/", AE_IFDIR, 0755, 0, NULL, NULL, 0, 0 },
+      { "x/a", AE_IFREG, 0644, part, NULL, NULL, 0, 4096 },
+      { "x/b", AE_IFREG, 0644, part, NULL, NULL, 0, 4096 },
+    };
+    s = unpack (e, 3, &lim, &r, why);
+  }
+  ok (s == RT_UNPACK_NO_SPACE && absent ("x/b"),
+      "two sparse files of 3/5 of the free space each: no space at the second (status %d, %llu bytes)", s,
+      (unsigned long long) r.bytes);
+}
+
 static void
 test_broken (void)
 {
@@ -248,6 +398,10 @@ main (void)
   test_hostile_tree ();
   test_item_link ();
   test_limits ();
+  test_hardlink_data ();
+  test_deep ();
+  test_space ();
+  test_rm_deep ();
   test_broken ();
   test_escape ();
   if (chdir ("/") < 0 || rt_rm_rf (base, NULL) < 0)

@@ -1,9 +1,9 @@
 # 10-cp.sh - cp out: the guest, as root, answers with device nodes, a FIFO,
 # setuid and world-writable files, symlinks leading out, a symlink as the
 # copied item, then (its tar replaced) with archives it crafted: a 1 TiB
-# header, names outside the item, a flood of entries.  Nothing of it lands
-# on the host; cp in of a host symlink needs --follow.  Leaves the shared
-# sandbox usable (its tar restored).
+# header, names outside the item, a flood of entries, a pax hard link
+# carrying data.  Nothing of it lands on the host; cp in of a host symlink
+# needs --follow.  Leaves the shared sandbox usable (its tar restored).
 
 # The shared sandbox (made once, its id kept by hostile.sh).
 sb=$(hostile_sandbox)
@@ -94,8 +94,19 @@ with open(d + "/many.tar", "wb") as f:
     for n in range(20000):
         add(t, "x/f%d" % n)
     t.close()
+# A pax hard link carrying data, mode 06777, owner root: it would rewrite
+# and chmod its target.
+with open(d + "/hl.tar", "wb") as f:
+    t = tarfile.open(fileobj=f, mode="w", format=tarfile.PAX_FORMAT)
+    add(t, "x", kind=tarfile.DIRTYPE)
+    add(t, "x/f", 5, b"hello")
+    i = tarfile.TarInfo("x/h"); i.type = tarfile.LNKTYPE; i.linkname = "x/f"; i.size = 5; i.mode = 0o6777
+    i.pax_headers = {"comment": "a pax header: the size is obeyed"}
+    t.addfile(i, io.BytesIO(b"EVIL!"))
+    t.close()
 EOF
-    runtime sandbox cp "$cpd/huge.tar" "$sb:/tmp/huge.tar" && runtime sandbox cp "$cpd/many.tar" "$sb:/tmp/many.tar"
+    runtime sandbox cp "$cpd/huge.tar" "$sb:/tmp/huge.tar" && runtime sandbox cp "$cpd/many.tar" "$sb:/tmp/many.tar" &&
+        runtime sandbox cp "$cpd/hl.tar" "$sb:/tmp/hl.tar"
     is "cp: the crafted archives reach the guest" "$?" 0
     runtime sandbox exec "$sb" --user root -- sh -c 't=$(command -v tar); mv "$t" "$t.real"
         printf "#!/bin/sh\ncat /tmp/\$(cat /tmp/which).tar\n" > "$t"; chmod 755 "$t"; echo huge > /tmp/which' </dev/null
@@ -111,6 +122,10 @@ EOF
         hcp --max-size 1M "$sb:/workspace/x" "$cpd/bomb"
     check "… nothing lands" test ! -e "$cpd/bomb"
     check "… no temporary dir left" no_temp
+    runtime sandbox exec "$sb" --user root -- sh -c 'echo hl > /tmp/which' </dev/null
+    hcp "$sb:/workspace/x" "$cpd/hl"
+    is "a pax hard link with data (06777, root) is skipped: its target keeps its bytes and 0644" \
+        "$(cat "$cpd/hl/f" 2>&1) $(stat -c %a "$cpd/hl/f" 2>&1) $(find "$cpd/hl" -perm /7002 | wc -l)" "hello 644 0"
     runtime sandbox exec "$sb" --user root -- sh -c 't=$(command -v tar); mv "$t.real" "$t"; rm -f /tmp/which /tmp/*.tar' </dev/null
     hcp "$sb:/workspace/x/sgid" "$cpd/sgid"
     is "the guest's tar restored, the shared sandbox copies again" "$(cat "$cpd/sgid")" "secret"
