@@ -60,6 +60,14 @@ struct orphan;
 /* A guest's connections open through the proxy at once (both doors);
    more are reset at once and logged (reason too_many_connections).  */
 #define RT_PROXY_MAX_CONNS 256
+/* A closed TLS side still writing out what its filter encrypted is an
+   orphan, no longer among those connections: at most this many per
+   sandbox, holding at most this many bytes together, each ended this
+   long after its connection at the latest (relay.c).  Past a cap the
+   bytes are dropped and the socket reset.  */
+#define RT_PROXY_MAX_ORPHANS 64
+#define RT_PROXY_MAX_ORPHAN_BYTES (4 * 1024 * 1024)
+#define RT_PROXY_ORPHAN_DEADLINE_S 30
 
 struct rt_proxy
 {
@@ -70,6 +78,9 @@ struct rt_proxy
   LIST_HEAD (conn_list, conn) conns;
   size_t n_conns;                          /* in conns: at most RT_PROXY_MAX_CONNS */
   LIST_HEAD (orphan_list, orphan) orphans; /* sockets still writing out a closed TLS side */
+  size_t n_orphans;                        /* in orphans: at most RT_PROXY_MAX_ORPHANS */
+  size_t orphan_bytes;                     /* theirs when released: at most RT_PROXY_MAX_ORPHAN_BYTES */
+  int orphan_deadline_s;                   /* 0: RT_PROXY_ORPHAN_DEADLINE_S (a test shortens it) */
   int log_fd;
   size_t log_bytes;
   struct sockaddr_storage *host_addrs; /* this host's own addresses */

@@ -1,10 +1,12 @@
 /* relay.c - dialling and relaying one proxied connection (see relay.h).  */
 #include <event2/buffer.h>
 #include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <stdlib.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "net/intercept-relay.h"
@@ -15,17 +17,41 @@
 
 /* ---- draining a closed TLS side -------------------------------------------- */
 
+/* An orphan is no longer among the proxy's connections, so the guest
+   could otherwise pile them up (close a connection whose peer reads a
+   byte now and then, open the next): they are counted, their bytes too,
+   and each has a deadline that progress does not push back.  */
 struct orphan
 {
+  struct rt_proxy *px;
   struct bufferevent *bev;
+  struct event *deadline;
+  size_t bytes; /* counted in px->orphan_bytes */
   LIST_ENTRY (orphan) link;
 };
 
+/* Closes with a RST: what is still unsent is dropped by the kernel too,
+   and the peer learns the stream was cut.  */
 static void
-orphan_free (struct orphan *o)
+reset_free (struct bufferevent *bev)
+{
+  struct linger lg = { 1, 0 };
+
+  setsockopt (bufferevent_getfd (bev), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  bufferevent_free (bev);
+}
+
+static void
+orphan_free (struct orphan *o, bool reset)
 {
   LIST_REMOVE (o, link);
-  bufferevent_free (o->bev);
+  o->px->n_orphans--;
+  o->px->orphan_bytes -= o->bytes;
+  event_free (o->deadline);
+  if (reset)
+    reset_free (o->bev);
+  else
+    bufferevent_free (o->bev);
   free (o);
 }
 
@@ -33,7 +59,7 @@ static void
 orphan_written (struct bufferevent *bev, void *arg)
 {
   if (evbuffer_get_length (bufferevent_get_output (bev)) == 0)
-    orphan_free (arg);
+    orphan_free (arg, false);
 }
 
 static void
@@ -41,26 +67,65 @@ orphan_event (struct bufferevent *bev, short what, void *arg)
 {
   (void) bev;
   (void) what;
-  orphan_free (arg);
+  orphan_free (arg, true);
+}
+
+static void
+orphan_expired (evutil_socket_t fd, short what, void *arg)
+{
+  (void) fd;
+  (void) what;
+  orphan_free (arg, true);
 }
 
 void
 rt_relay_orphans_free (struct rt_proxy *px)
 {
   while (!LIST_EMPTY (&px->orphans))
-    orphan_free (LIST_FIRST (&px->orphans));
+    orphan_free (LIST_FIRST (&px->orphans), false);
+}
+
+/* Keeps @raw writing out its @left bytes, within the caps of
+   proxy-internal.h.  */
+static int
+orphan_add (struct rt_proxy *px, struct bufferevent *raw, size_t left)
+{
+  struct timeval idle = { DIAL_TIMEOUT_S, 0 };
+  struct timeval life = { px->orphan_deadline_s > 0 ? px->orphan_deadline_s : RT_PROXY_ORPHAN_DEADLINE_S, 0 };
+  struct orphan *o;
+
+  if (px->n_orphans >= RT_PROXY_MAX_ORPHANS || left > RT_PROXY_MAX_ORPHAN_BYTES - px->orphan_bytes)
+    return -1;
+  o = calloc (1, sizeof *o);
+  if (o == NULL || (o->deadline = evtimer_new (px->base, orphan_expired, o)) == NULL)
+    {
+      free (o);
+      return -1;
+    }
+  o->px = px;
+  o->bev = raw;
+  o->bytes = left;
+  LIST_INSERT_HEAD (&px->orphans, o, link);
+  px->n_orphans++;
+  px->orphan_bytes += left;
+  evtimer_add (o->deadline, &life);
+  bufferevent_setcb (raw, NULL, orphan_written, orphan_event, o);
+  bufferevent_disable (raw, EV_READ);
+  bufferevent_set_timeouts (raw, NULL, &idle);
+  bufferevent_enable (raw, EV_WRITE);
+  return 0;
 }
 
 /* A TLS filter may leave records it already encrypted in its socket's
    buffer: with @drain they are still written (the socket then closes by
-   itself, tracked in @px until then), else dropped.  */
+   itself, tracked in @px until then) unless the orphans' caps are
+   reached, else dropped.  */
 void
 rt_relay_release (struct rt_proxy *px, struct bufferevent *bev, bool drain)
 {
   struct bufferevent *raw = bufferevent_get_underlying (bev);
   SSL *ssl = raw ? bufferevent_openssl_get_ssl (bev) : NULL;
-  struct timeval tv = { DIAL_TIMEOUT_S, 0 };
-  struct orphan *o;
+  size_t left;
 
   bufferevent_free (bev);
   if (raw == NULL)
@@ -71,17 +136,11 @@ rt_relay_release (struct rt_proxy *px, struct bufferevent *bev, bool drain)
     SSL_shutdown (ssl);
   ERR_clear_error ();
   SSL_free (ssl);
-  if (!drain || evbuffer_get_length (bufferevent_get_output (raw)) == 0 || (o = calloc (1, sizeof *o)) == NULL)
-    {
-      bufferevent_free (raw);
-      return;
-    }
-  o->bev = raw;
-  LIST_INSERT_HEAD (&px->orphans, o, link);
-  bufferevent_setcb (raw, NULL, orphan_written, orphan_event, o);
-  bufferevent_disable (raw, EV_READ);
-  bufferevent_set_timeouts (raw, NULL, &tv);
-  bufferevent_enable (raw, EV_WRITE);
+  left = evbuffer_get_length (bufferevent_get_output (raw));
+  if (!drain || left == 0)
+    bufferevent_free (raw);
+  else if (orphan_add (px, raw, left) < 0)
+    reset_free (raw);
 }
 
 /* ---- relaying ---------------------------------------------------------------- */

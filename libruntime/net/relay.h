@@ -16,7 +16,8 @@
 /* Dials @c's address and port; relays once connected, else refuses.  */
 void rt_relay_dial (struct conn *c);
 /* Frees one side; with @drain, what a TLS filter already encrypted is
-   still written out.  */
+   still written out, within RT_PROXY_MAX_ORPHANS, RT_PROXY_MAX_ORPHAN_BYTES
+   and RT_PROXY_ORPHAN_DEADLINE_S (else dropped with a RST).  */
 void rt_relay_release (struct rt_proxy *px, struct bufferevent *bev, bool drain);
 /* Drops the sockets still draining.  */
 void rt_relay_orphans_free (struct rt_proxy *px);
