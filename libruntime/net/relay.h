@@ -11,7 +11,7 @@
 #include "net/proxy-internal.h"
 
 #define DIAL_TIMEOUT_S 10
-#define RELAY_HIGH (1024 * 1024) /* bytes queued toward one side before reading the other pauses */
+#define RELAY_HIGH (128 * 1024) /* bytes queued toward one side before reading the other pauses: 256 connections hold at most 64 MiB */
 
 /* Dials @c's address and port; relays once connected, else refuses.  */
 void rt_relay_dial (struct conn *c);
