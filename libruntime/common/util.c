@@ -87,23 +87,33 @@ rm_one (const char *path, const struct stat *st, int flag, struct FTW *ftw)
   return unlink (path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
+DIR *
+rt_opendir_at (int fd)
+{
+  int dfd = openat (fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = dfd >= 0 ? fdopendir (dfd) : NULL;
+
+  if (d == NULL && dfd >= 0)
+    {
+      int e = errno;
+      close (dfd);
+      errno = e;
+    }
+  return d;
+}
+
 /* Empties the directory @fd but for its first subdirectory on @dev, whose
    name goes to @sub.  Return: 1 with a subdirectory, 0 when empty, -1
    (errno) on failure.  */
 static int
 rm_files_at (int fd, dev_t dev, char sub[static NAME_MAX + 1])
 {
-  int dfd = fcntl (fd, F_DUPFD_CLOEXEC, 0);
-  cleanup_dir DIR *d = dfd >= 0 ? fdopendir (dfd) : NULL;
+  cleanup_dir DIR *d = rt_opendir_at (fd);
   struct dirent *de;
   struct stat st;
 
   if (d == NULL)
-    {
-      if (dfd >= 0)
-        close (dfd);
-      return -1;
-    }
+    return -1;
   while ((de = readdir (d)))
     {
       if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)

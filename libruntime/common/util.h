@@ -40,6 +40,11 @@ int rt_write_file_atomic (const char *path, const void *data, size_t len, mode_t
 int rt_mkdir_p (const char *path, mode_t mode, rt_error **err);
 /* Removes a tree; missing is fine.  */
 int rt_rm_rf (const char *path, rt_error **err);
+
+/* A listing of the directory @fd through a descriptor of its own (@fd
+   stays the caller's, its position untouched).  Return: the DIR, or NULL
+   with errno set.  */
+DIR *rt_opendir_at (int fd);
 /* Finds an executable in $PATH; NULL when absent.  */
 char *rt_find_program (const char *name);
 /* Runs argv with stdout+stderr captured into *output (may be NULL); returns

@@ -67,17 +67,12 @@ sha256_hex (const void *data, size_t len, char out[65], rt_error **err)
 static int
 close_files (int fd, const char *dir, rt_error **err)
 {
-  int dfd = openat (fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  cleanup_dir DIR *d = dfd >= 0 ? fdopendir (dfd) : NULL;
+  cleanup_dir DIR *d = rt_opendir_at (fd);
   struct dirent *de;
   struct stat st;
 
   if (d == NULL)
-    {
-      if (dfd >= 0)
-        close (dfd);
-      return rt_error_set (err, errno, "internal", "cannot list '%s': %s", dir, strerror (errno));
-    }
+    return rt_error_set (err, errno, "internal", "cannot list '%s': %s", dir, strerror (errno));
   while ((de = readdir (d)))
     if (fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG (st.st_mode) && (st.st_mode & 077)
         && fchmodat (dirfd (d), de->d_name, 0600, 0) < 0 && errno != ENOENT)
