@@ -1,11 +1,15 @@
 """benchlib - what the benchmarks share: the environment, and raw QEMU
 booting the very kernel, initramfs and disk that runtime uses (the
 baseline every ratio is taken against)."""
-import glob, os, statistics, subprocess, sys, tempfile, time
+import atexit, glob, os, shutil, statistics, subprocess, sys, tempfile, time
 
 cache = os.environ.get("RUNTIME_CACHE_DIR", "/var/cache/runtime")
 env = dict(os.environ)
-env.setdefault("RUNTIME_STATE_DIR", tempfile.mkdtemp(prefix="rt-bench-state."))
+if "RUNTIME_STATE_DIR" not in env:
+    # A state dir of the benchmark's own, gone when it ends (its sandboxes
+    # are removed by then; only the lock file is left).
+    env["RUNTIME_STATE_DIR"] = tempfile.mkdtemp(prefix="rt-bench-state.")
+    atexit.register(shutil.rmtree, env["RUNTIME_STATE_DIR"], True)
 
 
 def rt(*args, **kw):
