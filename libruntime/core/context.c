@@ -54,6 +54,7 @@ rt_context_new (rt_context **out, rt_error **err)
   ctx->agent = v && *v ? strdup (v) : rt_strdup_printf ("%s/runtime-agent", ctx->libexec_dir);
   ctx->kernel_deb = env_dup ("RUNTIME_KERNEL");
   ctx->accel_env = env_dup ("RUNTIME_ACCEL");
+  ctx->uid_range = env_dup ("RUNTIME_UID_RANGE");
   v = getenv ("RUNTIME_QEMU");
   ctx->qemu = rt_find_program (v && *v ? v : "qemu-system-x86_64");
   if (ctx->state_dir == NULL || ctx->data_dir == NULL || ctx->cache_dir == NULL || ctx->libexec_dir == NULL
@@ -78,6 +79,7 @@ rt_context_free (rt_context *ctx)
   free (ctx->agent);
   free (ctx->qemu);
   free (ctx->kernel_deb);
+  free (ctx->uid_range);
   free (ctx->accel_env);
   free (ctx);
 }

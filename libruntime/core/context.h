@@ -15,6 +15,7 @@ struct rt_context
   char *qemu;        /* qemu-system-x86_64, NULL when not installed */
   char *kernel_deb;  /* RUNTIME_KERNEL, or NULL */
   char *accel_env;   /* RUNTIME_ACCEL, or NULL */
+  char *uid_range;   /* RUNTIME_UID_RANGE, or NULL (vmm/uidpool.h) */
   const char *accel; /* decided accelerator, NULL until asked */
   rt_progress_fn progress;
   void *progress_data;
