@@ -11,6 +11,7 @@
 #ifndef RT_CGROUP_H
 #define RT_CGROUP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -33,6 +34,10 @@ struct rt_cgroup
   size_t n;
   char *missing; /* NULL, or "memory.max, pids.max": what could not be set */
 };
+
+/* The limits of a QEMU running a guest of @memory_mib and @vcpu: guest
+   memory plus QEMU's own, measured; threads; a trial sandbox's CPU.  */
+void rt_cgroup_limits_for (unsigned memory_mib, unsigned vcpu, bool trial, struct rt_cgroup_limits *limits);
 
 /* Creates the group "runtime-<uid>" with @limits (a stale one of that
    name is removed first).  */
