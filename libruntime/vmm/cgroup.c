@@ -30,9 +30,9 @@
 #define QEMU_OVERHEAD_MIB 256
 #define GUEST_SHARE_DIVISOR 32
 /* Threads of a sandbox's QEMU, measured the same way: 6 idle with
-   1 vCPU, 7 with 2, 10 under 16 parallel direct disk writers.  QEMU's block thread
-   pool may grow to 64 workers (its max_threads), so the limit leaves
-   room for all of them: a pids limit hit makes QEMU abort, and it must
+   1 vCPU, 7 with 2, 10 under 16 parallel direct disk writers.  QEMU's
+   block thread pool may grow to 64 workers (its max_threads), so the
+   limit leaves room for all of them: a pids limit hit makes QEMU abort, and it must
    only ever stop a fork bomb (spawn=deny already refuses one), never a
    busy disk.  */
 #define QEMU_THREADS_FIXED 8
