@@ -323,6 +323,8 @@ rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, 
       rt_error_set (err, ENOENT, "startup_failed", "qemu-system-x86_64 not found");
       return rt_error_hint (err, "apt-get install qemu-system-x86");
     }
+  /* In the monitor this lands in monitor.log; rt_monitor_spawn says it
+     on the creator's stderr.  */
   if (!vm->jailed)
     rt_progress (ctx, "warning: QEMU runs without its jail (RUNTIME_UNSAFE_NO_JAIL=1): test use only");
   vm->agent_sock = rt_strdup_printf ("%s/agent.sock", cfg->dir);
