@@ -29,6 +29,7 @@
 #define HEAD_TIMEOUT_S 30
 #define SNIFF_TIMEOUT_MS 1000
 #define LOG_MAX (16 * 1024 * 1024)
+#define NAMES_MAX 64 /* of one address, looked at */
 
 /* ---- the log and the decision ----------------------------------------------- */
 
@@ -90,6 +91,33 @@ rt_proxy_refusal (struct rt_proxy *px, const char *name, const struct sockaddr *
     if (rt_addr_same_ip (&px->host_addrs[i], addr))
       return "host_address";
   return NULL;
+}
+
+const char *
+rt_conn_name_check (struct conn *c, char **sent)
+{
+  const char *known[NAMES_MAX + 2];
+  struct sockaddr_storage lit;
+  enum rt_egress_verdict v;
+  size_t n = 0;
+
+  if (*sent == NULL)
+    return NULL;
+  if (c->name)
+    known[n++] = c->name;
+  n += rt_dns_names_of (&c->px->dns, &c->addr, known + n, NAMES_MAX);
+  known[n] = NULL;
+  v = rt_egress_name_agrees (&c->px->rules, *sent, known, (struct sockaddr *) &c->addr, c->port);
+  /* The address itself, named: the name the address was dialled for
+     stays.  */
+  if (v == RT_EGRESS_ALLOWED && rt_addr_parse_literal (*sent, &lit))
+    {
+      free (steal_pointer (sent));
+      return NULL;
+    }
+  free (c->name);
+  c->name = steal_pointer (sent);
+  return v == RT_EGRESS_ALLOWED ? NULL : rt_egress_verdict_str (v);
 }
 
 static int
@@ -326,6 +354,8 @@ on_head (struct bufferevent *bev, void *arg)
   c->name = steal_pointer (&h.host);
   c->port = h.port;
   c->tls = c->is_connect;
+  /* A tunnel's first bytes may name another host than the CONNECT did.  */
+  c->check_name = c->is_connect;
   if (!c->is_connect)
     {
       c->head = rt_http_head_upstream (buf, &h, &c->head_len);
@@ -407,8 +437,19 @@ sniff_done (struct conn *c, char *name)
       c->sniff_timer = NULL;
     }
   bufferevent_setcb (c->guest, NULL, NULL, on_guest_gone, c);
+  /* An address from the sandbox's DNS goes to the names it was given out
+     for: behind it the name the client sends picks the site.  */
+  if (name && c->dns_known)
+    {
+      const char *why = rt_conn_name_check (c, &name);
+      if (why)
+        {
+          rt_conn_reset (c, "refused", why);
+          return;
+        }
+    }
   /* The name the client itself sent wins over the one DNS gave.  */
-  if (name)
+  else if (name)
     {
       free (c->name);
       c->name = name;
@@ -440,6 +481,20 @@ on_sniff_timeout (evutil_socket_t fd, short what, void *arg)
   /* The client waits for the server to speak first (SSH, SMTP): decide
      on the address.  */
   sniff_done (arg, NULL);
+}
+
+/* Of the names the sandbox's DNS gave @c's address out for, the newest
+   the rules allow now, else the newest; NULL when none.  */
+static const char *
+dns_name (struct rt_proxy *px, struct conn *c)
+{
+  const char *names[NAMES_MAX];
+  size_t n = rt_dns_names_of (&px->dns, &c->addr, names, NAMES_MAX);
+
+  for (size_t i = 0; i < n; i++)
+    if (rt_proxy_refusal (px, names[i], (struct sockaddr *) &c->addr, c->port) == NULL)
+      return names[i];
+  return n > 0 ? names[0] : NULL;
 }
 
 static void
@@ -487,14 +542,18 @@ on_transparent_accept (struct evconnlistener *l, evutil_socket_t fd, struct sock
       return;
     }
   /* The guest resolved this address through us: that name it meant.  */
-  known = rt_dns_name_of (&px->dns, &c->addr);
+  known = dns_name (px, c);
   if (known)
     {
       c->name = strdup (known);
+      c->dns_known = true;
       /* A name bound to a secret: the first bytes still tell whether it
-         is TLS.  Else no waiting: server-first protocols too go at once.  */
+         is TLS.  Else no waiting: server-first protocols too go at once,
+         and the first bytes the guest sends wait in the relay for their
+         name to be checked.  */
       if (!rt_intercept_relay_name_bound (px, known))
         {
+          c->check_name = true;
           decide_and_dial (c);
           return;
         }

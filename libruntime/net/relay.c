@@ -11,6 +11,7 @@
 
 #include "net/intercept-relay.h"
 #include "net/relay.h"
+#include "net/sniff.h"
 #include "net/sockaddr.h"
 
 #define GUEST_GONE_S 3 /* an intercepted server's silence after the guest's end */
@@ -271,19 +272,68 @@ relay_event (struct bufferevent *bev, short what, void *arg)
     }
 }
 
+/* ---- the first bytes: their name checked before they go ------------------- */
+
+/* Holds what the guest sends until it tells the name it is for (a TLS
+   ClientHello's SNI, an HTTP request's Host) or shows it never will (any
+   other protocol); the server's bytes meanwhile go through, so that
+   protocols where it speaks first wait for nothing.  */
+static void
+check_read (struct bufferevent *bev, void *arg)
+{
+  struct conn *c = arg;
+  struct evbuffer *in = bufferevent_get_input (bev);
+  size_t len = evbuffer_get_length (in), n = len < RT_SNIFF_MAX ? len : RT_SNIFF_MAX;
+  char *name = NULL;
+  const char *why;
+  int r = rt_sniff_name (evbuffer_pullup (in, (ssize_t) n), n, &name);
+
+  if (r < 0)
+    return;
+  why = rt_conn_name_check (c, &name);
+  if (why)
+    {
+      rt_conn_reset (c, "refused", why);
+      return;
+    }
+  c->check_name = false;
+  bufferevent_setcb (c->guest, relay_read, relay_write, relay_event, c);
+  relay_read (c->guest, c);
+}
+
+static void
+check_event (struct bufferevent *bev, short what, void *arg)
+{
+  struct conn *c = arg;
+
+  /* The guest ended before its first bytes told their name: a request
+     or hello cut short is not passed on.  */
+  if ((what & BEV_EVENT_EOF) && evbuffer_get_length (bufferevent_get_input (bev)) > 0)
+    {
+      rt_conn_reset (c, "refused", "name_mismatch");
+      return;
+    }
+  relay_event (bev, what, arg);
+}
+
 static void
 start_relay (struct conn *c)
 {
+  bool check = c->check_name && !c->intercept;
+
   c->relaying = true;
   bufferevent_set_timeouts (c->up, NULL, NULL);
   bufferevent_set_timeouts (c->guest, NULL, NULL);
-  bufferevent_setcb (c->guest, relay_read, relay_write, relay_event, c);
+  if (check)
+    bufferevent_setcb (c->guest, check_read, relay_write, check_event, c);
+  else
+    bufferevent_setcb (c->guest, relay_read, relay_write, relay_event, c);
   bufferevent_setcb (c->up, relay_read, relay_write, relay_event, c);
   bufferevent_enable (c->guest, EV_READ | EV_WRITE);
   bufferevent_enable (c->up, EV_READ | EV_WRITE);
   /* What the guest sent while we decided.  */
   if (evbuffer_get_length (bufferevent_get_input (c->guest)) > 0)
-    relay_read (c->guest, c);
+    (check ? check_read : relay_read) (c->guest, c);
 }
 
 /* ---- dialling ---------------------------------------------------------------- */
