@@ -153,7 +153,8 @@ rt_conn_free (struct conn *c, const char *decision, const char *reason)
 
   if (decision)
     rt_proxy_log (px, c->kind == CONN_PROXY ? (c->is_connect ? "connect" : "http") : "tcp", c->name,
-                  c->have_addr ? &c->addr : NULL, c->port, decision, reason, c->bytes_out, c->bytes_in, c->rw);
+                  c->have_addr ? &c->addr : NULL, c->port, decision, reason, c->bytes_out, c->bytes_in,
+                  c->intercept ? c->rw : NULL);
   rt_dns_resolve_cancel (&c->resolving);
   if (c->sniff_timer)
     event_free (c->sniff_timer);
@@ -213,8 +214,9 @@ rt_conn_answer (struct conn *c, int status, const char *text, const char *reason
       char abuf[INET6_ADDRSTRLEN];
       snprintf (target, sizeof target, "%s:%d", rt_addr_text (&c->addr, abuf, sizeof abuf), c->port);
     }
-  rt_proxy_log (c->px, c->is_connect ? "connect" : "http", c->name, c->have_addr ? &c->addr : NULL, c->port, "refused",
-                reason, c->bytes_out, c->bytes_in, c->rw);
+  rt_proxy_log (c->px, c->kind == CONN_PROXY ? (c->is_connect ? "connect" : "http") : "tcp", c->name,
+                c->have_addr ? &c->addr : NULL, c->port, "refused", reason, c->bytes_out, c->bytes_in,
+                c->intercept ? c->rw : NULL);
   /* The callbacks first: writing may call them.  */
   c->relaying = false;
   bufferevent_disable (c->guest, EV_READ);
@@ -470,17 +472,27 @@ on_sniff (struct bufferevent *bev, void *arg)
   if (r < 0)
     return;
   c->tls = len > 0 && p[0] == 0x16; /* a TLS handshake record */
+  /* Plain HTTP: the requests after this one too.  */
+  if (rt_sniff_is_http (p, len) && rt_relay_check_requests (c, r > 0 ? name : c->name) < 0)
+    {
+      free (name);
+      return;
+    }
   sniff_done (c, r > 0 ? name : NULL);
 }
 
 static void
 on_sniff_timeout (evutil_socket_t fd, short what, void *arg)
 {
+  struct conn *c = arg;
+
   (void) fd;
   (void) what;
   /* The client waits for the server to speak first (SSH, SMTP): decide
-     on the address.  */
-  sniff_done (arg, NULL);
+     on the address.  An address from the sandbox's DNS: whatever the
+     guest sends later still waits for its name to be checked.  */
+  c->check_name = c->dns_known;
+  sniff_done (c, NULL);
 }
 
 /* Of the names the sandbox's DNS gave @c's address out for, the newest

@@ -11,6 +11,7 @@
 
 #include "net/intercept-relay.h"
 #include "net/relay.h"
+#include "net/rewrite.h"
 #include "net/sniff.h"
 #include "net/sockaddr.h"
 
@@ -195,7 +196,7 @@ relay_read (struct bufferevent *from, void *arg)
       rt_intercept_relay_rewrite (c);
       return;
     }
-  if (from == c->up && c->rw)
+  if (from == c->up && c->rw && c->intercept)
     {
       rt_intercept_relay_scrub (c, false);
       return;
@@ -242,7 +243,7 @@ relay_event (struct bufferevent *bev, short what, void *arg)
   if (what & BEV_EVENT_EOF)
     {
       bool from_guest = bev == c->guest;
-      if (!from_guest && c->rw)
+      if (!from_guest && c->rw && c->intercept)
         rt_intercept_relay_scrub (c, true);
       else
         relay_read (bev, c);
@@ -274,6 +275,18 @@ relay_event (struct bufferevent *bev, short what, void *arg)
 
 /* ---- the first bytes: their name checked before they go ------------------- */
 
+int
+rt_relay_check_requests (struct conn *c, const char *host)
+{
+  c->rw = rt_rewrite_checker_new (host ? host : "", c->port);
+  if (c->rw == NULL)
+    {
+      rt_conn_reset (c, NULL, NULL);
+      return -1;
+    }
+  return 0;
+}
+
 /* Holds what the guest sends until it tells the name it is for (a TLS
    ClientHello's SNI, an HTTP request's Host) or shows it never will (any
    other protocol); the server's bytes meanwhile go through, so that
@@ -286,10 +299,17 @@ check_read (struct bufferevent *bev, void *arg)
   size_t len = evbuffer_get_length (in), n = len < RT_SNIFF_MAX ? len : RT_SNIFF_MAX;
   char *name = NULL;
   const char *why;
-  int r = rt_sniff_name (evbuffer_pullup (in, (ssize_t) n), n, &name);
+  const unsigned char *p = evbuffer_pullup (in, (ssize_t) n);
+  int r = rt_sniff_name (p, n, &name);
 
   if (r < 0)
     return;
+  /* Plain HTTP: the requests after this one too.  */
+  if (rt_sniff_is_http (p, n) && rt_relay_check_requests (c, r > 0 ? name : c->name) < 0)
+    {
+      free (name);
+      return;
+    }
   why = rt_conn_name_check (c, &name);
   if (why)
     {

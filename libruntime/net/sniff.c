@@ -532,6 +532,14 @@ rt_sniff_name (const unsigned char *buf, size_t len, char **name)
   return 1;
 }
 
+bool
+rt_sniff_is_http (const unsigned char *buf, size_t len)
+{
+  size_t i, mlen, tstart, tlen;
+
+  return scan_request_line (buf, len > RT_SNIFF_MAX ? RT_SNIFF_MAX : len, &i, &mlen, &tstart, &tlen) == 1;
+}
+
 static bool
 hop_by_hop (const char *name, size_t n)
 {

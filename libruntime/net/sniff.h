@@ -9,6 +9,7 @@
 #ifndef RT_SNIFF_H
 #define RT_SNIFF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Bytes looked at before giving up on finding an answer.  */
@@ -29,6 +30,16 @@
  * RT_SNIFF_MAX bytes without an answer); -1 when more bytes are needed.
  */
 int rt_sniff_name (const unsigned char *buf, size_t len, char **name);
+
+/**
+ * rt_sniff_is_http - do these first bytes start an HTTP/1.x request?
+ * @buf, @len: as for rt_sniff_name
+ *
+ * True once a whole request line ("METHOD target HTTP/1.d") is there,
+ * whether or not a Host follows: a request without one may be followed by
+ * others on the same connection that have one.
+ */
+bool rt_sniff_is_http (const unsigned char *buf, size_t len);
 
 /**
  * rt_http_head - an HTTP/1.x request head as a forward proxy sees it

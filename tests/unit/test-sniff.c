@@ -559,5 +559,27 @@ main (void)
       rt_http_head_clear (&h);
     }
   }
+  /* Plain HTTP with no Host is still HTTP: the requests after it are
+     checked (the proxy's rt_relay_check_requests).  */
+  {
+    static const struct
+    {
+      const char *in;
+      bool want;
+    } http[] = {
+      { "GET / HTTP/1.0\r\n\r\n", true },
+      { "GET / HTTP/1.1\r\nConnection: keep-alive\r\n", true },
+      { "POST /x HTTP/1.1", true },
+      { "GET / HTTP/1.", false },
+      { "GET / HTTP/2.0\r\n", false },
+      { "SSH-2.0-OpenSSH_9.6\r\n", false },
+      { "get / HTTP/1.1\r\n", false },
+      { "\x16\x03\x01\x00\x05", false },
+      { "", false },
+    };
+    for (size_t i = 0; i < sizeof http / sizeof http[0]; i++)
+      ok (rt_sniff_is_http ((const unsigned char *) http[i].in, strlen (http[i].in)) == http[i].want,
+          "is_http '%.*s': %s", (int) strcspn (http[i].in, "\r\n\x16"), http[i].in, http[i].want ? "yes" : "no");
+  }
   return tap_done ();
 }
