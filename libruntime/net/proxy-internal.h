@@ -99,9 +99,12 @@ const char *rt_proxy_refusal (struct rt_proxy *px, const char *name, const struc
 
 /* The name @c's first bytes carry (*@sent: TLS SNI or HTTP Host, NULL for
    none; taken) against the names its address was dialled for
-   (rt_egress_name_agrees): NULL when they agree, else why not.  The name
-   becomes @c's either way, so the log and later rules see it.  */
-const char *rt_conn_name_check (struct conn *c, char **sent);
+   (rt_egress_name_agrees).  The name becomes @c's, so the log and later
+   rules see it.  Return: 1 when they agree; 0 when the name is allowed but
+   the guest never had this address for it from the sandbox's DNS: it
+   agrees only if it resolves to the address (the caller's to find out);
+   -1 when refused, *@why set.  */
+int rt_conn_name_check (struct conn *c, char **sent, const char **why);
 
 /* Ends @c: logged with @decision and @reason unless @decision is NULL.  */
 void rt_conn_free (struct conn *c, const char *decision, const char *reason);

@@ -93,8 +93,8 @@ rt_proxy_refusal (struct rt_proxy *px, const char *name, const struct sockaddr *
   return NULL;
 }
 
-const char *
-rt_conn_name_check (struct conn *c, char **sent)
+int
+rt_conn_name_check (struct conn *c, char **sent, const char **why)
 {
   const char *known[NAMES_MAX + 2];
   struct sockaddr_storage lit;
@@ -102,7 +102,7 @@ rt_conn_name_check (struct conn *c, char **sent)
   size_t n = 0;
 
   if (*sent == NULL)
-    return NULL;
+    return 1;
   if (c->name)
     known[n++] = c->name;
   n += rt_dns_names_of (&c->px->dns, &c->addr, known + n, NAMES_MAX);
@@ -113,11 +113,19 @@ rt_conn_name_check (struct conn *c, char **sent)
   if (v == RT_EGRESS_ALLOWED && rt_addr_parse_literal (*sent, &lit))
     {
       free (steal_pointer (sent));
-      return NULL;
+      return 1;
     }
   free (c->name);
   c->name = steal_pointer (sent);
-  return v == RT_EGRESS_ALLOWED ? NULL : rt_egress_verdict_str (v);
+  if (v == RT_EGRESS_ALLOWED)
+    return 1;
+  /* An allowed name the guest resolved elsewhere (its own hosts file, a
+     pinned address): it may still be this address's.  */
+  if (v == RT_EGRESS_NAME_MISMATCH && !rt_addr_parse_literal (c->name, &lit)
+      && rt_proxy_refusal (c->px, c->name, (struct sockaddr *) &c->addr, c->port) == NULL)
+    return 0;
+  *why = rt_egress_verdict_str (v);
+  return -1;
 }
 
 static int
@@ -441,10 +449,12 @@ sniff_done (struct conn *c, char *name)
   bufferevent_setcb (c->guest, NULL, NULL, on_guest_gone, c);
   /* An address from the sandbox's DNS goes to the names it was given out
      for: behind it the name the client sends picks the site.  */
+  /* An allowed name it was not given out for is resolved below: the
+     guest's address is dialled only if it is one of that name's.  */
   if (name && c->dns_known)
     {
-      const char *why = rt_conn_name_check (c, &name);
-      if (why)
+      const char *why = NULL;
+      if (rt_conn_name_check (c, &name, &why) < 0)
         {
           rt_conn_reset (c, "refused", why);
           return;

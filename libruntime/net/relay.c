@@ -287,6 +287,30 @@ rt_relay_check_requests (struct conn *c, const char *host)
   return 0;
 }
 
+/* The first bytes may go: relay them and all after.  */
+static void
+check_passed (struct conn *c)
+{
+  c->check_name = false;
+  bufferevent_setcb (c->guest, relay_read, relay_write, relay_event, c);
+  bufferevent_enable (c->guest, EV_READ);
+  relay_read (c->guest, c);
+}
+
+static void
+on_check_resolved (void *owner, struct evutil_addrinfo *res)
+{
+  struct conn *c = owner;
+
+  for (struct evutil_addrinfo *ai = res; ai; ai = ai->ai_next)
+    if (rt_addr_same_ip (&c->addr, ai->ai_addr))
+      {
+        check_passed (c);
+        return;
+      }
+  rt_conn_reset (c, "refused", "name_mismatch");
+}
+
 /* Holds what the guest sends until it tells the name it is for (a TLS
    ClientHello's SNI, an HTTP request's Host) or shows it never will (any
    other protocol); the server's bytes meanwhile go through, so that
@@ -298,10 +322,15 @@ check_read (struct bufferevent *bev, void *arg)
   struct evbuffer *in = bufferevent_get_input (bev);
   size_t len = evbuffer_get_length (in), n = len < RT_SNIFF_MAX ? len : RT_SNIFF_MAX;
   char *name = NULL;
-  const char *why;
-  const unsigned char *p = evbuffer_pullup (in, (ssize_t) n);
-  int r = rt_sniff_name (p, n, &name);
+  const char *why = NULL;
+  const unsigned char *p;
+  int r;
 
+  /* Its name being resolved: one check at a time.  */
+  if (c->resolving)
+    return;
+  p = evbuffer_pullup (in, (ssize_t) n);
+  r = rt_sniff_name (p, n, &name);
   if (r < 0)
     return;
   /* Plain HTTP: the requests after this one too.  */
@@ -310,15 +339,19 @@ check_read (struct bufferevent *bev, void *arg)
       free (name);
       return;
     }
-  why = rt_conn_name_check (c, &name);
-  if (why)
+  switch (rt_conn_name_check (c, &name, &why))
     {
-      rt_conn_reset (c, "refused", why);
+    case 1:
+      check_passed (c);
       return;
+    case 0:
+      /* Nothing more is read until the name's addresses are known.  */
+      bufferevent_disable (c->guest, EV_READ);
+      rt_dns_resolve (&c->px->dns, c->name, c, on_check_resolved, &c->resolving);
+      return;
+    default:
+      rt_conn_reset (c, "refused", why);
     }
-  c->check_name = false;
-  bufferevent_setcb (c->guest, relay_read, relay_write, relay_event, c);
-  relay_read (c->guest, c);
 }
 
 static void
