@@ -448,9 +448,9 @@ sniff_done (struct conn *c, char *name)
     }
   bufferevent_setcb (c->guest, NULL, NULL, on_guest_gone, c);
   /* An address from the sandbox's DNS goes to the names it was given out
-     for: behind it the name the client sends picks the site.  */
-  /* An allowed name it was not given out for is resolved below: the
-     guest's address is dialled only if it is one of that name's.  */
+     for: behind it the name the client sends picks the site.  An allowed
+     name it was not given out for is resolved below: the guest's address
+     is dialled only if it is one of that name's.  */
   if (name && c->dns_known)
     {
       const char *why = NULL;

@@ -427,8 +427,7 @@ do_head (struct rt_rewrite *rw, const char *buf, size_t len, char **head, size_t
       why_not = "out_of_memory";
       goto fail;
     }
-  if (!rw->check_only
-      && rt_scrub_expect (rw->scrub, eol - buf >= 5 && memcmp (buf, "HEAD ", 5) == 0, f.http10) < 0)
+  if (!rw->check_only && rt_scrub_expect (rw->scrub, eol - buf >= 5 && memcmp (buf, "HEAD ", 5) == 0, f.http10) < 0)
     {
       why_not = "too_many_requests";
       goto fail;

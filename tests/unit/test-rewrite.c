@@ -122,13 +122,14 @@ test_checker (void)
   checking = true;
   same (NULL, 0, pipelined, pipelined,
         "checking: pipelined requests for the host pass unchanged, a body that looks like a request too");
-  same (NULL, 0, "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n5\r\nHost:\r\n0\r\n\r\nGET / HTTP/1.1\r\n" H "\r\n",
+  same (NULL, 0,
+        "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n5\r\nHost:\r\n0\r\n\r\nGET / HTTP/1.1\r\n" H "\r\n",
         "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n5\r\nHost:\r\n0\r\n\r\nGET / HTTP/1.1\r\n" H "\r\n",
         "checking: a chunked body, then the next request");
   refused ("GET / HTTP/1.1\r\n" H "\r\nGET / HTTP/1.1\r\nHost: b.test\r\n\r\n", "host_mismatch",
            "checking: a second request for another host");
-  refused ("POST / HTTP/1.1\r\n" H "Content-Length: 2\r\n\r\nokGET / HTTP/1.1\r\nHost: b.test\r\n\r\n",
-           "host_mismatch", "checking: another host right after a body");
+  refused ("POST / HTTP/1.1\r\n" H "Content-Length: 2\r\n\r\nokGET / HTTP/1.1\r\nHost: b.test\r\n\r\n", "host_mismatch",
+           "checking: another host right after a body");
   refused ("GET / HTTP/1.1\r\n" H H "\r\n", "host_mismatch", "checking: two Hosts");
   refused ("GET http://b.test/ HTTP/1.1\r\n" H "\r\n", "host_mismatch", "checking: an absolute-form target elsewhere");
   refused ("GET / HTTP/1.1\r\nHost: a.test:80\r\n\r\n", "host_mismatch", "checking: the host on another port");
