@@ -570,10 +570,12 @@ on_transparent_accept (struct evconnlistener *l, evutil_socket_t fd, struct sock
       c->name = strdup (known);
       c->dns_known = true;
       /* A name bound to a secret: the first bytes still tell whether it
-         is TLS.  Else no waiting: server-first protocols too go at once,
+         is TLS; a name the rules no longer allow: whether they name one
+         they do.  Else no waiting: server-first protocols too go at once,
          and the first bytes the guest sends wait in the relay for their
          name to be checked.  */
-      if (!rt_intercept_relay_name_bound (px, known))
+      if (!rt_intercept_relay_name_bound (px, known)
+          && rt_proxy_refusal (px, known, (struct sockaddr *) &c->addr, c->port) == NULL)
         {
           c->check_name = true;
           decide_and_dial (c);
