@@ -283,6 +283,13 @@ on_conn_resolved (void *owner, struct evutil_addrinfo *res)
       decide_and_dial (c);
       return;
     }
+  /* An address from the sandbox's DNS, named for a site that is not
+     there: refused, not dialled elsewhere.  */
+  if (c->dns_known)
+    {
+      rt_conn_refuse (c, "name_mismatch");
+      return;
+    }
   for (struct evutil_addrinfo *ai = res; ai; ai = ai->ai_next)
     {
       const char *why;

@@ -197,12 +197,18 @@ is "… and either may be named on a connection to it" \
 runtime sandbox network "$id" --allow cdn.test >/dev/null
 is "… until the rules drop one: the address's other name is refused again" \
     "$(http_code --noproxy '*' --connect-to other.test:80:cdn.test:80 http://other.test/)" "000"
+runtime sandbox network "$id" --allow http.test --allow echo.test >/dev/null
+is "an address given out only for names no longer allowed: an allowed name that resolves to it works" \
+    "$(http_code --noproxy '*' --resolve http.test:80:198.51.100.3 http://http.test/)" "200"
+is "… one that resolves elsewhere is refused, not dialled elsewhere" \
+    "$(http_code --noproxy '*' -H 'Host: echo.test' --resolve http.test:80:198.51.100.3 http://http.test/)" "000"
 runtime sandbox network "$id" --log --json >"$tmp/names.json"
 check "the egress log says name_mismatch for each, naming the site asked for" python3 -c '
 import json, sys
 log = json.load(open(sys.argv[1]))
 mm = [(e["kind"], e["name"]) for e in log if e["decision"] == "refused" and e["reason"] == "name_mismatch"]
-for want in [("tcp", "secure.test"), ("connect", "secure.test"), ("tcp", "other.test"), ("connect", "other.test"), ("tcp", "cdn.test")]:
+for want in [("tcp", "secure.test"), ("connect", "secure.test"), ("tcp", "other.test"), ("connect", "other.test"),
+             ("tcp", "cdn.test"), ("tcp", "echo.test")]:
     assert want in mm, (want, mm)
 assert sum(1 for k, n in mm if n == "secure.test") >= 3 and sum(1 for k, n in mm if n == "other.test") >= 3, mm
 assert any(e["reason"] == "not_allowed" and e["name"] == "other.test" and e["kind"] == "tcp" for e in log)' "$tmp/names.json"
