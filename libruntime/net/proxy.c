@@ -484,13 +484,16 @@ on_sniff (struct bufferevent *bev, void *arg)
   size_t len = evbuffer_get_length (in);
   char *name = NULL;
   const unsigned char *p = evbuffer_pullup (in, -1);
-  int r = rt_sniff_name (p, len, &name);
+  int r = rt_sniff_name (p, len, &name), http = r < 0 ? -1 : rt_sniff_is_http (p, len);
 
-  if (r < 0)
-    return;
+  if (r < 0 || http < 0)
+    {
+      free (name);
+      return;
+    }
   c->tls = len > 0 && p[0] == 0x16; /* a TLS handshake record */
   /* Plain HTTP: the requests after this one too.  */
-  if (rt_sniff_is_http (p, len) && rt_relay_check_requests (c, r > 0 ? name : c->name) < 0)
+  if (http > 0 && rt_relay_check_requests (c, r > 0 ? name : c->name) < 0)
     {
       free (name);
       return;
@@ -506,9 +509,9 @@ on_sniff_timeout (evutil_socket_t fd, short what, void *arg)
   (void) fd;
   (void) what;
   /* The client waits for the server to speak first (SSH, SMTP): decide
-     on the address.  An address from the sandbox's DNS: whatever the
-     guest sends later still waits for its name to be checked.  */
-  c->check_name = c->dns_known;
+     on the address.  Whatever the guest sends later (or the rest of what
+     it began) still waits for its name to be checked.  */
+  c->check_name = true;
   sniff_done (c, NULL);
 }
 

@@ -324,17 +324,20 @@ check_read (struct bufferevent *bev, void *arg)
   char *name = NULL;
   const char *why = NULL;
   const unsigned char *p;
-  int r;
+  int r, http;
 
   /* Its name being resolved: one check at a time.  */
   if (c->resolving)
     return;
   p = evbuffer_pullup (in, (ssize_t) n);
   r = rt_sniff_name (p, n, &name);
-  if (r < 0)
-    return;
+  if (r < 0 || (http = rt_sniff_is_http (p, n)) < 0)
+    {
+      free (name);
+      return;
+    }
   /* Plain HTTP: the requests after this one too.  */
-  if (rt_sniff_is_http (p, n) && rt_relay_check_requests (c, r > 0 ? name : c->name) < 0)
+  if (http > 0 && rt_relay_check_requests (c, r > 0 ? name : c->name) < 0)
     {
       free (name);
       return;

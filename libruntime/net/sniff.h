@@ -9,7 +9,6 @@
 #ifndef RT_SNIFF_H
 #define RT_SNIFF_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
 /* Bytes looked at before giving up on finding an answer.  */
@@ -32,14 +31,20 @@
 int rt_sniff_name (const unsigned char *buf, size_t len, char **name);
 
 /**
- * rt_sniff_is_http - do these first bytes start an HTTP/1.x request?
+ * rt_sniff_is_http - could a server read these first bytes as an HTTP
+ * request?
  * @buf, @len: as for rt_sniff_name
  *
- * True once a whole request line ("METHOD target HTTP/1.d") is there,
- * whether or not a Host follows: a request without one may be followed by
- * others on the same connection that have one.
+ * Loosely, on purpose: whatever a lenient server might take for a request
+ * line (empty lines before it, odd spacing, a lowercase "http/") is
+ * HTTP here, so that a strict parser checks it, whether or not it names a
+ * host: a request without Host may be followed by others on the same
+ * connection that have one.
+ * Return: 1 when the first line (after empty ones) is text holding
+ * "HTTP/" (or RT_SNIFF_MAX bytes of text without an end); 0 when it is not,
+ * or holds a byte no request line has; -1 when the line is not complete.
  */
-bool rt_sniff_is_http (const unsigned char *buf, size_t len);
+int rt_sniff_is_http (const unsigned char *buf, size_t len);
 
 /**
  * rt_http_head - an HTTP/1.x request head as a forward proxy sees it
