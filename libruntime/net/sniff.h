@@ -40,9 +40,10 @@ int rt_sniff_name (const unsigned char *buf, size_t len, char **name);
  * HTTP here, so that a strict parser checks it, whether or not it names a
  * host: a request without Host may be followed by others on the same
  * connection that have one.
- * Return: 1 when the first line (after empty ones) is text holding
- * "HTTP/" (or RT_SNIFF_MAX bytes of text without an end); 0 when it is not,
- * or holds a byte no request line has; -1 when the line is not complete.
+ * Return: 1 when the first line (after empty ones) is an uppercase method
+ * ([A-Z_-]), blank space and text holding "HTTP/" (or RT_SNIFF_MAX bytes
+ * that could still be one); 0 when it is not, as soon as that shows; -1
+ * when it could be and is not complete.
  */
 int rt_sniff_is_http (const unsigned char *buf, size_t len);
 

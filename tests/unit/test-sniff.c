@@ -573,7 +573,12 @@ main (void)
       { "\r\n\r\nGET / HTTP/1.1\r\nHost: b.test\r\n", 1 },
       { "\nGET / HTTP/1.1\n", 1 },
       { "GET  /  HTTP/1.1\r\n", 1 },
-      { "get / http/1.1\r\n", 1 },
+      { "GET / http/1.1\r\n", 1 },
+      { "get / HTTP/1.1\r\n", 0 },
+      { "ping", 0 },
+      { "PING\r\n", 0 },
+      { "GET", -1 },
+      { "GET /x", -1 },
       { "GET\t/\tHTTP/1.1\r\n", 1 },
       { "POST /x HTTP/1.1", -1 },
       { "GET / HTTP/1.", -1 },
@@ -595,9 +600,9 @@ main (void)
       }
     {
       char *big = malloc (RT_SNIFF_MAX + 1);
-      memset (big, 'a', RT_SNIFF_MAX + 1);
+      memset (big, 'A', RT_SNIFF_MAX + 1);
       ok (rt_sniff_is_http ((const unsigned char *) big, RT_SNIFF_MAX + 1) == 1,
-          "is_http: 16 KiB of text without a line end is checked as HTTP");
+          "is_http: 16 KiB that could still be a request line is checked as HTTP");
       free (big);
     }
   }
