@@ -170,35 +170,32 @@ is "the trailing dot and case of the allowed name change nothing" \
     "$(http_code --noproxy '*' -H 'Host: CDN.test.' http://cdn.test/)" "200"
 cat >"$tmp/keepalive.py" <<'PY'
 import socket
+
+def rest_of(s):
+    out = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except OSError:
+        pass
+    return out
+
 s = socket.create_connection(("cdn.test", 80))
 s.settimeout(10)
 s.sendall(b"GET /one HTTP/1.1\r\nHost: cdn.test\r\n\r\n")
 first = s.recv(65536)
 s.sendall(b"GET /two HTTP/1.1\r\nHost: other.test\r\n\r\n")
-rest = b""
-try:
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        rest += d
-except OSError:
-    pass
+rest = rest_of(s)
 print(first.split(b"\r\n")[0].decode(), "|", b"X-Runtime-Egress: name_mismatch" in rest, b"/two" in rest)
 # What a lenient server reads as a request (an empty line first, two
 # spaces) is checked strictly too.
 s = socket.create_connection(("cdn.test", 80))
 s.settimeout(10)
 s.sendall(b"\r\nGET  /three  HTTP/1.1\r\nHost: other.test\r\n\r\n")
-rest = b""
-try:
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        rest += d
-except OSError:
-    pass
+rest = rest_of(s)
 print(rest.split(b"\r\n")[0].decode(), "|", b"/three" in rest)
 PY
 runtime sandbox cp "$tmp/keepalive.py" "$id:/workspace/keepalive.py"
