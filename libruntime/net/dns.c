@@ -12,30 +12,36 @@
 
 /* ---- the cache of answers -------------------------------------------------- */
 
+/* The newest answer for a name goes last: an older copy of it is emptied,
+   so a name the guest keeps asking for is not pushed out by the ring.  */
 static void
 cache_put (struct rt_dns *d, const struct in_addr *a, const char *name)
 {
-  struct rt_dns_entry *e = &d->cache[d->cache_next++ % RT_DNS_CACHE];
+  struct rt_dns_entry *e;
 
+  for (size_t i = 0; i < RT_DNS_CACHE; i++)
+    if (d->cache[i].addr.s_addr == a->s_addr && strcasecmp (d->cache[i].name, name) == 0)
+      d->cache[i].name[0] = '\0';
+  e = &d->cache[d->cache_next++ % RT_DNS_CACHE];
   e->addr = *a;
   snprintf (e->name, sizeof e->name, "%s", name);
 }
 
-const char *
-rt_dns_name_of (const struct rt_dns *d, const struct sockaddr_storage *ss)
+size_t
+rt_dns_names_of (const struct rt_dns *d, const struct sockaddr_storage *ss, const char **names, size_t max)
 {
   const struct in_addr *a = &((const struct sockaddr_in *) ss)->sin_addr;
-  size_t n = d->cache_next < RT_DNS_CACHE ? d->cache_next : RT_DNS_CACHE;
+  size_t n = d->cache_next < RT_DNS_CACHE ? d->cache_next : RT_DNS_CACHE, found = 0;
 
   if (ss->ss_family != AF_INET)
-    return NULL;
-  for (size_t i = 1; i <= n; i++)
+    return 0;
+  for (size_t i = 1; i <= n && found < max; i++)
     {
       const struct rt_dns_entry *e = &d->cache[(d->cache_next - i) % RT_DNS_CACHE];
-      if (e->addr.s_addr == a->s_addr)
-        return e->name;
+      if (e->addr.s_addr == a->s_addr && e->name[0])
+        names[found++] = e->name;
     }
-  return NULL;
+  return found;
 }
 
 /* ---- resolving ------------------------------------------------------------ */

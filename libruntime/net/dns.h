@@ -57,8 +57,10 @@ bool rt_dns_serve (struct rt_proxy *px, struct event_base *base, int fd);
    server and frees the overrides.  */
 void rt_dns_clear (struct rt_dns *d);
 
-/* The name this server last gave out for @ss, if any.  */
-const char *rt_dns_name_of (const struct rt_dns *d, const struct sockaddr_storage *ss);
+/* The names this server gave out @ss for, newest first, at most @max of
+   them (pointers into the cache, valid until its next answer).  Returns
+   how many.  */
+size_t rt_dns_names_of (const struct rt_dns *d, const struct sockaddr_storage *ss, const char **names, size_t max);
 
 /* A lookup in flight: its owner may go away first (the callback then only
    frees it).  */

@@ -491,6 +491,8 @@ rt_egress_verdict_str (enum rt_egress_verdict v)
       return "blocked_port";
     case RT_EGRESS_TRIAL_PORT:
       return "trial_port";
+    case RT_EGRESS_NAME_MISMATCH:
+      return "name_mismatch";
     }
   return "unknown";
 }
@@ -654,6 +656,47 @@ rt_egress_decide (const struct rt_egress_rules *r, const char *name, const struc
   if (t.name && !t.has_ip[0] && allow_has_ip)
     return RT_EGRESS_ALLOWED;
   return RT_EGRESS_NOT_ALLOWED;
+}
+
+/* Are @a and @b the same host name, case and one trailing dot aside?  */
+static bool
+same_name (const char *a, const char *b)
+{
+  size_t an = strlen (a), bn = strlen (b);
+
+  if (an > 1 && a[an - 1] == '.')
+    an--;
+  if (bn > 1 && b[bn - 1] == '.')
+    bn--;
+  return an == bn && strncasecmp (a, b, an) == 0;
+}
+
+enum rt_egress_verdict
+rt_egress_name_agrees (const struct rt_egress_rules *r, const char *sent, const char *const *known,
+                       const struct sockaddr *addr, int port)
+{
+  uint8_t lit[16], ip[16];
+  size_t n;
+
+  if (sent == NULL)
+    return RT_EGRESS_ALLOWED;
+  n = strlen (sent);
+  if (n > 1 && sent[n - 1] == '.')
+    n--;
+  /* "Host: 203.0.113.5" to that very address says nothing more; to
+     another one it asks the server for a site elsewhere.  */
+  if (name_literal (sent, n, lit))
+    return addr && sockaddr_ip (addr, ip) && memcmp (ip, lit, 16) == 0 ? RT_EGRESS_ALLOWED
+                                                                      : RT_EGRESS_NAME_MISMATCH;
+  if (known && known[0])
+    {
+      bool agrees = false;
+      for (size_t i = 0; known[i] && !agrees; i++)
+        agrees = same_name (sent, known[i]);
+      if (!agrees)
+        return RT_EGRESS_NAME_MISMATCH;
+    }
+  return rt_egress_decide (r, sent, addr, port);
 }
 
 bool

@@ -84,10 +84,12 @@ enum rt_egress_verdict
   RT_EGRESS_PRIVATE,      /* always-refused address range */
   RT_EGRESS_BLOCKED_PORT, /* SMTP */
   RT_EGRESS_TRIAL_PORT,
+  RT_EGRESS_NAME_MISMATCH, /* the SNI or Host names another host than the address is for */
 };
 
 /** rt_egress_verdict_str - "allowed", "internet_off", "denied",
-    "not_allowed", "private_address", "blocked_port", "trial_port".  */
+    "not_allowed", "private_address", "blocked_port", "trial_port",
+    "name_mismatch".  */
 const char *rt_egress_verdict_str (enum rt_egress_verdict v);
 
 /**
@@ -127,6 +129,31 @@ enum rt_egress_verdict rt_egress_decide (const struct rt_egress_rules *r, const 
  * Families other than AF_INET/AF_INET6 are refused; NULL is not.
  */
 bool rt_egress_address_refused (const struct sockaddr *addr);
+
+/**
+ * rt_egress_name_agrees - may a connection already dialled carry the name
+ * its client sends in it?
+ * @r:     the rules
+ * @sent:  the TLS SNI or the HTTP Host its first bytes carry
+ *         (rt_sniff_name), or NULL when they carry none
+ * @known: the names the dialled address was resolved for, NULL-terminated:
+ *         those the sandbox's DNS answered with it, the CONNECT target.
+ *         NULL or empty: an address not learned from a name
+ * @addr:  the dialled address
+ * @port:  the dialled port
+ *
+ * Behind one address (a CDN, a shared front end) the SNI or Host picks the
+ * site, so it must be the name the address was judged for, or another
+ * name the address was resolved for, and allowed now (the rules may have
+ * changed since the answer).  No @sent: the address and its names were
+ * judged when dialled.  An IP literal must be @addr itself.  An address
+ * not learned from a name: @sent is judged by the rules at @addr.  Case
+ * and one trailing dot do not matter.
+ * Return: RT_EGRESS_ALLOWED; RT_EGRESS_NAME_MISMATCH when @sent is none of
+ * @known (or another address); else the rules' verdict for @sent.
+ */
+enum rt_egress_verdict rt_egress_name_agrees (const struct rt_egress_rules *r, const char *sent,
+                                              const char *const *known, const struct sockaddr *addr, int port);
 
 /**
  * rt_egress_names_match - does @name match one of the host-name entries

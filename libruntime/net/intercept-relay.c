@@ -123,15 +123,20 @@ rt_intercept_relay_rewrite (struct conn *c)
       size_t look = n < RT_REWRITE_MAX_HEAD ? n : RT_REWRITE_MAX_HEAD, take = 0, head_len = 0;
       const char *p = (const char *) evbuffer_pullup (in, look), *why = "bad_request";
       char *head = NULL;
+      bool forbidden;
       int r = rt_rewrite_step (c->rw, p, look, &take, &head, &head_len, &why);
 
       if (r < 0)
         {
-          /* Not a request we may pass: nothing more goes to the server.  */
+          /* Not a request we may pass: nothing more goes to the server.
+             Plain HTTP, checked only (rt_relay_check_requests): another
+             host is a name that does not agree.  */
+          if (!c->intercept && strcmp (why, "host_mismatch") == 0)
+            why = "name_mismatch";
           rt_relay_release (c->px, c->up, false);
           c->up = NULL;
-          rt_conn_answer (c, strcmp (why, "host_mismatch") == 0 ? 403 : 400,
-                          strcmp (why, "host_mismatch") == 0 ? "Forbidden" : "Bad Request", why);
+          forbidden = strcmp (why, "host_mismatch") == 0 || strcmp (why, "name_mismatch") == 0;
+          rt_conn_answer (c, forbidden ? 403 : 400, forbidden ? "Forbidden" : "Bad Request", why);
           return;
         }
       if (r == RT_REWRITE_MORE)

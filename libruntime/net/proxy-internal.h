@@ -42,6 +42,8 @@ struct conn
   bool have_addr;
   int port;
   bool is_connect;
+  bool dns_known;               /* transparent: the guest had addr from the sandbox's DNS */
+  bool check_name;              /* the guest's first bytes wait for rt_conn_name_check (relay.c) */
   char *head;                   /* plain HTTP: the head to send upstream */
   size_t head_len;
   bool relaying, guest_eof, up_eof, guest_shut, up_shut;
@@ -94,6 +96,15 @@ void rt_proxy_log (struct rt_proxy *px, const char *kind, const char *name, cons
                    const struct rt_rewrite *rw);
 /* NULL when the rules allow the destination, else the reason.  */
 const char *rt_proxy_refusal (struct rt_proxy *px, const char *name, const struct sockaddr *addr, int port);
+
+/* The name @c's first bytes carry (*@sent: TLS SNI or HTTP Host, NULL for
+   none; taken) against the names its address was dialled for
+   (rt_egress_name_agrees).  The name becomes @c's, so the log and later
+   rules see it.  Return: 1 when they agree; 0 when the name is allowed but
+   the guest never had this address for it from the sandbox's DNS: it
+   agrees only if it resolves to the address (the caller's to find out);
+   -1 when refused, *@why set.  */
+int rt_conn_name_check (struct conn *c, char **sent, const char **why);
 
 /* Ends @c: logged with @decision and @reason unless @decision is NULL.  */
 void rt_conn_free (struct conn *c, const char *decision, const char *reason);

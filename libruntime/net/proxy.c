@@ -29,6 +29,7 @@
 #define HEAD_TIMEOUT_S 30
 #define SNIFF_TIMEOUT_MS 1000
 #define LOG_MAX (16 * 1024 * 1024)
+#define NAMES_MAX 64 /* of one address, looked at */
 
 /* ---- the log and the decision ----------------------------------------------- */
 
@@ -92,6 +93,41 @@ rt_proxy_refusal (struct rt_proxy *px, const char *name, const struct sockaddr *
   return NULL;
 }
 
+int
+rt_conn_name_check (struct conn *c, char **sent, const char **why)
+{
+  const char *known[NAMES_MAX + 2];
+  struct sockaddr_storage lit;
+  enum rt_egress_verdict v;
+  size_t n = 0;
+
+  if (*sent == NULL)
+    return 1;
+  if (c->name)
+    known[n++] = c->name;
+  n += rt_dns_names_of (&c->px->dns, &c->addr, known + n, NAMES_MAX);
+  known[n] = NULL;
+  v = rt_egress_name_agrees (&c->px->rules, *sent, known, (struct sockaddr *) &c->addr, c->port);
+  /* The address itself, named: the name the address was dialled for
+     stays.  */
+  if (v == RT_EGRESS_ALLOWED && rt_addr_parse_literal (*sent, &lit))
+    {
+      free (steal_pointer (sent));
+      return 1;
+    }
+  free (c->name);
+  c->name = steal_pointer (sent);
+  if (v == RT_EGRESS_ALLOWED)
+    return 1;
+  /* An allowed name the guest resolved elsewhere (its own hosts file, a
+     pinned address): it may still be this address's.  */
+  if (v == RT_EGRESS_NAME_MISMATCH && !rt_addr_parse_literal (c->name, &lit)
+      && rt_proxy_refusal (c->px, c->name, (struct sockaddr *) &c->addr, c->port) == NULL)
+    return 0;
+  *why = rt_egress_verdict_str (v);
+  return -1;
+}
+
 static int
 load_host_addrs (struct rt_proxy *px, rt_error **err)
 {
@@ -125,7 +161,8 @@ rt_conn_free (struct conn *c, const char *decision, const char *reason)
 
   if (decision)
     rt_proxy_log (px, c->kind == CONN_PROXY ? (c->is_connect ? "connect" : "http") : "tcp", c->name,
-                  c->have_addr ? &c->addr : NULL, c->port, decision, reason, c->bytes_out, c->bytes_in, c->rw);
+                  c->have_addr ? &c->addr : NULL, c->port, decision, reason, c->bytes_out, c->bytes_in,
+                  c->intercept ? c->rw : NULL);
   rt_dns_resolve_cancel (&c->resolving);
   if (c->sniff_timer)
     event_free (c->sniff_timer);
@@ -185,8 +222,9 @@ rt_conn_answer (struct conn *c, int status, const char *text, const char *reason
       char abuf[INET6_ADDRSTRLEN];
       snprintf (target, sizeof target, "%s:%d", rt_addr_text (&c->addr, abuf, sizeof abuf), c->port);
     }
-  rt_proxy_log (c->px, c->is_connect ? "connect" : "http", c->name, c->have_addr ? &c->addr : NULL, c->port, "refused",
-                reason, c->bytes_out, c->bytes_in, c->rw);
+  rt_proxy_log (c->px, c->kind == CONN_PROXY ? (c->is_connect ? "connect" : "http") : "tcp", c->name,
+                c->have_addr ? &c->addr : NULL, c->port, "refused", reason, c->bytes_out, c->bytes_in,
+                c->intercept ? c->rw : NULL);
   /* The callbacks first: writing may call them.  */
   c->relaying = false;
   bufferevent_disable (c->guest, EV_READ);
@@ -243,6 +281,13 @@ on_conn_resolved (void *owner, struct evutil_addrinfo *res)
   if (keep)
     {
       decide_and_dial (c);
+      return;
+    }
+  /* An address from the sandbox's DNS, named for a site that is not
+     there: refused, not dialled elsewhere.  */
+  if (c->dns_known)
+    {
+      rt_conn_refuse (c, "name_mismatch");
       return;
     }
   for (struct evutil_addrinfo *ai = res; ai; ai = ai->ai_next)
@@ -326,6 +371,8 @@ on_head (struct bufferevent *bev, void *arg)
   c->name = steal_pointer (&h.host);
   c->port = h.port;
   c->tls = c->is_connect;
+  /* A tunnel's first bytes may name another host than the CONNECT did.  */
+  c->check_name = c->is_connect;
   if (!c->is_connect)
     {
       c->head = rt_http_head_upstream (buf, &h, &c->head_len);
@@ -407,8 +454,21 @@ sniff_done (struct conn *c, char *name)
       c->sniff_timer = NULL;
     }
   bufferevent_setcb (c->guest, NULL, NULL, on_guest_gone, c);
+  /* An address from the sandbox's DNS goes to the names it was given out
+     for: behind it the name the client sends picks the site.  An allowed
+     name it was not given out for is resolved below: the guest's address
+     is dialled only if it is one of that name's.  */
+  if (name && c->dns_known)
+    {
+      const char *why = NULL;
+      if (rt_conn_name_check (c, &name, &why) < 0)
+        {
+          rt_conn_reset (c, "refused", why);
+          return;
+        }
+    }
   /* The name the client itself sent wins over the one DNS gave.  */
-  if (name)
+  else if (name)
     {
       free (c->name);
       c->name = name;
@@ -424,22 +484,49 @@ on_sniff (struct bufferevent *bev, void *arg)
   size_t len = evbuffer_get_length (in);
   char *name = NULL;
   const unsigned char *p = evbuffer_pullup (in, -1);
-  int r = rt_sniff_name (p, len, &name);
+  int r = rt_sniff_name (p, len, &name), http = r < 0 ? -1 : rt_sniff_is_http (p, len);
 
-  if (r < 0)
-    return;
+  if (r < 0 || http < 0)
+    {
+      free (name);
+      return;
+    }
   c->tls = len > 0 && p[0] == 0x16; /* a TLS handshake record */
+  /* Plain HTTP: the requests after this one too.  */
+  if (http > 0 && rt_relay_check_requests (c, r > 0 ? name : c->name) < 0)
+    {
+      free (name);
+      return;
+    }
   sniff_done (c, r > 0 ? name : NULL);
 }
 
 static void
 on_sniff_timeout (evutil_socket_t fd, short what, void *arg)
 {
+  struct conn *c = arg;
+
   (void) fd;
   (void) what;
   /* The client waits for the server to speak first (SSH, SMTP): decide
-     on the address.  */
-  sniff_done (arg, NULL);
+     on the address.  Whatever the guest sends later (or the rest of what
+     it began) still waits for its name to be checked.  */
+  c->check_name = true;
+  sniff_done (c, NULL);
+}
+
+/* Of the names the sandbox's DNS gave @c's address out for, the newest
+   the rules allow now, else the newest; NULL when none.  */
+static const char *
+dns_name (struct rt_proxy *px, struct conn *c)
+{
+  const char *names[NAMES_MAX];
+  size_t n = rt_dns_names_of (&px->dns, &c->addr, names, NAMES_MAX);
+
+  for (size_t i = 0; i < n; i++)
+    if (rt_proxy_refusal (px, names[i], (struct sockaddr *) &c->addr, c->port) == NULL)
+      return names[i];
+  return n > 0 ? names[0] : NULL;
 }
 
 static void
@@ -487,14 +574,20 @@ on_transparent_accept (struct evconnlistener *l, evutil_socket_t fd, struct sock
       return;
     }
   /* The guest resolved this address through us: that name it meant.  */
-  known = rt_dns_name_of (&px->dns, &c->addr);
+  known = dns_name (px, c);
   if (known)
     {
       c->name = strdup (known);
+      c->dns_known = true;
       /* A name bound to a secret: the first bytes still tell whether it
-         is TLS.  Else no waiting: server-first protocols too go at once.  */
-      if (!rt_intercept_relay_name_bound (px, known))
+         is TLS; a name the rules no longer allow: whether they name one
+         they do.  Else no waiting: server-first protocols too go at once,
+         and the first bytes the guest sends wait in the relay for their
+         name to be checked.  */
+      if (!rt_intercept_relay_name_bound (px, known)
+          && rt_proxy_refusal (px, known, (struct sockaddr *) &c->addr, c->port) == NULL)
         {
+          c->check_name = true;
           decide_and_dial (c);
           return;
         }

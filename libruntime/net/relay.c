@@ -11,6 +11,8 @@
 
 #include "net/intercept-relay.h"
 #include "net/relay.h"
+#include "net/rewrite.h"
+#include "net/sniff.h"
 #include "net/sockaddr.h"
 
 #define GUEST_GONE_S 3 /* an intercepted server's silence after the guest's end */
@@ -194,7 +196,7 @@ relay_read (struct bufferevent *from, void *arg)
       rt_intercept_relay_rewrite (c);
       return;
     }
-  if (from == c->up && c->rw)
+  if (from == c->up && c->rw && c->intercept)
     {
       rt_intercept_relay_scrub (c, false);
       return;
@@ -241,7 +243,7 @@ relay_event (struct bufferevent *bev, short what, void *arg)
   if (what & BEV_EVENT_EOF)
     {
       bool from_guest = bev == c->guest;
-      if (!from_guest && c->rw)
+      if (!from_guest && c->rw && c->intercept)
         rt_intercept_relay_scrub (c, true);
       else
         relay_read (bev, c);
@@ -271,19 +273,123 @@ relay_event (struct bufferevent *bev, short what, void *arg)
     }
 }
 
+/* ---- the first bytes: their name checked before they go ------------------- */
+
+int
+rt_relay_check_requests (struct conn *c, const char *host)
+{
+  c->rw = rt_rewrite_checker_new (host ? host : "", c->port);
+  if (c->rw == NULL)
+    {
+      rt_conn_reset (c, NULL, NULL);
+      return -1;
+    }
+  return 0;
+}
+
+/* The first bytes may go: relay them and all after.  */
+static void
+check_passed (struct conn *c)
+{
+  c->check_name = false;
+  bufferevent_setcb (c->guest, relay_read, relay_write, relay_event, c);
+  bufferevent_enable (c->guest, EV_READ);
+  relay_read (c->guest, c);
+}
+
+static void
+on_check_resolved (void *owner, struct evutil_addrinfo *res)
+{
+  struct conn *c = owner;
+
+  for (struct evutil_addrinfo *ai = res; ai; ai = ai->ai_next)
+    if (rt_addr_same_ip (&c->addr, ai->ai_addr))
+      {
+        check_passed (c);
+        return;
+      }
+  rt_conn_reset (c, "refused", "name_mismatch");
+}
+
+/* Holds what the guest sends until it tells the name it is for (a TLS
+   ClientHello's SNI, an HTTP request's Host) or shows it never will (any
+   other protocol); the server's bytes meanwhile go through, so that
+   protocols where it speaks first wait for nothing.  */
+static void
+check_read (struct bufferevent *bev, void *arg)
+{
+  struct conn *c = arg;
+  struct evbuffer *in = bufferevent_get_input (bev);
+  size_t len = evbuffer_get_length (in), n = len < RT_SNIFF_MAX ? len : RT_SNIFF_MAX;
+  char *name = NULL;
+  const char *why = NULL;
+  const unsigned char *p;
+  int r, http;
+
+  /* Its name being resolved: one check at a time.  */
+  if (c->resolving)
+    return;
+  p = evbuffer_pullup (in, (ssize_t) n);
+  r = rt_sniff_name (p, n, &name);
+  if (r < 0 || (http = rt_sniff_is_http (p, n)) < 0)
+    {
+      free (name);
+      return;
+    }
+  /* Plain HTTP: the requests after this one too.  */
+  if (http > 0 && rt_relay_check_requests (c, r > 0 ? name : c->name) < 0)
+    {
+      free (name);
+      return;
+    }
+  switch (rt_conn_name_check (c, &name, &why))
+    {
+    case 1:
+      check_passed (c);
+      return;
+    case 0:
+      /* Nothing more is read until the name's addresses are known.  */
+      bufferevent_disable (c->guest, EV_READ);
+      rt_dns_resolve (&c->px->dns, c->name, c, on_check_resolved, &c->resolving);
+      return;
+    default:
+      rt_conn_reset (c, "refused", why);
+    }
+}
+
+static void
+check_event (struct bufferevent *bev, short what, void *arg)
+{
+  struct conn *c = arg;
+
+  /* The guest ended before its first bytes told their name: a request
+     or hello cut short is not passed on.  */
+  if ((what & BEV_EVENT_EOF) && evbuffer_get_length (bufferevent_get_input (bev)) > 0)
+    {
+      rt_conn_reset (c, "refused", "name_mismatch");
+      return;
+    }
+  relay_event (bev, what, arg);
+}
+
 static void
 start_relay (struct conn *c)
 {
+  bool check = c->check_name && !c->intercept;
+
   c->relaying = true;
   bufferevent_set_timeouts (c->up, NULL, NULL);
   bufferevent_set_timeouts (c->guest, NULL, NULL);
-  bufferevent_setcb (c->guest, relay_read, relay_write, relay_event, c);
+  if (check)
+    bufferevent_setcb (c->guest, check_read, relay_write, check_event, c);
+  else
+    bufferevent_setcb (c->guest, relay_read, relay_write, relay_event, c);
   bufferevent_setcb (c->up, relay_read, relay_write, relay_event, c);
   bufferevent_enable (c->guest, EV_READ | EV_WRITE);
   bufferevent_enable (c->up, EV_READ | EV_WRITE);
   /* What the guest sent while we decided.  */
   if (evbuffer_get_length (bufferevent_get_input (c->guest)) > 0)
-    relay_read (c->guest, c);
+    (check ? check_read : relay_read) (c->guest, c);
 }
 
 /* ---- dialling ---------------------------------------------------------------- */

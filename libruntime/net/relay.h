@@ -15,6 +15,11 @@
 
 /* Dials @c's address and port; relays once connected, else refuses.  */
 void rt_relay_dial (struct conn *c);
+/* Plain HTTP on @c, whose first request named @host (NULL: none): every
+   request the guest sends on it must name that host or none
+   (rt_rewrite_checker_new), else the connection is refused
+   (name_mismatch).  -1 when @c was reset (out of memory).  */
+int rt_relay_check_requests (struct conn *c, const char *host);
 /* Frees one side; with @drain, what a TLS filter already encrypted is
    still written out, within RT_PROXY_MAX_ORPHANS, RT_PROXY_MAX_ORPHAN_BYTES
    and RT_PROXY_ORPHAN_DEADLINE_S (else dropped with a RST).  */

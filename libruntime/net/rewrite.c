@@ -36,6 +36,7 @@ struct rt_rewrite
   bool *active;   /* per binding: its rules let this request have the value */
   size_t scanned; /* of the pending head: searched for its end already */
   struct rt_scrub *scrub;
+  bool check_only; /* rt_rewrite_checker_new: heads pass as they are */
 };
 
 struct rt_rewrite *
@@ -55,6 +56,16 @@ rt_rewrite_new (const struct rt_secret_binding *b, size_t n, const char *host, i
   /* One trailing dot names the same host.  */
   if (strlen (rw->host) > 1 && rw->host[strlen (rw->host) - 1] == '.')
     rw->host[strlen (rw->host) - 1] = '\0';
+  return rw;
+}
+
+struct rt_rewrite *
+rt_rewrite_checker_new (const char *host, int port)
+{
+  struct rt_rewrite *rw = rt_rewrite_new (NULL, 0, host, port);
+
+  if (rw)
+    rw->check_only = true;
   return rw;
 }
 
@@ -265,7 +276,7 @@ take_field (struct rt_rewrite *rw, struct rt_buf *o, const char *line, const cha
       *any = true;
       return NULL;
     }
-  if (!answer_header_ok (line, colon - line, f->http10))
+  if (!rw->check_only && !answer_header_ok (line, colon - line, f->http10))
     return NULL;
   *any |= add_swapped (rw, o, line, eol + 2 - line, false);
   return NULL;
@@ -391,7 +402,9 @@ do_head (struct rt_rewrite *rw, const char *buf, size_t len, char **head, size_t
       if ((why_not = take_field (rw, &o, line, eol, &f, &any)))
         goto fail;
     }
-  if (f.hosts != 1)
+  /* Checking only, a request without Host (HTTP/1.0) goes where the
+     address does, as the first one may.  */
+  if (f.hosts != 1 && !(rw->check_only && f.hosts == 0))
     {
       why_not = MISMATCH;
       goto fail;
@@ -405,13 +418,16 @@ do_head (struct rt_rewrite *rw, const char *buf, size_t len, char **head, size_t
     }
   any |= add_secret_headers (rw, &o);
   /* An answer the scrubber can read: no content coding.  */
-  rt_buf_add (&o, "Accept-Encoding: identity\r\n\r\n", 29);
+  if (rw->check_only)
+    rt_buf_add (&o, "\r\n", 2);
+  else
+    rt_buf_add (&o, "Accept-Encoding: identity\r\n\r\n", 29);
   if (o.oom)
     {
       why_not = "out_of_memory";
       goto fail;
     }
-  if (rt_scrub_expect (rw->scrub, eol - buf >= 5 && memcmp (buf, "HEAD ", 5) == 0, f.http10) < 0)
+  if (!rw->check_only && rt_scrub_expect (rw->scrub, eol - buf >= 5 && memcmp (buf, "HEAD ", 5) == 0, f.http10) < 0)
     {
       why_not = "too_many_requests";
       goto fail;

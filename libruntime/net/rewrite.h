@@ -42,6 +42,11 @@ struct rt_rewrite;
    absolute-form target if any), else it is refused as "host_mismatch":
    behind one server there may be many sites.  NULL when out of memory.  */
 struct rt_rewrite *rt_rewrite_new (const struct rt_secret_binding *b, size_t n, const char *host, int port);
+/* The same framing and host check with nothing rewritten, for plain HTTP
+   to any host (the egress proxy's check that every request on a
+   connection names the host it was allowed for): heads pass as they came,
+   a request without Host too, and the scrubber is not used.  */
+struct rt_rewrite *rt_rewrite_checker_new (const char *host, int port);
 void rt_rewrite_free (struct rt_rewrite *rw);
 
 /**

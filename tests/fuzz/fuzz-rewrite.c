@@ -14,7 +14,9 @@
  * an opaque stream passes byte for byte); and the pieces do not matter: the
  * stream fed at once gives the same bytes upstream and the same refusal.
  * The same bytes as a server's answers, in the same pieces: nothing the
- * scrubber lets out holds a value, refused or not.
+ * scrubber lets out holds a value, refused or not.  The same stream
+ * through the checker (rt_rewrite_checker_new): what goes upstream is
+ * exactly a prefix of the stream, whatever the pieces.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -77,11 +79,12 @@ take_all (struct rt_rewrite *rw, char *pending, size_t *plen, bool had_value, st
     }
 }
 
-/* Feeds @data in pieces of @step bytes.  */
+/* Feeds @data in pieces of @step bytes, to the rewriter or (@check) the
+   checker.  */
 static void
-run (const uint8_t *data, size_t size, size_t step, struct result *res)
+run (const uint8_t *data, size_t size, size_t step, struct result *res, bool check)
 {
-  struct rt_rewrite *rw = rt_rewrite_new (bindings, 2, "a.test", 443);
+  struct rt_rewrite *rw = check ? rt_rewrite_checker_new ("a.test", 443) : rt_rewrite_new (bindings, 2, "a.test", 443);
   char *pending = malloc (size + 1);
   bool had_value = memmem (data, size, "VALUE-", 6) != NULL;
   size_t fed = 0, plen = 0;
@@ -145,13 +148,20 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
   if (size < 1)
     return 0;
-  run (data + 1, size - 1, data[0] % 17 + 1, &pieces);
-  run (data + 1, size - 1, size, &whole);
-  FUZZ_CHECK (pieces.len == whole.len && (pieces.len == 0 || memcmp (pieces.out, whole.out, whole.len) == 0));
-  FUZZ_CHECK ((pieces.why == NULL) == (whole.why == NULL));
-  FUZZ_CHECK (pieces.why == NULL || strcmp (pieces.why, whole.why) == 0);
+  for (int check = 0; check < 2; check++)
+    {
+      run (data + 1, size - 1, data[0] % 17 + 1, &pieces, check);
+      run (data + 1, size - 1, size, &whole, check);
+      FUZZ_CHECK (pieces.len == whole.len && (pieces.len == 0 || memcmp (pieces.out, whole.out, whole.len) == 0));
+      FUZZ_CHECK ((pieces.why == NULL) == (whole.why == NULL));
+      FUZZ_CHECK (pieces.why == NULL || strcmp (pieces.why, whole.why) == 0);
+      /* The checker changes nothing.  */
+      FUZZ_CHECK (!check || (whole.len <= size - 1 && (whole.len == 0 || memcmp (whole.out, data + 1, whole.len) == 0)));
+      free (pieces.out);
+      free (whole.out);
+      pieces = (struct result) { NULL, 0, NULL };
+      whole = (struct result) { NULL, 0, NULL };
+    }
   scrub_run (data + 1, size - 1, data[0] % 17 + 1);
-  free (pieces.out);
-  free (whole.out);
   return 0;
 }

@@ -118,6 +118,14 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   sret = sniff_name_checked (data, size, &name);
   if (ret == 1 && data[0] != 0x16)
     FUZZ_CHECK (sret == 1 && strcmp (name, h.host) == 0);
+  /* rt_sniff_is_http: a parsed head is HTTP; an answer on a prefix is
+     final.  */
+  {
+    int ih = rt_sniff_is_http (data, size), ip = rt_sniff_is_http (data, cut);
+    FUZZ_CHECK (ih >= -1 && ih <= 1);
+    FUZZ_CHECK (ret != 1 || ih == 1);
+    FUZZ_CHECK (ip == -1 || ip == ih);
+  }
   free (name);
   if (ret == 1)
     check_upstream (data, &h);

@@ -30,6 +30,9 @@ fi
 # Names in the ranges every sandbox refuses (net/refused.c): the proxy
 # resolves them to these addresses, and refuses them; nothing is ever sent.
 export RUNTIME_RESOLVE="$RUNTIME_RESOLVE,ietf.test=192.0.0.9,bench.test=198.18.0.1,azure.test=168.63.129.16"
+# Two sites on one address, as behind a CDN: the HTTP echo answers both.
+# (echo.test and secure.test already share the HTTPS echo's.)
+export RUNTIME_RESOLVE="$RUNTIME_RESOLVE,cdn.test=198.51.100.3,other.test=198.51.100.3"
 
 # -- bad rules are refused before anything starts
 expect_error "a malformed --allow is refused" invalid_request runtime sandbox create --allow 'bad host!'
@@ -141,6 +144,89 @@ for want in sys.argv[2:]:
     assert any(want in e for e in refused), want' "$tmp/ranges.json" \
     192.0.0.9 198.18.0.1 198.19.255.254 168.63.129.16 2002:c612::1 2001:0:4136:e378:8000:63bf:f5ff:fffe \
     2001:0:a9fe:a9fe::1 64:ff9b::a9fe:a9fe fd00:ec2::254 ietf.test bench.test azure.test
+
+# -- names must agree: one address, many sites (a CDN).  The guest has
+# the address from the sandbox's DNS for an allowed name, then names
+# another site in its TLS SNI or HTTP Host: refused (name_mismatch), on the
+# transparent port and inside a CONNECT tunnel alike.
+runtime sandbox network "$id" --allow echo.test --allow cdn.test >/dev/null
+ca="--cacert /workspace/ca.pem"
+is "https to the allowed name: 200 (transparent)" "$(http_code --noproxy '*' $ca https://echo.test/)" "200"
+is "… and through CONNECT" "$(http_code $ca https://echo.test/)" "200"
+is "SNI of another site to its address: refused (transparent)" \
+    "$(http_code --noproxy '*' $ca --connect-to secure.test:443:echo.test:443 https://secure.test/)" "000"
+is "… with the address given by hand (--resolve)" \
+    "$(http_code --noproxy '*' $ca --resolve secure.test:443:198.51.100.4 https://secure.test/)" "000"
+is "… and in a CONNECT to the allowed name" \
+    "$(http_code $ca --connect-to secure.test:443:echo.test:443 https://secure.test/)" "000"
+is "http to the allowed name: 200 (transparent)" "$(http_code --noproxy '*' http://cdn.test/)" "200"
+is "… and through a CONNECT tunnel" "$(http_code -p -x http://10.0.2.2:3128 http://cdn.test/)" "200"
+is "Host of another site to its address: refused (transparent)" \
+    "$(http_code --noproxy '*' --connect-to other.test:80:cdn.test:80 http://other.test/)" "000"
+is "… with -H Host" "$(http_code --noproxy '*' -H 'Host: other.test' http://cdn.test/)" "000"
+is "… and in a CONNECT tunnel to the allowed name" \
+    "$(http_code -p -x http://10.0.2.2:3128 --connect-to other.test:80:cdn.test:80 http://other.test/)" "000"
+is "the trailing dot and case of the allowed name change nothing" \
+    "$(http_code --noproxy '*' -H 'Host: CDN.test.' http://cdn.test/)" "200"
+cat >"$tmp/keepalive.py" <<'PY'
+import socket
+
+def rest_of(s):
+    out = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except OSError:
+        pass
+    return out
+
+s = socket.create_connection(("cdn.test", 80))
+s.settimeout(10)
+s.sendall(b"GET /one HTTP/1.1\r\nHost: cdn.test\r\n\r\n")
+first = s.recv(65536)
+s.sendall(b"GET /two HTTP/1.1\r\nHost: other.test\r\n\r\n")
+rest = rest_of(s)
+print(first.split(b"\r\n")[0].decode(), "|", b"X-Runtime-Egress: name_mismatch" in rest, b"/two" in rest)
+# What a lenient server reads as a request (an empty line first, two
+# spaces) is checked strictly too.
+s = socket.create_connection(("cdn.test", 80))
+s.settimeout(10)
+s.sendall(b"\r\nGET  /three  HTTP/1.1\r\nHost: other.test\r\n\r\n")
+rest = rest_of(s)
+print(rest.split(b"\r\n")[0].decode(), "|", b"/three" in rest)
+PY
+runtime sandbox cp "$tmp/keepalive.py" "$id:/workspace/keepalive.py"
+in_sb 'python3 /workspace/keepalive.py' >"$tmp/keepalive.out"
+is "a kept-alive connection: the second request, for another site, gets 403 name_mismatch and never leaves" \
+    "$(sed -n 1p "$tmp/keepalive.out")" "HTTP/1.1 200 OK | True False"
+is "an empty line and odd spacing before another site's request: 400, never leaves" \
+    "$(sed -n 2p "$tmp/keepalive.out")" "HTTP/1.1 400 Bad Request | False"
+runtime sandbox network "$id" --allow cdn.test --allow other.test >/dev/null
+check "two allowed names on one address: both resolve to it" \
+    test "$(in_sb 'getent hosts other.test; getent hosts cdn.test' | awk '{print $1}' | sort -u)" = 198.51.100.3
+is "… and either may be named on a connection to it" \
+    "$(http_code --noproxy '*' --connect-to other.test:80:cdn.test:80 http://other.test/)" "200"
+runtime sandbox network "$id" --allow cdn.test >/dev/null
+is "… until the rules drop one: the address's other name is refused again" \
+    "$(http_code --noproxy '*' --connect-to other.test:80:cdn.test:80 http://other.test/)" "000"
+runtime sandbox network "$id" --allow http.test --allow echo.test >/dev/null
+is "an address given out only for names no longer allowed: an allowed name that resolves to it works" \
+    "$(http_code --noproxy '*' --resolve http.test:80:198.51.100.3 http://http.test/)" "200"
+is "… one that resolves elsewhere is refused, not dialled elsewhere" \
+    "$(http_code --noproxy '*' -H 'Host: echo.test' --resolve http.test:80:198.51.100.3 http://http.test/)" "000"
+runtime sandbox network "$id" --log --json >"$tmp/names.json"
+check "the egress log says name_mismatch for each, naming the site asked for" python3 -c '
+import json, sys
+log = json.load(open(sys.argv[1]))
+mm = [(e["kind"], e["name"]) for e in log if e["decision"] == "refused" and e["reason"] == "name_mismatch"]
+for want in [("tcp", "secure.test"), ("connect", "secure.test"), ("tcp", "other.test"), ("connect", "other.test"),
+             ("tcp", "cdn.test"), ("tcp", "echo.test")]:
+    assert want in mm, (want, mm)
+assert sum(1 for k, n in mm if n == "secure.test") >= 3 and sum(1 for k, n in mm if n == "other.test") >= 3, mm
+assert any(e["reason"] == "not_allowed" and e["name"] == "other.test" and e["kind"] == "tcp" for e in log)' "$tmp/names.json"
 
 # -- UDP other than DNS goes nowhere
 ip netns exec "$TESTNET_NS" python3 -c '

@@ -101,6 +101,80 @@ from_json_fails (const char *json)
     }                                                                                                                  \
   while (0)
 
+/* rt_egress_name_agrees for a connection to @ip:443 whose address was
+   resolved for the names in @known (a NULL-terminated list).  */
+#define AGREES(r, sent, known, ip, want)                                                                               \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      const char *const *k_ = (known);                                                                                 \
+      enum rt_egress_verdict v_ = rt_egress_name_agrees (&(r), sent, k_, sa (ip), 443);                                \
+      ok (v_ == (want), "%s: %s sent to %s known for %s: %s", #r, (sent) ? (sent) : "no name", ip,                    \
+          k_ && k_[0] ? k_[0] : "nothing", rt_egress_verdict_str (v_));                                                \
+    }                                                                                                                  \
+  while (0)
+
+/* Names that must agree with the address a connection was dialled to:
+   the CDN case, where one address serves many sites and the SNI or Host
+   picks one.  */
+static void
+test_names_agree (void)
+{
+  struct rt_egress_rules one = rules ("{\"allow\":[\"cdn.example.com\"]}");
+  struct rt_egress_rules two = rules ("{\"allow\":[\"cdn.example.com\",\"other.example.com\"]}");
+  struct rt_egress_rules wild = rules ("{\"allow\":[\"*.example.com\"],\"deny\":[\"bad.example.com\"]}");
+  struct rt_egress_rules open = rules ("{\"deny\":[\"evil.net\"]}");
+  struct rt_egress_rules cidr = rules ("{\"allow\":[\"203.0.113.0/24\"]}");
+  const char *cdn[] = { "cdn.example.com", NULL };
+  const char *both[] = { "other.example.com", "cdn.example.com", NULL };
+  const char *bad[] = { "bad.example.com", NULL };
+  const char *mixed_case[] = { "CDN.Example.COM.", NULL };
+  const char *none[] = { NULL };
+
+  /* The hole: an allowed name's address, another site named in it.  */
+  AGREES (one, "evil.net", cdn, "203.0.113.5", RT_EGRESS_NAME_MISMATCH);
+  AGREES (one, "other.example.com", cdn, "203.0.113.5", RT_EGRESS_NAME_MISMATCH);
+  /* Allowed, but the guest never had this address for it.  */
+  AGREES (two, "other.example.com", cdn, "203.0.113.5", RT_EGRESS_NAME_MISMATCH);
+  AGREES (wild, "x.example.com", cdn, "203.0.113.5", RT_EGRESS_NAME_MISMATCH);
+  AGREES (open, "anything.org", cdn, "203.0.113.5", RT_EGRESS_NAME_MISMATCH);
+  /* The name itself, whatever its case or trailing dot.  */
+  AGREES (one, "cdn.example.com", cdn, "203.0.113.5", RT_EGRESS_ALLOWED);
+  AGREES (one, "CDN.example.com.", cdn, "203.0.113.5", RT_EGRESS_ALLOWED);
+  AGREES (one, "cdn.example.com", mixed_case, "203.0.113.5", RT_EGRESS_ALLOWED);
+  AGREES (one, "cdn.example.com..", cdn, "203.0.113.5", RT_EGRESS_NAME_MISMATCH);
+  AGREES (one, "cdn.example.co", cdn, "203.0.113.5", RT_EGRESS_NAME_MISMATCH);
+  AGREES (one, "xcdn.example.com", cdn, "203.0.113.5", RT_EGRESS_NAME_MISMATCH);
+  /* Another name resolved to the same address: allowed only while the
+     rules allow it.  */
+  AGREES (two, "other.example.com", both, "203.0.113.5", RT_EGRESS_ALLOWED);
+  AGREES (one, "other.example.com", both, "203.0.113.5", RT_EGRESS_NOT_ALLOWED);
+  AGREES (one, "cdn.example.com", both, "203.0.113.5", RT_EGRESS_ALLOWED);
+  /* Denied since the answer was given.  */
+  AGREES (wild, "bad.example.com", bad, "203.0.113.5", RT_EGRESS_DENIED);
+  /* No name: the address and its names were judged when dialled.  */
+  AGREES (one, NULL, cdn, "203.0.113.5", RT_EGRESS_ALLOWED);
+  /* IP literals: the address itself only.  */
+  AGREES (one, "203.0.113.5", cdn, "203.0.113.5", RT_EGRESS_ALLOWED);
+  AGREES (one, "203.0.113.6", cdn, "203.0.113.5", RT_EGRESS_NAME_MISMATCH);
+  AGREES (one, "127.0.0.1", cdn, "203.0.113.5", RT_EGRESS_NAME_MISMATCH);
+  AGREES (one, "0xcb007105", cdn, "203.0.113.5", RT_EGRESS_ALLOWED);
+  AGREES (one, "[::ffff:203.0.113.5]", cdn, "203.0.113.5", RT_EGRESS_ALLOWED);
+  /* An address not learned from a name: the name is judged at it.  */
+  AGREES (one, "cdn.example.com", none, "203.0.113.5", RT_EGRESS_ALLOWED);
+  AGREES (one, "evil.net", none, "203.0.113.5", RT_EGRESS_NOT_ALLOWED);
+  AGREES (one, "evil.net", NULL, "203.0.113.5", RT_EGRESS_NOT_ALLOWED);
+  AGREES (cidr, "anything.org", none, "203.0.113.5", RT_EGRESS_ALLOWED);
+  AGREES (open, "evil.net", none, "203.0.113.5", RT_EGRESS_DENIED);
+  /* A name that cannot be judged.  */
+  AGREES (one, "cdn.example.com/x", cdn, "203.0.113.5", RT_EGRESS_NAME_MISMATCH);
+  ok (strcmp (rt_egress_verdict_str (RT_EGRESS_NAME_MISMATCH), "name_mismatch") == 0, "name_mismatch is its string");
+  rt_egress_rules_clear (&one);
+  rt_egress_rules_clear (&two);
+  rt_egress_rules_clear (&wild);
+  rt_egress_rules_clear (&open);
+  rt_egress_rules_clear (&cidr);
+}
+
 int
 main (void)
 {
@@ -374,5 +448,6 @@ main (void)
     rt_egress_rules_clear (&denyall);
     rt_egress_rules_clear (&trial);
   }
+  test_names_agree ();
   return tap_done ();
 }

@@ -28,13 +28,16 @@ static struct rt_secret_binding ruled[] = {
   { PH2, "tok-2", "X-Api-Token", "Token tok-2", false, model_rules },
 };
 
+/* run() makes a checker (rt_rewrite_checker_new) instead.  */
+static bool checking;
+
 /* Feeds @in in pieces of @step bytes (0: all at once); returns what goes
    upstream, or NULL when the rewriter refused (then *why is set).  */
 static char *
 run (const struct rt_secret_binding *b, size_t n, const char *in, size_t len, size_t step, const char **why,
      struct rt_rewrite **keep)
 {
-  struct rt_rewrite *rw = rt_rewrite_new (b, n, "a.test", 443);
+  struct rt_rewrite *rw = checking ? rt_rewrite_checker_new ("a.test", 443) : rt_rewrite_new (b, n, "a.test", 443);
   char *out = calloc (1, 2 * len + 4096), *pending = calloc (1, len + 1);
   size_t olen = 0, plen = 0, fed = 0;
 
@@ -103,6 +106,36 @@ refused (const char *in, const char *reason, const char *what)
   char *out = run (both, 2, in, strlen (in), 0, &why, NULL);
   ok (out == NULL && why && strcmp (why, reason) == 0, "%s: refused as %s", what, reason);
   free (out);
+}
+
+/* The checker: plain HTTP to any host, every request on the connection
+   naming the host it was allowed for (the CDN case: the second request of
+   a kept-alive connection asking the same address for another site).  */
+static void
+test_checker (void)
+{
+  const char *pipelined = "GET / HTTP/1.1\r\n" H "Accept-Encoding: gzip\r\nRange: bytes=0-1\r\n\r\n"
+                          "\r\nPOST /b HTTP/1.1\r\nHost: A.TEST.:443\r\nContent-Length: 33\r\n\r\n"
+                          "GET / HTTP/1.1\r\nHost: b.test\r\n\r\n"
+                          "GET /c HTTP/1.0\r\n\r\n";
+
+  checking = true;
+  same (NULL, 0, pipelined, pipelined,
+        "checking: pipelined requests for the host pass unchanged, a body that looks like a request too");
+  same (NULL, 0,
+        "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n5\r\nHost:\r\n0\r\n\r\nGET / HTTP/1.1\r\n" H "\r\n",
+        "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n5\r\nHost:\r\n0\r\n\r\nGET / HTTP/1.1\r\n" H "\r\n",
+        "checking: a chunked body, then the next request");
+  refused ("GET / HTTP/1.1\r\n" H "\r\nGET / HTTP/1.1\r\nHost: b.test\r\n\r\n", "host_mismatch",
+           "checking: a second request for another host");
+  refused ("POST / HTTP/1.1\r\n" H "Content-Length: 2\r\n\r\nokGET / HTTP/1.1\r\nHost: b.test\r\n\r\n", "host_mismatch",
+           "checking: another host right after a body");
+  refused ("GET / HTTP/1.1\r\n" H H "\r\n", "host_mismatch", "checking: two Hosts");
+  refused ("GET http://b.test/ HTTP/1.1\r\n" H "\r\n", "host_mismatch", "checking: an absolute-form target elsewhere");
+  refused ("GET / HTTP/1.1\r\nHost: a.test:80\r\n\r\n", "host_mismatch", "checking: the host on another port");
+  refused ("POST / HTTP/1.1\r\n" H "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", "bad_request",
+           "checking: both Content-Length and chunked");
+  checking = false;
 }
 
 int
@@ -228,5 +261,6 @@ main (void)
   ok (out && *out == '\0', "an incomplete head waits for more");
   free (out);
   rt_rewrite_free (rw);
+  test_checker ();
   return tap_done ();
 }

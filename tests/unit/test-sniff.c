@@ -559,5 +559,52 @@ main (void)
       rt_http_head_clear (&h);
     }
   }
+  /* Plain HTTP with no Host is still HTTP, and so is what a lenient
+     server would read as a request: the requests on the connection are
+     then checked strictly (the proxy's rt_relay_check_requests).  */
+  {
+    static const struct
+    {
+      const char *in;
+      int want;
+    } http[] = {
+      { "GET / HTTP/1.0\r\n\r\n", 1 },
+      { "GET / HTTP/1.1\r\nConnection: keep-alive\r\n", 1 },
+      { "\r\n\r\nGET / HTTP/1.1\r\nHost: b.test\r\n", 1 },
+      { "\nGET / HTTP/1.1\n", 1 },
+      { "GET  /  HTTP/1.1\r\n", 1 },
+      { "GET / http/1.1\r\n", 1 },
+      { "get / HTTP/1.1\r\n", 0 },
+      { "ping", 0 },
+      { "PING\r\n", 0 },
+      { "GET", -1 },
+      { "GET /x", -1 },
+      { "GET\t/\tHTTP/1.1\r\n", 1 },
+      { "POST /x HTTP/1.1", -1 },
+      { "GET / HTTP/1.", -1 },
+      { "\r\n", -1 },
+      { "", -1 },
+      { "SSH-2.0-OpenSSH_9.6\r\n", 0 },
+      { "USER anonymous\r\n", 0 },
+      { "GET /\r\n", 0 },
+      { "\x16\x03\x01\x00\x05", 0 },
+      { "\x03\x00\x00\x13\x0e\xe0", 0 },
+      { "GET / \x01HTTP/1.1\r\n", 0 },
+    };
+    for (size_t i = 0; i < sizeof http / sizeof http[0]; i++)
+      {
+        const char *in = http[i].in + strspn (http[i].in, "\r\n");
+        int got = rt_sniff_is_http ((const unsigned char *) http[i].in, strlen (http[i].in));
+        ok (got == http[i].want, "is_http '%.*s': %d (want %d)", (int) strcspn (in, "\r\n\t\x16\x01"), in, got,
+            http[i].want);
+      }
+    {
+      char *big = malloc (RT_SNIFF_MAX + 1);
+      memset (big, 'A', RT_SNIFF_MAX + 1);
+      ok (rt_sniff_is_http ((const unsigned char *) big, RT_SNIFF_MAX + 1) == 1,
+          "is_http: 16 KiB that could still be a request line is checked as HTTP");
+      free (big);
+    }
+  }
   return tap_done ();
 }
