@@ -6,7 +6,9 @@
 #include <limits.h>
 #include <openssl/evp.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include "common/util.h"
@@ -472,4 +474,26 @@ rt_error_from_json (json_object *o, rt_error **err)
   if (json_object_object_get_ex (e, "hint", &hint) && hint)
     rt_error_hint (err, "%s", json_object_get_string (hint));
   return -EIO;
+}
+
+int
+rt_listen_unix (const char *path, int flags, rt_error **err)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  int fd;
+
+  if (strlen (path) >= sizeof (addr.sun_path))
+    return rt_error_set (err, ENAMETOOLONG, "startup_failed", "socket path too long: %s", path);
+  strcpy (addr.sun_path, path);
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
+  if (fd < 0)
+    return rt_error_set (err, errno, "startup_failed", "socket: %s", strerror (errno));
+  unlink (path);
+  if (bind (fd, (struct sockaddr *) &addr, sizeof (addr)) < 0 || listen (fd, 128) < 0)
+    {
+      int e = errno;
+      close (fd);
+      return rt_error_set (err, e, "startup_failed", "cannot listen on '%s': %s", path, strerror (e));
+    }
+  return fd;
 }

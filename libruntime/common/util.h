@@ -62,6 +62,10 @@ char *rt_file_tail (const char *path, int lines);
 unsigned long long rt_proc_starttime (pid_t pid);
 /* Opens (creating) and flocks @path exclusively; *out is the held fd.  */
 int rt_lock_file (const char *path, int *out, rt_error **err);
+/* A close-on-exec unix stream socket listening at @path (a stale socket
+   there is replaced); @flags: 0 or SOCK_NONBLOCK.  Return: the fd, or <0
+   with @err set ("startup_failed").  */
+int rt_listen_unix (const char *path, int flags, rt_error **err);
 /* Makes @dir and locks @dir/.lock.  */
 int rt_lock_dir (const char *dir, int *out, rt_error **err);
 /* Removes the entries of @dir matching the fnmatch @pattern: leftovers of

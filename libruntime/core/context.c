@@ -55,6 +55,9 @@ rt_context_new (rt_context **out, rt_error **err)
   ctx->kernel_deb = env_dup ("RUNTIME_KERNEL");
   ctx->accel_env = env_dup ("RUNTIME_ACCEL");
   ctx->uid_range = env_dup ("RUNTIME_UID_RANGE");
+  /* Read here: the monitor clears its environment before it starts QEMU.  */
+  v = getenv ("RUNTIME_UNSAFE_NO_JAIL");
+  ctx->unsafe_no_jail = v && strcmp (v, "1") == 0;
   v = getenv ("RUNTIME_QEMU");
   ctx->qemu = rt_find_program (v && *v ? v : "qemu-system-x86_64");
   if (ctx->state_dir == NULL || ctx->data_dir == NULL || ctx->cache_dir == NULL || ctx->libexec_dir == NULL

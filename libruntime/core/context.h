@@ -16,6 +16,8 @@ struct rt_context
   char *kernel_deb;  /* RUNTIME_KERNEL, or NULL */
   char *accel_env;   /* RUNTIME_ACCEL, or NULL */
   char *uid_range;   /* RUNTIME_UID_RANGE, or NULL (vmm/uidpool.h) */
+  bool unsafe_no_jail; /* RUNTIME_UNSAFE_NO_JAIL=1: QEMU without its jail
+                          (vmm/jail.h), for tests only */
   const char *accel; /* decided accelerator, NULL until asked */
   rt_progress_fn progress;
   void *progress_data;

@@ -161,28 +161,6 @@ report (int sync_fd, const rt_error *err)
   close (sync_fd);
 }
 
-static int
-listen_unix (const char *path, rt_error **err)
-{
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  int fd;
-
-  if (strlen (path) >= sizeof (addr.sun_path))
-    return rt_error_set (err, ENAMETOOLONG, "startup_failed", "socket path too long: %s", path);
-  strcpy (addr.sun_path, path);
-  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0)
-    return rt_error_set (err, errno, "startup_failed", "socket: %s", strerror (errno));
-  unlink (path);
-  if (bind (fd, (struct sockaddr *) &addr, sizeof (addr)) < 0 || listen (fd, 128) < 0)
-    {
-      int e = errno;
-      close (fd);
-      return rt_error_set (err, e, "startup_failed", "cannot listen on '%s': %s", path, strerror (e));
-    }
-  return fd;
-}
-
 /* The VM booted or not: on failure, the console or QEMU's own complaint.  */
 static int
 boot_error (struct mon *m, rt_error **err)
@@ -242,6 +220,7 @@ start_vm (struct mon *m, rt_error **err)
   vm.tap_fd = m->net.tap_fd;
   vm.netns_fd = m->net.ns_fd;
   vm.console_fd = console_end;
+  vm.trial = m->cfg->net.trial;
   ret = rt_vm_start (m->ctx, &vm, &m->vm, err);
   close (console_end);
   if (ret < 0)
@@ -250,6 +229,25 @@ start_vm (struct mon *m, rt_error **err)
   close (m->net.tap_fd);
   m->net.tap_fd = -1;
   return 0;
+}
+
+/* "jail" in the state object: QEMU's uid, the jail's setup time and the
+   limits this host could not set (vmm/cgroup.h); {"enabled": false}
+   under RUNTIME_UNSAFE_NO_JAIL.  */
+static void
+set_jail_state (struct mon *m)
+{
+  json_object *j = json_object_new_object ();
+  const char *missing = m->vm.cgroup.missing;
+
+  json_object_object_add (j, "enabled", json_object_new_boolean (m->vm.jailed));
+  if (m->vm.jailed)
+    {
+      json_object_object_add (j, "uid", json_object_new_int64 (m->vm.lease.uid));
+      json_object_object_add (j, "setupUs", json_object_new_int64 ((int64_t) m->vm.jail_setup_us));
+      json_object_object_add (j, "missingLimits", missing ? json_object_new_string (missing) : NULL);
+    }
+  json_object_object_add (m->state, "jail", j);
 }
 
 /* Waits for the agent to answer, greets it, and hands the channel to the
@@ -296,7 +294,7 @@ connect_agent (struct mon *m, rt_error **err)
 static int
 serve_api (struct mon *m, rt_error **err)
 {
-  int api_fd = listen_unix (m->api_sock, err);
+  int api_fd = rt_listen_unix (m->api_sock, SOCK_NONBLOCK, err);
 
   if (api_fd < 0)
     return api_fd;
@@ -408,6 +406,7 @@ monitor_start (struct mon *m, rt_error **err)
   if (ret < 0)
     return ret;
   rt_write_pidfile (qemufile, m->vm.pid, NULL);
+  set_jail_state (m);
   ret = connect_agent (m, err);
   if (ret == 0)
     ret = serve_api (m, err);

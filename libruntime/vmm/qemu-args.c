@@ -43,39 +43,6 @@ add (struct argv_builder *b, const char *s)
   add_owned (b, strdup (s));
 }
 
-/* @path as a value inside a QEMU option list, where ',' separates options:
-   doubled, so "/tmp/a,b=c" cannot add an option of its own.  A new
-   string, or NULL when out of memory.  */
-static char *
-opt_path (const char *path)
-{
-  size_t len = strlen (path), commas = 0;
-  char *out, *o;
-
-  for (const char *p = path; *p; p++)
-    commas += *p == ',';
-  out = o = malloc (len + commas + 1);
-  if (out == NULL)
-    return NULL;
-  for (const char *p = path; *p; p++)
-    {
-      *o++ = *p;
-      if (*p == ',')
-        *o++ = ',';
-    }
-  *o = '\0';
-  return out;
-}
-
-/* @before, @path escaped by opt_path, @after: one argument.  */
-static void
-add_opt_path (struct argv_builder *b, const char *before, const char *path, const char *after)
-{
-  cleanup_free char *esc = opt_path (path);
-
-  add_owned (b, esc ? rt_strdup_printf ("%s%s%s", before, esc, after) : NULL);
-}
-
 static void
 add_pairs (struct argv_builder *b, const char *const *pairs)
 {
@@ -99,29 +66,39 @@ add_append (struct argv_builder *b, const struct rt_qemu_args *a, bool tcg)
                                   a->cmdline ? a->cmdline : ""));
 }
 
+/* Every fd a listening socket or an fdset (/dev/fdset/N: QEMU dups the
+   fd whose access mode matches what it opens), so QEMU needs no path.
+   The qcow2 overlay names its backing node: QEMU never opens the path
+   its header holds.  */
 static void
 add_devices (struct argv_builder *b, const struct rt_qemu_args *a)
 {
-  if (a->agent_sock)
-    {
-      add_pairs (b, (const char *const[]){ "-device", "virtio-serial-device", "-chardev", NULL });
-      add_opt_path (b, "socket,id=agent,path=", a->agent_sock, ",server=on,wait=off");
-      add_pairs (b, (const char *const[]){ "-device", "virtserialport,chardev=agent,name=runtime.agent", "-qmp", NULL });
-      add_opt_path (b, "unix:", a->qmp_sock, ",server=on,wait=off");
-    }
-  /* The tap is fd 3 in QEMU (vm.c's child puts it there).  */
+  if (a->channel)
+    add_pairs (b, (const char *const[]){ "-device", "virtio-serial-device", "-chardev",
+                                         "socket,id=agent,fd=" RT_STR (RT_QEMU_FD_AGENT) ",server=on,wait=off",
+                                         "-device", "virtserialport,chardev=agent,name=runtime.agent", "-chardev",
+                                         "socket,id=qmp,fd=" RT_STR (RT_QEMU_FD_QMP) ",server=on,wait=off", "-mon",
+                                         "chardev=qmp,mode=control", NULL });
   if (a->tap)
-    add_pairs (b, (const char *const[]){ "-netdev", "tap,id=net0,fd=3,vhost=off", "-device",
-                                         "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56", NULL });
-  if (a->disk)
-    {
-      add (b, "-drive");
-      if (a->disk_overlay)
-        add_opt_path (b, "id=root,file=", a->disk, ",format=qcow2,if=none,discard=unmap");
-      else
-        add_opt_path (b, "id=root,file=", a->disk, ",format=raw,if=none,snapshot=on,discard=unmap");
-      add_pairs (b, (const char *const[]){ "-device", "virtio-blk-device,drive=root", NULL });
-    }
+    add_pairs (b, (const char *const[]){ "-netdev", "tap,id=net0,fd=" RT_STR (RT_QEMU_FD_TAP) ",vhost=off",
+                                         "-device", "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56", NULL });
+  if (!a->disk)
+    return;
+  add_pairs (b, (const char *const[]){ "-add-fd", "fd=" RT_STR (RT_QEMU_FD_BASE) ",set=1,opaque=base", NULL });
+  if (a->disk_overlay)
+    add_pairs (b, (const char *const[]){
+                      "-add-fd", "fd=" RT_STR (RT_QEMU_FD_OVERLAY) ",set=2,opaque=overlay", "-blockdev",
+                      "driver=raw,node-name=base,read-only=on,file.driver=file,file.filename=/dev/fdset/1,"
+                      "file.read-only=on",
+                      "-blockdev",
+                      "driver=qcow2,node-name=root,backing=base,discard=unmap,file.driver=file,"
+                      "file.filename=/dev/fdset/2,file.discard=unmap",
+                      NULL });
+  else
+    add_pairs (b, (const char *const[]){ "-drive",
+                                         "id=root,file=/dev/fdset/1,format=raw,if=none,snapshot=on,discard=unmap",
+                                         NULL });
+  add_pairs (b, (const char *const[]){ "-device", "virtio-blk-device,drive=root", NULL });
 }
 
 int
@@ -130,8 +107,7 @@ rt_qemu_argv (const struct rt_qemu_args *a, char ***out, rt_error **err)
   struct argv_builder b = { 0 };
   bool tcg;
 
-  if (a->qemu == NULL || a->accel == NULL || a->vmlinux == NULL || a->initramfs == NULL || a->console_log == NULL
-      || (a->agent_sock && a->qmp_sock == NULL))
+  if (a->qemu == NULL || a->accel == NULL || a->vmlinux == NULL || a->initramfs == NULL)
     return rt_error_set (err, EINVAL, "internal", "the VM's description lacks a binary, kernel or path");
   tcg = strcmp (a->accel, "tcg") == 0;
   add (&b, a->qemu);
@@ -140,19 +116,19 @@ rt_qemu_argv (const struct rt_qemu_args *a, char ***out, rt_error **err)
   add_owned (&b, rt_strdup_printf ("%u", a->memory_mib));
   add (&b, "-smp");
   add_owned (&b, rt_strdup_printf ("%u", a->vcpu));
-  /* Named threads ("CPU 0/TCG"): the meter bills exactly those.  */
+  /* Named threads ("CPU 0/TCG"): the meter bills exactly those.  QEMU's
+     seccomp filter: no exec, no setuid, no scheduler or affinity calls,
+     no obsolete system calls.  */
   add_pairs (&b, (const char *const[]){ "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config",
-                                        "-display", "none", "-no-reboot", NULL });
-  /* The console socket is fd 4 in QEMU (vm.c's child puts it there).  */
+                                        "-display", "none", "-no-reboot", "-sandbox",
+                                        "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+                                        NULL });
   if (a->console_sock)
-    add_pairs (&b, (const char *const[]){ "-chardev", "socket,id=console,fd=4", "-serial", "chardev:console", NULL });
+    add_pairs (&b, (const char *const[]){ "-chardev", "socket,id=console,fd=" RT_STR (RT_QEMU_FD_CONSOLE), "-serial",
+                                          "chardev:console", NULL });
   else
-    {
-      /* "file:" takes the rest as the path, commas included (QEMU's
-         qemu_chr_parse_compat), as -kernel and -initrd do: no escaping.  */
-      add (&b, "-serial");
-      add_owned (&b, rt_strdup_printf ("file:%s", a->console_log));
-    }
+    add_pairs (&b, (const char *const[]){ "-add-fd", "fd=" RT_STR (RT_QEMU_FD_CONSOLE) ",set=3,opaque=console",
+                                          "-serial", "file:/dev/fdset/3", NULL });
   add (&b, "-kernel");
   add (&b, a->vmlinux);
   add (&b, "-initrd");

@@ -8,28 +8,40 @@
 
 #include "runtime.h"
 
+/* The fds QEMU finds open (vm.c's child puts them there): it needs no
+   path to its sockets, disks or tap (the jail, jail.h).  */
+#define RT_STR_(x) #x
+#define RT_STR(x) RT_STR_ (x)
+#define RT_QEMU_FD_TAP 3
+#define RT_QEMU_FD_CONSOLE 4   /* the console socket, or console.log */
+#define RT_QEMU_FD_UID_LOCK 5  /* held only, never used: uidpool.h */
+#define RT_QEMU_FD_QMP 6       /* listening sockets */
+#define RT_QEMU_FD_AGENT 7
+#define RT_QEMU_FD_BASE 8      /* the base disk, O_RDONLY */
+#define RT_QEMU_FD_OVERLAY 9   /* the qcow2 overlay, O_RDWR */
+#define RT_QEMU_NFDS 7         /* fds 3 to 9 */
+
 struct rt_qemu_args
 {
   const char *qemu;          /* the binary: argv[0] */
   const char *accel;         /* "kvm" or "tcg" */
   unsigned vcpu;
   unsigned memory_mib;
-  const char *vmlinux;
+  const char *vmlinux;       /* paths QEMU opens (-kernel takes no fd) */
   const char *initramfs;
   unsigned long tsc_khz;     /* > 0 under TCG: passed as tsc_early_khz */
   const char *cmdline;       /* appended to the base kernel command line, or NULL */
-  const char *console_log;   /* the serial console's file */
-  bool console_sock;         /* instead, the socket at fd 4: its reader
-                                keeps a capped log (monitor/console.c) */
-  const char *agent_sock;    /* non-NULL: the agent's virtio-serial port
-                                listens here, and QMP on @qmp_sock */
-  const char *qmp_sock;
+  bool console_sock;         /* the console is the socket at fd 4, whose
+                                reader keeps a capped log (monitor/console.c);
+                                else fd 4 is the console.log file */
+  bool channel;              /* the agent's virtio-serial port on the
+                                socket listening at fd 7, QMP at fd 6 */
   bool tap;                  /* a virtio-net device on the tap at fd 3 */
-  const char *disk;          /* the root disk, NULL for none */
-  bool disk_overlay;         /* @disk is the sandbox's own qcow2 overlay
-                                (the guest grows its file system into it);
-                                otherwise a raw base shared read-only
-                                (snapshot=on) */
+  bool disk;                 /* a root disk: the raw base at fd 8 */
+  bool disk_overlay;         /* written through the sandbox's own qcow2
+                                overlay at fd 9 (the guest grows its file
+                                system into it); otherwise QEMU's own
+                                throwaway overlay (snapshot=on, in $TMPDIR) */
 };
 
 /* Builds the NULL-terminated argv for @a into *out (free every string and

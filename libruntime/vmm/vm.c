@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 
 #include "vmm/accel.h"
+#include "vmm/jail-files.h"
+#include "vmm/jail.h"
 #include "vmm/qemu-args.h"
 #include "vmm/vm.h"
 
@@ -69,155 +71,271 @@ make_overlay (const struct rt_vm_config *cfg, const char *dir, char **path, rt_e
   return 0;
 }
 
-/* In the child, between fork and exec: never returns.  @env: QEMU's whole
-   environment.  */
-static void
-exec_qemu (const struct rt_vm_config *cfg, char **argv, char **env, int logfd)
+/* The fds QEMU gets (qemu-args.h): those the caller made (tap, console
+   socket) and those made here (the console file, the sockets, the disks),
+   which vm.c closes once QEMU has them.  */
+struct qemu_fds
 {
-  int devnull = open ("/dev/null", O_RDONLY);
-  pid_t parent = getppid ();
-  sigset_t all;
+  int fd[RT_QEMU_NFDS];
+  bool own[RT_QEMU_NFDS];
+};
 
-  /* Its own session keeps the terminal's Ctrl-C away from QEMU: the
-     caller decides what an interrupt means.  Death of the caller must
-     not leave a VM behind.  */
-  setsid ();
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid () != parent)
-    _exit (1);
-  sigemptyset (&all);
-  sigprocmask (SIG_SETMASK, &all, NULL);
-  dup2 (devnull, 0);
-  dup2 (logfd, 1);
-  dup2 (logfd, 2);
-  /* The console socket moves to fd 4 first: it may be fd 3, where the
-     tap goes.  */
+static void
+qemu_fds_close (struct qemu_fds *f)
+{
+  for (size_t i = 0; i < RT_QEMU_NFDS; i++)
+    if (f->own[i] && f->fd[i] >= 0)
+      close (f->fd[i]);
+}
+
+static int
+own_fd (struct qemu_fds *f, int slot, int fd, const char *path, rt_error **err)
+{
+  if (fd < 0)
+    return rt_error_set (err, errno, "startup_failed", "cannot open '%s': %s", path, strerror (errno));
+  f->fd[slot - 3] = fd;
+  f->own[slot - 3] = true;
+  return 0;
+}
+
+/* The console file (unless the caller reads a socket), the listening
+   agent and QMP sockets at their paths in the state dir (the monitor
+   connects there), the base disk read-only, the overlay read-write.  */
+static int
+open_qemu_fds (const struct rt_vm_config *cfg, struct rt_vm *vm, const char *overlay, struct qemu_fds *f,
+               rt_error **err)
+{
+  cleanup_free char *qmp = rt_strdup_printf ("%s/qmp.sock", cfg->dir);
+  int ret = 0;
+
+  for (size_t i = 0; i < RT_QEMU_NFDS; i++)
+    f->fd[i] = -1;
+  if (qmp == NULL)
+    return rt_error_oom (err);
+  f->fd[RT_QEMU_FD_TAP - 3] = cfg->tap_fd > 0 ? cfg->tap_fd : -1;
+  f->fd[RT_QEMU_FD_UID_LOCK - 3] = vm->lease.lock_fd;
   if (cfg->console_fd > 0)
+    f->fd[RT_QEMU_FD_CONSOLE - 3] = cfg->console_fd;
+  else
+    ret = own_fd (f, RT_QEMU_FD_CONSOLE, open (vm->console_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600),
+                  vm->console_log, err);
+  if (ret == 0 && cfg->channel)
     {
-      int con = cfg->console_fd == 3 ? fcntl (3, F_DUPFD_CLOEXEC, 5) : cfg->console_fd;
-      if (con == 4)
-        fcntl (4, F_SETFD, 0);
-      else if (cfg->tap_fd == 4)
-        {
-          /* The tap's fd is taken next: keep a copy out of the way.  */
-          dup2 (4, 3);
-          dup2 (con, 4);
-        }
-      else
-        dup2 (con, 4);
+      int q = rt_listen_unix (qmp, 0, err), a = q < 0 ? -1 : rt_listen_unix (vm->agent_sock, 0, err);
+      if (q >= 0)
+        own_fd (f, RT_QEMU_FD_QMP, q, qmp, err);
+      if (a < 0)
+        return -1;
+      own_fd (f, RT_QEMU_FD_AGENT, a, vm->agent_sock, err);
     }
-  if (cfg->tap_fd > 0)
+  if (ret == 0 && cfg->disk)
+    ret = own_fd (f, RT_QEMU_FD_BASE, open (cfg->disk, O_RDONLY | O_CLOEXEC), cfg->disk, err);
+  if (ret == 0 && overlay)
+    ret = own_fd (f, RT_QEMU_FD_OVERLAY, open (overlay, O_RDWR | O_CLOEXEC), overlay, err);
+  return ret;
+}
+
+/* The limits of QEMU's uid.  Files: the largest QEMU writes is the
+   overlay, at most the disk plus qcow2's metadata (under 0.1%, see
+   make_overlay) and clusters freed but not yet reused: 1/32 and 64 MiB
+   cover both; snapshot=on's throwaway overlay is bounded by the base.
+   Threads (counted per uid, which is why each QEMU has its own): its
+   main loop, RCU, the vCPUs, up to 64 block I/O workers (QEMU's thread
+   pool), a few helpers.  Files open: about 30 measured, 256 allowed.  */
+static void
+set_limits (const struct rt_vm_config *cfg, int base_fd, struct rt_jail *j)
+{
+  struct stat st;
+  uint64_t disk = (uint64_t) cfg->disk_mib << 20;
+
+  if (disk == 0 && base_fd >= 0 && fstat (base_fd, &st) == 0)
+    disk = (uint64_t) st.st_size;
+  j->fsize.rlim_cur = j->fsize.rlim_max = disk + disk / 32 + (64 << 20);
+  j->nproc.rlim_cur = j->nproc.rlim_max = cfg->vcpu + 64 + 16;
+  j->nofile.rlim_cur = j->nofile.rlim_max = 256;
+}
+
+/* Makes @path, a dir of root's; with @gid, the group's too (0770).  */
+static int
+make_dir (const char *path, gid_t gid, rt_error **err)
+{
+  if (mkdir (path, 0700) < 0 && errno != EEXIST)
+    return rt_error_set (err, errno, "startup_failed", "cannot create '%s': %s", path, strerror (errno));
+  if (gid != 0 && (chown (path, 0, gid) < 0 || chmod (path, 0770) < 0))
+    return rt_error_set (err, errno, "startup_failed", "the jail could not be set up: chown '%s': %s", path,
+                         strerror (errno));
+  return 0;
+}
+
+/* QEMU's uid and cgroup, the jail's dirs and everything it binds: the
+   binary and libraries, the kernel and initramfs (at /boot), /dev/null
+   (and /dev/kvm with KVM), its own dir at /vm.  */
+static int
+prepare_jail (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, struct rt_jail *j, char **qemu,
+              rt_error **err)
+{
+  struct rt_cgroup_limits limits;
+  FILE *f;
+  int ret;
+
+  ret = rt_uid_claim (ctx, &vm->lease, err);
+  if (ret < 0)
+    return ret;
+  rt_cgroup_limits_for (cfg->memory_mib, cfg->vcpu, cfg->trial, &limits);
+  ret = rt_cgroup_create (vm->lease.uid, &limits, &vm->cgroup, err);
+  if (ret < 0)
+    return ret;
+  vm->cgroup_made = true;
+  for (size_t i = 0; i < vm->cgroup.n && i < RT_CGROUP_MAX_FDS; i++)
+    j->cgroup_fds[i] = vm->cgroup.procs_fds[i];
+  j->uid = vm->lease.uid;
+  j->cap_last = 63;
+  f = fopen ("/proc/sys/kernel/cap_last_cap", "re");
+  if (f)
     {
-      if (cfg->tap_fd == 3 || (cfg->tap_fd == 4 && cfg->console_fd > 0))
-        fcntl (3, F_SETFD, 0);
-      else
-        dup2 (cfg->tap_fd, 3);
+      if (fscanf (f, "%d", &j->cap_last) != 1)
+        j->cap_last = 63;
+      fclose (f);
     }
-  /* QEMU has no business with the host's network.  */
-  if (cfg->netns_fd > 0 && setns (cfg->netns_fd, CLONE_NEWNET) < 0)
-    {
-      dprintf (2, "cannot enter the sandbox's network namespace: %s\n", strerror (errno));
-      _exit (127);
-    }
-  /* Nothing of the caller's directory either: its paths are all absolute.
-     exec makes QEMU dumpable again (it has no option to undo that): its
-     /proc/PID/environ is readable by its own user, so it holds nothing
-     but what it needs (spawn_qemu).  */
-  if (chdir ("/") < 0)
-    _exit (127);
-  execve (argv[0], argv, env);
-  dprintf (2, "cannot run %s: %s\n", argv[0], strerror (errno));
-  _exit (127);
+  ret = make_dir (vm->jail_root, 0, err);
+  if (ret == 0)
+    ret = make_dir (vm->jail_vm, vm->lease.uid, err);
+  if (ret < 0)
+    return ret;
+  j->root = strdup (vm->jail_root);
+  if (j->root == NULL)
+    return rt_error_oom (err);
+  if (rt_jail_bind_qemu (ctx, j, qemu, err) < 0
+      || rt_jail_bind (j, cfg->vmlinux, "/boot/vmlinux", RT_JAIL_RO_DATA, false, err) < 0
+      || rt_jail_bind (j, cfg->initramfs, "/boot/initramfs", RT_JAIL_RO_DATA, false, err) < 0
+      || rt_jail_bind (j, "/dev/null", "/dev/null", RT_JAIL_DEVICE, false, err) < 0
+      || (strcmp (cfg->accel, "kvm") == 0 && rt_jail_bind (j, "/dev/kvm", "/dev/kvm", RT_JAIL_DEVICE, false, err) < 0)
+      || rt_jail_bind (j, vm->jail_vm, "/vm", RT_JAIL_RW_DATA, true, err) < 0)
+    return -1;
+  return 0;
 }
 
 /* Runs @argv with its output in <dir>/qemu.log; fills vm->pid and
    vm->pidfd.  */
 static int
-spawn_qemu (const struct rt_vm_config *cfg, char **argv, struct rt_vm *vm, rt_error **err)
+spawn_qemu (const struct rt_vm_config *cfg, struct rt_jail *j, struct qemu_fds *f, struct rt_vm *vm,
+            rt_error **err)
 {
   cleanup_free char *log = rt_strdup_printf ("%s/qemu.log", cfg->dir);
-  /* snapshot=on puts its temporary overlay (the size of the base disk) in
-     $TMPDIR: keep it in the disk dir, off the state dir's RAM, so that it
-     goes with the sandbox even after a SIGKILL.  Else an environment from
-     nothing: no secret of the caller's reaches QEMU.  */
-  cleanup_free char *tmpdir = rt_strdup_printf ("TMPDIR=%s", cfg->disk_dir ? cfg->disk_dir : cfg->dir);
-  char *env[] = { (char *) "PATH=" RT_CLEAN_PATH, tmpdir, NULL };
-  int logfd;
-  pid_t pid;
+  /* snapshot=on puts its throwaway overlay (the size of the base disk)
+     in $TMPDIR: QEMU's own dir, in the disk dir, off the state dir's RAM,
+     so that it goes with the sandbox even after a SIGKILL.  Else nothing:
+     no secret of the caller's reaches QEMU.  */
+  cleanup_free char *tmpdir = rt_strdup_printf ("TMPDIR=%s", vm->jailed ? "/vm" : vm->jail_vm);
+  char *env[] = { tmpdir, NULL };
+  int ret;
 
   if (log == NULL || tmpdir == NULL)
     return rt_error_oom (err);
-  logfd = open (log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (logfd < 0)
+  if (cfg->disk == NULL || cfg->disk_mib > 0)
+    env[0] = NULL;
+  j->log_fd = open (log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (j->log_fd < 0)
     return rt_error_set (err, errno, "startup_failed", "cannot create '%s': %s", log, strerror (errno));
-  pid = fork ();
-  if (pid < 0)
-    {
-      close (logfd);
-      return rt_error_set (err, errno, "startup_failed", "fork: %s", strerror (errno));
-    }
-  if (pid == 0)
-    exec_qemu (cfg, argv, env, logfd);
-  close (logfd);
-  vm->pid = pid;
-  vm->pidfd = pidfd_open (pid, 0);
-  if (vm->pidfd < 0)
-    {
-      int e = errno;
-      rt_vm_kill (vm);
-      return rt_error_set (err, e, "startup_failed", "pidfd_open: %s", strerror (e));
-    }
-  fcntl (vm->pidfd, F_SETFD, FD_CLOEXEC);
+  memcpy (j->fds, f->fd, sizeof j->fds);
+  j->netns_fd = cfg->netns_fd;
+  j->envp = env;
+  ret = rt_jail_spawn (j, &vm->pid, &vm->pidfd, &vm->jail_setup_us, err);
+  close (j->log_fd);
+  j->log_fd = -1;
+  return ret;
+}
+
+/* The jail's dirs: under the disk dir, else the state dir.  */
+static int
+jail_dirs (const struct rt_vm_config *cfg, struct rt_vm *vm, rt_error **err)
+{
+  const char *base = cfg->disk_dir ? cfg->disk_dir : cfg->dir;
+
+  vm->jail_root = rt_strdup_printf ("%s/root", base);
+  vm->jail_vm = rt_strdup_printf ("%s/vm", base);
+  if (vm->jail_root == NULL || vm->jail_vm == NULL)
+    return rt_error_oom (err);
   return 0;
 }
 
-int
-rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, rt_error **err)
+/* The disk dir, the overlay (only for a larger disk: qemu-img takes
+   30-100 ms), the jail, the fds, the command line, QEMU.  */
+static int
+start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, struct rt_jail *j, struct qemu_fds *f,
+       rt_error **err)
 {
-  cleanup_free char *qmp = rt_strdup_printf ("%s/qmp.sock", cfg->dir);
-  cleanup_free char *overlay = NULL;
+  cleanup_free char *overlay = NULL, *qemu = NULL;
   cleanup_strv char **argv = NULL;
   bool tcg = strcmp (cfg->accel, "tcg") == 0;
   struct rt_qemu_args args = { .qemu = ctx->qemu, .accel = cfg->accel, .vcpu = cfg->vcpu,
                                .memory_mib = cfg->memory_mib, .vmlinux = cfg->vmlinux,
                                .initramfs = cfg->initramfs, .cmdline = cfg->cmdline, .tap = cfg->tap_fd > 0,
-                               .disk = cfg->disk, .disk_overlay = cfg->disk && cfg->disk_mib > 0,
-                               .console_sock = cfg->console_fd > 0 };
+                               .disk = cfg->disk != NULL, .disk_overlay = cfg->disk && cfg->disk_mib > 0,
+                               .console_sock = cfg->console_fd > 0, .channel = cfg->channel };
   int ret;
 
-  memset (vm, 0, sizeof (*vm));
-  vm->pid = -1;
-  vm->pidfd = -1;
-  if (ctx->qemu == NULL)
-    {
-      rt_error_set (err, ENOENT, "startup_failed", "qemu-system-x86_64 not found");
-      return rt_error_hint (err, "apt-get install qemu-system-x86");
-    }
   args.tsc_khz = tcg ? rt_host_tsc_khz () : 0;
-  vm->agent_sock = rt_strdup_printf ("%s/agent.sock", cfg->dir);
-  vm->console_log = rt_strdup_printf ("%s/console.log", cfg->dir);
   if (cfg->disk && cfg->disk_dir)
     {
       ret = make_disk_dir (cfg, vm, err);
       if (ret < 0)
         return ret;
     }
-  if (args.disk_overlay)
+  ret = jail_dirs (cfg, vm, err);
+  if (ret == 0 && args.disk_overlay)
+    ret = make_overlay (cfg, cfg->disk_dir ? cfg->disk_dir : cfg->dir, &overlay, err);
+  if (ret == 0 && vm->jailed)
+    ret = prepare_jail (ctx, cfg, vm, j, &qemu, err);
+  else if (ret == 0)
+    ret = make_dir (vm->jail_vm, 0, err);
+  if (ret == 0)
+    ret = open_qemu_fds (cfg, vm, overlay, f, err);
+  if (ret < 0)
+    return ret;
+  if (vm->jailed)
     {
-      ret = make_overlay (cfg, cfg->disk_dir ? cfg->disk_dir : cfg->dir, &overlay, err);
-      if (ret < 0)
-        return ret;
-      args.disk = overlay;
+      args.qemu = qemu;
+      args.vmlinux = "/boot/vmlinux";
+      args.initramfs = "/boot/initramfs";
     }
-  if (qmp == NULL || vm->agent_sock == NULL || vm->console_log == NULL)
-    return rt_error_oom (err);
-  args.console_log = vm->console_log;
-  args.agent_sock = cfg->channel ? vm->agent_sock : NULL;
-  args.qmp_sock = qmp;
+  set_limits (cfg, f->fd[RT_QEMU_FD_BASE - 3], j);
   ret = rt_qemu_argv (&args, &argv, err);
   if (ret < 0)
     return ret;
-  return spawn_qemu (cfg, argv, vm, err);
+  j->argv = argv;
+  return spawn_qemu (cfg, j, f, vm, err);
+}
+
+int
+rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, rt_error **err)
+{
+  struct qemu_fds f = { 0 };
+  struct rt_jail j;
+  int ret;
+
+  memset (vm, 0, sizeof (*vm));
+  vm->pid = -1;
+  vm->pidfd = -1;
+  vm->lease.lock_fd = -1;
+  vm->jailed = !ctx->unsafe_no_jail;
+  if (ctx->qemu == NULL)
+    {
+      rt_error_set (err, ENOENT, "startup_failed", "qemu-system-x86_64 not found");
+      return rt_error_hint (err, "apt-get install qemu-system-x86");
+    }
+  if (!vm->jailed)
+    rt_progress (ctx, "warning: QEMU runs without its jail (RUNTIME_UNSAFE_NO_JAIL=1): test use only");
+  vm->agent_sock = rt_strdup_printf ("%s/agent.sock", cfg->dir);
+  vm->console_log = rt_strdup_printf ("%s/console.log", cfg->dir);
+  if (vm->agent_sock == NULL || vm->console_log == NULL)
+    return rt_error_oom (err);
+  rt_jail_init (&j);
+  j.off = !vm->jailed;
+  ret = start (ctx, cfg, vm, &j, &f, err);
+  qemu_fds_close (&f);
+  rt_jail_clear (&j);
+  return ret;
 }
 
 int
@@ -251,13 +369,28 @@ rt_vm_kill (struct rt_vm *vm)
   if (vm->pidfd >= 0)
     close (vm->pidfd);
   vm->pidfd = -1;
-  /* QEMU is gone: nothing writes the disk any more.  */
+  /* QEMU is gone: its cgroup is empty, its uid free once we let go.  */
+  if (vm->cgroup_made)
+    rt_cgroup_destroy (&vm->cgroup);
+  vm->cgroup_made = false;
+  if (vm->lease.uid != 0)
+    rt_uid_release (&vm->lease);
+  /* Nothing writes the disk any more.  */
   if (vm->disk_dir)
     rt_rm_rf (vm->disk_dir, NULL);
+  else
+    {
+      if (vm->jail_root)
+        rmdir (vm->jail_root);
+      if (vm->jail_vm)
+        rt_rm_rf (vm->jail_vm, NULL);
+    }
   free (vm->agent_sock);
   free (vm->console_log);
   free (vm->disk_dir);
-  vm->agent_sock = vm->console_log = vm->disk_dir = NULL;
+  free (vm->jail_root);
+  free (vm->jail_vm);
+  vm->agent_sock = vm->console_log = vm->disk_dir = vm->jail_root = vm->jail_vm = NULL;
 }
 
 int

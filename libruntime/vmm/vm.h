@@ -3,6 +3,8 @@
 #define RT_VM_H
 
 #include "core/context.h"
+#include "vmm/cgroup.h"
+#include "vmm/uidpool.h"
 
 struct rt_vm_config
 {
@@ -26,6 +28,7 @@ struct rt_vm_config
   int netns_fd;           /* > 0: QEMU runs in this network namespace */
   int console_fd;         /* > 0: the serial console is this socket, whose
                              reader writes console.log; else QEMU writes it */
+  bool trial;             /* a trial sandbox: its cgroup caps the CPU */
 };
 
 struct rt_vm
@@ -35,15 +38,23 @@ struct rt_vm
   char *agent_sock;
   char *console_log;
   char *disk_dir;         /* made by rt_vm_start, removed by rt_vm_kill */
+  char *jail_root;        /* <disk_dir or dir>/root: the jail's mount point */
+  char *jail_vm;          /* <disk_dir or dir>/vm: QEMU's one writable dir */
+  bool jailed;            /* false only under RUNTIME_UNSAFE_NO_JAIL */
+  struct rt_uid_lease lease; /* QEMU's uid, held until it is reaped */
+  struct rt_cgroup cgroup;
+  bool cgroup_made;
+  uint64_t jail_setup_us; /* from before clone to QEMU's exec */
 };
 
-/* Starts QEMU in its own session; it dies with the calling process.  */
+/* Starts QEMU in its own session, in its jail (vmm/jail.h) unless
+   ctx->unsafe_no_jail; it dies with the calling process.  */
 int rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, rt_error **err);
 /* Waits up to @timeout_ms for QEMU to exit; 1 if it did (status in
    *status), 0 if still running.  */
 int rt_vm_wait (struct rt_vm *vm, int timeout_ms, int *status);
-/* SIGKILLs and reaps QEMU (idempotent), removes its disk dir, frees the
-   struct's members.  */
+/* SIGKILLs and reaps QEMU (idempotent), gives its uid and cgroup back,
+   removes its disk dir, frees the struct's members.  */
 void rt_vm_kill (struct rt_vm *vm);
 /* An error carrying the console's last lines.  */
 int rt_vm_startup_error (struct rt_vm *vm, rt_error **err, const char *what);

@@ -1,6 +1,7 @@
 /* test-qemu-args.c - QEMU's exact command line for the shapes the library
    boots: TCG and KVM, with and without the agent's channel, network and
-   disk overlay, 1 and 2 vCPUs.  A changed argument must show here.  */
+   disk overlay, 1 and 2 vCPUs; seccomp on each, every socket and disk an
+   fd (qemu-args.h).  A changed argument must show here.  */
 #include <string.h>
 
 #include "common/util.h"
@@ -43,29 +44,71 @@ check (const char *what, const struct rt_qemu_args *a, const char *const *want)
 static void
 test_tcg_sandbox (void)
 {
-  struct rt_qemu_args a = { .qemu = "/usr/bin/qemu-system-x86_64", .accel = "tcg", .vcpu = 1, .memory_mib = 512,
-                            .vmlinux = "/c/kernel/6.1/vmlinux", .initramfs = "/c/kernel/6.1/initramfs-ab.cpio",
-                            .tsc_khz = 2100000, .cmdline = "rt.id=sb-1", .console_log = "/s/sb-1/console.log",
-                            .agent_sock = "/s/sb-1/agent.sock", .qmp_sock = "/s/sb-1/qmp.sock",
-                            .disk = "/c/disks/base.ext4" };
-  static const char *const want[] = {
-    "/usr/bin/qemu-system-x86_64", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "tcg,tb-size=64",
-    "-cpu", "max", "-m", "512", "-smp", "1", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config",
-    "-display", "none", "-no-reboot", "-serial", "file:/s/sb-1/console.log", "-kernel", "/c/kernel/6.1/vmlinux",
-    "-initrd", "/c/kernel/6.1/initramfs-ab.cpio", "-append",
-    "console=ttyS0 quiet panic=-1 reboot=t tsc_early_khz=2100000 rt.id=sb-1", "-device", "virtio-serial-device",
-    "-chardev", "socket,id=agent,path=/s/sb-1/agent.sock,server=on,wait=off", "-device",
-    "virtserialport,chardev=agent,name=runtime.agent", "-qmp", "unix:/s/sb-1/qmp.sock,server=on,wait=off", "-drive",
-    "id=root,file=/c/disks/base.ext4,format=raw,if=none,snapshot=on,discard=unmap", "-device",
-    "virtio-blk-device,drive=root", NULL
-  };
+  struct rt_qemu_args a = { .qemu = "/usr/bin/qemu-system-x86_64",
+                            .accel = "tcg",
+                            .vcpu = 1,
+                            .memory_mib = 512,
+                            .vmlinux = "/c/kernel/6.1/vmlinux",
+                            .initramfs = "/c/kernel/6.1/initramfs-ab.cpio",
+                            .tsc_khz = 2100000,
+                            .cmdline = "rt.id=sb-1",
+                            .channel = true,
+                            .disk = true };
+  static const char *const want[] = { "/usr/bin/qemu-system-x86_64",
+                                      "-M",
+                                      "microvm,x-option-roms=off,isa-serial=on,rtc=on",
+                                      "-accel",
+                                      "tcg,tb-size=64",
+                                      "-cpu",
+                                      "max",
+                                      "-m",
+                                      "512",
+                                      "-smp",
+                                      "1",
+                                      "-name",
+                                      "runtime,debug-threads=on",
+                                      "-nodefaults",
+                                      "-no-user-config",
+                                      "-display",
+                                      "none",
+                                      "-no-reboot",
+                                      "-sandbox",
+                                      "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+                                      "-add-fd",
+                                      "fd=4,set=3,opaque=console",
+                                      "-serial",
+                                      "file:/dev/fdset/3",
+                                      "-kernel",
+                                      "/c/kernel/6.1/vmlinux",
+                                      "-initrd",
+                                      "/c/kernel/6.1/initramfs-ab.cpio",
+                                      "-append",
+                                      "console=ttyS0 quiet panic=-1 reboot=t tsc_early_khz=2100000 rt.id=sb-1",
+                                      "-device",
+                                      "virtio-serial-device",
+                                      "-chardev",
+                                      "socket,id=agent,fd=7,server=on,wait=off",
+                                      "-device",
+                                      "virtserialport,chardev=agent,name=runtime.agent",
+                                      "-chardev",
+                                      "socket,id=qmp,fd=6,server=on,wait=off",
+                                      "-mon",
+                                      "chardev=qmp,mode=control",
+                                      "-add-fd",
+                                      "fd=8,set=1,opaque=base",
+                                      "-drive",
+                                      "id=root,file=/dev/fdset/1,format=raw,if=none,snapshot=on,discard=unmap",
+                                      "-device",
+                                      "virtio-blk-device,drive=root",
+                                      NULL };
 
   check ("TCG, 1 vCPU, channel, base disk, no network", &a, want);
   /* An unknown TSC frequency leaves the parameter out.  */
   a.tsc_khz = 0;
   {
     cleanup_strv char **argv = NULL;
-    ok (rt_qemu_argv (&a, &argv, NULL) == 0 && strcmp (argv[25], "console=ttyS0 quiet panic=-1 reboot=t rt.id=sb-1") == 0,
+    ok (rt_qemu_argv (&a, &argv, NULL) == 0
+            && strcmp (argv[29], "console=ttyS0 quiet panic=-1 reboot=t rt.id=sb-1") == 0,
         "TCG without a TSC frequency: no tsc_early_khz");
   }
 }
@@ -74,21 +117,75 @@ test_tcg_sandbox (void)
 static void
 test_kvm_sandbox (void)
 {
-  struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 2, .memory_mib = 4096, .vmlinux = "vmlinux",
-                            .initramfs = "initrd", .tsc_khz = 2100000, .cmdline = "rt.id=sb-2",
-                            .console_log = "/s/console.log", .agent_sock = "/s/agent.sock", .qmp_sock = "/s/qmp.sock",
-                            .tap = true, .disk = "/s/overlay.qcow2", .disk_overlay = true };
-  static const char *const want[] = {
-    "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "kvm", "-cpu", "host", "-m", "4096",
-    "-smp", "2", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
-    "-no-reboot", "-serial", "file:/s/console.log", "-kernel", "vmlinux", "-initrd", "initrd", "-append",
-    "console=ttyS0 quiet panic=-1 reboot=t rt.growfs=1 rt.id=sb-2", "-device", "virtio-serial-device", "-chardev",
-    "socket,id=agent,path=/s/agent.sock,server=on,wait=off", "-device",
-    "virtserialport,chardev=agent,name=runtime.agent", "-qmp", "unix:/s/qmp.sock,server=on,wait=off", "-netdev",
-    "tap,id=net0,fd=3,vhost=off", "-device", "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56", "-drive",
-    "id=root,file=/s/overlay.qcow2,format=qcow2,if=none,discard=unmap", "-device", "virtio-blk-device,drive=root",
-    NULL
-  };
+  struct rt_qemu_args a = { .qemu = "qemu",
+                            .accel = "kvm",
+                            .vcpu = 2,
+                            .memory_mib = 4096,
+                            .vmlinux = "vmlinux",
+                            .initramfs = "initrd",
+                            .tsc_khz = 2100000,
+                            .cmdline = "rt.id=sb-2",
+                            .channel = true,
+                            .tap = true,
+                            .disk = true,
+                            .disk_overlay = true };
+  static const char *const want[]
+      = { "qemu",
+          "-M",
+          "microvm,x-option-roms=off,isa-serial=on,rtc=on",
+          "-accel",
+          "kvm",
+          "-cpu",
+          "host",
+          "-m",
+          "4096",
+          "-smp",
+          "2",
+          "-name",
+          "runtime,debug-threads=on",
+          "-nodefaults",
+          "-no-user-config",
+          "-display",
+          "none",
+          "-no-reboot",
+          "-sandbox",
+          "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+          "-add-fd",
+          "fd=4,set=3,opaque=console",
+          "-serial",
+          "file:/dev/fdset/3",
+          "-kernel",
+          "vmlinux",
+          "-initrd",
+          "initrd",
+          "-append",
+          "console=ttyS0 quiet panic=-1 reboot=t rt.growfs=1 rt.id=sb-2",
+          "-device",
+          "virtio-serial-device",
+          "-chardev",
+          "socket,id=agent,fd=7,server=on,wait=off",
+          "-device",
+          "virtserialport,chardev=agent,name=runtime.agent",
+          "-chardev",
+          "socket,id=qmp,fd=6,server=on,wait=off",
+          "-mon",
+          "chardev=qmp,mode=control",
+          "-netdev",
+          "tap,id=net0,fd=3,vhost=off",
+          "-device",
+          "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56",
+          "-add-fd",
+          "fd=8,set=1,opaque=base",
+          "-add-fd",
+          "fd=9,set=2,opaque=overlay",
+          "-blockdev",
+          "driver=raw,node-name=base,read-only=on,file.driver=file,file.filename=/dev/fdset/1,file.read-only=on",
+          "-blockdev",
+          "driver=qcow2,node-name=root,backing=base,discard=unmap,file.driver=file,file.filename=/dev/fdset/"
+          "2,file.discard=unmap",
+          "-device",
+          "virtio-blk-device,drive=root",
+          NULL };
 
   /* tsc_early_khz is for TCG only.  */
   check ("KVM, 2 vCPUs, channel, network, disk overlay", &a, want);
@@ -98,20 +195,66 @@ test_kvm_sandbox (void)
 static void
 test_tcg_network (void)
 {
-  struct rt_qemu_args a = { .qemu = "qemu", .accel = "tcg", .vcpu = 2, .memory_mib = 1024, .vmlinux = "vmlinux",
-                            .initramfs = "initrd", .console_log = "/s/console.log", .agent_sock = "/s/agent.sock",
-                            .qmp_sock = "/s/qmp.sock", .tap = true, .disk = "/d/base" };
-  static const char *const want[] = {
-    "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "tcg,tb-size=64", "-cpu", "max", "-m",
-    "1024", "-smp", "2", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
-    "-no-reboot", "-serial", "file:/s/console.log", "-kernel", "vmlinux", "-initrd", "initrd", "-append",
-    "console=ttyS0 quiet panic=-1 reboot=t", "-device", "virtio-serial-device", "-chardev",
-    "socket,id=agent,path=/s/agent.sock,server=on,wait=off", "-device",
-    "virtserialport,chardev=agent,name=runtime.agent", "-qmp", "unix:/s/qmp.sock,server=on,wait=off", "-netdev",
-    "tap,id=net0,fd=3,vhost=off", "-device", "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56", "-drive",
-    "id=root,file=/d/base,format=raw,if=none,snapshot=on,discard=unmap", "-device", "virtio-blk-device,drive=root",
-    NULL
-  };
+  struct rt_qemu_args a = { .qemu = "qemu",
+                            .accel = "tcg",
+                            .vcpu = 2,
+                            .memory_mib = 1024,
+                            .vmlinux = "vmlinux",
+                            .initramfs = "initrd",
+                            .channel = true,
+                            .tap = true,
+                            .disk = true };
+  static const char *const want[] = { "qemu",
+                                      "-M",
+                                      "microvm,x-option-roms=off,isa-serial=on,rtc=on",
+                                      "-accel",
+                                      "tcg,tb-size=64",
+                                      "-cpu",
+                                      "max",
+                                      "-m",
+                                      "1024",
+                                      "-smp",
+                                      "2",
+                                      "-name",
+                                      "runtime,debug-threads=on",
+                                      "-nodefaults",
+                                      "-no-user-config",
+                                      "-display",
+                                      "none",
+                                      "-no-reboot",
+                                      "-sandbox",
+                                      "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+                                      "-add-fd",
+                                      "fd=4,set=3,opaque=console",
+                                      "-serial",
+                                      "file:/dev/fdset/3",
+                                      "-kernel",
+                                      "vmlinux",
+                                      "-initrd",
+                                      "initrd",
+                                      "-append",
+                                      "console=ttyS0 quiet panic=-1 reboot=t",
+                                      "-device",
+                                      "virtio-serial-device",
+                                      "-chardev",
+                                      "socket,id=agent,fd=7,server=on,wait=off",
+                                      "-device",
+                                      "virtserialport,chardev=agent,name=runtime.agent",
+                                      "-chardev",
+                                      "socket,id=qmp,fd=6,server=on,wait=off",
+                                      "-mon",
+                                      "chardev=qmp,mode=control",
+                                      "-netdev",
+                                      "tap,id=net0,fd=3,vhost=off",
+                                      "-device",
+                                      "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56",
+                                      "-add-fd",
+                                      "fd=8,set=1,opaque=base",
+                                      "-drive",
+                                      "id=root,file=/dev/fdset/1,format=raw,if=none,snapshot=on,discard=unmap",
+                                      "-device",
+                                      "virtio-blk-device,drive=root",
+                                      NULL };
 
   check ("TCG, 2 vCPUs, network, base disk, no TSC frequency, no extra cmdline", &a, want);
 }
@@ -121,15 +264,44 @@ test_tcg_network (void)
 static void
 test_kvm_probe (void)
 {
-  struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 1, .memory_mib = 256, .vmlinux = "vmlinux",
-                            .initramfs = "initrd", .cmdline = "rt.probe=1", .console_log = "/p/console.log",
-                            .qmp_sock = "/p/qmp.sock" };
-  static const char *const want[] = {
-    "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "kvm", "-cpu", "host", "-m", "256",
-    "-smp", "1", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
-    "-no-reboot", "-serial", "file:/p/console.log", "-kernel", "vmlinux", "-initrd", "initrd", "-append",
-    "console=ttyS0 quiet panic=-1 reboot=t rt.probe=1", NULL
-  };
+  struct rt_qemu_args a = { .qemu = "qemu",
+                            .accel = "kvm",
+                            .vcpu = 1,
+                            .memory_mib = 256,
+                            .vmlinux = "vmlinux",
+                            .initramfs = "initrd",
+                            .cmdline = "rt.probe=1" };
+  static const char *const want[] = { "qemu",
+                                      "-M",
+                                      "microvm,x-option-roms=off,isa-serial=on,rtc=on",
+                                      "-accel",
+                                      "kvm",
+                                      "-cpu",
+                                      "host",
+                                      "-m",
+                                      "256",
+                                      "-smp",
+                                      "1",
+                                      "-name",
+                                      "runtime,debug-threads=on",
+                                      "-nodefaults",
+                                      "-no-user-config",
+                                      "-display",
+                                      "none",
+                                      "-no-reboot",
+                                      "-sandbox",
+                                      "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+                                      "-add-fd",
+                                      "fd=4,set=3,opaque=console",
+                                      "-serial",
+                                      "file:/dev/fdset/3",
+                                      "-kernel",
+                                      "vmlinux",
+                                      "-initrd",
+                                      "initrd",
+                                      "-append",
+                                      "console=ttyS0 quiet panic=-1 reboot=t rt.probe=1",
+                                      NULL };
 
   check ("KVM probe: 1 vCPU, no channel, no disk, no network", &a, want);
 }
@@ -139,48 +311,123 @@ test_kvm_probe (void)
 static void
 test_console_sock (void)
 {
-  struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 1, .memory_mib = 256, .vmlinux = "vmlinux",
-                            .initramfs = "initrd", .console_log = "/p/console.log", .console_sock = true };
-  static const char *const want[] = {
-    "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "kvm", "-cpu", "host", "-m", "256",
-    "-smp", "1", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
-    "-no-reboot", "-chardev", "socket,id=console,fd=4", "-serial", "chardev:console", "-kernel", "vmlinux",
-    "-initrd", "initrd", "-append", "console=ttyS0 quiet panic=-1 reboot=t", NULL
-  };
+  struct rt_qemu_args a = { .qemu = "qemu",
+                            .accel = "kvm",
+                            .vcpu = 1,
+                            .memory_mib = 256,
+                            .vmlinux = "vmlinux",
+                            .initramfs = "initrd",
+                            .console_sock = true };
+  static const char *const want[] = { "qemu",
+                                      "-M",
+                                      "microvm,x-option-roms=off,isa-serial=on,rtc=on",
+                                      "-accel",
+                                      "kvm",
+                                      "-cpu",
+                                      "host",
+                                      "-m",
+                                      "256",
+                                      "-smp",
+                                      "1",
+                                      "-name",
+                                      "runtime,debug-threads=on",
+                                      "-nodefaults",
+                                      "-no-user-config",
+                                      "-display",
+                                      "none",
+                                      "-no-reboot",
+                                      "-sandbox",
+                                      "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+                                      "-chardev",
+                                      "socket,id=console,fd=4",
+                                      "-serial",
+                                      "chardev:console",
+                                      "-kernel",
+                                      "vmlinux",
+                                      "-initrd",
+                                      "initrd",
+                                      "-append",
+                                      "console=ttyS0 quiet panic=-1 reboot=t",
+                                      NULL };
 
   check ("the console on the socket at fd 4", &a, want);
 }
 
-/* A state dir "/tmp/a,b=c" (RUNTIME_STATE_DIR is the caller's to choose):
-   a comma inside an option list would start an option of its own, so
-   every path there is doubled (",,"); "file:", -kernel and -initrd take
-   their value whole.  */
+/* No option list holds a path any more (sockets and disks are fds, the
+   console too): -kernel and -initrd take theirs whole, commas included.  */
 static void
 test_commas (void)
 {
-  struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 1, .memory_mib = 512, .vmlinux = "/c,x/vmlinux",
-                            .initramfs = "/c,x/initrd", .console_log = "/tmp/a,b=c/sb-1/console.log",
-                            .agent_sock = "/tmp/a,b=c/sb-1/agent.sock", .qmp_sock = "/tmp/a,b=c/sb-1/qmp.sock",
-                            .disk = "/d,,/disk,readonly=on", .disk_overlay = true };
-  static const char *const want[] = {
-    "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "kvm", "-cpu", "host", "-m", "512",
-    "-smp", "1", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
-    "-no-reboot", "-serial", "file:/tmp/a,b=c/sb-1/console.log", "-kernel", "/c,x/vmlinux", "-initrd", "/c,x/initrd",
-    "-append", "console=ttyS0 quiet panic=-1 reboot=t rt.growfs=1", "-device", "virtio-serial-device", "-chardev",
-    "socket,id=agent,path=/tmp/a,,b=c/sb-1/agent.sock,server=on,wait=off", "-device",
-    "virtserialport,chardev=agent,name=runtime.agent", "-qmp", "unix:/tmp/a,,b=c/sb-1/qmp.sock,server=on,wait=off",
-    "-drive", "id=root,file=/d,,,,/disk,,readonly=on,format=qcow2,if=none,discard=unmap", "-device",
-    "virtio-blk-device,drive=root", NULL
-  };
+  struct rt_qemu_args a = { .qemu = "qemu",
+                            .accel = "kvm",
+                            .vcpu = 1,
+                            .memory_mib = 512,
+                            .vmlinux = "/c,x/vmlinux",
+                            .initramfs = "/c,x/initrd",
+                            .channel = true,
+                            .disk = true,
+                            .disk_overlay = true };
+  static const char *const want[]
+      = { "qemu",
+          "-M",
+          "microvm,x-option-roms=off,isa-serial=on,rtc=on",
+          "-accel",
+          "kvm",
+          "-cpu",
+          "host",
+          "-m",
+          "512",
+          "-smp",
+          "1",
+          "-name",
+          "runtime,debug-threads=on",
+          "-nodefaults",
+          "-no-user-config",
+          "-display",
+          "none",
+          "-no-reboot",
+          "-sandbox",
+          "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+          "-add-fd",
+          "fd=4,set=3,opaque=console",
+          "-serial",
+          "file:/dev/fdset/3",
+          "-kernel",
+          "/c,x/vmlinux",
+          "-initrd",
+          "/c,x/initrd",
+          "-append",
+          "console=ttyS0 quiet panic=-1 reboot=t rt.growfs=1",
+          "-device",
+          "virtio-serial-device",
+          "-chardev",
+          "socket,id=agent,fd=7,server=on,wait=off",
+          "-device",
+          "virtserialport,chardev=agent,name=runtime.agent",
+          "-chardev",
+          "socket,id=qmp,fd=6,server=on,wait=off",
+          "-mon",
+          "chardev=qmp,mode=control",
+          "-add-fd",
+          "fd=8,set=1,opaque=base",
+          "-add-fd",
+          "fd=9,set=2,opaque=overlay",
+          "-blockdev",
+          "driver=raw,node-name=base,read-only=on,file.driver=file,file.filename=/dev/fdset/1,file.read-only=on",
+          "-blockdev",
+          "driver=qcow2,node-name=root,backing=base,discard=unmap,file.driver=file,file.filename=/dev/fdset/"
+          "2,file.discard=unmap",
+          "-device",
+          "virtio-blk-device,drive=root",
+          NULL };
 
-  check ("commas in paths are doubled inside option lists", &a, want);
+  check ("no path inside an option list; -kernel and -initrd take commas whole", &a, want);
 }
 
 static void
 test_incomplete (void)
 {
-  struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 1, .memory_mib = 256, .initramfs = "initrd",
-                            .console_log = "/p/console.log" };
+  struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 1, .memory_mib = 256, .initramfs = "initrd" };
   char **argv = NULL;
   rt_error *err = NULL;
 
