@@ -18,6 +18,7 @@
 #include "monitor/channel.h"
 #include "monitor/exec.h"
 #include "monitor/lifecycle.h"
+#include "monitor/privs.h"
 #include "monitor/reply.h"
 #include "monitor/routes.h"
 #include "net/intercept.h"
@@ -407,7 +408,11 @@ monitor_start (struct mon *m, rt_error **err)
     return ret;
   rt_write_pidfile (qemufile, m->vm.pid, NULL);
   set_jail_state (m);
-  ret = connect_agent (m, err);
+  /* Everything that needed more than the kept set is made; the guest's
+     first bytes (the channel, the console) are read only after this.  */
+  ret = mon_drop_privileges (RT_MONITOR_KEPT_CAPS, err);
+  if (ret == 0)
+    ret = connect_agent (m, err);
   if (ret == 0)
     ret = serve_api (m, err);
   if (ret == 0)

@@ -17,14 +17,6 @@
 /* nft reserves "rt", "fwd", "in" (docs/ARCHITECTURE.md): hence these names.  */
 #define TABLE "runtime_sandbox"
 
-static int
-enter (struct rt_netns *n, rt_error **err)
-{
-  if (setns (n->ns_fd, CLONE_NEWNET) < 0)
-    return rt_error_set (err, errno, "internal", "cannot enter the sandbox's network namespace: %s", strerror (errno));
-  return 0;
-}
-
 static void
 leave (struct rt_netns *n)
 {
@@ -108,45 +100,51 @@ ruleset (const struct rt_egress_rules *r)
   return out;
 }
 
+/* Runs @cmds on the namespace's context (its socket was opened inside
+   the namespace).  Reading a buffer empties it, so both are read after
+   every run: nothing of one call shows in the next.  */
 static int
-nft_run (const char *cmds, char **output, rt_error **err)
+nft_run (struct nft_ctx *nft, const char *cmds, char **output, rt_error **err)
 {
-  struct nft_ctx *nft = nft_ctx_new (NFT_CTX_DEFAULT);
+  const char *msg, *out;
   int rc;
 
-  if (nft == NULL)
-    return rt_error_set (err, ENOMEM, "internal", "cannot create an nftables context");
-  nft_ctx_buffer_error (nft);
-  nft_ctx_buffer_output (nft);
-  if (output)
-    nft_ctx_output_set_flags (nft, NFT_CTX_OUTPUT_JSON);
+  nft_ctx_output_set_flags (nft, output ? NFT_CTX_OUTPUT_JSON : 0);
   rc = nft_run_cmd_from_buffer (nft, cmds);
+  msg = nft_ctx_get_error_buffer (nft);
+  out = nft_ctx_get_output_buffer (nft);
   if (rc != 0)
     {
-      const char *msg = nft_ctx_get_error_buffer (nft);
       cleanup_free char *line = strdup (msg && *msg ? msg : "unknown error");
       if (line)
         line[strcspn (line, "\n")] = '\0';
       rt_error_set (err, EIO, "internal", "nftables refused the sandbox's rules: %s", line ? line : "");
-      nft_ctx_free (nft);
       return rt_error_hint (err, "the host needs nf_tables, nft_nat and nf_conntrack (modprobe nf_tables)");
     }
   if (output)
-    *output = strdup (nft_ctx_get_output_buffer (nft));
-  nft_ctx_free (nft);
+    {
+      *output = strdup (out ? out : "");
+      if (*output == NULL)
+        return rt_error_oom (err);
+    }
   return 0;
 }
 
-static void
-flush_conntrack (void)
+/* The netlink sockets of rule changes and conntrack flushes, made while
+   the process is inside the namespace.  */
+static int
+open_netlink (struct rt_netns *n, rt_error **err)
 {
-  struct nfct_handle *h = nfct_open (CONNTRACK, 0);
-  uint32_t family = AF_INET;
-
-  if (h == NULL)
-    return;
-  nfct_query (h, NFCT_Q_FLUSH, &family);
-  nfct_close (h);
+  n->nft = nft_ctx_new (NFT_CTX_DEFAULT);
+  if (n->nft == NULL)
+    return rt_error_set (err, ENOMEM, "startup_failed", "cannot create an nftables context");
+  nft_ctx_buffer_error (n->nft);
+  nft_ctx_buffer_output (n->nft);
+  n->conntrack = nfct_open (CONNTRACK, 0);
+  if (n->conntrack == NULL)
+    return rt_error_set (err, errno, "startup_failed", "cannot open conntrack in the sandbox's namespace: %s",
+                         strerror (errno));
+  return 0;
 }
 
 static int
@@ -232,6 +230,8 @@ rt_netns_create (struct rt_netns *n, const struct rt_egress_rules *rules, rt_err
   int ret;
 
   n->host_fd = n->ns_fd = n->tap_fd = n->proxy_fd = n->transparent_fd = n->dns_fd = -1;
+  n->nft = NULL;
+  n->conntrack = NULL;
   n->host_fd = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   if (n->host_fd < 0)
     return rt_error_set (err, errno, "startup_failed", "cannot open the host's network namespace: %s",
@@ -267,7 +267,7 @@ rt_netns_create (struct rt_netns *n, const struct rt_egress_rules *rules, rt_err
       ret = rt_error_oom (err);
       goto out;
     }
-  if ((ret = nft_run (cmds, NULL, err)) < 0)
+  if ((ret = open_netlink (n, err)) < 0 || (ret = nft_run (n->nft, cmds, NULL, err)) < 0)
     goto out;
   if ((ret = n->proxy_fd = listen_on (SOCK_STREAM, RT_NET_PROXY_PORT, err)) < 0)
     goto out;
@@ -289,27 +289,24 @@ rt_netns_apply (struct rt_netns *n, const struct rt_egress_rules *rules, rt_erro
   cleanup_free char *cmds = ruleset (rules);
   int ret;
 
+  uint32_t family = AF_INET;
+
   if (cmds == NULL)
     return rt_error_oom (err);
-  if ((ret = enter (n, err)) < 0)
-    return ret;
-  ret = nft_run (cmds, NULL, err);
+  if (n->nft == NULL || n->conntrack == NULL)
+    return rt_error_set (err, EBADF, "internal", "the sandbox's network is closed");
+  ret = nft_run (n->nft, cmds, NULL, err);
   if (ret == 0)
-    flush_conntrack ();
-  leave (n);
+    nfct_query (n->conntrack, NFCT_Q_FLUSH, &family);
   return ret;
 }
 
 int
 rt_netns_list (struct rt_netns *n, char **json, rt_error **err)
 {
-  int ret;
-
-  if ((ret = enter (n, err)) < 0)
-    return ret;
-  ret = nft_run ("list table inet " TABLE, json, err);
-  leave (n);
-  return ret;
+  if (n->nft == NULL)
+    return rt_error_set (err, EBADF, "internal", "the sandbox's network is closed");
+  return nft_run (n->nft, "list table inet " TABLE, json, err);
 }
 
 void
@@ -323,4 +320,10 @@ rt_netns_close (struct rt_netns *n)
         close (*fds[i]);
         *fds[i] = -1;
       }
+  if (n->nft)
+    nft_ctx_free (n->nft);
+  n->nft = NULL;
+  if (n->conntrack)
+    nfct_close (n->conntrack);
+  n->conntrack = NULL;
 }

@@ -21,6 +21,9 @@
 #define RT_NET_TRANSPARENT_PORT 3129 /* every other guest TCP connection lands here */
 #define RT_NET_DNS_PORT 53
 
+struct nft_ctx;
+struct nfct_handle;
+
 struct rt_netns
 {
   int host_fd;        /* the monitor's own namespace */
@@ -29,10 +32,17 @@ struct rt_netns
   int proxy_fd;       /* listeners bound in the sandbox's namespace */
   int transparent_fd;
   int dns_fd;
+  /* Netlink sockets opened inside the sandbox's namespace, where they stay
+     bound: later rule changes need no setns, so the monitor can give up
+     CAP_SYS_ADMIN after start-up (monitor/privs.c).  */
+  struct nft_ctx *nft;
+  struct nfct_handle *conntrack;
 };
 
-/* Makes the namespace, the tap and the listeners and installs the table
-   for @rules; the caller stays in its own namespace.  */
+/* Makes the namespace, the tap, the listeners and the netlink sockets
+   and installs the table for @rules; the caller stays in its own
+   namespace.  Needs CAP_SYS_ADMIN and CAP_NET_ADMIN; the calls below
+   only CAP_NET_ADMIN.  */
 int rt_netns_create (struct rt_netns *n, const struct rt_egress_rules *rules, rt_error **err);
 /* Replaces the table for @rules in one nft batch and flushes the
    namespace's conntrack table, so that no packet of an old decision is

@@ -1,10 +1,17 @@
 /* store.c - live state dirs, records of ended sandboxes, and the reaper.  */
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "sandbox/store.h"
+#include "vmm/cgroup.h"
+
+/* How long the reaper waits for a dead monitor's QEMU to end: its uid and
+   control group are free only then.  */
+#define QEMU_EXIT_WAIT_MS 2000
 
 int64_t
 rt_epoch_ms (void)
@@ -139,7 +146,18 @@ reap_dead (rt_context *ctx, const char *dir)
   pid_t pid = 0;
 
   if (qemu_pid && rt_pidfile_alive (qemu_pid, &pid) == 1)
-    kill (pid, SIGKILL);
+    {
+      int pidfd = pidfd_open (pid, 0);
+      struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+      kill (pid, SIGKILL);
+      if (pidfd >= 0)
+        {
+          while (poll (&p, 1, QEMU_EXIT_WAIT_MS) < 0 && errno == EINTR)
+            ;
+          close (pidfd);
+        }
+    }
   if (state)
     {
       const char *st = rt_json_str (state, "state");
@@ -236,8 +254,10 @@ void
 rt_store_reap (rt_context *ctx)
 {
   reap_states (ctx);
-  /* After the state dirs: a disk dir goes with its state dir.  */
+  /* After the state dirs: a disk dir goes with its state dir, and a
+     control group with its QEMU (a monitor killed -9 leaves both).  */
   reap_disks (ctx);
+  rt_cgroup_sweep ();
 }
 
 static int

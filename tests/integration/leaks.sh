@@ -7,6 +7,8 @@ is "no QEMU started by the tests is running" "$(pgrep -f 'qemu-system-x86_64.*/t
 is "no test state dir is left" "$(ls -d /tmp/rt-test.* 2>/dev/null | grep -v "^$tmp\$" || true)" ""
 is "no temporary files in the cache" "$(find "$cache" -name '*.tmp*' -o -name 'probe-*' -o -name 'tmp-*' 2>/dev/null)" ""
 is "no QEMU snapshot overlays in /var/tmp" "$(ls /var/tmp/vl.* 2>/dev/null || true)" ""
+is "no QEMU control group is left (runtime-<uid>)" "$(our_cgroups)" ""
+is "no sandbox uid lock is held" "$(held_uids)" ""
 is "no loop devices or mounts from runtime" "$(grep -c runtime /proc/mounts || true)" "0"
 # A sandbox's namespace has no name: it lives while a process holds it.
 # Any namespace with a tap0 in it is a sandbox's; none may be left.

@@ -43,6 +43,22 @@ check_no_leaks() {
     is "$what: no QEMU left" "$(our_qemus)" ""
     is "$what: no sandbox state left" "$(ls -A "$RUNTIME_STATE_DIR" 2>/dev/null | grep -v '^\.lock$')" ""
     is "$what: no sandbox disk left in the data dir" "$(ls -d "$RUNTIME_DATA_DIR"/sandboxes/sb-*/ 2>/dev/null)" ""
+    is "$what: no QEMU control group left" "$(our_cgroups)" ""
+    is "$what: no sandbox uid held" "$(held_uids)" ""
+}
+
+# Control groups of QEMUs (vmm/cgroup.c): cgroup v1 hierarchies, then v2.
+# Machine-wide: every VM test runs under the one machine lock.
+our_cgroups() {
+    ls -d /sys/fs/cgroup/{memory,pids,cpu}/runtime/runtime-* /sys/fs/cgroup/runtime/runtime-* 2>/dev/null || true
+}
+# Sandbox uids whose lock (vmm/uidpool.c) a live process holds.
+held_uids() {
+    local f
+    for f in /run/runtime-uids/*; do
+        [ -f "$f" ] || continue
+        flock -n "$f" true || echo "${f##*/}"
+    done
 }
 
 # expect_error DESC CODE CMD…: exit 1, "Error [CODE]: …" on stderr, nothing
