@@ -83,8 +83,10 @@ check "… QEMU's own (-sandbox on,…, spawn and elevateprivileges denied)" \
     grep -qF -- "-sandbox on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny" \
     <(tr '\0' ' ' <"/proc/$qa/cmdline")
 
-# -- its environment: nothing (QEMU needs none)
-is "QEMU's environment is empty" "$(tr '\0' '\n' <"/proc/$qa/environ" | cut -d= -f1 | grep -v '^$')" ""
+# -- its environment: nothing but, with a throwaway disk overlay
+#    (snapshot=on), TMPDIR=/vm where QEMU puts it
+is "QEMU's environment is empty but TMPDIR=/vm" "$(tr '\0' '\n' <"/proc/$qa/environ" | grep -vx -e '' -e TMPDIR=/vm)" ""
+is "… and empty with a disk overlay of the monitor's" "$(tr -d '\0' <"/proc/$qb/environ")" ""
 is "its cwd is its root" "$(readlink "/proc/$qa/cwd")" /
 
 # -- namespaces: its own mount, PID, IPC, UTS; the sandbox's network
@@ -105,12 +107,12 @@ done
 is "… no block or character device but null, zero, random, urandom, kvm" \
     "$(find "$root/" \( -path "$root/proc" -o -path "$root/sys" \) -prune -o \( -type b -o -type c \) -printf '%f\n' 2>/dev/null |
         grep -vx -e null -e zero -e random -e urandom -e kvm | sort -u | tr '\n' ' ')" ""
-own=$(find "$root/" -maxdepth 5 -path "$root/proc" -prune -o -type d -user "$ua" -print 2>/dev/null | head -1)
-own=${own#"$root"}
-check "… its one writable dir is its own ($own)" test -n "$own"
-is "… and no file in its root is writable by its uid but there" \
+own=/vm
+is "its own dir, $own, is root's and its group's only" "$(stat -c '%u %g %a' "$root$own" 2>&1)" "0 $ua 770"
+is "… and nothing else in its root is its uid's, its group's or writable by all" \
     "$(find "$root/" -path "$root/proc" -prune -o -path "$root/sys" -prune -o -path "$root$own" -prune -o \
-        \( -user "$ua" -o -perm -0002 \) ! -type l ! -type c -printf '%P\n' 2>/dev/null | head -5)" ""
+        \( -user "$ua" -o -group "$ua" -o -perm -0002 \) ! -type l ! -path "$root/dev/null" -printf '%P\n' 2>/dev/null |
+        head -5)" ""
 diag "QEMU's root: $(find "$root/" -maxdepth 2 -printf '%P ' 2>/dev/null | head -c 600)"
 
 # -- rlimits
@@ -123,7 +125,7 @@ done
 
 # -- its cgroup (v1 here: memory and pids)
 json=$(get_json "$a")
-missing=$(json_get 'o.get("jail", {}).get("missing_limits")' <<<"$json" 2>/dev/null)
+missing=$(json_get 'o.get("jail", {}).get("missingLimits")' <<<"$json" 2>/dev/null)
 mem=$(cgroup_dir "$qa" memory) pids=$(cgroup_dir "$qa" pids)
 check "QEMU's memory cgroup is runtime-$ua ($mem)" test "${mem##*/}" = "runtime-$ua"
 check "… and its pids cgroup ($pids)" test "${pids##*/}" = "runtime-$ua"
@@ -131,14 +133,14 @@ v=$(cat "$mem/memory.limit_in_bytes" 2>/dev/null)
 check "… memory.limit_in_bytes is finite ($v)" test -n "$v" -a "${v:-9223372036854771712}" -lt 4611686018427387904
 v=$(cat "$pids/pids.max" 2>/dev/null)
 check "… pids.max is finite ($v)" test -n "$v" -a "$v" != max
-[ "$missing" = None ] || [ -z "$missing" ] || diag "missing_limits: $missing"
+[ "$missing" = None ] || [ -z "$missing" ] || diag "missingLimits: $missing"
 
 # -- sandbox get --json: the jail object
-is "get --json: jail.uid is QEMU's uid" "$(json_get 'o["jail"]["uid"]' <<<"$json" 2>/dev/null)" "$ua"
-su=$(json_get 'o["jail"]["setup_us"]' <<<"$json" 2>/dev/null)
-check "… jail.setup_us is a positive count of µs ($su)" test "${su:-0}" -gt 0 2>/dev/null
-check "… jail.missing_limits is there (none or named limits: '$missing')" \
-    json_get '"missing_limits" in o["jail"]' <<<"$json"
+is "get --json: jail.enabled, jail.uid is QEMU's uid" \
+    "$(json_get 'o["jail"]["enabled"], o["jail"]["uid"]' <<<"$json" 2>/dev/null)" "(True, $ua)"
+su=$(json_get 'o["jail"]["setupUs"]' <<<"$json" 2>/dev/null)
+check "… jail.setupUs is a positive count of µs ($su)" test "${su:-0}" -gt 0 2>/dev/null
+is "… jail.missingLimits: none on this host (cgroup v1, memory and pids writable)" "$missing" None
 
 # -- with QEMU's credentials, in the host's namespaces (had it left its
 #    mount namespace): the other sandbox, the secrets, the CA key, the
@@ -172,43 +174,104 @@ for d in "$data" "$data/sandboxes" "$state"; do
     check "as QEMU's uid: cannot create a file in ${d#"$tmp"/}" cannot_create "$ua" "$d"
 done
 
-# -- inside the jail (nsenter into all its namespaces, QEMU's uid and gid,
-#    no_new_privs): a static busybox in its own dir plays the escaped code.
+# -- inside the jail: a process with QEMU's credentials in all its
+#    namespaces (what escaped code would be, minus QEMU's seccomp filter).
+#    Python, started on the host, enters them and looks around: the jail
+#    holds no shell, and /vm, the one place QEMU writes, is noexec.
+cat >"$tmp/in-jail.py" <<'EOF'
+import ctypes, errno, os, sys
+pid, uid, own, prog = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+paths = sys.argv[5:]
+libc = ctypes.CDLL(None, use_errno=True)
+exe = open(prog, "rb").read() if prog else b""  # a static binary, read on the host
+nss = [os.open(f"/proc/{pid}/ns/{ns}", os.O_RDONLY) for ns in ("ipc", "uts", "net", "pid", "mnt")]
+for fd in nss:  # the mount namespace last: it moves our root into the jail
+    if libc.setns(fd, 0) != 0:
+        sys.exit(f"setns: {os.strerror(ctypes.get_errno())}")
+os.chdir("/")
+child = os.fork()  # the PID namespace holds only the children
+if child:
+    sys.exit(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+os.setgroups([])
+os.setresgid(uid, uid, uid)
+for cap in range(64):
+    libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
+os.setresuid(uid, uid, uid)
+libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+def out(key, vals):
+    print(f"{key}: {' '.join(sorted(vals))}", flush=True)
+out("ids", [f"{os.getuid()}/{os.getgid()}"])
+out("present", [p for p in paths if os.path.lexists(p)])
+writable = []  # every dir where a file can be made, every file that opens for writing
+for d, dirs, files in os.walk("/"):
+    if d == own:
+        dirs[:] = []
+        continue
+    try:
+        os.close(os.open(os.path.join(d, "jail-probe"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        writable.append(d + "/")
+    except OSError:
+        pass
+    try:
+        os.mkdir(os.path.join(d, "jail-dir"))
+        writable.append(d + "/ (mkdir)")
+    except OSError:
+        pass
+    for f in files:
+        try:
+            os.close(os.open(os.path.join(d, f), os.O_WRONLY | os.O_APPEND))
+            if os.path.join(d, f) != "/dev/null":
+                writable.append(os.path.join(d, f))
+        except OSError:
+            pass
+out("writable outside own dir", writable)
+try:
+    os.close(os.open(own + "/jail-probe", os.O_WRONLY | os.O_CREAT, 0o700))
+    out("own dir writable", ["yes"])
+except OSError as e:
+    out("own dir writable", [e.strerror])
+did = []
+if libc.mount(b"none", own.encode(), b"tmpfs", 0, None) == 0:
+    did.append("mount")
+try:
+    os.chroot("/")
+    did.append("chroot")
+except OSError:
+    pass
+if libc.unshare(0x00020000) == 0:  # CLONE_NEWNS: needs CAP_SYS_ADMIN
+    did.append("unshare")
+out("privileged calls that worked", did)
+if exe:  # what it writes it cannot run
+    with open(own + "/jail-probe", "wb") as f:
+        f.write(exe)
+    os.chmod(own + "/jail-probe", 0o755)
+    try:
+        os.execve(own + "/jail-probe", ["true"], {})
+    except OSError as e:
+        out("exec of a file it wrote", [errno.errorcode.get(e.errno, str(e.errno))])
+EOF
 bb=$(command -v busybox)
-if [ -z "$bb" ] || ldd "$bb" >/dev/null 2>&1; then
-    fail "a static busybox to play the escape (apt-get install busybox-static)"
-elif [ -z "$own" ] || [ "$own" = / ] || [ "${ua:-0}" = 0 ]; then
-    fail "inside the jail: no own dir to put busybox in (uid '$ua', dir '$own')"
+if [ -n "$bb" ] && ldd "$bb" >/dev/null 2>&1; then bb=""; fi
+if [ "${ua:-0}" = 0 ] || [ ! -d "$root/vm" ]; then
+    fail "inside the jail: QEMU is jailed (uid '$ua')"
 else
-    # Named busybox: it takes its applet from argv[0] otherwise.
-    cp "$bb" "$root$own/busybox" && chown "$ua:$ua" "$root$own/busybox" && chmod 0500 "$root$own/busybox"
-    # in_jail SCRIPT: busybox sh -c SCRIPT as QEMU would run it.
-    in_jail() {
-        nsenter -t "$qa" -m -p -i -u -n -r -S "$ua" -G "$ua" -- "$own/busybox" setpriv --nnp "$own/busybox" sh -c \
-            "export PATH=/nonexistent; bb=$own/busybox; $1" 2>&1
-    }
-    is "inside the jail: id is QEMU's" "$(in_jail '$bb id -u; $bb id -g')" "$ua
-$ua"
-    is "… the host's data paths do not exist" \
-        "$(in_jail "for p in /var/lib/runtime /root '$data' '$state' '$data/sandboxes/$b' /etc/shadow /run/runtime-uids; do
-            \$bb test -e \"\$p\" && echo \"\$p\"; done")" ""
-    is "… its own dir is writable" "$(in_jail '$bb touch "'"$own"'/probe" && echo yes')" yes
-    # Where QEMU's binary and kernel are, as QEMU sees them.
-    qemu_bin=$(tr '\0' '\n' <"/proc/$qa/cmdline" | head -1)
-    kernel=$(tr '\0' '\n' <"/proc/$qa/cmdline" | sed -n '/^-kernel$/{n;p}')
-    is "… nothing else is writable: /, /tmp, /dev, /etc, the binary's dir, the kernel's" \
-        "$(in_jail 'for d in / /tmp /dev /etc /usr /lib "'"${qemu_bin%/*}"'" "'"${kernel%/*}"'"; do
-            $bb touch "$d/jail-probe" 2>/dev/null && echo "$d"; $bb mkdir "$d/jail-dir" 2>/dev/null && echo "$d/"
-            done' | sort -u | tr '\n' ' ')" ""
-    is "… no file outside its dir can be opened for writing" \
-        "$(in_jail '$bb find / \( -path /proc -o -path /sys -o -path "'"$own"'" \) -prune -o -type f -print 2>/dev/null |
-            while read -r f; do { : >>"$f"; } 2>/dev/null && echo "$f"; done' | head -5)" ""
-    # busybox chroot exits 1 when chroot(2) fails, 127 when it worked and
-    # the command is missing.
-    is "… no mount, no chroot: no capability in its namespaces" \
-        "$(in_jail '$bb mount -t tmpfs none "'"$own"'" 2>/dev/null && echo mount
-            $bb chroot / /nonexistent 2>/dev/null; [ $? -ge 126 ] && echo chroot')" ""
-    rm -f "$root$own/busybox" "$root$own/probe"
+    python3 "$tmp/in-jail.py" "$qa" "$ua" /vm "$bb" /var/lib/runtime /root /home /etc /tmp /proc /sys /run "$data" \
+        "$state" "$data/sandboxes/$b" "$state/$b" /usr/bin/setpriv /bin/sh >"$tmp/in-jail" 2>&1
+    field() { sed -n "s/^$1: //p" "$tmp/in-jail"; }
+    is "inside the jail: QEMU's uid and gid" "$(field ids)" "$ua/$ua"
+    is "… none of the host's paths exist (/var/lib/runtime, /root, /etc, /tmp, /proc, the data and state dirs, a shell)" \
+        "$(field present)" ""
+    is "… nothing outside /vm can be created or opened for writing (but /dev/null)" \
+        "$(field 'writable outside own dir')" ""
+    is "… /vm, its own dir, is writable" "$(field 'own dir writable')" yes
+    is "… no mount, chroot or new mount namespace" "$(field 'privileged calls that worked')" ""
+    if [ -n "$bb" ]; then
+        is "… a program it writes to /vm cannot be run (noexec)" "$(field 'exec of a file it wrote')" EACCES
+    else
+        fail "… a static busybox to try exec with (apt-get install busybox-static)"
+    fi
+    grep -v -e '^[a-z ]*:' "$tmp/in-jail" | head -5 | while read -r l; do diag "in-jail: $l"; done
+    rm -f "$root/vm/jail-probe"
 fi
 
 # -- refused ranges: one clear line each, nothing left
@@ -219,6 +282,7 @@ nothing_left() {
 one_line() { test "$(grep -c . "$tmp/err")" -ge 1 && test "$(grep -c '^Error' "$tmp/err")" = 1; }
 expect_error "RUNTIME_UID_RANGE=0-10 (root's uid) is refused" startup_failed \
     env RUNTIME_UID_RANGE=0-10 runtime sandbox create
+check "… in one Error line" one_line
 nobody=$(id -u nobody 2>/dev/null || echo 65534)
 expect_error "a range holding a host user (nobody, $nobody) is refused" startup_failed \
     env RUNTIME_UID_RANGE="$((nobody - 1))-$((nobody + 1))" runtime sandbox create
@@ -242,8 +306,8 @@ check "… naming the jail's step" grep -qi 'jail' "$tmp/err"
 diag "$(head -2 "$tmp/err")"
 check "… leaving nothing" nothing_left
 is "… no QEMU but the two" "$(our_qemus | sort | tr '\n' ' ')" "$(printf '%s\n' "$qa" "$qb" | sort | tr '\n' ' ')"
-held_uids() { for u in $(ls "$lockdir"); do lock_free "$u" || echo "$u"; done | sort | tr '\n' ' '; }
-is "… and no uid held for it" "$(held_uids)" "$(printf '%s\n' "$ua" "$ub" | sort | tr '\n' ' ')"
+is "… and no uid held for it" "$(held_uids | sort | tr '\n' ' ')" "$(printf '%s\n' "$ua" "$ub" | sort | tr '\n' ' ')"
+is "… nor a cgroup made" "$(our_cgroups | grep -v -e "runtime-$ua\$" -e "runtime-$ub\$")" ""
 
 # -- the only way out of the jail says so
 c=$(RUNTIME_UNSAFE_NO_JAIL=1 runtime sandbox create --timeout 300 --vcpu 1 --memory 512 2>"$tmp/err-c")
@@ -253,6 +317,7 @@ check "… with a warning naming the switch" grep -qi 'warning.*RUNTIME_UNSAFE_N
 diag "$(cat "$tmp/err-c")"
 qc=$(qemu_of "$c")
 is "… and its QEMU runs as root, unjailed" "$(status_of "$qc" Uid | awk '{print $1}')" 0
+is "… which get --json says: jail.enabled false" "$(get_json "$c" | json_get 'o["jail"]["enabled"]' 2>&1)" False
 runtime sandbox rm "$c" >/dev/null 2>&1
 
 # -- the uid given back: after rm, and after kill -9 of the monitor
@@ -267,8 +332,7 @@ check "kill -9 of the other's monitor: its QEMU goes too" bash -c "! kill -0 $qb
 check "… and its uid $ub is free at once" lock_free "$ub"
 runtime sandbox ls >/dev/null 2>&1 # the next command reaps it
 is "… the next command reaps it" "$(ls -A "$state" | grep -v '^\.lock$')" ""
-is "no cgroup of this test's uids is left" \
-    "$(ls -d /sys/fs/cgroup/*/runtime-{"$ua","$ub"} /sys/fs/cgroup/*/*/runtime-{"$ua","$ub"} 2>/dev/null)" ""
+is "… and its cgroup is swept" "$(our_cgroups | grep -e "runtime-$ub\$")" ""
 
 made=()
 check_no_leaks "jail"
