@@ -173,6 +173,9 @@ done
 for d in "$data" "$data/sandboxes" "$state"; do
     check "as QEMU's uid: cannot create a file in ${d#"$tmp"/}" cannot_create "$ua" "$d"
 done
+cannot_signal() { kill -0 "$2" && ! as_qemu "$1" kill -0 "$2" 2>/dev/null; }
+check "as QEMU's uid: cannot signal the other sandbox's QEMU" cannot_signal "$ua" "$qb"
+check "… nor a monitor" cannot_signal "$ua" "$(cut -d' ' -f1 "$state/$b/monitor.pid")"
 
 # -- inside the jail: a process with QEMU's credentials in all its
 #    namespaces (what escaped code would be, minus QEMU's seccomp filter).
