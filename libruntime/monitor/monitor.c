@@ -583,6 +583,9 @@ rt_monitor_spawn (rt_context *ctx, const struct rt_monitor_config *cfg, rt_error
   char buf[8192];
   size_t fill = 0;
 
+  /* On the creator's stderr: the monitor's own goes to monitor.log.  */
+  if (ctx->unsafe_no_jail)
+    rt_progress (ctx, "warning: QEMU runs without its jail (RUNTIME_UNSAFE_NO_JAIL=1): test use only");
   if (pipe2 (sync, O_CLOEXEC) < 0)
     return rt_error_set (err, errno, "startup_failed", "pipe: %s", strerror (errno));
   if (pipe2 (claim, O_CLOEXEC) < 0)

@@ -43,6 +43,39 @@ add (struct argv_builder *b, const char *s)
   add_owned (b, strdup (s));
 }
 
+/* @path as a value inside a QEMU option list, where ',' separates options:
+   doubled, so "/tmp/a,b=c" cannot add an option of its own.  A new
+   string, or NULL when out of memory.  */
+static char *
+opt_path (const char *path)
+{
+  size_t len = strlen (path), commas = 0;
+  char *out, *o;
+
+  for (const char *p = path; *p; p++)
+    commas += *p == ',';
+  out = o = malloc (len + commas + 1);
+  if (out == NULL)
+    return NULL;
+  for (const char *p = path; *p; p++)
+    {
+      *o++ = *p;
+      if (*p == ',')
+        *o++ = ',';
+    }
+  *o = '\0';
+  return out;
+}
+
+/* @before, @path escaped by opt_path, @after: one argument.  */
+static void
+add_opt_path (struct argv_builder *b, const char *before, const char *path, const char *after)
+{
+  cleanup_free char *esc = opt_path (path);
+
+  add_owned (b, esc ? rt_strdup_printf ("%s%s%s", before, esc, after) : NULL);
+}
+
 static void
 add_pairs (struct argv_builder *b, const char *const *pairs)
 {
@@ -80,20 +113,20 @@ add_devices (struct argv_builder *b, const struct rt_qemu_args *a)
                                          "socket,id=qmp,fd=" RT_STR (RT_QEMU_FD_QMP) ",server=on,wait=off", "-mon",
                                          "chardev=qmp,mode=control", NULL });
   if (a->tap)
-    add_pairs (b, (const char *const[]){ "-netdev", "tap,id=net0,fd=" RT_STR (RT_QEMU_FD_TAP) ",vhost=off",
-                                         "-device", "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56", NULL });
+    add_pairs (b, (const char *const[]){ "-netdev", "tap,id=net0,fd=" RT_STR (RT_QEMU_FD_TAP) ",vhost=off", "-device",
+                                         "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56", NULL });
   if (!a->disk)
     return;
   add_pairs (b, (const char *const[]){ "-add-fd", "fd=" RT_STR (RT_QEMU_FD_BASE) ",set=1,opaque=base", NULL });
   if (a->disk_overlay)
-    add_pairs (b, (const char *const[]){
-                      "-add-fd", "fd=" RT_STR (RT_QEMU_FD_OVERLAY) ",set=2,opaque=overlay", "-blockdev",
-                      "driver=raw,node-name=base,read-only=on,file.driver=file,file.filename=/dev/fdset/1,"
-                      "file.read-only=on",
-                      "-blockdev",
-                      "driver=qcow2,node-name=root,backing=base,discard=unmap,file.driver=file,"
-                      "file.filename=/dev/fdset/2,file.discard=unmap",
-                      NULL });
+    add_pairs (b, (const char *const[]){ "-add-fd", "fd=" RT_STR (RT_QEMU_FD_OVERLAY) ",set=2,opaque=overlay",
+                                         "-blockdev",
+                                         "driver=raw,node-name=base,read-only=on,file.driver=file,"
+                                         "file.filename=/dev/fdset/1,file.read-only=on",
+                                         "-blockdev",
+                                         "driver=qcow2,node-name=root,backing=base,discard=unmap,file.driver=file,"
+                                         "file.filename=/dev/fdset/2,file.discard=unmap",
+                                         NULL });
   else
     add_pairs (b, (const char *const[]){ "-drive",
                                          "id=root,file=/dev/fdset/1,format=raw,if=none,snapshot=on,discard=unmap",
@@ -119,10 +152,14 @@ rt_qemu_argv (const struct rt_qemu_args *a, char ***out, rt_error **err)
   /* Named threads ("CPU 0/TCG"): the meter bills exactly those.  QEMU's
      seccomp filter: no exec, no setuid, no scheduler or affinity calls,
      no obsolete system calls.  */
-  add_pairs (&b, (const char *const[]){ "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config",
-                                        "-display", "none", "-no-reboot", "-sandbox",
-                                        "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
-                                        NULL });
+  add (&b, "-name");
+  if (a->name)
+    add_opt_path (&b, "runtime:", a->name, ",debug-threads=on");
+  else
+    add (&b, "runtime,debug-threads=on");
+  add_pairs (&b,
+             (const char *const[]){ "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-sandbox",
+                                    "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny", NULL });
   if (a->console_sock)
     add_pairs (&b, (const char *const[]){ "-chardev", "socket,id=console,fd=" RT_STR (RT_QEMU_FD_CONSOLE), "-serial",
                                           "chardev:console", NULL });

@@ -25,6 +25,9 @@ struct rt_qemu_args
 {
   const char *qemu;          /* the binary: argv[0] */
   const char *accel;         /* "kvm" or "tcg" */
+  const char *name;          /* the state dir, or NULL: in the VM's name
+                                (never shown to the guest), for the host's
+                                tools to find a sandbox's QEMU by */
   unsigned vcpu;
   unsigned memory_mib;
   const char *vmlinux;       /* paths QEMU opens (-kernel takes no fd) */

@@ -218,8 +218,7 @@ prepare_jail (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm,
 /* Runs @argv with its output in <dir>/qemu.log; fills vm->pid and
    vm->pidfd.  */
 static int
-spawn_qemu (const struct rt_vm_config *cfg, struct rt_jail *j, struct qemu_fds *f, struct rt_vm *vm,
-            rt_error **err)
+spawn_qemu (const struct rt_vm_config *cfg, struct rt_jail *j, struct qemu_fds *f, struct rt_vm *vm, rt_error **err)
 {
   cleanup_free char *log = rt_strdup_printf ("%s/qemu.log", cfg->dir);
   /* snapshot=on puts its throwaway overlay (the size of the base disk)
@@ -268,7 +267,7 @@ start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, struct
   cleanup_free char *overlay = NULL, *qemu = NULL;
   cleanup_strv char **argv = NULL;
   bool tcg = strcmp (cfg->accel, "tcg") == 0;
-  struct rt_qemu_args args = { .qemu = ctx->qemu, .accel = cfg->accel, .vcpu = cfg->vcpu,
+  struct rt_qemu_args args = { .qemu = ctx->qemu, .name = cfg->dir, .accel = cfg->accel, .vcpu = cfg->vcpu,
                                .memory_mib = cfg->memory_mib, .vmlinux = cfg->vmlinux,
                                .initramfs = cfg->initramfs, .cmdline = cfg->cmdline, .tap = cfg->tap_fd > 0,
                                .disk = cfg->disk != NULL, .disk_overlay = cfg->disk && cfg->disk_mib > 0,
@@ -324,6 +323,8 @@ rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, 
       rt_error_set (err, ENOENT, "startup_failed", "qemu-system-x86_64 not found");
       return rt_error_hint (err, "apt-get install qemu-system-x86");
     }
+  /* In the monitor this lands in monitor.log; rt_monitor_spawn says it
+     on the creator's stderr.  */
   if (!vm->jailed)
     rt_progress (ctx, "warning: QEMU runs without its jail (RUNTIME_UNSAFE_NO_JAIL=1): test use only");
   vm->agent_sock = rt_strdup_printf ("%s/agent.sock", cfg->dir);

@@ -44,71 +44,30 @@ check (const char *what, const struct rt_qemu_args *a, const char *const *want)
 static void
 test_tcg_sandbox (void)
 {
-  struct rt_qemu_args a = { .qemu = "/usr/bin/qemu-system-x86_64",
-                            .accel = "tcg",
-                            .vcpu = 1,
-                            .memory_mib = 512,
-                            .vmlinux = "/c/kernel/6.1/vmlinux",
-                            .initramfs = "/c/kernel/6.1/initramfs-ab.cpio",
-                            .tsc_khz = 2100000,
-                            .cmdline = "rt.id=sb-1",
-                            .channel = true,
+  struct rt_qemu_args a = { .qemu = "/usr/bin/qemu-system-x86_64", .accel = "tcg", .vcpu = 1, .memory_mib = 512,
+                            .vmlinux = "/c/kernel/6.1/vmlinux", .initramfs = "/c/kernel/6.1/initramfs-ab.cpio",
+                            .tsc_khz = 2100000, .cmdline = "rt.id=sb-1", .channel = true,
                             .disk = true };
-  static const char *const want[] = { "/usr/bin/qemu-system-x86_64",
-                                      "-M",
-                                      "microvm,x-option-roms=off,isa-serial=on,rtc=on",
-                                      "-accel",
-                                      "tcg,tb-size=64",
-                                      "-cpu",
-                                      "max",
-                                      "-m",
-                                      "512",
-                                      "-smp",
-                                      "1",
-                                      "-name",
-                                      "runtime,debug-threads=on",
-                                      "-nodefaults",
-                                      "-no-user-config",
-                                      "-display",
-                                      "none",
-                                      "-no-reboot",
-                                      "-sandbox",
-                                      "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
-                                      "-add-fd",
-                                      "fd=4,set=3,opaque=console",
-                                      "-serial",
-                                      "file:/dev/fdset/3",
-                                      "-kernel",
-                                      "/c/kernel/6.1/vmlinux",
-                                      "-initrd",
-                                      "/c/kernel/6.1/initramfs-ab.cpio",
-                                      "-append",
-                                      "console=ttyS0 quiet panic=-1 reboot=t tsc_early_khz=2100000 rt.id=sb-1",
-                                      "-device",
-                                      "virtio-serial-device",
-                                      "-chardev",
-                                      "socket,id=agent,fd=7,server=on,wait=off",
-                                      "-device",
-                                      "virtserialport,chardev=agent,name=runtime.agent",
-                                      "-chardev",
-                                      "socket,id=qmp,fd=6,server=on,wait=off",
-                                      "-mon",
-                                      "chardev=qmp,mode=control",
-                                      "-add-fd",
-                                      "fd=8,set=1,opaque=base",
-                                      "-drive",
-                                      "id=root,file=/dev/fdset/1,format=raw,if=none,snapshot=on,discard=unmap",
-                                      "-device",
-                                      "virtio-blk-device,drive=root",
-                                      NULL };
+  static const char *const want[] = {
+    "/usr/bin/qemu-system-x86_64", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "tcg,tb-size=64",
+    "-cpu", "max", "-m", "512", "-smp", "1", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config",
+    "-display", "none", "-no-reboot", "-sandbox",
+    "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny", "-add-fd", "fd=4,set=3,opaque=console", "-serial",
+    "file:/dev/fdset/3", "-kernel", "/c/kernel/6.1/vmlinux",
+    "-initrd", "/c/kernel/6.1/initramfs-ab.cpio", "-append",
+    "console=ttyS0 quiet panic=-1 reboot=t tsc_early_khz=2100000 rt.id=sb-1", "-device", "virtio-serial-device",
+    "-chardev", "socket,id=agent,fd=7,server=on,wait=off", "-device", "virtserialport,chardev=agent,name=runtime.agent",
+    "-chardev", "socket,id=qmp,fd=6,server=on,wait=off", "-mon", "chardev=qmp,mode=control", "-add-fd", "fd=8,set=1,opaque=base",
+    "-drive", "id=root,file=/dev/fdset/1,format=raw,if=none,snapshot=on,discard=unmap", "-device",
+    "virtio-blk-device,drive=root", NULL
+  };
 
   check ("TCG, 1 vCPU, channel, base disk, no network", &a, want);
   /* An unknown TSC frequency leaves the parameter out.  */
   a.tsc_khz = 0;
   {
     cleanup_strv char **argv = NULL;
-    ok (rt_qemu_argv (&a, &argv, NULL) == 0
-            && strcmp (argv[29], "console=ttyS0 quiet panic=-1 reboot=t rt.id=sb-1") == 0,
+    ok (rt_qemu_argv (&a, &argv, NULL) == 0 && strcmp (argv[29], "console=ttyS0 quiet panic=-1 reboot=t rt.id=sb-1") == 0,
         "TCG without a TSC frequency: no tsc_early_khz");
   }
 }
@@ -117,75 +76,26 @@ test_tcg_sandbox (void)
 static void
 test_kvm_sandbox (void)
 {
-  struct rt_qemu_args a = { .qemu = "qemu",
-                            .accel = "kvm",
-                            .vcpu = 2,
-                            .memory_mib = 4096,
-                            .vmlinux = "vmlinux",
-                            .initramfs = "initrd",
-                            .tsc_khz = 2100000,
-                            .cmdline = "rt.id=sb-2",
-                            .channel = true,
-                            .tap = true,
-                            .disk = true,
+  struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 2, .memory_mib = 4096, .vmlinux = "vmlinux",
+                            .initramfs = "initrd", .tsc_khz = 2100000, .cmdline = "rt.id=sb-2",
+                            .channel = true, .tap = true, .disk = true,
                             .disk_overlay = true };
-  static const char *const want[]
-      = { "qemu",
-          "-M",
-          "microvm,x-option-roms=off,isa-serial=on,rtc=on",
-          "-accel",
-          "kvm",
-          "-cpu",
-          "host",
-          "-m",
-          "4096",
-          "-smp",
-          "2",
-          "-name",
-          "runtime,debug-threads=on",
-          "-nodefaults",
-          "-no-user-config",
-          "-display",
-          "none",
-          "-no-reboot",
-          "-sandbox",
-          "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
-          "-add-fd",
-          "fd=4,set=3,opaque=console",
-          "-serial",
-          "file:/dev/fdset/3",
-          "-kernel",
-          "vmlinux",
-          "-initrd",
-          "initrd",
-          "-append",
-          "console=ttyS0 quiet panic=-1 reboot=t rt.growfs=1 rt.id=sb-2",
-          "-device",
-          "virtio-serial-device",
-          "-chardev",
-          "socket,id=agent,fd=7,server=on,wait=off",
-          "-device",
-          "virtserialport,chardev=agent,name=runtime.agent",
-          "-chardev",
-          "socket,id=qmp,fd=6,server=on,wait=off",
-          "-mon",
-          "chardev=qmp,mode=control",
-          "-netdev",
-          "tap,id=net0,fd=3,vhost=off",
-          "-device",
-          "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56",
-          "-add-fd",
-          "fd=8,set=1,opaque=base",
-          "-add-fd",
-          "fd=9,set=2,opaque=overlay",
-          "-blockdev",
-          "driver=raw,node-name=base,read-only=on,file.driver=file,file.filename=/dev/fdset/1,file.read-only=on",
-          "-blockdev",
-          "driver=qcow2,node-name=root,backing=base,discard=unmap,file.driver=file,file.filename=/dev/fdset/"
-          "2,file.discard=unmap",
-          "-device",
-          "virtio-blk-device,drive=root",
-          NULL };
+  static const char *const want[] = {
+    "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "kvm", "-cpu", "host", "-m", "4096",
+    "-smp", "2", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
+    "-no-reboot", "-sandbox",
+    "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny", "-add-fd", "fd=4,set=3,opaque=console", "-serial",
+    "file:/dev/fdset/3", "-kernel", "vmlinux", "-initrd", "initrd", "-append",
+    "console=ttyS0 quiet panic=-1 reboot=t rt.growfs=1 rt.id=sb-2", "-device", "virtio-serial-device", "-chardev",
+    "socket,id=agent,fd=7,server=on,wait=off", "-device", "virtserialport,chardev=agent,name=runtime.agent",
+    "-chardev", "socket,id=qmp,fd=6,server=on,wait=off", "-mon", "chardev=qmp,mode=control", "-netdev",
+    "tap,id=net0,fd=3,vhost=off", "-device", "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56", "-add-fd", "fd=8,set=1,opaque=base", "-add-fd", "fd=9,set=2,opaque=overlay", "-blockdev",
+    "driver=raw,node-name=base,read-only=on,file.driver=file,file.filename=/dev/fdset/1,file.read-only=on",
+    "-blockdev",
+    "driver=qcow2,node-name=root,backing=base,discard=unmap,file.driver=file,file.filename=/dev/fdset/2,"
+    "file.discard=unmap", "-device", "virtio-blk-device,drive=root",
+    NULL
+  };
 
   /* tsc_early_khz is for TCG only.  */
   check ("KVM, 2 vCPUs, channel, network, disk overlay", &a, want);
@@ -195,66 +105,21 @@ test_kvm_sandbox (void)
 static void
 test_tcg_network (void)
 {
-  struct rt_qemu_args a = { .qemu = "qemu",
-                            .accel = "tcg",
-                            .vcpu = 2,
-                            .memory_mib = 1024,
-                            .vmlinux = "vmlinux",
-                            .initramfs = "initrd",
-                            .channel = true,
-                            .tap = true,
-                            .disk = true };
-  static const char *const want[] = { "qemu",
-                                      "-M",
-                                      "microvm,x-option-roms=off,isa-serial=on,rtc=on",
-                                      "-accel",
-                                      "tcg,tb-size=64",
-                                      "-cpu",
-                                      "max",
-                                      "-m",
-                                      "1024",
-                                      "-smp",
-                                      "2",
-                                      "-name",
-                                      "runtime,debug-threads=on",
-                                      "-nodefaults",
-                                      "-no-user-config",
-                                      "-display",
-                                      "none",
-                                      "-no-reboot",
-                                      "-sandbox",
-                                      "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
-                                      "-add-fd",
-                                      "fd=4,set=3,opaque=console",
-                                      "-serial",
-                                      "file:/dev/fdset/3",
-                                      "-kernel",
-                                      "vmlinux",
-                                      "-initrd",
-                                      "initrd",
-                                      "-append",
-                                      "console=ttyS0 quiet panic=-1 reboot=t",
-                                      "-device",
-                                      "virtio-serial-device",
-                                      "-chardev",
-                                      "socket,id=agent,fd=7,server=on,wait=off",
-                                      "-device",
-                                      "virtserialport,chardev=agent,name=runtime.agent",
-                                      "-chardev",
-                                      "socket,id=qmp,fd=6,server=on,wait=off",
-                                      "-mon",
-                                      "chardev=qmp,mode=control",
-                                      "-netdev",
-                                      "tap,id=net0,fd=3,vhost=off",
-                                      "-device",
-                                      "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56",
-                                      "-add-fd",
-                                      "fd=8,set=1,opaque=base",
-                                      "-drive",
-                                      "id=root,file=/dev/fdset/1,format=raw,if=none,snapshot=on,discard=unmap",
-                                      "-device",
-                                      "virtio-blk-device,drive=root",
-                                      NULL };
+  struct rt_qemu_args a = { .qemu = "qemu", .accel = "tcg", .vcpu = 2, .memory_mib = 1024, .vmlinux = "vmlinux",
+                            .initramfs = "initrd", .channel = true, .tap = true, .disk = true };
+  static const char *const want[] = {
+    "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "tcg,tb-size=64", "-cpu", "max", "-m",
+    "1024", "-smp", "2", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
+    "-no-reboot", "-sandbox",
+    "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny", "-add-fd", "fd=4,set=3,opaque=console", "-serial",
+    "file:/dev/fdset/3", "-kernel", "vmlinux", "-initrd", "initrd", "-append",
+    "console=ttyS0 quiet panic=-1 reboot=t", "-device", "virtio-serial-device", "-chardev",
+    "socket,id=agent,fd=7,server=on,wait=off", "-device", "virtserialport,chardev=agent,name=runtime.agent",
+    "-chardev", "socket,id=qmp,fd=6,server=on,wait=off", "-mon", "chardev=qmp,mode=control", "-netdev",
+    "tap,id=net0,fd=3,vhost=off", "-device", "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56", "-add-fd", "fd=8,set=1,opaque=base",
+    "-drive", "id=root,file=/dev/fdset/1,format=raw,if=none,snapshot=on,discard=unmap", "-device", "virtio-blk-device,drive=root",
+    NULL
+  };
 
   check ("TCG, 2 vCPUs, network, base disk, no TSC frequency, no extra cmdline", &a, want);
 }
@@ -264,44 +129,16 @@ test_tcg_network (void)
 static void
 test_kvm_probe (void)
 {
-  struct rt_qemu_args a = { .qemu = "qemu",
-                            .accel = "kvm",
-                            .vcpu = 1,
-                            .memory_mib = 256,
-                            .vmlinux = "vmlinux",
-                            .initramfs = "initrd",
-                            .cmdline = "rt.probe=1" };
-  static const char *const want[] = { "qemu",
-                                      "-M",
-                                      "microvm,x-option-roms=off,isa-serial=on,rtc=on",
-                                      "-accel",
-                                      "kvm",
-                                      "-cpu",
-                                      "host",
-                                      "-m",
-                                      "256",
-                                      "-smp",
-                                      "1",
-                                      "-name",
-                                      "runtime,debug-threads=on",
-                                      "-nodefaults",
-                                      "-no-user-config",
-                                      "-display",
-                                      "none",
-                                      "-no-reboot",
-                                      "-sandbox",
-                                      "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
-                                      "-add-fd",
-                                      "fd=4,set=3,opaque=console",
-                                      "-serial",
-                                      "file:/dev/fdset/3",
-                                      "-kernel",
-                                      "vmlinux",
-                                      "-initrd",
-                                      "initrd",
-                                      "-append",
-                                      "console=ttyS0 quiet panic=-1 reboot=t rt.probe=1",
-                                      NULL };
+  struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 1, .memory_mib = 256, .vmlinux = "vmlinux",
+                            .initramfs = "initrd", .cmdline = "rt.probe=1" };
+  static const char *const want[] = {
+    "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "kvm", "-cpu", "host", "-m", "256",
+    "-smp", "1", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
+    "-no-reboot", "-sandbox",
+    "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny", "-add-fd", "fd=4,set=3,opaque=console", "-serial",
+    "file:/dev/fdset/3", "-kernel", "vmlinux", "-initrd", "initrd", "-append",
+    "console=ttyS0 quiet panic=-1 reboot=t rt.probe=1", NULL
+  };
 
   check ("KVM probe: 1 vCPU, no channel, no disk, no network", &a, want);
 }
@@ -311,117 +148,47 @@ test_kvm_probe (void)
 static void
 test_console_sock (void)
 {
-  struct rt_qemu_args a = { .qemu = "qemu",
-                            .accel = "kvm",
-                            .vcpu = 1,
-                            .memory_mib = 256,
-                            .vmlinux = "vmlinux",
-                            .initramfs = "initrd",
-                            .console_sock = true };
-  static const char *const want[] = { "qemu",
-                                      "-M",
-                                      "microvm,x-option-roms=off,isa-serial=on,rtc=on",
-                                      "-accel",
-                                      "kvm",
-                                      "-cpu",
-                                      "host",
-                                      "-m",
-                                      "256",
-                                      "-smp",
-                                      "1",
-                                      "-name",
-                                      "runtime,debug-threads=on",
-                                      "-nodefaults",
-                                      "-no-user-config",
-                                      "-display",
-                                      "none",
-                                      "-no-reboot",
-                                      "-sandbox",
-                                      "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
-                                      "-chardev",
-                                      "socket,id=console,fd=4",
-                                      "-serial",
-                                      "chardev:console",
-                                      "-kernel",
-                                      "vmlinux",
-                                      "-initrd",
-                                      "initrd",
-                                      "-append",
-                                      "console=ttyS0 quiet panic=-1 reboot=t",
-                                      NULL };
+  struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 1, .memory_mib = 256, .vmlinux = "vmlinux",
+                            .initramfs = "initrd", .console_sock = true };
+  static const char *const want[] = {
+    "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "kvm", "-cpu", "host", "-m", "256",
+    "-smp", "1", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
+    "-no-reboot", "-sandbox",
+    "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny", "-chardev", "socket,id=console,fd=4", "-serial", "chardev:console", "-kernel", "vmlinux",
+    "-initrd", "initrd", "-append", "console=ttyS0 quiet panic=-1 reboot=t", NULL
+  };
 
   check ("the console on the socket at fd 4", &a, want);
 }
 
-/* No option list holds a path any more (sockets and disks are fds, the
-   console too): -kernel and -initrd take theirs whole, commas included.  */
+/* A state dir "/tmp/a,b=c" (RUNTIME_STATE_DIR is the caller's to choose)
+   in the VM's name: a comma inside an option list would start an option
+   of its own, so it is doubled (",,"); -kernel and -initrd take their
+   value whole.  No other path is left: sockets, disks, console are fds.  */
 static void
 test_commas (void)
 {
-  struct rt_qemu_args a = { .qemu = "qemu",
-                            .accel = "kvm",
-                            .vcpu = 1,
-                            .memory_mib = 512,
-                            .vmlinux = "/c,x/vmlinux",
-                            .initramfs = "/c,x/initrd",
-                            .channel = true,
-                            .disk = true,
+  struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 1, .memory_mib = 512, .vmlinux = "/c,x/vmlinux",
+                            .initramfs = "/c,x/initrd", .name = "/tmp/a,b=c/sb-1", .channel = true, .disk = true,
                             .disk_overlay = true };
-  static const char *const want[]
-      = { "qemu",
-          "-M",
-          "microvm,x-option-roms=off,isa-serial=on,rtc=on",
-          "-accel",
-          "kvm",
-          "-cpu",
-          "host",
-          "-m",
-          "512",
-          "-smp",
-          "1",
-          "-name",
-          "runtime,debug-threads=on",
-          "-nodefaults",
-          "-no-user-config",
-          "-display",
-          "none",
-          "-no-reboot",
-          "-sandbox",
-          "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
-          "-add-fd",
-          "fd=4,set=3,opaque=console",
-          "-serial",
-          "file:/dev/fdset/3",
-          "-kernel",
-          "/c,x/vmlinux",
-          "-initrd",
-          "/c,x/initrd",
-          "-append",
-          "console=ttyS0 quiet panic=-1 reboot=t rt.growfs=1",
-          "-device",
-          "virtio-serial-device",
-          "-chardev",
-          "socket,id=agent,fd=7,server=on,wait=off",
-          "-device",
-          "virtserialport,chardev=agent,name=runtime.agent",
-          "-chardev",
-          "socket,id=qmp,fd=6,server=on,wait=off",
-          "-mon",
-          "chardev=qmp,mode=control",
-          "-add-fd",
-          "fd=8,set=1,opaque=base",
-          "-add-fd",
-          "fd=9,set=2,opaque=overlay",
-          "-blockdev",
-          "driver=raw,node-name=base,read-only=on,file.driver=file,file.filename=/dev/fdset/1,file.read-only=on",
-          "-blockdev",
-          "driver=qcow2,node-name=root,backing=base,discard=unmap,file.driver=file,file.filename=/dev/fdset/"
-          "2,file.discard=unmap",
-          "-device",
-          "virtio-blk-device,drive=root",
-          NULL };
+  static const char *const want[] = {
+    "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "kvm", "-cpu", "host", "-m", "512",
+    "-smp", "1", "-name", "runtime:/tmp/a,,b=c/sb-1,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
+    "-no-reboot", "-sandbox",
+    "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny", "-add-fd", "fd=4,set=3,opaque=console", "-serial",
+    "file:/dev/fdset/3", "-kernel", "/c,x/vmlinux", "-initrd", "/c,x/initrd",
+    "-append", "console=ttyS0 quiet panic=-1 reboot=t rt.growfs=1", "-device", "virtio-serial-device", "-chardev",
+    "socket,id=agent,fd=7,server=on,wait=off", "-device", "virtserialport,chardev=agent,name=runtime.agent",
+    "-chardev", "socket,id=qmp,fd=6,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
+    "-add-fd", "fd=8,set=1,opaque=base", "-add-fd", "fd=9,set=2,opaque=overlay", "-blockdev",
+    "driver=raw,node-name=base,read-only=on,file.driver=file,file.filename=/dev/fdset/1,file.read-only=on",
+    "-blockdev",
+    "driver=qcow2,node-name=root,backing=base,discard=unmap,file.driver=file,file.filename=/dev/fdset/2,"
+    "file.discard=unmap", "-device",
+    "virtio-blk-device,drive=root", NULL
+  };
 
-  check ("no path inside an option list; -kernel and -initrd take commas whole", &a, want);
+  check ("commas in the name are doubled; -kernel and -initrd take theirs whole", &a, want);
 }
 
 static void

@@ -6,10 +6,16 @@
 
 # The QEMU of sandbox $1: the files it holds open under $2 (its disk).
 held_under() {
-    local q f
+    local q f l
     q=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$1/qemu.pid" 2>/dev/null) || return
     for f in /proc/"$q"/fd/*; do
-        case $(readlink "$f") in "$2"/*) echo "$f" ;; esac
+        l=$(readlink "$f")
+        # What QEMU opened in its jail reads as a path of its own root,
+        # whose /vm is <disk dir>/vm (vmm/jail.c).
+        case $l in /vm/*)
+            [ "$(stat -c %d:%i "/proc/$q/root/vm")" = "$(stat -c %d:%i "$2/vm" 2>/dev/null)" ] && l=$2$l ;;
+        esac
+        case $l in "$2"/*) echo "$f" ;; esac
     done
 }
 
