@@ -132,11 +132,12 @@ add_missing (struct rt_cgroup *cg, const char *what, const char *why)
     }
 }
 
+/* Writes a hierarchy's limit files in group @dir; -errno on failure.  */
+typedef int (*set_limits_fn) (const char *dir, const struct rt_cgroup_limits *limits);
+
 /* Makes @parent/runtime-<uid> (a stale one of that name is removed
    first, or kept when something still runs in it) and writes its limits
    with @set; on success adds it to @cg.  Returns NULL, or why not.  */
-typedef int (*set_limits_fn) (const char *dir, const struct rt_cgroup_limits *limits);
-
 static char *
 make_group (const char *parent, uid_t uid, const struct rt_cgroup_limits *limits, set_limits_fn set,
             struct rt_cgroup *cg)

@@ -44,14 +44,20 @@ check "QEMU's peak stays under its memory limit (784 MiB)" test "${hwm:-99999999
 is "the sandbox still answers" "$(runtime sandbox exec "$lim_id" -- echo alive </dev/null 2>&1)" "alive"
 
 # The control group: QEMU is in it only once the jail puts it there.
-lim_group=$(awk -F: '$2 == "memory" && $3 ~ /^\/runtime\/runtime-/ {print $3}' "/proc/$lim_qemu/cgroup" 2>/dev/null)
-if [ -z "$lim_group" ]; then
-    echo "ok $((n += 1)) # SKIP QEMU is not in a runtime-<uid> group yet (vmm/jail.c puts it there)"
-else
+# cgroup v1 ("N:memory:/runtime/runtime-UID") or v2 ("0::/runtime/…").
+lim_v1=$(awk -F: '$2 == "memory" && $3 ~ /^\/runtime\/runtime-/ {print $3}' "/proc/$lim_qemu/cgroup" 2>/dev/null)
+lim_v2=$(awk -F: '$1 == "0" && $3 ~ /^\/runtime\/runtime-/ {print $3}' "/proc/$lim_qemu/cgroup" 2>/dev/null)
+if [ -n "$lim_v1" ]; then
     is "QEMU's memory group holds guest + overhead" \
-        "$(cat "/sys/fs/cgroup/memory$lim_group/memory.limit_in_bytes")" "$((784 * 1024 * 1024))"
+        "$(cat "/sys/fs/cgroup/memory$lim_v1/memory.limit_in_bytes" 2>/dev/null)" "$((784 * 1024 * 1024))"
     lim_pids=$(awk -F: '$2 == "pids" {print $3}' "/proc/$lim_qemu/cgroup")
     is "QEMU's pids group holds the thread limit" "$(cat "/sys/fs/cgroup/pids$lim_pids/pids.max" 2>/dev/null)" "105"
+elif [ -n "$lim_v2" ]; then
+    is "QEMU's group's memory.max is guest + overhead" \
+        "$(cat "/sys/fs/cgroup$lim_v2/memory.max" 2>/dev/null)" "$((784 * 1024 * 1024))"
+    is "QEMU's group's pids.max is the thread limit" "$(cat "/sys/fs/cgroup$lim_v2/pids.max" 2>/dev/null)" "105"
+else
+    echo "ok $((n += 1)) # SKIP QEMU is not in a runtime-<uid> group yet (vmm/jail.c puts it there)"
 fi
 
 # A monitor killed -9: its QEMU dies with it; the next command's reaper
