@@ -123,14 +123,19 @@ for w in 'Max open files' 'Max file size' 'Max processes'; do
     check "$w is finite ($l)" test -n "$l" -a "${l#*unlimited}" = "$l"
 done
 
-# -- its cgroup (v1 here: memory and pids)
+# -- its cgroup: memory and pids limited (v1 here; v2 hosts: one group)
 json=$(get_json "$a")
 missing=$(json_get 'o.get("jail", {}).get("missingLimits")' <<<"$json" 2>/dev/null)
-mem=$(cgroup_dir "$qa" memory) pids=$(cgroup_dir "$qa" pids)
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    mem=/sys/fs/cgroup$(sed -n 's/^0:://p' "/proc/$qa/cgroup") pids=$mem mem_file=memory.max
+else
+    mem=$(cgroup_dir "$qa" memory) pids=$(cgroup_dir "$qa" pids) mem_file=memory.limit_in_bytes
+fi
 check "QEMU's memory cgroup is runtime-$ua ($mem)" test "${mem##*/}" = "runtime-$ua"
 check "… and its pids cgroup ($pids)" test "${pids##*/}" = "runtime-$ua"
-v=$(cat "$mem/memory.limit_in_bytes" 2>/dev/null)
-check "… memory.limit_in_bytes is finite ($v)" test -n "$v" -a "${v:-9223372036854771712}" -lt 4611686018427387904
+v=$(cat "$mem/$mem_file" 2>/dev/null)
+# v1 says "no limit" with 2^63 rounded down to a page, v2 with "max".
+check "… $mem_file is finite ($v)" test -n "$v" -a "$v" != max -a "${v/max/0}" -lt 4611686018427387904
 v=$(cat "$pids/pids.max" 2>/dev/null)
 check "… pids.max is finite ($v)" test -n "$v" -a "$v" != max
 [ "$missing" = None ] || [ -z "$missing" ] || diag "missingLimits: $missing"
