@@ -119,7 +119,8 @@ append (char *buf, size_t size, size_t *len, const char *s)
 }
 
 /* Reports "@step @what" and errno on @report_fd, then dies.  */
-static void __attribute__ ((noreturn)) fail (int report_fd, const char *step, const char *what)
+static void __attribute__ ((noreturn))
+fail (int report_fd, const char *step, const char *what)
 {
   struct jail_msg m = { .err = errno };
   size_t len = 0;
@@ -251,7 +252,8 @@ drop_privileges (const struct rt_jail *j, int report_fd)
     fail (report_fd, "no_new_privs", NULL);
 }
 
-static void __attribute__ ((noreturn)) child (struct rt_jail *j, int report_fd, int parent_fd)
+static void __attribute__ ((noreturn))
+child (struct rt_jail *j, int report_fd, int parent_fd)
 {
   struct pollfd parent = { .events = POLLIN };
   sigset_t none;

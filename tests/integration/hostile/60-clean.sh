@@ -20,8 +20,8 @@ is "… and runs true" "$(rc sandbox exec "$clean_id" -- true </dev/null 2>&1; e
 
 clean_mon=$(cut -d' ' -f1 "$clean_state/$clean_id/monitor.pid" 2>/dev/null)
 clean_qemu=$(cut -d' ' -f1 "$clean_state/$clean_id/qemu.pid" 2>/dev/null)
-check "QEMU's agent socket option holds the comma doubled" \
-    grep -qF -- "path=$tmp/state,,x=y/$clean_id/agent.sock," <(tr '\0' ' ' <"/proc/$clean_qemu/cmdline" 2>/dev/null)
+check "QEMU's -name option holds the state dir's comma doubled (its only host path: sockets are fds)" \
+    grep -qF -- "runtime:$tmp/state,,x=y/$clean_id,debug-threads=on" <(tr '\0' ' ' <"/proc/$clean_qemu/cmdline" 2>/dev/null)
 # /proc/PID/cmdline is readable by every local user, dumpable or not: the
 # monitor (a fork of the CLI) shows "runtime sandbox create" only.
 is "the monitor's command line holds no --env value" \
@@ -63,8 +63,13 @@ for pid in sys.argv[1:]:
     r = libc.syscall(312, os.getpid(), int(pid), 1, 0, 0)  # kcmp(KCMP_VM)
     print("readable" if r >= 0 else os.strerror(ctypes.get_errno()))
 EOF
-is "the monitor is not dumpable (QEMU, the control, is)" \
-    "$(python3 "$tmp/peek.py" "${clean_mon:-0}" "${clean_qemu:-0}" 2>&1 | tr '\n' ' ')" "Operation not permitted readable "
+# The control: a dumpable process of root's (QEMU runs as its own uid now).
+sleep 60 &
+clean_control=$!
+is "the monitor is not dumpable (a root sleep, the control, is)" \
+    "$(python3 "$tmp/peek.py" "${clean_mon:-0}" "$clean_control" 2>&1 | tr '\n' ' ')" "Operation not permitted readable "
+kill "$clean_control" 2>/dev/null
+wait "$clean_control" 2>/dev/null
 
 # -- guest text on the terminal: a file name and a command line carrying
 #    an OSC (retitle) sequence; an error message quoting such a path.
