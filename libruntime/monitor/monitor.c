@@ -233,8 +233,9 @@ start_vm (struct mon *m, rt_error **err)
 }
 
 /* "jail" in the state object: QEMU's uid, the jail's setup time and the
-   limits this host could not set (vmm/cgroup.h); {"enabled": false}
-   under RUNTIME_UNSAFE_NO_JAIL.  */
+   limits this host could not set (vmm/cgroup.h); {"enabled": false,
+   "setupUs"} (fork to exec, the baseline of tests/bench/cold-run) under
+   RUNTIME_UNSAFE_NO_JAIL.  */
 static void
 set_jail_state (struct mon *m)
 {
@@ -242,10 +243,10 @@ set_jail_state (struct mon *m)
   const char *missing = m->vm.cgroup.missing;
 
   json_object_object_add (j, "enabled", json_object_new_boolean (m->vm.jailed));
+  json_object_object_add (j, "setupUs", json_object_new_int64 ((int64_t) m->vm.jail_setup_us));
   if (m->vm.jailed)
     {
       json_object_object_add (j, "uid", json_object_new_int64 (m->vm.lease.uid));
-      json_object_object_add (j, "setupUs", json_object_new_int64 ((int64_t) m->vm.jail_setup_us));
       json_object_object_add (j, "missingLimits", missing ? json_object_new_string (missing) : NULL);
     }
   json_object_object_add (m->state, "jail", j);
