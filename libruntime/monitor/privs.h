@@ -18,10 +18,11 @@
 /* CAP_NET_ADMIN: rule changes (one nft batch) and the conntrack flush of
    `sandbox network`, on netlink sockets opened in the namespace
    (net/netns.c).  CAP_KILL: signalling QEMU, which runs as its own uid
-   (the jail).  No CAP_DAC_OVERRIDE: what QEMU's uid may write is one
-   directory the monitor owns (vmm/vm.c's "vm", root:QEMU's gid, 0770),
-   so the monitor removes what QEMU left there as that dir's owner.  */
-#define RT_MONITOR_KEPT_CAPS ((UINT64_C (1) << CAP_NET_ADMIN) | (UINT64_C (1) << CAP_KILL))
+   (the jail).  CAP_DAC_OVERRIDE: removing what QEMU's uid left in its
+   /vm (vmm/vm.c) at the end; owning that dir is not enough, since QEMU
+   can make a subdir of mode 0 there.  */
+#define RT_MONITOR_KEPT_CAPS                                                                                           \
+  ((UINT64_C (1) << CAP_NET_ADMIN) | (UINT64_C (1) << CAP_KILL) | (UINT64_C (1) << CAP_DAC_OVERRIDE))
 
 /* Drops every capability but @keep (a mask of 1 << CAP_*) from the
    bounding set, then keeps only @keep in the effective and permitted
