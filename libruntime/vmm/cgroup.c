@@ -409,6 +409,7 @@ sweep_dir (const char *parent)
   while (d && (de = readdir (d)))
     {
       cleanup_free char *dir = NULL;
+      struct rt_uid_lease lease;
       unsigned long uid;
       char *end;
 
@@ -416,11 +417,16 @@ sweep_dir (const char *parent)
         continue;
       errno = 0;
       uid = strtoul (de->d_name + strlen (CG_PREFIX), &end, 10);
-      if (errno || *end != '\0' || uid == 0 || uid > 0x7fffffffUL || rt_uid_in_use ((uid_t) uid) != 0)
+      if (errno || *end != '\0' || uid == 0 || uid > 0x7fffffffUL)
+        continue;
+      /* The uid held while the group goes: a claimer in between would
+         have its new group removed under it.  */
+      if (rt_uid_hold ((uid_t) uid, &lease) != 0)
         continue;
       dir = rt_strdup_printf ("%s/%s", parent, de->d_name);
       if (dir && group_empty (dir))
         rmdir (dir);
+      rt_uid_release (&lease);
     }
 }
 

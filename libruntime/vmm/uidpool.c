@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <string.h>
+#include <stdbool.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -69,24 +70,65 @@ rt_uid_range_parse (const char *spec, uid_t *first, unsigned *count, rt_error **
 }
 
 static int
-open_lock (uid_t uid, int flags)
+open_lock (uid_t uid, const char *suffix, int flags)
 {
-  char path[64];
+  char path[80];
 
-  snprintf (path, sizeof path, RT_UID_LOCK_DIR "/%u", (unsigned) uid);
+  snprintf (path, sizeof path, RT_UID_LOCK_DIR "/%u%s", (unsigned) uid, suffix);
   return open (path, flags | O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+}
+
+/* 0 with @fd locked, 1 when another holds it, negative (errno set).  */
+static int
+lock_one (uid_t uid, const char *suffix, bool create, int *fd)
+{
+  *fd = open_lock (uid, suffix, create ? O_CREAT : 0);
+  if (*fd < 0)
+    return errno == ENOENT && !create ? 0 : -1;
+  if (flock (*fd, LOCK_EX | LOCK_NB) == 0)
+    return 0;
+  if (errno != EWOULDBLOCK)
+    return -1;
+  close (*fd);
+  *fd = -1;
+  return 1;
+}
+
+static int
+hold (uid_t uid, struct rt_uid_lease *lease, bool create)
+{
+  int ret;
+
+  lease->uid = 0;
+  lease->lock_fd = lease->qemu_lock_fd = -1;
+  ret = lock_one (uid, "", create, &lease->lock_fd);
+  if (ret == 0)
+    ret = lock_one (uid, ".qemu", create, &lease->qemu_lock_fd);
+  if (ret != 0)
+    {
+      int e = errno;
+      rt_uid_release (lease);
+      errno = e;
+      return ret;
+    }
+  lease->uid = uid;
+  return 0;
+}
+
+int
+rt_uid_hold (uid_t uid, struct rt_uid_lease *lease)
+{
+  return hold (uid, lease, false);
 }
 
 int
 rt_uid_in_use (uid_t uid)
 {
-  cleanup_close int fd = open_lock (uid, 0);
+  struct rt_uid_lease l;
+  int ret = hold (uid, &l, false);
 
-  if (fd < 0)
-    return errno == ENOENT ? 0 : -1;
-  if (flock (fd, LOCK_EX | LOCK_NB) == 0)
-    return 0;
-  return errno == EWOULDBLOCK ? 1 : -1;
+  rt_uid_release (&l);
+  return ret;
 }
 
 int
@@ -97,7 +139,7 @@ rt_uid_claim (rt_context *ctx, struct rt_uid_lease *lease, rt_error **err)
   int ret;
 
   lease->uid = 0;
-  lease->lock_fd = -1;
+  lease->lock_fd = lease->qemu_lock_fd = -1;
   ret = rt_uid_range_parse (ctx->uid_range, &first, &count, err);
   if (ret < 0)
     return ret;
@@ -108,18 +150,13 @@ rt_uid_claim (rt_context *ctx, struct rt_uid_lease *lease, rt_error **err)
   for (unsigned i = 0; i < count; i++)
     {
       uid_t uid = first + i;
-      int fd = open_lock (uid, O_CREAT);
 
-      if (fd < 0)
-        return rt_error_set (err, errno, "startup_failed", "cannot open the lock of uid %u in %s: %s",
-                             (unsigned) uid, RT_UID_LOCK_DIR, strerror (errno));
-      if (flock (fd, LOCK_EX | LOCK_NB) == 0)
-        {
-          lease->uid = uid;
-          lease->lock_fd = fd;
-          return 0;
-        }
-      close (fd);
+      ret = hold (uid, lease, true);
+      if (ret == 0)
+        return 0;
+      if (ret < 0)
+        return rt_error_set (err, errno, "startup_failed", "cannot lock uid %u in %s: %s", (unsigned) uid,
+                             RT_UID_LOCK_DIR, strerror (errno));
     }
   rt_error_set (err, EAGAIN, "startup_failed", "every uid of the sandbox range %u-%u is taken by a live sandbox",
                 (unsigned) first, (unsigned) (first + count - 1));
@@ -129,8 +166,10 @@ rt_uid_claim (rt_context *ctx, struct rt_uid_lease *lease, rt_error **err)
 void
 rt_uid_release (struct rt_uid_lease *lease)
 {
+  if (lease->qemu_lock_fd >= 0)
+    close (lease->qemu_lock_fd);
   if (lease->lock_fd >= 0)
     close (lease->lock_fd);
-  lease->lock_fd = -1;
+  lease->lock_fd = lease->qemu_lock_fd = -1;
   lease->uid = 0;
 }

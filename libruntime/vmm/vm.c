@@ -113,7 +113,7 @@ open_qemu_fds (const struct rt_vm_config *cfg, struct rt_vm *vm, const char *ove
   if (qmp == NULL)
     return rt_error_oom (err);
   f->fd[RT_QEMU_FD_TAP - 3] = cfg->tap_fd > 0 ? cfg->tap_fd : -1;
-  f->fd[RT_QEMU_FD_UID_LOCK - 3] = vm->lease.lock_fd;
+  f->fd[RT_QEMU_FD_UID_LOCK - 3] = vm->lease.qemu_lock_fd;
   if (cfg->console_fd > 0)
     f->fd[RT_QEMU_FD_CONSOLE - 3] = cfg->console_fd;
   else
@@ -242,6 +242,13 @@ spawn_qemu (const struct rt_vm_config *cfg, struct rt_jail *j, struct qemu_fds *
   ret = rt_jail_spawn (j, &vm->pid, &vm->pidfd, &vm->jail_setup_us, err);
   close (j->log_fd);
   j->log_fd = -1;
+  /* QEMU holds <uid>.qemu now, alone: what it does with that lock
+     cannot free the uid while we hold <uid> (uidpool.h).  */
+  if (ret == 0 && vm->lease.qemu_lock_fd >= 0)
+    {
+      close (vm->lease.qemu_lock_fd);
+      vm->lease.qemu_lock_fd = -1;
+    }
   return ret;
 }
 
@@ -316,7 +323,7 @@ rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, 
   memset (vm, 0, sizeof (*vm));
   vm->pid = -1;
   vm->pidfd = -1;
-  vm->lease.lock_fd = -1;
+  vm->lease.lock_fd = vm->lease.qemu_lock_fd = -1;
   vm->jailed = !ctx->unsafe_no_jail;
   if (ctx->qemu == NULL)
     {

@@ -4,6 +4,7 @@
    free again.  Uses the top uids of the default range, which no test
    sandbox reaches (they take the lowest free one).  */
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "core/context.h"
@@ -43,9 +44,23 @@ test_claim (void)
           && l[0].uid != l[2].uid,
       "three claims, three uids: %u %u %u", l[0].uid, l[1].uid, l[2].uid);
   ok (rt_uid_in_use (l[1].uid) == 1, "a claimed uid is in use");
+  /* An escaped QEMU may unlock the lock it holds: the uid stays taken
+     while its monitor holds the other.  */
+  flock (l[2].qemu_lock_fd, LOCK_UN);
+  ok (rt_uid_in_use (l[2].uid) == 1, "QEMU's lock given up: the uid is still in use");
   ret = rt_uid_claim (&ctx, &l[3], &err);
   ok (ret < 0 && err && strstr (err->msg, "taken"), "the fourth claim: %s", err ? err->msg : "(none)");
-  ok (l[3].uid == 0 && l[3].lock_fd == -1, "a failed claim holds nothing");
+  ok (l[3].uid == 0 && l[3].lock_fd == -1 && l[3].qemu_lock_fd == -1, "a failed claim holds nothing");
+  {
+    /* The monitor gone (kill -9), its QEMU not yet: still in use.  */
+    int qemu = dup (l[0].qemu_lock_fd);
+    uid_t u = l[0].uid;
+    rt_uid_release (&l[0]);
+    ok (rt_uid_in_use (u) == 1, "the monitor's lock gone, QEMU's held: the uid is still in use");
+    close (qemu);
+    ok (rt_uid_in_use (u) == 0, "both gone: free");
+    ok (rt_uid_claim (&ctx, &l[0], NULL) == 0 && l[0].uid == u, "and claimed again");
+  }
   {
     uid_t given = l[1].uid;
     rt_uid_release (&l[1]);
@@ -57,8 +72,10 @@ test_claim (void)
   /* Nothing else takes these: their lock files go with the test.  */
   for (unsigned u = 1879113725; u <= 1879113727; u++)
     {
-      char path[64];
+      char path[80];
       snprintf (path, sizeof path, RT_UID_LOCK_DIR "/%u", u);
+      unlink (path);
+      snprintf (path, sizeof path, RT_UID_LOCK_DIR "/%u.qemu", u);
       unlink (path);
     }
 }
