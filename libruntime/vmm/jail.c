@@ -234,7 +234,7 @@ drop_privileges (const struct rt_jail *j, int report_fd)
   signal (SIGXFSZ, SIG_IGN);
   /* Raw system calls: glibc's wrappers would try to signal the threads
      the parent had.  */
-  if (syscall (SYS_setgroups, 0, NULL) < 0)
+  if (syscall (SYS_setgroups, j->kvm_gid > 0 ? 1 : 0, &j->kvm_gid) < 0)
     fail (report_fd, "setgroups", NULL);
   if (syscall (SYS_setresgid, j->uid, j->uid, j->uid) < 0)
     fail (report_fd, "setresgid", NULL);

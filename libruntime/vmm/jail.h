@@ -46,6 +46,7 @@ struct rt_jail
   struct rt_jail_bind *binds;
   size_t n_binds;
   uid_t uid;    /* QEMU's uid, also its gid */
+  gid_t kvm_gid; /* > 0: its one supplementary group, /dev/kvm's */
   int cap_last; /* /proc/sys/kernel/cap_last_cap */
   struct rlimit nofile, fsize, nproc;
   int cgroup_fds[RT_CGROUP_MAX_FDS]; /* cgroup.procs, -1 for none */

@@ -167,6 +167,31 @@ make_dir (const char *path, gid_t gid, rt_error **err)
   return 0;
 }
 
+/* With KVM, QEMU's uid must open /dev/kvm: through the node's group
+   (Debian's udev rule makes it root:kvm 0660), which becomes its one
+   supplementary group, or as anyone when the node is open to all.  */
+static int
+kvm_group (const struct rt_vm_config *cfg, struct rt_jail *j, rt_error **err)
+{
+  struct stat st;
+
+  if (strcmp (cfg->accel, "kvm") != 0)
+    return 0;
+  if (stat ("/dev/kvm", &st) < 0)
+    return rt_error_set (err, errno, "startup_failed", "the jail could not be set up: /dev/kvm: %s", strerror (errno));
+  if ((st.st_mode & (S_IROTH | S_IWOTH)) == (S_IROTH | S_IWOTH))
+    return 0;
+  if ((st.st_mode & (S_IRGRP | S_IWGRP)) == (S_IRGRP | S_IWGRP) && st.st_gid != 0)
+    {
+      j->kvm_gid = st.st_gid;
+      return 0;
+    }
+  rt_error_set (err, EACCES, "startup_failed",
+                "the jail could not be set up: /dev/kvm (mode %04o, group %u) is not open to QEMU's own uid",
+                (unsigned) (st.st_mode & 07777), (unsigned) st.st_gid);
+  return rt_error_hint (err, "give /dev/kvm a group of its own with rw (root:kvm 0660, as Debian's udev rule does)");
+}
+
 /* QEMU's uid and cgroup, the jail's dirs and everything it binds: the
    binary and libraries, the kernel and initramfs (at /boot), /dev/null
    (and /dev/kvm with KVM), its own dir at /vm.  */
@@ -197,7 +222,9 @@ prepare_jail (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm,
         j->cap_last = 63;
       fclose (f);
     }
-  ret = make_dir (vm->jail_root, 0, err);
+  ret = kvm_group (cfg, j, err);
+  if (ret == 0)
+    ret = make_dir (vm->jail_root, 0, err);
   if (ret == 0)
     ret = make_dir (vm->jail_vm, vm->lease.uid, err);
   if (ret < 0)
