@@ -52,13 +52,15 @@ check_no_leaks() {
 our_cgroups() {
     ls -d /sys/fs/cgroup/{memory,pids,cpu}/runtime/runtime-* /sys/fs/cgroup/runtime/runtime-* 2>/dev/null || true
 }
-# Sandbox uids whose lock (vmm/uidpool.c) a live process holds.
+# Sandbox uids either of whose locks (vmm/uidpool.h: N, the monitor's,
+# N.qemu, QEMU's) a live process holds, once each.
 held_uids() {
     local f
     for f in /run/runtime-uids/*; do
         [ -f "$f" ] || continue
-        flock -n "$f" true || echo "${f##*/}"
-    done
+        f=${f##*/}
+        flock -n "/run/runtime-uids/$f" true || echo "${f%.qemu}"
+    done | sort -u
 }
 
 # expect_error DESC CODE CMD…: exit 1, "Error [CODE]: …" on stderr, nothing
