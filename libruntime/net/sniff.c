@@ -547,24 +547,16 @@ rt_sniff_is_http (const unsigned char *buf, size_t len)
   /* Servers skip empty lines before a request (RFC 9112 2.2).  */
   while (i < len && (buf[i] == '\r' || buf[i] == '\n'))
     i++;
-  /* A method as servers take it, then blank space: else not HTTP, at
-     once (a client speaking first in another protocol waits for
-     nothing).  */
+  /* A method as servers take it, then blank space: HTTP, whatever the
+     rest of the line holds (a lenient server may read a target or version
+     the strict checker refuses, and that checker is what this decides
+     on).  Anything else is not, at once: a client speaking first in
+     another protocol waits for nothing.  */
   for (start = i; i < len && ((buf[i] >= 'A' && buf[i] <= 'Z') || buf[i] == '_' || buf[i] == '-'); i++)
     ;
   if (i == len)
     return len == RT_SNIFF_MAX ? 1 : -1;
-  if (i == start || (buf[i] != ' ' && buf[i] != '\t'))
-    return 0;
-  for (; i < len && buf[i] != '\n'; i++)
-    if ((buf[i] < 0x20 && buf[i] != '\t' && buf[i] != '\r') || buf[i] >= 0x7f)
-      return 0;
-  if (i == len)
-    return len == RT_SNIFF_MAX ? 1 : -1;
-  /* A lenient server reads "GET  /x  HTTP/1.1" too: any such first line
-     with a version in it is a request to be checked, and a strict check
-     then refuses the odd ones.  */
-  return memmem (buf + start, i - start, "HTTP/", 5) != NULL || memmem (buf + start, i - start, "http/", 5) != NULL;
+  return i > start && (buf[i] == ' ' || buf[i] == '\t');
 }
 
 static bool

@@ -46,15 +46,16 @@ int rt_sniff_name (const unsigned char *buf, size_t len, char **name);
  * request?
  * @buf, @len: as for rt_sniff_name
  *
- * Loosely, on purpose: whatever a lenient server might take for a request
- * line (empty lines before it, odd spacing, a lowercase "http/") is
- * HTTP here, so that a strict parser checks it, whether or not it names a
- * host: a request without Host may be followed by others on the same
- * connection that have one.
- * Return: 1 when the first line (after empty ones) is an uppercase method
- * ([A-Z_-]), blank space and text holding "HTTP/" (or RT_SNIFF_MAX bytes
- * that could still be one); 0 when it is not, as soon as that shows; -1
- * when it could be and is not complete.
+ * Loosely, on purpose: whatever a lenient server might take for the start
+ * of a request (empty lines before it, odd spacing, a lowercase "http/",
+ * bytes above 0x7e or control bytes in the target, no version) is HTTP
+ * here, so that a strict parser checks it, whether or not it names a host:
+ * a request without Host may be followed by others on the same connection
+ * that have one.
+ * Return: 1 when the first line (after empty ones) starts with an
+ * uppercase method ([A-Z_-]) and blank space (or RT_SNIFF_MAX bytes of
+ * method); 0 when it does not, as soon as that shows; -1 when it could and
+ * is not complete.
  */
 int rt_sniff_is_http (const unsigned char *buf, size_t len);
 

@@ -708,25 +708,35 @@ main (void)
       { "ping", 0 },
       { "PING\r\n", 0 },
       { "GET", -1 },
-      { "GET /x", -1 },
+      { "GET /x", 1 },
       { "GET\t/\tHTTP/1.1\r\n", 1 },
-      { "POST /x HTTP/1.1", -1 },
-      { "GET / HTTP/1.", -1 },
+      { "POST /x HTTP/1.1", 1 },
+      { "POST", -1 },
+      { "\r\nPUT", -1 },
       { "\r\n", -1 },
       { "", -1 },
       { "SSH-2.0-OpenSSH_9.6\r\n", 0 },
-      { "USER anonymous\r\n", 0 },
-      { "GET /\r\n", 0 },
       { "\x16\x03\x01\x00\x05", 0 },
       { "\x03\x00\x00\x13\x0e\xe0", 0 },
-      { "GET / \x01HTTP/1.1\r\n", 0 },
+      { "GET:/ HTTP/1.1\r\n", 0 },
+      { " GET / HTTP/1.1\r\n", 0 },
+      /* Whatever follows a method and a space: the strict checker
+         refuses what it cannot read, so a lenient server reading
+         "Host: evil" past an odd byte gets nothing.  */
+      { "GET /\r\n", 1 },
+      { "GET / \x01HTTP/1.1\r\n", 1 },
+      { "GET /\xc3\xa9 HTTP/1.1\r\nHost: evil.example\r\n\r\n", 1 },
+      { "GET /\x7f HTTP/1.1\r\n", 1 },
+      { "GET \xff", 1 },
+      { "GET ", 1 },
+      { "USER anonymous\r\n", 1 },
     };
     for (size_t i = 0; i < sizeof http / sizeof http[0]; i++)
       {
         const char *in = http[i].in + strspn (http[i].in, "\r\n");
         int got = rt_sniff_is_http ((const unsigned char *) http[i].in, strlen (http[i].in));
-        ok (got == http[i].want, "is_http '%.*s': %d (want %d)", (int) strcspn (in, "\r\n\t\x16\x01"), in, got,
-            http[i].want);
+        ok (got == http[i].want, "is_http '%.*s': %d (want %d)", (int) strcspn (in, "\r\n\t\x16\x01\x7f\xc3\xff"), in,
+            got, http[i].want);
       }
     {
       char *big = malloc (RT_SNIFF_MAX + 1);
