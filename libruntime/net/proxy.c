@@ -486,6 +486,12 @@ on_sniff (struct bufferevent *bev, void *arg)
   const unsigned char *p = evbuffer_pullup (in, -1);
   int r = rt_sniff_name (p, len, &name), http = r < 0 ? -1 : rt_sniff_is_http (p, len);
 
+  /* A hello we cannot read may hold a name the server reads.  */
+  if (r == RT_SNIFF_UNREADABLE)
+    {
+      rt_conn_reset (c, "refused", "name_mismatch");
+      return;
+    }
   if (r < 0 || http < 0)
     {
       free (name);

@@ -331,6 +331,12 @@ check_read (struct bufferevent *bev, void *arg)
     return;
   p = evbuffer_pullup (in, (ssize_t) n);
   r = rt_sniff_name (p, n, &name);
+  /* A hello we cannot read may hold a name the server reads.  */
+  if (r == RT_SNIFF_UNREADABLE)
+    {
+      rt_conn_reset (c, "refused", "name_mismatch");
+      return;
+    }
   if (r < 0 || (http = rt_sniff_is_http (p, n)) < 0)
     {
       free (name);

@@ -99,8 +99,9 @@ get_sub (struct cur *c, size_t len, struct cur *sub)
   return true;
 }
 
-/* The SNI of a ClientHello body (after the 4-byte handshake header): 1, or
-   0 when absent or malformed.  */
+/* The SNI of a ClientHello body (after the 4-byte handshake header): 1, 0
+   when the hello, read whole, has none, or RT_SNIFF_UNREADABLE when any
+   part of it is malformed (a server might still find a name in it).  */
 static int
 client_hello_sni (const unsigned char *body, size_t len, char **name)
 {
@@ -110,18 +111,18 @@ client_hello_sni (const unsigned char *body, size_t len, char **name)
   char *host = NULL;
 
   if (!get_sub (&c, 2 + 32, &skip)) /* legacy_version, random */
-    return 0;
+    return RT_SNIFF_UNREADABLE;
   if (!get_u8 (&c, &n) || n > 32 || !get_sub (&c, n, &skip)) /* session id */
-    return 0;
+    return RT_SNIFF_UNREADABLE;
   if (!get_u16 (&c, &n) || n < 2 || n % 2 != 0 || !get_sub (&c, n, &skip)) /* cipher suites */
-    return 0;
+    return RT_SNIFF_UNREADABLE;
   if (!get_u8 (&c, &n) || n < 1 || !get_sub (&c, n, &skip)) /* compression methods */
-    return 0;
+    return RT_SNIFF_UNREADABLE;
   /* No extensions at all: a valid (ancient) hello without SNI.  */
   if (c.n == 0)
     return 0;
   if (!get_u16 (&c, &n) || n != c.n || !get_sub (&c, n, &exts))
-    return 0;
+    return RT_SNIFF_UNREADABLE;
 
   while (exts.n > 0)
     {
@@ -159,17 +160,21 @@ client_hello_sni (const unsigned char *body, size_t len, char **name)
 
 malformed:
   free (host);
-  return 0;
+  return RT_SNIFF_UNREADABLE;
 }
 
 /* Reassembles the ClientHello from however many handshake records carry
-   it, then reads its SNI.  */
+   it, then reads its SNI.  Past the first byte (a handshake record) every
+   failure is RT_SNIFF_UNREADABLE, never 0: a server may read a name out of
+   what this cannot (a record version it tolerates, a hello beyond
+   RT_SNIFF_MAX: OpenSSL takes 128 KiB), and "no name" would let the
+   address's name decide.  */
 static int
 sniff_tls (const unsigned char *buf, size_t len, bool capped, char **name)
 {
   unsigned char hs[RT_SNIFF_MAX];
   size_t pos = 0, have = 0, want = 0;
-  const int more = capped ? 0 : -1;
+  const int bad = RT_SNIFF_UNREADABLE, more = capped ? bad : -1;
 
   for (;;)
     {
@@ -179,20 +184,20 @@ sniff_tls (const unsigned char *buf, size_t len, bool capped, char **name)
       if (pos >= len)
         return more;
       if (buf[pos] != TLS_RECORD_HANDSHAKE)
-        return 0;
+        return bad;
       if (pos + 1 >= len)
         return more;
       if (buf[pos + 1] != 3)
-        return 0;
+        return bad;
       if (pos + 2 >= len)
         return more;
       if (buf[pos + 2] > 4)
-        return 0;
+        return bad;
       if (pos + 4 >= len)
         return more;
       rec_len = ((size_t) buf[pos + 3] << 8) | buf[pos + 4];
       if (rec_len == 0 || rec_len > TLS_RECORD_MAX)
-        return 0;
+        return bad;
       pos += 5;
       take = len - pos < rec_len ? len - pos : rec_len;
       /* have + take <= len <= sizeof (hs): the input was capped.  */
@@ -201,13 +206,13 @@ sniff_tls (const unsigned char *buf, size_t len, bool capped, char **name)
       pos += take;
 
       if (have >= 1 && hs[0] != TLS_CLIENT_HELLO)
-        return 0;
+        return bad;
       if (want == 0 && have >= 4)
         {
           want = 4 + (((size_t) hs[1] << 16) | ((size_t) hs[2] << 8) | hs[3]);
           /* It could never arrive within the bytes we look at.  */
           if (want > RT_SNIFF_MAX - 5)
-            return 0;
+            return bad;
         }
       if (want != 0 && have >= want)
         return client_hello_sni (hs + 4, want - 4, name);
@@ -542,24 +547,16 @@ rt_sniff_is_http (const unsigned char *buf, size_t len)
   /* Servers skip empty lines before a request (RFC 9112 2.2).  */
   while (i < len && (buf[i] == '\r' || buf[i] == '\n'))
     i++;
-  /* A method as servers take it, then blank space: else not HTTP, at
-     once (a client speaking first in another protocol waits for
-     nothing).  */
+  /* A method as servers take it, then blank space: HTTP, whatever the
+     rest of the line holds (a lenient server may read a target or version
+     the strict checker refuses, and that checker is what this decides
+     on).  Anything else is not, at once: a client speaking first in
+     another protocol waits for nothing.  */
   for (start = i; i < len && ((buf[i] >= 'A' && buf[i] <= 'Z') || buf[i] == '_' || buf[i] == '-'); i++)
     ;
   if (i == len)
     return len == RT_SNIFF_MAX ? 1 : -1;
-  if (i == start || (buf[i] != ' ' && buf[i] != '\t'))
-    return 0;
-  for (; i < len && buf[i] != '\n'; i++)
-    if ((buf[i] < 0x20 && buf[i] != '\t' && buf[i] != '\r') || buf[i] >= 0x7f)
-      return 0;
-  if (i == len)
-    return len == RT_SNIFF_MAX ? 1 : -1;
-  /* A lenient server reads "GET  /x  HTTP/1.1" too: any such first line
-     with a version in it is a request to be checked, and a strict check
-     then refuses the odd ones.  */
-  return memmem (buf + start, i - start, "HTTP/", 5) != NULL || memmem (buf + start, i - start, "http/", 5) != NULL;
+  return i > start && (buf[i] == ' ' || buf[i] == '\t');
 }
 
 static bool

@@ -11,8 +11,14 @@
 
 #include <stddef.h>
 
-/* Bytes looked at before giving up on finding an answer.  */
+/* Bytes looked at before giving up on finding an answer.  Real
+   ClientHellos are far smaller (about 1.8 KiB with a post-quantum key
+   share; curl's, pip's, git's well under 1 KiB); a larger one is refused
+   (RT_SNIFF_UNREADABLE), not passed.  */
 #define RT_SNIFF_MAX 16384
+
+/* rt_sniff_name: a TLS handshake that is not a ClientHello read whole.  */
+#define RT_SNIFF_UNREADABLE (-2)
 
 /**
  * rt_sniff_name - the name a client is about to talk to
@@ -25,8 +31,13 @@
  *
  * A ClientHello split over several TLS records is reassembled.
  * Return: 1 with @name set; 0 when these bytes can never give a name (not a
- * TLS handshake nor an HTTP request, no SNI, no Host, malformed, or
- * RT_SNIFF_MAX bytes without an answer); -1 when more bytes are needed.
+ * TLS handshake nor an HTTP request, a ClientHello without SNI, an HTTP
+ * request without Host or malformed, or RT_SNIFF_MAX bytes of it without an
+ * answer); -1 when more bytes are needed; RT_SNIFF_UNREADABLE when they
+ * start a TLS handshake record but hold no ClientHello that parses whole
+ * within RT_SNIFF_MAX bytes (malformed, oversized, another record or
+ * message in between): a server may still read a name there, so the
+ * caller must refuse the connection.
  */
 int rt_sniff_name (const unsigned char *buf, size_t len, char **name);
 
@@ -35,15 +46,16 @@ int rt_sniff_name (const unsigned char *buf, size_t len, char **name);
  * request?
  * @buf, @len: as for rt_sniff_name
  *
- * Loosely, on purpose: whatever a lenient server might take for a request
- * line (empty lines before it, odd spacing, a lowercase "http/") is
- * HTTP here, so that a strict parser checks it, whether or not it names a
- * host: a request without Host may be followed by others on the same
- * connection that have one.
- * Return: 1 when the first line (after empty ones) is an uppercase method
- * ([A-Z_-]), blank space and text holding "HTTP/" (or RT_SNIFF_MAX bytes
- * that could still be one); 0 when it is not, as soon as that shows; -1
- * when it could be and is not complete.
+ * Loosely, on purpose: whatever a lenient server might take for the start
+ * of a request (empty lines before it, odd spacing, a lowercase "http/",
+ * bytes above 0x7e or control bytes in the target, no version) is HTTP
+ * here, so that a strict parser checks it, whether or not it names a host:
+ * a request without Host may be followed by others on the same connection
+ * that have one.
+ * Return: 1 when the first line (after empty ones) starts with an
+ * uppercase method ([A-Z_-]) and blank space (or RT_SNIFF_MAX bytes of
+ * method); 0 when it does not, as soon as that shows; -1 when it could and
+ * is not complete.
  */
 int rt_sniff_is_http (const unsigned char *buf, size_t len);
 

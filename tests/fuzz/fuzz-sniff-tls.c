@@ -7,8 +7,9 @@
  * cut here into records of that size: the record layer is then always
  * right, and the fuzzer spends its time in the ClientHello.
  *
- * Checked (sniff-check.c): an answer of -1, 0 or 1, a sane name exactly on
- * 1, and answers on prefixes that more bytes never change.  Here: a message
+ * Checked (sniff-check.c): an answer of -1, 0, 1 or RT_SNIFF_UNREADABLE, a
+ * sane name exactly on 1, and answers on prefixes that more bytes never
+ * change.  Here: a message
  * cut into records gives the same answer and name as the same message in
  * one record, as long as the records fit in RT_SNIFF_MAX bytes.
  */

@@ -11,8 +11,9 @@
    dot.  */
 bool sniff_name_sane (const char *s);
 
-/* rt_sniff_name on a copy of exactly @len bytes, checked: -1, 0 or 1, a
-   sane name exactly on 1, and an answer given on a prefix is final (more
+/* rt_sniff_name on a copy of exactly @len bytes, checked: -1, 0, 1 or
+   RT_SNIFF_UNREADABLE (only after a 0x16 first byte), a sane name exactly
+   on 1, and an answer given on a prefix is final (more
    bytes never change it: the proxy decides on the first answer).  Returns
    the answer; *name (malloc'd) on 1, else NULL.  */
 int sniff_name_checked (const unsigned char *buf, size_t len, char **name);

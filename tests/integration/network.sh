@@ -197,6 +197,13 @@ s.settimeout(10)
 s.sendall(b"\r\nGET  /three  HTTP/1.1\r\nHost: other.test\r\n\r\n")
 rest = rest_of(s)
 print(rest.split(b"\r\n")[0].decode(), "|", b"/three" in rest)
+# A byte the sniffer's request-line parser refuses (UTF-8 in the path):
+# still HTTP, so checked strictly.
+s = socket.create_connection(("cdn.test", 80))
+s.settimeout(10)
+s.sendall(b"GET /\xc3\xa9four HTTP/1.1\r\nHost: other.test\r\n\r\n")
+rest = rest_of(s)
+print(rest.split(b"\r\n")[0].decode(), "|", b"four" in rest)
 PY
 runtime sandbox cp "$tmp/keepalive.py" "$id:/workspace/keepalive.py"
 in_sb 'python3 /workspace/keepalive.py' >"$tmp/keepalive.out"
@@ -204,6 +211,49 @@ is "a kept-alive connection: the second request, for another site, gets 403 name
     "$(sed -n 1p "$tmp/keepalive.out")" "HTTP/1.1 200 OK | True False"
 is "an empty line and odd spacing before another site's request: 400, never leaves" \
     "$(sed -n 2p "$tmp/keepalive.out")" "HTTP/1.1 400 Bad Request | False"
+is "a non-ASCII path before another site's Host: 403, never leaves" \
+    "$(sed -n 3p "$tmp/keepalive.out")" "HTTP/1.1 403 Forbidden | False"
+# A ClientHello the sniffer cannot read whole (over 16 KiB: OpenSSL takes
+# 128 KiB) must not count as one without SNI, or the address's name
+# decides and the server answers the SNI inside.
+cat >"$tmp/bighello.py" <<'PY'
+# A raw TLS 1.3 ClientHello for SNI argv[1] with a padding extension of
+# argv[2] bytes, in records of at most 16 KiB, to argv[3]:443: "answered"
+# when the server's first byte is a handshake record, else "refused".
+import os, socket, struct, sys
+
+def ext(t, b):
+    return struct.pack(">HH", t, len(b)) + b
+
+sni, pad, host = sys.argv[1].encode(), int(sys.argv[2]), sys.argv[3]
+exts = ext(0x2B, b"\x02\x03\x04")
+exts += ext(0x0A, b"\x00\x02\x00\x1d")
+exts += ext(0x0D, b"\x00\x06\x08\x04\x04\x03\x04\x01")
+exts += ext(0, struct.pack(">HBH", len(sni) + 3, 0, len(sni)) + sni)
+exts += ext(0x33, struct.pack(">HHH", 36, 0x1D, 32) + os.urandom(32))
+if pad:
+    exts += ext(0x15, bytes(pad))
+body = b"\x03\x03" + os.urandom(32) + b"\x20" + os.urandom(32) + b"\x00\x02\x13\x01\x01\x00"
+body += struct.pack(">H", len(exts)) + exts
+msg = b"\x01" + struct.pack(">I", len(body))[1:] + body
+out = b""
+for i in range(0, len(msg), 16384):
+    part = msg[i:i + 16384]
+    out += bytes([0x16, 3, 1 if i == 0 else 3]) + struct.pack(">H", len(part)) + part
+s = socket.create_connection((host, 443))
+s.settimeout(10)
+try:
+    s.sendall(out)
+    first = s.recv(1)
+except OSError:
+    first = b""
+print("answered" if first == b"\x16" else "refused")
+PY
+runtime sandbox cp "$tmp/bighello.py" "$id:/workspace/bighello.py"
+is "a hand-made ClientHello for the allowed name: answered" \
+    "$(in_sb 'python3 /workspace/bighello.py echo.test 300 echo.test')" "answered"
+is "the same over 16 KiB (padding) naming another site: refused, not taken for no SNI" \
+    "$(in_sb 'python3 /workspace/bighello.py secure.test 20000 echo.test')" "refused"
 runtime sandbox network "$id" --allow cdn.test --allow other.test >/dev/null
 check "two allowed names on one address: both resolve to it" \
     test "$(in_sb 'getent hosts other.test; getent hosts cdn.test' | awk '{print $1}' | sort -u)" = 198.51.100.3

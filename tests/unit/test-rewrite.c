@@ -135,6 +135,13 @@ test_checker (void)
   refused ("GET / HTTP/1.1\r\nHost: a.test:80\r\n\r\n", "host_mismatch", "checking: the host on another port");
   refused ("POST / HTTP/1.1\r\n" H "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", "bad_request",
            "checking: both Content-Length and chunked");
+  /* What the sniffer could not parse but took for HTTP (rt_sniff_is_http:
+     a method and a space): the checker refuses it.  */
+  refused ("GET /\xc3\xa9 HTTP/1.1\r\nHost: evil.example\r\n\r\n", "host_mismatch",
+           "checking: a non-ASCII target, another Host");
+  refused ("GET / \x01HTTP/1.1\r\n" H "\r\n", "bad_request", "checking: a control byte in the request line");
+  refused ("GET /\r\n" H "\r\n", "bad_request", "checking: no version");
+  refused ("USER anonymous\r\n\r\n", "bad_request", "checking: not an HTTP request line");
   checking = false;
 }
 
