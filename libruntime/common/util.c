@@ -1,4 +1,5 @@
 /* util.c - small file, process and JSON helpers of the library.  */
+#include <linux/capability.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <ftw.h>
@@ -496,4 +497,16 @@ rt_listen_unix (const char *path, int flags, rt_error **err)
       return rt_error_set (err, e, "startup_failed", "cannot listen on '%s': %s", path, strerror (e));
     }
   return fd;
+}
+
+unsigned
+rt_cap_last (void)
+{
+  cleanup_free char *data = NULL;
+  unsigned long v;
+
+  if (rt_read_file ("/proc/sys/kernel/cap_last_cap", &data, NULL, NULL) < 0 || sscanf (data, "%lu", &v) != 1
+      || v > 63)
+    return CAP_LAST_CAP;
+  return (unsigned) v;
 }

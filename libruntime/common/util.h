@@ -66,6 +66,12 @@ int rt_lock_file (const char *path, int *out, rt_error **err);
    there is replaced); @flags: 0 or SOCK_NONBLOCK.  Return: the fd, or <0
    with @err set ("startup_failed").  */
 int rt_listen_unix (const char *path, int flags, rt_error **err);
+
+/* The highest capability this kernel knows (/proc/sys/kernel/cap_last_cap),
+   CAP_LAST_CAP of our headers when /proc does not say: what the jail
+   (vmm/jail.c) and the monitor (monitor/privs.c) drop from the bounding
+   set.  */
+unsigned rt_cap_last (void);
 /* Makes @dir and locks @dir/.lock.  */
 int rt_lock_dir (const char *dir, int *out, rt_error **err);
 /* Removes the entries of @dir matching the fnmatch @pattern: leftovers of

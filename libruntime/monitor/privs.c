@@ -6,26 +6,12 @@
 
 #include "monitor/privs.h"
 
-/* The highest capability this kernel knows; CAP_LAST_CAP of our headers
-   when /proc does not say.  */
-static unsigned
-last_cap (void)
-{
-  cleanup_free char *data = NULL;
-  unsigned long v;
-
-  if (rt_read_file ("/proc/sys/kernel/cap_last_cap", &data, NULL, NULL) < 0 || sscanf (data, "%lu", &v) != 1
-      || v > 63)
-    return CAP_LAST_CAP;
-  return (unsigned) v;
-}
-
 int
 mon_drop_privileges (uint64_t keep, rt_error **err)
 {
   struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
   struct __user_cap_data_struct data[2];
-  unsigned last = last_cap ();
+  unsigned last = rt_cap_last ();
   uint64_t have;
 
   /* What we do not have cannot be kept (capset would refuse it).  */

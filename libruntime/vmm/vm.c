@@ -200,7 +200,6 @@ prepare_jail (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm,
               rt_error **err)
 {
   struct rt_cgroup_limits limits;
-  FILE *f;
   int ret;
 
   ret = rt_uid_claim (ctx, &vm->lease, err);
@@ -214,14 +213,7 @@ prepare_jail (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm,
   for (size_t i = 0; i < vm->cgroup.n && i < RT_CGROUP_MAX_FDS; i++)
     j->cgroup_fds[i] = vm->cgroup.procs_fds[i];
   j->uid = vm->lease.uid;
-  j->cap_last = 63;
-  f = fopen ("/proc/sys/kernel/cap_last_cap", "re");
-  if (f)
-    {
-      if (fscanf (f, "%d", &j->cap_last) != 1)
-        j->cap_last = 63;
-      fclose (f);
-    }
+  j->cap_last = (int) rt_cap_last ();
   ret = kvm_group (cfg, j, err);
   if (ret == 0)
     ret = make_dir (vm->jail_root, 0, err);
