@@ -199,6 +199,7 @@ typedef struct rt_sandbox_config
   const char *const *deny;
   const char *funding;
   int64_t max_cost_micros;
+  bool cold;             /* boot, even when a template fits (--cold) */
 } rt_sandbox_config;
 
 typedef struct rt_sandbox rt_sandbox;
@@ -646,6 +647,25 @@ int rt_image_get_json (rt_context *ctx, const char *ref, char **json, rt_error *
  * Return: 0, or <0 with @err set.
  */
 int rt_image_remove (rt_context *ctx, const char *ref, rt_error **err);
+/**
+ * rt_image_warm - make the template that sandboxes of an image and shape
+ * start from (they boot cold until it exists)
+ * @ctx:        the context
+ * @ref:        as for rt_image_get_json; NULL: "runtime"
+ * @vcpu:       the shape's vCPUs (0: 2)
+ * @memory_mib: its memory (0: 4096)
+ * @json:       set to the template {key, imageId, vcpu, memoryMiB,
+ *              createdAt, makeMs, sizeBytes, fresh} (free()); NULL allowed.
+ *              "fresh" is false when it existed already
+ * @err:        "image_not_found", "invalid_request" (a bad shape),
+ *              "startup_failed" (the template VM did not boot or save)
+ *
+ * A template is a booted, warmed VM saved to disk: its RAM, device state
+ * and disk overlay.  It is made again when any of its inputs changes (the
+ * image, the shape, the kernel, the agent, QEMU).
+ * Return: 0, or <0 with @err set.
+ */
+int rt_image_warm (rt_context *ctx, const char *ref, unsigned vcpu, unsigned memory_mib, char **json, rt_error **err);
 /**
  * rt_image_export - write an image as a portable tar: manifest.json and
  * layers/<sha256>.tar.zst (written under a temporary name, then renamed)

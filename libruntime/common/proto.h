@@ -40,6 +40,20 @@
  *                                   took; the host likewise keeps at most
  *                                   RT_WINDOW_INITIAL bytes of STDIN in flight
  *   SHUTDOWN  host→guest, stream 0  sync the disks and power off
+ *   FREEZE    host→guest, stream 0  empty: sync and freeze the root file
+ *                                   system (a template is about to be
+ *                                   saved); answered by DONE
+ *   RESTORE   host→guest, stream 0  {"entropy": base64 of 64 bytes,
+ *                                    "timeMs": host epoch ms, "hostname":
+ *                                    "…"}: this guest is a clone just
+ *                                   restored.  Before any other frame is
+ *                                   handled: thaw, add the entropy and
+ *                                   reseed the kernel's generator, set the
+ *                                   clock, hostname, machine id and boot
+ *                                   id, kill what the template left
+ *                                   running; answered by DONE
+ *   DONE      guest→host, stream 0  {"op":"freeze"|"restore","ok":bool,
+ *                                    "message":"…"?}
  */
 #ifndef RT_PROTO_H
 #define RT_PROTO_H
@@ -70,7 +84,10 @@ enum rt_frame_type
   RT_FRAME_ERROR = 8,
   RT_FRAME_WINDOW = 9,
   RT_FRAME_SHUTDOWN = 10,
-  RT_FRAME_TYPE_MAX = RT_FRAME_SHUTDOWN
+  RT_FRAME_FREEZE = 11,
+  RT_FRAME_RESTORE = 12,
+  RT_FRAME_DONE = 13,
+  RT_FRAME_TYPE_MAX = RT_FRAME_DONE
 };
 
 struct rt_frame_header

@@ -58,6 +58,10 @@ rt_context_new (rt_context **out, rt_error **err)
   /* Read here: the monitor clears its environment before it starts QEMU.  */
   v = getenv ("RUNTIME_UNSAFE_NO_JAIL");
   ctx->unsafe_no_jail = v && strcmp (v, "1") == 0;
+  v = getenv ("RUNTIME_TEMPLATES");
+  ctx->templates_off = v && strcmp (v, "off") == 0;
+  v = getenv ("RUNTIME_TEMPLATE_KEEP_S");
+  ctx->template_keep_s = v && *v ? (unsigned) strtoul (v, NULL, 10) : 300;
   v = getenv ("RUNTIME_QEMU");
   ctx->qemu = rt_find_program (v && *v ? v : "qemu-system-x86_64");
   if (ctx->state_dir == NULL || ctx->data_dir == NULL || ctx->cache_dir == NULL || ctx->libexec_dir == NULL

@@ -18,6 +18,10 @@ struct rt_context
   char *uid_range;   /* RUNTIME_UID_RANGE, or NULL (vmm/uidpool.h) */
   bool unsafe_no_jail; /* RUNTIME_UNSAFE_NO_JAIL=1: QEMU without its jail
                           (vmm/jail.h), for tests only */
+  bool templates_off;  /* RUNTIME_TEMPLATES=off: every start is cold
+                          (template/template.h) */
+  unsigned template_keep_s; /* RUNTIME_TEMPLATE_KEEP_S: a template keeper's
+                               idle life, default 300 */
   const char *accel; /* decided accelerator, NULL until asked */
   rt_progress_fn progress;
   void *progress_data;

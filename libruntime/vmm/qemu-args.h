@@ -19,7 +19,9 @@
 #define RT_QEMU_FD_AGENT 7
 #define RT_QEMU_FD_BASE 8      /* the base disk, O_RDONLY */
 #define RT_QEMU_FD_OVERLAY 9   /* the qcow2 overlay, O_RDWR */
-#define RT_QEMU_NFDS 7         /* fds 3 to 9 */
+#define RT_QEMU_FD_RAM 10      /* guest RAM: a memfd (templates) */
+#define RT_QEMU_FD_TEMPLATE 11 /* a clone's template overlay, O_RDONLY */
+#define RT_QEMU_NFDS 9         /* fds 3 to 11 */
 
 struct rt_qemu_args
 {
@@ -45,6 +47,13 @@ struct rt_qemu_args
                                 overlay at fd 9 (the guest grows its file
                                 system into it); otherwise QEMU's own
                                 throwaway overlay (snapshot=on, in $TMPDIR) */
+  bool ram_file;             /* guest RAM is the memfd at fd 10, reopened
+                                through /proc/self/fd (mounted in the jail) */
+  bool ram_shared;           /* share=on (a template being made), else
+                                private copy-on-write (a clone) */
+  bool template_disk;        /* the overlay's backing is the template's
+                                qcow2 at fd 11, itself backed by the base */
+  bool incoming;             /* -incoming defer */
 };
 
 /* Builds the NULL-terminated argv for @a into *out (free every string and

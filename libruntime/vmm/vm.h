@@ -29,6 +29,21 @@ struct rt_vm_config
   int console_fd;         /* > 0: the serial console is this socket, whose
                              reader writes console.log; else QEMU writes it */
   bool trial;             /* a trial sandbox: its cgroup caps the CPU */
+  /* Templates and clones (template/template.h).  */
+  int ram_fd;             /* > 0: guest RAM is this memfd, at
+                             RT_QEMU_FD_RAM: shared (a template being
+                             made) or, sealed, mapped private copy-on-write
+                             (a clone) */
+  bool ram_shared;
+  const char *template_disk; /* a clone: the template's qcow2 overlay,
+                                read-only, between the base and the
+                                clone's own overlay */
+  const char *overlay;    /* a qcow2 overlay the caller made and keeps (a
+                             template's disk), used in place */
+  const char *overlay_from;  /* an empty qcow2 whose copy is the overlay
+                                (instead of qemu-img create: 30-110 ms) */
+  bool incoming;          /* -incoming defer: QEMU waits for its device
+                             state (vmm/migrate.h) */
 };
 
 struct rt_vm

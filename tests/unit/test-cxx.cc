@@ -60,6 +60,7 @@ const entry table[] = {
   FN (rt_image_list_json),
   FN (rt_image_get_json),
   FN (rt_image_remove),
+  FN (rt_image_warm),
   FN (rt_image_export),
   FN (rt_image_import),
   FN (rt_usage_json),

@@ -1,0 +1,32 @@
+/* guest-ops.h - what a template maker and a clone ask of the agent over a
+   connected channel, synchronously and bounded (vmm/channel.h): run a
+   command, freeze, restore.  The guest is hostile: every frame is checked
+   by the codec, replies by shape, and each call ends by its deadline,
+   whatever the guest sends (frames it does not expect are skipped, at
+   most RT_GUEST_OPS_MAX_SKIP of them).  */
+#ifndef RT_GUEST_OPS_H
+#define RT_GUEST_OPS_H
+
+#include "vmm/channel.h"
+
+#define RT_GUEST_OPS_MAX_SKIP 4096
+
+/* Connects to the agent of a VM just restored from a template: unlike
+   rt_channel_connect it does not wait for a HELLO (the agent may still
+   believe the template's host is connected; its HELLO, if any, is skipped
+   by the next call).  */
+int rt_channel_attach (struct rt_channel *ch, const char *sock, int vm_pidfd, int timeout_ms, rt_error **err);
+
+/* Runs @argv as root in / (stream 1, no stdin, output discarded) and
+   waits for its exit; *exit_code is its status (128+signal if killed).  */
+int rt_guest_run (struct rt_channel *ch, const char *const *argv, int timeout_ms, int *exit_code, rt_error **err);
+
+/* FREEZE, then waits for DONE {"op":"freeze","ok":true}.  */
+int rt_guest_freeze (struct rt_channel *ch, int timeout_ms, rt_error **err);
+
+/* RESTORE with 64 fresh bytes of the host's getrandom(), the host's clock
+   now, and @hostname; waits for DONE {"op":"restore","ok":true}.  Errors:
+   "startup_failed".  */
+int rt_guest_restore (struct rt_channel *ch, const char *hostname, int timeout_ms, rt_error **err);
+
+#endif
