@@ -1,4 +1,5 @@
-/* keeper.c - a template's keeper (template.h: rt_template_ram_fd).  */
+/* keeper.c - a template's keeper: rt_template_ram_fd is declared in
+   template/template.h, so this file has no header of its own.  */
 #include "template/template.h"
 
 int

@@ -1,4 +1,5 @@
-/* warm.c - rt_image_warm: the template of an image and shape, made now.  */
+/* warm.c - rt_image_warm: the template of an image and shape, made now.
+   Declared in include/runtime.h, so this file has no header of its own.  */
 #include "template/make.h"
 
 int
