@@ -146,6 +146,7 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
     return -1;
   cfg->env = env;
   cfg->no_internet = has_opt (cmd, a, "no-internet");
+  cfg->cold = has_opt (cmd, a, "cold");
   if (has_opt (cmd, a, "trial") && has_opt (cmd, a, "paid"))
     {
       cli_usage_error (NULL, "--trial and --paid: pick one");
@@ -424,7 +425,8 @@ out:
   { "deny", "HOST", "never reach this (wins over --allow)", NULL, true },                         \
   { "trial", NULL, "run on the 50 free hours (<= 2 vCPU, 4096 MiB, 8 at once, ports 80/443)", NULL, false }, \
   { "paid", NULL, "pay for it even while trial hours remain", NULL, false },                      \
-  { "max-cost", "USD", "refuse if the first lease, every vCPU busy, could cost more", "no limit", false }
+  { "max-cost", "USD", "refuse if the first lease, every vCPU busy, could cost more", "no limit", false }, \
+  { "cold", NULL, "boot, even when a template of the image and shape could start it faster", NULL, false }
 
 static const struct cli_opt run_opts[] = {
   { "timeout", "S", "kill the command's process group after S seconds (exit 124)", "none; 60 with --json", false },

@@ -10,6 +10,7 @@
  *   exec.c       commands: start, stdin, output, exit, flow control
  *   procs.c      spawned processes: spawn, ps, logs, kill
  *   lifecycle.c  pause, wake, extend, the lease
+ *   clone.c      a start from a template
  */
 #ifndef RT_MONITOR_INTERNAL_H
 #define RT_MONITOR_INTERNAL_H
@@ -112,6 +113,7 @@ struct mon
   struct rt_console console;  /* the guest's console, a capped log */
   struct event *ev_console;
   char *resolve;              /* RUNTIME_RESOLVE, read before the environment went */
+  bool clone;                 /* started from cfg->tmpl (clone.c) */
 };
 
 /* Sets (or with @value NULL, nulls) a string of the state object.  */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "monitor/channel.h"
+#include "monitor/clone.h"
 #include "monitor/exec.h"
 #include "monitor/lifecycle.h"
 #include "monitor/privs.h"
@@ -222,7 +223,20 @@ start_vm (struct mon *m, rt_error **err)
   vm.netns_fd = m->net.ns_fd;
   vm.console_fd = console_end;
   vm.trial = m->cfg->net.trial;
-  ret = rt_vm_start (m->ctx, &vm, &m->vm, err);
+  if (m->cfg->tmpl)
+    {
+      ret = mon_clone_start (m, &vm, err);
+      m->clone = ret == 0;
+      /* A template that cannot be used is a slower start, not a failed
+         one: the reason lands in monitor.log.  */
+      if (ret < 0)
+        {
+          fprintf (stderr, "cannot start from template %s, booting cold: %s\n", m->cfg->tmpl->key, (*err)->msg);
+          rt_error_free (*err);
+          *err = NULL;
+        }
+    }
+  ret = m->clone ? 0 : rt_vm_start (m->ctx, &vm, &m->vm, err);
   close (console_end);
   if (ret < 0)
     return ret;
@@ -258,7 +272,8 @@ static int
 connect_agent (struct mon *m, rt_error **err)
 {
   struct rt_channel ch;
-  int ret = rt_channel_connect (&ch, m->vm.agent_sock, m->vm.pidfd, &m->console, BOOT_TIMEOUT_MS, err);
+  int ret = m->clone ? mon_clone_restore (m, &ch, err)
+                     : rt_channel_connect (&ch, m->vm.agent_sock, m->vm.pidfd, &m->console, BOOT_TIMEOUT_MS, err);
 
   if (ret < 0)
     {
@@ -391,6 +406,18 @@ start_meter (struct mon *m, rt_error **err)
   return ret;
 }
 
+/* How the sandbox started ("cold" or "template", with the template's
+   key) and how long from the create call to running.  */
+static void
+set_start_state (struct mon *m)
+{
+  int64_t ready = m->cfg->start_ms > 0 ? rt_epoch_ms () - m->cfg->start_ms : 0;
+
+  mon_set_str (m, "start", m->clone ? "template" : "cold");
+  mon_set_str (m, "template", m->clone ? m->cfg->tmpl->key : NULL);
+  json_object_object_add (m->state, "readyMs", json_object_new_int64 (ready > 0 ? ready : 0));
+}
+
 static int
 monitor_start (struct mon *m, rt_error **err)
 {
@@ -428,6 +455,7 @@ monitor_start (struct mon *m, rt_error **err)
   if (ret < 0)
     return ret;
   mon_set_str (m, "state", "running");
+  set_start_state (m);
   rt_meter_record (&m->meter);
   return rt_store_write_state (m->cfg->dir, m->state, err);
 }

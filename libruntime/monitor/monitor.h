@@ -33,6 +33,7 @@
 #define RT_MONITOR_H
 
 #include "net/egress.h"
+#include "template/template.h"
 #include "vmm/vm.h"
 
 struct rt_monitor_config
@@ -51,6 +52,11 @@ struct rt_monitor_config
   struct rt_egress_rules net; /* the egress rules at start */
   const char *egress_log;     /* JSON lines, one per connection */
   char **secret_env;          /* NAME=placeholder of its secrets, or NULL */
+  const struct rt_template *tmpl; /* start from this template (a clone), or
+                                     NULL for a cold boot; a clone that
+                                     cannot start boots cold instead */
+  int64_t start_ms;           /* when the create call began, epoch ms:
+                                 readyMs counts from it */
 };
 
 /* Starts the monitor (double fork, setsid) and waits until it reports the

@@ -15,6 +15,7 @@
 #include "sandbox/create.h"
 #include "sandbox/handle.h"
 #include "sandbox/store.h"
+#include "template/make.h"
 #include "vmm/kernel.h"
 
 static int
@@ -199,6 +200,9 @@ struct creation
   char **secret_env;
   char *egress_log;
   char *disk_dir;    /* <data>/sandboxes/<id>: the VM makes and removes it */
+  struct rt_template tmpl;
+  bool has_tmpl;     /* tmpl fits: the sandbox starts from it */
+  int64_t start_ms;  /* the call's start, for readyMs */
 };
 
 static void
@@ -214,6 +218,7 @@ creation_clear (struct creation *c)
   cleanup_strvp (&c->secret_env);
   free (c->egress_log);
   free (c->disk_dir);
+  rt_template_clear (&c->tmpl);
 }
 #define cleanup_creation __attribute__ ((cleanup (creation_clear)))
 
@@ -415,9 +420,49 @@ spawn_monitor (struct creation *c, rt_error **err)
       .net = c->rules,
       .egress_log = c->egress_log,
       .secret_env = c->secret_env,
+      .tmpl = c->has_tmpl ? &c->tmpl : NULL,
+      .start_ms = c->start_ms,
     };
     return rt_monitor_spawn (c->ctx, &mc, err);
   }
+}
+
+/* What a template of this sandbox's image and shape is made of.  Only
+   sandboxes of an image (not a build's steps) with the image's own disk
+   size have templates.  */
+static bool
+template_inputs (const struct creation *c, struct rt_template_inputs *in)
+{
+  if (c->on || c->disk > 4096 || !rt_templates_enabled (c->ctx))
+    return false;
+  *in = (struct rt_template_inputs){ .image_id = c->image.id, .disk = c->image.disk, .vcpu = c->vcpu,
+                                     .memory_mib = c->mem, .disk_mib = c->disk, .vmlinux = c->k.vmlinux,
+                                     .initramfs = c->k.initramfs, .accel = c->accel };
+  return true;
+}
+
+/* The template to start from, unless --cold; a broken one is no error
+   (the sandbox boots cold).  */
+static void
+find_template (struct creation *c)
+{
+  struct rt_template_inputs in;
+
+  if (c->cfg->cold || !template_inputs (c, &in))
+    return;
+  c->has_tmpl = rt_template_find (c->ctx, &in, &c->tmpl, NULL) > 0;
+}
+
+/* After a cold start of a shape that has no template: one is made in the
+   background, for the next start (this one was not slowed by it).  */
+static void
+make_template_later (struct creation *c)
+{
+  struct rt_template_inputs in;
+
+  if (c->has_tmpl || c->cfg->cold || !template_inputs (c, &in))
+    return;
+  rt_template_make_background (c->ctx, &in);
 }
 
 int
@@ -435,11 +480,13 @@ rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struc
   cleanup_close int lock = -1;
   int ret;
 
+  c.start_ms = rt_epoch_ms ();
   ret = validate (&c, err);
   if (ret == 0)
     ret = resolve_image (&c, err);
   if (ret < 0)
     return ret;
+  find_template (&c);
   /* Names are unique among live sandboxes: check and claim under the lock.  */
   ret = rt_store_lock (ctx, &lock, err);
   if (ret < 0)
@@ -470,6 +517,7 @@ rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struc
         unlink (c.egress_log);
       return ret;
     }
+  make_template_later (&c);
   *out = steal_pointer (&c.sb);
   return 0;
 }

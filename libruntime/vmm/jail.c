@@ -1,6 +1,7 @@
 /* jail.c - QEMU's start in its jail (jail.h): the parent's clone3 and
    the child's steps up to exec.  */
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
@@ -203,6 +204,16 @@ build_root (const struct rt_jail *j, int report_fd)
         fail (report_fd, "bind", b->src);
       if (mount (NULL, b->dst, NULL, MS_BIND | MS_REMOUNT | b->flags, NULL) < 0)
         fail (report_fd, "remount", b->dst);
+    }
+  /* Mounted by the child of clone3, so of QEMU's own PID namespace:
+     only its own process shows, and nothing but the pid dirs.  */
+  if (j->proc)
+    {
+      char proc[PATH_MAX];
+      if ((size_t) snprintf (proc, sizeof proc, "%s/proc", j->root) >= sizeof proc
+          || (mkdir (proc, 0555) < 0 && errno != EEXIST)
+          || mount ("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "subset=pid") < 0)
+        fail (report_fd, "mount /proc in", j->root);
     }
   /* pivot_root (".", "."): the old root is stacked on the new one, then
      detached; no directory for it is needed.  */

@@ -53,6 +53,8 @@ struct rt_jail
   int fds[RT_QEMU_NFDS];             /* QEMU's fds 3, 4, …; -1 for none */
   int log_fd;                        /* QEMU's stdout and stderr */
   int netns_fd;                      /* > 0: entered */
+  bool proc;    /* a proc of QEMU's own PID namespace at /proc (pids
+                   only): how it reopens its RAM memfd (/proc/self/fd) */
   char **argv;
   char **envp;
 };

@@ -118,7 +118,21 @@ add_devices (struct argv_builder *b, const struct rt_qemu_args *a)
   if (!a->disk)
     return;
   add_pairs (b, (const char *const[]){ "-add-fd", "fd=" RT_STR (RT_QEMU_FD_BASE) ",set=1,opaque=base", NULL });
-  if (a->disk_overlay)
+  /* A clone: base <- the template's overlay (read-only) <- its own.  */
+  if (a->disk_overlay && a->template_disk)
+    add_pairs (b, (const char *const[]){ "-add-fd", "fd=" RT_STR (RT_QEMU_FD_TEMPLATE) ",set=4,opaque=template",
+                                         "-add-fd", "fd=" RT_STR (RT_QEMU_FD_OVERLAY) ",set=2,opaque=overlay",
+                                         "-blockdev",
+                                         "driver=raw,node-name=base,read-only=on,file.driver=file,"
+                                         "file.filename=/dev/fdset/1,file.read-only=on",
+                                         "-blockdev",
+                                         "driver=qcow2,node-name=template,backing=base,read-only=on,"
+                                         "file.driver=file,file.filename=/dev/fdset/4,file.read-only=on",
+                                         "-blockdev",
+                                         "driver=qcow2,node-name=root,backing=template,discard=unmap,file.driver=file,"
+                                         "file.filename=/dev/fdset/2,file.discard=unmap",
+                                         NULL });
+  else if (a->disk_overlay)
     add_pairs (b, (const char *const[]){ "-add-fd", "fd=" RT_STR (RT_QEMU_FD_OVERLAY) ",set=2,opaque=overlay",
                                          "-blockdev",
                                          "driver=raw,node-name=base,read-only=on,file.driver=file,"
@@ -134,6 +148,22 @@ add_devices (struct argv_builder *b, const struct rt_qemu_args *a)
   add_pairs (b, (const char *const[]){ "-device", "virtio-blk-device,drive=root", NULL });
 }
 
+/* Guest RAM in the memfd at fd 10 (templates): reopened by path, since
+   QEMU 7.2's memory-backend-file takes no fd.  Shared while a template is
+   made; private copy-on-write in a clone, whose memfd is sealed against
+   writes (template/template.h).  No balloon, no free page reporting:
+   nothing of a clone's is ever given back into the template.  */
+static void
+add_ram (struct argv_builder *b, const struct rt_qemu_args *a)
+{
+  if (!a->ram_file)
+    return;
+  add (b, "-object");
+  add_owned (b, rt_strdup_printf ("memory-backend-file,id=ram,size=%uM,mem-path=/proc/self/fd/" RT_STR (
+                                      RT_QEMU_FD_RAM) ",share=%s",
+                                  a->memory_mib, a->ram_shared ? "on" : "off"));
+}
+
 int
 rt_qemu_argv (const struct rt_qemu_args *a, char ***out, rt_error **err)
 {
@@ -144,9 +174,13 @@ rt_qemu_argv (const struct rt_qemu_args *a, char ***out, rt_error **err)
     return rt_error_set (err, EINVAL, "internal", "the VM's description lacks a binary, kernel or path");
   tcg = strcmp (a->accel, "tcg") == 0;
   add (&b, a->qemu);
-  add_pairs (&b, (const char *const[]){ "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel",
-                                        tcg ? "tcg,tb-size=64" : "kvm", "-cpu", tcg ? "max" : "host", "-m", NULL });
+  add_pairs (&b, (const char *const[]){ "-M",
+                                        a->ram_file ? "microvm,x-option-roms=off,isa-serial=on,rtc=on,memory-backend=ram"
+                                                    : "microvm,x-option-roms=off,isa-serial=on,rtc=on",
+                                        "-accel", tcg ? "tcg,tb-size=64" : "kvm", "-cpu", tcg ? "max" : "host", "-m",
+                                        NULL });
   add_owned (&b, rt_strdup_printf ("%u", a->memory_mib));
+  add_ram (&b, a);
   add (&b, "-smp");
   add_owned (&b, rt_strdup_printf ("%u", a->vcpu));
   /* Named threads ("CPU 0/TCG"): the meter bills exactly those.  QEMU's
@@ -172,6 +206,8 @@ rt_qemu_argv (const struct rt_qemu_args *a, char ***out, rt_error **err)
   add (&b, a->initramfs);
   add_append (&b, a, tcg);
   add_devices (&b, a);
+  if (a->incoming)
+    add_pairs (&b, (const char *const[]){ "-incoming", "defer", NULL });
   if (b.oom || b.v == NULL)
     {
       cleanup_strvp (&b.v);

@@ -71,6 +71,36 @@ make_overlay (const struct rt_vm_config *cfg, const char *dir, char **path, rt_e
   return 0;
 }
 
+/* A clone's overlay: a copy of its template's empty one (a few hundred
+   KiB: copy_file_range in the kernel, no qemu-img).  */
+static int
+copy_overlay (const struct rt_vm_config *cfg, const char *dir, char **path, rt_error **err)
+{
+  cleanup_free char *overlay = rt_strdup_printf ("%s/overlay.qcow2", dir);
+  cleanup_close int in = open (cfg->overlay_from, O_RDONLY | O_CLOEXEC);
+  cleanup_close int out = -1;
+  struct stat st;
+  off_t left;
+
+  if (overlay == NULL)
+    return rt_error_oom (err);
+  if (in < 0 || fstat (in, &st) < 0)
+    return rt_error_set (err, errno, "startup_failed", "cannot open '%s': %s", cfg->overlay_from, strerror (errno));
+  out = open (overlay, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (out < 0)
+    return rt_error_set (err, errno, "startup_failed", "cannot create '%s': %s", overlay, strerror (errno));
+  for (left = st.st_size; left > 0;)
+    {
+      ssize_t n = copy_file_range (in, NULL, out, NULL, left, 0);
+      if (n <= 0)
+        return rt_error_set (err, n < 0 ? errno : EIO, "startup_failed", "cannot copy '%s': %s", cfg->overlay_from,
+                             n < 0 ? strerror (errno) : "short copy");
+      left -= n;
+    }
+  *path = steal_pointer (&overlay);
+  return 0;
+}
+
 /* The fds QEMU gets (qemu-args.h): those the caller made (tap, console
    socket) and those made here (the console file, the sockets, the disks),
    which vm.c closes once QEMU has them.  */
@@ -132,6 +162,9 @@ open_qemu_fds (const struct rt_vm_config *cfg, struct rt_vm *vm, const char *ove
     ret = own_fd (f, RT_QEMU_FD_BASE, open (cfg->disk, O_RDONLY | O_CLOEXEC), cfg->disk, err);
   if (ret == 0 && overlay)
     ret = own_fd (f, RT_QEMU_FD_OVERLAY, open (overlay, O_RDWR | O_CLOEXEC), overlay, err);
+  if (ret == 0 && cfg->template_disk)
+    ret = own_fd (f, RT_QEMU_FD_TEMPLATE, open (cfg->template_disk, O_RDONLY | O_CLOEXEC), cfg->template_disk, err);
+  f->fd[RT_QEMU_FD_RAM - 3] = cfg->ram_fd > 0 ? cfg->ram_fd : -1;
   return ret;
 }
 
@@ -250,7 +283,7 @@ spawn_qemu (const struct rt_vm_config *cfg, struct rt_jail *j, struct qemu_fds *
 
   if (log == NULL || tmpdir == NULL)
     return rt_error_oom (err);
-  if (cfg->disk == NULL || cfg->disk_mib > 0)
+  if (cfg->disk == NULL || cfg->disk_mib > 0 || cfg->overlay || cfg->overlay_from)
     env[0] = NULL;
   j->log_fd = open (log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (j->log_fd < 0)
@@ -296,8 +329,11 @@ start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, struct
   struct rt_qemu_args args = { .qemu = ctx->qemu, .name = cfg->dir, .accel = cfg->accel, .vcpu = cfg->vcpu,
                                .memory_mib = cfg->memory_mib, .vmlinux = cfg->vmlinux,
                                .initramfs = cfg->initramfs, .cmdline = cfg->cmdline, .tap = cfg->tap_fd > 0,
-                               .disk = cfg->disk != NULL, .disk_overlay = cfg->disk && cfg->disk_mib > 0,
-                               .console_sock = cfg->console_fd > 0, .channel = cfg->channel };
+                               .disk = cfg->disk != NULL,
+                               .disk_overlay = cfg->disk && (cfg->disk_mib > 0 || cfg->overlay || cfg->overlay_from),
+                               .console_sock = cfg->console_fd > 0, .channel = cfg->channel,
+                               .ram_file = cfg->ram_fd > 0, .ram_shared = cfg->ram_shared,
+                               .template_disk = cfg->template_disk != NULL, .incoming = cfg->incoming };
   int ret;
 
   args.tsc_khz = tcg ? rt_host_tsc_khz () : 0;
@@ -308,8 +344,15 @@ start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, struct
         return ret;
     }
   ret = jail_dirs (cfg, vm, err);
-  if (ret == 0 && args.disk_overlay)
+  if (ret == 0 && cfg->overlay_from)
+    ret = copy_overlay (cfg, cfg->disk_dir ? cfg->disk_dir : cfg->dir, &overlay, err);
+  else if (ret == 0 && cfg->overlay)
+    overlay = strdup (cfg->overlay);
+  else if (ret == 0 && args.disk_overlay)
     ret = make_overlay (cfg, cfg->disk_dir ? cfg->disk_dir : cfg->dir, &overlay, err);
+  if (ret == 0 && (cfg->overlay || cfg->overlay_from) && overlay == NULL)
+    ret = rt_error_oom (err);
+  j->proc = cfg->ram_fd > 0;
   if (ret == 0 && vm->jailed)
     ret = prepare_jail (ctx, cfg, vm, j, &qemu, err);
   else if (ret == 0)
