@@ -12,7 +12,7 @@
 #define RESTORE_TIMEOUT_MS 20000
 
 int
-mon_clone_start (struct mon *m, const struct rt_vm_config *vm, rt_error **err)
+mon_clone_start (struct mon *m, const struct rt_vm_config *vm, bool resume, rt_error **err)
 {
   const struct rt_template *t = m->cfg->tmpl;
   struct rt_vm_config cfg = *vm;
@@ -39,7 +39,7 @@ mon_clone_start (struct mon *m, const struct rt_vm_config *vm, rt_error **err)
   if (ret == 0)
     ret = rt_qmp_open (&q, m->qmp_sock, LOAD_TIMEOUT_MS, err);
   if (ret == 0)
-    ret = rt_vm_load_state (&q, state, true, LOAD_TIMEOUT_MS, err);
+    ret = rt_vm_load_state (&q, state, resume, LOAD_TIMEOUT_MS, err);
   rt_qmp_close (&q);
   if (ret < 0)
     rt_vm_kill (&m->vm);

@@ -9,9 +9,9 @@
 
 /* Starts QEMU as a clone of m->cfg->tmpl with @vm's devices (the tap,
    the console, the namespace) and loads the template's device state; the
-   VM runs on return.  On failure nothing of the clone is left (QEMU, its
+   VM runs on return, with @resume (else it stays paused: a spare).  On failure nothing of the clone is left (QEMU, its
    uid, its disk dir): the caller may boot cold instead.  */
-int mon_clone_start (struct mon *m, const struct rt_vm_config *vm, rt_error **err);
+int mon_clone_start (struct mon *m, const struct rt_vm_config *vm, bool resume, rt_error **err);
 
 /* Connects to the clone's agent and has it make the clone unique and
    current (rt_guest_restore) with the sandbox's id as its hostname.  */

@@ -11,6 +11,7 @@
  *   procs.c      spawned processes: spawn, ps, logs, kill
  *   lifecycle.c  pause, wake, extend, the lease
  *   clone.c      a start from a template
+ *   spare.c      a spare's reservation and claim
  */
 #ifndef RT_MONITOR_INTERNAL_H
 #define RT_MONITOR_INTERNAL_H
@@ -114,6 +115,13 @@ struct mon
   struct event *ev_console;
   char *resolve;              /* RUNTIME_RESOLVE, read before the environment went */
   bool clone;                 /* started from cfg->tmpl (clone.c) */
+  /* A spare (spare.c): unclaimed until a create claims it.  */
+  bool spare;
+  int claimer_pidfd;          /* the reserving or claiming process, or -1 */
+  struct event *ev_claimer;
+  bool claimed;               /* :claim done, :claimed not yet */
+  struct rt_monitor_config claim_cfg; /* cfg once claimed (m->cfg points here) */
+  char **claim_env;
 };
 
 /* Sets (or with @value NULL, nulls) a string of the state object.  */
@@ -124,5 +132,9 @@ void mon_save_state (struct mon *m);
    every exec go, the record is written, and the loop ends shortly after.
    Stopping twice is stopping once.  */
 void mon_stop (struct mon *m, const char *reason);
+/* Stops the sandbox when @owner exits (an ephemeral sandbox's creator).  */
+int mon_watch_owner (struct mon *m, pid_t owner, rt_error **err);
+/* Starts billing QEMU's vCPU threads.  */
+int mon_start_meter (struct mon *m, rt_error **err);
 
 #endif

@@ -17,6 +17,8 @@
 
 #include "monitor/channel.h"
 #include "monitor/clone.h"
+#include "monitor/spare.h"
+#include "vmm/guest-ops.h"
 #include "monitor/exec.h"
 #include "monitor/lifecycle.h"
 #include "monitor/privs.h"
@@ -71,8 +73,10 @@ mon_stop (struct mon *m, const char *reason)
     event_del (m->ev_write);
   if (m->ev_qemu)
     event_del (m->ev_qemu);
-  /* The last of the meter, before QEMU and its threads go.  */
-  rt_meter_stop (&m->meter);
+  /* The last of the meter, before QEMU and its threads go (a spare's
+     never ran).  */
+  if (!m->spare)
+    rt_meter_stop (&m->meter);
   /* The root disk is a throwaway overlay: SIGKILL is safe and fastest.  */
   rt_vm_kill (&m->vm);
   /* With QEMU gone, closing our fds ends the namespace, its tap and its
@@ -95,8 +99,12 @@ mon_stop (struct mon *m, const char *reason)
   mon_set_str (m, "state", "stopped");
   mon_set_str (m, "stopReason", reason);
   mon_set_str (m, "endedAt", now);
-  rt_meter_record (&m->meter);
-  rt_store_write_record (m->ctx, m->state, NULL);
+  /* A spare nobody claimed was never a sandbox of anyone's.  */
+  if (!m->spare)
+    {
+      rt_meter_record (&m->meter);
+      rt_store_write_record (m->ctx, m->state, NULL);
+    }
   mon_save_state (m);
   event_base_once (m->base, -1, EV_TIMEOUT, end_loop, m->base, &flush);
 }
@@ -225,10 +233,16 @@ start_vm (struct mon *m, rt_error **err)
   vm.trial = m->cfg->net.trial;
   if (m->cfg->tmpl)
     {
-      ret = mon_clone_start (m, &vm, err);
+      ret = mon_clone_start (m, &vm, !m->cfg->spare, err);
       m->clone = ret == 0;
       /* A template that cannot be used is a slower start, not a failed
-         one: the reason lands in monitor.log.  */
+         one: the reason lands in monitor.log.  A spare is a clone or
+         nothing.  */
+      if (ret < 0 && m->cfg->spare)
+        {
+          close (console_end);
+          return ret;
+        }
       if (ret < 0)
         {
           fprintf (stderr, "cannot start from template %s, booting cold: %s\n", m->cfg->tmpl->key, (*err)->msg);
@@ -272,8 +286,16 @@ static int
 connect_agent (struct mon *m, rt_error **err)
 {
   struct rt_channel ch;
-  int ret = m->clone ? mon_clone_restore (m, &ch, err)
-                     : rt_channel_connect (&ch, m->vm.agent_sock, m->vm.pidfd, &m->console, BOOT_TIMEOUT_MS, err);
+  int ret;
+
+  /* A spare's guest is paused: it is made unique when claimed
+     (spare.c).  */
+  if (m->spare)
+    ret = rt_channel_attach (&ch, m->vm.agent_sock, m->vm.pidfd, BOOT_TIMEOUT_MS, err);
+  else if (m->clone)
+    ret = mon_clone_restore (m, &ch, err);
+  else
+    ret = rt_channel_connect (&ch, m->vm.agent_sock, m->vm.pidfd, &m->console, BOOT_TIMEOUT_MS, err);
 
   if (ret < 0)
     {
@@ -342,6 +364,18 @@ on_console (evutil_socket_t fd, short what, void *arg)
     event_del (m->ev_console);
 }
 
+int
+mon_watch_owner (struct mon *m, pid_t owner, rt_error **err)
+{
+  m->owner_pidfd = pidfd_open (owner, 0);
+  if (m->owner_pidfd < 0)
+    return rt_error_set (err, errno, "startup_failed", "pidfd_open: %s", strerror (errno));
+  m->ev_owner = event_new (m->base, m->owner_pidfd, EV_READ, on_owner_exit, m);
+  if (m->ev_owner == NULL || event_add (m->ev_owner, NULL) < 0)
+    return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
+  return 0;
+}
+
 /* The channel, the console, QEMU's exit, the lease, SIGTERM, the owner and
    the claim.  */
 static int
@@ -357,23 +391,17 @@ watch_events (struct mon *m, rt_error **err)
   m->ev_term = evsignal_new (m->base, SIGTERM, on_term, m);
   if (!m->ev_read || !m->ev_write || !m->ev_qemu || !m->ev_lease || !m->ev_term)
     return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
-  if (m->cfg->owner > 0)
-    {
-      /* Opened before readiness is reported, so the owner is still there:
-         a pidfd cannot name a recycled pid.  */
-      m->owner_pidfd = pidfd_open (m->cfg->owner, 0);
-      if (m->owner_pidfd < 0)
-        return rt_error_set (err, errno, "startup_failed", "pidfd_open: %s", strerror (errno));
-      m->ev_owner = event_new (m->base, m->owner_pidfd, EV_READ, on_owner_exit, m);
-      if (m->ev_owner == NULL)
-        return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
-      event_add (m->ev_owner, NULL);
-    }
+  /* Opened before readiness is reported, so the owner is still there:
+     a pidfd cannot name a recycled pid.  */
+  if (m->cfg->owner > 0 && mon_watch_owner (m, m->cfg->owner, err) < 0)
+    return -1;
   m->ev_claim = event_new (m->base, m->claim_fd, EV_READ, on_claim, m);
   if (m->ev_claim == NULL)
     return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
   event_add (m->ev_claim, NULL);
-  event_add (m->ev_read, NULL);
+  /* A spare's channel is read once it is claimed and restored.  */
+  if (!m->spare)
+    event_add (m->ev_read, NULL);
   event_add (m->ev_qemu, NULL);
   event_add (m->ev_term, NULL);
   return 0;
@@ -386,8 +414,8 @@ on_record (void *arg)
 }
 
 /* The meter starts with the VM answering: boot time is the host's.  */
-static int
-start_meter (struct mon *m, rt_error **err)
+int
+mon_start_meter (struct mon *m, rt_error **err)
 {
   struct rt_meter *mt = &m->meter;
   int ret;
@@ -449,9 +477,15 @@ monitor_start (struct mon *m, rt_error **err)
     return ret;
   /* An ephemeral sandbox is bounded by its creator's life and its
      command's timeout: a lease would only freeze a long command.  */
+  if (m->spare)
+    {
+      mon_set_str (m, "state", "spare");
+      set_start_state (m);
+      return rt_store_write_state (m->cfg->dir, m->state, err);
+    }
   if (m->cfg->expires_ms > 0)
     mon_set_expires (m, m->cfg->expires_ms);
-  ret = start_meter (m, err);
+  ret = mon_start_meter (m, err);
   if (ret < 0)
     return ret;
   mon_set_str (m, "state", "running");
@@ -523,7 +557,7 @@ clean_process (void)
 static void __attribute__ ((noreturn))
 monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd, int claim_fd)
 {
-  struct mon m = { .ctx = ctx, .cfg = cfg, .chan_fd = -1, .next_stream = 1, .owner_pidfd = -1, .claim_fd = 4,
+  struct mon m = { .ctx = ctx, .cfg = cfg, .chan_fd = -1, .next_stream = 1, .owner_pidfd = -1, .claim_fd = 4, .claimer_pidfd = -1, .spare = cfg->spare,
                    .net = { -1, -1, -1, -1, -1, -1 }, .meter = { .ledger_fd = -1 },
                    .console = { .sock = -1, .log_fd = -1 } };
   cleanup_free char *log = rt_strdup_printf ("%s/monitor.log", cfg->dir);

@@ -25,6 +25,7 @@
  *   POST  ":kill"    {process, signal?} → the process
  *   POST  ":extend"  {seconds} → the state object
  *   POST  ":stop" | ":pause" | ":wake"   → the state object
+ *   POST  ":reserve" | ":claim" | ":claimed"  a spare's (spare.h)
  * Errors: HTTP 4xx/5xx with {"error":{code,message,hint}}: 404 for another
  * path, 405 for another method on a known one, 409 sandbox_not_ready once
  * it stops (but :stop and the GETs), 400 for a body that is not an object.
@@ -57,6 +58,8 @@ struct rt_monitor_config
                                      cannot start boots cold instead */
   int64_t start_ms;           /* when the create call began, epoch ms:
                                  readyMs counts from it */
+  bool spare;                 /* a spare of tmpl (monitor/spare.h): paused,
+                                 unlisted, unbilled until claimed */
 };
 
 /* Starts the monitor (double fork, setsid) and waits until it reports the

@@ -8,6 +8,7 @@
 #include "monitor/procs.h"
 #include "monitor/reply.h"
 #include "monitor/routes.h"
+#include "monitor/spare.h"
 #include "net/proxy.h"
 
 typedef void (*route_fn) (struct mon *m, struct evhttp_request *req, json_object *body);
@@ -46,6 +47,9 @@ static const struct route routes[] = {
   { EVHTTP_REQ_POST, ":stop", mon_handle_stop, true },
   { EVHTTP_REQ_POST, ":pause", mon_handle_pause, false },
   { EVHTTP_REQ_POST, ":wake", mon_handle_wake, false },
+  { EVHTTP_REQ_POST, ":reserve", mon_handle_reserve, false },
+  { EVHTTP_REQ_POST, ":claim", mon_handle_claim, false },
+  { EVHTTP_REQ_POST, ":claimed", mon_handle_claimed, false },
   { EVHTTP_REQ_POST, NULL, handle_no_action, false },
 };
 
@@ -244,6 +248,9 @@ mon_handle_request (struct evhttp_request *req, void *arg)
   if (m->stopping)
     return mon_reply_error (req, 409, "sandbox_not_ready", "runtime sandbox create starts a new one",
                             "sandbox %s is stopped", m->cfg->id);
+  /* An unclaimed spare runs nothing (spare.h).  */
+  if (m->spare && r->handler != mon_handle_reserve && r->handler != mon_handle_claim && r->handler != mon_handle_stop)
+    return mon_reply_error (req, 409, "sandbox_not_ready", NULL, "sandbox %s is a spare", m->cfg->id);
   body = parse_body (req);
   if (body == NULL)
     return;

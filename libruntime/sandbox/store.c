@@ -158,6 +158,12 @@ reap_dead (rt_context *ctx, const char *dir)
           close (pidfd);
         }
     }
+  /* A spare nobody claimed leaves no record (monitor/spare.h).  */
+  if (state && rt_json_str (state, "state") && strcmp (rt_json_str (state, "state"), "spare") == 0)
+    {
+      json_object_put (state);
+      state = NULL;
+    }
   if (state)
     {
       const char *st = rt_json_str (state, "state");
@@ -309,8 +315,11 @@ rt_store_list (rt_context *ctx, bool all, json_object **out, rt_error **err)
       state = path ? read_json_file (path) : NULL;
       if (state == NULL)
         continue;
-      /* A stopping monitor wrote its record already: the record wins.  */
-      if (rt_json_str (state, "state") && strcmp (rt_json_str (state, "state"), "stopped") == 0)
+      /* A stopping monitor wrote its record already: the record wins.
+         Spares are no one's sandboxes yet (monitor/spare.h).  */
+      if (rt_json_str (state, "state")
+          && (strcmp (rt_json_str (state, "state"), "stopped") == 0
+              || strcmp (rt_json_str (state, "state"), "spare") == 0))
         {
           json_object_put (state);
           continue;

@@ -1,0 +1,24 @@
+/* spare.h - a spare: a clone of a template (clone.h) made ahead of time,
+ * paused, with no rules but "nothing out", no lease, no meter, and state
+ * "spare" (hidden from lists).  A create of exactly its image and shape
+ * reserves it (POST :reserve {"claimer": pid}: one reservation at a time;
+ * the spare is free again if the claimer dies first), then claims it
+ * (POST :claim with the new sandbox's state, env, rules, lease and owner):
+ * the rules apply, QEMU resumes, the agent makes the clone unique
+ * (RESTORE), the meter and the lease start, and it answers as a running
+ * sandbox.  The claimer confirms (POST :claimed) once it holds the
+ * handle; a claimer that dies before that stops the sandbox.
+ */
+#ifndef RT_MONITOR_SPARE_H
+#define RT_MONITOR_SPARE_H
+
+#include "monitor/monitor-internal.h"
+
+void mon_handle_reserve (struct mon *m, struct evhttp_request *req, json_object *body);
+void mon_handle_claim (struct mon *m, struct evhttp_request *req, json_object *body);
+void mon_handle_claimed (struct mon *m, struct evhttp_request *req, json_object *body);
+
+/* Frees what a claim allocated (the monitor's end).  */
+void mon_spare_clear (struct mon *m);
+
+#endif
