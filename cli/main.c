@@ -16,6 +16,7 @@ static const struct group groups[] = {
   { "sandbox", cmd_sandbox, "create, run and manage sandboxes" },
   { "image", cmd_image, "build and manage images" },
   { "secrets", cmd_secrets, "values sandboxes use but never see" },
+  { "pool", cmd_pool, "warm spares: sandboxes ready before they are asked for" },
   { "usage", cmd_usage, "what sandboxes used and cost, trial hours left" },
   { "chat", cmd_chat, "ask a model whose Python runs in sandboxes (deepseek)" },
   { NULL, NULL, NULL },

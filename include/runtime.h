@@ -667,6 +667,44 @@ int rt_image_remove (rt_context *ctx, const char *ref, rt_error **err);
  */
 int rt_image_warm (rt_context *ctx, const char *ref, unsigned vcpu, unsigned memory_mib, char **json, rt_error **err);
 /**
+ * rt_pool_set - keep @spares paused clones of an image and shape ready
+ * @ctx:        the context
+ * @ref:        an image, as for rt_image_get_json; NULL: "runtime"
+ * @spares:     how many (0 to 64; 0 keeps the pool but stops its spares)
+ * @vcpu:       the shape's vCPUs (0: 2)
+ * @memory_mib: its memory (0: 4096)
+ * @json:       set to {image, imageId, vcpu, memoryMiB, spares, ready}
+ *              (free()); NULL allowed
+ * @err:        "image_not_found", "invalid_request", "quota_exceeded" (all
+ *              spares together may hold at most RUNTIME_POOL_MAX_MIB,
+ *              default a tenth of the host's RAM)
+ *
+ * A create of exactly that image and shape (and no secrets) claims a
+ * spare: its rules, env, name, lease and funding apply before it resumes.
+ * Spares use no CPU and are not billed; a claimed one is replaced in the
+ * background, and after a reboot the next create of the shape makes
+ * them again.  Returns once the template and the spares are made.
+ * Return: 0, or <0 with @err set.
+ */
+int rt_pool_set (rt_context *ctx, const char *ref, unsigned spares, unsigned vcpu, unsigned memory_mib, char **json,
+                 rt_error **err);
+/**
+ * rt_pool_list_json - the pools
+ * @ctx:  the context
+ * @json: set to [{image, imageId, vcpu, memoryMiB, spares, ready}] (free())
+ * @err:  set on failure
+ * Return: 0, or <0 with @err set.
+ */
+int rt_pool_list_json (rt_context *ctx, char **json, rt_error **err);
+/**
+ * rt_pool_remove - forget the pools of an image and stop their spares
+ * @ctx: the context
+ * @ref: the image, as for rt_pool_set
+ * @err: "not_found" when it has no pool, "image_not_found"
+ * Return: 0, or <0 with @err set.
+ */
+int rt_pool_remove (rt_context *ctx, const char *ref, rt_error **err);
+/**
  * rt_image_export - write an image as a portable tar: manifest.json and
  * layers/<sha256>.tar.zst (written under a temporary name, then renamed)
  * @ctx:  the context

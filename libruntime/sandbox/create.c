@@ -14,6 +14,7 @@
 #include "net/secrets.h"
 #include "sandbox/create.h"
 #include "sandbox/handle.h"
+#include "sandbox/pool.h"
 #include "sandbox/store.h"
 #include "template/make.h"
 #include "vmm/kernel.h"
@@ -86,8 +87,8 @@ rt_sandbox_rules_of (bool internet, const char *const *allow, const char *const 
   return rt_egress_rules_from_json (o, r, err);
 }
 
-static int
-make_id (char out[32], rt_error **err)
+int
+rt_sandbox_make_id (char out[32], rt_error **err)
 {
   unsigned char rnd[6];
 
@@ -202,6 +203,7 @@ struct creation
   char *disk_dir;    /* <data>/sandboxes/<id>: the VM makes and removes it */
   struct rt_template tmpl;
   bool has_tmpl;     /* tmpl fits: the sandbox starts from it */
+  char spare_id[32]; /* a reserved spare (sandbox/pool.h), or "" */
   int64_t start_ms;  /* the call's start, for readyMs */
 };
 
@@ -294,7 +296,15 @@ claim_name (struct creation *c, rt_sandbox **out, rt_error **err)
     }
   else
     rt_store_reap (c->ctx);
-  ret = make_id (c->id, err);
+  /* A reserved spare is the sandbox: its id and dir are made.  */
+  if (c->spare_id[0])
+    {
+      memcpy (c->id, c->spare_id, sizeof c->id);
+      c->sb = rt_sandbox_handle_new (c->ctx, c->id);
+      c->owner = c->sb ? rt_strdup_printf ("%s/owner", c->sb->dir) : NULL;
+      return c->owner ? 0 : rt_error_oom (err);
+    }
+  ret = rt_sandbox_make_id (c->id, err);
   if (ret < 0)
     return ret;
   c->sb = rt_sandbox_handle_new (c->ctx, c->id);
@@ -363,7 +373,7 @@ secrets_env (struct creation *c, rt_error **err)
   json_object *names;
   int ret;
 
-  ret = c->on ? 0 : rt_secret_env (c->ctx, &c->secret_env, err);
+  ret = c->on || c->secret_env ? 0 : rt_secret_env (c->ctx, &c->secret_env, err);
   secret_env = c->secret_env;
   /* Made now, so that a broken data dir fails here and not in the boot.  */
   if (ret == 0 && secret_env && secret_env[0])
@@ -451,6 +461,45 @@ find_template (struct creation *c)
   if (c->cfg->cold || !template_inputs (c, &in))
     return;
   c->has_tmpl = rt_template_find (c->ctx, &in, &c->tmpl, NULL) > 0;
+  /* A spare when there is one, but not for a sandbox with secrets (its
+     egress CA goes in at boot: monitor.c) nor one that may turn out to
+     exist already (--get-or-create).  */
+  if (!c->has_tmpl || c->cfg->get_or_create || rt_secret_env (c->ctx, &c->secret_env, NULL) < 0
+      || (c->secret_env && c->secret_env[0]))
+    return;
+  rt_pool_reserve (c->ctx, &in, c->spare_id);
+}
+
+/* The reserved spare becomes the sandbox (monitor/spare.h).  */
+static int
+claim_spare (struct creation *c, rt_error **err)
+{
+  const rt_sandbox_config *cfg = c->cfg;
+  cleanup_json json_object *claim = json_object_new_object ();
+  json_object *env = json_object_new_array ();
+  int ret;
+
+  ret = secrets_env (c, err);
+  if (ret < 0)
+    return ret;
+  if (claim == NULL || env == NULL || c->env == NULL)
+    {
+      json_object_put (env);
+      return rt_error_oom (err);
+    }
+  for (char **e = c->env; *e; e++)
+    json_object_array_add (env, json_object_new_string (*e));
+  json_object_object_add (claim, "state", json_object_get (c->state));
+  json_object_object_add (claim, "env", env);
+  json_object_object_add (claim, "network", rt_egress_rules_to_json (&c->rules));
+  json_object_object_add (claim, "expiresMs",
+                          json_object_new_int64 (cfg->ephemeral ? 0 : c->now + (int64_t) c->timeout * 1000));
+  json_object_object_add (claim, "timeoutSeconds", json_object_new_int64 (c->timeout));
+  json_object_object_add (claim, "stopOnTimeout",
+                          json_object_new_boolean (cfg->on_timeout && strcmp (cfg->on_timeout, "stop") == 0));
+  json_object_object_add (claim, "owner", json_object_new_int64 (cfg->ephemeral ? getpid () : 0));
+  json_object_object_add (claim, "startMs", json_object_new_int64 (c->start_ms));
+  return rt_pool_claim (c->ctx, c->id, claim, err);
 }
 
 /* After a cold start of a shape that has no template: one is made in the
@@ -503,9 +552,11 @@ rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struc
         ret = rt_store_write_state (c.sb->dir, c.state, err);
       close (steal_fd (&lock));
     }
-  if (ret == 0)
+  if (ret == 0 && c.spare_id[0])
+    ret = claim_spare (&c, err);
+  else if (ret == 0)
     ret = secrets_env (&c, err);
-  if (ret == 0)
+  if (ret == 0 && !c.spare_id[0])
     ret = spawn_monitor (&c, err);
   if (ret < 0)
     {
@@ -518,6 +569,14 @@ rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struc
       return ret;
     }
   make_template_later (&c);
+  /* Held by the caller now: a spare's monitor stops watching us.  */
+  if (c.spare_id[0])
+    rt_pool_confirm (ctx, c.id, NULL);
+  {
+    struct rt_template_inputs in;
+    if (template_inputs (&c, &in))
+      rt_pool_fill_background (ctx, &in);
+  }
   *out = steal_pointer (&c.sb);
   return 0;
 }

@@ -16,4 +16,7 @@ int rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const s
 int rt_sandbox_rules_of (bool internet, const char *const *allow, const char *const *deny, struct rt_egress_rules *r,
                          rt_error **err);
 
+/* A new sandbox id, "sb-" and 12 hex digits.  */
+int rt_sandbox_make_id (char out[32], rt_error **err);
+
 #endif

@@ -1,0 +1,35 @@
+/* pool.h - warm spares (monitor/spare.h): N paused clones per image and
+ * shape, kept ready for creates of exactly that shape.
+ *
+ *   <data>/pools.json        [{"image", "imageId", "vcpu", "memoryMiB",
+ *                              "spares"}]: what `runtime pool set` asked;
+ *                              it survives a reboot, the spares do not
+ *   <state>/sb-*             a spare is a sandbox dir whose state is
+ *                              "spare" (never listed)
+ *   <state>/.pool.lock       one filler at a time
+ *
+ * Spares are capped in total memory: RUNTIME_POOL_MAX_MIB, default 10 %
+ * of the host's RAM.  A create that finds none starts as it would have
+ * (from the template or cold) and tops the pool up in the background.
+ */
+#ifndef RT_SANDBOX_POOL_H
+#define RT_SANDBOX_POOL_H
+
+#include "core/context.h"
+#include "template/template.h"
+
+/* Reserves a live spare of @in's template for this process (the monitor
+   frees it if we die): 1 with its id in @id, 0 when there is none.  */
+int rt_pool_reserve (rt_context *ctx, const struct rt_template_inputs *in, char id[32]);
+
+/* Claims the reserved spare @id as the new sandbox (@claim: {state, env,
+   network, expiresMs, timeoutSeconds, stopOnTimeout, owner, startMs});
+   then rt_pool_confirm once the caller holds the handle.  */
+int rt_pool_claim (rt_context *ctx, const char *id, json_object *claim, rt_error **err);
+int rt_pool_confirm (rt_context *ctx, const char *id, rt_error **err);
+
+/* When @in's image and shape has a pool: tops it up in a detached
+   process (templates first, then spares), at once.  */
+void rt_pool_fill_background (rt_context *ctx, const struct rt_template_inputs *in);
+
+#endif
