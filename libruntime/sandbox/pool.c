@@ -126,7 +126,9 @@ static int
 spawn_spare (rt_context *ctx, const struct rt_template_inputs *in, const struct rt_template *t, const char *workdir,
              rt_error **err)
 {
-  struct rt_egress_rules none = { 0 };
+  /* Its QEMU's CPU is capped at its vCPUs' cores, as a trial sandbox's
+     (vmm/cgroup.c): whoever claims it, trial or paid.  */
+  struct rt_egress_rules none = { .trial = true };
   char id[32];
   cleanup_sandbox rt_sandbox *sb = NULL;
   cleanup_free char *disk_dir = NULL, *log = NULL;
