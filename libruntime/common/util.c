@@ -264,6 +264,37 @@ rt_find_program (const char *name)
 }
 
 int
+rt_detach (void)
+{
+  pid_t pid = fork ();
+  int fd;
+
+  if (pid != 0)
+    {
+      if (pid > 0)
+        while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+          ;
+      return pid > 0 ? 1 : -1;
+    }
+  setsid ();
+  if (fork () != 0)
+    _exit (0);
+  fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  if (fd >= 0)
+    {
+      dup2 (fd, 0);
+      dup2 (fd, 1);
+      dup2 (fd, 2);
+    }
+  /* Nothing of the caller's: its locks, pipes and sockets.  */
+  close_range (3, ~0U, 0);
+  signal (SIGINT, SIG_IGN);
+  signal (SIGHUP, SIG_IGN);
+  signal (SIGPIPE, SIG_IGN);
+  return 0;
+}
+
+int
 rt_spawn_piped (char *const argv[], pid_t *pid, int *out_fd, rt_error **err)
 {
   int pipefd[2];

@@ -53,6 +53,11 @@ char *rt_find_program (const char *name);
    stderr into one pipe, whose read end is *@out_fd (O_CLOEXEC); the caller
    reads it, closes it and reaps *@pid.  */
 int rt_spawn_piped (char *const argv[], pid_t *pid, int *out_fd, rt_error **err);
+/* Forks a detached process for background work: a double fork (nobody's
+   child), its own session, stdio on /dev/null, none of the caller's other
+   fds, SIGINT, SIGHUP and SIGPIPE ignored.  Return: 0 in that process
+   (which must _exit), 1 in the caller, -1 when fork failed.  */
+int rt_detach (void);
 int rt_run_capture (char *const argv[], char **output, rt_error **err);
 /* Last `lines` lines of a text file, for error messages.  */
 char *rt_file_tail (const char *path, int lines);

@@ -2,12 +2,9 @@
    that answer it, and a create's reservation and claim of one.  */
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/close_range.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "image/base.h"
@@ -244,37 +241,13 @@ has_pool (rt_context *ctx, const struct rt_template_inputs *in)
 void
 rt_pool_fill_background (rt_context *ctx, const struct rt_template_inputs *in)
 {
-  pid_t pid;
-
   if (!rt_templates_enabled (ctx) || (in && !has_pool (ctx, in)))
     return;
-  pid = fork ();
-  if (pid != 0)
-    {
-      if (pid > 0)
-        while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
-          ;
-      return;
-    }
-  setsid ();
-  if (fork () != 0)
-    _exit (0);
-  {
-    int fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
-    if (fd >= 0)
-      {
-        dup2 (fd, 0);
-        dup2 (fd, 1);
-        dup2 (fd, 2);
-      }
-    close_range (3, ~0U, 0);
-    signal (SIGINT, SIG_IGN);
-    signal (SIGHUP, SIG_IGN);
-    signal (SIGPIPE, SIG_IGN);
-    ctx->progress = NULL;
-    fill_locked (ctx, false);
-    _exit (0);
-  }
+  if (rt_detach () != 0)
+    return;
+  ctx->progress = NULL;
+  fill_locked (ctx, false);
+  _exit (0);
 }
 
 int

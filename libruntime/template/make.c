@@ -5,14 +5,11 @@
    a maker killed at any step leaves one dir that rt_template_sweep
    removes, and a QEMU that dies with it (PR_SET_PDEATHSIG).  */
 #include <fcntl.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-#include <linux/close_range.h>
 #include <poll.h>
 
 #include "net/netns.h"
@@ -384,41 +381,14 @@ void
 rt_template_make_background (rt_context *ctx, const struct rt_template_inputs *in)
 {
   struct rt_template t;
-  pid_t pid;
   int found;
 
   if (!rt_templates_enabled (ctx))
     return;
   found = rt_template_find (ctx, in, &t, NULL);
   rt_template_clear (&t);
-  if (found != 0)
+  if (found != 0 || rt_detach () != 0)
     return;
-  pid = fork ();
-  if (pid != 0)
-    {
-      if (pid > 0)
-        while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
-          ;
-      return;
-    }
-  /* Double fork: nobody's child, its own session, quiet.  */
-  setsid ();
-  if (fork () != 0)
-    _exit (0);
-  {
-    int fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
-    if (fd >= 0)
-      {
-        dup2 (fd, 0);
-        dup2 (fd, 1);
-        dup2 (fd, 2);
-      }
-    /* Nothing of the caller's: its locks, pipes and sockets.  */
-    close_range (3, ~0U, 0);
-    signal (SIGINT, SIG_IGN);
-    signal (SIGHUP, SIG_IGN);
-    signal (SIGPIPE, SIG_IGN);
-    ctx->progress = NULL;
-    _exit (make (ctx, in, false, NULL, NULL) < 0 ? 1 : 0);
-  }
+  ctx->progress = NULL;
+  _exit (make (ctx, in, false, NULL, NULL) < 0 ? 1 : 0);
 }
