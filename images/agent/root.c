@@ -19,7 +19,7 @@
 #include "root.h"
 #include "users.h"
 
-static bool
+bool
 hostname_valid (const char *s)
 {
   size_t len = strlen (s);
@@ -88,6 +88,7 @@ setup_net (struct agent *ag, const char *spec)
   memcpy (guest, spec, comma - spec);
   guest[comma - spec] = '\0';
   strcpy (gw, comma + 1);
+  strcpy (ag->gateway, gw);
   memset (&ifr, 0, sizeof ifr);
   snprintf (ifr.ifr_name, sizeof ifr.ifr_name, "eth0");
   if (set_inet (&ifr.ifr_addr, guest) < 0)
