@@ -188,7 +188,7 @@ forget_gateway (const struct agent *ag)
   fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return -1;
-  if (ioctl (fd, SIOCDARP, &req) < 0 && errno != ENXIO)
+  if (ioctl (fd, SIOCDARP, &req) < 0 && errno != ENXIO && errno != ENODEV)
     return -1;
   return 0;
 }

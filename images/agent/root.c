@@ -88,7 +88,6 @@ setup_net (struct agent *ag, const char *spec)
   memcpy (guest, spec, comma - spec);
   guest[comma - spec] = '\0';
   strcpy (gw, comma + 1);
-  strcpy (ag->gateway, gw);
   memset (&ifr, 0, sizeof ifr);
   snprintf (ifr.ifr_name, sizeof ifr.ifr_name, "eth0");
   if (set_inet (&ifr.ifr_addr, guest) < 0)
@@ -114,6 +113,7 @@ setup_net (struct agent *ag, const char *spec)
   if (write_file ("/etc/resolv.conf", resolv) < 0)
     agent_log ("cannot write /etc/resolv.conf: %s", strerror (errno));
   snprintf (ag->proxy_url, sizeof ag->proxy_url, "http://%s:3128", gw);
+  strcpy (ag->gateway, gw);
   return;
 bad:
   agent_log ("ignoring invalid rt.net '%s'", spec);
