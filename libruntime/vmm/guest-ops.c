@@ -67,8 +67,9 @@ op_wait (struct op *op, short events, rt_error **err)
 static int
 op_send (struct op *op, uint8_t type, uint32_t stream, const void *payload, uint32_t len, rt_error **err)
 {
+  static const uint8_t none;
   uint8_t hdr[RT_FRAME_HEADER];
-  struct iovec iov[2] = { { hdr, sizeof hdr }, { (void *) payload, len } };
+  struct iovec iov[2] = { { hdr, sizeof hdr }, { (void *) (payload ? payload : &none), len } };
   struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
 
   rt_frame_encode_header (hdr, type, stream, len);
