@@ -299,7 +299,8 @@ rt_guest_run (struct rt_channel *ch, const char *const *argv, int timeout_ms, in
         return ret;
       if (h.stream == RUN_STREAM && h.type == RT_FRAME_EXIT)
         return run_exit (&op, payload, h.len, exit_code, err);
-      if (h.stream == RUN_STREAM && h.type == RT_FRAME_ERROR)
+      /* Stream 0's: the agent refused the connection (protocol_error).  */
+      if ((h.stream == RUN_STREAM || h.stream == 0) && h.type == RT_FRAME_ERROR)
         return op_refused (&op, payload, h.len, err);
       if (h.stream == RUN_STREAM && (h.type == RT_FRAME_STDOUT || h.type == RT_FRAME_STDERR))
         {
