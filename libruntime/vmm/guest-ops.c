@@ -180,8 +180,8 @@ op_wait_done (struct op *op, const char *name, rt_error **err)
           if (got == NULL || strcmp (got, name) != 0)
             {
               msg = guest_text (got ? got : "(none)");
-              return rt_error_set (err, EPROTO, "startup_failed",
-                                   "the guest agent answered '%s' to %s", msg ? msg : "?", op->what);
+              return rt_error_set (err, EPROTO, "startup_failed", "the guest agent answered '%s' to %s",
+                                   msg ? msg : "?", op->what);
             }
           if (o && json_object_object_get_ex (o, "ok", &ok) && json_object_is_type (ok, json_type_boolean)
               && json_object_get_boolean (ok))
