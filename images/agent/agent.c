@@ -24,6 +24,7 @@
 #include "boot.h"
 #include "loop.h"
 #include "oneshot.h"
+#include "restore.h"
 #include "root.h"
 
 void
@@ -104,6 +105,10 @@ main (void)
     grow_root ();
   if (cmdline_get (ag, "rt.net", cmd, sizeof cmd))
     setup_net (ag, cmd);
+  /* Each sandbox its own, cold ones of one image too (clones get theirs
+     at RESTORE).  */
+  if (new_machine_id () < 0)
+    agent_log ("cannot write /etc/machine-id: %s", strerror (errno));
   if (cmdline_get (ag, "rt.cmd", cmd, sizeof cmd))
     run_once (cmd, ag->proxy_url);
   if (cmdline_get (ag, "rt.rawbench", cmd, sizeof cmd))

@@ -5,7 +5,8 @@
  * modes, and the rest serve the host over the virtio-serial port with the
  * framed protocol of common/proto.h: channel.c (the outgoing queue and
  * replies), commands.c (one running command), requests.c (what the host
- * asks), conn.c (the port and its state), loop.c (the poll() loop).
+ * asks), restore.c (a template's FREEZE, a clone's RESTORE), conn.c (the
+ * port and its state), loop.c (the poll() loop).
  *
  * Every header of this folder includes this one and no other of it.
  */
@@ -105,6 +106,7 @@ struct agent
   /* The proxy URL every command sees once the network is up (rt.net); the
      host's egress proxy listens on the gateway.  */
   char proxy_url[64];
+  char gateway[16]; /* its address, "" without a network (restore.c) */
 };
 
 /* Deadlines are signed: a time left may be negative.  */

@@ -31,9 +31,7 @@ b64_value (int c)
   return -1;
 }
 
-/* Decodes base64 (standard or URL alphabet, padding optional) into out,
-   which must hold strlen(in) bytes.  Return: length, or -1.  */
-static ssize_t
+ssize_t
 b64_decode (const char *in, uint8_t *out)
 {
   uint32_t acc = 0;

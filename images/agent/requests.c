@@ -1,5 +1,5 @@
 /* requests.c - what the host asks: EXEC, STDIN, SIGNAL, WINDOW, HELLO,
-   SHUTDOWN.  */
+   SHUTDOWN; FREEZE and RESTORE go to restore.c.  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -14,6 +14,7 @@
 #include "channel.h"
 #include "commands.h"
 #include "requests.h"
+#include "restore.h"
 #include "root.h"
 #include "spawn.h"
 #include "users.h"
@@ -408,6 +409,8 @@ handle_frame (struct agent *ag, const struct rt_frame_header *h, const uint8_t *
     {
     case RT_FRAME_HELLO:
     case RT_FRAME_SHUTDOWN:
+    case RT_FRAME_FREEZE:
+    case RT_FRAME_RESTORE:
       if (h->stream != 0)
         {
           send_error (ag, 0, "invalid_request", "frame type %u belongs on stream 0, not %u", h->type,
@@ -416,7 +419,12 @@ handle_frame (struct agent *ag, const struct rt_frame_header *h, const uint8_t *
         }
       if (h->type == RT_FRAME_SHUTDOWN)
         shutdown_now ();
-      handle_hello (ag, p, h->len);
+      if (h->type == RT_FRAME_FREEZE)
+        handle_freeze (ag);
+      else if (h->type == RT_FRAME_RESTORE)
+        handle_restore (ag, p, h->len);
+      else
+        handle_hello (ag, p, h->len);
       return;
 
     case RT_FRAME_EXEC:

@@ -19,7 +19,7 @@
 #include "root.h"
 #include "users.h"
 
-static bool
+bool
 hostname_valid (const char *s)
 {
   size_t len = strlen (s);
@@ -113,6 +113,7 @@ setup_net (struct agent *ag, const char *spec)
   if (write_file ("/etc/resolv.conf", resolv) < 0)
     agent_log ("cannot write /etc/resolv.conf: %s", strerror (errno));
   snprintf (ag->proxy_url, sizeof ag->proxy_url, "http://%s:3128", gw);
+  strcpy (ag->gateway, gw);
   return;
 bad:
   agent_log ("ignoring invalid rt.net '%s'", spec);

@@ -19,9 +19,8 @@ channel_broken (rt_error **err, const char *why)
   return rt_error_hint (err, "the sandbox may have crashed; its console log is in its state directory");
 }
 
-/* Reads what is there into the frame reader.  0 on EOF.  */
-static int
-read_some (struct rt_channel *ch, rt_error **err)
+int
+rt_channel_read (struct rt_channel *ch, rt_error **err)
 {
   size_t avail;
   uint8_t *space = rt_frame_reader_space (ch->reader, &avail);
@@ -42,8 +41,8 @@ read_some (struct rt_channel *ch, rt_error **err)
   return 1;
 }
 
-static json_object *
-parse_json (const uint8_t *payload, uint32_t len)
+json_object *
+rt_channel_parse_json (const uint8_t *payload, uint32_t len)
 {
   json_tokener *tok = json_tokener_new ();
   json_object *obj;
@@ -68,12 +67,10 @@ get_int (json_object *obj, const char *key)
 }
 
 int
-rt_channel_connect (struct rt_channel *ch, const char *sock, int vm_pidfd, struct rt_console *con, int timeout_ms,
-                    rt_error **err)
+rt_channel_open (struct rt_channel *ch, const char *sock, int vm_pidfd, struct rt_console *con, uint64_t deadline,
+                 rt_error **err)
 {
   struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  uint64_t deadline = rt_now_ms () + timeout_ms;
-  int ret;
 
   memset (ch, 0, sizeof (*ch));
   ch->fd = -1;
@@ -94,7 +91,7 @@ rt_channel_connect (struct rt_channel *ch, const char *sock, int vm_pidfd, struc
       if (ch->fd < 0)
         return rt_error_set (err, errno, "startup_failed", "socket: %s", strerror (errno));
       if (connect (ch->fd, (struct sockaddr *) &addr, sizeof (addr)) == 0)
-        break;
+        return 0;
       if (errno != ENOENT && errno != ECONNREFUSED)
         return rt_error_set (err, errno, "startup_failed", "cannot connect to '%s': %s", sock, strerror (errno));
       close (ch->fd);
@@ -106,6 +103,17 @@ rt_channel_connect (struct rt_channel *ch, const char *sock, int vm_pidfd, struc
       if (rt_now_ms () > deadline)
         return rt_error_set (err, ETIMEDOUT, "startup_failed", "QEMU did not open the agent socket");
     }
+}
+
+int
+rt_channel_connect (struct rt_channel *ch, const char *sock, int vm_pidfd, struct rt_console *con, int timeout_ms,
+                    rt_error **err)
+{
+  uint64_t deadline = rt_now_ms () + timeout_ms;
+  int ret = rt_channel_open (ch, sock, vm_pidfd, con, deadline, err);
+
+  if (ret < 0)
+    return ret;
 
   /* Wait for the agent's HELLO.  */
   for (;;)
@@ -130,7 +138,7 @@ rt_channel_connect (struct rt_channel *ch, const char *sock, int vm_pidfd, struc
         return rt_error_set (err, EIO, "startup_failed", "the VM exited during boot");
       if (!pfd[0].revents)
         continue;
-      ret = read_some (ch, err);
+      ret = rt_channel_read (ch, err);
       if (ret < 0)
         return ret;
       if (ret == 0)
@@ -143,7 +151,7 @@ rt_channel_connect (struct rt_channel *ch, const char *sock, int vm_pidfd, struc
       while ((ret = rt_frame_reader_next (ch->reader, &h, &payload)) > 0)
         if (h.type == RT_FRAME_HELLO && h.stream == 0)
           {
-            json_object *hello = parse_json (payload, h.len);
+            json_object *hello = rt_channel_parse_json (payload, h.len);
             int64_t version = hello ? get_int (hello, "version") : -1;
             json_object_put (hello);
             if (version != RT_PROTO_VERSION)
