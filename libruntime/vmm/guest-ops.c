@@ -24,6 +24,7 @@ struct op
   uint64_t deadline;
   const char *what; /* "freeze", "restore", "run": for messages */
   unsigned skipped;
+  json_object *resend; /* sent again after each HELLO (restore) */
 };
 
 /* @text from the guest, shortened and made safe to show.  */
@@ -190,9 +191,52 @@ op_wait_done (struct op *op, const char *name, rt_error **err)
           return op_fail (op, err, EIO, msg && *msg ? msg : "(no message)");
         }
       ret = op_skip (op, err);
+      /* The agent greets a host it has just seen connect, after dropping
+         what the one before left unread: maybe our request, when the
+         template's agent saw its host go only once the clone ran.  */
+      if (ret == 0 && op->resend && h.stream == 0 && h.type == RT_FRAME_HELLO)
+        ret = op_send_json (op, RT_FRAME_RESTORE, 0, op->resend, err);
       if (ret < 0)
         return ret;
     }
+}
+
+/* Waits up to @grace_ms for the agent's HELLO: it greets each host it
+   sees connect, and drops whatever came before its greeting.  0 also when
+   none came (an agent that never saw the template's host go).  */
+static int
+op_wait_hello (struct op *op, int grace_ms, rt_error **err)
+{
+  uint64_t deadline = op->deadline;
+
+  op->deadline = rt_now_ms () + grace_ms < deadline ? rt_now_ms () + grace_ms : deadline;
+  for (;;)
+    {
+      struct rt_frame_header h;
+      const uint8_t *payload;
+      rt_error *e = NULL;
+      int ret = op_next (op, &h, &payload, &e);
+
+      if (ret < 0 && rt_now_ms () >= op->deadline && op->deadline < deadline)
+        {
+          rt_error_free (e);
+          break;
+        }
+      if (ret < 0)
+        {
+          if (err)
+            *err = e;
+          else
+            rt_error_free (e);
+          return ret;
+        }
+      if (h.stream == 0 && h.type == RT_FRAME_HELLO)
+        break;
+      if ((ret = op_skip (op, err)) < 0)
+        return ret;
+    }
+  op->deadline = deadline;
+  return 0;
 }
 
 int
@@ -204,7 +248,7 @@ rt_channel_attach (struct rt_channel *ch, const char *sock, int vm_pidfd, int ti
 int
 rt_guest_freeze (struct rt_channel *ch, int timeout_ms, rt_error **err)
 {
-  struct op op = { ch, rt_now_ms () + timeout_ms, "freeze", 0 };
+  struct op op = { ch, rt_now_ms () + timeout_ms, "freeze", 0, NULL };
   int ret = op_send (&op, RT_FRAME_FREEZE, 0, NULL, 0, err);
 
   return ret < 0 ? ret : op_wait_done (&op, "freeze", err);
@@ -213,7 +257,7 @@ rt_guest_freeze (struct rt_channel *ch, int timeout_ms, rt_error **err)
 int
 rt_guest_restore (struct rt_channel *ch, const char *hostname, int timeout_ms, rt_error **err)
 {
-  struct op op = { ch, rt_now_ms () + timeout_ms, "restore", 0 };
+  struct op op = { ch, rt_now_ms () + timeout_ms, "restore", 0, NULL };
   cleanup_json json_object *o = json_object_new_object ();
   uint8_t entropy[ENTROPY_BYTES];
   char b64[4 * ((ENTROPY_BYTES + 2) / 3) + 1];
@@ -231,7 +275,10 @@ rt_guest_restore (struct rt_channel *ch, const char *hostname, int timeout_ms, r
   json_object_object_add (o, "timeMs", json_object_new_int64 ((int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000));
   json_object_object_add (o, "hostname", json_object_new_string (hostname));
   explicit_bzero (b64, sizeof b64);
-  ret = op_send_json (&op, RT_FRAME_RESTORE, 0, o, err);
+  ret = op_wait_hello (&op, 1000, err);
+  op.resend = o;
+  if (ret == 0)
+    ret = op_send_json (&op, RT_FRAME_RESTORE, 0, o, err);
   return ret < 0 ? ret : op_wait_done (&op, "restore", err);
 }
 
