@@ -84,4 +84,15 @@ void rt_template_remove_stale (rt_context *ctx, const struct rt_template_inputs 
    "sizeBytes" added (image warm --json, tests).  */
 int rt_template_list (rt_context *ctx, json_object **out, rt_error **err);
 
+/* Removes the .tmp-* dirs of makers that are gone: every one when no
+   maker holds a .lock-<key> (a maker takes it before making its .tmp-
+   dir), else only those older than an hour; .tmp-del-* (a removal cut
+   short) always.  */
+void rt_template_sweep (rt_context *ctx);
+
+/* Ends @key's keeper, if one runs, once its template dir is gone: it
+   checks on every request, so this asks it once and waits (≤ 2 s) for it
+   to close.  */
+void rt_template_keeper_stop (rt_context *ctx, const char *key);
+
 #endif
