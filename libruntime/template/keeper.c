@@ -23,7 +23,9 @@
 #define KEEPER_ANSWER_S 5
 #define PAGE 4096
 
-/* <state>/.templates/<key><suffix>, the dir made 0700.  */
+/* <state>/.templates/<key's first 32 digits><suffix>, the dir made 0700.
+   128 bits name a template as surely as 256, and leave room in a
+   socket's 108 bytes for a longer state dir.  */
 static char *
 keeper_path (rt_context *ctx, const char *key, const char *suffix, rt_error **err)
 {
@@ -34,7 +36,7 @@ keeper_path (rt_context *ctx, const char *key, const char *suffix, rt_error **er
     return rt_error_oom (err), NULL;
   if (rt_mkdir_p (dir, 0700, err) < 0)
     return NULL;
-  path = rt_strdup_printf ("%s/%s%s", dir, key, suffix);
+  path = rt_strdup_printf ("%s/%.32s%s", dir, key, suffix);
   if (path == NULL)
     rt_error_oom (err);
   return path;

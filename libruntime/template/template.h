@@ -14,7 +14,8 @@
  *   <cache>/templates/.tmp-XXXXXX/ a template being made: renamed to its
  *                    key when complete, so a dir named by a key is whole
  *   <cache>/templates/.lock-<key>  flock: one maker per key at a time
- *   <state>/.templates/<key>.sock  its keeper (rt_template_ram_fd)
+ *   <state>/.templates/<key:32>.sock  its keeper (rt_template_ram_fd):
+ *                    the key's first 32 digits, to fit a socket path
  *
  * Any changed input is another key: a stale template is never found, and
  * making a template removes the others of its image and shape.
