@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include "monitor/privs.h"
 #include "template/template.h"
 
 #define ALL_SEALS (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
@@ -287,6 +288,10 @@ keeper_main (const struct keeper *k, int listen_fd, int mfd)
   if (mfd < 0 || (listen_fd != 3 && dup3 (listen_fd, 3, O_CLOEXEC) < 0) || (mfd != 4 && dup3 (mfd, 4, O_CLOEXEC) < 0))
     _exit (1);
   close_range (5, ~0U, 0);
+  /* It only answers root on a 0600 socket in a 0700 dir it owns, and
+     looks at a dir root owns: no capability is needed for that.  */
+  if (mon_drop_privileges (0, NULL) < 0)
+    _exit (1);
   keeper_loop (k);
 }
 
