@@ -130,12 +130,29 @@ keeper_gone (int fd, int ms)
   return false;
 }
 
+/* Whether the template dir of @key (@sock false) or its keeper's socket
+   is there.  */
+static bool
+present (const char *key, bool sock)
+{
+  char path[700];
+  if (sock)
+    snprintf (path, sizeof path, "%s/%.32s.sock", sockdir, key);
+  else
+    snprintf (path, sizeof path, "%s/%s", tdir, key);
+  return access (path, F_OK) == 0;
+}
+
 static bool
 sock_exists (const char *key)
 {
-  char path[700];
-  snprintf (path, sizeof path, "%s/%.32s.sock", sockdir, key);
-  return access (path, F_OK) == 0;
+  return present (key, true);
+}
+
+static bool
+exists (const char *key)
+{
+  return present (key, false);
 }
 
 static int
@@ -331,14 +348,6 @@ test_keeper (rt_context *ctx, struct rt_template_inputs *in)
   rt_error_free (err);
   err = NULL;
   rt_template_clear (&t);
-}
-
-static bool
-exists (const char *key)
-{
-  char path[700];
-  snprintf (path, sizeof path, "%s/%s", tdir, key);
-  return access (path, F_OK) == 0;
 }
 
 static void
