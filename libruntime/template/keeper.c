@@ -87,21 +87,23 @@ copy_data (int src, int dst, off_t off, off_t end)
 }
 
 /* A sealed memfd of @memory_mib MiB holding the template's `ram` (opened
-   in the dir @dfd).  */
+   in the dir @dfd), named after @key (what /proc/PID/fd shows).  */
 static int
-load_ram (int dfd, const char *dir, unsigned memory_mib, int *out, rt_error **err)
+load_ram (int dfd, const char *dir, const char *key, unsigned memory_mib, int *out, rt_error **err)
 {
   cleanup_close int src = openat (dfd, "ram", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   cleanup_close int mfd = -1;
   off_t size = (off_t) memory_mib << 20, data = 0, hole;
   struct stat st;
+  char name[64];
   int ret;
 
+  snprintf (name, sizeof name, "rt-template-%.12s", key);
   if (src < 0 || fstat (src, &st) < 0)
     return rt_error_set (err, errno, "internal", "cannot open '%s/ram': %s", dir, strerror (errno));
   if (!S_ISREG (st.st_mode) || st.st_size > size)
     return rt_error_set (err, EINVAL, "internal", "'%s/ram' is not a RAM of %u MiB", dir, memory_mib);
-  mfd = memfd_create ("rt-template", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  mfd = memfd_create (name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (mfd < 0 || ftruncate (mfd, size) < 0)
     return rt_error_set (err, errno, "internal", "cannot make a memfd of %u MiB: %s", memory_mib, strerror (errno));
   for (;;)
@@ -352,7 +354,7 @@ load_and_keep (rt_context *ctx, const struct rt_template *t, const char *sock, i
   dfd = open (t->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0 || fstat (dfd, &st) < 0)
     return rt_error_set (err, errno, "internal", "cannot open the template '%s': %s", t->dir, strerror (errno));
-  ret = load_ram (dfd, t->dir, t->memory_mib, &mfd, err);
+  ret = load_ram (dfd, t->dir, t->key, t->memory_mib, &mfd, err);
   if (ret < 0)
     return ret;
   ret = start_keeper (ctx, t, &st, sock, mfd, err);
@@ -394,6 +396,8 @@ void
 rt_template_keeper_stop (rt_context *ctx, const char *key)
 {
   cleanup_free char *sock = keeper_path (ctx, key, ".sock", NULL);
+  cleanup_free char *lock = keeper_path (ctx, key, ".lock", NULL);
+  cleanup_close int lockfd = -1;
   uint64_t until = rt_now_ms () + 2000;
   int fd = -1;
 
@@ -406,4 +410,11 @@ rt_template_keeper_stop (rt_context *ctx, const char *key)
       fd = -1;
       usleep (50 * 1000);
     }
+  /* A socket nobody answers on is a killed keeper's: gone too, under the
+     lock a starter holds while it binds a new one.  */
+  if (sock && lock && access (sock, F_OK) == 0 && rt_lock_file (lock, &lockfd, NULL) == 0
+      && ask_keeper (sock, &fd, NULL) == 0)
+    unlink (sock);
+  if (fd >= 0)
+    close (fd);
 }

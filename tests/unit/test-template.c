@@ -310,6 +310,47 @@ test_sealed (int fd)
   ok (same, "and writing it leaves the memfd as it was");
 }
 
+/* What a keeper holds: cwd /, stdio on /dev/null, its socket and the
+   memfd, no other fd, no capability.  */
+static void
+test_keeper_process (pid_t pid)
+{
+  char path[300], link[300], line[300];
+  int fds = 0, nulls = 0;
+  bool caps = false;
+  DIR *d;
+  struct dirent *de;
+  FILE *f;
+  ssize_t n;
+
+  snprintf (path, sizeof path, "/proc/%d/cwd", (int) pid);
+  n = readlink (path, link, sizeof link - 1);
+  ok (n == 1 && link[0] == '/', "the keeper's cwd is /");
+  snprintf (path, sizeof path, "/proc/%d/fd", (int) pid);
+  d = opendir (path);
+  while (d && (de = readdir (d)))
+    {
+      if (de->d_name[0] == '.')
+        continue;
+      fds++;
+      snprintf (path, sizeof path, "/proc/%d/fd/%.20s", (int) pid, de->d_name);
+      n = readlink (path, link, sizeof link - 1);
+      link[n > 0 ? n : 0] = '\0';
+      nulls += atoi (de->d_name) <= 2 && strcmp (link, "/dev/null") == 0;
+    }
+  if (d)
+    closedir (d);
+  ok (fds == 5 && nulls == 3, "it has stdio on /dev/null, its socket and the memfd, nothing else (%d fds)", fds);
+  snprintf (path, sizeof path, "/proc/%d/status", (int) pid);
+  f = fopen (path, "r");
+  while (f && fgets (line, sizeof line, f))
+    if (strncmp (line, "CapEff:", 7) == 0 || strncmp (line, "CapPrm:", 7) == 0)
+      caps |= strtoull (line + 7, NULL, 16) != 0;
+  if (f)
+    fclose (f);
+  ok (f && !caps, "and no capability");
+}
+
 static void
 test_keeper (rt_context *ctx, struct rt_template_inputs *in)
 {
@@ -326,6 +367,7 @@ test_keeper (rt_context *ctx, struct rt_template_inputs *in)
   ok (rt_template_ram_fd (ctx, &t, &fd2, &err) == 0 && fstat (fd, &a) == 0 && fstat (fd2, &b) == 0 && a.st_ino == b.st_ino,
       "a second call gets the same memfd (inode %lu)", (unsigned long) a.st_ino);
   ok ((n = holders (fd, &pid)) == 1, "one keeper holds it (%d)", n);
+  test_keeper_process (pid);
   ok (sock_exists (t.key), "its socket is there");
   close (fd2);
   ok (keeper_gone (fd, 5000) && !sock_exists (t.key), "the keeper exits after 1 s unasked, its socket gone");
@@ -358,6 +400,7 @@ test_remove (rt_context *ctx, struct rt_template_inputs *in)
   struct rt_template t;
   rt_error *err = NULL;
   int fd = -1, lock;
+  pid_t pid = 0;
 
   stale.disk_mib = 8192;
   shape.memory_mib = 8;
@@ -377,12 +420,20 @@ test_remove (rt_context *ctx, struct rt_template_inputs *in)
   ok (exists (kbusy), "and one whose maker holds its lock");
   close (lock);
 
+  /* One keeper alive, one killed (its socket left behind).  */
+  rt_template_find (ctx, &shape, &t, &err);
+  rt_template_ram_fd (ctx, &t, &fd, &err);
+  ok (fd >= 0 && holders (fd, &pid) == 1 && kill (pid, SIGKILL) == 0 && keeper_gone (fd, 3000) && sock_exists (kshape),
+      "a killed keeper's socket is left");
+  close (fd);
+  rt_template_clear (&t);
   rt_template_find (ctx, in, &t, &err);
   rt_template_ram_fd (ctx, &t, &fd, &err);
   ok (rt_template_remove_image (ctx, in->image_id, &err) == 0 && !exists (k) && !exists (kshape) && !exists (kbusy),
       "remove_image removes every template of the image");
   ok (exists (kimage), "and no other image's");
-  ok (fd >= 0 && keeper_gone (fd, 500) && !sock_exists (t.key), "its keepers have ended, their sockets gone");
+  ok (fd >= 0 && keeper_gone (fd, 500) && !sock_exists (t.key), "its live keeper has ended, its socket gone");
+  ok (!sock_exists (kshape), "and the killed keeper's socket is gone too");
   close (fd);
   rt_template_clear (&t);
   ok (rt_template_remove_image (ctx, image.image_id, &err) == 0 && !exists (kimage), "the other image's go too");
