@@ -302,20 +302,15 @@ remove_template (rt_context *ctx, const char *top, const char *key, rt_error **e
   return rt_rm_rf (del, err);
 }
 
-/* The lock a maker of @key holds, taken without waiting: the fd, -1 when
-   it is held (or cannot be opened).  */
-static int
-try_maker_lock (const char *top, const char *key)
+/* Whether a maker of @key holds its lock now (a lock file that is not
+   there is held by no one; none is made here).  */
+static bool
+maker_holds (const char *top, const char *key)
 {
   cleanup_free char *path = rt_strdup_printf ("%s/.lock-%s", top, key);
-  int fd = path ? open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
+  cleanup_close int fd = path ? open (path, O_RDONLY | O_CLOEXEC) : -1;
 
-  if (fd >= 0 && flock (fd, LOCK_EX | LOCK_NB) < 0)
-    {
-      close (fd);
-      return -1;
-    }
-  return fd;
+  return fd >= 0 && flock (fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
 }
 
 struct remove_match
@@ -332,7 +327,6 @@ remove_one (const char *top, const char *key, json_object *meta, void *data)
 {
   struct remove_match *m = data;
   json_object *inputs = NULL;
-  cleanup_close int lock = -1;
 
   json_object_object_get_ex (meta, "inputs", &inputs);
   if (rt_json_str (inputs, "imageId") == NULL || strcmp (rt_json_str (inputs, "imageId"), m->image_id) != 0)
@@ -341,7 +335,7 @@ remove_one (const char *top, const char *key, json_object *meta, void *data)
     {
       /* A template whose maker still runs is left alone.  */
       if (strcmp (key, m->keep) == 0 || meta_int (inputs, "vcpu") != m->vcpu
-          || meta_int (inputs, "memoryMiB") != m->memory_mib || (lock = try_maker_lock (top, key)) < 0)
+          || meta_int (inputs, "memoryMiB") != m->memory_mib || maker_holds (top, key))
         return 0;
     }
   return remove_template (m->ctx, top, key, m->err);
@@ -378,13 +372,8 @@ maker_running (const char *top)
   struct dirent *de;
 
   while (d && (de = readdir (d)))
-    if (strncmp (de->d_name, ".lock-", 6) == 0 && is_key (de->d_name + 6))
-      {
-        int fd = try_maker_lock (top, de->d_name + 6);
-        if (fd < 0)
-          return true;
-        close (fd);
-      }
+    if (strncmp (de->d_name, ".lock-", 6) == 0 && is_key (de->d_name + 6) && maker_holds (top, de->d_name + 6))
+      return true;
   return false;
 }
 
