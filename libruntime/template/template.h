@@ -93,7 +93,7 @@ void rt_template_sweep (rt_context *ctx);
 
 /* Ends @key's keeper, if one runs, once its template dir is gone: it
    checks on every request, so this asks it once and waits (≤ 2 s) for it
-   to close.  */
+   to close.  A killed keeper's socket is removed.  */
 void rt_template_keeper_stop (rt_context *ctx, const char *key);
 
 #endif
