@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "sandbox/store.h"
 #include "template/template.h"
 
 /* A .tmp-* dir this old is a dead maker's even while some maker holds a
@@ -406,11 +407,20 @@ rt_template_sweep (rt_context *ctx)
   busy = maker_running (top);
   for (size_t i = 0; i < n; i++)
     {
+      cleanup_free char *pidfile = rt_strdup_printf ("%s/maker.pid", names[i]);
       struct stat st;
-      bool removing = strstr (names[i], "/.tmp-del-") != NULL;
-      if (lstat (names[i], &st) < 0 || !S_ISDIR (st.st_mode))
+      int alive;
+      if (strstr (names[i], "/.tmp-del-"))
+        {
+          rt_rm_rf (names[i], NULL);
+          continue;
+        }
+      if (pidfile == NULL || lstat (names[i], &st) < 0 || !S_ISDIR (st.st_mode))
         continue;
-      if (removing || !busy || st.st_mtime < time (NULL) - SWEEP_AGE_S)
+      /* The maker's pid file (template/make.c) says best; a dir without
+         one yet is judged by the locks and its age.  */
+      alive = rt_pidfile_alive (pidfile, NULL);
+      if (alive == 0 || (alive < 0 && (!busy || st.st_mtime < time (NULL) - SWEEP_AGE_S)))
         rt_rm_rf (names[i], NULL);
     }
 }

@@ -85,10 +85,10 @@ void rt_template_remove_stale (rt_context *ctx, const struct rt_template_inputs 
    "sizeBytes" added (image warm --json, tests).  */
 int rt_template_list (rt_context *ctx, json_object **out, rt_error **err);
 
-/* Removes the .tmp-* dirs of makers that are gone: every one when no
-   maker holds a .lock-<key> (a maker takes it before making its .tmp-
-   dir), else only those older than an hour; .tmp-del-* (a removal cut
-   short) always.  */
+/* Removes the .tmp-* dirs of makers that are gone: one whose maker.pid
+   names a dead process; one without a (readable) maker.pid when no maker
+   holds a .lock-<key> (a maker takes it before making its .tmp- dir), or
+   when it is over an hour old; .tmp-del-* (a removal cut short) always.  */
 void rt_template_sweep (rt_context *ctx);
 
 /* Ends @key's keeper, if one runs, once its template dir is gone: it

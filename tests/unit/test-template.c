@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sandbox/store.h"
 #include "tap.h"
 #include "template/template.h"
 
@@ -442,27 +443,39 @@ test_remove (rt_context *ctx, struct rt_template_inputs *in)
 static void
 test_sweep (rt_context *ctx)
 {
-  char fresh[700], old[700], del[700], lockp[700];
+  char fresh[700], old[700], del[700], lockp[700], live[700], dead[700], pidfile[800];
   struct timespec t[2] = { { .tv_sec = time (NULL) - 7200 }, { .tv_sec = time (NULL) - 7200 } };
   int lock;
 
   snprintf (fresh, sizeof fresh, "%s/.tmp-fresh1", tdir);
   snprintf (old, sizeof old, "%s/.tmp-old111", tdir);
   snprintf (del, sizeof del, "%s/.tmp-del-abcdef", tdir);
+  snprintf (live, sizeof live, "%s/.tmp-live11", tdir);
+  snprintf (dead, sizeof dead, "%s/.tmp-dead11", tdir);
   snprintf (lockp, sizeof lockp, "%s/.lock-%064d", tdir, 0);
   mkdir (fresh, 0755);
   mkdir (old, 0755);
   mkdir (del, 0755);
-  put (del, "half");
+  snprintf (pidfile, sizeof pidfile, "%s/ram", del);
+  put (pidfile, "half");
   utimensat (AT_FDCWD, old, t, 0);
   lock = open (lockp, O_RDWR | O_CREAT, 0600);
   flock (lock, LOCK_EX);
+  mkdir (live, 0755);
+  mkdir (dead, 0755);
+  snprintf (pidfile, sizeof pidfile, "%s/maker.pid", live);
+  rt_write_pidfile (pidfile, getpid (), NULL);
+  snprintf (pidfile, sizeof pidfile, "%s/maker.pid", dead);
+  put (pidfile, "2147483646 1\n");
   rt_template_sweep (ctx);
   ok (access (fresh, F_OK) == 0, "sweep keeps a young .tmp- dir while a maker holds its lock");
   ok (access (old, F_OK) < 0 && access (del, F_OK) < 0, "and removes an hour-old one and a removal cut short");
+  ok (access (dead, F_OK) < 0, "and one whose maker.pid names a dead process");
   close (lock);
   rt_template_sweep (ctx);
-  ok (access (fresh, F_OK) < 0, "with no maker running, every .tmp- dir goes");
+  ok (access (fresh, F_OK) < 0, "with no maker running, every .tmp- dir without maker.pid goes");
+  ok (access (live, F_OK) == 0, "but not one whose maker.pid names a live process");
+  rt_rm_rf (live, NULL);
 }
 
 int
