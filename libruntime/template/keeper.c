@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -266,6 +267,19 @@ keeper_loop (const struct keeper *k)
     }
 }
 
+/* Empties the effective, permitted and inheritable sets (no privilege
+   needed) and the ambient one.  Return: 0, or -1.  */
+static int
+drop_held_caps (void)
+{
+  struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+  struct __user_cap_data_struct data[2];
+
+  memset (data, 0, sizeof data);
+  prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  return syscall (SYS_capset, &hdr, data) < 0 ? -1 : 0;
+}
+
 /* In the keeper (the grandchild): nothing of the caller's stays.  */
 static void __attribute__ ((noreturn))
 keeper_main (const struct keeper *k, int listen_fd, int mfd)
@@ -291,8 +305,10 @@ keeper_main (const struct keeper *k, int listen_fd, int mfd)
     _exit (1);
   close_range (5, ~0U, 0);
   /* It only answers root on a 0600 socket in a 0700 dir it owns, and
-     looks at a dir root owns: no capability is needed for that.  */
-  if (mon_drop_privileges (0, NULL) < 0)
+     looks at a dir root owns: no capability is needed for that.  A caller
+     that gave up CAP_SETPCAP (a monitor after its start) cannot shrink
+     the bounding set: then at least every set it holds is emptied.  */
+  if (mon_drop_privileges (0, NULL) < 0 && drop_held_caps () < 0)
     _exit (1);
   keeper_loop (k);
 }

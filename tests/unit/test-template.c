@@ -11,7 +11,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -311,17 +314,33 @@ test_sealed (int fd)
   ok (same, "and writing it leaves the memfd as it was");
 }
 
+/* Whether @pid holds no capability (CapEff, CapPrm).  */
+static bool
+no_caps (pid_t pid)
+{
+  char path[64], line[300];
+  bool caps = false;
+  FILE *f;
+
+  snprintf (path, sizeof path, "/proc/%d/status", (int) pid);
+  f = fopen (path, "r");
+  while (f && fgets (line, sizeof line, f))
+    if (strncmp (line, "CapEff:", 7) == 0 || strncmp (line, "CapPrm:", 7) == 0)
+      caps |= strtoull (line + 7, NULL, 16) != 0;
+  if (f)
+    fclose (f);
+  return f && !caps;
+}
+
 /* What a keeper holds: cwd /, stdio on /dev/null, its socket and the
    memfd, no other fd, no capability.  */
 static void
 test_keeper_process (pid_t pid)
 {
-  char path[300], link[300], line[300];
+  char path[300], link[300];
   int fds = 0, nulls = 0;
-  bool caps = false;
   DIR *d;
   struct dirent *de;
-  FILE *f;
   ssize_t n;
 
   snprintf (path, sizeof path, "/proc/%d/cwd", (int) pid);
@@ -342,14 +361,48 @@ test_keeper_process (pid_t pid)
   if (d)
     closedir (d);
   ok (fds == 5 && nulls == 3, "it has stdio on /dev/null, its socket and the memfd, nothing else (%d fds)", fds);
-  snprintf (path, sizeof path, "/proc/%d/status", (int) pid);
-  f = fopen (path, "r");
-  while (f && fgets (line, sizeof line, f))
-    if (strncmp (line, "CapEff:", 7) == 0 || strncmp (line, "CapPrm:", 7) == 0)
-      caps |= strtoull (line + 7, NULL, 16) != 0;
-  if (f)
-    fclose (f);
-  ok (f && !caps, "and no capability");
+  ok (no_caps (pid), "and no capability");
+}
+
+/* A caller without CAP_SETPCAP (a monitor after its start) still gets a
+   keeper, and that keeper holds no capability.  */
+static void
+test_keeper_unprivileged (rt_context *ctx, struct rt_template_inputs *in)
+{
+  struct rt_template t;
+  rt_error *err = NULL;
+  char key[65];
+  int status = -1;
+  pid_t child;
+
+  make_fake (ctx, in, NULL, key);
+  rt_template_find (ctx, in, &t, &err);
+  ctx->template_keep_s = 1;
+  child = fork ();
+  if (child == 0)
+    {
+      struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+      struct __user_cap_data_struct data[2];
+      int fd = -1;
+      pid_t keeper = 0;
+      syscall (SYS_capget, &hdr, data);
+      data[0].effective &= ~(1u << CAP_SETPCAP);
+      data[0].permitted &= ~(1u << CAP_SETPCAP);
+      if (syscall (SYS_capset, &hdr, data) < 0 || rt_template_ram_fd (ctx, &t, &fd, &err) < 0)
+        _exit (2);
+      if (holders (fd, &keeper) != 1)
+        _exit (1);
+      /* It drops them just before it serves: wait for that.  */
+      for (int i = 0; i < 40 && !no_caps (keeper); i++)
+        usleep (50 * 1000);
+      _exit (no_caps (keeper) ? 0 : 3);
+    }
+  waitpid (child, &status, 0);
+  ok (WIFEXITED (status) && WEXITSTATUS (status) == 0,
+      "a caller without CAP_SETPCAP gets a keeper, and it holds no capability (%d)", status);
+  usleep (2500 * 1000);
+  ok (!sock_exists (key), "that keeper is gone after 1 s unasked");
+  rt_template_clear (&t);
 }
 
 static void
@@ -516,6 +569,7 @@ main (void)
   test_key (ctx, &in);
   test_find_list (ctx, &in);
   test_keeper (ctx, &in);
+  test_keeper_unprivileged (ctx, &in);
   test_remove (ctx, &in);
   test_sweep (ctx);
   ok (count_socks () == 0, "no keeper socket is left");
