@@ -1,4 +1,4 @@
-/* image.c - `runtime image …`: build, ls, get, rm, export, import.  */
+/* image.c - `runtime image …`: build, ls, get, rm, export, import, warm.  */
 #include <errno.h>
 #include <inttypes.h>
 #include <json-c/json.h>
@@ -21,6 +21,53 @@ join (json_object *arr, char *out, size_t size)
     used += snprintf (out + used, size - used, "%s%s", i ? "," : "", json_object_get_string (json_object_array_get_idx (arr, i)));
   if (n == 0)
     snprintf (out, size, "-");
+}
+
+/* One line for a template rt_image_warm described: its key, shape and
+   how long it took to make.  */
+static void
+warm_summary (FILE *out, json_object *t)
+{
+  json_object *v;
+  double secs = json_object_object_get_ex (t, "makeMs", &v) ? json_object_get_int64 (v) / 1000.0 : 0;
+  bool fresh = json_object_object_get_ex (t, "fresh", &v) && json_object_get_boolean (v);
+
+  fprintf (out, "template %.12s of %.12s: %d vCPU, %d MiB, %s in %.1f s\n", cli_jstr (t, "key"), cli_jstr (t, "imageId"),
+           json_object_object_get_ex (t, "vcpu", &v) ? json_object_get_int (v) : 0,
+           json_object_object_get_ex (t, "memoryMiB", &v) ? json_object_get_int (v) : 0,
+           fresh ? "made" : "there already, made", secs);
+}
+
+/* image build --warm: the new image's template for the default shape.
+   The image stays when warming fails; the error says so.  */
+static int
+build_warm (rt_context *ctx, const char *id, bool json)
+{
+  rt_error *err = NULL;
+  cleanup_free char *out = NULL;
+  cleanup_json json_object *t = NULL, *o = NULL;
+
+  if (rt_image_warm (ctx, id, 0, 0, &out, &err) < 0)
+    {
+      char hint[160];
+      snprintf (hint, sizeof hint, "the image %.12s was built; runtime image warm %.12s makes its template", id, id);
+      free (err->hint);
+      err->hint = strdup (hint);
+      return cli_lib_fail (err);
+    }
+  t = json_tokener_parse (out);
+  if (json)
+    {
+      o = json_object_new_object ();
+      json_object_object_add (o, "id", json_object_new_string (id));
+      json_object_object_add (o, "template", json_object_get (t));
+      printf ("%s\n", json_object_to_json_string_ext (o, JSON_FLAGS));
+      return 0;
+    }
+  if (t)
+    warm_summary (stderr, t);
+  printf ("%s\n", id);
+  return 0;
 }
 
 static int
@@ -57,6 +104,8 @@ image_build (struct cli_command *cmd, int argc, char **argv)
     return 1;
   if (rt_image_build (ctx, &o, &id, &err) < 0)
     return cli_lib_fail (err);
+  if (cli_opt (cmd, &a, "warm"))
+    return build_warm (ctx, id, a.json);
   printf (a.json ? "{\"id\":\"%s\"}\n" : "%s\n", id);
   return 0;
 }
@@ -216,6 +265,34 @@ image_import (struct cli_command *cmd, int argc, char **argv)
   return image_ref_action (cmd, argc, argv, ACT_IMPORT);
 }
 
+static int
+image_warm (struct cli_command *cmd, int argc, char **argv)
+{
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_free char *out = NULL;
+  cleanup_json json_object *t = NULL;
+  rt_error *err = NULL;
+  unsigned long vcpu = 0, mem = 0;
+  int code = 1;
+
+  if (!cli_begin (cmd, argc, argv, &a, &code))
+    return code;
+  if (cli_opt_uint (cmd, &a, "vcpu", 1, RT_MAX_VCPU, &vcpu) < 0
+      || cli_opt_uint (cmd, &a, "memory", RT_MIN_MEMORY_MIB, RT_MAX_MEMORY_MIB, &mem) < 0)
+    return 1;
+  ctx = cli_context ();
+  if (ctx == NULL)
+    return 1;
+  if (rt_image_warm (ctx, a.npos > 0 ? a.pos[0] : NULL, vcpu, mem, &out, &err) < 0)
+    return cli_lib_fail (err);
+  if (a.json)
+    printf ("%s\n", out);
+  else if ((t = json_tokener_parse (out)))
+    warm_summary (stdout, t);
+  return 0;
+}
+
 static const struct cli_opt build_opts[] = {
   { "from", "REF", "the image to start from", "runtime", false },
   { "apt", "PKG", "a Debian package (reaches only Debian's archive)", NULL, true },
@@ -229,6 +306,13 @@ static const struct cli_opt build_opts[] = {
   { "tag", "NAME[:TAG]", "the same as --name (also -t)", "image", false },
   { "no-cache", NULL, "run every step even when its layer is cached", NULL, false },
   { "apt-mirror", "URL", "the Debian mirror apt steps use and reach", "the default image's", false },
+  { "warm", NULL, "then make its template (image warm) for the default shape", NULL, false },
+  { NULL, NULL, NULL, NULL, false },
+};
+
+static const struct cli_opt warm_opts[] = {
+  { "vcpu", "N", "the shape's virtual CPUs (1-16)", "2", false },
+  { "memory", "MiB", "the shape's memory (256-65536)", "4096", false },
   { NULL, NULL, NULL, NULL, false },
 };
 
@@ -241,12 +325,15 @@ static struct cli_command image_cmds[] = {
   { "ls", image_ls, "List images, every version.", "", "runtime image ls", no_opts, false, 0, 0, NULL },
   { "get", image_get, "Show one image: layers, env, workdir, the steps that made it.", "REF",
     "runtime image get tools:latest", no_opts, false, 1, 1, NULL },
-  { "rm", image_rm, "Remove an image version (not while a live sandbox runs it).", "REF", "runtime image rm tools@1",
+  { "rm", image_rm, "Remove an image version and its templates (not while a live sandbox runs it).", "REF", "runtime image rm tools@1",
     no_opts, false, 1, 1, NULL },
   { "export", image_export, "Write an image to a portable tar (manifest and layers).", "REF FILE.tar",
     "runtime image export tools tools.tar", no_opts, false, 2, 2, NULL },
   { "import", image_import, "Add an exported image; every digest is checked.", "FILE.tar",
     "runtime image import tools.tar", no_opts, false, 1, 1, NULL },
+  { "warm", image_warm,
+    "Make the template sandboxes of this image and shape start from (saved memory, not a boot); print it.",
+    "[REF] [options]", "runtime image warm tools --vcpu 2 --memory 4096", warm_opts, false, 0, 1, NULL },
   { NULL, NULL, NULL, NULL, NULL, NULL, false, 0, 0, NULL },
 };
 

@@ -114,7 +114,7 @@ complete -c runtime -n '__runtime_first_arg sandbox exec spawn ps logs kill cat 
 complete -c runtime -n '__runtime_first_arg sandbox get rm' -a '(__runtime_sandboxes --all)'
 # cp: ID: of a live sandbox, or a local path (either side).
 complete -c runtime -n '__runtime_cmd_is sandbox cp' -F -a '(__runtime_sandboxes | sed "s/\$/:/")'
-complete -c runtime -n '__runtime_first_arg image get rm export' -a '(__runtime_images)'
+complete -c runtime -n '__runtime_first_arg image get rm export warm' -a '(__runtime_images)'
 complete -c runtime -n '__runtime_cmd_is image build import' -F
 complete -c runtime -n '__runtime_first_arg secrets get rm' -a '(timeout 2 runtime secrets ls 2>/dev/null | awk \'NR > 1 { print $1 }\')'
 # Values of the options that have a fixed or known set; none for the others.

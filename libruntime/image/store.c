@@ -29,6 +29,7 @@
 #include "image/store.h"
 #include "image/tar.h"
 #include "sandbox/store.h"
+#include "template/template.h"
 
 bool
 rt_image_is_sha256 (const char *s)
@@ -702,5 +703,8 @@ rt_image_remove (rt_context *ctx, const char *ref, rt_error **err)
   if (disk)
     unlink (disk);
   collect_layers (imgdir);
+  /* The image is gone already: a template left behind is never found
+     (its key names the image), so a failure here is not the caller's.  */
+  rt_template_remove_image (ctx, id, NULL);
   return 0;
 }

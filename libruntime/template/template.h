@@ -14,7 +14,8 @@
  *   <cache>/templates/.tmp-XXXXXX/ a template being made: renamed to its
  *                    key when complete, so a dir named by a key is whole
  *   <cache>/templates/.lock-<key>  flock: one maker per key at a time
- *   <state>/.templates/<key>.sock  its keeper (rt_template_ram_fd)
+ *   <state>/.templates/<key:32>.sock  its keeper (rt_template_ram_fd):
+ *                    the key's first 32 digits, to fit a socket path
  *
  * Any changed input is another key: a stale template is never found, and
  * making a template removes the others of its image and shape.
@@ -83,5 +84,16 @@ void rt_template_remove_stale (rt_context *ctx, const struct rt_template_inputs 
 /* The templates as a JSON array of meta.json objects with "key" and
    "sizeBytes" added (image warm --json, tests).  */
 int rt_template_list (rt_context *ctx, json_object **out, rt_error **err);
+
+/* Removes the .tmp-* dirs of makers that are gone: one whose maker.pid
+   names a dead process; one without a (readable) maker.pid when no maker
+   holds a .lock-<key> (a maker takes it before making its .tmp- dir), or
+   when it is over an hour old; .tmp-del-* (a removal cut short) always.  */
+void rt_template_sweep (rt_context *ctx);
+
+/* Ends @key's keeper, if one runs, once its template dir is gone: it
+   checks on every request, so this asks it once and waits (≤ 2 s) for it
+   to close.  A killed keeper's socket is removed.  */
+void rt_template_keeper_stop (rt_context *ctx, const char *key);
 
 #endif

@@ -53,7 +53,7 @@ is "bash: sandbox cp offers ID: and local paths" \
 is "bash: nothing after ID: of sandbox cp" "$(complete_bash runtime sandbox cp x:/w)" ""
 is "bash: --signal values include ALRM" "$(complete_bash runtime sandbox kill x 1 --signal AL)" "ALRM"
 is "bash: commands of sandbox starting with ex" "$(complete_bash runtime sandbox ex | tr '\n' ' ')" "exec extend "
-is "bash: commands of image" "$(complete_bash runtime image "" | tr '\n' ' ')" "--help build export get import ls rm "
+is "bash: commands of image" "$(complete_bash runtime image "" | tr '\n' ' ')" "--help build export get import ls rm warm "
 out=$(complete_bash runtime sandbox create --no-)
 is "bash: options of create starting with --no-" "$(echo "$out" | tr '\n' ' ')" "--no-internet --no-wait "
 is "bash: --on-timeout values" "$(complete_bash runtime sandbox create --on-timeout "" | tr '\n' ' ')" "pause stop "
