@@ -118,6 +118,24 @@ entry_inputs (rt_context *ctx, json_object *e, struct rt_image_disk *disk, struc
   return 0;
 }
 
+static void
+stop_one (rt_context *ctx, const char *id)
+{
+  cleanup_sandbox rt_sandbox *sb = rt_sandbox_handle_new (ctx, id);
+
+  if (sb)
+    rt_api_call (sb->sock, id, "stop", NULL, NULL, NULL);
+}
+
+static bool
+same_shape (json_object *a, json_object *b)
+{
+  const char *x = rt_json_str (a, "imageId"), *y = rt_json_str (b, "imageId");
+
+  return x && y && strcmp (x, y) == 0 && jint (a, "vcpu") == jint (b, "vcpu")
+         && jint (a, "memoryMiB") == jint (b, "memoryMiB");
+}
+
 /* One spare of @t: a monitor in spare mode (monitor/spare.h).  */
 static int
 spawn_spare (rt_context *ctx, const struct rt_template_inputs *in, const struct rt_template *t, const char *workdir,
@@ -178,11 +196,19 @@ fill_entry (rt_context *ctx, json_object *e, uint64_t *used_mib, uint64_t cap)
   if (rt_template_find (ctx, &in, &t, NULL) <= 0
       && (rt_template_make (ctx, &in, NULL, NULL) < 0 || rt_template_find (ctx, &in, &t, NULL) <= 0))
     goto out;
+  /* Spares of a template gone stale (the agent, the kernel, QEMU
+     changed) go; the others count.  */
   live = live_spares (ctx);
   for (size_t i = 0; i < json_object_array_length (live); i++)
     {
-      const char *key = rt_json_str (json_object_array_get_idx (live, i), "template");
-      have += key && strcmp (key, t.key) == 0;
+      json_object *sp = json_object_array_get_idx (live, i);
+      const char *key = rt_json_str (sp, "template");
+      if (!same_shape (sp, e))
+        continue;
+      if (key && strcmp (key, t.key) == 0 && have < want)
+        have++;
+      else if (rt_json_str (sp, "id"))
+        stop_one (ctx, rt_json_str (sp, "id"));
     }
   for (; have < want && *used_mib + in.memory_mib <= cap; have++)
     {
@@ -196,7 +222,9 @@ out:
   rt_kernel_files_clear (&k);
 }
 
-/* Every pool topped up; spares no pool asks for any more are stopped.  */
+/* Every pool topped up; spares no pool asks for any more are stopped.
+   Under the pool lock: rt_pool_set and rt_pool_remove take it too, so a
+   filler never makes spares for a pool just removed.  */
 static void
 fill_all (rt_context *ctx)
 {
@@ -204,22 +232,34 @@ fill_all (rt_context *ctx)
   uint64_t used = 0, cap = cap_mib ();
 
   for (size_t i = 0; i < json_object_array_length (live); i++)
-    used += (uint64_t) jint (json_object_array_get_idx (live, i), "memoryMiB");
+    {
+      json_object *sp = json_object_array_get_idx (live, i);
+      bool asked = false;
+      for (size_t j = 0; j < json_object_array_length (pools) && !asked; j++)
+        asked = same_shape (sp, json_object_array_get_idx (pools, j))
+                && jint (json_object_array_get_idx (pools, j), "spares") > 0;
+      if (!asked && rt_json_str (sp, "id"))
+        stop_one (ctx, rt_json_str (sp, "id"));
+      else
+        used += (uint64_t) jint (sp, "memoryMiB");
+    }
   for (size_t i = 0; i < json_object_array_length (pools); i++)
     fill_entry (ctx, json_object_array_get_idx (pools, i), &used, cap);
 }
 
-/* Runs fill_all under the pool lock; with @wait false, not at all when
-   another filler holds it.  */
-static void
-fill_locked (rt_context *ctx, bool wait)
+/* The pool lock, or -1 (with @wait false: when another holds it).  */
+static int
+pool_lock (rt_context *ctx, bool wait)
 {
   cleanup_free char *lock = rt_strdup_printf ("%s/.pool.lock", ctx->state_dir);
-  cleanup_close int fd = lock ? open (lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
+  int fd = lock ? open (lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
 
-  if (fd < 0 || flock (fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) < 0)
-    return;
-  fill_all (ctx);
+  if (fd >= 0 && flock (fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) < 0)
+    {
+      close (fd);
+      fd = -1;
+    }
+  return fd;
 }
 
 static bool
@@ -246,7 +286,8 @@ rt_pool_fill_background (rt_context *ctx, const struct rt_template_inputs *in)
   if (rt_detach () != 0)
     return;
   ctx->progress = NULL;
-  fill_locked (ctx, false);
+  if (pool_lock (ctx, false) >= 0)
+    fill_all (ctx);
   _exit (0);
 }
 
@@ -335,15 +376,11 @@ stop_spares (rt_context *ctx, const char *image_id, unsigned vcpu, unsigned memo
     {
       json_object *s = json_object_array_get_idx (live, i);
       const char *img = rt_json_str (s, "imageId"), *sid = rt_json_str (s, "id");
-      cleanup_sandbox rt_sandbox *sb = NULL;
       if (img == NULL || sid == NULL || strcmp (img, image_id) != 0
           || (vcpu && (jint (s, "vcpu") != vcpu || jint (s, "memoryMiB") != memory_mib)))
         continue;
-      if (kept++ < keep)
-        continue;
-      sb = rt_sandbox_handle_new (ctx, sid);
-      if (sb)
-        rt_api_call (sb->sock, sid, "stop", NULL, NULL, NULL);
+      if (kept++ >= keep)
+        stop_one (ctx, sid);
     }
 }
 
@@ -351,8 +388,9 @@ int
 rt_pool_set (rt_context *ctx, const char *ref, unsigned spares, unsigned vcpu, unsigned memory_mib, char **json,
              rt_error **err)
 {
-  cleanup_json json_object *pools = read_pools (ctx), *out = json_object_new_array ();
+  cleanup_json json_object *pools = NULL, *out = json_object_new_array ();
   cleanup_free char *id = NULL;
+  cleanup_close int lock = -1;
   uint64_t others = 0, cap = cap_mib ();
   json_object *entry = NULL;
   int ret;
@@ -365,6 +403,10 @@ rt_pool_set (rt_context *ctx, const char *ref, unsigned spares, unsigned vcpu, u
   ret = rt_image_resolve (ctx, ref, &id, err);
   if (ret < 0)
     return ret;
+  lock = pool_lock (ctx, true);
+  if (lock < 0)
+    return rt_error_set (err, errno, "internal", "cannot lock the pools: %s", strerror (errno));
+  pools = read_pools (ctx);
   for (size_t i = 0; i < json_object_array_length (pools); i++)
     {
       json_object *e = json_object_array_get_idx (pools, i);
@@ -395,7 +437,7 @@ rt_pool_set (rt_context *ctx, const char *ref, unsigned spares, unsigned vcpu, u
   if (ret < 0)
     return ret;
   stop_spares (ctx, id, vcpu, memory_mib, spares);
-  fill_locked (ctx, true);
+  fill_all (ctx);
   json_object_array_add (out, json_object_get (entry));
   add_ready (ctx, out);
   if (json)
@@ -416,13 +458,18 @@ rt_pool_list_json (rt_context *ctx, char **json, rt_error **err)
 int
 rt_pool_remove (rt_context *ctx, const char *ref, rt_error **err)
 {
-  cleanup_json json_object *pools = read_pools (ctx), *kept = json_object_new_array ();
+  cleanup_json json_object *pools = NULL, *kept = json_object_new_array ();
   cleanup_free char *id = NULL;
+  cleanup_close int lock = -1;
   bool found = false;
   int ret = rt_image_resolve (ctx, ref, &id, err);
 
   if (ret < 0)
     return ret;
+  lock = pool_lock (ctx, true);
+  if (lock < 0)
+    return rt_error_set (err, errno, "internal", "cannot lock the pools: %s", strerror (errno));
+  pools = read_pools (ctx);
   for (size_t i = 0; i < json_object_array_length (pools); i++)
     {
       json_object *e = json_object_array_get_idx (pools, i);
