@@ -36,19 +36,25 @@ def assets():
     return os.path.join(kdir, "vmlinux"), initramfs, disk, os.environ.get("RUNTIME_ACCEL", accel)
 
 
+# What libruntime/vmm/qemu-args.c tells every guest so that it stays quiet
+# when idle (tests/bench/idle strips it again for its baseline).
+IDLE_APPEND = (" nowatchdog nosoftlockup psi=0 workqueue.power_efficient=1 sysctl.vm.stat_interval=10"
+               " sysctl.vm.compaction_proactiveness=0")
+
+
 def qemu_argv(workdir, append, channel=False, memory=4096, vcpu=2):
     """The command line libruntime/vmm/vm.c builds, for the same assets."""
     vmlinux, initramfs, disk, accel = assets()
     tsc = ""
     for line in open("/proc/cpuinfo"):
         if line.startswith("cpu MHz") and accel == "tcg":
-            tsc = " tsc_early_khz=%d" % round(float(line.split(":")[1]) * 1000)
+            tsc = " tsc_early_khz=%d tsc=reliable" % round(float(line.split(":")[1]) * 1000)
             break
-    argv = ["qemu-system-x86_64", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on",
+    argv = ["qemu-system-x86_64", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on" + (",pit=off" if tsc else ""),
             "-accel", "tcg,tb-size=64" if accel == "tcg" else "kvm", "-cpu", "max" if accel == "tcg" else "host",
             "-m", str(memory), "-smp", str(vcpu), "-nodefaults", "-no-user-config", "-display", "none",
             "-no-reboot", "-serial", f"file:{workdir}/console.log", "-kernel", vmlinux, "-initrd", initramfs,
-            "-append", f"console=ttyS0 quiet panic=-1 reboot=t{tsc} {append}",
+            "-append", f"console=ttyS0 quiet panic=-1 reboot=t{IDLE_APPEND}{tsc} {append}",
             "-drive", f"id=root,file={disk},format=raw,if=none,snapshot=on,discard=unmap",
             "-device", "virtio-blk-device,drive=root"]
     if channel:
@@ -67,3 +73,24 @@ def row(what, values, unit):
 def header():
     print(f"| {'what':<52} | {'median':>10} | {'min':>8} | {'max':>8} | {'unit':<5} |")
     print(f"|{'-' * 54}|{'-' * 12}|{'-' * 10}|{'-' * 10}|{'-' * 7}|")
+
+
+def pid_of(sid, name):
+    with open(os.path.join(env["RUNTIME_STATE_DIR"], sid, name)) as f:
+        return int(f.read().split()[0])
+
+
+def threads_ns(pid):
+    """{thread name: CPU ns} for every thread of @pid ("CPU n/TCG" by name)."""
+    out = {}
+    task = f"/proc/{pid}/task"
+    for tid in os.listdir(task):
+        try:
+            with open(f"{task}/{tid}/comm") as f:
+                comm = f.read().strip()
+            with open(f"{task}/{tid}/schedstat") as f:
+                ns = int(f.read().split()[0])
+        except OSError:
+            continue  # a thread that ended meanwhile
+        out[f"{comm}/{tid}"] = ns
+    return out

@@ -8,6 +8,11 @@
 #include "tap.h"
 #include "vmm/qemu-args.h"
 
+/* What every guest is told so that it stays quiet when idle.  */
+#define IDLE                                                                                                           \
+  " nowatchdog nosoftlockup psi=0 workqueue.power_efficient=1 sysctl.vm.stat_interval=10"                              \
+  " sysctl.vm.compaction_proactiveness=0"
+
 /* Whether @got equals the NULL-terminated @want; prints the first
    difference as a TAP comment.  */
 static bool
@@ -49,13 +54,14 @@ test_tcg_sandbox (void)
                             .tsc_khz = 2100000, .cmdline = "rt.id=sb-1", .channel = true,
                             .disk = true };
   static const char *const want[] = {
-    "/usr/bin/qemu-system-x86_64", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "tcg,tb-size=64",
+    "/usr/bin/qemu-system-x86_64", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on,pit=off", "-accel",
+    "tcg,tb-size=64",
     "-cpu", "max", "-m", "512", "-smp", "1", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config",
     "-display", "none", "-no-reboot", "-sandbox",
     "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny", "-add-fd", "fd=4,set=3,opaque=console", "-serial",
     "file:/dev/fdset/3", "-kernel", "/c/kernel/6.1/vmlinux",
     "-initrd", "/c/kernel/6.1/initramfs-ab.cpio", "-append",
-    "console=ttyS0 quiet panic=-1 reboot=t tsc_early_khz=2100000 rt.id=sb-1", "-device", "virtio-serial-device",
+    "console=ttyS0 quiet panic=-1 reboot=t" IDLE " tsc_early_khz=2100000 tsc=reliable rt.id=sb-1", "-device", "virtio-serial-device",
     "-chardev", "socket,id=agent,fd=7,server=on,wait=off", "-device", "virtserialport,chardev=agent,name=runtime.agent",
     "-chardev", "socket,id=qmp,fd=6,server=on,wait=off", "-mon", "chardev=qmp,mode=control", "-add-fd", "fd=8,set=1,opaque=base",
     "-drive", "id=root,file=/dev/fdset/1,format=raw,if=none,snapshot=on,discard=unmap", "-device",
@@ -67,8 +73,9 @@ test_tcg_sandbox (void)
   a.tsc_khz = 0;
   {
     cleanup_strv char **argv = NULL;
-    ok (rt_qemu_argv (&a, &argv, NULL) == 0 && strcmp (argv[29], "console=ttyS0 quiet panic=-1 reboot=t rt.id=sb-1") == 0,
-        "TCG without a TSC frequency: no tsc_early_khz");
+    ok (rt_qemu_argv (&a, &argv, NULL) == 0 && strcmp (argv[29], "console=ttyS0 quiet panic=-1 reboot=t" IDLE " rt.id=sb-1") == 0
+            && strcmp (argv[2], "microvm,x-option-roms=off,isa-serial=on,rtc=on") == 0,
+        "TCG without a TSC frequency: no tsc_early_khz, tsc=reliable or pit=off");
   }
 }
 
@@ -86,7 +93,7 @@ test_kvm_sandbox (void)
     "-no-reboot", "-sandbox",
     "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny", "-add-fd", "fd=4,set=3,opaque=console", "-serial",
     "file:/dev/fdset/3", "-kernel", "vmlinux", "-initrd", "initrd", "-append",
-    "console=ttyS0 quiet panic=-1 reboot=t rt.growfs=1 rt.id=sb-2", "-device", "virtio-serial-device", "-chardev",
+    "console=ttyS0 quiet panic=-1 reboot=t" IDLE " rt.growfs=1 rt.id=sb-2", "-device", "virtio-serial-device", "-chardev",
     "socket,id=agent,fd=7,server=on,wait=off", "-device", "virtserialport,chardev=agent,name=runtime.agent",
     "-chardev", "socket,id=qmp,fd=6,server=on,wait=off", "-mon", "chardev=qmp,mode=control", "-netdev",
     "tap,id=net0,fd=3,vhost=off", "-device", "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56", "-add-fd", "fd=8,set=1,opaque=base", "-add-fd", "fd=9,set=2,opaque=overlay", "-blockdev",
@@ -113,7 +120,7 @@ test_tcg_network (void)
     "-no-reboot", "-sandbox",
     "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny", "-add-fd", "fd=4,set=3,opaque=console", "-serial",
     "file:/dev/fdset/3", "-kernel", "vmlinux", "-initrd", "initrd", "-append",
-    "console=ttyS0 quiet panic=-1 reboot=t", "-device", "virtio-serial-device", "-chardev",
+    "console=ttyS0 quiet panic=-1 reboot=t" IDLE, "-device", "virtio-serial-device", "-chardev",
     "socket,id=agent,fd=7,server=on,wait=off", "-device", "virtserialport,chardev=agent,name=runtime.agent",
     "-chardev", "socket,id=qmp,fd=6,server=on,wait=off", "-mon", "chardev=qmp,mode=control", "-netdev",
     "tap,id=net0,fd=3,vhost=off", "-device", "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56", "-add-fd", "fd=8,set=1,opaque=base",
@@ -137,7 +144,7 @@ test_kvm_probe (void)
     "-no-reboot", "-sandbox",
     "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny", "-add-fd", "fd=4,set=3,opaque=console", "-serial",
     "file:/dev/fdset/3", "-kernel", "vmlinux", "-initrd", "initrd", "-append",
-    "console=ttyS0 quiet panic=-1 reboot=t rt.probe=1", NULL
+    "console=ttyS0 quiet panic=-1 reboot=t" IDLE " rt.probe=1", NULL
   };
 
   check ("KVM probe: 1 vCPU, no channel, no disk, no network", &a, want);
@@ -155,7 +162,7 @@ test_console_sock (void)
     "-smp", "1", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
     "-no-reboot", "-sandbox",
     "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny", "-chardev", "socket,id=console,fd=4", "-serial", "chardev:console", "-kernel", "vmlinux",
-    "-initrd", "initrd", "-append", "console=ttyS0 quiet panic=-1 reboot=t", NULL
+    "-initrd", "initrd", "-append", "console=ttyS0 quiet panic=-1 reboot=t" IDLE, NULL
   };
 
   check ("the console on the socket at fd 4", &a, want);
@@ -177,7 +184,7 @@ test_commas (void)
     "-no-reboot", "-sandbox",
     "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny", "-add-fd", "fd=4,set=3,opaque=console", "-serial",
     "file:/dev/fdset/3", "-kernel", "/c,x/vmlinux", "-initrd", "/c,x/initrd",
-    "-append", "console=ttyS0 quiet panic=-1 reboot=t rt.growfs=1", "-device", "virtio-serial-device", "-chardev",
+    "-append", "console=ttyS0 quiet panic=-1 reboot=t" IDLE " rt.growfs=1", "-device", "virtio-serial-device", "-chardev",
     "socket,id=agent,fd=7,server=on,wait=off", "-device", "virtserialport,chardev=agent,name=runtime.agent",
     "-chardev", "socket,id=qmp,fd=6,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
     "-add-fd", "fd=8,set=1,opaque=base", "-add-fd", "fd=9,set=2,opaque=overlay", "-blockdev",
