@@ -23,9 +23,6 @@
 #define BOOT_TIMEOUT_MS 60000
 #define WARM_TIMEOUT_MS 60000
 #define OP_TIMEOUT_MS 20000
-/* The template's kernel command line: a clone boots none, but its QEMU
-   must be given the same one, and its hostname comes with RESTORE.  */
-#define TEMPLATE_CMDLINE "rt.hostname=runtime rt.net=" RT_NET_GUEST "," RT_NET_GATEWAY
 
 /* What a making holds: released whatever happens.  */
 struct making
@@ -163,7 +160,7 @@ boot (struct making *mk, rt_error **err)
   {
     struct rt_vm_config cfg = { .dir = mk->tmp, .disk_dir = vmdir, .accel = mk->in->accel, .vcpu = mk->in->vcpu,
                                 .memory_mib = mk->in->memory_mib, .vmlinux = mk->in->vmlinux,
-                                .initramfs = mk->in->initramfs, .disk = mk->in->disk, .cmdline = TEMPLATE_CMDLINE,
+                                .initramfs = mk->in->initramfs, .disk = mk->in->disk, .cmdline = RT_TEMPLATE_CMDLINE,
                                 .channel = true, .tap_fd = mk->net.tap_fd, .netns_fd = mk->net.ns_fd,
                                 .console_fd = console_end, .ram_fd = mk->ram_fd, .ram_shared = true,
                                 .overlay = disk };
@@ -307,7 +304,7 @@ finish (struct making *mk, int64_t ram_bytes, int64_t *made_ms, rt_error **err)
   rt_format_time (rt_epoch_ms (), now);
   json_object_object_add (m, "inputs", json_object_get (mk->inputs));
   json_object_object_add (m, "createdAt", json_object_new_string (now));
-  json_object_object_add (m, "cmdline", json_object_new_string (TEMPLATE_CMDLINE));
+  json_object_object_add (m, "cmdline", json_object_new_string (RT_TEMPLATE_CMDLINE));
   json_object_object_add (m, "memoryMiB", json_object_new_int64 (mk->in->memory_mib));
   json_object_object_add (m, "ramBytes", json_object_new_int64 (ram_bytes));
   json_object_object_add (m, "stateBytes", json_object_new_int64 (stat (state, &st) == 0 ? st.st_size : 0));

@@ -9,6 +9,8 @@
 
 #include "sandbox/store.h"
 #include "template/template.h"
+#include "vmm/accel.h"
+#include "vmm/qemu-args.h"
 
 /* A .tmp-* dir this old is a dead maker's even while some maker holds a
    lock: making a template takes seconds to minutes.  */
@@ -62,6 +64,33 @@ file_json (const char *what, const char *path, json_object **out, rt_error **err
 
 /* The inputs in a fixed order (json-c keeps insertion order), so that
    their plain JSON text is canonical.  */
+/* The machine a template VM is given (qemu-args.c: -M, devices, the
+   kernel command line with the host's TSC frequency): a clone must be
+   given the same, so any change in how runtime describes VMs is a new
+   key.  Paths are placeholders: only the shape counts.  */
+static int
+machine_json (rt_context *ctx, const struct rt_template_inputs *in, json_object *o, rt_error **err)
+{
+  bool tcg = strcmp (in->accel, "tcg") == 0;
+  struct rt_qemu_args a = { .qemu = "qemu", .accel = in->accel, .vcpu = in->vcpu, .memory_mib = in->memory_mib,
+                            .vmlinux = "vmlinux", .initramfs = "initramfs",
+                            .tsc_khz = tcg ? rt_host_tsc_khz () : 0, .cmdline = RT_TEMPLATE_CMDLINE,
+                            .console_sock = true, .channel = true, .tap = true, .disk = true,
+                            .disk_overlay = true, .ram_file = true, .ram_shared = true };
+  cleanup_strv char **argv = NULL;
+  json_object *arr;
+  int ret = rt_qemu_argv (&a, &argv, err);
+
+  (void) ctx;
+  if (ret < 0)
+    return ret;
+  arr = json_object_new_array ();
+  for (char **p = argv; arr && *p; p++)
+    json_object_array_add (arr, json_object_new_string (*p));
+  json_object_object_add (o, "machine", arr);
+  return arr ? 0 : rt_error_oom (err);
+}
+
 static int
 inputs_json (rt_context *ctx, const struct rt_template_inputs *in, json_object **out, rt_error **err)
 {
@@ -89,6 +118,9 @@ inputs_json (rt_context *ctx, const struct rt_template_inputs *in, json_object *
   if (ctx->qemu && (ret = file_json ("QEMU binary", ctx->qemu, &qemu, err)) < 0)
     return ret;
   json_object_object_add (o, "qemu", qemu);
+  ret = machine_json (ctx, in, o, err);
+  if (ret < 0)
+    return ret;
   *out = steal_pointer (&o);
   return 0;
 }

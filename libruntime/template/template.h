@@ -24,8 +24,14 @@
 #define RT_TEMPLATE_H
 
 #include "core/context.h"
+#include "net/netns.h"
 
-/* What a template is made of; every field is part of its key.  */
+/* The kernel command line of every template VM: a clone boots nothing
+   and gets its hostname by RESTORE (vmm/guest-ops.h).  */
+#define RT_TEMPLATE_CMDLINE "rt.hostname=runtime rt.net=" RT_NET_GUEST "," RT_NET_GATEWAY
+
+/* What a template is made of; every field is part of its key, and so is
+   the machine runtime describes for it (QEMU's options).  */
 struct rt_template_inputs
 {
   const char *image_id;

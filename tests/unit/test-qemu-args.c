@@ -210,6 +210,47 @@ test_incomplete (void)
   rt_error_free (err);
 }
 
+/* A template being made (RAM a shared memfd) and a clone of it (RAM the
+   same memfd private, the template's overlay between the base and its
+   own, no kernel: it is in the RAM, and it waits for its device state).  */
+static void
+test_template_and_clone (void)
+{
+  struct rt_qemu_args a = { .qemu = "qemu", .accel = "tcg", .vcpu = 1, .memory_mib = 1024, .vmlinux = "vmlinux",
+                            .initramfs = "initrd", .tsc_khz = 2100000, .cmdline = "rt.hostname=runtime",
+                            .console_sock = true, .channel = true, .tap = true, .disk = true, .disk_overlay = true,
+                            .ram_file = true, .ram_shared = true };
+  static const char *const head[] = { "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on,pit=off,memory-backend=ram",
+                                      "-accel", "tcg,tb-size=64", "-cpu", "max", "-m", "1024", "-object",
+                                      "memory-backend-file,id=ram,size=1024M,mem-path=/proc/self/fd/10,share=on" };
+  cleanup_strv char **made = NULL, **clone = NULL;
+  size_t n = 0;
+  bool head_ok = rt_qemu_argv (&a, &made, NULL) == 0;
+
+  for (size_t i = 0; head_ok && i < sizeof head / sizeof head[0]; i++)
+    head_ok = made[i] && strcmp (made[i], head[i]) == 0;
+  ok (head_ok, "a template: -M memory-backend=ram, RAM the memfd at fd 10, shared");
+  a.ram_shared = false;
+  a.template_disk = true;
+  a.incoming = true;
+  ok (rt_qemu_argv (&a, &clone, NULL) == 0 && strcmp (clone[10], "memory-backend-file,id=ram,size=1024M,"
+                                                                   "mem-path=/proc/self/fd/10,share=off") == 0,
+      "a clone: the same memfd, private");
+  for (char **p = clone; p && *p; p++, n++)
+    if (strcmp (*p, "-kernel") == 0 || strcmp (*p, "-initrd") == 0 || strcmp (*p, "-append") == 0)
+      n = 1000;
+  ok (n < 1000 && strcmp (clone[n - 2], "-incoming") == 0 && strcmp (clone[n - 1], "defer") == 0,
+      "a clone boots no kernel and waits for its state (-incoming defer)");
+  n = 0;
+  for (char **p = clone; p && *p; p++)
+    n += strcmp (*p, "driver=qcow2,node-name=template,backing=base,read-only=on,file.driver=file,"
+                     "file.filename=/dev/fdset/4,file.read-only=on") == 0
+         || strcmp (*p, "driver=qcow2,node-name=root,backing=template,discard=unmap,file.driver=file,"
+                        "file.filename=/dev/fdset/2,file.discard=unmap") == 0
+         || strcmp (*p, "fd=11,set=4,opaque=template") == 0;
+  ok (n == 3, "a clone's disk: base <- the template's overlay (fd 11, read-only) <- its own");
+}
+
 int
 main (void)
 {
@@ -220,5 +261,6 @@ main (void)
   test_console_sock ();
   test_commas ();
   test_incomplete ();
+  test_template_and_clone ();
   return tap_done ();
 }
