@@ -4,10 +4,13 @@
 # env, its own disk and memory), the claimant's network rules from the
 # first packet, stale templates unused, the template made in the
 # background after a cold start, kill -9 at each step of making one, its
-# keeper killed, `image rm`, and `chat deepseek` on clones.  Under TCG a
+# keeper killed, `image rm`, `chat deepseek` on clones, and a spare claimed
+# with --no-internet (once `runtime pool` exists).  Under TCG a
 # cold boot takes seconds and a clone well under one, so clones are shared
 # between checks; the cold boots are few.
 export RUNTIME_TEMPLATES=on RUNTIME_TEMPLATE_KEEP_S=15
+# Room for a spare of the default shape (4096 MiB) whatever the host's RAM.
+export RUNTIME_POOL_MAX_MIB=8192
 . "$(dirname "$0")/libtest.sh"
 . "$(dirname "$0")/testnet.sh"
 exec </dev/null
@@ -285,6 +288,27 @@ print(json.loads(m["content"]).get("stdout", "").strip())' "$tmp/api.jsonl" 2>&1
 kill "$srv" 2>/dev/null
 wait "$srv" 2>/dev/null
 srv=
+
+# -- a spare (runtime pool), once they exist: paused with no rules,
+#    claimed with --no-internet, which holds from its first packet
+if runtime pool --help >/dev/null 2>&1; then
+    runtime pool set --spares 1 >/dev/null 2>"$tmp/err"
+    rc=$?
+    is "pool set --spares 1 of the default shape" "$rc" "0"
+    [ "$rc" = 0 ] || diag "$(cat "$tmp/err")"
+    new_sandbox p --no-internet --env SPARE_ENV=p-$$
+    is "a create of that shape claims the spare" "$(start_of "$p")" "spare"
+    out=$(tcp_echo "$p")
+    check "… its first connection is refused (${out:-nothing})" grep -qE '^[A-Za-z]+Error: ' <<<"$out"
+    is "… HTTP through the proxy is refused too" "$(http_code "$p")" "403"
+    is "… its hostname is its id, its env the claimant's" \
+        "$(in_sb "$p" 'cat /proc/sys/kernel/hostname; echo $SPARE_ENV')" "$(printf '%s\n%s' "$p" "p-$$")"
+    rm_sandboxes "$p"
+    runtime pool rm runtime >/dev/null 2>"$tmp/err"
+    is "pool rm" "$?" "0"
+    wait_until 60 no_maker
+    is "… no spare's QEMU is left" "$(maker_qemus)" ""
+fi
 
 # -- another shape: cold, and its template made in the background; the
 #    background maker killed while it boots leaves nothing
