@@ -43,7 +43,8 @@ sandbox_qemus() { cat "$RUNTIME_STATE_DIR"/sb-*/qemu.pid 2>/dev/null | cut -d' '
 maker_qemus() { comm -23 <(new_qemus) <(sandbox_qemus) | grep . || true; }
 # Keepers: whoever listens on a socket in <state>/.templates/.
 keeper_pids() { ss -xlpn 2>/dev/null | grep -F "$kdir/" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u; }
-keeper_of() { ss -xlpn 2>/dev/null | grep -F "$kdir/$1.sock" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u; }
+# keeper_of KEY: its socket is named by the key (or its first 32 digits).
+keeper_of() { ss -xlpn 2>/dev/null | grep -F "$kdir/${1:0:32}" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u; }
 keeper_socks() { ls "$kdir" 2>/dev/null | grep '\.sock$' || true; }
 templates() { ls "$tdir" 2>/dev/null | grep -E '^[0-9a-f]{64}$' || true; }
 tmp_dirs() { ls -a "$tdir" 2>/dev/null | grep '^\.tmp-' || true; }
@@ -205,24 +206,24 @@ is "each clone has its own env" "$(in_sb "$a" 'echo $CLONE_ENV') $(in_sb "$b" 'e
 
 # -- its own disk and memory
 # /dev/shm: in the guest's memory (devtmpfs when no tmpfs is mounted there).
-in_sb "$a" 'mkdir -p /dev/shm; echo from-a >/workspace/from-a; echo from-a >/root/from-a; echo from-a >/dev/shm/from-a; sync' >/dev/null
-is "a file written in one clone is there" "$(in_sb "$a" 'cat /workspace/from-a /root/from-a /dev/shm/from-a')" \
-    "$(printf 'from-a\nfrom-a\nfrom-a')"
+in_sb "$a" 'mkdir -p /dev/shm; echo from-a >/workspace/from-a; echo from-a >/dev/shm/from-a; sync' >/dev/null
+is "a file written in one clone is there" "$(in_sb "$a" 'cat /workspace/from-a /dev/shm/from-a')" \
+    "$(printf 'from-a\nfrom-a')"
 is "… and not in the other (disk and memory)" \
-    "$(in_sb "$b" 'ls /workspace/from-a /root/from-a /dev/shm/from-a 2>/dev/null | wc -l')" "0"
+    "$(in_sb "$b" 'ls /workspace/from-a /dev/shm/from-a 2>/dev/null | wc -l')" "0"
 
 # -- the claimant's rules from the first packet: the template was made with
 #    the default (open) rules; this clone has none.
 new_sandbox c --no-internet
 check "a clone with --no-internet starts" test -n "$c"
 is "… from the template" "$(start_of "$c")" "template"
+is "… its first request out is refused (internet_off)" "$(http_code "$c")" "403"
 out=$(tcp_echo "$c")
-check "… its first connection is refused (${out:-nothing})" grep -qE '^[A-Za-z]+Error: ' <<<"$out"
-is "… HTTP through the proxy is refused too" "$(http_code "$c")" "403"
+check "… and raw TCP (${out:-nothing})" grep -qE '^[A-Za-z]+Error: ' <<<"$out"
 is "… its rules say no internet" "$(get "$c" 'o["network"]["internet"]')" "False"
-is "an open clone of the same template does get out (the server answers)" "$(tcp_echo "$a")" "ping"
+is "an open clone of the same template gets out (the server answers)" "$(http_code "$a")" "200"
 is "a fresh clone has none of the other clone's files" \
-    "$(in_sb "$c" 'ls /workspace/from-a /root/from-a /dev/shm/from-a 2>/dev/null | wc -l')" "0"
+    "$(in_sb "$c" 'ls /workspace/from-a /dev/shm/from-a 2>/dev/null | wc -l')" "0"
 
 # -- --cold, and what a stopped sandbox's record keeps
 new_sandbox k --cold
@@ -243,7 +244,7 @@ new_sandbox d
 kp=$(keeper_of "$key")
 check "the template has a keeper (pid ${kp:-none})" test -n "$kp"
 [ -n "$kp" ] && kill -9 $kp
-wait_until 5 sh -c "! kill -0 ${kp:-0} 2>/dev/null"
+wait_until 5 sh -c "! kill -0 ${kp:-none} 2>/dev/null"
 new_sandbox e
 check "after kill -9 of the keeper the next create works" test -n "$e"
 is "… from the template" "$(start_of "$e")" "template"
@@ -298,9 +299,9 @@ if runtime pool --help >/dev/null 2>&1; then
     [ "$rc" = 0 ] || diag "$(cat "$tmp/err")"
     new_sandbox p --no-internet --env SPARE_ENV=p-$$
     is "a create of that shape claims the spare" "$(start_of "$p")" "spare"
+    is "… its first request out is refused (internet_off)" "$(http_code "$p")" "403"
     out=$(tcp_echo "$p")
-    check "… its first connection is refused (${out:-nothing})" grep -qE '^[A-Za-z]+Error: ' <<<"$out"
-    is "… HTTP through the proxy is refused too" "$(http_code "$p")" "403"
+    check "… and raw TCP (${out:-nothing})" grep -qE '^[A-Za-z]+Error: ' <<<"$out"
     is "… its hostname is its id, its env the claimant's" \
         "$(in_sb "$p" 'cat /proc/sys/kernel/hostname; echo $SPARE_ENV')" "$(printf '%s\n%s' "$p" "p-$$")"
     rm_sandboxes "$p"
@@ -390,8 +391,12 @@ warm_killed() {
     is "… no network namespace" "$(sandbox_netns)" ""
     is "… no template made" "$(templates_with 768)" ""
     if [ "$what" = qemu ]; then
-        check "… image warm fails (exit $rc) with one error line" \
-            test "$rc" = 1 -a "$(grep -c '^Error \[[a-z_]*\]: ' "$tmp/kw.err")" = 1
+        if [ "$rc" = 1 ] && [ "$(grep -c '^Error \[[a-z_]*\]: ' "$tmp/kw.err")" = 1 ] && [ ! -s "$tmp/kw.out" ]; then
+            ok "… image warm fails with one error line"
+        else
+            fail "… image warm fails with one error line"
+            diag "exit $rc" "stdout: $(head -c 300 "$tmp/kw.out")" "stderr: $(cat "$tmp/kw.err")"
+        fi
     fi
 }
 warm_killed boot both
@@ -437,9 +442,9 @@ rm_sandboxes "$s1" "$s2"
 runtime image rm clonetest@1 >/dev/null 2>"$tmp/err"
 is "image rm of the old version" "$?" "0"
 is "… removes its template" "$(templates_of "$v1")" ""
-wait_until 10 sh -c "! kill -0 ${kp1:-0} 2>/dev/null"
-check "… ends its keeper" sh -c "! kill -0 ${kp1:-0} 2>/dev/null"
-is "… and its socket" "$(keeper_socks | grep -c "${k1:-none}")" "0"
+wait_until 10 sh -c "! kill -0 ${kp1:-none} 2>/dev/null"
+check "… ends its keeper" sh -c "! kill -0 ${kp1:-none} 2>/dev/null"
+is "… and its socket" "$(keeper_socks | grep -c "${k1:0:32}")" "0"
 check "the new version's template is made in the background after its cold start" wait_until 240 has_template_of "${v2:-none}"
 wait_until 120 makers_idle
 new_sandbox s3 --image clonetest
@@ -450,15 +455,17 @@ rm_sandboxes "$s3"
 runtime image rm clonetest >/dev/null 2>"$tmp/err"
 is "image rm of the new version" "$?" "0"
 is "… removes its template" "$(templates_of "$v2")" ""
-wait_until 10 sh -c "! kill -0 ${kp2:-0} 2>/dev/null"
-check "… ends its keeper (${kp2:-none})" sh -c "! kill -0 ${kp2:-0} 2>/dev/null"
-is "… and its socket" "$(keeper_socks | grep -c "${k2:-none}")" "0"
+wait_until 10 sh -c "! kill -0 ${kp2:-none} 2>/dev/null"
+check "… ends its keeper (${kp2:-none})" sh -c "! kill -0 ${kp2:-none} 2>/dev/null"
+is "… and its socket" "$(keeper_socks | grep -c "${k2:0:32}")" "0"
 
 # -- nothing left: the other keepers end once idle
 wait_until $((RUNTIME_TEMPLATE_KEEP_S + 20)) no_keeper
 is "keepers end after RUNTIME_TEMPLATE_KEEP_S s unasked" "$(keeper_pids)" ""
 is "… taking their sockets along" "$(keeper_socks)" ""
-rmdir "$kdir" 2>/dev/null
+# Lock files are no leak (as libtest.sh's .lock): what else is there is.
+is "<state>/.templates holds nothing but lock files" "$(ls -A "$kdir" 2>/dev/null | grep -v '\.lock$')" ""
+rm -rf "$kdir" "$RUNTIME_STATE_DIR/.pool.lock"
 is "no template maker runs" "$(maker_qemus)" ""
 is "nothing half-made is left" "$(tmp_dirs)" ""
 is "no sandbox network namespace is left" "$(sandbox_netns)" ""
