@@ -67,6 +67,14 @@ sandbox_netns() {
         nsenter --net=/proc/$ns/ns/net ip -br link show tap0 >/dev/null 2>&1 && echo "$ns"
     done
 }
+# What this test holds beyond what was held before it began (a sandbox
+# left running by hand elsewhere must not fail the checks of each step;
+# check_no_leaks at the end looks at the whole machine).
+sorted_lines() { "$@" | sort | grep . || true; }
+uids_before=$(sorted_lines held_uids) netns_before=$(sorted_lines sandbox_netns) cgroups_before=$(sorted_lines our_cgroups)
+new_uids() { comm -13 <(printf '%s\n' "$uids_before") <(sorted_lines held_uids) | grep . || true; }
+new_netns() { comm -13 <(printf '%s\n' "$netns_before") <(sorted_lines sandbox_netns) | grep . || true; }
+new_cgroups() { comm -13 <(printf '%s\n' "$cgroups_before") <(sorted_lines our_cgroups) | grep . || true; }
 # wait_until SECONDS CMD…: polls CMD until it succeeds (0) or time is up (1).
 wait_until() {
     local end=$((SECONDS + $1))
@@ -162,7 +170,7 @@ is "… in <cache>/templates/<key>/, whole" "${missing:-none}" "none"
 is "… and nothing half-made beside it" "$(tmp_dirs)" ""
 wait_until 10 no_maker
 is "… the template's VM is gone" "$(maker_qemus)" ""
-is "… its uid given back" "$(held_uids)" ""
+is "… its uid given back" "$(new_uids)" ""
 t0=$(date +%s%N)
 again=$(runtime image warm --json 2>"$tmp/err")
 again_ms=$((($(date +%s%N) - t0) / 1000000))
@@ -324,8 +332,8 @@ if wait_until 60 has_maker_qemu; then
     rm_sandboxes "$m"
     wait_until 30 no_maker
     is "kill -9 of the background maker's QEMU while it boots: no QEMU left" "$(maker_qemus)" ""
-    is "… no uid held" "$(held_uids)" ""
-    is "… no network namespace" "$(sandbox_netns)" ""
+    is "… no uid held" "$(new_uids)" ""
+    is "… no network namespace" "$(new_netns)" ""
     is "… no template made" "$(templates_with 768)" ""
 else
     fail "… and a template of its shape is being made in the background"
@@ -353,7 +361,7 @@ reap() {
 warm_killed() {
     local point=$1 what=$2 pid q t0 el late ntempl
     ntempl=$(templates | wc -l)
-    setsid runtime image warm --memory 768 --json >"$tmp/kw.out" 2>"$tmp/kw.err" &
+    setsid runtime image warm --memory 768 >"$tmp/kw.out" 2>"$tmp/kw.err" &
     pid=$!
     if ! wait_until 60 has_maker_qemu; then
         fail "kill -9 at $point: the make's QEMU started"
@@ -387,8 +395,8 @@ warm_killed() {
     fi
     wait_until 30 no_maker
     is "kill -9 of the $what at $point: no QEMU left" "$(maker_qemus)" ""
-    is "… no uid held" "$(held_uids)" ""
-    is "… no network namespace" "$(sandbox_netns)" ""
+    is "… no uid held" "$(new_uids)" ""
+    is "… no network namespace" "$(new_netns)" ""
     is "… no template made" "$(templates_with 768)" ""
     if [ "$what" = qemu ]; then
         if [ "$rc" = 1 ] && [ "$(grep -c '^Error \[[a-z_]*\]: ' "$tmp/kw.err")" = 1 ] && [ ! -s "$tmp/kw.out" ]; then
@@ -408,7 +416,7 @@ is "after the kills, image warm --memory 768 works" "$rc/$(json_get '(o["fresh"]
     "0/(True, 768)"
 [ "$rc" = 0 ] || diag "$(cat "$tmp/err")"
 is "… nothing half-made is left (swept)" "$(tmp_dirs)" ""
-is "… no control group left" "$(our_cgroups)" ""
+is "… no control group left" "$(new_cgroups)" ""
 is "… one template of that shape" "$(templates_with 768 | wc -l)" "1"
 new_sandbox m --memory 768
 is "… and a sandbox of that shape is a clone" "$(start_of "$m")" "template"
@@ -468,6 +476,6 @@ is "<state>/.templates holds nothing but lock files" "$(ls -A "$kdir" 2>/dev/nul
 rm -rf "$kdir" "$RUNTIME_STATE_DIR/.pool.lock"
 is "no template maker runs" "$(maker_qemus)" ""
 is "nothing half-made is left" "$(tmp_dirs)" ""
-is "no sandbox network namespace is left" "$(sandbox_netns)" ""
+is "no sandbox network namespace is left" "$(new_netns)" ""
 check_no_leaks "clones"
 done_testing
