@@ -7,6 +7,10 @@ tmp=$(mktemp -d /tmp/rt-test.XXXXXX)
 export RUNTIME_STATE_DIR="$tmp/state"
 : "${RUNTIME_DATA_DIR:=${RUNTIME_TEST_DATA:-$tmp/data}}"
 export RUNTIME_DATA_DIR
+# Cold boots only, unless the suite asks for templates (clone.sh): no start
+# from a template, and no template made in the background behind a test.
+: "${RUNTIME_TEMPLATES:=off}"
+export RUNTIME_TEMPLATES
 
 ok()   { n=$((n + 1)); echo "ok $n - $1"; }
 fail() { n=$((n + 1)); echo "not ok $n - $1"; failed=1; }
