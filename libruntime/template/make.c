@@ -344,6 +344,8 @@ make (rt_context *ctx, const struct rt_template_inputs *in, bool wait, int64_t *
   int ret;
 
   mk.start_ms = rt_epoch_ms ();
+  /* What killed makers left (their QEMU died with them).  */
+  rt_template_sweep (ctx);
   ret = rt_template_key (ctx, in, mk.key, &mk.inputs, err);
   if (ret < 0)
     return ret;
