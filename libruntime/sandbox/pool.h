@@ -8,8 +8,10 @@
  *                              "spare" (never listed)
  *   <state>/.pool.lock       one filler at a time
  *
- * Spares are capped in total memory: RUNTIME_POOL_MAX_MIB, default 10 %
- * of the host's RAM.  A create that finds none starts as it would have
+ * Spares are capped in the host memory they hold: RUNTIME_POOL_MAX_MIB,
+ * default 10 % of the host's RAM, each counted as 64 MiB plus 1/64 of its
+ * guest's memory (a paused spare's QEMU holds ≈40 MiB: its guest's pages
+ * are the template's until it runs).  A create that finds none starts as it would have
  * (from the template or cold) and tops the pool up in the background.
  */
 #ifndef RT_SANDBOX_POOL_H

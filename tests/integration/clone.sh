@@ -300,22 +300,66 @@ srv=
 
 # -- a spare (runtime pool), once they exist: paused with no rules,
 #    claimed with --no-internet, which holds from its first packet
+spares() { for f in "$RUNTIME_STATE_DIR"/sb-*/state.json; do
+    grep -q '"state":"spare"' "$f" 2>/dev/null && basename "$(dirname "$f")"; done | sort; }
+ready() { runtime pool ls --json 2>/dev/null | json_get 'sum(p["ready"] for p in o)'; }
+two_ready() { [ "$(ready)" = 2 ]; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null; }
 if runtime pool --help >/dev/null 2>&1; then
-    runtime pool set --spares 1 >/dev/null 2>"$tmp/err"
+    runtime pool set --spares 2 >/dev/null 2>"$tmp/err"
     rc=$?
-    is "pool set --spares 1 of the default shape" "$rc" "0"
+    is "pool set --spares 2 of the default shape" "$rc" "0"
     [ "$rc" = 0 ] || diag "$(cat "$tmp/err")"
+    is "… two spares ready" "$(ready)" "2"
+    is "… none of them listed" "$(runtime sandbox ls --json | json_get 'len(o)')" "0"
+    sq=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$(spares | head -1)/qemu.pid" 2>/dev/null)
+    c0=$(cpu_ticks "$sq"); sleep 3; c1=$(cpu_ticks "$sq")
+    check "… a spare's QEMU is paused: no CPU (${c0:-?} -> ${c1:-?} ticks in 3 s)" test "$((${c1:-999} - ${c0:-0}))" -le 2
+    expect_error "a pool past RUNTIME_POOL_MAX_MIB is refused" quota_exceeded \
+        env RUNTIME_POOL_MAX_MIB=300 runtime pool set --spares 2 --vcpu 1 --memory 4096
     new_sandbox p --no-internet --env SPARE_ENV=p-$$
-    is "a create of that shape claims the spare" "$(start_of "$p")" "spare"
+    is "a create of that shape claims a spare" "$(start_of "$p")" "spare"
+    diag "claimed in $wall_ms ms (readyMs $(ready_of "$p"))"
     is "… its first request out is refused (internet_off)" "$(http_code "$p")" "403"
     out=$(tcp_echo "$p")
     check "… and raw TCP (${out:-nothing})" grep -qE '^[A-Za-z]+Error: ' <<<"$out"
     is "… its hostname is its id, its env the claimant's" \
         "$(in_sb "$p" 'cat /proc/sys/kernel/hostname; echo $SPARE_ENV')" "$(printf '%s\n%s' "$p" "p-$$")"
-    rm_sandboxes "$p"
+    new_sandbox o
+    is "another create claims the other spare" "$(start_of "$o")" "spare"
+    is "… with open rules it gets out (the server answers)" "$(http_code "$o")" "200"
+    check "… and differs from the first in boot id and machine id" \
+        test "$(in_sb "$p" 'cat /proc/sys/kernel/random/boot_id /etc/machine-id')" != \
+        "$(in_sb "$o" 'cat /proc/sys/kernel/random/boot_id /etc/machine-id')"
+    is "… both are billed from their claim: they show in the list" "$(runtime sandbox ls --json | json_get 'len(o)')" "2"
+    rm_sandboxes "$p" "$o"
+    check "the pool is topped up again in the background" wait_until 120 two_ready
+    # kill -9 of a spare's monitor: that spare is lost, nothing leaks, no record.
+    victim=$(spares | head -1)
+    vmon=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$victim/monitor.pid" 2>/dev/null)
+    vq=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$victim/qemu.pid" 2>/dev/null)
+    kill -9 "$vmon" 2>/dev/null
+    wait_until 10 sh -c "! kill -0 $vq 2>/dev/null"
+    check "kill -9 of a spare's monitor: its QEMU is gone" sh -c "! kill -0 $vq 2>/dev/null"
+    runtime sandbox ls >/dev/null 2>&1
+    is "… its state is reaped, with no record" \
+        "$(ls -d "$RUNTIME_STATE_DIR/$victim" "$RUNTIME_DATA_DIR/sandboxes/$victim.json" 2>/dev/null)" ""
+    # kill -9 of a create while it claims: the spare goes back or stops.
+    runtime sandbox create --timeout 900 >/dev/null 2>&1 &
+    cpid=$!
+    sleep 0.05
+    kill -9 "$cpid" 2>/dev/null
+    wait "$cpid" 2>/dev/null
+    sleep 2
+    is "kill -9 of a create claiming a spare: no sandbox is left listed" "$(runtime sandbox ls --json | json_get 'len(o)')" "0"
+    new_sandbox q
+    check "… and the next create works" test -n "$q"
+    rm_sandboxes "$q"
     runtime pool rm runtime >/dev/null 2>"$tmp/err"
     is "pool rm" "$?" "0"
     wait_until 60 no_maker
+    wait_until 30 sh -c "[ -z \"\$(ls -d $RUNTIME_STATE_DIR/sb-* 2>/dev/null)\" ]"
+    is "… no spare is left" "$(spares)" ""
     is "… no spare's QEMU is left" "$(maker_qemus)" ""
 fi
 
