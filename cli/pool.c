@@ -82,7 +82,14 @@ pool_rm (struct cli_command *cmd, int argc, char **argv)
     return code;
   if (rt_pool_remove (ctx, a.pos[0], &err) < 0)
     return cli_lib_fail (err);
-  printf (a.json ? "{\"removed\":\"%s\"}\n" : "%s\n", a.pos[0]);
+  if (a.json)
+    {
+      cleanup_json json_object *o = json_object_new_object ();
+      json_object_object_add (o, "removed", json_object_new_string (a.pos[0]));
+      printf ("%s\n", json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    }
+  else
+    printf ("%s\n", a.pos[0]);
   return 0;
 }
 

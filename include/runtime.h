@@ -213,7 +213,10 @@ typedef struct rt_sandbox rt_sandbox;
  *       "name_taken", "invalid_request", "invalid_env", "image_not_found")
  *
  * The sandbox is owned by its own monitor process and outlives the caller
- * until it is stopped or its lease ends.  On failure nothing is left
+ * until it is stopped or its lease ends.  It starts from a template of
+ * its image and shape when one exists (rt_image_warm; unless cfg->cold),
+ * or claims a warm spare of exactly that shape (rt_pool_set; never for a
+ * sandbox with secrets or --get-or-create), whose id it keeps.  On failure nothing is left
  * behind: no QEMU, no monitor, no state directory.
  * Return: 0, or <0 with @err set.
  */
@@ -544,7 +547,9 @@ int rt_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err);
  * rt_sandbox_get_json - a sandbox as a JSON object (live or ended):
  * {id, kind, name, labels, state, funding, vcpu, memoryMiB, diskMiB, image,
  *  timeoutSeconds, onLeaseEnd, createdAt, expiresAt, endedAt, stopReason,
- *  network, envNames, cpuSeconds, chargedMicros}
+ *  network, envNames, cpuSeconds, chargedMicros, jail, start ("cold",
+ *  "template" or "spare"), template (its key, or null), readyMs (the create
+ *  call to running, as the monitor measured it)}
  * @ctx:  the context
  * @ref:  its id or name
  * @json: set to the text (free it)

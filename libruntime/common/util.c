@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "common/util.h"
@@ -286,8 +287,13 @@ rt_detach (void)
       dup2 (fd, 1);
       dup2 (fd, 2);
     }
-  /* Nothing of the caller's: its locks, pipes and sockets.  */
+  /* Nothing of the caller's: its locks, pipes and sockets, and its
+     environment (API keys) shown in /proc/PID/environ; not dumpable, as
+     the monitor is, since its memory is a copy of the caller's.  */
   close_range (3, ~0U, 0);
+  prctl (PR_SET_DUMPABLE, 0);
+  clearenv ();
+  setenv ("PATH", RT_CLEAN_PATH, 1);
   signal (SIGINT, SIG_IGN);
   signal (SIGHUP, SIG_IGN);
   signal (SIGPIPE, SIG_IGN);

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 
 #include "image/store.h"
+#include "sandbox/pool.h"
 #include "image/tar.h"
 #include "sandbox/store.h"
 #include "template/template.h"
@@ -706,5 +707,6 @@ rt_image_remove (rt_context *ctx, const char *ref, rt_error **err)
   /* The image is gone already: a template left behind is never found
      (its key names the image), so a failure here is not the caller's.  */
   rt_template_remove_image (ctx, id, NULL);
+  rt_pool_forget_image (ctx, id);
   return 0;
 }

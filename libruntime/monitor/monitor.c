@@ -245,7 +245,9 @@ start_vm (struct mon *m, rt_error **err)
         }
       if (ret < 0)
         {
-          fprintf (stderr, "cannot start from template %s, booting cold: %s\n", m->cfg->tmpl->key, (*err)->msg);
+          cleanup_free char *why = rt_text_escape ((*err)->msg, false);
+          fprintf (stderr, "cannot start from template %s, booting cold: %s\n", m->cfg->tmpl->key,
+                   why ? why : "?");
           rt_error_free (*err);
           *err = NULL;
         }

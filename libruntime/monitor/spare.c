@@ -24,8 +24,9 @@ drop_claimer (struct mon *m)
   m->claimer_pidfd = -1;
 }
 
-/* A reserver that dies leaves the spare free; a claimer that dies before
-   it confirmed leaves a sandbox nobody can name: it stops.  */
+/* A reserver or claimer that dies before it confirmed: the spare is not
+   handed out again (the dead one may have written half of what it meant
+   to), and a claimed one is a sandbox nobody can name.  It stops.  */
 static void
 on_claimer_exit (evutil_socket_t fd, short what, void *arg)
 {
@@ -34,8 +35,7 @@ on_claimer_exit (evutil_socket_t fd, short what, void *arg)
   (void) what;
 
   drop_claimer (m);
-  if (m->claimed)
-    mon_stop (m, "requested");
+  mon_stop (m, "requested");
 }
 
 void

@@ -2,7 +2,7 @@
  * paused, with no rules but "nothing out", no lease, no meter, and state
  * "spare" (hidden from lists).  A create of exactly its image and shape
  * reserves it (POST :reserve {"claimer": pid}: one reservation at a time;
- * the spare is free again if the claimer dies first), then claims it
+ * the spare stops if the claimer dies first), then claims it
  * (POST :claim with the new sandbox's state, env, rules, lease and owner):
  * the rules apply, QEMU resumes, the agent makes the clone unique
  * (RESTORE), the meter and the lease start, and it answers as a running

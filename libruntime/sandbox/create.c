@@ -454,7 +454,7 @@ template_inputs (const struct creation *c, struct rt_template_inputs *in)
 /* The template to start from, unless --cold; a broken one is no error
    (the sandbox boots cold).  */
 static void
-find_template (struct creation *c)
+find_template (struct creation *c, bool spares)
 {
   struct rt_template_inputs in;
 
@@ -464,7 +464,7 @@ find_template (struct creation *c)
   /* A spare when there is one, but not for a sandbox with secrets (its
      egress CA goes in at boot: monitor.c) nor one that may turn out to
      exist already (--get-or-create).  */
-  if (!c->has_tmpl || c->cfg->get_or_create || rt_secret_env (c->ctx, &c->secret_env, NULL) < 0
+  if (!spares || !c->has_tmpl || c->cfg->get_or_create || rt_secret_env (c->ctx, &c->secret_env, NULL) < 0
       || (c->secret_env && c->secret_env[0]))
     return;
   rt_pool_reserve (c->ctx, &in, c->spare_id);
@@ -520,12 +520,52 @@ rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **o
   return rt_sandbox_create_on (ctx, cfg, NULL, out, err);
 }
 
-int
-rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struct rt_image_disk *on,
-                      rt_sandbox **out, rt_error **err)
+/* A reserved spare of @c that will not be claimed stops: a spare that
+   was reserved is never handed out again.  */
+static void
+drop_spare (struct creation *c)
 {
-  static const rt_sandbox_config defaults = { 0 };
-  cleanup_creation struct creation c = { .ctx = ctx, .cfg = cfg ? cfg : &defaults, .on = on };
+  if (c->spare_id[0])
+    rt_pool_release (c->ctx, c->spare_id);
+  c->spare_id[0] = '\0';
+}
+
+/* Under the state lock (@lock), after the name: the sandbox's funding,
+   then either the reserved spare claimed (its monitor writes the state,
+   with the name, before the lock goes) or a new sandbox's state written
+   and its monitor started.  *spare_failed: a claim failed (the caller
+   starts again without a spare).  */
+static int
+start (struct creation *c, int *lock, bool *spare_failed, rt_error **err)
+{
+  int ret = reserve_funding (c, err);
+
+  if (ret == 0 && c->spare_id[0])
+    {
+      ret = claim_spare (c, err);
+      *spare_failed = ret < 0;
+      close (steal_fd (lock));
+      return ret;
+    }
+  if (ret == 0)
+    {
+      ret = rt_write_pidfile (c->owner, getpid (), err);
+      if (ret == 0)
+        ret = rt_store_write_state (c->sb->dir, c->state, err);
+      close (steal_fd (lock));
+    }
+  if (ret == 0)
+    ret = secrets_env (c, err);
+  if (ret == 0)
+    ret = spawn_monitor (c, err);
+  return ret;
+}
+
+static int
+create (rt_context *ctx, const rt_sandbox_config *cfg, const struct rt_image_disk *on, bool spares,
+        bool *spare_failed, rt_sandbox **out, rt_error **err)
+{
+  cleanup_creation struct creation c = { .ctx = ctx, .cfg = cfg, .on = on };
   cleanup_close int lock = -1;
   int ret;
 
@@ -535,31 +575,19 @@ rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struc
     ret = resolve_image (&c, err);
   if (ret < 0)
     return ret;
-  find_template (&c);
+  find_template (&c, spares);
   /* Names are unique among live sandboxes: check and claim under the lock.  */
   ret = rt_store_lock (ctx, &lock, err);
-  if (ret < 0)
-    return ret;
-  ret = claim_name (&c, out, err);
-  if (ret != 0)
-    return ret < 0 ? ret : 0;
-  /* A refused funding removes the dir still under the lock.  */
-  ret = reserve_funding (&c, err);
   if (ret == 0)
+    ret = claim_name (&c, out, err);
+  if (ret == 0)
+    ret = start (&c, &lock, spare_failed, err);
+  if (ret != 0)
     {
-      ret = rt_write_pidfile (c.owner, getpid (), err);
-      if (ret == 0)
-        ret = rt_store_write_state (c.sb->dir, c.state, err);
-      close (steal_fd (&lock));
-    }
-  if (ret == 0 && c.spare_id[0])
-    ret = claim_spare (&c, err);
-  else if (ret == 0)
-    ret = secrets_env (&c, err);
-  if (ret == 0 && !c.spare_id[0])
-    ret = spawn_monitor (&c, err);
-  if (ret < 0)
-    {
+      bool spare = c.spare_id[0] != '\0';
+      drop_spare (&c);
+      if (ret > 0 || spare || c.sb == NULL)
+        return ret < 0 ? ret : 0;
       rt_rm_rf (c.sb->dir, NULL);
       /* The monitor removed it, unless it was killed.  */
       if (c.disk_dir)
@@ -568,10 +596,13 @@ rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struc
         unlink (c.egress_log);
       return ret;
     }
-  make_template_later (&c);
   /* Held by the caller now: a spare's monitor stops watching us.  */
-  if (c.spare_id[0])
-    rt_pool_confirm (ctx, c.id, NULL);
+  if (c.spare_id[0] && rt_pool_confirm (ctx, c.id, err) < 0)
+    {
+      drop_spare (&c);
+      return -1;
+    }
+  make_template_later (&c);
   {
     struct rt_template_inputs in;
     if (template_inputs (&c, &in))
@@ -580,3 +611,23 @@ rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struc
   *out = steal_pointer (&c.sb);
   return 0;
 }
+
+int
+rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struct rt_image_disk *on,
+                      rt_sandbox **out, rt_error **err)
+{
+  static const rt_sandbox_config defaults = { 0 };
+  bool spare_failed = false;
+  int ret = create (ctx, cfg ? cfg : &defaults, on, true, &spare_failed, out, err);
+
+  /* A spare that could not be claimed (stopped under us, its agent not
+     answering) is no reason to fail: start as if there were none.  */
+  if (ret < 0 && spare_failed)
+    {
+      rt_error_free (*err);
+      *err = NULL;
+      ret = create (ctx, cfg ? cfg : &defaults, on, false, &spare_failed, out, err);
+    }
+  return ret;
+}
+

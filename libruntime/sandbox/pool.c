@@ -173,6 +173,8 @@ spawn_spare (rt_context *ctx, const struct rt_template_inputs *in, const struct 
   json_object_object_add (state, "imageId", json_object_new_string (in->image_id));
   json_object_object_add (state, "vcpu", json_object_new_int (in->vcpu));
   json_object_object_add (state, "memoryMiB", json_object_new_int (in->memory_mib));
+  /* Kept while it stops too: never listed, never recorded.  */
+  json_object_object_add (state, "spare", json_object_new_boolean (true));
   if (mkdir (sb->dir, 0700) < 0)
     return rt_error_set (err, errno, "internal", "cannot create '%s': %s", sb->dir, strerror (errno));
   {
@@ -200,26 +202,30 @@ fill_entry (rt_context *ctx, json_object *e, uint64_t *used_mib, uint64_t cap)
   struct rt_template t = { 0 };
   cleanup_json json_object *live = NULL;
   int64_t have = 0, want = jint (e, "spares");
+  char key[65] = "";
 
-  if (entry_inputs (ctx, e, &disk, &k, &in, NULL) < 0)
-    goto out;
-  if (rt_template_find (ctx, &in, &t, NULL) <= 0
-      && (rt_template_make (ctx, &in, NULL, NULL) < 0 || rt_template_find (ctx, &in, &t, NULL) <= 0))
-    goto out;
   /* Spares of a template gone stale (the agent, the kernel, QEMU
-     changed) go; the others count.  */
+     changed: another key) or of an image that cannot be had go; the
+     others count.  */
+  if (entry_inputs (ctx, e, &disk, &k, &in, NULL) < 0 || rt_template_key (ctx, &in, key, NULL, NULL) < 0)
+    key[0] = '\0';
   live = live_spares (ctx);
   for (size_t i = 0; i < json_object_array_length (live); i++)
     {
       json_object *sp = json_object_array_get_idx (live, i);
-      const char *key = rt_json_str (sp, "template");
+      const char *its = rt_json_str (sp, "template");
       if (!same_shape (sp, e))
         continue;
-      if (key && strcmp (key, t.key) == 0 && have < want)
+      if (its && key[0] && strcmp (its, key) == 0 && have < want)
         have++;
       else if (rt_json_str (sp, "id"))
         stop_one (ctx, rt_json_str (sp, "id"));
     }
+  if (key[0] == '\0' || have >= want)
+    goto out;
+  if (rt_template_find (ctx, &in, &t, NULL) <= 0
+      && (rt_template_make (ctx, &in, NULL, NULL) < 0 || rt_template_find (ctx, &in, &t, NULL) <= 0))
+    goto out;
   for (; have < want && *used_mib + spare_cost_mib (in.memory_mib) <= cap; have++)
     {
       if (spawn_spare (ctx, &in, &t, disk.workdir, NULL) < 0)
@@ -340,6 +346,12 @@ rt_pool_claim (rt_context *ctx, const char *id, json_object *claim, rt_error **e
   return rt_api_call (sb->sock, id, "claim", claim, NULL, err);
 }
 
+void
+rt_pool_release (rt_context *ctx, const char *id)
+{
+  stop_one (ctx, id);
+}
+
 int
 rt_pool_confirm (rt_context *ctx, const char *id, rt_error **err)
 {
@@ -452,8 +464,8 @@ rt_pool_set (rt_context *ctx, const char *ref, unsigned spares, unsigned vcpu, u
   fill_all (ctx);
   json_object_array_add (out, json_object_get (entry));
   add_ready (ctx, out);
-  if (json)
-    *json = strdup (json_object_to_json_string_ext (entry, JSON_C_TO_STRING_PLAIN));
+  if (json && (*json = strdup (json_object_to_json_string_ext (entry, JSON_C_TO_STRING_PLAIN))) == NULL)
+    return rt_error_oom (err);
   return 0;
 }
 
@@ -499,4 +511,25 @@ rt_pool_remove (rt_context *ctx, const char *ref, rt_error **err)
   if (ret == 0)
     stop_spares (ctx, id, 0, 0, 0);
   return ret;
+}
+
+void
+rt_pool_forget_image (rt_context *ctx, const char *image_id)
+{
+  cleanup_json json_object *pools = NULL, *kept = json_object_new_array ();
+  cleanup_close int lock = pool_lock (ctx, true);
+
+  if (lock < 0 || kept == NULL)
+    return;
+  pools = read_pools (ctx);
+  for (size_t i = 0; i < json_object_array_length (pools); i++)
+    {
+      json_object *e = json_object_array_get_idx (pools, i);
+      const char *id = rt_json_str (e, "imageId");
+      if (id == NULL || strcmp (id, image_id) != 0)
+        json_object_array_add (kept, json_object_get (e));
+    }
+  if (json_object_array_length (kept) != json_object_array_length (pools))
+    write_pools (ctx, kept, NULL);
+  stop_spares (ctx, image_id, 0, 0, 0);
 }

@@ -20,8 +20,9 @@
 #include "core/context.h"
 #include "template/template.h"
 
-/* Reserves a live spare of @in's template for this process (the monitor
-   frees it if we die): 1 with its id in @id, 0 when there is none.  */
+/* Reserves a live spare of @in's template for this process (the spare
+   stops if we die before we claim it): 1 with its id in @id, 0 when there
+   is none.  */
 int rt_pool_reserve (rt_context *ctx, const struct rt_template_inputs *in, char id[32]);
 
 /* Claims the reserved spare @id as the new sandbox (@claim: {state, env,
@@ -29,6 +30,11 @@ int rt_pool_reserve (rt_context *ctx, const struct rt_template_inputs *in, char 
    then rt_pool_confirm once the caller holds the handle.  */
 int rt_pool_claim (rt_context *ctx, const char *id, json_object *claim, rt_error **err);
 int rt_pool_confirm (rt_context *ctx, const char *id, rt_error **err);
+/* Stops the spare @id, reserved but not to be claimed (a create that
+   failed): a reserved spare is never handed out again.  */
+void rt_pool_release (rt_context *ctx, const char *id);
+/* Drops the pools of image @image_id and stops its spares (image rm).  */
+void rt_pool_forget_image (rt_context *ctx, const char *image_id);
 
 /* When @in's image and shape has a pool: tops it up in a detached
    process (templates first, then spares), at once.  */

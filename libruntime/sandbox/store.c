@@ -159,7 +159,7 @@ reap_dead (rt_context *ctx, const char *dir)
         }
     }
   /* A spare nobody claimed leaves no record (monitor/spare.h).  */
-  if (state && rt_json_str (state, "state") && strcmp (rt_json_str (state, "state"), "spare") == 0)
+  if (state && json_object_get_boolean (json_object_object_get (state, "spare")))
     {
       json_object_put (state);
       state = NULL;
@@ -319,7 +319,7 @@ rt_store_list (rt_context *ctx, bool all, json_object **out, rt_error **err)
          Spares are no one's sandboxes yet (monitor/spare.h).  */
       if (rt_json_str (state, "state")
           && (strcmp (rt_json_str (state, "state"), "stopped") == 0
-              || strcmp (rt_json_str (state, "state"), "spare") == 0))
+              || json_object_get_boolean (json_object_object_get (state, "spare"))))
         {
           json_object_put (state);
           continue;

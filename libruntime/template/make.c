@@ -146,11 +146,17 @@ boot (struct making *mk, rt_error **err)
 {
   struct rt_egress_rules none = { 0 };
   cleanup_free char *disk = in_tmp (mk, "disk.qcow2"), *vmdir = in_tmp (mk, "vm");
+  cleanup_free char *clone = in_tmp (mk, "clone.qcow2");
   int console_end = -1, ret;
 
-  if (disk == NULL || vmdir == NULL)
+  if (disk == NULL || vmdir == NULL || clone == NULL)
     return rt_error_oom (err);
+  /* Both overlays before QEMU runs: once it has written disk.qcow2, its
+     header is the guest's (an escaped QEMU's), and qemu-img on the host
+     would follow the backing files it names.  */
   ret = qcow2_over (mk->in->disk, "raw", disk, err);
+  if (ret == 0)
+    ret = qcow2_over (disk, "qcow2", clone, err);
   if (ret == 0)
     ret = rt_netns_create (&mk->net, &none, err);
   if (ret == 0)
@@ -254,9 +260,11 @@ write_ram (struct making *mk, rt_error **err)
   while (pos < size)
     {
       off_t data = lseek (mk->ram_fd, pos, SEEK_DATA), hole;
-      if (data < 0)
-        break; /* ENXIO: no data past pos */
-      hole = lseek (mk->ram_fd, data, SEEK_HOLE);
+      if (data < 0 && errno == ENXIO)
+        break; /* no data past pos */
+      hole = data < 0 ? -1 : lseek (mk->ram_fd, data, SEEK_HOLE);
+      if (hole < 0)
+        return rt_error_set (err, errno, "internal", "cannot read the template's memory: %s", strerror (errno));
       for (pos = data; pos < hole;)
         {
           size_t n = hole - pos < CHUNK ? (size_t) (hole - pos) : CHUNK;
@@ -284,7 +292,7 @@ write_ram (struct making *mk, rt_error **err)
 static int
 finish (struct making *mk, int64_t ram_bytes, int64_t *made_ms, rt_error **err)
 {
-  cleanup_free char *disk = in_tmp (mk, "disk.qcow2"), *clone = in_tmp (mk, "clone.qcow2");
+  cleanup_free char *disk = in_tmp (mk, "disk.qcow2");
   cleanup_free char *meta = in_tmp (mk, "meta.json"), *state = in_tmp (mk, "state");
   cleanup_free char *final = rt_strdup_printf ("%s/%s", mk->root, mk->key);
   cleanup_json json_object *m = json_object_new_object ();
@@ -293,13 +301,11 @@ finish (struct making *mk, int64_t ram_bytes, int64_t *made_ms, rt_error **err)
   int64_t ms;
   int ret;
 
-  if (disk == NULL || clone == NULL || meta == NULL || state == NULL || final == NULL || m == NULL)
+  if (disk == NULL || meta == NULL || state == NULL || final == NULL || m == NULL)
     return rt_error_oom (err);
-  ret = qcow2_over (disk, "qcow2", clone, err);
-  if (ret < 0)
-    return ret;
   /* Read-only from now on: every clone's overlay is backed by it.  */
-  chmod (disk, 0400);
+  if (chmod (disk, 0400) < 0)
+    return rt_error_set (err, errno, "internal", "chmod '%s': %s", disk, strerror (errno));
   ms = rt_epoch_ms () - mk->start_ms;
   rt_format_time (rt_epoch_ms (), now);
   json_object_object_add (m, "inputs", json_object_get (mk->inputs));

@@ -74,7 +74,9 @@ machine_json (rt_context *ctx, const struct rt_template_inputs *in, json_object 
   bool tcg = strcmp (in->accel, "tcg") == 0;
   struct rt_qemu_args a = { .qemu = "qemu", .accel = in->accel, .vcpu = in->vcpu, .memory_mib = in->memory_mib,
                             .vmlinux = "vmlinux", .initramfs = "initramfs",
-                            .tsc_khz = tcg ? rt_host_tsc_khz () : 0, .cmdline = RT_TEMPLATE_CMDLINE,
+                            /* Whether the guest is given a TSC frequency, not
+                               the figure: it may move with the host's clock. */
+                            .tsc_khz = tcg && rt_host_tsc_khz () > 0 ? 1 : 0, .cmdline = RT_TEMPLATE_CMDLINE,
                             .console_sock = true, .channel = true, .tap = true, .disk = true,
                             .disk_overlay = true, .ram_file = true, .ram_shared = true };
   cleanup_strv char **argv = NULL;

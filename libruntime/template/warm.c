@@ -28,7 +28,8 @@ describe (rt_context *ctx, const char *key, bool fresh, int64_t made_ms, char **
   if (ret < 0)
     return ret;
   for (size_t i = 0; i < json_object_array_length (arr) && t == NULL; i++)
-    if (strcmp (rt_json_str (json_object_array_get_idx (arr, i), "key"), key) == 0)
+    if (rt_json_str (json_object_array_get_idx (arr, i), "key")
+        && strcmp (rt_json_str (json_object_array_get_idx (arr, i), "key"), key) == 0)
       t = json_object_array_get_idx (arr, i);
   if (t == NULL)
     return rt_error_set (err, EIO, "startup_failed", "the template %.12s was made but is not there", key);

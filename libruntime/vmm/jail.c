@@ -212,7 +212,7 @@ build_root (const struct rt_jail *j, int report_fd)
       char proc[PATH_MAX];
       if ((size_t) snprintf (proc, sizeof proc, "%s/proc", j->root) >= sizeof proc
           || (mkdir (proc, 0555) < 0 && errno != EEXIST)
-          || mount ("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "subset=pid") < 0)
+          || mount ("proc", proc, "proc", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "subset=pid") < 0)
         fail (report_fd, "mount /proc in", j->root);
     }
   /* pivot_root (".", "."): the old root is stacked on the new one, then

@@ -31,9 +31,11 @@ wait_completed (struct rt_qmp *q, int timeout_ms, rt_error **err)
         return 0;
       if (strcmp (s, "failed") == 0 || strcmp (s, "cancelled") == 0)
         {
+          cleanup_free char *cut = NULL, *why = NULL;
           json_object_object_get_ex (r, "error-desc", &desc);
-          return rt_error_set (err, EIO, "startup_failed", "QEMU could not %s the VM's state: %.200s",
-                               "move", desc ? json_object_get_string (desc) : s);
+          cut = strndup (desc ? json_object_get_string (desc) : s, 200);
+          why = cut ? rt_text_escape (cut, false) : NULL;
+          return rt_error_set (err, EIO, "startup_failed", "QEMU could not move the VM's state: %s", why ? why : "?");
         }
       if (rt_now_ms () > deadline)
         return rt_error_set (err, ETIMEDOUT, "startup_failed", "QEMU did not finish moving the VM's state");

@@ -111,9 +111,12 @@ rt_qmp_exec (struct rt_qmp *q, const char *json, int fd, json_object **reply, in
   if (json_object_object_get_ex (r, "error", &v))
     {
       json_object *desc = NULL;
+      cleanup_free char *cut = NULL, *why = NULL;
       json_object_object_get_ex (v, "desc", &desc);
-      return rt_error_set (err, EIO, "internal", "QEMU refused %.60s: %.200s", json,
-                           desc ? json_object_get_string (desc) : json_object_to_json_string (v));
+      /* QEMU's text, on one line and bounded: it may be a guest's.  */
+      cut = strndup (desc ? json_object_get_string (desc) : json_object_to_json_string (v), 200);
+      why = cut ? rt_text_escape (cut, false) : NULL;
+      return rt_error_set (err, EIO, "internal", "QEMU refused %.60s: %s", json, why ? why : "?");
     }
   if (!json_object_object_get_ex (r, "return", &v))
     return rt_error_set (err, EPROTO, "internal", "QEMU answered %.60s with no result", json);
