@@ -157,6 +157,9 @@ boot (struct making *mk, rt_error **err)
   ret = qcow2_over (mk->in->disk, "raw", disk, err);
   if (ret == 0)
     ret = qcow2_over (disk, "qcow2", clone, err);
+  /* qemu-img follows the umask: root's alone, as the rest.  */
+  if (ret == 0 && (chmod (disk, 0600) < 0 || chmod (clone, 0600) < 0))
+    ret = rt_error_set (err, errno, "internal", "chmod '%s': %s", clone, strerror (errno));
   if (ret == 0)
     ret = rt_netns_create (&mk->net, &none, err);
   if (ret == 0)

@@ -53,7 +53,7 @@ def qemu_argv(workdir, append, channel=False, memory=4096, vcpu=2):
         if line.startswith("cpu MHz") and accel == "tcg":
             tsc = " tsc_early_khz=%d tsc=reliable" % round(float(line.split(":")[1]) * 1000)
             break
-    argv = ["qemu-system-x86_64", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on" + (",pit=off" if tsc else ""),
+    argv = ["qemu-system-x86_64", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on",
             "-accel", "tcg,tb-size=64" if accel == "tcg" else "kvm", "-cpu", "max" if accel == "tcg" else "host",
             "-m", str(memory), "-smp", str(vcpu), "-nodefaults", "-no-user-config", "-display", "none",
             "-no-reboot", "-serial", f"file:{workdir}/console.log", "-kernel", vmlinux, "-initrd", initramfs,

@@ -395,7 +395,7 @@ is "… the tool result: exit 0, stdout 42, not timed out" \
 check "… stderr: the call in one line" grep -qE '^runtime: run_python #1 \(0 packages\): exit 0 in [0-9]+\.[0-9] s$' "$tmp/err"
 d=$(($(charged) - charged0))
 is "… the cost line: 200 in, 40 out, the sandbox as charged in the ledger (trial: \$0)" \
-    "$(cost_line | sed 's/: \$0\.0000[0-9][0-9] for/: $X for/')" \
+    "$(cost_line | sed 's/: \$0\.[0-9]\{6\} for/: $X for/')" \
     "runtime: 200 input and 40 output tokens: \$X for deepseek-flash; sandboxes \$$((d / 1000000)).$(printf %06d $((d % 1000000)))"
 check "… the key is not printed" sh -c "! grep -qF -- '$KEY' '$tmp/out' '$tmp/err'"
 is "… one sandbox for the one call" "$(($(sandboxes_made) - before))" "1"

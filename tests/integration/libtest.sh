@@ -45,7 +45,10 @@ trap cleanup EXIT
 check_no_leaks() {
     local what=$1
     is "$what: no QEMU left" "$(our_qemus)" ""
-    is "$what: no sandbox state left" "$(ls -A "$RUNTIME_STATE_DIR" 2>/dev/null | grep -v '^\.lock$')" ""
+    # Lock files stay (the state dir's, the pool's, template keepers'
+    # starters'); a keeper's socket is a live keeper.
+    is "$what: no sandbox state left" "$(ls -A "$RUNTIME_STATE_DIR" 2>/dev/null | grep -vE '^\.(lock|pool\.lock|templates)$')" ""
+    is "$what: no template keeper left" "$(ls "$RUNTIME_STATE_DIR/.templates" 2>/dev/null | grep -v '\.lock$')" ""
     is "$what: no sandbox disk left in the data dir" "$(ls -d "$RUNTIME_DATA_DIR"/sandboxes/sb-*/ 2>/dev/null)" ""
     is "$what: no QEMU control group left" "$(our_cgroups)" ""
     is "$what: no sandbox uid held" "$(held_uids)" ""

@@ -54,7 +54,7 @@ test_tcg_sandbox (void)
                             .tsc_khz = 2100000, .cmdline = "rt.id=sb-1", .channel = true,
                             .disk = true };
   static const char *const want[] = {
-    "/usr/bin/qemu-system-x86_64", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on,pit=off", "-accel",
+    "/usr/bin/qemu-system-x86_64", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel",
     "tcg,tb-size=64",
     "-cpu", "max", "-m", "512", "-smp", "1", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config",
     "-display", "none", "-no-reboot", "-sandbox",
@@ -75,7 +75,7 @@ test_tcg_sandbox (void)
     cleanup_strv char **argv = NULL;
     ok (rt_qemu_argv (&a, &argv, NULL) == 0 && strcmp (argv[29], "console=ttyS0 quiet panic=-1 reboot=t" IDLE " rt.id=sb-1") == 0
             && strcmp (argv[2], "microvm,x-option-roms=off,isa-serial=on,rtc=on") == 0,
-        "TCG without a TSC frequency: no tsc_early_khz, tsc=reliable or pit=off");
+        "TCG without a TSC frequency: no tsc_early_khz or tsc=reliable");
   }
 }
 
@@ -220,7 +220,7 @@ test_template_and_clone (void)
                             .initramfs = "initrd", .tsc_khz = 2100000, .cmdline = "rt.hostname=runtime",
                             .console_sock = true, .channel = true, .tap = true, .disk = true, .disk_overlay = true,
                             .ram_file = true, .ram_shared = true };
-  static const char *const head[] = { "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on,pit=off,memory-backend=ram",
+  static const char *const head[] = { "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on,memory-backend=ram",
                                       "-accel", "tcg,tb-size=64", "-cpu", "max", "-m", "1024", "-object",
                                       "memory-backend-file,id=ram,size=1024M,mem-path=/proc/self/fd/10,share=on" };
   cleanup_strv char **made = NULL, **clone = NULL;

@@ -65,4 +65,9 @@ runtime sandbox rm "$tpl_id2" >/dev/null 2>&1
 is "the templates dir and every file in it are root's alone" \
     "$(find "$RUNTIME_CACHE_DIR/templates" -maxdepth 2 \( -perm /077 -o ! -user root \) ! -name '.lock-*' 2>/dev/null)" ""
 check "nobody cannot read a template's RAM" sh -c "! setpriv --reuid=nobody --regid=nogroup --clear-groups cat '$tpl_dir/ram' >/dev/null 2>&1"
+# Its keeper goes 2 s after the last clone asked (RUNTIME_TEMPLATE_KEEP_S).
+for _ in $(seq 50); do
+    [ -z "$(ls "$RUNTIME_STATE_DIR/.templates" 2>/dev/null | grep -v '\.lock$')" ] && break
+    sleep 0.2
+done
 unset RUNTIME_TEMPLATES RUNTIME_TEMPLATE_KEEP_S
