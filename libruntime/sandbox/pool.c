@@ -406,6 +406,22 @@ stop_spares (rt_context *ctx, const char *image_id, unsigned vcpu, unsigned memo
     }
 }
 
+/* @ref's image id, the pool lock (held until *lock is closed) and the
+   pools, read under it.  */
+static int
+open_pools (rt_context *ctx, const char *ref, char **id, int *lock, json_object **pools, rt_error **err)
+{
+  int ret = rt_image_resolve (ctx, ref, id, err);
+
+  if (ret < 0)
+    return ret;
+  *lock = pool_lock (ctx, true);
+  if (*lock < 0)
+    return rt_error_set (err, errno, "internal", "cannot lock the pools: %s", strerror (errno));
+  *pools = read_pools (ctx);
+  return 0;
+}
+
 int
 rt_pool_set (rt_context *ctx, const char *ref, unsigned spares, unsigned vcpu, unsigned memory_mib, char **json,
              rt_error **err)
@@ -422,13 +438,9 @@ rt_pool_set (rt_context *ctx, const char *ref, unsigned spares, unsigned vcpu, u
   if (spares > MAX_SPARES || vcpu > RT_MAX_VCPU || memory_mib < RT_MIN_MEMORY_MIB || memory_mib > RT_MAX_MEMORY_MIB)
     return rt_error_set (err, EINVAL, "invalid_request", "a pool is 0 to %d spares of 1 to %d vCPUs and %d to %d MiB",
                          MAX_SPARES, RT_MAX_VCPU, RT_MIN_MEMORY_MIB, RT_MAX_MEMORY_MIB);
-  ret = rt_image_resolve (ctx, ref, &id, err);
+  ret = open_pools (ctx, ref, &id, &lock, &pools, err);
   if (ret < 0)
     return ret;
-  lock = pool_lock (ctx, true);
-  if (lock < 0)
-    return rt_error_set (err, errno, "internal", "cannot lock the pools: %s", strerror (errno));
-  pools = read_pools (ctx);
   for (size_t i = 0; i < json_object_array_length (pools); i++)
     {
       json_object *e = json_object_array_get_idx (pools, i);
@@ -486,14 +498,10 @@ rt_pool_remove (rt_context *ctx, const char *ref, rt_error **err)
   cleanup_free char *id = NULL;
   cleanup_close int lock = -1;
   bool found = false;
-  int ret = rt_image_resolve (ctx, ref, &id, err);
+  int ret = open_pools (ctx, ref, &id, &lock, &pools, err);
 
   if (ret < 0)
     return ret;
-  lock = pool_lock (ctx, true);
-  if (lock < 0)
-    return rt_error_set (err, errno, "internal", "cannot lock the pools: %s", strerror (errno));
-  pools = read_pools (ctx);
   for (size_t i = 0; i < json_object_array_length (pools); i++)
     {
       json_object *e = json_object_array_get_idx (pools, i);
