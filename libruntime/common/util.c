@@ -292,8 +292,22 @@ rt_detach (void)
      the monitor is, since its memory is a copy of the caller's.  */
   close_range (3, ~0U, 0);
   prctl (PR_SET_DUMPABLE, 0);
-  clearenv ();
-  setenv ("PATH", RT_CLEAN_PATH, 1);
+  {
+    /* What the library still reads from the environment after a context
+       is made (the monitors it starts, the pool's cap).  */
+    static const char *const keep[] = { "RUNTIME_RESOLVE", "RUNTIME_POOL_MAX_MIB", "SSL_CERT_FILE", "SSL_CERT_DIR" };
+    char *kept[4];
+    for (size_t i = 0; i < 4; i++)
+      kept[i] = getenv (keep[i]) ? strdup (getenv (keep[i])) : NULL;
+    clearenv ();
+    setenv ("PATH", RT_CLEAN_PATH, 1);
+    for (size_t i = 0; i < 4; i++)
+      {
+        if (kept[i])
+          setenv (keep[i], kept[i], 1);
+        free (kept[i]);
+      }
+  }
   signal (SIGINT, SIG_IGN);
   signal (SIGHUP, SIG_IGN);
   signal (SIGPIPE, SIG_IGN);

@@ -55,7 +55,8 @@ char *rt_find_program (const char *name);
 int rt_spawn_piped (char *const argv[], pid_t *pid, int *out_fd, rt_error **err);
 /* Forks a detached process for background work: a double fork (nobody's
    child), its own session, stdio on /dev/null, none of the caller's other
-   fds, an environment of PATH only, not dumpable, SIGINT, SIGHUP and
+   fds, an environment of PATH and the few variables the library reads
+   later (RUNTIME_RESOLVE, RUNTIME_POOL_MAX_MIB, the CA paths), not dumpable, SIGINT, SIGHUP and
    SIGPIPE ignored.  Return: 0 in that process
    (which must _exit), 1 in the caller, -1 when fork failed.  */
 int rt_detach (void);

@@ -62,8 +62,8 @@ is "… and sees none of the first clone's files" \
     "$(runtime sandbox exec "$tpl_id2" -- sh -c 'ls /etc/hostile /var/junk /dev/shm/junk 2>/dev/null | wc -l' </dev/null 2>&1)" "0"
 runtime sandbox rm "$tpl_id2" >/dev/null 2>&1
 
-is "the templates dir and every file in it are root's alone" \
-    "$(find "$RUNTIME_CACHE_DIR/templates" -maxdepth 2 \( -perm /077 -o ! -user root \) ! -name '.lock-*' 2>/dev/null)" ""
+is "the template's dir and every file in it are root's alone" \
+    "$(find "$RUNTIME_CACHE_DIR/templates" "$tpl_dir" -maxdepth 1 \( -path "$tpl_dir*" -o -name templates \) \( -perm /077 -o ! -user root \) 2>/dev/null)" ""
 check "nobody cannot read a template's RAM" sh -c "! setpriv --reuid=nobody --regid=nogroup --clear-groups cat '$tpl_dir/ram' >/dev/null 2>&1"
 # Its keeper goes 2 s after the last clone asked (RUNTIME_TEMPLATE_KEEP_S).
 for _ in $(seq 50); do
