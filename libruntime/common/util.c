@@ -514,6 +514,15 @@ rt_json_str (json_object *o, const char *key)
   return NULL;
 }
 
+int64_t
+rt_json_i64 (json_object *o, const char *key)
+{
+  json_object *v;
+
+  return json_object_object_get_ex (o, key, &v) && json_object_is_type (v, json_type_int) ? json_object_get_int64 (v)
+                                                                                            : 0;
+}
+
 int
 rt_error_from_json (json_object *o, rt_error **err)
 {

@@ -86,6 +86,8 @@ int rt_lock_dir (const char *dir, int *out, rt_error **err);
 void rt_remove_matching (const char *dir, const char *pattern);
 /* The string at @key of a JSON object, or NULL.  */
 const char *rt_json_str (json_object *o, const char *key);
+/* @o's integer member @key, or 0 when it is missing or not an integer.  */
+int64_t rt_json_i64 (json_object *o, const char *key);
 /* {"error":{"code","message","hint"}} (the API's and the sync pipe's
    shape) into @err; returns -EIO, or 0 when @o holds no error.  */
 int rt_error_from_json (json_object *o, rt_error **err);

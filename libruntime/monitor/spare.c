@@ -1,5 +1,4 @@
 /* spare.c - a spare's reservation and claim (spare.h).  */
-#include <fcntl.h>
 #include <string.h>
 #include <sys/pidfd.h>
 
@@ -38,13 +37,6 @@ on_claimer_exit (evutil_socket_t fd, short what, void *arg)
   mon_stop (m, "requested");
 }
 
-void
-mon_spare_clear (struct mon *m)
-{
-  drop_claimer (m);
-  cleanup_strvp (&m->claim_env);
-}
-
 static bool
 not_a_spare (struct mon *m, struct evhttp_request *req)
 {
@@ -78,14 +70,6 @@ mon_handle_reserve (struct mon *m, struct evhttp_request *req, json_object *body
       return mon_reply_error (req, 500, "internal", NULL, "cannot watch the claimer");
     }
   mon_reply_json (req, 200, m->state);
-}
-
-static int64_t
-get_i64 (json_object *o, const char *key)
-{
-  json_object *v;
-  return json_object_object_get_ex (o, key, &v) && json_object_is_type (v, json_type_int) ? json_object_get_int64 (v)
-                                                                                            : 0;
 }
 
 /* The claim's env (["K=V"…]) into m->claim_env.  */
@@ -136,16 +120,11 @@ apply_rules (struct mon *m, json_object *body, bool trial, rt_error **err)
 static int
 resume_and_restore (struct mon *m, rt_error **err)
 {
+  /* guest-ops polls: the loop's non-blocking fd serves as it is.  */
   struct rt_channel ch = { .fd = m->chan_fd, .vm_pidfd = m->vm.pidfd, .reader = m->reader };
-  int flags = fcntl (m->chan_fd, F_GETFL), ret;
+  int ret = rt_qmp_command (m->qmp_sock, "cont", err);
 
-  ret = rt_qmp_command (m->qmp_sock, "cont", err);
-  if (ret < 0)
-    return ret;
-  fcntl (m->chan_fd, F_SETFL, flags & ~O_NONBLOCK);
-  ret = rt_guest_restore (&ch, m->cfg->id, RESTORE_TIMEOUT_MS, err);
-  fcntl (m->chan_fd, F_SETFL, flags | O_NONBLOCK);
-  return ret;
+  return ret < 0 ? ret : rt_guest_restore (&ch, m->cfg->id, RESTORE_TIMEOUT_MS, err);
 }
 
 /* The claimant's state, with what the monitor measured of the start.  */
@@ -169,8 +148,8 @@ claim (struct mon *m, json_object *body, rt_error **err)
   json_object *state;
   const char *funding;
   bool trial;
-  int64_t start_ms = get_i64 (body, "startMs"), ready;
-  pid_t owner = (pid_t) get_i64 (body, "owner");
+  int64_t start_ms = rt_json_i64 (body, "startMs"), ready;
+  pid_t owner = (pid_t) rt_json_i64 (body, "owner");
   int ret;
 
   if (!json_object_object_get_ex (body, "state", &state) || !json_object_is_type (state, json_type_object)
@@ -183,8 +162,8 @@ claim (struct mon *m, json_object *body, rt_error **err)
     return ret;
   m->claim_cfg = *m->cfg;
   m->claim_cfg.env = m->claim_env;
-  m->claim_cfg.expires_ms = get_i64 (body, "expiresMs");
-  m->claim_cfg.timeout_s = (unsigned) get_i64 (body, "timeoutSeconds");
+  m->claim_cfg.expires_ms = rt_json_i64 (body, "expiresMs");
+  m->claim_cfg.timeout_s = (unsigned) rt_json_i64 (body, "timeoutSeconds");
   m->claim_cfg.stop_on_timeout = json_object_object_get_ex (body, "stopOnTimeout", NULL)
                                  && json_object_get_boolean (json_object_object_get (body, "stopOnTimeout"));
   m->claim_cfg.owner = owner;

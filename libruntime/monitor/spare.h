@@ -18,7 +18,4 @@ void mon_handle_reserve (struct mon *m, struct evhttp_request *req, json_object 
 void mon_handle_claim (struct mon *m, struct evhttp_request *req, json_object *body);
 void mon_handle_claimed (struct mon *m, struct evhttp_request *req, json_object *body);
 
-/* Frees what a claim allocated (the monitor's end).  */
-void mon_spare_clear (struct mon *m);
-
 #endif

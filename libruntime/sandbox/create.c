@@ -467,7 +467,7 @@ find_template (struct creation *c, bool spares)
   if (!spares || !c->has_tmpl || c->cfg->get_or_create || rt_secret_env (c->ctx, &c->secret_env, NULL) < 0
       || (c->secret_env && c->secret_env[0]))
     return;
-  rt_pool_reserve (c->ctx, &in, c->spare_id);
+  rt_pool_reserve (c->ctx, &in, c->tmpl.key, c->spare_id);
 }
 
 /* The reserved spare becomes the sandbox (monitor/spare.h).  */

@@ -51,13 +51,6 @@ write_pools (rt_context *ctx, json_object *pools, rt_error **err)
   return rt_write_file_atomic (path, s, strlen (s), 0600, err);
 }
 
-static int64_t
-jint (json_object *o, const char *key)
-{
-  json_object *v;
-  return json_object_object_get_ex (o, key, &v) ? json_object_get_int64 (v) : 0;
-}
-
 /* What a paused spare holds of the host's memory, counted against the
    cap: its QEMU's own (≈40 MiB measured: no guest page is touched before
    it resumes, and untouched pages are the template's, shared) with room,
@@ -122,8 +115,8 @@ entry_inputs (rt_context *ctx, json_object *e, struct rt_image_disk *disk, struc
     ret = rt_context_accel (ctx, &accel, err);
   if (ret < 0)
     return ret;
-  *in = (struct rt_template_inputs){ .image_id = disk->id, .disk = disk->disk, .vcpu = (unsigned) jint (e, "vcpu"),
-                                     .memory_mib = (unsigned) jint (e, "memoryMiB"), .disk_mib = 4096,
+  *in = (struct rt_template_inputs){ .image_id = disk->id, .disk = disk->disk, .vcpu = (unsigned) rt_json_i64 (e, "vcpu"),
+                                     .memory_mib = (unsigned) rt_json_i64 (e, "memoryMiB"), .disk_mib = 4096,
                                      .vmlinux = k->vmlinux, .initramfs = k->initramfs, .accel = accel };
   return 0;
 }
@@ -142,8 +135,8 @@ same_shape (json_object *a, json_object *b)
 {
   const char *x = rt_json_str (a, "imageId"), *y = rt_json_str (b, "imageId");
 
-  return x && y && strcmp (x, y) == 0 && jint (a, "vcpu") == jint (b, "vcpu")
-         && jint (a, "memoryMiB") == jint (b, "memoryMiB");
+  return x && y && strcmp (x, y) == 0 && rt_json_i64 (a, "vcpu") == rt_json_i64 (b, "vcpu")
+         && rt_json_i64 (a, "memoryMiB") == rt_json_i64 (b, "memoryMiB");
 }
 
 /* One spare of @t: a monitor in spare mode (monitor/spare.h).  */
@@ -201,7 +194,7 @@ fill_entry (rt_context *ctx, json_object *e, uint64_t *used_mib, uint64_t cap)
   struct rt_template_inputs in;
   struct rt_template t = { 0 };
   cleanup_json json_object *live = NULL;
-  int64_t have = 0, want = jint (e, "spares");
+  int64_t have = 0, want = rt_json_i64 (e, "spares");
   char key[65] = "";
 
   /* Spares of a template gone stale (the agent, the kernel, QEMU
@@ -253,11 +246,11 @@ fill_all (rt_context *ctx)
       bool asked = false;
       for (size_t j = 0; j < json_object_array_length (pools) && !asked; j++)
         asked = same_shape (sp, json_object_array_get_idx (pools, j))
-                && jint (json_object_array_get_idx (pools, j), "spares") > 0;
+                && rt_json_i64 (json_object_array_get_idx (pools, j), "spares") > 0;
       if (!asked && rt_json_str (sp, "id"))
         stop_one (ctx, rt_json_str (sp, "id"));
       else
-        used += spare_cost_mib ((uint64_t) jint (sp, "memoryMiB"));
+        used += spare_cost_mib ((uint64_t) rt_json_i64 (sp, "memoryMiB"));
     }
   for (size_t i = 0; i < json_object_array_length (pools); i++)
     fill_entry (ctx, json_object_array_get_idx (pools, i), &used, cap);
@@ -287,8 +280,8 @@ has_pool (rt_context *ctx, const struct rt_template_inputs *in)
     {
       json_object *e = json_object_array_get_idx (pools, i);
       const char *id = rt_json_str (e, "imageId");
-      if (id && strcmp (id, in->image_id) == 0 && jint (e, "vcpu") == in->vcpu
-          && jint (e, "memoryMiB") == in->memory_mib && jint (e, "spares") > 0)
+      if (id && strcmp (id, in->image_id) == 0 && rt_json_i64 (e, "vcpu") == in->vcpu
+          && rt_json_i64 (e, "memoryMiB") == in->memory_mib && rt_json_i64 (e, "spares") > 0)
         return true;
     }
   return false;
@@ -308,13 +301,14 @@ rt_pool_fill_background (rt_context *ctx, const struct rt_template_inputs *in)
 }
 
 int
-rt_pool_reserve (rt_context *ctx, const struct rt_template_inputs *in, char id[32])
+rt_pool_reserve (rt_context *ctx, const struct rt_template_inputs *in, const char *key, char id[32])
 {
-  cleanup_json json_object *live = live_spares (ctx);
-  char key[65];
+  cleanup_json json_object *live = NULL;
 
-  if (rt_template_key (ctx, in, key, NULL, NULL) < 0)
+  /* Most creates have no pool: no scan of every sandbox's state then.  */
+  if (!has_pool (ctx, in))
     return 0;
+  live = live_spares (ctx);
   for (size_t i = 0; i < json_object_array_length (live); i++)
     {
       json_object *s = json_object_array_get_idx (live, i);
@@ -379,8 +373,8 @@ add_ready (rt_context *ctx, json_object *pools)
         {
           json_object *s = json_object_array_get_idx (live, j);
           const char *a = rt_json_str (s, "imageId"), *b = rt_json_str (e, "imageId");
-          n += a && b && strcmp (a, b) == 0 && jint (s, "vcpu") == jint (e, "vcpu")
-               && jint (s, "memoryMiB") == jint (e, "memoryMiB");
+          n += a && b && strcmp (a, b) == 0 && rt_json_i64 (s, "vcpu") == rt_json_i64 (e, "vcpu")
+               && rt_json_i64 (s, "memoryMiB") == rt_json_i64 (e, "memoryMiB");
         }
       json_object_object_add (e, "ready", json_object_new_int64 (n));
     }
@@ -399,7 +393,7 @@ stop_spares (rt_context *ctx, const char *image_id, unsigned vcpu, unsigned memo
       json_object *s = json_object_array_get_idx (live, i);
       const char *img = rt_json_str (s, "imageId"), *sid = rt_json_str (s, "id");
       if (img == NULL || sid == NULL || strcmp (img, image_id) != 0
-          || (vcpu && (jint (s, "vcpu") != vcpu || jint (s, "memoryMiB") != memory_mib)))
+          || (vcpu && (rt_json_i64 (s, "vcpu") != vcpu || rt_json_i64 (s, "memoryMiB") != memory_mib)))
         continue;
       if (kept++ >= keep)
         stop_one (ctx, sid);
@@ -444,11 +438,11 @@ rt_pool_set (rt_context *ctx, const char *ref, unsigned spares, unsigned vcpu, u
   for (size_t i = 0; i < json_object_array_length (pools); i++)
     {
       json_object *e = json_object_array_get_idx (pools, i);
-      if (strcmp (rt_json_str (e, "imageId") ? rt_json_str (e, "imageId") : "", id) == 0 && jint (e, "vcpu") == vcpu
-          && jint (e, "memoryMiB") == memory_mib)
+      if (strcmp (rt_json_str (e, "imageId") ? rt_json_str (e, "imageId") : "", id) == 0 && rt_json_i64 (e, "vcpu") == vcpu
+          && rt_json_i64 (e, "memoryMiB") == memory_mib)
         entry = e;
       else
-        others += (uint64_t) jint (e, "spares") * spare_cost_mib ((uint64_t) jint (e, "memoryMiB"));
+        others += (uint64_t) rt_json_i64 (e, "spares") * spare_cost_mib ((uint64_t) rt_json_i64 (e, "memoryMiB"));
     }
   if (others + (uint64_t) spares * spare_cost_mib (memory_mib) > cap)
     {

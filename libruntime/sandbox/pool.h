@@ -20,10 +20,10 @@
 #include "core/context.h"
 #include "template/template.h"
 
-/* Reserves a live spare of @in's template for this process (the spare
-   stops if we die before we claim it): 1 with its id in @id, 0 when there
-   is none.  */
-int rt_pool_reserve (rt_context *ctx, const struct rt_template_inputs *in, char id[32]);
+/* Reserves a live spare of @in's template (its key @key) for this
+   process (the spare stops if we die before we claim it): 1 with its id
+   in @id, 0 when there is none.  */
+int rt_pool_reserve (rt_context *ctx, const struct rt_template_inputs *in, const char *key, char id[32]);
 
 /* Claims the reserved spare @id as the new sandbox (@claim: {state, env,
    network, expiresMs, timeoutSeconds, stopOnTimeout, owner, startMs});

@@ -69,30 +69,6 @@ in_tmp (struct making *mk, const char *name)
   return rt_strdup_printf ("%s/%s", mk->tmp, name);
 }
 
-/* qemu-img create -f qcow2 -b BACKING -F FMT PATH: an empty overlay of
-   the backing's size.  */
-static int
-qcow2_over (const char *backing, const char *fmt, const char *path, rt_error **err)
-{
-  cleanup_free char *qemu_img = rt_find_program ("qemu-img");
-  cleanup_free char *out = NULL;
-  char *argv[] = { qemu_img, (char *) "create", (char *) "-q", (char *) "-f", (char *) "qcow2", (char *) "-b",
-                   (char *) backing, (char *) "-F", (char *) fmt, (char *) path, NULL };
-  int rc;
-
-  if (qemu_img == NULL)
-    {
-      rt_error_set (err, ENOENT, "startup_failed", "qemu-img not found");
-      return rt_error_hint (err, "apt-get install qemu-utils");
-    }
-  rc = rt_run_capture (argv, &out, err);
-  if (rc < 0)
-    return rc;
-  if (rc != 0)
-    return rt_error_set (err, EIO, "startup_failed", "qemu-img could not make '%s': %s", path, out ? out : "");
-  return 0;
-}
-
 /* The lock of @key (one maker at a time), the temporary dir, the RAM
    memfd.  With @wait false, 1 when another maker holds the lock.  */
 static int
@@ -154,9 +130,9 @@ boot (struct making *mk, rt_error **err)
   /* Both overlays before QEMU runs: once it has written disk.qcow2, its
      header is the guest's (an escaped QEMU's), and qemu-img on the host
      would follow the backing files it names.  */
-  ret = qcow2_over (mk->in->disk, "raw", disk, err);
+  ret = rt_qcow2_create (mk->in->disk, "raw", disk, 0, err);
   if (ret == 0)
-    ret = qcow2_over (disk, "qcow2", clone, err);
+    ret = rt_qcow2_create (disk, "qcow2", clone, 0, err);
   /* qemu-img follows the umask: root's alone, as the rest.  */
   if (ret == 0 && (chmod (disk, 0600) < 0 || chmod (clone, 0600) < 0))
     ret = rt_error_set (err, errno, "internal", "chmod '%s': %s", clone, strerror (errno));

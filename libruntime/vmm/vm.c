@@ -48,11 +48,21 @@ static int
 make_overlay (const struct rt_vm_config *cfg, const char *dir, char **path, rt_error **err)
 {
   cleanup_free char *overlay = rt_strdup_printf ("%s/overlay.qcow2", dir);
-  cleanup_free char *size = rt_strdup_printf ("%uM", cfg->disk_mib);
+  int ret = overlay ? rt_qcow2_create (cfg->disk, "raw", overlay, cfg->disk_mib, err) : rt_error_oom (err);
+
+  if (ret == 0)
+    *path = steal_pointer (&overlay);
+  return ret;
+}
+
+int
+rt_qcow2_create (const char *backing, const char *fmt, const char *path, unsigned size_mib, rt_error **err)
+{
+  cleanup_free char *size = size_mib ? rt_strdup_printf ("%uM", size_mib) : NULL;
   cleanup_free char *qemu_img = rt_find_program ("qemu-img");
   cleanup_free char *out = NULL;
   char *img_argv[] = { qemu_img, (char *) "create", (char *) "-q", (char *) "-f", (char *) "qcow2", (char *) "-b",
-                       (char *) cfg->disk, (char *) "-F", (char *) "raw", overlay, size, NULL };
+                       (char *) backing, (char *) "-F", (char *) fmt, (char *) path, size, NULL };
   int rc;
 
   if (qemu_img == NULL)
@@ -60,14 +70,13 @@ make_overlay (const struct rt_vm_config *cfg, const char *dir, char **path, rt_e
       rt_error_set (err, ENOENT, "startup_failed", "qemu-img not found");
       return rt_error_hint (err, "apt-get install qemu-utils");
     }
-  if (overlay == NULL || size == NULL)
+  if (size_mib && size == NULL)
     return rt_error_oom (err);
   rc = rt_run_capture (img_argv, &out, err);
   if (rc < 0)
     return rc;
   if (rc != 0)
     return rt_error_set (err, EIO, "startup_failed", "qemu-img could not make the disk: %s", out ? out : "");
-  *path = steal_pointer (&overlay);
   return 0;
 }
 

@@ -71,6 +71,10 @@ int rt_vm_wait (struct rt_vm *vm, int timeout_ms, int *status);
 /* SIGKILLs and reaps QEMU (idempotent), gives its uid and cgroup back,
    removes its disk dir, frees the struct's members.  */
 void rt_vm_kill (struct rt_vm *vm);
+/* qemu-img create: a qcow2 overlay at @path of @backing (format @fmt),
+   of @size_mib, or of the backing's size when 0.  Only on files no guest
+   has written: qemu-img follows the backing files a header names.  */
+int rt_qcow2_create (const char *backing, const char *fmt, const char *path, unsigned size_mib, rt_error **err);
 /* An error carrying the console's last lines.  */
 int rt_vm_startup_error (struct rt_vm *vm, rt_error **err, const char *what);
 
