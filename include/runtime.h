@@ -200,6 +200,14 @@ typedef struct rt_sandbox_config
   const char *funding;
   int64_t max_cost_micros;
   bool cold;             /* boot, even when a template fits (--cold) */
+  const char *snapshot;  /* continue from this snapshot (id or name): its
+                            image and shape; vcpu/memory_mib/disk_mib/image
+                            must be 0/NULL or the snapshot's own */
+  unsigned idle_pause_s; /* > 0: pause to disk after this many seconds
+                            without a command, copy, process output or API
+                            call and under 2 % CPU (--idle-pause) */
+  bool auto_wake;        /* a command, copy or listing of a paused sandbox
+                            wakes it first (--auto-wake) */
 } rt_sandbox_config;
 
 typedef struct rt_sandbox rt_sandbox;
@@ -506,21 +514,102 @@ int rt_sandbox_stop (rt_sandbox *sb, rt_error **err);
 int rt_sandbox_destroy (rt_sandbox *sb, rt_error **err);
 
 /**
- * rt_sandbox_pause - freeze the VM (state paused; no CPU used)
+ * rt_sandbox_pause - save the sandbox to disk and end its VM (state
+ * paused): memory, device state and disk go under the data dir, QEMU and
+ * the monitor exit, no host memory or CPU is used and nothing is billed
  * @sb:  the sandbox
- * @err: set on failure
+ * @err: "sandbox_not_ready" (it is stopping or not running), "busy" (a
+ *       command is running: it would be cut)
+ * Pausing a paused sandbox is not an error.
  * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_pause (rt_sandbox *sb, rt_error **err);
 
 /**
- * rt_sandbox_wake - resume a paused VM; a lease that ended restarts
+ * rt_sandbox_wake - restore a paused sandbox: the same processes, files
+ * and guest state; connections to the outside are reset, as after a
+ * network cut; a lease that ended restarts
  * @sb:  the sandbox
  * @err: set on failure ("trial_exhausted" when a trial sandbox has no
- *       hours left)
+ *       hours left); the sandbox stays paused
+ * Waking a running sandbox is not an error.
  * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_wake (rt_sandbox *sb, rt_error **err);
+
+/**
+ * rt_sandbox_snapshot - save a running or paused sandbox as a snapshot
+ * (memory, processes and disk) that new sandboxes continue from
+ * (rt_sandbox_config.snapshot); a running sandbox is paused for the
+ * capture and resumed
+ * @sb:     the sandbox
+ * @name:   a name unique among snapshots, or NULL
+ * @labels: NULL-terminated "key=value" strings, or NULL
+ * @json:   set to the snapshot object (see rt_snapshot_get_json; free it)
+ * @err:    "sandbox_not_ready", "name_taken", "invalid_request"
+ * Return: 0, or <0 with @err set.
+ */
+int rt_sandbox_snapshot (rt_sandbox *sb, const char *name, const char *const *labels, char **json, rt_error **err);
+
+/**
+ * rt_sandbox_fork - @count new sandboxes, each continuing the source's
+ * processes with its own copy of memory and disk, made unique (ids,
+ * hostname, random state); the source runs on after a short pause
+ * @sb:     the source sandbox (running)
+ * @count:  1 to RT_MAX_FORK
+ * @name:   the children's name (with -1, -2… when @count > 1), or NULL
+ * @labels: NULL-terminated "key=value" strings, or NULL
+ * @ids:    set to the children's ids, NULL-terminated (free each, then it)
+ * @err:    as rt_sandbox_snapshot and rt_sandbox_create; on failure no
+ *          child is left
+ * Return: 0, or <0 with @err set.
+ */
+int rt_sandbox_fork (rt_sandbox *sb, unsigned count, const char *name, const char *const *labels, char ***ids,
+                     rt_error **err);
+#define RT_MAX_FORK 16
+
+/**
+ * rt_sandbox_update - change a sandbox's idle pause and auto-wake
+ * @sb:           the sandbox (running or paused)
+ * @idle_pause_s: seconds (0 turns it off), or -1 to keep it
+ * @auto_wake:    1 on, 0 off, -1 to keep it
+ * @json:         set to its rt_sandbox_get_json object (free it), or NULL
+ * @err:          "invalid_request", "sandbox_not_ready"
+ * Return: 0, or <0 with @err set.
+ */
+int rt_sandbox_update (rt_sandbox *sb, int idle_pause_s, int auto_wake, char **json, rt_error **err);
+
+/**
+ * rt_snapshot_list_json - every snapshot as a JSON array of
+ * rt_snapshot_get_json objects, oldest first ("[]" when none)
+ * @ctx:  the context
+ * @json: set to the text (free it)
+ * @err:  set on failure
+ * Return: 0, or <0 with @err set.
+ */
+int rt_snapshot_list_json (rt_context *ctx, char **json, rt_error **err);
+
+/**
+ * rt_snapshot_get_json - one snapshot: {id, kind: "snapshot", name,
+ * labels, state ("ready"), sourceSandboxId, image, shape {vcpu,
+ * memoryMiB, diskMiB}, storedBytes, memoryBytes, diskBytes, createdAt,
+ * path}
+ * @ctx:  the context
+ * @ref:  its id or name
+ * @json: set to the text (free it)
+ * @err:  "not_found"
+ * Return: 0, or <0 with @err set.
+ */
+int rt_snapshot_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err);
+
+/**
+ * rt_snapshot_remove - delete a snapshot; sandboxes made from it run on
+ * @ctx: the context
+ * @ref: its id or name
+ * @err: "not_found"
+ * Return: 0, or <0 with @err set.
+ */
+int rt_snapshot_remove (rt_context *ctx, const char *ref, rt_error **err);
 
 /**
  * rt_sandbox_extend - move the lease's end

@@ -87,7 +87,8 @@ enum rt_frame_type
   RT_FRAME_FREEZE = 11,
   RT_FRAME_RESTORE = 12,
   RT_FRAME_DONE = 13,
-  RT_FRAME_TYPE_MAX = RT_FRAME_DONE
+  RT_FRAME_QUIESCE = 14,
+  RT_FRAME_TYPE_MAX = RT_FRAME_QUIESCE
 };
 
 struct rt_frame_header

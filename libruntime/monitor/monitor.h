@@ -26,6 +26,16 @@
  *   POST  ":extend"  {seconds} → the state object
  *   POST  ":stop" | ":pause" | ":wake"   → the state object
  *   POST  ":reserve" | ":claim" | ":claimed"  a spare's (spare.h)
+ *   POST  ":pause"   saves the sandbox under its disk dir and ends QEMU and
+ *                    the monitor (state "paused"; rt_sandbox_wake starts a
+ *                    new monitor from it)
+ *   POST  ":snapshot" {id, name?, labels?} → the snapshot object: captured
+ *                    into <data>/snapshots/<id> (snapshot/store.h), the
+ *                    sandbox resumed
+ *   POST  ":fork"    {id} → {snapshot: id}: the same capture, as
+ *                    <data>/snapshots/.fork-<id>, for rt_sandbox_fork to
+ *                    start the children from (a monitor cannot start VMs)
+ *   POST  ":update"  {idlePauseSeconds?, autoWake?} → the state object
  * Errors: HTTP 4xx/5xx with {"error":{code,message,hint}}: 404 for another
  * path, 405 for another method on a known one, 409 sandbox_not_ready once
  * it stops (but :stop and the GETs), 400 for a body that is not an object.
@@ -34,6 +44,7 @@
 #define RT_MONITOR_H
 
 #include "net/egress.h"
+#include "snapshot/saved.h"
 #include "template/template.h"
 #include "vmm/vm.h"
 
@@ -60,6 +71,15 @@ struct rt_monitor_config
                                  readyMs counts from it */
   bool spare;                 /* a spare of tmpl (monitor/spare.h): paused,
                                  unlisted, unbilled until claimed */
+  /* Snapshots, fork, pause to disk (snapshot/saved.h).  */
+  const struct rt_saved *saved; /* continue from this saved VM, or NULL */
+  enum rt_restore_mode restore; /* with @saved: RT_RESTORE_CHILD (a
+                                   snapshot's child) or RT_RESTORE_WAKE
+                                   (this sandbox, paused: its processes,
+                                   meter and settings are in saved's
+                                   meta.json) */
+  unsigned idle_pause_s;        /* > 0: pause to disk after this long idle */
+  bool auto_wake;               /* shown in the state; the library acts on it */
 };
 
 /* Starts the monitor (double fork, setsid) and waits until it reports the

@@ -1,0 +1,2 @@
+/* saved.c - a VM saved to disk (saved.h).  */
+#include "snapshot/saved.h"

@@ -1,0 +1,88 @@
+/* saved.h - a VM saved to disk, and what a sandbox continues from: a
+ * snapshot, a paused sandbox, a fork's source (docs/ARCHITECTURE.md,
+ * "Snapshots, fork and pause").  The same pieces as a template
+ * (template/template.h): memory, device state, disk layers; a sandbox
+ * started from one is made unique (or, waking, current) by the agent's
+ * RESTORE (vmm/guest-ops.h).
+ *
+ *   <dir>/meta.json  {"id", "kind": "snapshot"|"paused", "name", "labels",
+ *                    "createdAt", "sourceSandboxId", "image": {"id",
+ *                    "ref"}, "shape": {"vcpu", "memoryMiB", "diskMiB"},
+ *                    "accel", "qemu" (the binary's identity), "layers"
+ *                    (how many), "memoryBytes", "stateBytes", "diskBytes",
+ *                    "storedBytes", "sandbox" (what its monitor ran with,
+ *                    rt_saved_sandbox_json), "captureMs"}
+ *   <dir>/ram        the guest's RAM, sparse: holes and zero pages are not
+ *                    written (its size is the memory)
+ *   <dir>/state      the device state: a migration stream without RAM
+ *   <layers>/N.qcow2 the read-only disk layers above the image's base,
+ *                    oldest first, hard links (copies across file
+ *                    systems); a snapshot's are <dir>/layers/, the last
+ *                    one its source's disk at the capture
+ *
+ * A paused sandbox's is <disk dir>/saved/ (sandbox/store.h), its layers
+ * <disk dir>/layers/ and its writable disk <disk dir>/overlay.qcow2, kept
+ * in place.  Everything here was written by a guest or by a QEMU a guest
+ * may have taken over: the qcow2 layers are only ever opened by QEMU with
+ * every backing node named (never by qemu-img, which would follow the
+ * backing file names their headers hold), ram and state only by a QEMU in
+ * the same jail as the one that wrote them.
+ */
+#ifndef RT_SAVED_H
+#define RT_SAVED_H
+
+#include "core/context.h"
+#include "vmm/guest-ops.h"
+#include "vmm/qmp.h"
+
+/* Disk layers a chain may have between the base and a sandbox's own
+   overlay (a fork of a fork of … adds one each time).  */
+#define RT_MAX_LAYERS 8
+
+struct rt_saved
+{
+  char *dir;
+  json_object *meta;
+  char *ram, *state;                    /* paths in @dir */
+  char *layers[RT_MAX_LAYERS + 1];      /* NULL-terminated */
+  size_t n_layers;
+  unsigned vcpu, memory_mib, disk_mib;
+  const char *image_id;                 /* in @meta */
+  const char *kind;                     /* in @meta */
+};
+
+/* Reads @dir/meta.json; the layers are @layers_dir/0.qcow2… (NULL:
+   @dir/layers).  Errors: "not_found" (no complete saved VM there),
+   "internal".  */
+int rt_saved_load (const char *dir, const char *layers_dir, struct rt_saved *out, rt_error **err);
+void rt_saved_clear (struct rt_saved *s);
+#define cleanup_saved __attribute__ ((cleanup (rt_saved_clear)))
+
+/* The guest RAM in @ram_fd (a memfd of @size bytes) into a new file at
+   @path, sparse.  *bytes: what was written.  */
+int rt_saved_write_ram (int ram_fd, uint64_t size, const char *path, int64_t *bytes, rt_error **err);
+
+/* A new memfd (*fd) of @size bytes holding @src_fd's data (a saved ram
+   file or a template's memfd): only its data extents are copied.  */
+int rt_saved_ram_memfd (int src_fd, uint64_t size, int *fd, rt_error **err);
+
+/* @src at @dst: a hard link, or a copy when they are on different file
+   systems; @dst is new (O_EXCL).  */
+int rt_saved_link (const char *src, const char *dst, rt_error **err);
+
+/* Copies @src to the new file @dst (copy_file_range).  */
+int rt_saved_copy (const char *src, const char *dst, rt_error **err);
+
+/* Captures a stopped VM into @dir (which exists): its device state over
+   @q (vmm/migrate.h), its RAM from @ram_fd (@memory_mib), its layers
+   (@layers, NULL-terminated) linked into @dir/layers/ and, when
+   @overlay is not NULL, a copy of it as the last layer.  @meta gets
+   "memoryBytes", "stateBytes", "diskBytes", "storedBytes", "layers".
+   The VM stays stopped.  */
+int rt_saved_capture (struct rt_qmp *q, int ram_fd, unsigned memory_mib, char *const *layers, const char *overlay,
+                      const char *dir, json_object *meta, rt_error **err);
+
+/* The total size on disk of the files under @dir (st_blocks).  */
+int64_t rt_saved_stored_bytes (const char *dir);
+
+#endif
