@@ -10,6 +10,7 @@
 #include "monitor/client.h"
 #include "sandbox/create.h"
 #include "sandbox/handle.h"
+#include "sandbox/wake.h"
 #include "sandbox/list.h"
 #include "sandbox/store.h"
 
@@ -288,8 +289,9 @@ rt_sandbox_stop (rt_sandbox *sb, rt_error **err)
     return rt_error_oom (err);
   if (rt_pidfile_alive (pidfile, &pid) != 1)
     {
+      ret = rt_sandbox_end_paused (sb, "requested", err);
       rt_store_reap (sb->ctx);
-      return 0;
+      return ret;
     }
   ret = rt_api_call (sb->sock, sb->id, "stop", NULL, NULL, err);
   if (ret < 0 && access (sb->sock, F_OK) < 0 && rt_pidfile_alive (pidfile, NULL) == 1)
@@ -326,18 +328,6 @@ rt_sandbox_destroy (rt_sandbox *sb, rt_error **err)
   ret = rt_sandbox_stop (sb, err);
   rt_sandbox_close (sb);
   return ret;
-}
-
-int
-rt_sandbox_pause (rt_sandbox *sb, rt_error **err)
-{
-  return rt_api_call (sb->sock, sb->id, "pause", NULL, NULL, err);
-}
-
-int
-rt_sandbox_wake (rt_sandbox *sb, rt_error **err)
-{
-  return rt_api_call (sb->sock, sb->id, "wake", NULL, NULL, err);
 }
 
 int
