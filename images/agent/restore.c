@@ -40,7 +40,6 @@
 #define GRND_INSECURE 0x0004
 #endif
 
-#define ENTROPY_BYTES 64
 #define BOOT_ID_PROC "/proc/sys/kernel/random/boot_id"
 #define BOOT_ID_FILE "/run/runtime-boot_id"
 #define REAP_MAX_MS 5000
@@ -241,24 +240,6 @@ handle_freeze (struct agent *ag)
   send_done (ag, "freeze", NULL, false);
 }
 
-/* RESTORE's "mode" (libruntime/vmm/guest-ops.h): what a VM started from
-   saved memory keeps.  */
-enum restore_mode
-{
-  MODE_CLONE, /* new identity; every process killed */
-  MODE_CHILD, /* new identity; the commands in "keep" kept */
-  MODE_WAKE,  /* same identity; the commands in "keep" kept */
-};
-
-struct restore_req
-{
-  uint8_t entropy[ENTROPY_BYTES];
-  int64_t time_ms;
-  const char *hostname;
-  enum restore_mode mode;
-  json_object *keep; /* NULL: every command kept (not in clone mode) */
-};
-
 /* "mode" and "keep".  Return: NULL, or what is wrong.  */
 static const char *
 restore_parse_mode (json_object *o, struct restore_req *r)
@@ -297,8 +278,7 @@ restore_parse_mode (json_object *o, struct restore_req *r)
   return NULL;
 }
 
-/* Return: NULL, or what is wrong with the request.  */
-static const char *
+const char *
 restore_parse (json_object *o, struct restore_req *r)
 {
   json_object *e = o ? get_member (o, "entropy") : NULL;

@@ -7,7 +7,33 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <json-c/json.h>
+
 #include "agent.h"
+
+#define ENTROPY_BYTES 64
+
+/* RESTORE's "mode" (libruntime/vmm/guest-ops.h): what a VM started from
+   saved memory keeps.  */
+enum restore_mode
+{
+  MODE_CLONE, /* new identity; every process killed */
+  MODE_CHILD, /* new identity; the commands in "keep" kept */
+  MODE_WAKE,  /* same identity; the commands in "keep" kept */
+};
+
+struct restore_req
+{
+  uint8_t entropy[ENTROPY_BYTES];
+  int64_t time_ms;
+  const char *hostname;
+  enum restore_mode mode;
+  json_object *keep; /* NULL: none given (every command kept), or clone mode */
+};
+
+/* Checks a RESTORE payload (NULL: not a JSON object) into @r, whose
+   strings and "keep" point into @o.  Return: NULL, or what is wrong.  */
+const char *restore_parse (json_object *o, struct restore_req *r);
 
 /* sync, FIFREEZE on /; answers DONE.  */
 void handle_freeze (struct agent *ag);

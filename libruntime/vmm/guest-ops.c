@@ -171,8 +171,7 @@ rt_guest_done_check (json_object *done, const char *op, rt_error **err)
   if (got == NULL || strcmp (got, op) != 0)
     {
       msg = guest_text (got ? got : "(none)");
-      return rt_error_set (err, EPROTO, "startup_failed", "the guest agent answered '%s' to %s", msg ? msg : "?",
-                           op);
+      return rt_error_set (err, EPROTO, "startup_failed", "the guest agent answered '%s' to %s", msg ? msg : "?", op);
     }
   if (json_object_object_get_ex (done, "ok", &ok) && json_object_is_type (ok, json_type_boolean)
       && json_object_get_boolean (ok))
@@ -268,8 +267,8 @@ rt_guest_freeze (struct rt_channel *ch, int timeout_ms, rt_error **err)
 json_object *
 rt_guest_restore_request (const char *hostname, enum rt_restore_mode mode, const uint32_t *keep, size_t n_keep)
 {
-  static const char *const modes[] = { [RT_RESTORE_CLONE] = "clone", [RT_RESTORE_CHILD] = "child",
-                                       [RT_RESTORE_WAKE] = "wake" };
+  static const char *const modes[]
+      = { [RT_RESTORE_CLONE] = "clone", [RT_RESTORE_CHILD] = "child", [RT_RESTORE_WAKE] = "wake" };
   cleanup_json json_object *o = json_object_new_object ();
   json_object *k = NULL;
   uint8_t entropy[ENTROPY_BYTES];
