@@ -413,8 +413,9 @@ handle_restore (struct agent *ag, const uint8_t *p, size_t len)
      after the DONE) is not for a clone's or a child's new one.  */
   if (r.mode != MODE_WAKE)
     outq_reset (ag);
+  why = restore_apply (ag, &r, msg, sizeof msg);
+  /* The DONE first, then what the quiesce held, then output again.  */
+  send_done (ag, "restore", why, true);
   ag->quiesced = false;
   ag->flushable = 0;
-  why = restore_apply (ag, &r, msg, sizeof msg);
-  send_done (ag, "restore", why, false);
 }
