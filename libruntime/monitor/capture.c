@@ -45,11 +45,8 @@ static bool
 done_ok (const uint8_t *payload, uint32_t len, const char *op)
 {
   cleanup_json json_object *o = rt_channel_parse_json (payload, len);
-  json_object *v;
 
-  return o && json_object_object_get_ex (o, "op", &v) && json_object_is_type (v, json_type_string)
-         && strcmp (json_object_get_string (v), op) == 0 && json_object_object_get_ex (o, "ok", &v)
-         && json_object_get_boolean (v);
+  return o && rt_guest_done_check (o, op, NULL) == 0;
 }
 
 /* QUIESCE, then the channel read here until the agent's DONE: the frames

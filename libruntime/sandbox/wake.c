@@ -160,13 +160,12 @@ spawn (rt_sandbox *sb, json_object *state, const struct rt_saved *saved, rt_erro
   struct rt_kernel_files k = { 0 };
   struct rt_image_disk image = { 0 };
   struct rt_saved_settings set = { 0 };
-  struct rt_egress_rules rules;
+  struct rt_egress_rules rules = { 0 };
   json_object *net = NULL;
   const char *accel = NULL;
   int64_t expires_ms = 0, disk_mib = rt_json_i64 (state, "diskMiB");
   int ret;
 
-  rt_egress_rules_clear (&rules);
   json_object_object_get_ex (state, "network", &net);
   if (disk_dir == NULL || egress_log == NULL || cmdline == NULL)
     return rt_error_oom (err);
