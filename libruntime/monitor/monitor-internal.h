@@ -12,6 +12,7 @@
  *   lifecycle.c  pause, wake, extend, the lease
  *   clone.c      a start from a template
  *   spare.c      a spare's reservation and claim
+ *   idle.c       the idle pause, :update
  */
 #ifndef RT_MONITOR_INTERNAL_H
 #define RT_MONITOR_INTERNAL_H
@@ -122,6 +123,11 @@ struct mon
   bool claimed;               /* :claim done, :claimed not yet */
   struct rt_monitor_config claim_cfg; /* cfg once claimed (m->cfg points here) */
   char **claim_env;
+  /* The idle pause (idle.c): the settings as :update left them.  */
+  unsigned idle_pause_s;
+  bool auto_wake;
+  int64_t last_activity_us;   /* CLOCK_MONOTONIC */
+  struct event *ev_idle;
 };
 
 /* Sets (or with @value NULL, nulls) a string of the state object.  */

@@ -20,6 +20,7 @@
 #include "monitor/spare.h"
 #include "vmm/guest-ops.h"
 #include "monitor/exec.h"
+#include "monitor/idle.h"
 #include "monitor/lifecycle.h"
 #include "monitor/privs.h"
 #include "monitor/reply.h"
@@ -492,6 +493,7 @@ monitor_start (struct mon *m, rt_error **err)
     return ret;
   mon_set_str (m, "state", "running");
   set_start_state (m);
+  mon_idle_start (m);
   rt_meter_record (&m->meter);
   return rt_store_write_state (m->cfg->dir, m->state, err);
 }
