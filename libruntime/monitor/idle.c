@@ -4,6 +4,7 @@
 
 #include "monitor/idle.h"
 #include "monitor/lifecycle.h"
+#include "monitor/monitor-internal.h"
 #include "monitor/reply.h"
 
 /* How often the timer looks, at most: an idle pause comes at most this

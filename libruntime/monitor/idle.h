@@ -10,7 +10,12 @@
 #ifndef RT_MONITOR_IDLE_H
 #define RT_MONITOR_IDLE_H
 
-#include "monitor/monitor-internal.h"
+#include "common/util.h"
+
+/* Only the monitor's files see these (monitor-internal.h); the library
+   calls mon_idle_parse_update for a paused sandbox (sandbox/update.c).  */
+struct mon;
+struct evhttp_request;
 
 /* Idle pause: off, or 10 s to a day.  */
 #define RT_IDLE_PAUSE_MIN_S 10
