@@ -28,29 +28,29 @@ mon_idle_parse_update (json_object *body, int *idle, int *wake, rt_error **err)
   *idle = -1;
   *wake = -1;
   json_object_object_foreach (body, key, v)
-    {
-      if (strcmp (key, "idlePauseSeconds") == 0)
-        {
-          int64_t s = json_object_is_type (v, json_type_int) ? json_object_get_int64 (v) : -1;
-          if (s != 0 && (s < RT_IDLE_PAUSE_MIN_S || s > RT_IDLE_PAUSE_MAX_S))
-            return rt_error_set (err, EINVAL, "invalid_request",
-                                 "idlePauseSeconds must be 0 (off) or a whole number of seconds from %d to %d",
-                                 RT_IDLE_PAUSE_MIN_S, RT_IDLE_PAUSE_MAX_S);
-          *idle = (int) s;
-        }
-      else if (strcmp (key, "autoWake") == 0)
-        {
-          if (!json_object_is_type (v, json_type_boolean))
-            return rt_error_set (err, EINVAL, "invalid_request", "autoWake must be true or false");
-          *wake = json_object_get_boolean (v) ? 1 : 0;
-        }
-      else if (used < sizeof unknown)
-        /* Truncated past the buffer: the first names are enough.  */
-        used += snprintf (unknown + used, sizeof unknown - used, "%s'%.64s'", used ? ", " : "", key);
-    }
+  {
+    if (strcmp (key, "idlePauseSeconds") == 0)
+      {
+        int64_t s = json_object_is_type (v, json_type_int) ? json_object_get_int64 (v) : -1;
+        if (s != 0 && (s < RT_IDLE_PAUSE_MIN_S || s > RT_IDLE_PAUSE_MAX_S))
+          return rt_error_set (err, EINVAL, "invalid_request",
+                               "idlePauseSeconds must be 0 (off) or a whole number of seconds from %d to %d",
+                               RT_IDLE_PAUSE_MIN_S, RT_IDLE_PAUSE_MAX_S);
+        *idle = (int) s;
+      }
+    else if (strcmp (key, "autoWake") == 0)
+      {
+        if (!json_object_is_type (v, json_type_boolean))
+          return rt_error_set (err, EINVAL, "invalid_request", "autoWake must be true or false");
+        *wake = json_object_get_boolean (v) ? 1 : 0;
+      }
+    else if (used < sizeof unknown)
+      /* Truncated past the buffer: the first names are enough.  */
+      used += snprintf (unknown + used, sizeof unknown - used, "%s'%.64s'", used ? ", " : "", key);
+  }
   if (used > 0)
-    return rt_error_set (err, EINVAL, "invalid_request", "unknown member(s) %s: an update takes idlePauseSeconds and autoWake",
-                         unknown);
+    return rt_error_set (err, EINVAL, "invalid_request",
+                         "unknown member(s) %s: an update takes idlePauseSeconds and autoWake", unknown);
   return 0;
 }
 
@@ -72,8 +72,7 @@ should_pause (struct mon *m, int64_t now)
 
   if (m->idle_pause_s == 0 || m->spare || m->stopping || m->paused || st == NULL || strcmp (st, "running") != 0)
     return false;
-  return now - m->last_activity_us >= (int64_t) m->idle_pause_s * 1000000
-         && m->meter.cpu_percent < RT_IDLE_CPU_PERCENT;
+  return now - m->last_activity_us >= (int64_t) m->idle_pause_s * 1000000 && m->meter.cpu_percent < RT_IDLE_CPU_PERCENT;
 }
 
 static void on_idle (evutil_socket_t fd, short what, void *arg);

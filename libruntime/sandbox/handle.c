@@ -203,14 +203,15 @@ rt_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow, const rt_exec_op
                  bool *exited, rt_error **err)
 {
   cleanup_json json_object *req = json_object_new_object ();
+  int ret;
 
   memset (res, 0, sizeof (*res));
   if (rt_sandbox_auto_wake (sb, err) < 0)
     return -EAGAIN;
   json_object_object_add (req, "process", json_object_new_int64 (process));
   json_object_object_add (req, "follow", json_object_new_boolean (follow));
-  return not_ready_yet (sb, rt_api_stream (sb->sock, sb->id, "logs", req, opts ? opts : &rt_no_exec_opts, res, exited, err),
-                        err);
+  ret = rt_api_stream (sb->sock, sb->id, "logs", req, opts ? opts : &rt_no_exec_opts, res, exited, err);
+  return not_ready_yet (sb, ret, err);
 }
 
 int

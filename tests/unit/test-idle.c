@@ -142,10 +142,17 @@ int
 main (void)
 {
   static const char *const bad[] = {
-    "{\"idlePauseSeconds\":9}",       "{\"idlePauseSeconds\":86401}", "{\"idlePauseSeconds\":-1}",
-    "{\"idlePauseSeconds\":\"60\"}",  "{\"idlePauseSeconds\":60.5}",  "{\"idlePauseSeconds\":true}",
-    "{\"idlePauseSeconds\":null}",    "{\"idlePauseSeconds\":4294967306}", "{\"autoWake\":1}",
-    "{\"autoWake\":\"true\"}",        "{\"autoWake\":null}",
+    "{\"idlePauseSeconds\":9}",
+    "{\"idlePauseSeconds\":86401}",
+    "{\"idlePauseSeconds\":-1}",
+    "{\"idlePauseSeconds\":\"60\"}",
+    "{\"idlePauseSeconds\":60.5}",
+    "{\"idlePauseSeconds\":true}",
+    "{\"idlePauseSeconds\":null}",
+    "{\"idlePauseSeconds\":4294967306}",
+    "{\"autoWake\":1}",
+    "{\"autoWake\":\"true\"}",
+    "{\"autoWake\":null}",
   };
   char msg[256];
   int idle, wake;
@@ -169,8 +176,8 @@ main (void)
     for (int i = 0; i < 100; i++)
       snprintf (big + strlen (big), sizeof big - strlen (big), "%s\"member-with-a-long-name-%03d\":1", i ? "," : "", i);
     strcat (big, "}");
-    ok (parse (big, &idle, &wake, msg) < 0 && strstr (msg, "member-with-a-long-name-000"), "many unknown members: %.60s…",
-        msg);
+    ok (parse (big, &idle, &wake, msg) < 0 && strstr (msg, "member-with-a-long-name-000"),
+        "many unknown members: %.60s…", msg);
   }
   library ();
   return tap_done ();
