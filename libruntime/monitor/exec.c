@@ -9,6 +9,7 @@
 
 #include "monitor/channel.h"
 #include "monitor/exec.h"
+#include "monitor/idle.h"
 #include "monitor/procs.h"
 #include "monitor/reply.h"
 
@@ -372,6 +373,7 @@ mon_exec_frame (struct mon *m, const struct rt_frame_header *h, const uint8_t *p
 
   if (e == NULL || e->last)
     return;
+  mon_idle_touch (m);
   switch (h->type)
     {
     case RT_FRAME_WINDOW:

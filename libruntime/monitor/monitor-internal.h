@@ -14,6 +14,7 @@
  *   spare.c      a spare's reservation and claim
  *   capture.c    snapshot, fork and pause to disk: the guest quiesced,
  *                saved, resumed or ended
+ *   idle.c       the idle pause, :update
  */
 #ifndef RT_MONITOR_INTERNAL_H
 #define RT_MONITOR_INTERNAL_H
@@ -131,6 +132,11 @@ struct mon
   bool claimed;               /* :claim done, :claimed not yet */
   struct rt_monitor_config claim_cfg; /* cfg once claimed (m->cfg points here) */
   char **claim_env;
+  /* The idle pause (idle.c): the settings as :update left them.  */
+  unsigned idle_pause_s;
+  bool auto_wake;
+  int64_t last_activity_us;   /* CLOCK_MONOTONIC */
+  struct event *ev_idle;
 };
 
 /* Sets (or with @value NULL, nulls) a string of the state object.  */

@@ -21,6 +21,7 @@
 #include "monitor/spare.h"
 #include "vmm/guest-ops.h"
 #include "monitor/exec.h"
+#include "monitor/idle.h"
 #include "monitor/lifecycle.h"
 #include "monitor/privs.h"
 #include "monitor/procs.h"
@@ -594,6 +595,7 @@ monitor_start (struct mon *m, rt_error **err)
     woken (m);
   else
     set_start_state (m);
+  mon_idle_start (m);
   rt_meter_record (&m->meter);
   return rt_store_write_state (m->cfg->dir, m->state, err);
 }

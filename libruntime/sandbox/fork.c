@@ -23,21 +23,3 @@ rt_sandbox_fork (rt_sandbox *sb, unsigned count, const char *name, const char *c
   (void) ids;
   return rt_error_set (err, ENOSYS, "internal", "not yet");
 }
-
-int
-rt_sandbox_update (rt_sandbox *sb, int idle_pause_s, int auto_wake, char **json, rt_error **err)
-{
-  (void) sb;
-  (void) idle_pause_s;
-  (void) auto_wake;
-  (void) json;
-  return rt_error_set (err, ENOSYS, "internal", "not yet");
-}
-
-int
-rt_sandbox_auto_wake (rt_sandbox *sb, rt_error **err)
-{
-  (void) sb;
-  (void) err;
-  return 0;
-}
