@@ -16,6 +16,7 @@ static const struct group groups[] = {
   { "sandbox", cmd_sandbox, "create, run and manage sandboxes" },
   { "image", cmd_image, "build and manage images" },
   { "secrets", cmd_secrets, "values sandboxes use but never see" },
+  { "snapshot", cmd_snapshot, "saved sandboxes to start new ones from" },
   { "pool", cmd_pool, "warm spares: sandboxes ready before they are asked for" },
   { "usage", cmd_usage, "what sandboxes used and cost, trial hours left" },
   { "chat", cmd_chat, "ask a model whose Python runs in sandboxes (deepseek)" },
@@ -57,7 +58,7 @@ hide_args (int argc, char **argv)
 int
 main (int argc, char **argv)
 {
-  const char *names[8];
+  const char *names[16];
   const char *s;
   int n = 0;
 
