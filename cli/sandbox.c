@@ -432,10 +432,10 @@ out:
   { "paid", NULL, "pay for it even while trial hours remain", NULL, false },                      \
   { "max-cost", "USD", "refuse if the first lease, every vCPU busy, could cost more", "no limit", false }, \
   { "cold", NULL, "boot, even when a template of the image and shape could start it faster", NULL, false }, \
-  { "snapshot", "SNAP", "continue from this snapshot (id or name): its image, shape, processes and files", NULL,  \
-    false },                                                                                       \
+  { "snapshot", "SNAP", "continue from this snapshot (id or name): its image, shape, processes and files",        \
+    "none", false },                                                                                       \
   { "idle-pause", "S", "pause to disk after S seconds without commands, copies, output or API calls (10-86400)", \
-    "0: never", false },                                                                           \
+    "0 (never)", false },                                                                           \
   { "auto-wake", NULL, "an exec, cp, cat, files or API call to it when paused wakes it first", NULL, false }
 
 static const struct cli_opt run_opts[] = {
