@@ -371,8 +371,14 @@ rt_snapshot_remove (rt_context *ctx, const char *ref, rt_error **err)
   cleanup_free char *root = NULL, *gone = NULL;
   cleanup_json json_object *s = NULL;
   cleanup_close int lockfd = -1;
-  int ret = rt_snapshot_lock (ctx, &lockfd, err);
+  int ret = find_snapshot (ctx, ref, &s, err);
 
+  /* Found first, so that a mistyped name makes no store; then again
+     under the lock, which a capture that takes the name holds.  */
+  if (ret < 0)
+    return ret;
+  json_object_put (steal_pointer (&s));
+  ret = rt_snapshot_lock (ctx, &lockfd, err);
   if (ret < 0)
     return ret;
   ret = find_snapshot (ctx, ref, &s, err);
