@@ -15,17 +15,15 @@ int
 read_idle_pause (struct cli_command *cmd, struct cli_args *a, int *out)
 {
   const char *v = cli_opt (cmd, a, "idle-pause");
-  char *end = NULL;
-  unsigned long n;
+  unsigned long n = 0;
 
   if (v == NULL)
     return 0;
-  errno = 0;
-  n = strtoul (v, &end, 10);
+  if (cli_opt_uint (cmd, a, "idle-pause", 0, IDLE_PAUSE_MAX_S, &n) < 0)
+    return -1;
   /* Under 10 s a sandbox would pause between two commands of a script;
      over a day, pausing is what `pause` is for.  */
-  if (*v == '\0' || *v == '-' || *end != '\0' || errno != 0
-      || (n != 0 && (n < IDLE_PAUSE_MIN_S || n > IDLE_PAUSE_MAX_S)))
+  if (n != 0 && n < IDLE_PAUSE_MIN_S)
     {
       cli_usage_error ("0 turns idle pause off",
                        "--idle-pause must be 0 or a whole number of seconds from %d to %d, "
@@ -60,6 +58,23 @@ interrupted (void)
   return sigismember (&pending, SIGINT) || sigismember (&pending, SIGTERM) || sigismember (&pending, SIGHUP);
 }
 
+/* Once the options are checked: the context and the sandbox a->pos[0];
+   false after printing the error.  */
+static bool
+open_checked (const struct cli_args *a, rt_context **ctx, rt_sandbox **sb)
+{
+  rt_error *err = NULL;
+
+  if ((*ctx = cli_context ()) == NULL)
+    return false;
+  if (rt_sandbox_open (*ctx, a->pos[0], sb, &err) < 0)
+    {
+      cli_lib_fail (err);
+      return false;
+    }
+  return true;
+}
+
 /* --name and --label of snapshot and fork; -1 after a usage error.  */
 static int
 read_name_labels (struct cli_command *cmd, struct cli_args *a, const char **name, const char ***labels)
@@ -88,10 +103,8 @@ sandbox_snapshot (struct cli_command *cmd, int argc, char **argv)
 
   if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
-  if (read_name_labels (cmd, &a, &name, &labels) < 0 || (ctx = cli_context ()) == NULL)
+  if (read_name_labels (cmd, &a, &name, &labels) < 0 || !open_checked (&a, &ctx, &sb))
     return 1;
-  if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
-    return cli_lib_fail (err);
   /* A Ctrl-C during the capture must not leave a snapshot nobody saw.  */
   block_stop_signals (&mask);
   if (rt_sandbox_snapshot (sb, name, labels, &json, &err) < 0)
@@ -175,10 +188,8 @@ sandbox_fork (struct cli_command *cmd, int argc, char **argv)
   if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
   if (cli_opt_uint (cmd, &a, "count", 1, RT_MAX_FORK, &count) < 0 || read_name_labels (cmd, &a, &name, &labels) < 0
-      || (ctx = cli_context ()) == NULL)
+      || !open_checked (&a, &ctx, &sb))
     return 1;
-  if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
-    return cli_lib_fail (err);
   block_stop_signals (&mask);
   if (rt_sandbox_fork (sb, count, name, labels, &ids, &err) < 0)
     {
@@ -221,10 +232,8 @@ sandbox_update (struct cli_command *cmd, int argc, char **argv)
   if (!has_idle && wake == NULL)
     return cli_usage_error ("for example: runtime sandbox update dev --idle-pause 300 --auto-wake on",
                             "give --idle-pause, --auto-wake or both");
-  if ((ctx = cli_context ()) == NULL)
+  if (!open_checked (&a, &ctx, &sb))
     return 1;
-  if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
-    return cli_lib_fail (err);
   if (rt_sandbox_update (sb, idle, wake ? strcmp (wake, "on") == 0 : -1, &json, &err) < 0)
     return cli_lib_fail (err);
   if ((o = parse_json (json)) == NULL)
