@@ -166,16 +166,18 @@ find_snapshot (rt_context *ctx, const char *ref, json_object **out, rt_error **e
   ret = list_snapshots (ctx, &arr, err);
   if (ret < 0)
     return ret;
-  for (size_t i = 0; i < json_object_array_length (arr); i++)
-    {
-      json_object *s = json_object_array_get_idx (arr, i);
-      const char *name = rt_json_str (s, "name");
-      if (strcmp (rt_json_str (s, "id"), ref) == 0 || (name && strcmp (name, ref) == 0))
-        {
-          *out = json_object_get (s);
-          return 0;
-        }
-    }
+  /* An id first: a name may look like another snapshot's id.  */
+  for (int by_name = 0; by_name < 2; by_name++)
+    for (size_t i = 0; i < json_object_array_length (arr); i++)
+      {
+        json_object *s = json_object_array_get_idx (arr, i);
+        const char *key = rt_json_str (s, by_name ? "name" : "id");
+        if (key && strcmp (key, ref) == 0)
+          {
+            *out = json_object_get (s);
+            return 0;
+          }
+      }
   return not_found (err, ref);
 }
 

@@ -102,6 +102,7 @@ populate (void)
   put_meta ("snap-bbbbbbbbbbbb", "snap-bbbbbbbbbbbb", "newest", "2026-12-01T03:00:00.000Z", "img1", NULL);
   put_meta ("snap-aaaaaaaaaaaa", "snap-aaaaaaaaaaaa", "middle", "2026-11-30T03:00:00.000Z", "img1", NULL);
   put_meta ("snap-cccccccccccc", "snap-cccccccccccc", NULL, "2026-11-01T03:00:00.000Z", "img4", NULL);
+  put_meta ("snap-0000000000dd", "snap-0000000000dd", "snap-cccccccccccc", "2026-11-02T03:00:00.000Z", "img5", NULL);
   /* Not snapshots: being captured, a fork's, no meta.json, an id that
      is not the dir's, a name that is not an id.  */
   put_meta (".tmp-snap-dddddddddddd", "snap-dddddddddddd", "tmp", "2026-10-01T00:00:00.000Z", "img1", NULL);
@@ -120,17 +121,18 @@ test_list (rt_context *ctx)
   json_object *first;
 
   ok (rt_snapshot_list_json (ctx, &json, &err) == 0 && (arr = json_tokener_parse (json)) != NULL, "listed");
-  ok (arr && json_object_array_length (arr) == 3,
-      "three complete snapshots listed (not .tmp-, .fork-, no meta.json, "
+  ok (arr && json_object_array_length (arr) == 4,
+      "four complete snapshots listed (not .tmp-, .fork-, no meta.json, "
       "a mismatched id or a non-id): %s",
       json ? json : "");
-  if (arr == NULL || json_object_array_length (arr) != 3)
+  if (arr == NULL || json_object_array_length (arr) != 4)
     return;
   ok (strcmp (rt_json_str (json_object_array_get_idx (arr, 0), "id"), "snap-cccccccccccc") == 0
-          && strcmp (rt_json_str (json_object_array_get_idx (arr, 1), "id"), "snap-aaaaaaaaaaaa") == 0
-          && strcmp (rt_json_str (json_object_array_get_idx (arr, 2), "id"), "snap-bbbbbbbbbbbb") == 0,
+          && strcmp (rt_json_str (json_object_array_get_idx (arr, 1), "id"), "snap-0000000000dd") == 0
+          && strcmp (rt_json_str (json_object_array_get_idx (arr, 2), "id"), "snap-aaaaaaaaaaaa") == 0
+          && strcmp (rt_json_str (json_object_array_get_idx (arr, 3), "id"), "snap-bbbbbbbbbbbb") == 0,
       "oldest first by createdAt");
-  first = json_object_array_get_idx (arr, 1);
+  first = json_object_array_get_idx (arr, 2);
   ok (strcmp (rt_json_str (first, "kind"), "snapshot") == 0 && strcmp (rt_json_str (first, "state"), "ready") == 0
           && strcmp (rt_json_str (first, "name"), "middle") == 0
           && strcmp (rt_json_str (first, "sourceSandboxId"), "sb-0000000000aa") == 0
@@ -162,6 +164,11 @@ test_resolve (rt_context *ctx)
       "resolved by id: %s", by_id ? by_id : "");
   ok (rt_snapshot_resolve (ctx, "middle", &by_name, &err) == 0 && strcmp (by_id, by_name) == 0, "and by name");
   ok (rt_snapshot_get_json (ctx, "newest", &json, &err) == 0 && strstr (json, "snap-bbbbbbbbbbbb"), "get by name");
+  {
+    cleanup_free char *dir = NULL;
+    ok (rt_snapshot_resolve (ctx, "snap-cccccccccccc", &dir, &err) == 0 && strstr (dir, "snap-cccccccccccc"),
+        "an id wins over another snapshot's name that looks like it");
+  }
   for (size_t i = 0; i < sizeof missing / sizeof *missing; i++)
     {
       cleanup_error rt_error *e = NULL;
