@@ -175,6 +175,8 @@ new_meta (struct mon *m, const char *id, const char *kind, json_object *body)
                                               : json_object_new_object ());
   json_object_object_add (meta, "createdAt", json_object_new_string (now));
   json_object_object_add (meta, "sourceSandboxId", json_object_new_string (m->cfg->id));
+  if (body && json_object_object_get_ex (body, "creatorPid", &v) && json_object_is_type (v, json_type_string))
+    json_object_object_add (meta, "creatorPid", json_object_get (v));
   json_object_object_add (image, "id", state_member (m, "imageId"));
   json_object_object_add (image, "ref", state_member (m, "image"));
   json_object_object_add (meta, "image", image);
@@ -192,6 +194,7 @@ static int
 save (struct mon *m, const char *dir, json_object *meta, bool copy_overlay, rt_error **err)
 {
   cleanup_free char *meta_path = rt_strdup_printf ("%s/meta.json", dir);
+  cleanup_free char *pid_path = rt_strdup_printf ("%s/monitor.pid", dir);
   struct rt_qmp q = { .fd = -1 };
   uint64_t t0 = rt_now_ms ();
   const char *text;
@@ -201,6 +204,10 @@ save (struct mon *m, const char *dir, json_object *meta, bool copy_overlay, rt_e
     return rt_error_oom (err);
   if (mkdir (dir, 0700) < 0)
     return rt_error_set (err, errno, "internal", "cannot create '%s': %s", dir, strerror (errno));
+  /* Whose capture it is: a sweep removes it once this monitor is gone
+     (snapshot/store.h).  */
+  if (pid_path && rt_write_pidfile (pid_path, getpid (), err) < 0)
+    return -1;
   ret = quiesce (m, err);
   if (ret < 0)
     return ret;
@@ -216,7 +223,10 @@ save (struct mon *m, const char *dir, json_object *meta, bool copy_overlay, rt_e
   json_object_object_add (meta, "captureMs", json_object_new_int64 ((int64_t) (rt_now_ms () - t0)));
   json_object_object_add (meta, "storedBytes", json_object_new_int64 (rt_saved_stored_bytes (dir)));
   text = json_object_to_json_string_ext (meta, JSON_C_TO_STRING_PLAIN);
-  return rt_write_file_atomic (meta_path, text, strlen (text), 0600, err);
+  ret = rt_write_file_atomic (meta_path, text, strlen (text), 0600, err);
+  if (pid_path)
+    unlink (pid_path);
+  return ret;
 }
 
 /* A snapshot (or a fork's) at <data>/snapshots/<final>: captured in
