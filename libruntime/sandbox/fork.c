@@ -2,6 +2,7 @@
    captures it (monitor/capture.h); the children are new sandboxes started
    from the capture (sandbox/create.h).  */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "monitor/client.h"
 #include "sandbox/create.h"
@@ -44,6 +45,67 @@ capture_body (const char *id, const char *name, const char *const *labels, rt_er
   return steal_pointer (&body);
 }
 
+/* A paused sandbox's snapshot, taken from its saved VM (no VM runs): its
+   memory, state and layers linked, its overlay copied as the last layer.  */
+static int
+snapshot_paused (rt_sandbox *sb, const char *id, json_object *body, rt_error **err)
+{
+  cleanup_free char *disk = rt_sandbox_disk_dir (sb->ctx, sb->id);
+  cleanup_free char *root = rt_snapshots_root (sb->ctx, true, err);
+  cleanup_free char *tmp = root ? rt_strdup_printf ("%s/.tmp-%s", root, id) : NULL;
+  cleanup_free char *dst = root ? rt_strdup_printf ("%s/%s", root, id) : NULL;
+  cleanup_free char *from = disk ? rt_strdup_printf ("%s/saved", disk) : NULL;
+  cleanup_free char *overlay = disk ? rt_strdup_printf ("%s/overlay.qcow2", disk) : NULL;
+  cleanup_saved struct rt_saved saved = { 0 };
+  cleanup_json json_object *meta = NULL;
+  json_object *v;
+  char now[32];
+  const char *text;
+  int ret;
+
+  if (root == NULL)
+    return -1;
+  if (tmp == NULL || dst == NULL || from == NULL || overlay == NULL)
+    return rt_error_oom (err);
+  ret = rt_saved_load (from, NULL, &saved, err);
+  if (ret < 0)
+    return ret;
+  if (saved.n_layers >= RT_MAX_LAYERS)
+    return rt_error_set (err, E2BIG, "invalid_request", "sandbox %s descends from %d snapshots already", sb->id,
+                         RT_MAX_LAYERS);
+  meta = json_object_get (saved.meta);
+  rt_format_time (rt_epoch_ms (), now);
+  json_object_object_add (meta, "id", json_object_new_string (id));
+  json_object_object_add (meta, "kind", json_object_new_string ("snapshot"));
+  json_object_object_add (meta, "createdAt", json_object_new_string (now));
+  json_object_object_add (meta, "name", json_object_object_get_ex (body, "name", &v) ? json_object_get (v) : NULL);
+  json_object_object_add (meta, "labels", json_object_object_get_ex (body, "labels", &v) ? json_object_get (v) : NULL);
+  if (mkdir (tmp, 0700) < 0)
+    return rt_error_set (err, errno, "internal", "cannot create '%s': %s", tmp, strerror (errno));
+  {
+    cleanup_free char *ram = rt_strdup_printf ("%s/ram", tmp), *state = rt_strdup_printf ("%s/state", tmp);
+    ret = ram && state ? 0 : rt_error_oom (err);
+    if (ret == 0)
+      ret = rt_saved_link (saved.ram, ram, err);
+    if (ret == 0)
+      ret = rt_saved_link (saved.state, state, err);
+    if (ret == 0)
+      ret = rt_saved_capture_disk (saved.layers, overlay, tmp, meta, err);
+  }
+  if (ret == 0)
+    {
+      json_object_object_add (meta, "storedBytes", json_object_new_int64 (rt_saved_stored_bytes (tmp)));
+      text = json_object_to_json_string_ext (meta, JSON_C_TO_STRING_PLAIN);
+      cleanup_free char *path = rt_strdup_printf ("%s/meta.json", tmp);
+      ret = path ? rt_write_file_atomic (path, text, strlen (text), 0600, err) : rt_error_oom (err);
+    }
+  if (ret == 0 && rename (tmp, dst) < 0)
+    ret = rt_error_set (err, errno, "internal", "cannot rename '%s': %s", tmp, strerror (errno));
+  if (ret < 0)
+    rt_rm_rf (tmp, NULL);
+  return ret;
+}
+
 int
 rt_sandbox_snapshot (rt_sandbox *sb, const char *name, const char *const *labels, char **json, rt_error **err)
 {
@@ -52,12 +114,12 @@ rt_sandbox_snapshot (rt_sandbox *sb, const char *name, const char *const *labels
   cleanup_json json_object *body = NULL;
   int ret;
 
+  bool paused;
+
   rt_snapshot_sweep (sb->ctx);
   ret = rt_sandbox_is_paused (sb, err);
-  if (ret > 0)
-    return rt_error_set (err, EAGAIN, "sandbox_not_ready", "sandbox %s is paused", sb->id),
-           rt_error_hint (err, "runtime sandbox wake %s, then snapshot it", sb->id);
-  if (ret == 0)
+  paused = ret > 0;
+  if (ret >= 0)
     ret = rt_snapshot_make_id (id, err);
   if (ret == 0)
     body = capture_body (id, name, labels, err);
@@ -67,7 +129,17 @@ rt_sandbox_snapshot (rt_sandbox *sb, const char *name, const char *const *labels
   ret = rt_snapshot_lock (sb->ctx, &lock, err);
   if (ret == 0 && name)
     ret = rt_snapshot_name_free (sb->ctx, name, err);
-  if (ret == 0)
+  if (ret == 0 && paused)
+    {
+      /* Not woken under it.  */
+      cleanup_close int wake_lock = -1;
+      ret = rt_sandbox_lock_wake (sb, &wake_lock, err);
+      if (ret == 0)
+        ret = rt_sandbox_is_paused (sb, err) > 0 ? snapshot_paused (sb, id, body, err)
+                                                  : rt_error_set (err, EAGAIN, "sandbox_not_ready",
+                                                                  "sandbox %s woke during the snapshot: try again", sb->id);
+    }
+  else if (ret == 0)
     ret = rt_api_call (sb->sock, sb->id, "snapshot", body, NULL, err);
   if (ret < 0)
     return ret;

@@ -52,13 +52,14 @@ write_pools (rt_context *ctx, json_object *pools, rt_error **err)
 }
 
 /* What a paused spare holds of the host's memory, counted against the
-   cap: its QEMU's own (≈40 MiB measured: no guest page is touched before
-   it resumes, and untouched pages are the template's, shared) with room,
-   plus a page table's worth of its guest.  */
+   cap: its QEMU's own (≈40 MiB measured) with room, a page table's worth
+   of its guest, and its copy of the template's RAM (its own memfd, so
+   that it can be saved: snapshot/saved.h; ≈100–150 MB of a 4 GiB guest's
+   template).  */
 static uint64_t
 spare_cost_mib (uint64_t memory_mib)
 {
-  return 64 + memory_mib / 64;
+  return 64 + memory_mib / 64 + memory_mib / 32;
 }
 
 /* The cap on all spares' memory: RUNTIME_POOL_MAX_MIB, else a tenth of

@@ -7,6 +7,7 @@
 #include "sandbox/fork.h"
 #include "sandbox/store.h"
 #include "sandbox/update.h"
+#include "sandbox/wake.h"
 
 int
 rt_sandbox_paused_error (rt_sandbox *sb, rt_error **err)
@@ -14,30 +15,6 @@ rt_sandbox_paused_error (rt_sandbox *sb, rt_error **err)
   rt_error_set (err, EAGAIN, "sandbox_paused", "sandbox %s is paused", sb->id);
   rt_error_hint (err, "runtime sandbox wake %s (or turn on --auto-wake)", sb->id);
   return -EAGAIN;
-}
-
-/* The sandbox's state.json; NULL when it has none (it stopped, or never
-   was).  */
-static json_object *
-read_state (rt_sandbox *sb)
-{
-  cleanup_free char *path = rt_strdup_printf ("%s/state.json", sb->dir);
-  cleanup_free char *data = NULL;
-
-  if (path == NULL || rt_read_file (path, &data, NULL, NULL) < 0)
-    return NULL;
-  return json_tokener_parse (data);
-}
-
-/* Paused to disk: state "paused" and no monitor (an in-memory pause keeps
-   its monitor, which answers for it).  */
-static bool
-paused_to_disk (rt_sandbox *sb, json_object *state)
-{
-  cleanup_free char *pidfile = rt_strdup_printf ("%s/monitor.pid", sb->dir);
-  const char *st = rt_json_str (state, "state");
-
-  return st && strcmp (st, "paused") == 0 && pidfile && rt_pidfile_alive (pidfile, NULL) != 1;
 }
 
 static int
@@ -61,8 +38,7 @@ update_on_disk (rt_sandbox *sb, int idle, int wake, char **json, rt_error **err)
 
   if (ret < 0)
     return ret;
-  state = read_state (sb);
-  if (state == NULL || !paused_to_disk (sb, state))
+  if (rt_sandbox_is_paused (sb, NULL) != 1 || (state = rt_sandbox_read_state (sb, NULL)) == NULL)
     return 1;
   if (idle >= 0)
     json_object_object_add (state, "idlePauseSeconds", json_object_new_int64 (idle));
@@ -105,11 +81,11 @@ rt_sandbox_update (rt_sandbox *sb, int idle_pause_s, int auto_wake, char **json,
 int
 rt_sandbox_auto_wake (rt_sandbox *sb, rt_error **err)
 {
-  cleanup_json json_object *state = read_state (sb);
+  cleanup_json json_object *state = NULL;
   json_object *v;
 
   /* Without a state the verb itself says what is wrong.  */
-  if (state == NULL || !paused_to_disk (sb, state))
+  if (rt_sandbox_is_paused (sb, NULL) != 1 || (state = rt_sandbox_read_state (sb, NULL)) == NULL)
     return 0;
   if (json_object_object_get_ex (state, "autoWake", &v) && json_object_get_boolean (v))
     return rt_sandbox_wake (sb, err);

@@ -58,8 +58,8 @@ rt_saved_settings_clear (struct rt_saved_settings *s)
   cleanup_strvp (&s->secret_env);
 }
 
-static json_object *
-read_state (rt_sandbox *sb, rt_error **err)
+json_object *
+rt_sandbox_read_state (rt_sandbox *sb, rt_error **err)
 {
   cleanup_free char *path = rt_strdup_printf ("%s/state.json", sb->dir);
   cleanup_free char *text = NULL;
@@ -83,7 +83,7 @@ rt_sandbox_is_paused (rt_sandbox *sb, rt_error **err)
     return rt_error_oom (err);
   if (rt_pidfile_alive (pidfile, NULL) == 1)
     return 0;
-  state = read_state (sb, NULL);
+  state = rt_sandbox_read_state (sb, NULL);
   s = state ? rt_json_str (state, "state") : NULL;
   return s && strcmp (s, "paused") == 0;
 }
@@ -215,29 +215,46 @@ spawn (rt_sandbox *sb, json_object *state, const struct rt_saved *saved, rt_erro
 }
 
 int
+rt_sandbox_lock_wake (rt_sandbox *sb, int *fd, rt_error **err)
+{
+  cleanup_free char *path = rt_strdup_printf ("%s/wake.lock", sb->dir);
+
+  if (path == NULL)
+    return rt_error_oom (err);
+  *fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (*fd < 0)
+    return rt_error_set (err, ENOENT, "not_found", "no sandbox %s", sb->id);
+  while (flock (*fd, LOCK_EX) < 0 && errno == EINTR)
+    ;
+  return 0;
+}
+
+int
 rt_sandbox_wake (rt_sandbox *sb, rt_error **err)
 {
-  cleanup_free char *lock_path = rt_strdup_printf ("%s/wake.lock", sb->dir);
   cleanup_free char *disk_dir = rt_sandbox_disk_dir (sb->ctx, sb->id);
   cleanup_free char *saved_dir = disk_dir ? rt_strdup_printf ("%s/saved", disk_dir) : NULL;
   cleanup_free char *layers = disk_dir ? rt_strdup_printf ("%s/saved/layers", disk_dir) : NULL;
   cleanup_json json_object *state = NULL;
   cleanup_saved struct rt_saved saved = { 0 };
-  cleanup_close int lock = -1;
+  cleanup_close int lock = -1, store_lock = -1;
   int ret;
 
-  if (lock_path == NULL || saved_dir == NULL || layers == NULL)
+  if (saved_dir == NULL || layers == NULL)
     return rt_error_oom (err);
   /* One waker at a time: the second finds it running.  */
-  lock = open (lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock < 0)
-    return rt_error_set (err, ENOENT, "not_found", "no sandbox %s", sb->id);
-  while (flock (lock, LOCK_EX) < 0 && errno == EINTR)
-    ;
-  ret = rt_sandbox_is_paused (sb, err);
+  ret = rt_sandbox_lock_wake (sb, &lock, err);
+  if (ret == 0)
+    ret = rt_sandbox_is_paused (sb, err);
   if (ret <= 0)
     return ret;
-  state = read_state (sb, err);
+  /* Read under the state lock: an update of a paused sandbox rewrites it
+     (sandbox/update.c).  */
+  ret = rt_store_lock (sb->ctx, &store_lock, err);
+  if (ret < 0)
+    return ret;
+  state = rt_sandbox_read_state (sb, err);
+  close (steal_fd (&store_lock));
   if (state == NULL)
     return -1;
   ret = rt_saved_load (saved_dir, layers, &saved, err);
@@ -250,24 +267,20 @@ rt_sandbox_wake (rt_sandbox *sb, rt_error **err)
 int
 rt_sandbox_end_paused (rt_sandbox *sb, const char *reason, rt_error **err)
 {
-  cleanup_free char *lock_path = rt_strdup_printf ("%s/wake.lock", sb->dir);
   cleanup_free char *disk_dir = rt_sandbox_disk_dir (sb->ctx, sb->id);
   cleanup_json json_object *state = NULL;
   cleanup_close int lock = -1;
   char now[32];
   int ret;
 
-  if (lock_path == NULL || disk_dir == NULL)
+  if (disk_dir == NULL)
     return rt_error_oom (err);
-  lock = open (lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock < 0)
+  if (rt_sandbox_lock_wake (sb, &lock, NULL) < 0)
     return 0;
-  while (flock (lock, LOCK_EX) < 0 && errno == EINTR)
-    ;
   ret = rt_sandbox_is_paused (sb, err);
   if (ret <= 0)
     return ret;
-  state = read_state (sb, err);
+  state = rt_sandbox_read_state (sb, err);
   if (state == NULL)
     return -1;
   rt_format_time (rt_epoch_ms (), now);

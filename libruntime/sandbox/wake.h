@@ -22,6 +22,13 @@ struct rt_saved_settings
 int rt_saved_settings_get (const struct rt_saved *saved, struct rt_saved_settings *out, rt_error **err);
 void rt_saved_settings_clear (struct rt_saved_settings *s);
 
+/* Holds <state dir>/wake.lock in *fd: one waker, stopper or snapshot of
+   a paused sandbox at a time.  */
+int rt_sandbox_lock_wake (rt_sandbox *sb, int *fd, rt_error **err);
+
+/* The sandbox's state.json; NULL ("not_found") when it has none.  */
+json_object *rt_sandbox_read_state (rt_sandbox *sb, rt_error **err);
+
 /* 1 when sandbox @sb is paused to disk (its state says so and no
    monitor runs), 0 when not, <0 on error.  */
 int rt_sandbox_is_paused (rt_sandbox *sb, rt_error **err);

@@ -240,8 +240,8 @@ rt_saved_capture (struct rt_qmp *q, int ram_fd, unsigned memory_mib, char *const
 {
   cleanup_free char *state = rt_strdup_printf ("%s/state", dir), *ram = rt_strdup_printf ("%s/ram", dir);
   cleanup_close int sfd = -1;
-  int64_t ram_bytes = 0, disk_bytes = 0;
-  int n_layers = 0, ret;
+  int64_t ram_bytes = 0;
+  int ret;
 
   if (state == NULL || ram == NULL)
     return rt_error_oom (err);
@@ -254,12 +254,23 @@ rt_saved_capture (struct rt_qmp *q, int ram_fd, unsigned memory_mib, char *const
   if (ret == 0)
     ret = rt_saved_write_ram (ram_fd, (uint64_t) memory_mib << 20, ram, &ram_bytes, err);
   if (ret == 0)
-    ret = capture_disk (layers, overlay, dir, &n_layers, &disk_bytes, err);
+    ret = rt_saved_capture_disk (layers, overlay, dir, meta, err);
   if (ret < 0)
     return ret;
-  json_object_object_add (meta, "layers", json_object_new_int (n_layers));
   json_object_object_add (meta, "memoryBytes", json_object_new_int64 (ram_bytes));
   json_object_object_add (meta, "stateBytes", json_object_new_int64 (file_size (state)));
+  return 0;
+}
+
+int
+rt_saved_capture_disk (char *const *layers, const char *overlay, const char *dir, json_object *meta, rt_error **err)
+{
+  int64_t disk_bytes = 0;
+  int n = 0, ret = capture_disk (layers, overlay, dir, &n, &disk_bytes, err);
+
+  if (ret < 0)
+    return ret;
+  json_object_object_add (meta, "layers", json_object_new_int (n));
   json_object_object_add (meta, "diskBytes", json_object_new_int64 (disk_bytes));
   return 0;
 }

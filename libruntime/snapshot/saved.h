@@ -82,6 +82,11 @@ int rt_saved_copy (const char *src, const char *dst, rt_error **err);
 int rt_saved_capture (struct rt_qmp *q, int ram_fd, unsigned memory_mib, char *const *layers, const char *overlay,
                       const char *dir, json_object *meta, rt_error **err);
 
+/* The disk part of rt_saved_capture (also for a paused sandbox, whose
+   memory is already saved): "layers" and "diskBytes" in @meta.  */
+int rt_saved_capture_disk (char *const *layers, const char *overlay, const char *dir, json_object *meta,
+                           rt_error **err);
+
 /* The total size on disk of the files under @dir (st_blocks).  */
 int64_t rt_saved_stored_bytes (const char *dir);
 

@@ -14,6 +14,7 @@
 
 #include "net/netns.h"
 #include "sandbox/store.h"
+#include "snapshot/saved.h"
 #include "template/make.h"
 #include "vmm/console.h"
 #include "vmm/guest-ops.h"
@@ -210,59 +211,22 @@ warm_and_save (struct making *mk, rt_error **err)
   return fsync (state_fd) < 0 ? rt_error_set (err, errno, "internal", "fsync '%s': %s", state, strerror (errno)) : 0;
 }
 
-static bool
-all_zero (const uint8_t *p, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    if (p[i])
-      return false;
-  return true;
-}
-
-/* The memfd's pages into <tmp>/ram, sparse: holes and zero pages are not
-   written.  Return: the bytes written, or <0.  */
+/* The memfd's pages into <tmp>/ram, sparse (snapshot/saved.h), on disk
+   before the rename that makes the template.  Return: the bytes written,
+   or <0.  */
 static int64_t
 write_ram (struct making *mk, rt_error **err)
 {
-  enum { CHUNK = 1 << 20, PAGE = 4096 };
   cleanup_free char *path = in_tmp (mk, "ram");
-  cleanup_free uint8_t *buf = malloc (CHUNK);
-  cleanup_close int out = -1;
-  off_t size = (off_t) mk->in->memory_mib << 20, pos = 0;
+  cleanup_close int fd = -1;
   int64_t written = 0;
 
-  if (path == NULL || buf == NULL)
+  if (path == NULL)
     return rt_error_oom (err);
-  out = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (out < 0 || ftruncate (out, size) < 0)
-    return rt_error_set (err, errno, "internal", "cannot create '%s': %s", path, strerror (errno));
-  while (pos < size)
-    {
-      off_t data = lseek (mk->ram_fd, pos, SEEK_DATA), hole;
-      if (data < 0 && errno == ENXIO)
-        break; /* no data past pos */
-      hole = data < 0 ? -1 : lseek (mk->ram_fd, data, SEEK_HOLE);
-      if (hole < 0)
-        return rt_error_set (err, errno, "internal", "cannot read the template's memory: %s", strerror (errno));
-      for (pos = data; pos < hole;)
-        {
-          size_t n = hole - pos < CHUNK ? (size_t) (hole - pos) : CHUNK;
-          ssize_t r = pread (mk->ram_fd, buf, n, pos);
-          if (r <= 0)
-            return rt_error_set (err, errno, "internal", "cannot read the template's memory: %s", strerror (errno));
-          for (ssize_t off = 0; off < r; off += PAGE)
-            {
-              size_t len = r - off < PAGE ? (size_t) (r - off) : PAGE;
-              if (all_zero (buf + off, len))
-                continue;
-              if (pwrite (out, buf + off, len, pos + off) != (ssize_t) len)
-                return rt_error_set (err, errno, "internal", "cannot write '%s': %s", path, strerror (errno));
-              written += len;
-            }
-          pos += r;
-        }
-    }
-  if (fsync (out) < 0)
+  if (rt_saved_write_ram (mk->ram_fd, (uint64_t) mk->in->memory_mib << 20, path, &written, err) < 0)
+    return -1;
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || fsync (fd) < 0)
     return rt_error_set (err, errno, "internal", "fsync '%s': %s", path, strerror (errno));
   return written;
 }
