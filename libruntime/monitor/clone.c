@@ -1,5 +1,6 @@
 /* clone.c - starting a sandbox from saved memory (clone.h).  */
 #include <fcntl.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "monitor/clone.h"
@@ -11,6 +12,66 @@
    most of this.  */
 #define LOAD_TIMEOUT_MS 20000
 #define RESTORE_TIMEOUT_MS 20000
+
+int
+mon_note_layers (struct mon *m, const struct rt_vm_config *vm, rt_error **err)
+{
+  for (size_t i = 0; i < RT_QEMU_MAX_LAYERS && vm->layers[i]; i++)
+    {
+      m->layers[i] = strdup (vm->layers[i]);
+      if (m->layers[i] == NULL)
+        return rt_error_oom (err);
+      m->layer_fds[i] = open (vm->layers[i], O_RDONLY | O_CLOEXEC);
+    }
+  return 0;
+}
+
+void
+mon_forget_layers (struct mon *m)
+{
+  for (size_t i = 0; i < RT_QEMU_MAX_LAYERS; i++)
+    {
+      free (m->layers[i]);
+      m->layers[i] = NULL;
+      if (m->layer_fds[i] >= 0)
+        close (m->layer_fds[i]);
+      m->layer_fds[i] = -1;
+    }
+}
+
+/* A saved sandbox's "sandbox" object (snapshot/saved.h), or NULL.  */
+json_object *
+mon_saved_member (struct mon *m, const char *key)
+{
+  json_object *sb = NULL, *v = NULL;
+
+  if (m->cfg->saved == NULL)
+    return NULL;
+  json_object_object_get_ex (m->cfg->saved->meta, "sandbox", &sb);
+  json_object_object_get_ex (sb, key, &v);
+  return v;
+}
+
+/* A woken sandbox bills on from where it stopped; its saved memory and
+   state are spent (the layers stay: its disk is built on them).  */
+void
+mon_clone_woken (struct mon *m)
+{
+  json_object *meter = mon_saved_member (m, "meter");
+  static const char *const spent[] = { "ram", "state", "meta.json" };
+
+  m->meter.running_us = (uint64_t) rt_json_i64 (meter, "runningUs");
+  m->meter.cpu_us = (uint64_t) rt_json_i64 (meter, "cpuUs");
+  m->meter.billed_cpu_us = (uint64_t) rt_json_i64 (meter, "billedCpuUs");
+  json_object_object_del (m->state, "paused");
+  mon_set_str (m, "pausedAt", NULL);
+  for (size_t i = 0; i < sizeof spent / sizeof spent[0]; i++)
+    {
+      cleanup_free char *p = rt_strdup_printf ("%s/%s", m->cfg->saved->dir, spent[i]);
+      if (p)
+        unlink (p);
+    }
+}
 
 /* The sandbox's own RAM: a copy of the saved one (only its data; a
    4 GiB guest's template holds ≈100 MB), in a memfd QEMU maps shared so

@@ -21,4 +21,16 @@ int mon_clone_start (struct mon *m, const struct rt_vm_config *vm, bool resume, 
    m->cfg->restore mode, keeping the processes the monitor knows.  */
 int mon_clone_restore (struct mon *m, struct rt_channel *ch, rt_error **err);
 
+/* Records @vm's layers (paths, and fds kept open) as the sandbox's.  */
+int mon_note_layers (struct mon *m, const struct rt_vm_config *vm, rt_error **err);
+void mon_forget_layers (struct mon *m);
+
+/* A member of m->cfg->saved's "sandbox" object (snapshot/saved.h), or
+   NULL.  */
+json_object *mon_saved_member (struct mon *m, const char *key);
+
+/* A woken sandbox bills on from where it stopped and its saved memory
+   and state are spent (its layers stay: its disk is built on them).  */
+void mon_clone_woken (struct mon *m);
+
 #endif

@@ -151,8 +151,5 @@ void mon_stop (struct mon *m, const char *reason);
 int mon_watch_owner (struct mon *m, pid_t owner, rt_error **err);
 /* Starts billing QEMU's vCPU threads.  */
 int mon_start_meter (struct mon *m, rt_error **err);
-/* Records @vm's layers (paths, and fds kept open) as the sandbox's.  */
-int mon_note_layers (struct mon *m, const struct rt_vm_config *vm, rt_error **err);
-void mon_forget_layers (struct mon *m);
 
 #endif

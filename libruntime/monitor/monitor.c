@@ -216,32 +216,6 @@ send_hello (int fd, const char *pem, rt_error **err)
   return 0;
 }
 
-int
-mon_note_layers (struct mon *m, const struct rt_vm_config *vm, rt_error **err)
-{
-  for (size_t i = 0; i < RT_QEMU_MAX_LAYERS && vm->layers[i]; i++)
-    {
-      m->layers[i] = strdup (vm->layers[i]);
-      if (m->layers[i] == NULL)
-        return rt_error_oom (err);
-      m->layer_fds[i] = open (vm->layers[i], O_RDONLY | O_CLOEXEC);
-    }
-  return 0;
-}
-
-void
-mon_forget_layers (struct mon *m)
-{
-  for (size_t i = 0; i < RT_QEMU_MAX_LAYERS; i++)
-    {
-      free (m->layers[i]);
-      m->layers[i] = NULL;
-      if (m->layer_fds[i] >= 0)
-        close (m->layer_fds[i]);
-      m->layer_fds[i] = -1;
-    }
-}
-
 /* A boot: the guest's RAM a new memfd, QEMU maps it shared so that the
    sandbox can be saved (snapshot/saved.h).  */
 static int
@@ -511,40 +485,6 @@ set_start_state (struct mon *m)
   json_object_object_add (m->state, "readyMs", json_object_new_int64 (ready > 0 ? ready : 0));
 }
 
-/* A saved sandbox's "sandbox" object (snapshot/saved.h), or NULL.  */
-static json_object *
-saved_sandbox (struct mon *m, const char *key)
-{
-  json_object *sb = NULL, *v = NULL;
-
-  if (m->cfg->saved == NULL)
-    return NULL;
-  json_object_object_get_ex (m->cfg->saved->meta, "sandbox", &sb);
-  json_object_object_get_ex (sb, key, &v);
-  return v;
-}
-
-/* A woken sandbox bills on from where it stopped; its saved memory and
-   state are spent (the layers stay: its disk is built on them).  */
-static void
-woken (struct mon *m)
-{
-  json_object *meter = saved_sandbox (m, "meter");
-  static const char *const spent[] = { "ram", "state", "meta.json" };
-
-  m->meter.running_us = (uint64_t) rt_json_i64 (meter, "runningUs");
-  m->meter.cpu_us = (uint64_t) rt_json_i64 (meter, "cpuUs");
-  m->meter.billed_cpu_us = (uint64_t) rt_json_i64 (meter, "billedCpuUs");
-  json_object_object_del (m->state, "paused");
-  mon_set_str (m, "pausedAt", NULL);
-  for (size_t i = 0; i < sizeof spent / sizeof spent[0]; i++)
-    {
-      cleanup_free char *p = rt_strdup_printf ("%s/%s", m->cfg->saved->dir, spent[i]);
-      if (p)
-        unlink (p);
-    }
-}
-
 static int
 monitor_start (struct mon *m, rt_error **err)
 {
@@ -559,7 +499,7 @@ monitor_start (struct mon *m, rt_error **err)
   ret = rt_write_pidfile (pidfile, getpid (), err);
   /* Its processes first: the RESTORE keeps the ones the monitor follows.  */
   if (ret == 0 && m->cfg->saved)
-    ret = mon_procs_load (m, saved_sandbox (m, "procs"), err);
+    ret = mon_procs_load (m, mon_saved_member (m, "procs"), err);
   if (ret == 0)
     ret = start_vm (m, err);
   if (ret < 0)
@@ -592,7 +532,7 @@ monitor_start (struct mon *m, rt_error **err)
     return ret;
   mon_set_str (m, "state", "running");
   if (m->cfg->saved && m->cfg->restore == RT_RESTORE_WAKE)
-    woken (m);
+    mon_clone_woken (m);
   else
     set_start_state (m);
   mon_idle_start (m);
