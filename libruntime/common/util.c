@@ -570,3 +570,27 @@ rt_cap_last (void)
     return CAP_LAST_CAP;
   return (unsigned) v;
 }
+
+int
+rt_copy_file (const char *src, const char *dst, rt_error **err)
+{
+  cleanup_close int in = open (src, O_RDONLY | O_CLOEXEC);
+  cleanup_close int out = -1;
+  struct stat st;
+
+  if (in < 0 || fstat (in, &st) < 0)
+    return rt_error_set (err, errno, "internal", "cannot open '%s': %s", src, strerror (errno));
+  out = open (dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (out < 0)
+    return rt_error_set (err, errno, "internal", "cannot create '%s': %s", dst, strerror (errno));
+  for (off_t left = st.st_size; left > 0;)
+    {
+      ssize_t n = copy_file_range (in, NULL, out, NULL, left, 0);
+      if (n <= 0)
+        return rt_error_set (err, n < 0 ? errno : EIO, "internal", "cannot copy '%s': %s", src,
+                             n < 0 ? strerror (errno) : "short copy");
+      left -= n;
+    }
+  return 0;
+}
+

@@ -38,6 +38,8 @@ int rt_read_file (const char *path, char **out, size_t *len, rt_error **err);
 /* Writes a file through a temp name and rename, so readers never see half.  */
 int rt_write_file_atomic (const char *path, const void *data, size_t len, mode_t mode, rt_error **err);
 int rt_mkdir_p (const char *path, mode_t mode, rt_error **err);
+/* Copies @src to the new file @dst (0600, O_EXCL) by copy_file_range.  */
+int rt_copy_file (const char *src, const char *dst, rt_error **err);
 /* Removes a tree; missing is fine.  */
 int rt_rm_rf (const char *path, rt_error **err);
 

@@ -89,8 +89,14 @@ quiesce (struct mon *m, rt_error **err)
         }
       left = (int64_t) deadline - (int64_t) rt_now_ms ();
       if (left <= 0)
-        return rt_error_set (err, ETIMEDOUT, "sandbox_not_ready",
-                             "the guest did not pause its channel within %d s", QUIESCE_TIMEOUT_MS / 1000);
+        {
+          /* Its DONE may still come: a RESTORE makes sure it sends again.  */
+          cleanup_json json_object *req = rt_guest_restore_request (m->cfg->id, RT_RESTORE_WAKE, NULL, 0);
+          if (req)
+            mon_chan_queue_json (m, RT_FRAME_RESTORE, 0, req);
+          return rt_error_set (err, ETIMEDOUT, "sandbox_not_ready",
+                               "the guest did not pause its channel within %d s", QUIESCE_TIMEOUT_MS / 1000);
+        }
       if (poll (&p, 1, (int) left) <= 0)
         continue;
       space = rt_frame_reader_space (m->reader, &avail);

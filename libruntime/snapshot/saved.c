@@ -139,36 +139,13 @@ rt_saved_ram_memfd (int src_fd, uint64_t size, int *fd, rt_error **err)
 }
 
 int
-rt_saved_copy (const char *src, const char *dst, rt_error **err)
-{
-  cleanup_close int in = open (src, O_RDONLY | O_CLOEXEC);
-  cleanup_close int out = -1;
-  struct stat st;
-
-  if (in < 0 || fstat (in, &st) < 0)
-    return rt_error_set (err, errno, "internal", "cannot open '%s': %s", src, strerror (errno));
-  out = open (dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (out < 0)
-    return rt_error_set (err, errno, "internal", "cannot create '%s': %s", dst, strerror (errno));
-  for (off_t left = st.st_size; left > 0;)
-    {
-      ssize_t n = copy_file_range (in, NULL, out, NULL, left, 0);
-      if (n <= 0)
-        return rt_error_set (err, n < 0 ? errno : EIO, "internal", "cannot copy '%s': %s", src,
-                             n < 0 ? strerror (errno) : "short copy");
-      left -= n;
-    }
-  return 0;
-}
-
-int
 rt_saved_link (const char *src, const char *dst, rt_error **err)
 {
   if (link (src, dst) == 0)
     return 0;
   if (errno != EXDEV)
     return rt_error_set (err, errno, "internal", "cannot link '%s' to '%s': %s", src, dst, strerror (errno));
-  return rt_saved_copy (src, dst, err);
+  return rt_copy_file (src, dst, err);
 }
 
 static int64_t
@@ -223,7 +200,7 @@ capture_disk (char *const *layers, const char *overlay, const char *dir, int *n,
   if (overlay)
     {
       cleanup_free char *dst = rt_strdup_printf ("%s/%d.qcow2", ldir, i);
-      ret = dst ? rt_saved_copy (overlay, dst, err) : rt_error_oom (err);
+      ret = dst ? rt_copy_file (overlay, dst, err) : rt_error_oom (err);
       if (ret < 0)
         return ret;
       *disk_bytes = file_size (dst);

@@ -70,9 +70,6 @@ int rt_saved_ram_memfd (int src_fd, uint64_t size, int *fd, rt_error **err);
    systems; @dst is new (O_EXCL).  */
 int rt_saved_link (const char *src, const char *dst, rt_error **err);
 
-/* Copies @src to the new file @dst (copy_file_range).  */
-int rt_saved_copy (const char *src, const char *dst, rt_error **err);
-
 /* Captures a stopped VM into @dir (which exists): its device state over
    @q (vmm/migrate.h), its RAM from @ram_fd (@memory_mib), its layers
    (@layers, NULL-terminated) linked into @dir/layers/ and, when

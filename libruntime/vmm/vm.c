@@ -1,5 +1,6 @@
 /* vm.c - runs one QEMU microvm: its disk overlay, its process, its end.
    The command line itself is qemu-args.c's.  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -40,45 +41,64 @@ make_disk_dir (const struct rt_vm_config *cfg, struct rt_vm *vm, rt_error **err)
   return 0;
 }
 
-/* An empty overlay of @base of @size_mib, made once per base file (its
-   identity is in the name) and size: copied per start, since qemu-img
-   takes 30-110 ms.  Its virtual size is the sandbox's disk: the guest
-   cannot write past it, so the copy stays under that plus qcow2's
-   metadata (an L2 entry per 64 KiB cluster and a refcount: under 0.1%).  */
+/* Removes the other overlays of @base's name in @dir (an image's disk
+   made again, or another size is no loss: they are remade).  */
+static void
+drop_stale (const char *dir, const char *prefix, const char *keep)
+{
+  cleanup_dir DIR *d = opendir (dir);
+  struct dirent *e;
+
+  while (d && (e = readdir (d)))
+    if (strncmp (e->d_name, prefix, strlen (prefix)) == 0 && strcmp (e->d_name, keep) != 0)
+      unlinkat (dirfd (d), e->d_name, 0);
+}
+
+/* An empty overlay of @base of @size_mib, made once per image disk (its
+   file's identity is in the name) and size, and copied per start: qemu-img
+   takes 30-110 ms.  A build step's disk lives for the build only: its
+   overlay is made at @path itself.  Its virtual size is the sandbox's
+   disk: the guest cannot write past it, so the copy stays under that plus
+   qcow2's metadata (an L2 entry per 64 KiB cluster and a refcount: under
+   0.1%).  */
 int
-rt_vm_empty_overlay (rt_context *ctx, const char *base, unsigned size_mib, char **path, rt_error **err)
+rt_vm_empty_overlay (rt_context *ctx, const char *base, unsigned size_mib, const char *path, rt_error **err)
 {
   cleanup_free char *dir = rt_strdup_printf ("%s/overlays", ctx->cache_dir);
-  cleanup_free char *final = NULL, *tmp = NULL;
+  cleanup_free char *disks = rt_strdup_printf ("%s/disks/", ctx->cache_dir);
+  cleanup_free char *name = NULL, *prefix = NULL, *final = NULL, *tmp = NULL;
+  const char *file = strrchr (base, '/') ? strrchr (base, '/') + 1 : base;
   struct stat st;
   int ret;
 
-  if (dir == NULL)
+  if (dir == NULL || disks == NULL)
     return rt_error_oom (err);
+  if (strncmp (base, disks, strlen (disks)) != 0)
+    return rt_qcow2_create (base, "raw", path, size_mib, err);
   if (stat (base, &st) < 0)
     return rt_error_set (err, errno, "startup_failed", "cannot read '%s': %s", base, strerror (errno));
-  final = rt_strdup_printf ("%s/%lx-%lx-%llx-%llx-%u.qcow2", dir, (unsigned long) st.st_dev, (unsigned long) st.st_ino,
-                            (unsigned long long) st.st_size, (unsigned long long) st.st_mtime, size_mib);
+  prefix = rt_strdup_printf ("%s-", file);
+  name = rt_strdup_printf ("%s-%lx-%llx-%llx-%u.qcow2", file, (unsigned long) st.st_ino,
+                           (unsigned long long) st.st_size, (unsigned long long) st.st_mtime, size_mib);
+  final = name ? rt_strdup_printf ("%s/%s", dir, name) : NULL;
   tmp = rt_strdup_printf ("%s/.tmp-%d-%llx", dir, (int) getpid (), (unsigned long long) rt_now_ms ());
-  if (final == NULL || tmp == NULL)
+  if (prefix == NULL || final == NULL || tmp == NULL)
     return rt_error_oom (err);
-  if (access (final, R_OK) == 0)
+  if (access (final, R_OK) != 0)
     {
-      *path = steal_pointer (&final);
-      return 0;
+      ret = rt_mkdir_p (dir, 0700, err);
+      if (ret == 0)
+        ret = rt_qcow2_create (base, "raw", tmp, size_mib, err);
+      if (ret == 0 && rename (tmp, final) < 0)
+        ret = rt_error_set (err, errno, "startup_failed", "cannot rename '%s': %s", tmp, strerror (errno));
+      if (ret < 0)
+        {
+          unlink (tmp);
+          return ret;
+        }
+      drop_stale (dir, prefix, name);
     }
-  ret = rt_mkdir_p (dir, 0700, err);
-  if (ret == 0)
-    ret = rt_qcow2_create (base, "raw", tmp, size_mib, err);
-  if (ret == 0 && rename (tmp, final) < 0)
-    ret = rt_error_set (err, errno, "startup_failed", "cannot rename '%s': %s", tmp, strerror (errno));
-  if (ret < 0)
-    {
-      unlink (tmp);
-      return ret;
-    }
-  *path = steal_pointer (&final);
-  return 0;
+  return rt_copy_file (final, path, err);
 }
 
 int
@@ -112,28 +132,11 @@ static int
 copy_overlay (const char *from, const char *dir, char **path, rt_error **err)
 {
   cleanup_free char *overlay = rt_strdup_printf ("%s/overlay.qcow2", dir);
-  cleanup_close int in = open (from, O_RDONLY | O_CLOEXEC);
-  cleanup_close int out = -1;
-  struct stat st;
-  off_t left;
+  int ret = overlay ? rt_copy_file (from, overlay, err) : rt_error_oom (err);
 
-  if (overlay == NULL)
-    return rt_error_oom (err);
-  if (in < 0 || fstat (in, &st) < 0)
-    return rt_error_set (err, errno, "startup_failed", "cannot open '%s': %s", from, strerror (errno));
-  out = open (overlay, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (out < 0)
-    return rt_error_set (err, errno, "startup_failed", "cannot create '%s': %s", overlay, strerror (errno));
-  for (left = st.st_size; left > 0;)
-    {
-      ssize_t n = copy_file_range (in, NULL, out, NULL, left, 0);
-      if (n <= 0)
-        return rt_error_set (err, n < 0 ? errno : EIO, "startup_failed", "cannot copy '%s': %s", from,
-                             n < 0 ? strerror (errno) : "short copy");
-      left -= n;
-    }
-  *path = steal_pointer (&overlay);
-  return 0;
+  if (ret == 0)
+    *path = steal_pointer (&overlay);
+  return ret;
 }
 
 /* The fds QEMU gets (qemu-args.h): those the caller made (tap, console
@@ -376,14 +379,12 @@ start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, struct
   ret = jail_dirs (cfg, vm, err);
   if (ret == 0 && cfg->overlay)
     overlay = strdup (cfg->overlay);
+  else if (ret == 0 && cfg->disk && cfg->overlay_from)
+    ret = copy_overlay (cfg->overlay_from, cfg->disk_dir ? cfg->disk_dir : cfg->dir, &overlay, err);
   else if (ret == 0 && cfg->disk)
     {
-      cleanup_free char *empty = NULL;
-      if (cfg->overlay_from == NULL)
-        ret = rt_vm_empty_overlay (ctx, cfg->disk, cfg->disk_mib, &empty, err);
-      if (ret == 0)
-        ret = copy_overlay (cfg->overlay_from ? cfg->overlay_from : empty, cfg->disk_dir ? cfg->disk_dir : cfg->dir,
-                            &overlay, err);
+      overlay = rt_strdup_printf ("%s/overlay.qcow2", cfg->disk_dir ? cfg->disk_dir : cfg->dir);
+      ret = overlay ? rt_vm_empty_overlay (ctx, cfg->disk, cfg->disk_mib, overlay, err) : rt_error_oom (err);
     }
   if (ret == 0 && cfg->disk && overlay == NULL)
     ret = rt_error_oom (err);

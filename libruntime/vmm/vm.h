@@ -80,10 +80,10 @@ void rt_vm_kill (struct rt_vm *vm);
    of @size_mib, or of the backing's size when 0.  Only on files no guest
    has written: qemu-img follows the backing files a header names.  */
 int rt_qcow2_create (const char *backing, const char *fmt, const char *path, unsigned size_mib, rt_error **err);
-/* The path of an empty qcow2 overlay of @base (raw) of @size_mib (0: the
-   base's size) in <cache>/overlays, made once (qemu-img) and then copied
-   per start.  */
-int rt_vm_empty_overlay (rt_context *ctx, const char *base, unsigned size_mib, char **path, rt_error **err);
+/* An empty qcow2 overlay of @base (raw) of @size_mib (0: the base's
+   size) at the new file @path: a copy of one cached in <cache>/overlays
+   for an image's disk, made once (qemu-img).  */
+int rt_vm_empty_overlay (rt_context *ctx, const char *base, unsigned size_mib, const char *path, rt_error **err);
 /* An error carrying the console's last lines.  */
 int rt_vm_startup_error (struct rt_vm *vm, rt_error **err, const char *what);
 
