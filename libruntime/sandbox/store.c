@@ -181,6 +181,32 @@ reap_dead (rt_context *ctx, const char *dir)
   rt_rm_rf (dir, NULL);
 }
 
+/* A paused sandbox whose state dir went with a reboot (/run is RAM): its
+   saved VM holds its state object, so the state dir is made again and it
+   stays paused.  */
+static bool
+revive_paused (rt_context *ctx, const char *id, const char *disk)
+{
+  cleanup_free char *meta_path = rt_strdup_printf ("%s/saved/meta.json", disk);
+  cleanup_free char *saved = rt_strdup_printf ("%s/saved", disk);
+  cleanup_free char *dir = rt_sandbox_dir (ctx, id);
+  cleanup_free char *text = NULL;
+  cleanup_json json_object *meta = NULL;
+  json_object *sb = NULL, *state = NULL, *p;
+
+  if (meta_path == NULL || saved == NULL || dir == NULL || rt_read_file (meta_path, &text, NULL, NULL) < 0
+      || (meta = json_tokener_parse (text)) == NULL || !json_object_object_get_ex (meta, "sandbox", &sb)
+      || !json_object_object_get_ex (sb, "state", &state) || !json_object_is_type (state, json_type_object)
+      || (mkdir (dir, 0700) < 0 && errno != EEXIST))
+    return false;
+  p = json_object_new_object ();
+  json_object_object_add (p, "path", json_object_new_string (saved));
+  json_object_object_add (p, "storedBytes", json_object_new_int64 (rt_json_i64 (meta, "storedBytes")));
+  json_object_object_add (state, "paused", p);
+  json_object_object_add (state, "state", json_object_new_string ("paused"));
+  return rt_store_write_state (dir, state, NULL) == 0;
+}
+
 /* Disk dirs (<data>/sandboxes/<id>/) whose state dir is gone: their
    "live" link (vmm/vm.c) dangles.  One without the link yet is being made,
    unless it is old.  */
@@ -201,7 +227,7 @@ reap_disks (rt_context *ctx)
       live = rt_strdup_printf ("%s/%s/live", records, de->d_name);
       if (dir == NULL || live == NULL || lstat (dir, &st) < 0 || !S_ISDIR (st.st_mode))
         continue;
-      if (stat (live, &st) == 0)
+      if (stat (live, &st) == 0 || revive_paused (ctx, de->d_name, dir))
         continue;
       if (lstat (live, &st) == 0 || (lstat (dir, &st) == 0 && st.st_mtime + 60 < time (NULL)))
         rt_rm_rf (dir, NULL);
@@ -249,7 +275,7 @@ reap_states (rt_context *ctx)
       if (dir == NULL || monitor == NULL || owner == NULL)
         return;
       alive = rt_pidfile_alive (monitor, NULL);
-      if (alive == 1 || (alive == 0 && paused_to_disk (ctx, de->d_name, dir)))
+      if (alive == 1 || paused_to_disk (ctx, de->d_name, dir))
         continue;
       if (alive == 0)
         {
