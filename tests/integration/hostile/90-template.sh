@@ -1,8 +1,8 @@
 # 90-template: a clone shares its template's memory and disk, and its
 # guest (or its QEMU, escaped) must not change them for the next clone.
-# The template's RAM reaches each clone's QEMU as a memfd sealed against
-# writes (template/keeper.c), mapped private: what the guest writes lands
-# in its QEMU's own copy-on-write pages.  The template's disk is a
+# The template's RAM is copied into each clone's own memfd (the keeper's
+# stays sealed against writes, template/keeper.c): what the guest writes
+# lands in its own memory.  The template's disk is a
 # read-only backing file opened O_RDONLY.  Only root reads any of it.
 # One small template (1 vCPU, 512 MiB) and two clones of it.
 
@@ -28,28 +28,12 @@ runtime sandbox exec "$tpl_id" -- sh -c '
     python3 -c "import os; b = bytearray(os.urandom(1) * (64 << 20))" 2>/dev/null
     echo hostile > /etc/hostile; sync' </dev/null >/dev/null 2>&1
 
-# What an escaped QEMU holds: its RAM fd (qemu-args.h: fd 10).  Sealed, so
-# not even root may write it, shrink it, grow it or map it shared.
-tpl_seals=$(python3 - "$tpl_qemu" <<'EOF' 2>&1
-import fcntl, mmap, os, sys
-fd = os.open(f"/proc/{sys.argv[1]}/fd/10", os.O_RDWR)
-out = []
-seals = fcntl.fcntl(fd, 1034)  # F_GET_SEALS
-out.append("sealed" if seals & 0xf == 0xf else f"seals {seals:#x}")
-for name, op in (("write", lambda: os.pwrite(fd, b"x", 4096)),
-                 ("truncate", lambda: os.ftruncate(fd, 4096)),
-                 ("grow", lambda: os.ftruncate(fd, os.fstat(fd).st_size + 4096)),
-                 ("map shared", lambda: mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_WRITE))):
-    try:
-        op()
-        out.append(f"{name} allowed")
-    except OSError:
-        out.append(f"{name} refused")
-print(" ".join(out))
-EOF
-)
-is "a clone's QEMU holds its template's RAM sealed: even root cannot write, resize or share-map it" \
-    "$tpl_seals" "sealed write refused truncate refused grow refused map shared refused"
+# What an escaped QEMU holds: its own RAM (qemu-args.h: fd 10), a memfd
+# with a copy of the template's (snapshot/saved.h), never the keeper's
+# sealed memfd: nothing it writes there reaches the template.
+is "a clone's QEMU holds its own RAM, not its template's: fd 10 is its memfd, no fd is the keeper's" \
+    "$(readlink "/proc/$tpl_qemu/fd/10" | sed 's/ (deleted)//; s/^.*memfd:/memfd:/'); $(for f in /proc/$tpl_qemu/fd/*; do readlink "$f"; done | grep -c 'memfd:rt-template')" \
+    "memfd:runtime-ram; 0"
 is "the template's disk is open read-only in the clone's QEMU" \
     "$(for f in /proc/$tpl_qemu/fd/*; do [ "$(readlink "$f")" = "$tpl_dir/disk.qcow2" ] && awk '$1 == "flags:" {print $2}' "/proc/$tpl_qemu/fdinfo/${f##*/}"; done | sed 's/.*\(.\)$/\1/' | sort -u)" "0"
 
