@@ -62,6 +62,9 @@ quiesce (struct mon *m, rt_error **err)
     return rt_error_set (err, EAGAIN, "sandbox_not_ready", "sandbox %s is not running", m->cfg->id);
   mon_chan_queue (m, RT_FRAME_QUIESCE, 0, NULL, 0);
   ret = flush_out (m, deadline, err);
+  /* From here no credit goes out (channel.c): what the guest counts as
+     unacknowledged stays what the monitor counts, for the capture.  */
+  m->quiesced = true;
   while (ret == 0)
     {
       struct rt_frame_header h;
@@ -76,10 +79,7 @@ quiesce (struct mon *m, rt_error **err)
       while ((r = rt_frame_reader_next (m->reader, &h, &payload)) > 0)
         {
           if (h.stream == 0 && h.type == RT_FRAME_DONE && done_ok (payload, h.len, "quiesce"))
-            {
-              m->quiesced = true;
-              return 0;
-            }
+            return 0;
           mon_exec_frame (m, &h, payload);
         }
       if (r < 0)
@@ -94,6 +94,7 @@ quiesce (struct mon *m, rt_error **err)
           cleanup_json json_object *req = rt_guest_restore_request (m->cfg->id, RT_RESTORE_WAKE, NULL, 0);
           if (req)
             mon_chan_queue_json (m, RT_FRAME_RESTORE, 0, req);
+          mon_chan_quiet_end (m);
           return rt_error_set (err, ETIMEDOUT, "sandbox_not_ready",
                                "the guest did not pause its channel within %d s", QUIESCE_TIMEOUT_MS / 1000);
         }
@@ -102,7 +103,10 @@ quiesce (struct mon *m, rt_error **err)
       space = rt_frame_reader_space (m->reader, &avail);
       n = read (m->chan_fd, space, avail);
       if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-        return rt_error_set (err, EPIPE, "sandbox_not_ready", "the guest's channel closed");
+        {
+          mon_chan_quiet_end (m);
+          return rt_error_set (err, EPIPE, "sandbox_not_ready", "the guest's channel closed");
+        }
       if (n > 0)
         rt_frame_reader_filled (m->reader, n);
     }
@@ -125,7 +129,7 @@ resume (struct mon *m)
     }
   if (req)
     mon_chan_queue_json (m, RT_FRAME_RESTORE, 0, req);
-  m->quiesced = false;
+  mon_chan_quiet_end (m);
   rt_meter_resume (&m->meter);
 }
 
@@ -385,6 +389,9 @@ mon_pause_to_disk (struct mon *m, rt_error **err)
 
   if (saved == NULL || tmp == NULL || old == NULL)
     return rt_error_oom (err);
+  if (m->cfg->owner > 0)
+    return rt_error_set (err, EINVAL, "invalid_request", "sandbox %s ends with its command (run): it does not pause",
+                         m->cfg->id);
   for (struct mon_exec *e = m->execs; e; e = e->next)
     if (e->req)
       return rt_error_set (err, EBUSY, "busy", "a command is running in sandbox %s", m->cfg->id);

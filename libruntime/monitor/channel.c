@@ -51,7 +51,7 @@ flush_credit (struct mon *m, struct mon_exec *e)
 {
   uint8_t ack[4];
 
-  if (e->credit == 0 || evbuffer_get_length (m->chan_out) >= CHAN_CREDIT_LOW)
+  if (e->credit == 0 || m->quiesced || evbuffer_get_length (m->chan_out) >= CHAN_CREDIT_LOW)
     return;
   rt_put_u32 (ack, e->credit);
   e->outstanding -= e->credit;
@@ -108,4 +108,12 @@ mon_on_chan_read (evutil_socket_t fd, short what, void *arg)
     /* The byte stream from the guest is garbage: it cannot be trusted
        again.  */
     mon_stop (m, "guest_protocol_error");
+}
+
+void
+mon_chan_quiet_end (struct mon *m)
+{
+  m->quiesced = false;
+  for (struct mon_exec *e = m->execs; e; e = e->next)
+    flush_credit (m, e);
 }

@@ -23,4 +23,8 @@ void mon_chan_credit (struct mon *m, struct mon_exec *e, uint32_t bytes);
 void mon_on_chan_read (evutil_socket_t fd, short what, void *arg);
 void mon_on_chan_write (evutil_socket_t fd, short what, void *arg);
 
+/* The agent sends again (after a RESTORE, or a QUIESCE that failed): the
+   credit held back while it was quiesced goes out.  */
+void mon_chan_quiet_end (struct mon *m);
+
 #endif

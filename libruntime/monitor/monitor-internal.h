@@ -122,7 +122,8 @@ struct mon
   char *layers[RT_QEMU_MAX_LAYERS + 1]; /* its disk's read-only layers */
   int layer_fds[RT_QEMU_MAX_LAYERS];    /* open, in case their files go */
   char *overlay_path;         /* <disk dir>/overlay.qcow2 */
-  bool quiesced;              /* the agent sends nothing until RESTORE */
+  bool quiesced;              /* QUIESCE sent: the agent sends nothing until
+                                 RESTORE, and no credit goes to it */
   bool paused_to_disk;        /* saved and ended: the loop ends without a
                                  record; the state dir stays */
   /* A spare (spare.c): unclaimed until a create claims it.  */

@@ -499,7 +499,7 @@ monitor_start (struct mon *m, rt_error **err)
   ret = rt_write_pidfile (pidfile, getpid (), err);
   /* Its processes first: the RESTORE keeps the ones the monitor follows.  */
   if (ret == 0 && m->cfg->saved)
-    ret = mon_procs_load (m, mon_saved_member (m, "procs"), err);
+    ret = mon_procs_load (m, mon_saved_member (m, "procs"), m->cfg->restore != RT_RESTORE_WAKE, err);
   if (ret == 0)
     ret = start_vm (m, err);
   if (ret < 0)
@@ -517,6 +517,8 @@ monitor_start (struct mon *m, rt_error **err)
     ret = watch_events (m, err);
   if (ret < 0)
     return ret;
+  /* What a woken sandbox's processes are owed goes out now.  */
+  mon_chan_quiet_end (m);
   /* An ephemeral sandbox is bounded by its creator's life and its
      command's timeout: a lease would only freeze a long command.  */
   if (m->spare)

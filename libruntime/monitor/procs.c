@@ -378,7 +378,7 @@ proc_load (json_object *o)
 }
 
 int
-mon_procs_load (struct mon *m, json_object *procs, rt_error **err)
+mon_procs_load (struct mon *m, json_object *procs, bool reset, rt_error **err)
 {
   struct mon_proc **tail = &m->procs;
 
@@ -408,7 +408,12 @@ mon_procs_load (struct mon *m, json_object *procs, rt_error **err)
           e->stream = p->id;
           e->proc = p;
           e->stdin_fd = -1;
-          e->outstanding = outstanding <= (int64_t) RT_WINDOW_INITIAL ? (uint32_t) outstanding : RT_WINDOW_INITIAL;
+          /* A child's agent counts its window from zero again; a woken
+             one goes on where it was, owed what its output took (a
+             process's output is taken as it comes).  */
+          if (!reset)
+            e->outstanding = e->credit
+                = outstanding <= (int64_t) RT_WINDOW_INITIAL ? (uint32_t) outstanding : RT_WINDOW_INITIAL;
           e->next = m->execs;
           m->execs = e;
         }
@@ -431,7 +436,7 @@ mon_procs_streams (struct mon *m, uint32_t **streams, size_t *n, rt_error **err)
   if (*streams == NULL)
     return rt_error_oom (err);
   for (struct mon_exec *e = m->execs; e; e = e->next)
-    if (e->proc || e->req)
+    if (e->proc)
       (*streams)[(*n)++] = e->stream;
   return 0;
 }

@@ -29,9 +29,11 @@ void mon_handle_kill (struct mon *m, struct evhttp_request *req, json_object *bo
    of memory.  */
 json_object *mon_procs_save (struct mon *m);
 /* Those of a saved sandbox (@procs, mon_procs_save's) become this
-   monitor's; the running ones get their execs back, on the same streams.  */
-int mon_procs_load (struct mon *m, json_object *procs, rt_error **err);
-/* The streams of every command this monitor follows (the RESTORE's
+   monitor's; the running ones get their execs back, on the same streams,
+   with the window the guest has used, or (@reset: a snapshot's child,
+   whose agent starts counting again) a whole one.  */
+int mon_procs_load (struct mon *m, json_object *procs, bool reset, rt_error **err);
+/* The streams of the processes this monitor follows (the RESTORE's
    "keep"), in *streams (free it), *n of them.  */
 int mon_procs_streams (struct mon *m, uint32_t **streams, size_t *n, rt_error **err);
 

@@ -50,6 +50,12 @@ check_config (const rt_sandbox_config *cfg, rt_error **err)
     return rt_error_set (err, EINVAL, "invalid_request", "a name is 1 to %d characters without '/'", RT_MAX_NAME);
   if (cfg->get_or_create && cfg->name == NULL)
     return rt_error_set (err, EINVAL, "usage", "--get-or-create needs --name");
+  if (cfg->idle_pause_s && (cfg->idle_pause_s < 10 || cfg->idle_pause_s > 86400))
+    return rt_error_set (err, EINVAL, "invalid_request", "--idle-pause must be 0 or 10 to 86400 s, not %u",
+                         cfg->idle_pause_s);
+  /* It ends with its creator: a pause would outlive it.  */
+  if (cfg->ephemeral && (cfg->idle_pause_s || cfg->auto_wake))
+    return rt_error_set (err, EINVAL, "invalid_request", "a sandbox that ends with its command (run) does not pause");
   for (const char *const *l = cfg->labels; l && *l; l++, n++)
     if (strchr (*l, '=') == NULL || **l == '=')
       return rt_error_set (err, EINVAL, "invalid_request", "a label is key=value, not '%s'", *l);
