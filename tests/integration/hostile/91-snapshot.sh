@@ -26,7 +26,7 @@ sn_fails_fast() {
     diag "$(cat "$tmp/err")"
 }
 
-# -- 1. An agent that ignores QUIESCE: the flood agent greets and reads
+# -- An agent that ignores QUIESCE: the flood agent greets and reads
 #    frames until its first EXEC, so it never answers (or floods) here.
 sn_t=$(date +%s)
 shared_cache=${RUNTIME_CACHE_DIR:-/var/cache/runtime}
@@ -58,7 +58,7 @@ rm -rf "$sn_cache"
 diag "quiesce ignored: $(($(date +%s) - sn_t)) s"
 sn_t=$(date +%s)
 
-# -- 3. A guest that fills 300 MiB of its 512 MiB with random bytes (held
+# -- A guest that fills 300 MiB of its 512 MiB with random bytes (held
 #    by a process) and 32 MiB of its disk: the snapshot is bounded by
 #    the shape, and only root reads it.
 sn_id=$(runtime sandbox create --memory 512 --timeout 600 </dev/null 2>"$tmp/sn-create.err")
@@ -101,7 +101,7 @@ is "… and nothing in it is readable by anyone but root" \
 diag "random memory: $(($(date +%s) - sn_t)) s"
 sn_t=$(date +%s)
 
-# -- 4. A guest spamming its channel (a process printing as fast as it
+# -- A guest spamming its channel (a process printing as fast as it
 #    can) while it is captured: the QUIESCE lands between frames, the
 #    source's output goes on, a child of it answers.
 sn_spam=$(runtime sandbox spawn "$sn_id" -- python3 -c 'import itertools, sys
@@ -129,7 +129,7 @@ is "… the child runs" "$(sn_state "$sn_child")" "running None"
 diag "spam: $(($(date +%s) - sn_t)) s"
 sn_t=$(date +%s)
 
-# -- 2. A layer whose header a QEMU rewrote to name a host file as its
+# -- A layer whose header a QEMU rewrote to name a host file as its
 #    backing file (done here with qemu-img on purpose; the product never
 #    runs qemu-img on a layer): a child of it does not read the file.
 sn_layer=$(ls "$sn_adir"/layers/*.qcow2 2>/dev/null | sort -V | tail -n 1)
@@ -174,4 +174,4 @@ fi
 diag "tampered layer: $(($(date +%s) - sn_t)) s"
 [ -n "$sn_id" ] && runtime sandbox rm "$sn_id" >/dev/null 2>&1
 runtime snapshot rm ${sn_a:+"$sn_a"} ${sn_b:+"$sn_b"} >/dev/null 2>&1
-is "snapshot: none of its snapshots is left" "$(ls -d "$sn_snaps"/${sn_a:-none} "$sn_snaps"/${sn_b:-none} 2>/dev/null)" ""
+is "snapshot: none of its snapshots is left" "$(ls -d "$sn_snaps/${sn_a:-none}" "$sn_snaps/${sn_b:-none}" 2>/dev/null)" ""
