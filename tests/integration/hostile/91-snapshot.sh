@@ -13,6 +13,10 @@ sn_snaps=$RUNTIME_DATA_DIR/snapshots
 sn_ls() { runtime snapshot ls --json 2>&1 | json_get '"\n".join(s["id"] for s in o)'; }
 # sn_sandboxes: the sandbox dirs of the state dir, one a line.
 sn_sandboxes() { ls -d "$RUNTIME_STATE_DIR"/sb-* "$RUNTIME_DATA_DIR"/sandboxes/sb-* 2>/dev/null | sort; }
+# sn_create ARG…: a new sandbox, booted cold whatever a part before left of
+# RUNTIME_TEMPLATES (90-template unsets it): no template is made in the
+# background, least of all from the flood agent's private cache.
+sn_create() { RUNTIME_TEMPLATES=off runtime sandbox create --timeout 600 "$@" </dev/null; }
 # sn_state ID: "state stopReason".
 sn_state() { runtime sandbox get "$1" --json 2>/dev/null | json_get 'o["state"] + " " + str(o.get("stopReason"))'; }
 # sn_fails_fast DESC CMD…: CMD fails with sandbox_not_ready, one line, in
@@ -34,7 +38,7 @@ sn_cache="$tmp/quiet-cache"
 mkdir -p "$sn_cache" && cp -a "$shared_cache/kernel" "$sn_cache/"
 for d in base disks accel; do ln -s "$shared_cache/$d" "$sn_cache/$d"; done
 sn_quiet=$(RUNTIME_CACHE_DIR="$sn_cache" RUNTIME_AGENT="$RUNTIME_TEST_FLOOD_AGENT" \
-    runtime sandbox create --memory 512 --timeout 600 </dev/null 2>"$tmp/quiet-create.err")
+    sn_create --memory 512 2>"$tmp/quiet-create.err")
 check "snapshot: a sandbox boots with an agent that never answers QUIESCE" test -n "$sn_quiet"
 [ -n "$sn_quiet" ] || diag "$(cat "$tmp/quiet-create.err")"
 if [ -n "$sn_quiet" ]; then
@@ -61,7 +65,7 @@ sn_t=$(date +%s)
 # -- A guest that fills 300 MiB of its 512 MiB with random bytes (held
 #    by a process) and 32 MiB of its disk: the snapshot is bounded by
 #    the shape, and only root reads it.
-sn_id=$(runtime sandbox create --memory 512 --timeout 600 </dev/null 2>"$tmp/sn-create.err")
+sn_id=$(sn_create --memory 512 2>"$tmp/sn-create.err")
 check "snapshot: a 512 MiB sandbox starts" test -n "$sn_id"
 [ -n "$sn_id" ] || diag "$(cat "$tmp/sn-create.err")"
 cat >"$tmp/fill.py" <<'EOF'
@@ -118,7 +122,7 @@ diag "spam before: $sn_l1, 2 s later: $sn_l2"
 check "… its output goes on afterwards, line by line (${sn_l1#spam } then ${sn_l2#spam })" \
     test -n "$sn_l1" -a -n "$sn_l2" -a "${sn_l2#spam }" -gt "${sn_l1#spam }" 2>/dev/null
 is "… the source runs on (no guest_protocol_error)" "$(sn_state "$sn_id")" "running None"
-sn_child=$(runtime sandbox create --snapshot "$sn_b" --timeout 600 </dev/null 2>"$tmp/sn-child.err")
+sn_child=$(sn_create --snapshot "$sn_b" 2>"$tmp/sn-child.err")
 check "a child starts from it" test -n "$sn_child"
 [ -n "$sn_child" ] || diag "$(cat "$tmp/sn-child.err")"
 is "… and its monitor serves: exec works in the child, spammer and all" \
@@ -136,7 +140,7 @@ sn_layer=$(ls "$sn_adir"/layers/*.qcow2 2>/dev/null | sort -V | tail -n 1)
 qemu-img rebase -u -f qcow2 -b /etc/shadow -F raw "$sn_layer" 2>"$tmp/rebase.err"
 check "the snapshot's last layer now names /etc/shadow as its backing file" \
     grep -q 'backing file: /etc/shadow' <(qemu-img info -U "$sn_layer" 2>&1)
-sn_child=$(runtime sandbox create --snapshot "$sn_a" --timeout 600 </dev/null 2>"$tmp/sn-tamper.err")
+sn_child=$(sn_create --snapshot "$sn_a" 2>"$tmp/sn-tamper.err")
 sn_rc=$?
 check "a child of it starts, or fails with one line" \
     test -n "$sn_child" -o \( "$sn_rc" -eq 1 -a "$(grep -c '^Error \[' "$tmp/sn-tamper.err")" -eq 1 \)
