@@ -54,4 +54,4 @@ for _ in $(seq 50); do
     [ -z "$(ls "$RUNTIME_STATE_DIR/.templates" 2>/dev/null | grep -v '\.lock$')" ] && break
     sleep 0.2
 done
-unset RUNTIME_TEMPLATES RUNTIME_TEMPLATE_KEEP_S
+export RUNTIME_TEMPLATES=off; unset RUNTIME_TEMPLATE_KEEP_S
