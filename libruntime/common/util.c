@@ -581,15 +581,28 @@ rt_copy_file (const char *src, const char *dst, rt_error **err)
   if (in < 0 || fstat (in, &st) < 0)
     return rt_error_set (err, errno, "internal", "cannot open '%s': %s", src, strerror (errno));
   out = open (dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (out < 0)
+  if (out < 0 || ftruncate (out, st.st_size) < 0)
     return rt_error_set (err, errno, "internal", "cannot create '%s': %s", dst, strerror (errno));
-  for (off_t left = st.st_size; left > 0;)
+  /* Only the data: a qcow2's holes (discarded clusters, a file grown by
+     truncation) stay holes instead of becoming zeros on disk.  */
+  for (off_t pos = 0; pos < st.st_size;)
     {
-      ssize_t n = copy_file_range (in, NULL, out, NULL, left, 0);
-      if (n <= 0)
-        return rt_error_set (err, n < 0 ? errno : EIO, "internal", "cannot copy '%s': %s", src,
-                             n < 0 ? strerror (errno) : "short copy");
-      left -= n;
+      off_t data = lseek (in, pos, SEEK_DATA), hole;
+      if (data < 0 && errno == ENXIO)
+        break;
+      hole = data < 0 ? -1 : lseek (in, data, SEEK_HOLE);
+      if (hole < 0)
+        return rt_error_set (err, errno, "internal", "cannot read '%s': %s", src, strerror (errno));
+      for (off_t at = data; at < hole;)
+        {
+          loff_t from = at, to = at;
+          ssize_t n = copy_file_range (in, &from, out, &to, hole - at, 0);
+          if (n <= 0)
+            return rt_error_set (err, n < 0 ? errno : EIO, "internal", "cannot copy '%s': %s", src,
+                                 n < 0 ? strerror (errno) : "short copy");
+          at += n;
+        }
+      pos = hole;
     }
   return 0;
 }

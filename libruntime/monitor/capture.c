@@ -84,6 +84,7 @@ quiesce (struct mon *m, rt_error **err)
         }
       if (r < 0)
         {
+          mon_chan_quiet_end (m);
           mon_stop (m, "guest_protocol_error");
           return rt_error_set (err, EPROTO, "sandbox_not_ready", "the guest broke the channel's protocol");
         }
@@ -195,7 +196,25 @@ new_meta (struct mon *m, const char *id, const char *kind, json_object *body)
   json_object_object_add (shape, "diskMiB", state_member (m, "diskMiB"));
   json_object_object_add (meta, "shape", shape);
   json_object_object_add (meta, "accel", json_object_new_string (m->cfg->vm.accel));
+  json_object_object_add (meta, "base", rt_saved_base_json (m->cfg->vm.disk));
   return meta;
+}
+
+/* The layers as the fds the monitor holds (/proc/self/fd/N): their files
+   may be gone or made again since the start (a fork's capture, a removed
+   snapshot, a template made anew).  */
+static int
+layer_links (struct mon *m, char **layers, rt_error **err)
+{
+  for (size_t i = 0; i < RT_QEMU_MAX_LAYERS && m->layers[i]; i++)
+    {
+      if (m->layer_fds[i] < 0)
+        return rt_error_set (err, ENOENT, "internal", "layer %zu of sandbox %s was not open", i, m->cfg->id);
+      layers[i] = rt_strdup_printf ("/proc/self/fd/%d", m->layer_fds[i]);
+      if (layers[i] == NULL)
+        return rt_error_oom (err);
+    }
+  return 0;
 }
 
 /* Quiesced and stopped, the VM saved into @dir (made here); the meta
@@ -205,6 +224,7 @@ save (struct mon *m, const char *dir, json_object *meta, bool copy_overlay, rt_e
 {
   cleanup_free char *meta_path = rt_strdup_printf ("%s/meta.json", dir);
   cleanup_free char *pid_path = rt_strdup_printf ("%s/monitor.pid", dir);
+  char *layers[RT_QEMU_MAX_LAYERS + 1] = { NULL };
   struct rt_qmp q = { .fd = -1 };
   uint64_t t0 = rt_now_ms ();
   const char *text;
@@ -222,10 +242,14 @@ save (struct mon *m, const char *dir, json_object *meta, bool copy_overlay, rt_e
   if (ret < 0)
     return ret;
   rt_meter_pause (&m->meter);
-  ret = rt_qmp_open (&q, m->qmp_sock, QMP_TIMEOUT_MS, err);
+  ret = layer_links (m, layers, err);
   if (ret == 0)
-    ret = rt_saved_capture (&q, m->ram_fd, m->cfg->vm.memory_mib, m->layers, copy_overlay ? m->overlay_path : NULL,
+    ret = rt_qmp_open (&q, m->qmp_sock, QMP_TIMEOUT_MS, err);
+  if (ret == 0)
+    ret = rt_saved_capture (&q, m->ram_fd, m->cfg->vm.memory_mib, layers, copy_overlay ? m->overlay_path : NULL,
                             dir, meta, err);
+  for (size_t i = 0; i < RT_QEMU_MAX_LAYERS; i++)
+    free (layers[i]);
   rt_qmp_close (&q);
   if (ret < 0)
     return ret;

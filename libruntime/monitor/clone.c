@@ -143,6 +143,9 @@ mon_clone_start (struct mon *m, const struct rt_vm_config *vm, bool resume, rt_e
     ret = rt_qmp_open (&q, m->qmp_sock, LOAD_TIMEOUT_MS, err);
   if (ret == 0)
     ret = rt_vm_load_state (&q, state, resume, LOAD_TIMEOUT_MS, err);
+  /* From here the guest may write its disk: a wake that fails now cannot
+     leave it paused as it was (monitor.c).  */
+  m->ran = ret == 0 && resume;
   rt_qmp_close (&q);
   if (ret < 0)
     {

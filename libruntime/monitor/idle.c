@@ -113,9 +113,13 @@ on_idle (evutil_socket_t fd, short what, void *arg)
   if (should_pause (m, now))
     {
       cleanup_error rt_error *err = NULL;
-      /* The next tick tries again.  */
+      /* A whole idle period passes before the next try: each try stops the
+         VM and may write its memory.  */
       if (mon_pause (m, &err) < 0)
-        fprintf (stderr, "idle pause of %s failed: %s\n", m->cfg->id, err ? err->msg : "unknown error");
+        {
+          fprintf (stderr, "idle pause of %s failed: %s\n", m->cfg->id, err ? err->msg : "unknown error");
+          m->last_activity_us = now;
+        }
     }
   idle_arm (m);
 }

@@ -126,6 +126,7 @@ struct mon
                                  RESTORE, and no credit goes to it */
   bool paused_to_disk;        /* saved and ended: the loop ends without a
                                  record; the state dir stays */
+  bool ran;                   /* the VM started from saved memory ran */
   /* A spare (spare.c): unclaimed until a create claims it.  */
   bool spare;
   int claimer_pidfd;          /* the reserving or claiming process, or -1 */

@@ -670,8 +670,20 @@ monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd,
           rt_store_write_record (ctx, m.state, NULL);
         }
       /* QEMU and the state dir go before the caller hears of it; a
-         sandbox that could not wake stays paused as it was.  */
-      if (cfg->saved && cfg->restore == RT_RESTORE_WAKE)
+         sandbox that could not wake stays paused as it was, unless its
+         guest ran (and wrote its disk under the saved memory): then it
+         ends, with a record.  */
+      if (cfg->saved && cfg->restore == RT_RESTORE_WAKE && m.ran)
+        {
+          char now[32];
+          rt_format_time (rt_epoch_ms (), now);
+          mon_set_str (&m, "state", "stopped");
+          mon_set_str (&m, "stopReason", "startup_failed");
+          mon_set_str (&m, "endedAt", now);
+          json_object_object_del (m.state, "paused");
+          rt_store_write_record (ctx, m.state, NULL);
+        }
+      if (cfg->saved && cfg->restore == RT_RESTORE_WAKE && !m.ran)
         {
           m.vm.keep_disk = true;
           rt_vm_kill (&m.vm);

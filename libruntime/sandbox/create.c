@@ -664,6 +664,8 @@ create (rt_context *ctx, const rt_sandbox_config *cfg, const struct rt_image_dis
     ret = load_snapshot (&c, err);
   if (ret == 0)
     ret = resolve_image (&c, err);
+  if (ret == 0 && c.has_saved)
+    ret = rt_saved_check_base (&c.saved, c.image.disk, err);
   if (ret < 0)
     return ret;
   find_template (&c, spares);

@@ -184,6 +184,12 @@ rt_sandbox_fork (rt_sandbox *sb, unsigned count, const char *name, const char *c
 
   if (count < 1 || count > RT_MAX_FORK)
     return rt_error_set (err, EINVAL, "invalid_request", "a fork makes 1 to %d sandboxes", RT_MAX_FORK);
+  if (rt_sandbox_is_paused (sb, NULL) == 1)
+    {
+      rt_error_set (err, EAGAIN, "sandbox_not_ready", "sandbox %s is paused: a fork continues a running one", sb->id);
+      return rt_error_hint (err, "runtime sandbox wake %s, or runtime sandbox snapshot it and create from that",
+                            sb->id);
+    }
   rt_snapshot_sweep (sb->ctx);
   ret = rt_snapshot_make_id (id, err);
   if (ret == 0)

@@ -207,6 +207,29 @@ revive_paused (rt_context *ctx, const char *id, const char *disk)
   return rt_store_write_state (dir, state, NULL) == 0;
 }
 
+/* A sandbox paused to disk has no monitor: its state says paused and
+   its saved VM is whole (sandbox/wake.h).  */
+static bool
+paused_to_disk (rt_context *ctx, const char *id, const char *dir)
+{
+  cleanup_free char *state_path = rt_strdup_printf ("%s/state.json", dir);
+  cleanup_free char *disk = rt_sandbox_disk_dir (ctx, id);
+  cleanup_free char *meta = disk ? rt_strdup_printf ("%s/saved/meta.json", disk) : NULL;
+  cleanup_free char *text = NULL;
+  cleanup_json json_object *state = NULL;
+  const char *s;
+
+  if (state_path == NULL || meta == NULL || access (meta, F_OK) < 0
+      || rt_read_file (state_path, &text, NULL, NULL) < 0 || (state = json_tokener_parse (text)) == NULL)
+    return false;
+  s = rt_json_str (state, "state");
+  if (s && strcmp (s, "paused") == 0)
+    return true;
+  /* Its monitor died between the capture and writing "paused": the
+     capture is whole (saved/meta.json comes last), so it is paused.  */
+  return revive_paused (ctx, id, disk);
+}
+
 /* Disk dirs (<data>/sandboxes/<id>/) whose state dir is gone: their
    "live" link (vmm/vm.c) dangles.  One without the link yet is being made,
    unless it is old.  */
@@ -232,25 +255,6 @@ reap_disks (rt_context *ctx)
       if (lstat (live, &st) == 0 || (lstat (dir, &st) == 0 && st.st_mtime + 60 < time (NULL)))
         rt_rm_rf (dir, NULL);
     }
-}
-
-/* A sandbox paused to disk has no monitor: its state says paused and
-   its saved VM is whole (sandbox/wake.h).  */
-static bool
-paused_to_disk (rt_context *ctx, const char *id, const char *dir)
-{
-  cleanup_free char *state_path = rt_strdup_printf ("%s/state.json", dir);
-  cleanup_free char *disk = rt_sandbox_disk_dir (ctx, id);
-  cleanup_free char *meta = disk ? rt_strdup_printf ("%s/saved/meta.json", disk) : NULL;
-  cleanup_free char *text = NULL;
-  cleanup_json json_object *state = NULL;
-  const char *s;
-
-  if (state_path == NULL || meta == NULL || access (meta, F_OK) < 0
-      || rt_read_file (state_path, &text, NULL, NULL) < 0 || (state = json_tokener_parse (text)) == NULL)
-    return false;
-  s = rt_json_str (state, "state");
-  return s && strcmp (s, "paused") == 0;
 }
 
 /* State dirs whose monitor died, or whose creation did.  */

@@ -32,10 +32,14 @@ reply_json (json_object *o, char **json, rt_error **err)
 static int
 update_on_disk (rt_sandbox *sb, int idle, int wake, char **json, rt_error **err)
 {
-  cleanup_close int lock = -1;
+  cleanup_close int wake_lock = -1, lock = -1;
   cleanup_json json_object *state = NULL;
-  int ret = rt_store_lock (sb->ctx, &lock, err);
+  /* Not under a wake, which rewrites the state from its own copy.  */
+  int ret = rt_sandbox_lock_wake (sb, &wake_lock, NULL);
 
+  if (ret < 0)
+    return 1;
+  ret = rt_store_lock (sb->ctx, &lock, err);
   if (ret < 0)
     return ret;
   if (rt_sandbox_is_paused (sb, NULL) != 1 || (state = rt_sandbox_read_state (sb, NULL)) == NULL)

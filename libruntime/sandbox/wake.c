@@ -129,7 +129,7 @@ rt_sandbox_pause (rt_sandbox *sb, rt_error **err)
    while paused (for a trial sandbox, taken from the trial first).  */
 static int
 lease (rt_sandbox *sb, json_object *state, const struct rt_saved *saved, bool trial, int64_t *expires_ms,
-       rt_error **err)
+       bool *renewed, rt_error **err)
 {
   json_object *sbj = NULL, *meter = NULL;
   int64_t timeout_s = rt_json_i64 (state, "timeoutSeconds"), lease_us = timeout_s * 1000000, now = rt_epoch_ms ();
@@ -138,8 +138,10 @@ lease (rt_sandbox *sb, json_object *state, const struct rt_saved *saved, bool tr
   json_object_object_get_ex (saved->meta, "sandbox", &sbj);
   json_object_object_get_ex (sbj, "meter", &meter);
   *expires_ms = rt_json_i64 (sbj, "expiresMs");
+  *renewed = false;
   if (*expires_ms == 0 || *expires_ms > now)
     return 0;
+  *renewed = true;
   if (trial)
     {
       ret = rt_trial_hold (sb->ctx, sb->id, rt_json_i64 (meter, "runningUs"), &lease_us, true, err);
@@ -164,6 +166,7 @@ spawn (rt_sandbox *sb, json_object *state, const struct rt_saved *saved, rt_erro
   json_object *net = NULL;
   const char *accel = NULL;
   int64_t expires_ms = 0, disk_mib = rt_json_i64 (state, "diskMiB");
+  bool renewed = false;
   int ret;
 
   json_object_object_get_ex (state, "network", &net);
@@ -177,9 +180,11 @@ spawn (rt_sandbox *sb, json_object *state, const struct rt_saved *saved, rt_erro
   if (ret == 0)
     ret = rt_image_ensure_disk (sb->ctx, saved->image_id, &image, err);
   if (ret == 0)
+    ret = rt_saved_check_base (saved, image.disk, err);
+  if (ret == 0)
     ret = rt_context_accel (sb->ctx, &accel, err);
   if (ret == 0)
-    ret = lease (sb, state, saved, set.trial, &expires_ms, err);
+    ret = lease (sb, state, saved, set.trial, &expires_ms, &renewed, err);
   if (ret == 0)
     {
       struct rt_monitor_config mc = {
@@ -206,6 +211,12 @@ spawn (rt_sandbox *sb, json_object *state, const struct rt_saved *saved, rt_erro
       };
       mc.net.trial = set.trial;
       ret = rt_monitor_spawn (sb->ctx, &mc, err);
+      /* Still paused: the new lease is not taken from the trial.  */
+      if (ret < 0 && set.trial && renewed)
+        {
+          int64_t none = 0;
+          rt_trial_hold (sb->ctx, sb->id, 0, &none, false, NULL);
+        }
     }
   rt_saved_settings_clear (&set);
   rt_egress_rules_clear (&rules);
@@ -291,7 +302,14 @@ rt_sandbox_end_paused (rt_sandbox *sb, const char *reason, rt_error **err)
   ret = rt_store_write_record (sb->ctx, state, err);
   if (ret < 0)
     return ret;
-  rt_rm_rf (disk_dir, NULL);
+  /* Its capture first: what is left of an end cut short is not revived
+     as paused (sandbox/store.c).  */
+  {
+    cleanup_free char *meta = rt_strdup_printf ("%s/saved/meta.json", disk_dir);
+    if (meta)
+      unlink (meta);
+  }
   rt_rm_rf (sb->dir, NULL);
+  rt_rm_rf (disk_dir, NULL);
   return 0;
 }

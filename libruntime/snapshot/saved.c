@@ -141,9 +141,11 @@ rt_saved_ram_memfd (int src_fd, uint64_t size, int *fd, rt_error **err)
 int
 rt_saved_link (const char *src, const char *dst, rt_error **err)
 {
-  if (link (src, dst) == 0)
+  /* AT_SYMLINK_FOLLOW: @src may be /proc/self/fd/N; a file whose last
+     name is gone, or one on another file system, is copied instead.  */
+  if (linkat (AT_FDCWD, src, AT_FDCWD, dst, AT_SYMLINK_FOLLOW) == 0)
     return 0;
-  if (errno != EXDEV)
+  if (errno != EXDEV && errno != ENOENT && errno != EPERM)
     return rt_error_set (err, errno, "internal", "cannot link '%s' to '%s': %s", src, dst, strerror (errno));
   return rt_copy_file (src, dst, err);
 }
@@ -250,6 +252,36 @@ rt_saved_capture_disk (char *const *layers, const char *overlay, const char *dir
   json_object_object_add (meta, "layers", json_object_new_int (n));
   json_object_object_add (meta, "diskBytes", json_object_new_int64 (disk_bytes));
   return 0;
+}
+
+json_object *
+rt_saved_base_json (const char *disk)
+{
+  json_object *o = json_object_new_object ();
+  struct stat st;
+
+  if (o == NULL || disk == NULL || stat (disk, &st) < 0)
+    return o;
+  json_object_object_add (o, "inode", json_object_new_int64 ((int64_t) st.st_ino));
+  json_object_object_add (o, "size", json_object_new_int64 ((int64_t) st.st_size));
+  json_object_object_add (o, "mtimeNs",
+                          json_object_new_int64 ((int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec));
+  return o;
+}
+
+int
+rt_saved_check_base (const struct rt_saved *s, const char *disk, rt_error **err)
+{
+  cleanup_json json_object *now = rt_saved_base_json (disk);
+  json_object *then = NULL;
+
+  json_object_object_get_ex (s->meta, "base", &then);
+  if (then && now && json_object_equal (then, now))
+    return 0;
+  rt_error_set (err, ESTALE, "invalid_request",
+                "the image's boot disk '%s' is not the one %s was saved on (it was made again)", disk,
+                rt_json_str (s->meta, "id") ? rt_json_str (s->meta, "id") : "it");
+  return rt_error_hint (err, "its disk layers only make sense over the same file: it cannot be restored");
 }
 
 void

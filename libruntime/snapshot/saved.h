@@ -8,7 +8,7 @@
  *   <dir>/meta.json  {"id", "kind": "snapshot"|"paused", "name", "labels",
  *                    "createdAt", "sourceSandboxId", "image": {"id",
  *                    "ref"}, "shape": {"vcpu", "memoryMiB", "diskMiB"},
- *                    "accel", "qemu" (the binary's identity), "layers"
+ *                    "accel", "base" (the boot disk's identity), "layers"
  *                    (how many), "memoryBytes", "stateBytes", "diskBytes",
  *                    "storedBytes", "sandbox" (what its monitor ran with,
  *                    rt_saved_sandbox_json), "captureMs"}
@@ -83,6 +83,13 @@ int rt_saved_capture (struct rt_qmp *q, int ram_fd, unsigned memory_mib, char *c
    memory is already saved): "layers" and "diskBytes" in @meta.  */
 int rt_saved_capture_disk (char *const *layers, const char *overlay, const char *dir, json_object *meta,
                            rt_error **err);
+
+/* The identity of the image's boot disk @disk (inode, size, mtime), for
+   meta.json's "base"; and the check that @s was saved over that same
+   file ("invalid_request" when it was made again: the layers over it
+   would be garbage).  */
+json_object *rt_saved_base_json (const char *disk);
+int rt_saved_check_base (const struct rt_saved *s, const char *disk, rt_error **err);
 
 /* The total size on disk of the files under @dir (st_blocks).  */
 int64_t rt_saved_stored_bytes (const char *dir);

@@ -41,17 +41,23 @@ make_disk_dir (const struct rt_vm_config *cfg, struct rt_vm *vm, rt_error **err)
   return 0;
 }
 
-/* Removes the other overlays of @base's name in @dir (an image's disk
-   made again, or another size is no loss: they are remade).  */
+/* Removes the overlays of an earlier file of @base's name and this size
+   in @dir (the image's disk made again): names @prefix…@suffix but
+   @keep.  */
 static void
-drop_stale (const char *dir, const char *prefix, const char *keep)
+drop_stale (const char *dir, const char *prefix, const char *suffix, const char *keep)
 {
   cleanup_dir DIR *d = opendir (dir);
+  size_t ls = strlen (suffix);
   struct dirent *e;
 
   while (d && (e = readdir (d)))
-    if (strncmp (e->d_name, prefix, strlen (prefix)) == 0 && strcmp (e->d_name, keep) != 0)
-      unlinkat (dirfd (d), e->d_name, 0);
+    {
+      size_t n = strlen (e->d_name);
+      if (strncmp (e->d_name, prefix, strlen (prefix)) == 0 && n > ls && strcmp (e->d_name + n - ls, suffix) == 0
+          && strcmp (e->d_name, keep) != 0)
+        unlinkat (dirfd (d), e->d_name, 0);
+    }
 }
 
 /* An empty overlay of @base of @size_mib, made once per image disk (its
@@ -66,7 +72,7 @@ rt_vm_empty_overlay (rt_context *ctx, const char *base, unsigned size_mib, const
 {
   cleanup_free char *dir = rt_strdup_printf ("%s/overlays", ctx->cache_dir);
   cleanup_free char *disks = rt_strdup_printf ("%s/disks/", ctx->cache_dir);
-  cleanup_free char *name = NULL, *prefix = NULL, *final = NULL, *tmp = NULL;
+  cleanup_free char *name = NULL, *prefix = NULL, *suffix = NULL, *final = NULL, *tmp = NULL;
   const char *file = strrchr (base, '/') ? strrchr (base, '/') + 1 : base;
   struct stat st;
   int ret;
@@ -78,11 +84,12 @@ rt_vm_empty_overlay (rt_context *ctx, const char *base, unsigned size_mib, const
   if (stat (base, &st) < 0)
     return rt_error_set (err, errno, "startup_failed", "cannot read '%s': %s", base, strerror (errno));
   prefix = rt_strdup_printf ("%s-", file);
+  suffix = rt_strdup_printf ("-%u.qcow2", size_mib);
   name = rt_strdup_printf ("%s-%lx-%llx-%llx-%u.qcow2", file, (unsigned long) st.st_ino,
                            (unsigned long long) st.st_size, (unsigned long long) st.st_mtime, size_mib);
   final = name ? rt_strdup_printf ("%s/%s", dir, name) : NULL;
   tmp = rt_strdup_printf ("%s/.tmp-%d-%llx", dir, (int) getpid (), (unsigned long long) rt_now_ms ());
-  if (prefix == NULL || final == NULL || tmp == NULL)
+  if (prefix == NULL || suffix == NULL || final == NULL || tmp == NULL)
     return rt_error_oom (err);
   if (access (final, R_OK) != 0)
     {
@@ -96,7 +103,7 @@ rt_vm_empty_overlay (rt_context *ctx, const char *base, unsigned size_mib, const
           unlink (tmp);
           return ret;
         }
-      drop_stale (dir, prefix, name);
+      drop_stale (dir, prefix, suffix, name);
     }
   return rt_copy_file (final, path, err);
 }
