@@ -602,6 +602,41 @@ clean_process (void)
   return resolve;
 }
 
+/* A start that failed: nothing of it is left before the caller hears of
+   it.  With --no-wait nobody waits for the error: the record carries it.
+   A sandbox that could not wake stays paused as it was, unless its guest
+   ran (and wrote its disk under the saved memory): then it ends, with a
+   record.  */
+static void
+startup_failed (struct mon *m, const rt_error *err)
+{
+  const struct rt_monitor_config *cfg = m->cfg;
+  bool waking = cfg->saved && cfg->restore == RT_RESTORE_WAKE;
+  char now[32];
+
+  if (cfg->no_wait || (waking && m->ran))
+    {
+      rt_format_time (rt_epoch_ms (), now);
+      mon_set_str (m, "state", "stopped");
+      mon_set_str (m, "stopReason", "startup_failed");
+      mon_set_str (m, "endedAt", now);
+      json_object_object_del (m->state, "paused");
+      json_object_object_add (m->state, "error", mon_error_object (err->code, err->msg, err->hint));
+      rt_store_write_record (m->ctx, m->state, NULL);
+    }
+  if (waking && !m->ran)
+    {
+      m->vm.keep_disk = true;
+      rt_vm_kill (&m->vm);
+      rt_netns_close (&m->net);
+      mon_set_str (m, "state", "paused");
+      mon_save_state (m);
+      return;
+    }
+  rt_vm_kill (&m->vm);
+  rt_rm_rf (cfg->dir, NULL);
+}
+
 static void __attribute__ ((noreturn))
 monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd, int claim_fd)
 {
@@ -658,44 +693,7 @@ monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd,
     }
   if (monitor_start (&m, &err) < 0)
     {
-      if (cfg->no_wait)
-        {
-          /* Nobody waits for the error: the record carries it.  */
-          char now[32];
-          rt_format_time (rt_epoch_ms (), now);
-          mon_set_str (&m, "state", "stopped");
-          mon_set_str (&m, "stopReason", "startup_failed");
-          mon_set_str (&m, "endedAt", now);
-          json_object_object_add (m.state, "error", mon_error_object (err->code, err->msg, err->hint));
-          rt_store_write_record (ctx, m.state, NULL);
-        }
-      /* QEMU and the state dir go before the caller hears of it; a
-         sandbox that could not wake stays paused as it was, unless its
-         guest ran (and wrote its disk under the saved memory): then it
-         ends, with a record.  */
-      if (cfg->saved && cfg->restore == RT_RESTORE_WAKE && m.ran)
-        {
-          char now[32];
-          rt_format_time (rt_epoch_ms (), now);
-          mon_set_str (&m, "state", "stopped");
-          mon_set_str (&m, "stopReason", "startup_failed");
-          mon_set_str (&m, "endedAt", now);
-          json_object_object_del (m.state, "paused");
-          rt_store_write_record (ctx, m.state, NULL);
-        }
-      if (cfg->saved && cfg->restore == RT_RESTORE_WAKE && !m.ran)
-        {
-          m.vm.keep_disk = true;
-          rt_vm_kill (&m.vm);
-          rt_netns_close (&m.net);
-          json_object_object_add (m.state, "state", json_object_new_string ("paused"));
-          mon_save_state (&m);
-        }
-      else
-        {
-          rt_vm_kill (&m.vm);
-          rt_rm_rf (cfg->dir, NULL);
-        }
+      startup_failed (&m, err);
       if (!cfg->no_wait)
         report (sync_fd, err);
       rt_error_free (err);
