@@ -208,13 +208,11 @@ sbytes=$(json_get 'o["storedBytes"]' <"$tmp/snap.json" 2>/dev/null)
 check "… storedBytes > 0 (${sbytes:-none})" test "${sbytes:-0}" -gt 0
 is "the source runs on after the snapshot" "$(state_of "$src")" "running"
 check "… its counter too" advancing "$src" "$cs"
-is "snapshot ls --json lists it" "$(listed_snaps)" "$snap"
+is "snapshot ls --json lists it" "$(listed_snaps)" "${snap:-none}"
 is "snapshot get by name" "$(runtime snapshot get "sn-$tag" --json 2>&1 | json_get 'o["id"]' 2>&1)" "$snap"
 check "snapshot ls (table) shows it" grep -q "$snap" <(runtime snapshot ls)
-is "its dir is complete, nothing half-made beside it" "$(snap_dirs)/$(half_dirs)" "$snap/"
+is "its dir is complete, nothing half-made beside it" "$(snap_dirs)/$(half_dirs)" "${snap:-none}/"
 expect_error "a second snapshot with that name is name_taken" name_taken runtime sandbox snapshot "$src" --name "sn-$tag"
-img=$(get "$src" 'o["image"]')
-expect_error "image rm of the image the snapshot needs is image_in_use" image_in_use runtime image rm "${img:-runtime}"
 t0=$(date +%s%N)
 new_sandbox c --snapshot "$snap"
 child_ms=$(ms_since "$t0")
@@ -395,9 +393,24 @@ is "… each child it left ($(echo $st)) is whole: running and answering, or sto
 rm_sandboxes $st
 is "… and once they are removed, only the source's QEMU runs" "$(our_qemus)" "$(qemu_of "$src")"
 
-# -- the end: nothing left
-rm_sandboxes "$src"
+# -- a snapshot outlives its source and holds its image
 for s in $(listed_snaps); do runtime snapshot rm "$s" >/dev/null 2>&1; done
+cl=$(field "$(count "$src")" 1)
+last=$(runtime sandbox snapshot "$src" 2>"$tmp/err")
+check "a last snapshot of the source (${last:-none})" test -n "$last"
+[ -n "$last" ] || diag "$(cat "$tmp/err")"
+img=$(get "$src" 'o["image"]')
+rm_sandboxes "$src"
+expect_error "with no sandbox left, image rm of the image the snapshot needs is image_in_use" image_in_use \
+    runtime image rm "${img:-runtime}"
+new_sandbox d --snapshot "${last:-none}"
+sleep 0.5
+check "create --snapshot after its source is removed continues the counter (past $cl)" advancing "${d:-none}" "${cl:-0}"
+rm_sandboxes "$d"
+runtime snapshot rm "${last:-none}" >/dev/null 2>"$tmp/err"
+is "… snapshot rm of it exits 0" "$?" "0"
+
+# -- the end: nothing left
 is "all removed: no sandbox listed" "$(all_sandboxes)" ""
 is "… no snapshot listed" "$(listed_snaps)" ""
 is "… the snapshot store holds nothing but its lock" "$(ls -A "$snaps" 2>/dev/null | grep -v '^\.lock$')" ""
