@@ -136,5 +136,6 @@ int cmd_usage (int argc, char **argv);
 int cmd_chat (int argc, char **argv);
 int cmd_secrets (int argc, char **argv);
 int cmd_pool (int argc, char **argv);
+int cmd_snapshot (int argc, char **argv);
 
 #endif

@@ -16,6 +16,7 @@ static const struct group groups[] = {
   { "sandbox", cmd_sandbox, "create, run and manage sandboxes" },
   { "image", cmd_image, "build and manage images" },
   { "secrets", cmd_secrets, "values sandboxes use but never see" },
+  { "snapshot", cmd_snapshot, "saved sandboxes to start new ones from" },
   { "pool", cmd_pool, "warm spares: sandboxes ready before they are asked for" },
   { "usage", cmd_usage, "what sandboxes used and cost, trial hours left" },
   { "chat", cmd_chat, "ask a model whose Python runs in sandboxes (deepseek)" },
@@ -57,7 +58,7 @@ hide_args (int argc, char **argv)
 int
 main (int argc, char **argv)
 {
-  const char *names[8];
+  const char *names[16];
   const char *s;
   int n = 0;
 
@@ -99,7 +100,7 @@ main (int argc, char **argv)
               ".TP\n.B RUNTIME_TEMPLATE_KEEP_S\nseconds a template's keeper holds its memory unasked (default: 300)\n"
               ".TP\n.B DEEPSEEK_API_KEY\nthe key of runtime chat deepseek (no default: required)\n"
               ".SH FILES\nAs root:\n.TP\n.I /run/runtime\nstate of live sandboxes\n"
-              ".TP\n.I /var/lib/runtime\ndata: images/, sandboxes/ (records of ended sandboxes, disks of live ones), ledger/, secrets.json, ca/, rates.json (optional prices)\n"
+              ".TP\n.I /var/lib/runtime\ndata: images/, snapshots/, sandboxes/ (records of ended sandboxes, disks and paused state of live ones), ledger/, secrets.json, ca/, rates.json (optional prices)\n"
               ".TP\n.I /var/cache/runtime\ncache: kernel/, disks/, templates/, accel\n"
               ".PP\nAs another user: \\fI$XDG_RUNTIME_DIR/runtime\\fR, \\fI$XDG_DATA_HOME/runtime\\fR "
               "(\\fI~/.local/share/runtime\\fR) and \\fI$XDG_CACHE_HOME/runtime\\fR (\\fI~/.cache/runtime\\fR).\n"

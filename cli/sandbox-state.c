@@ -231,25 +231,11 @@ write_value (FILE *f, json_object *v, bool top)
     }
 }
 
-int
-sandbox_get (struct cli_command *cmd, int argc, char **argv)
+void
+print_fields (json_object *o)
 {
-  cleanup_cli_args struct cli_args a;
-  cleanup_context rt_context *ctx = NULL;
-  rt_error *err = NULL;
-  cleanup_json json_object *o = NULL;
-  cleanup_free char *json = NULL;
-  int code, width = 0;
+  int width = 0;
 
-  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
-    return code;
-  if (a.json)
-    return print_get_json (ctx, a.pos[0]);
-  if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
-    return cli_lib_fail (err);
-  o = parse_json (json);
-  if (o == NULL)
-    return 1;
   {
     json_object_object_foreach (o, key, val)
     {
@@ -266,6 +252,28 @@ sandbox_get (struct cli_command *cmd, int argc, char **argv)
       putchar ('\n');
     }
   }
+}
+
+int
+sandbox_get (struct cli_command *cmd, int argc, char **argv)
+{
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  rt_error *err = NULL;
+  cleanup_json json_object *o = NULL;
+  cleanup_free char *json = NULL;
+  int code;
+
+  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
+    return code;
+  if (a.json)
+    return print_get_json (ctx, a.pos[0]);
+  if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
+    return cli_lib_fail (err);
+  o = parse_json (json);
+  if (o == NULL)
+    return 1;
+  print_fields (o);
   return 0;
 }
 

@@ -72,7 +72,7 @@ check_env (const char **env, int n, bool limits)
   return 0;
 }
 
-static int
+int
 check_labels (const char **labels, int n)
 {
   if (n > RT_MAX_LABELS)
@@ -99,7 +99,7 @@ check_labels (const char **labels, int n)
 }
 
 /* Names are shown in tables and completed in shells: keep them one word.  */
-static int
+int
 check_name (const char *name)
 {
   size_t len = strlen (name);
@@ -124,7 +124,7 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
 {
   unsigned long vcpu = 0, mem = 0, disk = 0;
   const char **labels, **env;
-  int nlabels, nenv;
+  int nlabels, nenv, idle = 0;
 
   if (cli_opt_uint (cmd, a, "vcpu", 1, RT_MAX_VCPU, &vcpu) < 0
       || cli_opt_uint (cmd, a, "memory", RT_MIN_MEMORY_MIB, RT_MAX_MEMORY_MIB, &mem) < 0
@@ -169,6 +169,11 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
     }
   cfg->allow = cli_opt_list (cmd, a, "allow", &nlabels);
   cfg->deny = cli_opt_list (cmd, a, "deny", &nlabels);
+  cfg->snapshot = cli_opt (cmd, a, "snapshot");
+  if (read_idle_pause (cmd, a, &idle) < 0)
+    return -1;
+  cfg->idle_pause_s = idle;
+  cfg->auto_wake = has_opt (cmd, a, "auto-wake");
   return 0;
 }
 
@@ -303,7 +308,7 @@ sandbox_run (struct cli_command *cmd, int argc, char **argv)
   cfg.ephemeral = !has_opt (cmd, &a, "keep");
 
   ctx = cli_context ();
-  if (ctx == NULL)
+  if (ctx == NULL || check_snapshot (ctx, cfg.snapshot) < 0)
     goto out;
   if (rt_sandbox_create (ctx, &cfg, &sb, &err) < 0)
     {
@@ -366,7 +371,7 @@ sandbox_create (struct cli_command *cmd, int argc, char **argv)
     }
 
   ctx = cli_context ();
-  if (ctx == NULL)
+  if (ctx == NULL || check_snapshot (ctx, cfg.snapshot) < 0)
     goto out;
   /* A Ctrl-C during the boot must not leave a sandbox whose id nobody
      saw: hold the signals until the library answers, then undo.  */
@@ -426,7 +431,12 @@ out:
   { "trial", NULL, "run on the 50 free hours (<= 2 vCPU, 4096 MiB, 8 at once, ports 80/443)", NULL, false }, \
   { "paid", NULL, "pay for it even while trial hours remain", NULL, false },                      \
   { "max-cost", "USD", "refuse if the first lease, every vCPU busy, could cost more", "no limit", false }, \
-  { "cold", NULL, "boot, even when a template of the image and shape could start it faster", NULL, false }
+  { "cold", NULL, "boot, even when a template of the image and shape could start it faster", NULL, false }, \
+  { "snapshot", "SNAP", "continue from this snapshot (id or name): its image, shape, processes and files",        \
+    "none", false },                                                                                       \
+  { "idle-pause", "S", "pause to disk after S seconds without commands, copies, output or API calls (10-86400)", \
+    "0 (never)", false },                                                                           \
+  { "auto-wake", NULL, "an exec, cp, cat, files or API call to it when paused wakes it first", NULL, false }
 
 static const struct cli_opt run_opts[] = {
   { "timeout", "S", "kill the command's process group after S seconds (exit 124)", "none; 60 with --json", false },
@@ -461,9 +471,22 @@ static struct cli_command sandbox_cmds[] = {
     1, 1, NULL },
   { "stop", sandbox_stop, "Stop a sandbox: its VM ends, its record stays.", "ID", "runtime sandbox stop dev", no_opts,
     false, 1, 1, NULL },
-  { "pause", sandbox_pause, "Freeze a sandbox; it uses no CPU until woken.", "ID", "runtime sandbox pause dev",
-    no_opts, false, 1, 1, NULL },
-  { "wake", sandbox_wake, "Resume a paused sandbox.", "ID", "runtime sandbox wake dev", no_opts, false, 1, 1, NULL },
+  { "pause", sandbox_pause, "Pause a sandbox to disk: no CPU and no host memory until woken; get shows where.", "ID",
+    "runtime sandbox pause dev", no_opts, false, 1, 1, NULL },
+  { "wake", sandbox_wake,
+    "Resume a paused sandbox: the same processes and files; connections to the outside are reset.", "ID",
+    "runtime sandbox wake dev", no_opts, false, 1, 1, NULL },
+  { "snapshot", sandbox_snapshot,
+    "Save a sandbox (memory, processes, disk) as a snapshot and print its id; a running one pauses briefly.",
+    "ID [--name N] [--label K=V]...", "snap=$(runtime sandbox snapshot dev --name base)", snapshot_opts, false, 1, 1,
+    NULL },
+  { "fork", sandbox_fork,
+    "Copy a running sandbox into N new ones, each continuing its processes with its own memory and disk; print "
+    "their ids.",
+    "ID [--count N] [--name N] [--label K=V]...", "runtime sandbox fork dev --count 4", fork_opts, false, 1, 1, NULL },
+  { "update", sandbox_update, "Change a sandbox's idle pause and auto-wake; print it as get does.",
+    "ID [--idle-pause S] [--auto-wake on|off]", "runtime sandbox update dev --idle-pause 600 --auto-wake on",
+    update_opts, false, 1, 1, NULL },
   { "rm", sandbox_rm, "Stop a sandbox if it runs and forget it (no error if it is gone).", "ID",
     "runtime sandbox rm dev", no_opts, false, 1, 1, NULL },
   { "spawn", sandbox_spawn, "Start a command in the background; print its process number.",

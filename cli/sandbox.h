@@ -20,6 +20,9 @@ bool has_opt (struct cli_command *cmd, struct cli_args *a, const char *name);
 int check_choice (const char *opt, const char *v, const char *const *names);
 /* K=V with a portable name; @limits: also the caps of a sandbox's own env.  */
 int check_env (const char **env, int n, bool limits);
+/* --label values and a --name; -1 after a usage error.  */
+int check_labels (const char **labels, int n);
+int check_name (const char *name);
 /* Parses a library JSON answer; prints an error when it is not JSON.  */
 json_object *parse_json (const char *text);
 void print_json (json_object *o);
@@ -101,11 +104,26 @@ int sandbox_pause (struct cli_command *cmd, int argc, char **argv);
 int sandbox_wake (struct cli_command *cmd, int argc, char **argv);
 int sandbox_rm (struct cli_command *cmd, int argc, char **argv);
 int sandbox_extend (struct cli_command *cmd, int argc, char **argv);
+/* A get object, one "key  value" line per field.  */
+void print_fields (json_object *o);
 extern const struct cli_opt ls_opts[];
 
 /* sandbox-network.c  */
 int sandbox_network (struct cli_command *cmd, int argc, char **argv);
 int sandbox_metrics (struct cli_command *cmd, int argc, char **argv);
 extern const struct cli_opt network_opts[];
+
+/* sandbox-snapshot.c  */
+#define IDLE_PAUSE_MIN_S 10
+#define IDLE_PAUSE_MAX_S 86400
+/* --idle-pause into *out: 1 when given, 0 when not, -1 after a usage
+   error.  */
+int read_idle_pause (struct cli_command *cmd, struct cli_args *a, int *out);
+/* --snapshot names a snapshot; -1 after printing the error.  */
+int check_snapshot (rt_context *ctx, const char *snapshot);
+int sandbox_snapshot (struct cli_command *cmd, int argc, char **argv);
+int sandbox_fork (struct cli_command *cmd, int argc, char **argv);
+int sandbox_update (struct cli_command *cmd, int argc, char **argv);
+extern const struct cli_opt snapshot_opts[], fork_opts[], update_opts[];
 
 #endif

@@ -98,6 +98,10 @@ function __runtime_sandboxes
     timeout 2 runtime sandbox ls $argv 2>/dev/null | awk 'NR > 1 { print $1; if ($2 != "-") print $2 }'
 end
 
+function __runtime_snapshots
+    timeout 2 runtime snapshot ls 2>/dev/null | awk 'NR > 1 { print $1; if ($2 != "-") print $2 }'
+end
+
 # Image refs: NAME, NAME:TAG, NAME@VERSION and the id of every image.
 function __runtime_images
     timeout 2 runtime image ls --json 2>/dev/null | python3 -c 'import json, sys
@@ -110,17 +114,21 @@ complete -c runtime -f
 complete -c runtime -n __runtime_needs_group -a '(__runtime_section Groups) help --help --version'
 complete -c runtime -n __runtime_needs_command -a '(__runtime_section Commands (__runtime_args)[1])'
 complete -c runtime -n __runtime_in_command -a '(__runtime_options (__runtime_args)[1..2])'
-complete -c runtime -n '__runtime_first_arg sandbox exec spawn ps logs kill cat files stop pause wake extend network metrics' -a '(__runtime_sandboxes)'
+complete -c runtime -n '__runtime_first_arg sandbox exec spawn ps logs kill cat files stop pause wake extend network metrics snapshot fork update' -a '(__runtime_sandboxes)'
 complete -c runtime -n '__runtime_first_arg sandbox get rm' -a '(__runtime_sandboxes --all)'
 # cp: ID: of a live sandbox, or a local path (either side).
 complete -c runtime -n '__runtime_cmd_is sandbox cp' -F -a '(__runtime_sandboxes | sed "s/\$/:/")'
 complete -c runtime -n '__runtime_first_arg image get rm export warm' -a '(__runtime_images)'
 complete -c runtime -n '__runtime_cmd_is image build import' -F
+complete -c runtime -n '__runtime_first_arg snapshot get' -a '(__runtime_snapshots)'
+complete -c runtime -n '__runtime_cmd_is snapshot rm' -a '(__runtime_snapshots)'
 complete -c runtime -n '__runtime_first_arg secrets get rm' -a '(timeout 2 runtime secrets ls 2>/dev/null | awk \'NR > 1 { print $1 }\')'
 # Values of the options that have a fixed or known set; none for the others.
 complete -c runtime -n '__runtime_prev_is --image --from' -a '(__runtime_images)'
 complete -c runtime -n '__runtime_prev_is --file' -F
 complete -c runtime -n '__runtime_prev_is --on-timeout' -a 'pause stop'
+complete -c runtime -n '__runtime_prev_is --snapshot' -a '(__runtime_snapshots)'
+complete -c runtime -n '__runtime_cmd_is sandbox update; and __runtime_prev_is --auto-wake' -a 'on off'
 complete -c runtime -n '__runtime_prev_is --user' -a 'runtime root'
 complete -c runtime -n '__runtime_prev_is --signal' -a 'TERM KILL INT HUP QUIT USR1 USR2 ALRM STOP CONT'
 complete -c runtime -n '__runtime_prev_is --state' -a 'starting running pausing paused resuming stopping stopped'

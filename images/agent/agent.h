@@ -5,7 +5,7 @@
  * modes, and the rest serve the host over the virtio-serial port with the
  * framed protocol of common/proto.h: channel.c (the outgoing queue and
  * replies), commands.c (one running command), requests.c (what the host
- * asks), restore.c (a template's FREEZE, a clone's RESTORE), conn.c (the
+ * asks), restore.c (FREEZE, QUIESCE, RESTORE), conn.c (the
  * port and its state), loop.c (the poll() loop).
  *
  * Every header of this folder includes this one and no other of it.
@@ -89,6 +89,11 @@ struct agent
   int devnull;
   enum conn_state state;
   bool input_pending; /* the reader may hold frames not handled yet */
+  /* After QUIESCE until RESTORE (restore.c): only the first @flushable
+     queued bytes (up to the DONE) may be written; the channel then stays
+     at a frame boundary while the host copies the guest.  */
+  bool quiesced;
+  size_t flushable;
   int64_t last_input_ms; /* when poisoned: last input dropped */
   size_t ncmds;
   struct cmd cmds[MAX_CMDS];

@@ -24,9 +24,16 @@ outq_reserve (struct outq *q, size_t n)
 }
 
 void
-outq_reset (struct outq *q)
+outq_reset (struct agent *ag)
 {
-  q->head = q->len = 0;
+  ag->outq.head = ag->outq.len = 0;
+  ag->flushable = 0;
+}
+
+size_t
+outq_writable (const struct agent *ag)
+{
+  return ag->quiesced ? ag->flushable : ag->outq.len;
 }
 
 int
@@ -36,6 +43,13 @@ send_frame (struct agent *ag, uint8_t type, uint32_t stream, const void *payload
 
   if (ag->state != CONN_UP)
     return 0;
+  /* Held back by a quiesce, frames must not fill the room input needs, or
+     the RESTORE that ends it could never be read.  */
+  if (ag->quiesced && OUTQ_CAP - ag->outq.len < RT_FRAME_HEADER + len + CTRL_MAX)
+    {
+      agent_log ("quiesced: dropped a frame of type %u for stream %u", type, stream);
+      return -1;
+    }
   p = outq_reserve (&ag->outq, RT_FRAME_HEADER + len);
   if (p == NULL)
     return -1;
@@ -43,6 +57,28 @@ send_frame (struct agent *ag, uint8_t type, uint32_t stream, const void *payload
   if (len)
     memcpy (p + RT_FRAME_HEADER, payload, len);
   ag->outq.len += RT_FRAME_HEADER + len;
+  return 0;
+}
+
+int
+send_frame_ahead (struct agent *ag, uint8_t type, uint32_t stream, const void *payload, size_t len)
+{
+  size_t n = RT_FRAME_HEADER + len, at = outq_writable (ag);
+  uint8_t *p;
+
+  if (ag->state != CONN_UP)
+    return 0;
+  if (outq_reserve (&ag->outq, n) == NULL)
+    return -1;
+  /* @at is a frame boundary: the frames held back move up, intact.  */
+  p = ag->outq.buf + ag->outq.head + at;
+  memmove (p + n, p, ag->outq.len - at);
+  rt_frame_encode_header (p, type, stream, len);
+  if (len)
+    memcpy (p + RT_FRAME_HEADER, payload, len);
+  ag->outq.len += n;
+  if (ag->quiesced)
+    ag->flushable += n;
   return 0;
 }
 

@@ -12,10 +12,16 @@
 
 /* Returns room for n contiguous bytes at the tail, or NULL.  */
 uint8_t *outq_reserve (struct outq *q, size_t n);
-void outq_reset (struct outq *q);
+void outq_reset (struct agent *ag);
+/* How many queued bytes may be written now (not those a quiesce holds).  */
+size_t outq_writable (const struct agent *ag);
 /* Queues a frame; nothing while the host is not connected.  Return: 0, or
-   -1 when the queue is full.  */
+   -1 when the queue is full (while quiesced: when less than CTRL_MAX would
+   stay free).  */
 int send_frame (struct agent *ag, uint8_t type, uint32_t stream, const void *payload, size_t len);
+/* Queues a frame before those a quiesce holds back: the host gets it even
+   while the agent is quiesced (a DONE).  Return: 0, or -1 when full.  */
+int send_frame_ahead (struct agent *ag, uint8_t type, uint32_t stream, const void *payload, size_t len);
 int send_json (struct agent *ag, uint8_t type, uint32_t stream, json_object *o);
 void send_error (struct agent *ag, uint32_t stream, const char *code, const char *fmt, ...) RT_PRINTF (4, 5);
 void send_hello (struct agent *ag);

@@ -145,7 +145,7 @@ cmd_read (struct agent *ag, struct cmd *c, int i)
     }
   if (!c->orphan)
     {
-      if (ag->state != CONN_UP || c->unacked >= RT_WINDOW_INITIAL
+      if (ag->state != CONN_UP || ag->quiesced || c->unacked >= RT_WINDOW_INITIAL
           || ag->outq.len + RT_FRAME_HEADER >= OUTQ_DATA_MAX)
         return READ_BLOCKED;
       if (want > RT_WINDOW_INITIAL - c->unacked)

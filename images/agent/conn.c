@@ -29,14 +29,19 @@ conn_drop (struct agent *ag)
   ssize_t n;
   size_t avail;
 
-  orphan_all (ag);
-  outq_reset (&ag->outq);
+  /* Quiesced, the commands wait for the RESTORE of the next host (a VM
+     woken from a pause or started from a snapshot) to say which it keeps;
+     the old host sent nothing after QUIESCE, and the RESTORE the next one
+     may already have sent must not be thrown away.  */
+  if (!ag->quiesced)
+    orphan_all (ag);
+  outq_reset (ag);
   rt_frame_reader_init (&ag->reader);
   ag->input_pending = false;
   ag->state = CONN_DOWN;
   /* What the old host sent and we did not read would otherwise greet the
      next one.  Bounded: a new host may already be talking.  */
-  for (int i = 0; i < 64; i++)
+  for (int i = 0; i < 64 && !ag->quiesced; i++)
     {
       n = read (ag->chan, rt_frame_reader_space (&ag->reader, &avail), avail);
       if (n == 0 || (n < 0 && errno != EINTR))
@@ -51,7 +56,8 @@ conn_poison (struct agent *ag, int err)
 {
   agent_log ("bad frame from the host (%s); waiting for it to reconnect", strerror (-err));
   orphan_all (ag);
-  send_error (ag, 0, "protocol_error", "bad frame header (%s); reconnect", strerror (-err));
+  if (!ag->quiesced)
+    send_error (ag, 0, "protocol_error", "bad frame header (%s); reconnect", strerror (-err));
   ag->state = CONN_POISONED;
   ag->last_input_ms = now_ms ();
   ag->input_pending = false;
@@ -70,8 +76,10 @@ conn_check (struct agent *ag)
   ag->state = CONN_UP;
   rt_frame_reader_init (&ag->reader);
   ag->input_pending = false;
-  outq_reset (&ag->outq);
-  send_hello (ag);
+  outq_reset (ag);
+  /* Quiesced, not even a HELLO: the next frame is the RESTORE's DONE.  */
+  if (!ag->quiesced)
+    send_hello (ag);
 }
 
 /* A host that got protocol_error should reconnect, but a quick reconnect is
@@ -82,7 +90,7 @@ conn_check (struct agent *ag)
 void
 conn_resync (struct agent *ag, int64_t now)
 {
-  if (ag->state != CONN_POISONED || ag->outq.len > 0 || now - ag->last_input_ms < RESYNC_QUIET_MS)
+  if (ag->state != CONN_POISONED || outq_writable (ag) > 0 || now - ag->last_input_ms < RESYNC_QUIET_MS)
     return;
   ag->state = CONN_DOWN;
   conn_check (ag);
@@ -138,13 +146,15 @@ chan_read (struct agent *ag)
 void
 chan_flush (struct agent *ag)
 {
-  while (ag->outq.len > 0 && ag->state != CONN_DOWN)
+  while (outq_writable (ag) > 0 && ag->state != CONN_DOWN)
     {
-      ssize_t n = write (ag->chan, ag->outq.buf + ag->outq.head, ag->outq.len);
+      ssize_t n = write (ag->chan, ag->outq.buf + ag->outq.head, outq_writable (ag));
       if (n > 0)
         {
           ag->outq.head += n;
           ag->outq.len -= n;
+          if (ag->quiesced)
+            ag->flushable -= n;
           continue;
         }
       if (n < 0 && (errno == EINTR))

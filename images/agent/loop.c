@@ -31,7 +31,8 @@ pump (struct agent *ag, int64_t now)
           c->timed_out = true;
           c->deadline_ms = 0;
         }
-      if (!c->exited)
+      /* Quiesced: exits are told after the RESTORE.  */
+      if (!c->exited || (ag->quiesced && !c->orphan))
         continue;
       cmd_drain (ag, c);
       if (c->fd[1] >= 0 || c->fd[2] >= 0)
@@ -104,7 +105,7 @@ poll_add_cmds (struct agent *ag, int *n, int64_t now, int *timeout)
       /* Out of window (or queue): leave the data in the pipe, so the
          command blocks when it fills.  */
       if (c->orphan
-          || (ag->state == CONN_UP && c->unacked < RT_WINDOW_INITIAL
+          || (ag->state == CONN_UP && !ag->quiesced && c->unacked < RT_WINDOW_INITIAL
               && ag->outq.len + RT_FRAME_HEADER < OUTQ_DATA_MAX))
         for (int k = 1; k <= 2; k++)
           if (c->fd[k] >= 0)
@@ -125,7 +126,7 @@ poll_build (struct agent *ag, int64_t now, int *timeout)
   poll_add (ag, &n, ag->sigfd, POLLIN, NULL, 0);
   if (ag->state == CONN_DOWN)
     *timeout = RECONNECT_POLL_MS;
-  else if (ag->state == CONN_POISONED && ag->outq.len == 0)
+  else if (ag->state == CONN_POISONED && outq_writable (ag) == 0)
     {
       int64_t left = ag->last_input_ms + RESYNC_QUIET_MS - now;
       *timeout = left > 0 ? (int) left : 0;
@@ -135,7 +136,7 @@ poll_build (struct agent *ag, int64_t now, int *timeout)
       short ev = 0;
       if (!ag->input_pending)
         ev |= POLLIN;
-      if (ag->outq.len > 0)
+      if (outq_writable (ag) > 0)
         ev |= POLLOUT;
       poll_add (ag, &n, ag->chan, ev, NULL, 0);
     }

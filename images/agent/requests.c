@@ -1,5 +1,5 @@
 /* requests.c - what the host asks: EXEC, STDIN, SIGNAL, WINDOW, HELLO,
-   SHUTDOWN; FREEZE and RESTORE go to restore.c.  */
+   SHUTDOWN; FREEZE, QUIESCE and RESTORE go to restore.c.  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -411,6 +411,7 @@ handle_frame (struct agent *ag, const struct rt_frame_header *h, const uint8_t *
     case RT_FRAME_SHUTDOWN:
     case RT_FRAME_FREEZE:
     case RT_FRAME_RESTORE:
+    case RT_FRAME_QUIESCE:
       if (h->stream != 0)
         {
           send_error (ag, 0, "invalid_request", "frame type %u belongs on stream 0, not %u", h->type,
@@ -423,6 +424,8 @@ handle_frame (struct agent *ag, const struct rt_frame_header *h, const uint8_t *
         handle_freeze (ag);
       else if (h->type == RT_FRAME_RESTORE)
         handle_restore (ag, p, h->len);
+      else if (h->type == RT_FRAME_QUIESCE)
+        handle_quiesce (ag);
       else
         handle_hello (ag, p, h->len);
       return;

@@ -1,7 +1,11 @@
-/* restore.c - FREEZE and RESTORE: a template's guest is frozen before its
-   memory is saved; each clone of it is made unique and current before any
-   user command (new entropy, clock, hostname, machine id and boot id; the
-   template's processes and commands gone).  Both are answered by DONE.  */
+/* restore.c - FREEZE, QUIESCE and RESTORE: a template's guest is frozen
+   before its memory is saved; a running sandbox's agent is quiesced (it
+   sends nothing more) before its memory is copied; each VM started from
+   saved memory is made current before any user command: a clone of a
+   template or a child of a snapshot unique (new entropy, clock, hostname,
+   machine id and boot id; a clone's processes gone, a child's commands
+   those its host keeps), a woken sandbox current (entropy, clock, the
+   commands its host keeps).  All are answered by DONE.  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -36,15 +40,18 @@
 #define GRND_INSECURE 0x0004
 #endif
 
-#define ENTROPY_BYTES 64
 #define BOOT_ID_PROC "/proc/sys/kernel/random/boot_id"
 #define BOOT_ID_FILE "/run/runtime-boot_id"
 #define REAP_MAX_MS 5000
 
+/* DONE for @op, @message NULL when it went well.  @ahead: before the
+   frames a quiesce holds back.  */
 static void
-send_done (struct agent *ag, const char *op, const char *message)
+send_done (struct agent *ag, const char *op, const char *message, bool ahead)
 {
   cleanup_json json_object *o = json_object_new_object ();
+  const char *s;
+  size_t len;
 
   if (message)
     agent_log ("%s failed: %s", op, message);
@@ -54,7 +61,9 @@ send_done (struct agent *ag, const char *op, const char *message)
   json_object_object_add (o, "ok", json_object_new_boolean (message == NULL));
   if (message)
     json_object_object_add (o, "message", json_object_new_string (message));
-  send_json (ag, RT_FRAME_DONE, 0, o);
+  s = json_object_to_json_string_length (o, JSON_C_TO_STRING_PLAIN, &len);
+  if (s == NULL || (ahead ? send_frame_ahead : send_frame) (ag, RT_FRAME_DONE, 0, s, len) < 0)
+    agent_log ("dropped DONE for %s", op);
 }
 
 /* Never blocks: at boot the generator may not be initialised yet, and
@@ -225,21 +234,51 @@ handle_freeze (struct agent *ag)
   if (fd < 0 || ioctl (fd, FIFREEZE, 0) < 0)
     {
       snprintf (msg, sizeof msg, "cannot freeze /: %s", strerror (errno));
-      send_done (ag, "freeze", msg);
+      send_done (ag, "freeze", msg, false);
       return;
     }
-  send_done (ag, "freeze", NULL);
+  send_done (ag, "freeze", NULL, false);
 }
 
-struct restore_req
-{
-  uint8_t entropy[ENTROPY_BYTES];
-  int64_t time_ms;
-  const char *hostname;
-};
-
-/* Return: NULL, or what is wrong with the request.  */
+/* "mode" and "keep".  Return: NULL, or what is wrong.  */
 static const char *
+restore_parse_mode (json_object *o, struct restore_req *r)
+{
+  static const char *const names[] = { "clone", "child", "wake" };
+  json_object *m = get_member (o, "mode");
+  json_object *k = get_member (o, "keep");
+
+  r->mode = MODE_CLONE;
+  r->keep = NULL;
+  if (m)
+    {
+      size_t i;
+
+      for (i = 0; i < 3 && !(is_plain_string (m) && strcmp (json_object_get_string (m), names[i]) == 0); i++)
+        ;
+      if (i == 3)
+        return "'mode' must be \"clone\", \"child\" or \"wake\"";
+      r->mode = (enum restore_mode) i;
+    }
+  if (k == NULL)
+    return NULL;
+  if (!json_object_is_type (k, json_type_array))
+    return "'keep' must be an array of stream ids";
+  for (size_t i = 0; i < json_object_array_length (k); i++)
+    {
+      json_object *v = json_object_array_get_idx (k, i);
+
+      /* json-c keeps integers over INT64_MAX as uint64: read both ways.  */
+      if (!json_object_is_type (v, json_type_int) || json_object_get_int64 (v) < 0
+          || json_object_get_uint64 (v) > UINT32_MAX)
+        return "'keep' must be an array of stream ids";
+    }
+  if (r->mode != MODE_CLONE)
+    r->keep = k;
+  return NULL;
+}
+
+const char *
 restore_parse (json_object *o, struct restore_req *r)
 {
   json_object *e = o ? get_member (o, "entropy") : NULL;
@@ -260,7 +299,47 @@ restore_parse (json_object *o, struct restore_req *r)
   if (!is_plain_string (h) || !hostname_valid (json_object_get_string (h)))
     return "'hostname' must be a valid host name";
   r->hostname = json_object_get_string (h);
-  return NULL;
+  return restore_parse_mode (o, r);
+}
+
+static bool
+keep_has (json_object *keep, uint32_t stream)
+{
+  for (size_t i = 0; i < json_object_array_length (keep); i++)
+    if (json_object_get_uint64 (json_object_array_get_idx (keep, i)) == stream)
+      return true;
+  return false;
+}
+
+/* A child or a woken VM: the commands the new host does not know are
+   killed (their process group), reaped and forgotten; the rest stay, and
+   tell their output and exits to the new host.  */
+static void
+keep_commands (struct agent *ag, const struct restore_req *r)
+{
+  int64_t until = now_ms () + REAP_MAX_MS;
+
+  for (size_t i = 0; i < MAX_CMDS; i++)
+    {
+      struct cmd *c = &ag->cmds[i];
+
+      if (!c->used)
+        continue;
+      /* A child's host never saw what the source's was sent.  */
+      if (r->mode == MODE_CHILD)
+        c->unacked = 0;
+      if (r->keep == NULL || (!c->orphan && keep_has (r->keep, c->stream)))
+        continue;
+      cmd_kill (c, SIGKILL);
+      while (!c->exited && now_ms () < until)
+        {
+          pid_t pid = waitpid (c->pid, NULL, WNOHANG);
+          if (pid == c->pid || (pid < 0 && errno != EINTR))
+            break;
+          sleep_ms (1);
+        }
+      cmd_free (ag, c);
+    }
 }
 
 /* Return: NULL, or what failed (in @msg).  */
@@ -280,23 +359,40 @@ restore_apply (struct agent *ag, const struct restore_req *r, char *msg, size_t 
   step = "set the clock";
   if (clock_settime (CLOCK_REALTIME, &ts) < 0)
     goto fail;
+  /* Woken, the sandbox is the same one: its identity stays.  */
   step = "set the host name";
-  if (sethostname (r->hostname, strlen (r->hostname)) < 0)
+  if (r->mode != MODE_WAKE && sethostname (r->hostname, strlen (r->hostname)) < 0)
     goto fail;
   step = "write /etc/machine-id";
-  if (new_machine_id () < 0)
+  if (r->mode != MODE_WAKE && new_machine_id () < 0)
     goto fail;
   step = "set the boot id";
-  if (new_boot_id () < 0)
+  if (r->mode != MODE_WAKE && new_boot_id () < 0)
     goto fail;
   step = "forget the gateway's address";
   if (forget_gateway (ag) < 0)
     goto fail;
-  kill_all (ag);
+  if (r->mode == MODE_CLONE)
+    kill_all (ag);
+  else
+    keep_commands (ag, r);
   return NULL;
 fail:
   snprintf (msg, size, "cannot %s: %s", step, strerror (errno));
   return msg;
+}
+
+void
+handle_quiesce (struct agent *ag)
+{
+  /* Ahead of what a first QUIESCE already holds back, so a second one is
+     answered too; from then on, only the first flushable bytes go out.  */
+  send_done (ag, "quiesce", NULL, true);
+  if (!ag->quiesced)
+    {
+      ag->quiesced = true;
+      ag->flushable = ag->outq.len;
+    }
 }
 
 void
@@ -307,7 +403,19 @@ handle_restore (struct agent *ag, const uint8_t *p, size_t len)
   const char *why = restore_parse (o, &r);
   char msg[256];
 
-  if (why == NULL)
-    why = restore_apply (ag, &r, msg, sizeof msg);
-  send_done (ag, "restore", why);
+  /* A bad request changes nothing, a quiesce included.  */
+  if (why)
+    {
+      send_done (ag, "restore", why, true);
+      return;
+    }
+  /* What a quiesced source queued for its host (its memory was copied
+     after the DONE) is not for a clone's or a child's new one.  */
+  if (r.mode != MODE_WAKE)
+    outq_reset (ag);
+  why = restore_apply (ag, &r, msg, sizeof msg);
+  /* The DONE first, then what the quiesce held, then output again.  */
+  send_done (ag, "restore", why, true);
+  ag->quiesced = false;
+  ag->flushable = 0;
 }

@@ -45,15 +45,34 @@
  *                                   saved); answered by DONE
  *   RESTORE   host→guest, stream 0  {"entropy": base64 of 64 bytes,
  *                                    "timeMs": host epoch ms, "hostname":
- *                                    "…"}: this guest is a clone just
- *                                   restored.  Before any other frame is
- *                                   handled: thaw, add the entropy and
- *                                   reseed the kernel's generator, set the
- *                                   clock, hostname, machine id and boot
- *                                   id, kill what the template left
- *                                   running; answered by DONE
- *   DONE      guest→host, stream 0  {"op":"freeze"|"restore","ok":bool,
- *                                    "message":"…"?}
+ *                                    "…", "mode":"clone"|"child"|"wake"?,
+ *                                    "keep":[stream…]?}: this guest was
+ *                                   just started from saved memory.  Before
+ *                                   any other frame is handled: thaw, add
+ *                                   the entropy and reseed the kernel's
+ *                                   generator, set the clock, forget the
+ *                                   gateway's MAC; "clone" (the default):
+ *                                   new hostname, machine id and boot id,
+ *                                   kill every process, forget every
+ *                                   command; "child": new identity too, but
+ *                                   only the commands whose stream is not
+ *                                   in "keep" are killed and forgotten
+ *                                   (none without "keep"); "wake": the same
+ *                                   identity, "keep" as in "child".  Ends a
+ *                                   quiesce; answered by DONE (one that
+ *                                   refuses it changes nothing)
+ *   QUIESCE   host→guest, stream 0  empty: answered by DONE, after which
+ *                                   the guest sends no frame at all until
+ *                                   the next RESTORE (output waits in the
+ *                                   pipes, exits are told afterwards); a
+ *                                   RESTORE's DONE, or a second QUIESCE's,
+ *                                   is the only exception.  The channel is
+ *                                   then at a frame boundary while the host
+ *                                   copies the guest.  A host that connects
+ *                                   meanwhile gets no HELLO, and the
+ *                                   commands stay for its RESTORE to keep
+ *   DONE      guest→host, stream 0  {"op":"freeze"|"restore"|"quiesce",
+ *                                    "ok":bool, "message":"…"?}
  */
 #ifndef RT_PROTO_H
 #define RT_PROTO_H

@@ -30,6 +30,7 @@
 #include "sandbox/pool.h"
 #include "image/tar.h"
 #include "sandbox/store.h"
+#include "snapshot/store.h"
 #include "template/template.h"
 
 bool
@@ -627,6 +628,25 @@ check_unused (json_object *live, const char *id, const char *ref, rt_error **err
   return 0;
 }
 
+/* Refuses to remove @id while a snapshot or a paused sandbox needs it:
+   either would continue from its disk.  */
+static int
+check_unsaved (rt_context *ctx, const char *id, const char *ref, rt_error **err)
+{
+  cleanup_free char *who = NULL;
+  int ret = rt_snapshot_image_in_use (ctx, id, &who, err);
+
+  if (ret <= 0)
+    return ret;
+  if (strncmp (who, RT_SNAPSHOT_PREFIX, strlen (RT_SNAPSHOT_PREFIX)) == 0)
+    {
+      rt_error_set (err, EBUSY, "image_in_use", "image '%s' is needed by snapshot %s", ref, who);
+      return rt_error_hint (err, "remove snapshot %s first (runtime snapshot rm %s)", who, who);
+    }
+  rt_error_set (err, EBUSY, "image_in_use", "image '%s' is needed by paused sandbox %s", ref, who);
+  return rt_error_hint (err, "remove sandbox %s first (runtime sandbox rm %s)", who, who);
+}
+
 /* The keys of @o whose value is the string @id go.  */
 static void
 drop_values (json_object *o, const char *id)
@@ -691,6 +711,9 @@ rt_image_remove (rt_context *ctx, const char *ref, rt_error **err)
     return rt_image_not_found (err, ref);
   snprintf (id, sizeof id, "%s", found);
   ret = check_unused (live, id, ref, err);
+  if (ret < 0)
+    return ret;
+  ret = check_unsaved (ctx, id, ref, err);
   if (ret < 0)
     return ret;
   index_forget (index, id);

@@ -9,6 +9,7 @@
 
 #include "monitor/channel.h"
 #include "monitor/exec.h"
+#include "monitor/idle.h"
 #include "monitor/procs.h"
 #include "monitor/reply.h"
 
@@ -272,6 +273,24 @@ mon_exec_fail_all (struct mon *m, const char *code, const char *msg)
     }
 }
 
+void
+mon_exec_fail_clients (struct mon *m, const char *code, const char *msg)
+{
+  for (bool again = true; again;)
+    {
+      again = false;
+      for (struct mon_exec *e = m->execs; e; e = e->next)
+        if (e->req && !e->proc && !e->last)
+          {
+            json_object *line = mon_error_line (code, msg);
+            exec_finish (e, line);
+            json_object_put (line);
+            again = true;
+            break;
+          }
+    }
+}
+
 static void
 exec_output (struct mon *m, struct mon_exec *e, uint8_t stream, const uint8_t *data, uint32_t len)
 {
@@ -354,6 +373,7 @@ mon_exec_frame (struct mon *m, const struct rt_frame_header *h, const uint8_t *p
 
   if (e == NULL || e->last)
     return;
+  mon_idle_touch (m);
   switch (h->type)
     {
     case RT_FRAME_WINDOW:

@@ -14,6 +14,9 @@ struct mon_exec *mon_exec_start (struct mon *m, struct evhttp_request *req, json
 struct mon_exec *mon_exec_find (struct mon *m, uint32_t stream);
 /* A frame from the agent for one of the execs.  */
 void mon_exec_frame (struct mon *m, const struct rt_frame_header *h, const uint8_t *payload);
+/* Ends every command a client waits for with an error line (the sandbox
+   is paused to disk under it: the lease ended).  */
+void mon_exec_fail_clients (struct mon *m, const char *code, const char *msg);
 /* Ends every exec with an error line (the sandbox stops).  */
 void mon_exec_fail_all (struct mon *m, const char *code, const char *msg);
 

@@ -2,6 +2,8 @@
 #include <string.h>
 
 #include "billing/trial.h"
+#include "monitor/capture.h"
+#include "monitor/exec.h"
 #include "monitor/lifecycle.h"
 #include "monitor/reply.h"
 #include "sandbox/store.h"
@@ -27,72 +29,39 @@ mon_set_expires (struct mon *m, int64_t expires_ms)
 int
 mon_pause (struct mon *m, rt_error **err)
 {
-  int ret;
   if (m->paused)
     return 0;
-  mon_set_str (m, "state", "pausing");
-  ret = rt_qmp_command (m->qmp_sock, "stop", err);
-  if (ret < 0)
-    {
-      mon_set_str (m, "state", "running");
-      return ret;
-    }
-  rt_meter_pause (&m->meter);
-  m->paused = true;
-  mon_set_str (m, "state", "paused");
-  rt_meter_record (&m->meter);
-  mon_save_state (m);
-  return 0;
+  return mon_pause_to_disk (m, err);
 }
 
+/* A monitor runs only while its VM does: a paused sandbox is woken by a
+   new one (rt_sandbox_wake).  */
 int
 mon_wake (struct mon *m, rt_error **err)
 {
-  /* A lease that ended while paused starts again: for a trial sandbox,
-     taken from the trial first (as at create).  */
-  bool renew = m->expires_ms > 0 && m->expires_ms <= rt_epoch_ms ();
-  int64_t lease_us = (int64_t) m->cfg->timeout_s * 1000000;
-  int ret;
-
-  if (!m->paused)
-    return 0;
-  if (renew && m->trial)
-    {
-      ret = rt_trial_hold (m->ctx, m->cfg->id, (int64_t) m->meter.running_us, &lease_us, true, err);
-      if (ret < 0)
-        return ret;
-    }
-  mon_set_str (m, "state", "resuming");
-  ret = rt_qmp_command (m->qmp_sock, "cont", err);
-  if (ret < 0)
-    {
-      /* Still paused: the new lease is not taken from the trial.  */
-      int64_t none = 0;
-      if (renew && m->trial)
-        rt_trial_hold (m->ctx, m->cfg->id, (int64_t) m->meter.running_us, &none, false, NULL);
-      mon_set_str (m, "state", "paused");
-      return ret;
-    }
-  m->paused = false;
-  /* Paused time is not charged.  */
-  rt_meter_resume (&m->meter);
-  mon_set_str (m, "state", "running");
-  if (renew)
-    mon_set_expires (m, rt_epoch_ms () + lease_us / 1000);
-  mon_save_state (m);
+  (void) m;
+  (void) err;
   return 0;
 }
 
+/* The lease ended: a command waiting for it is cut (it would hold the
+   sandbox past its lease), then the sandbox pauses to disk; if it cannot,
+   it stops.  */
 void
 mon_on_lease (evutil_socket_t fd, short what, void *arg)
 {
   struct mon *m = arg;
+  cleanup_error rt_error *err = NULL;
   (void) fd;
   (void) what;
   if (m->cfg->stop_on_timeout)
-    mon_stop (m, "time_limit");
-  else
-    mon_pause (m, NULL);
+    return mon_stop (m, "time_limit");
+  mon_exec_fail_clients (m, "sandbox_paused", "the lease ended: the sandbox paused");
+  if (mon_pause (m, &err) < 0)
+    {
+      fprintf (stderr, "cannot pause at the end of the lease, stopping: %s\n", err->msg);
+      mon_stop (m, "time_limit");
+    }
 }
 
 /* The trial's refusal is a payment matter (402); anything else is ours.  */
@@ -118,7 +87,8 @@ mon_handle_pause (struct mon *m, struct evhttp_request *req, json_object *body)
 
   (void) body;
   if (mon_pause (m, &err) < 0)
-    return mon_reply_error (req, 500, err->code, err->hint, "%s", err->msg);
+    return mon_reply_error (req, strcmp (err->code, "internal") == 0 ? 500 : 409, err->code, err->hint, "%s",
+                            err->msg);
   mon_reply_json (req, 200, m->state);
 }
 

@@ -10,8 +10,11 @@
  *   exec.c       commands: start, stdin, output, exit, flow control
  *   procs.c      spawned processes: spawn, ps, logs, kill
  *   lifecycle.c  pause, wake, extend, the lease
- *   clone.c      a start from a template
+ *   clone.c      a start from saved memory: a template, a snapshot, a pause
  *   spare.c      a spare's reservation and claim
+ *   capture.c    snapshot, fork and pause to disk: the guest quiesced,
+ *                saved, resumed or ended
+ *   idle.c       the idle pause, :update
  */
 #ifndef RT_MONITOR_INTERNAL_H
 #define RT_MONITOR_INTERNAL_H
@@ -114,7 +117,14 @@ struct mon
   struct rt_console console;  /* the guest's console, a capped log */
   struct event *ev_console;
   char *resolve;              /* RUNTIME_RESOLVE, read before the environment went */
-  bool clone;                 /* started from cfg->tmpl (clone.c) */
+  bool clone;                 /* started from cfg->tmpl or cfg->saved (clone.c) */
+  int ram_fd;                 /* the guest's RAM (a memfd QEMU maps shared) */
+  char *layers[RT_QEMU_MAX_LAYERS + 1]; /* its disk's read-only layers */
+  int layer_fds[RT_QEMU_MAX_LAYERS];    /* open, in case their files go */
+  char *overlay_path;         /* <disk dir>/overlay.qcow2 */
+  bool quiesced;              /* the agent sends nothing until RESTORE */
+  bool paused_to_disk;        /* saved and ended: the loop ends without a
+                                 record; the state dir stays */
   /* A spare (spare.c): unclaimed until a create claims it.  */
   bool spare;
   int claimer_pidfd;          /* the reserving or claiming process, or -1 */
@@ -122,6 +132,11 @@ struct mon
   bool claimed;               /* :claim done, :claimed not yet */
   struct rt_monitor_config claim_cfg; /* cfg once claimed (m->cfg points here) */
   char **claim_env;
+  /* The idle pause (idle.c): the settings as :update left them.  */
+  unsigned idle_pause_s;
+  bool auto_wake;
+  int64_t last_activity_us;   /* CLOCK_MONOTONIC */
+  struct event *ev_idle;
 };
 
 /* Sets (or with @value NULL, nulls) a string of the state object.  */
@@ -136,5 +151,8 @@ void mon_stop (struct mon *m, const char *reason);
 int mon_watch_owner (struct mon *m, pid_t owner, rt_error **err);
 /* Starts billing QEMU's vCPU threads.  */
 int mon_start_meter (struct mon *m, rt_error **err);
+/* Records @vm's layers (paths, and fds kept open) as the sandbox's.  */
+int mon_note_layers (struct mon *m, const struct rt_vm_config *vm, rt_error **err);
+void mon_forget_layers (struct mon *m);
 
 #endif

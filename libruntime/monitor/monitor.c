@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -20,8 +21,10 @@
 #include "monitor/spare.h"
 #include "vmm/guest-ops.h"
 #include "monitor/exec.h"
+#include "monitor/idle.h"
 #include "monitor/lifecycle.h"
 #include "monitor/privs.h"
+#include "monitor/procs.h"
 #include "monitor/reply.h"
 #include "monitor/routes.h"
 #include "net/intercept.h"
@@ -79,6 +82,10 @@ mon_stop (struct mon *m, const char *reason)
     rt_meter_stop (&m->meter);
   /* The root disk is a throwaway overlay: SIGKILL is safe and fastest.  */
   rt_vm_kill (&m->vm);
+  mon_forget_layers (m);
+  if (m->ram_fd >= 0)
+    close (m->ram_fd);
+  m->ram_fd = -1;
   /* With QEMU gone, closing our fds ends the namespace, its tap and its
      table.  */
   rt_proxy_free (m->proxy);
@@ -209,6 +216,44 @@ send_hello (int fd, const char *pem, rt_error **err)
   return 0;
 }
 
+int
+mon_note_layers (struct mon *m, const struct rt_vm_config *vm, rt_error **err)
+{
+  for (size_t i = 0; i < RT_QEMU_MAX_LAYERS && vm->layers[i]; i++)
+    {
+      m->layers[i] = strdup (vm->layers[i]);
+      if (m->layers[i] == NULL)
+        return rt_error_oom (err);
+      m->layer_fds[i] = open (vm->layers[i], O_RDONLY | O_CLOEXEC);
+    }
+  return 0;
+}
+
+void
+mon_forget_layers (struct mon *m)
+{
+  for (size_t i = 0; i < RT_QEMU_MAX_LAYERS; i++)
+    {
+      free (m->layers[i]);
+      m->layers[i] = NULL;
+      if (m->layer_fds[i] >= 0)
+        close (m->layer_fds[i]);
+      m->layer_fds[i] = -1;
+    }
+}
+
+/* A boot: the guest's RAM a new memfd, QEMU maps it shared so that the
+   sandbox can be saved (snapshot/saved.h).  */
+static int
+boot_cold (struct mon *m, struct rt_vm_config *vm, rt_error **err)
+{
+  m->ram_fd = memfd_create ("runtime-ram", MFD_CLOEXEC);
+  if (m->ram_fd < 0 || ftruncate (m->ram_fd, (off_t) vm->memory_mib << 20) < 0)
+    return rt_error_set (err, errno, "startup_failed", "cannot make the guest's memory: %s", strerror (errno));
+  vm->ram_fd = m->ram_fd;
+  return rt_vm_start (m->ctx, vm, &m->vm, err);
+}
+
 /* The network namespace, then QEMU in it with the tap.  */
 static int
 start_vm (struct mon *m, rt_error **err)
@@ -227,11 +272,26 @@ start_vm (struct mon *m, rt_error **err)
   if (cmdline == NULL)
     return rt_error_oom (err);
   vm.cmdline = cmdline;
+  m->overlay_path = rt_strdup_printf ("%s/overlay.qcow2", vm.disk_dir ? vm.disk_dir : vm.dir);
+  if (m->overlay_path == NULL)
+    return rt_error_oom (err);
   vm.tap_fd = m->net.tap_fd;
   vm.netns_fd = m->net.ns_fd;
   vm.console_fd = console_end;
   vm.trial = m->cfg->net.trial;
-  if (m->cfg->tmpl)
+  /* A snapshot's child or a woken sandbox starts from its saved VM or
+     not at all.  */
+  if (m->cfg->saved)
+    {
+      ret = mon_clone_start (m, &vm, true, err);
+      m->clone = ret == 0;
+      if (ret < 0)
+        {
+          close (console_end);
+          return ret;
+        }
+    }
+  else if (m->cfg->tmpl)
     {
       ret = mon_clone_start (m, &vm, !m->cfg->spare, err);
       m->clone = ret == 0;
@@ -252,7 +312,7 @@ start_vm (struct mon *m, rt_error **err)
           *err = NULL;
         }
     }
-  ret = m->clone ? 0 : rt_vm_start (m->ctx, &vm, &m->vm, err);
+  ret = m->clone ? 0 : boot_cold (m, &vm, err);
   close (console_end);
   if (ret < 0)
     return ret;
@@ -443,9 +503,46 @@ set_start_state (struct mon *m)
 {
   int64_t ready = m->cfg->start_ms > 0 ? rt_epoch_ms () - m->cfg->start_ms : 0;
 
-  mon_set_str (m, "start", m->clone ? "template" : "cold");
-  mon_set_str (m, "template", m->clone ? m->cfg->tmpl->key : NULL);
+  const char *snap = m->cfg->saved ? rt_json_str (m->cfg->saved->meta, "id") : NULL;
+
+  mon_set_str (m, "start", snap ? "snapshot" : m->clone ? "template" : "cold");
+  mon_set_str (m, "template", m->clone && !snap ? m->cfg->tmpl->key : NULL);
+  mon_set_str (m, "snapshot", snap);
   json_object_object_add (m->state, "readyMs", json_object_new_int64 (ready > 0 ? ready : 0));
+}
+
+/* A saved sandbox's "sandbox" object (snapshot/saved.h), or NULL.  */
+static json_object *
+saved_sandbox (struct mon *m, const char *key)
+{
+  json_object *sb = NULL, *v = NULL;
+
+  if (m->cfg->saved == NULL)
+    return NULL;
+  json_object_object_get_ex (m->cfg->saved->meta, "sandbox", &sb);
+  json_object_object_get_ex (sb, key, &v);
+  return v;
+}
+
+/* A woken sandbox bills on from where it stopped; its saved memory and
+   state are spent (the layers stay: its disk is built on them).  */
+static void
+woken (struct mon *m)
+{
+  json_object *meter = saved_sandbox (m, "meter");
+  static const char *const spent[] = { "ram", "state", "meta.json" };
+
+  m->meter.running_us = (uint64_t) rt_json_i64 (meter, "runningUs");
+  m->meter.cpu_us = (uint64_t) rt_json_i64 (meter, "cpuUs");
+  m->meter.billed_cpu_us = (uint64_t) rt_json_i64 (meter, "billedCpuUs");
+  json_object_object_del (m->state, "paused");
+  mon_set_str (m, "pausedAt", NULL);
+  for (size_t i = 0; i < sizeof spent / sizeof spent[0]; i++)
+    {
+      cleanup_free char *p = rt_strdup_printf ("%s/%s", m->cfg->saved->dir, spent[i]);
+      if (p)
+        unlink (p);
+    }
 }
 
 static int
@@ -460,6 +557,9 @@ monitor_start (struct mon *m, rt_error **err)
   if (pidfile == NULL || qemufile == NULL || m->api_sock == NULL || m->qmp_sock == NULL)
     return rt_error_oom (err);
   ret = rt_write_pidfile (pidfile, getpid (), err);
+  /* Its processes first: the RESTORE keeps the ones the monitor follows.  */
+  if (ret == 0 && m->cfg->saved)
+    ret = mon_procs_load (m, saved_sandbox (m, "procs"), err);
   if (ret == 0)
     ret = start_vm (m, err);
   if (ret < 0)
@@ -491,7 +591,11 @@ monitor_start (struct mon *m, rt_error **err)
   if (ret < 0)
     return ret;
   mon_set_str (m, "state", "running");
-  set_start_state (m);
+  if (m->cfg->saved && m->cfg->restore == RT_RESTORE_WAKE)
+    woken (m);
+  else
+    set_start_state (m);
+  mon_idle_start (m);
   rt_meter_record (&m->meter);
   return rt_store_write_state (m->cfg->dir, m->state, err);
 }
@@ -559,7 +663,8 @@ clean_process (void)
 static void __attribute__ ((noreturn))
 monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd, int claim_fd)
 {
-  struct mon m = { .ctx = ctx, .cfg = cfg, .chan_fd = -1, .next_stream = 1, .owner_pidfd = -1, .claim_fd = 4, .claimer_pidfd = -1, .spare = cfg->spare,
+  struct mon m = { .ctx = ctx, .cfg = cfg, .chan_fd = -1, .next_stream = 1, .owner_pidfd = -1, .claim_fd = 4, .claimer_pidfd = -1, .spare = cfg->spare, .ram_fd = -1,
+                   .layer_fds = { -1, -1, -1, -1, -1, -1, -1, -1 },
                    .net = { -1, -1, -1, -1, -1, -1 }, .meter = { .ledger_fd = -1 },
                    .console = { .sock = -1, .log_fd = -1 } };
   cleanup_free char *log = rt_strdup_printf ("%s/monitor.log", cfg->dir);
@@ -622,9 +727,21 @@ monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd,
           json_object_object_add (m.state, "error", mon_error_object (err->code, err->msg, err->hint));
           rt_store_write_record (ctx, m.state, NULL);
         }
-      /* QEMU and the state dir go before the caller hears of it.  */
-      rt_vm_kill (&m.vm);
-      rt_rm_rf (cfg->dir, NULL);
+      /* QEMU and the state dir go before the caller hears of it; a
+         sandbox that could not wake stays paused as it was.  */
+      if (cfg->saved && cfg->restore == RT_RESTORE_WAKE)
+        {
+          m.vm.keep_disk = true;
+          rt_vm_kill (&m.vm);
+          rt_netns_close (&m.net);
+          json_object_object_add (m.state, "state", json_object_new_string ("paused"));
+          mon_save_state (&m);
+        }
+      else
+        {
+          rt_vm_kill (&m.vm);
+          rt_rm_rf (cfg->dir, NULL);
+        }
       if (!cfg->no_wait)
         report (sync_fd, err);
       rt_error_free (err);
@@ -633,6 +750,10 @@ monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd,
   if (!cfg->no_wait)
     report (sync_fd, NULL);
   event_base_dispatch (m.base);
+  /* Paused to disk: the state dir, the disk and the saved VM are the
+     sandbox now (rt_sandbox_wake).  */
+  if (m.paused_to_disk)
+    _exit (0);
   mon_stop (&m, "host_stopped");
   rt_rm_rf (cfg->dir, NULL);
   _exit (0);

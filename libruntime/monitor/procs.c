@@ -1,6 +1,7 @@
 /* procs.c - spawned processes (see procs.h).  */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <string.h>
 
@@ -303,4 +304,134 @@ mon_handle_kill (struct mon *m, struct evhttp_request *req, json_object *body)
   if (p->exit == NULL)
     mon_chan_signal (m, p->id, (int) sig);
   reply_proc (req, p);
+}
+
+/* ---- across a capture (snapshot/saved.h) ------------------------------- */
+
+json_object *
+mon_procs_save (struct mon *m)
+{
+  json_object *arr = json_object_new_array ();
+
+  for (struct mon_proc *p = m->procs; arr && p; p = p->next)
+    {
+      json_object *o = json_object_new_object ();
+      size_t len = evbuffer_get_length (p->log);
+      unsigned char *raw = evbuffer_pullup (p->log, -1);
+      cleanup_free char *b64 = malloc (4 * ((len + 2) / 3) + 1);
+      struct mon_exec *e = mon_exec_find (m, p->id);
+
+      if (o == NULL || b64 == NULL)
+        {
+          json_object_put (o);
+          json_object_put (arr);
+          return NULL;
+        }
+      EVP_EncodeBlock ((unsigned char *) b64, raw ? raw : (unsigned char *) "", (int) len);
+      json_object_object_add (o, "id", json_object_new_int64 (p->id));
+      json_object_object_add (o, "command", json_object_new_string (p->command ? p->command : ""));
+      json_object_object_add (o, "log", json_object_new_string (b64));
+      json_object_object_add (o, "dropped", json_object_new_int64 ((int64_t) p->dropped));
+      json_object_object_add (o, "exit", json_object_get (p->exit));
+      /* Output taken but not yet credited back: the guest believes that
+         much of its window used.  */
+      json_object_object_add (o, "outstanding", json_object_new_int64 (e && !p->exit ? (int64_t) e->outstanding : -1));
+      json_object_array_add (arr, o);
+    }
+  return arr;
+}
+
+static struct mon_proc *
+proc_load (json_object *o)
+{
+  json_object *v;
+  struct mon_proc *p = calloc (1, sizeof *p);
+  const char *b64;
+  size_t n;
+
+  if (p == NULL || (p->log = evbuffer_new ()) == NULL)
+    {
+      free (p);
+      return NULL;
+    }
+  p->id = json_object_object_get_ex (o, "id", &v) ? (uint32_t) json_object_get_int64 (v) : 0;
+  p->command = strdup (json_object_object_get_ex (o, "command", &v) ? json_object_get_string (v) : "");
+  p->dropped = json_object_object_get_ex (o, "dropped", &v) ? (uint64_t) json_object_get_int64 (v) : 0;
+  if (json_object_object_get_ex (o, "exit", &v) && json_object_is_type (v, json_type_object))
+    p->exit = json_object_get (v);
+  b64 = json_object_object_get_ex (o, "log", &v) ? json_object_get_string (v) : "";
+  n = strlen (b64);
+  if (n > 0)
+    {
+      cleanup_free unsigned char *raw = malloc (n);
+      int len = raw ? EVP_DecodeBlock (raw, (const unsigned char *) b64, (int) n) : -1;
+      /* EVP_DecodeBlock counts the padding as data.  */
+      if (len > 0 && n >= 2)
+        len -= (b64[n - 1] == '=') + (b64[n - 2] == '=');
+      if (len > 0)
+        {
+          evbuffer_add (p->log, raw, len);
+          p->log_bytes = len;
+        }
+    }
+  return p;
+}
+
+int
+mon_procs_load (struct mon *m, json_object *procs, rt_error **err)
+{
+  struct mon_proc **tail = &m->procs;
+
+  for (size_t i = 0; procs && i < json_object_array_length (procs); i++)
+    {
+      json_object *o = json_object_array_get_idx (procs, i), *v;
+      struct mon_proc *p = proc_load (o);
+      int64_t outstanding = json_object_object_get_ex (o, "outstanding", &v) ? json_object_get_int64 (v) : -1;
+
+      if (p == NULL || p->command == NULL)
+        {
+          if (p)
+            proc_free (p);
+          return rt_error_oom (err);
+        }
+      *tail = p;
+      tail = &p->next;
+      if (p->id >= m->next_stream)
+        m->next_stream = p->id + 1;
+      /* Still running: its output comes on its stream as before.  */
+      if (p->exit == NULL && outstanding >= 0)
+        {
+          struct mon_exec *e = calloc (1, sizeof *e);
+          if (e == NULL)
+            return rt_error_oom (err);
+          e->m = m;
+          e->stream = p->id;
+          e->proc = p;
+          e->stdin_fd = -1;
+          e->outstanding = outstanding <= (int64_t) RT_WINDOW_INITIAL ? (uint32_t) outstanding : RT_WINDOW_INITIAL;
+          e->next = m->execs;
+          m->execs = e;
+        }
+    }
+  return 0;
+}
+
+int
+mon_procs_streams (struct mon *m, uint32_t **streams, size_t *n, rt_error **err)
+{
+  size_t count = 0;
+
+  *streams = NULL;
+  *n = 0;
+  for (struct mon_exec *e = m->execs; e; e = e->next)
+    count++;
+  if (count == 0)
+    return 0;
+  *streams = calloc (count, sizeof **streams);
+  if (*streams == NULL)
+    return rt_error_oom (err);
+  for (struct mon_exec *e = m->execs; e; e = e->next)
+    if (e->proc || e->req)
+      (*streams)[(*n)++] = e->stream;
+  return 0;
 }

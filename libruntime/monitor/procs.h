@@ -24,4 +24,15 @@ void mon_handle_logs (struct mon *m, struct evhttp_request *req, json_object *bo
 /* POST :kill {process, signal?} → the process.  */
 void mon_handle_kill (struct mon *m, struct evhttp_request *req, json_object *body);
 
+/* The processes (id, command, kept output, exit, the window the guest
+   has used) as a JSON array for a saved sandbox's meta.json; NULL when out
+   of memory.  */
+json_object *mon_procs_save (struct mon *m);
+/* Those of a saved sandbox (@procs, mon_procs_save's) become this
+   monitor's; the running ones get their execs back, on the same streams.  */
+int mon_procs_load (struct mon *m, json_object *procs, rt_error **err);
+/* The streams of every command this monitor follows (the RESTORE's
+   "keep"), in *streams (free it), *n of them.  */
+int mon_procs_streams (struct mon *m, uint32_t **streams, size_t *n, rt_error **err);
+
 #endif

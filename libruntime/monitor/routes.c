@@ -3,7 +3,9 @@
 #include <event2/buffer.h>
 #include <string.h>
 
+#include "monitor/capture.h"
 #include "monitor/exec.h"
+#include "monitor/idle.h"
 #include "monitor/lifecycle.h"
 #include "monitor/procs.h"
 #include "monitor/reply.h"
@@ -47,6 +49,9 @@ static const struct route routes[] = {
   { EVHTTP_REQ_POST, ":stop", mon_handle_stop, true },
   { EVHTTP_REQ_POST, ":pause", mon_handle_pause, false },
   { EVHTTP_REQ_POST, ":wake", mon_handle_wake, false },
+  { EVHTTP_REQ_POST, ":snapshot", mon_handle_snapshot, false },
+  { EVHTTP_REQ_POST, ":fork", mon_handle_fork, false },
+  { EVHTTP_REQ_POST, ":update", mon_handle_update, false },
   { EVHTTP_REQ_POST, ":reserve", mon_handle_reserve, false },
   { EVHTTP_REQ_POST, ":claim", mon_handle_claim, false },
   { EVHTTP_REQ_POST, ":claimed", mon_handle_claimed, false },
@@ -233,6 +238,7 @@ mon_handle_request (struct evhttp_request *req, void *arg)
   const struct route *r;
   bool known;
 
+  mon_idle_touch (m);
   if (!split_uri (m, req, &path, &sub, &verb))
     return;
   r = find_route (method, sub, verb, &known);

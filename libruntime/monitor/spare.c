@@ -2,6 +2,7 @@
 #include <string.h>
 #include <sys/pidfd.h>
 
+#include "monitor/idle.h"
 #include "monitor/lifecycle.h"
 #include "monitor/reply.h"
 #include "monitor/spare.h"
@@ -188,6 +189,7 @@ claim (struct mon *m, json_object *body, rt_error **err)
   ret = mon_start_meter (m, err);
   if (ret < 0)
     return ret;
+  mon_idle_start (m);
   rt_meter_record (&m->meter);
   mon_save_state (m);
   return 0;

@@ -28,6 +28,7 @@
 
 #include "monitor/client.h"
 #include "sandbox/files.h"
+#include "sandbox/fork.h"
 #include "sandbox/handle.h"
 #include "sandbox/unpack.h"
 
@@ -347,6 +348,8 @@ rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, const rt_
   int errfd = -1, ret, status;
 
   ret = rt_check_guest_path (src, err);
+  if (ret == 0)
+    ret = rt_sandbox_auto_wake (sb, err);
   if (ret < 0)
     return ret;
   name = base_name (src);
@@ -550,6 +553,8 @@ rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_c
   ret = rt_check_guest_path (dst, err);
   if (ret == 0)
     ret = check_source (src, opts && opts->follow, err);
+  if (ret == 0)
+    ret = rt_sandbox_auto_wake (sb, err);
   if (ret < 0)
     return ret;
   abs = realpath (src, NULL);

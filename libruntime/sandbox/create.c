@@ -16,6 +16,8 @@
 #include "sandbox/handle.h"
 #include "sandbox/pool.h"
 #include "sandbox/store.h"
+#include "sandbox/wake.h"
+#include "snapshot/store.h"
 #include "template/make.h"
 #include "vmm/kernel.h"
 
@@ -205,6 +207,11 @@ struct creation
   bool has_tmpl;     /* tmpl fits: the sandbox starts from it */
   char spare_id[32]; /* a reserved spare (sandbox/pool.h), or "" */
   int64_t start_ms;  /* the call's start, for readyMs */
+  /* A snapshot's child (snapshot/saved.h).  */
+  const char *snapshot_dir;
+  struct rt_saved saved;
+  bool has_saved;
+  struct rt_saved_settings set;
 };
 
 static void
@@ -221,6 +228,8 @@ creation_clear (struct creation *c)
   free (c->egress_log);
   free (c->disk_dir);
   rt_template_clear (&c->tmpl);
+  rt_saved_clear (&c->saved);
+  rt_saved_settings_clear (&c->set);
 }
 #define cleanup_creation __attribute__ ((cleanup (creation_clear)))
 
@@ -244,6 +253,67 @@ validate (struct creation *c, rt_error **err)
   return 0;
 }
 
+static const char *
+saved_image_ref (const struct rt_saved *s)
+{
+  json_object *image = NULL, *ref = NULL;
+  json_object_object_get_ex (s->meta, "image", &image);
+  return json_object_object_get_ex (image, "ref", &ref) && ref ? json_object_get_string (ref) : s->image_id;
+}
+
+/* A snapshot's shape is its child's: a size given must be the same.  */
+static int
+same_shape (const char *what, unsigned given, unsigned saved, rt_error **err)
+{
+  if (given == 0 || given == saved)
+    return 0;
+  rt_error_set (err, EINVAL, "invalid_request", "the snapshot's %s is %u, not %u", what, saved, given);
+  return rt_error_hint (err, "a sandbox continues from a snapshot with its shape: leave out --vcpu, --memory, --disk");
+}
+
+/* The snapshot a child continues from: its shape, image, settings and (unless
+   given) rules.  */
+static int
+load_snapshot (struct creation *c, rt_error **err)
+{
+  const rt_sandbox_config *cfg = c->cfg;
+  cleanup_free char *dir = NULL;
+  json_object *sb = NULL, *state = NULL, *net = NULL;
+  int ret = 0;
+
+  if (c->snapshot_dir == NULL && cfg->snapshot == NULL)
+    return 0;
+  if (c->on)
+    return rt_error_set (err, EINVAL, "invalid_request", "a build step cannot start from a snapshot");
+  if (c->snapshot_dir == NULL)
+    ret = rt_snapshot_resolve (c->ctx, cfg->snapshot, &dir, err);
+  if (ret == 0)
+    ret = rt_saved_load (c->snapshot_dir ? c->snapshot_dir : dir, NULL, &c->saved, err);
+  if (ret == 0)
+    ret = rt_saved_settings_get (&c->saved, &c->set, err);
+  if (ret < 0)
+    return ret;
+  c->has_saved = true;
+  if (same_shape ("vCPU count", cfg->vcpu, c->saved.vcpu, err) < 0
+      || same_shape ("memory (MiB)", cfg->memory_mib, c->saved.memory_mib, err) < 0
+      || same_shape ("disk (MiB)", cfg->disk_mib, c->saved.disk_mib, err) < 0)
+    return -1;
+  c->vcpu = c->saved.vcpu;
+  c->mem = c->saved.memory_mib;
+  c->disk = c->saved.disk_mib ? c->saved.disk_mib : 4096;
+  if (cfg->image)
+    return rt_error_set (err, EINVAL, "invalid_request", "a sandbox continues from a snapshot with its image");
+  /* Its source's rules, unless others are given.  */
+  json_object_object_get_ex (c->saved.meta, "sandbox", &sb);
+  json_object_object_get_ex (sb, "state", &state);
+  if (!cfg->no_internet && !cfg->allow && !cfg->deny && json_object_object_get_ex (state, "network", &net))
+    {
+      rt_egress_rules_clear (&c->rules);
+      ret = rt_egress_rules_from_json (net, &c->rules, err);
+    }
+  return ret;
+}
+
 /* The kernel, the image's boot disk and the accelerator found.  */
 static int
 resolve_image (struct creation *c, rt_error **err)
@@ -263,7 +333,7 @@ resolve_image (struct creation *c, rt_error **err)
       ret = c->image.id && c->image.disk && c->image.workdir && c->image.env ? 0 : rt_error_oom (err);
     }
   else
-    ret = rt_image_ensure_disk (c->ctx, c->cfg->image, &c->image, err);
+    ret = rt_image_ensure_disk (c->ctx, c->has_saved ? c->saved.image_id : c->cfg->image, &c->image, err);
   if (ret < 0)
     return ret;
   return rt_context_accel (c->ctx, &c->accel, err);
@@ -351,7 +421,8 @@ reserve_funding (struct creation *c, rt_error **err)
     return ret;
   c->rules.trial = strcmp (funding, "trial") == 0;
   c->now = rt_epoch_ms ();
-  c->state = initial_state (c->id, cfg, c->vcpu, c->mem, c->disk, c->timeout, cfg->image ? cfg->image : "runtime",
+  c->state = initial_state (c->id, cfg, c->vcpu, c->mem, c->disk, c->timeout,
+                            c->has_saved ? saved_image_ref (&c->saved) : cfg->image ? cfg->image : "runtime",
                             &c->rules, c->now);
   json_object_object_add (c->state, "funding", json_object_new_string (funding));
   /* What `image rm` checks: the image itself, whatever its ref means later.  */
@@ -373,6 +444,13 @@ secrets_env (struct creation *c, rt_error **err)
   json_object *names;
   int ret;
 
+  /* A snapshot's child runs with its source's: its guest has them.  */
+  if (c->has_saved)
+    {
+      c->secret_env = steal_pointer (&c->set.secret_env);
+      c->env = strv_concat (c->set.env, (char *const *) c->cfg->env);
+      return c->env ? 0 : rt_error_oom (err);
+    }
   ret = c->on || c->secret_env ? 0 : rt_secret_env (c->ctx, &c->secret_env, err);
   secret_env = c->secret_env;
   /* Made now, so that a broken data dir fails here and not in the boot.  */
@@ -420,7 +498,7 @@ spawn_monitor (struct creation *c, rt_error **err)
               .initramfs = c->k.initramfs, .disk = c->image.disk, .disk_mib = c->disk > 4096 ? c->disk : 0,
               .cmdline = cmdline, .channel = true },
       .env = c->env,
-      .workdir = c->image.workdir,
+      .workdir = c->has_saved ? c->set.workdir : c->image.workdir,
       .state = c->state,
       .expires_ms = cfg->ephemeral ? 0 : c->now + (int64_t) c->timeout * 1000,
       .timeout_s = c->timeout,
@@ -432,6 +510,10 @@ spawn_monitor (struct creation *c, rt_error **err)
       .secret_env = c->secret_env,
       .tmpl = c->has_tmpl ? &c->tmpl : NULL,
       .start_ms = c->start_ms,
+      .saved = c->has_saved ? &c->saved : NULL,
+      .restore = RT_RESTORE_CHILD,
+      .idle_pause_s = cfg->idle_pause_s,
+      .auto_wake = cfg->auto_wake,
     };
     return rt_monitor_spawn (c->ctx, &mc, err);
   }
@@ -443,7 +525,7 @@ spawn_monitor (struct creation *c, rt_error **err)
 static bool
 template_inputs (const struct creation *c, struct rt_template_inputs *in)
 {
-  if (c->on || c->disk > 4096 || !rt_templates_enabled (c->ctx))
+  if (c->on || c->has_saved || c->disk > 4096 || !rt_templates_enabled (c->ctx))
     return false;
   *in = (struct rt_template_inputs){ .image_id = c->image.id, .disk = c->image.disk, .vcpu = c->vcpu,
                                      .memory_mib = c->mem, .disk_mib = c->disk, .vmlinux = c->k.vmlinux,
@@ -562,15 +644,18 @@ start (struct creation *c, int *lock, bool *spare_failed, rt_error **err)
 }
 
 static int
-create (rt_context *ctx, const rt_sandbox_config *cfg, const struct rt_image_disk *on, bool spares,
-        bool *spare_failed, rt_sandbox **out, rt_error **err)
+create (rt_context *ctx, const rt_sandbox_config *cfg, const struct rt_image_disk *on, const char *snapshot_dir,
+        bool spares, bool *spare_failed, rt_sandbox **out, rt_error **err)
 {
   cleanup_creation struct creation c = { .ctx = ctx, .cfg = cfg, .on = on };
   cleanup_close int lock = -1;
   int ret;
 
   c.start_ms = rt_epoch_ms ();
+  c.snapshot_dir = snapshot_dir;
   ret = validate (&c, err);
+  if (ret == 0)
+    ret = load_snapshot (&c, err);
   if (ret == 0)
     ret = resolve_image (&c, err);
   if (ret < 0)
@@ -618,7 +703,7 @@ rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struc
 {
   static const rt_sandbox_config defaults = { 0 };
   bool spare_failed = false;
-  int ret = create (ctx, cfg ? cfg : &defaults, on, true, &spare_failed, out, err);
+  int ret = create (ctx, cfg ? cfg : &defaults, on, NULL, true, &spare_failed, out, err);
 
   /* A spare that could not be claimed (stopped under us, its agent not
      answering) is no reason to fail: start as if there were none.  */
@@ -626,8 +711,17 @@ rt_sandbox_create_on (rt_context *ctx, const rt_sandbox_config *cfg, const struc
     {
       rt_error_free (*err);
       *err = NULL;
-      ret = create (ctx, cfg ? cfg : &defaults, on, false, &spare_failed, out, err);
+      ret = create (ctx, cfg ? cfg : &defaults, on, NULL, false, &spare_failed, out, err);
     }
   return ret;
 }
 
+
+int
+rt_sandbox_create_from (rt_context *ctx, const rt_sandbox_config *cfg, const char *snapshot_dir, rt_sandbox **out,
+                        rt_error **err)
+{
+  bool spare_failed = false;
+
+  return create (ctx, cfg, NULL, snapshot_dir, false, &spare_failed, out, err);
+}

@@ -19,4 +19,9 @@ int rt_sandbox_rules_of (bool internet, const char *const *allow, const char *co
 /* A new sandbox id, "sb-" and 12 hex digits.  */
 int rt_sandbox_make_id (char out[32], rt_error **err);
 
+/* rt_sandbox_create of a child of the saved VM in @snapshot_dir (a
+   fork's, which no ref names: sandbox/fork.c).  */
+int rt_sandbox_create_from (rt_context *ctx, const rt_sandbox_config *cfg, const char *snapshot_dir, rt_sandbox **out,
+                            rt_error **err);
+
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sandbox/files.h"
+#include "sandbox/fork.h"
 #include "sandbox/handle.h"
 
 int
@@ -42,6 +43,8 @@ rt_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opts, rt_e
   rt_exec_result res = { 0 };
   int ret = rt_check_guest_path (path, err);
 
+  if (ret == 0)
+    ret = rt_sandbox_auto_wake (sb, err);
   if (ret < 0)
     return ret;
   ret = rt_sandbox_exec (sb, argv, &o, &res, err);
@@ -73,6 +76,8 @@ rt_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, char **
   rt_exec_result res = { 0 };
   int ret = rt_check_guest_path (path, err);
 
+  if (ret == 0)
+    ret = rt_sandbox_auto_wake (sb, err);
   if (ret < 0)
     return ret;
   snprintf (depth_s, sizeof (depth_s), "%u", depth ? depth : 1);

@@ -1,43 +1,147 @@
-/* fork.c - snapshots and forks of a sandbox, and its idle pause and
-   auto-wake settings (fork.h).  STUB.  */
+/* fork.c - snapshots and forks of a sandbox (fork.h): its monitor
+   captures it (monitor/capture.h); the children are new sandboxes started
+   from the capture (sandbox/create.h).  */
+#include <string.h>
+
+#include "monitor/client.h"
+#include "sandbox/create.h"
 #include "sandbox/fork.h"
+#include "sandbox/store.h"
+#include "sandbox/wake.h"
+#include "snapshot/store.h"
+
+/* {"id", "name"?, "labels"?} for the monitor; "invalid_request" for a
+   label without '=' or a name too long.  */
+static json_object *
+capture_body (const char *id, const char *name, const char *const *labels, rt_error **err)
+{
+  cleanup_json json_object *body = json_object_new_object ();
+  json_object *l = json_object_new_object ();
+
+  if (body == NULL || l == NULL)
+    {
+      json_object_put (l);
+      return (rt_error_oom (err), NULL);
+    }
+  json_object_object_add (body, "labels", l);
+  json_object_object_add (body, "id", json_object_new_string (id));
+  if (name && (name[0] == '\0' || strlen (name) > RT_MAX_NAME))
+    return (rt_error_set (err, EINVAL, "invalid_request", "a name is 1 to %d bytes", RT_MAX_NAME), NULL);
+  if (name)
+    json_object_object_add (body, "name", json_object_new_string (name));
+  for (size_t i = 0; labels && labels[i]; i++)
+    {
+      const char *eq = strchr (labels[i], '=');
+      cleanup_free char *key = eq ? strndup (labels[i], eq - labels[i]) : NULL;
+      if (eq == NULL || eq == labels[i] || i >= RT_MAX_LABELS)
+        return (rt_error_set (err, EINVAL, "invalid_request", "a label is key=value (at most %d): '%s'", RT_MAX_LABELS,
+                              labels[i]),
+                NULL);
+      if (key == NULL)
+        return (rt_error_oom (err), NULL);
+      json_object_object_add (l, key, json_object_new_string (eq + 1));
+    }
+  return steal_pointer (&body);
+}
 
 int
 rt_sandbox_snapshot (rt_sandbox *sb, const char *name, const char *const *labels, char **json, rt_error **err)
 {
-  (void) sb;
-  (void) name;
-  (void) labels;
-  (void) json;
-  return rt_error_set (err, ENOSYS, "internal", "not yet");
+  char id[RT_SNAPSHOT_ID_LEN + 1];
+  cleanup_close int lock = -1;
+  cleanup_json json_object *body = NULL;
+  int ret;
+
+  rt_snapshot_sweep (sb->ctx);
+  ret = rt_sandbox_is_paused (sb, err);
+  if (ret > 0)
+    return rt_error_set (err, EAGAIN, "sandbox_not_ready", "sandbox %s is paused", sb->id),
+           rt_error_hint (err, "runtime sandbox wake %s, then snapshot it", sb->id);
+  if (ret == 0)
+    ret = rt_snapshot_make_id (id, err);
+  if (ret == 0)
+    body = capture_body (id, name, labels, err);
+  if (ret < 0 || body == NULL)
+    return -1;
+  /* A name is taken under the lock until the snapshot bearing it is whole.  */
+  ret = rt_snapshot_lock (sb->ctx, &lock, err);
+  if (ret == 0 && name)
+    ret = rt_snapshot_name_free (sb->ctx, name, err);
+  if (ret == 0)
+    ret = rt_api_call (sb->sock, sb->id, "snapshot", body, NULL, err);
+  if (ret < 0)
+    return ret;
+  close (steal_fd (&lock));
+  return json ? rt_snapshot_get_json (sb->ctx, id, json, err) : 0;
+}
+
+/* The children of the capture in @dir, named @name-1… (or @name alone).  */
+static int
+make_children (rt_sandbox *sb, const char *dir, unsigned count, const char *name, const char *const *labels,
+               char **ids, rt_error **err)
+{
+  for (unsigned i = 0; i < count; i++)
+    {
+      cleanup_free char *child_name = name && count > 1 ? rt_strdup_printf ("%s-%u", name, i + 1) : NULL;
+      rt_sandbox_config cfg = { .name = child_name ? child_name : name, .labels = labels };
+      rt_sandbox *child = NULL;
+      int ret;
+
+      if (name && count > 1 && child_name == NULL)
+        return rt_error_oom (err);
+      ret = rt_sandbox_create_from (sb->ctx, &cfg, dir, &child, err);
+      if (ret < 0)
+        return ret;
+      ids[i] = strdup (rt_sandbox_id (child));
+      rt_sandbox_close (child);
+      if (ids[i] == NULL)
+        return rt_error_oom (err);
+    }
+  return 0;
 }
 
 int
 rt_sandbox_fork (rt_sandbox *sb, unsigned count, const char *name, const char *const *labels, char ***ids,
                  rt_error **err)
 {
-  (void) sb;
-  (void) count;
-  (void) name;
-  (void) labels;
-  (void) ids;
-  return rt_error_set (err, ENOSYS, "internal", "not yet");
-}
+  char id[RT_SNAPSHOT_ID_LEN + 1], creator[64];
+  cleanup_json json_object *body = NULL;
+  cleanup_free char *root = NULL, *dir = NULL;
+  char **out;
+  int ret;
 
-int
-rt_sandbox_update (rt_sandbox *sb, int idle_pause_s, int auto_wake, char **json, rt_error **err)
-{
-  (void) sb;
-  (void) idle_pause_s;
-  (void) auto_wake;
-  (void) json;
-  return rt_error_set (err, ENOSYS, "internal", "not yet");
-}
-
-int
-rt_sandbox_auto_wake (rt_sandbox *sb, rt_error **err)
-{
-  (void) sb;
-  (void) err;
+  if (count < 1 || count > RT_MAX_FORK)
+    return rt_error_set (err, EINVAL, "invalid_request", "a fork makes 1 to %d sandboxes", RT_MAX_FORK);
+  rt_snapshot_sweep (sb->ctx);
+  ret = rt_snapshot_make_id (id, err);
+  if (ret == 0)
+    body = capture_body (id, NULL, NULL, err);
+  if (ret < 0 || body == NULL)
+    return -1;
+  /* The capture goes with this process: a sweep removes it once it is
+     gone, children made or not.  */
+  snprintf (creator, sizeof creator, "%d %llu", (int) getpid (), rt_proc_starttime (getpid ()));
+  json_object_object_add (body, "creatorPid", json_object_new_string (creator));
+  root = rt_snapshots_root (sb->ctx, true, err);
+  dir = root ? rt_strdup_printf ("%s/.fork-%s", root, id) : NULL;
+  out = calloc (count + 1, sizeof (char *));
+  if (root == NULL || dir == NULL || out == NULL)
+    {
+      free (out);
+      return root ? rt_error_oom (err) : -1;
+    }
+  ret = rt_api_call (sb->sock, sb->id, "fork", body, NULL, err);
+  if (ret == 0)
+    ret = make_children (sb, dir, count, name, labels, out, err);
+  rt_rm_rf (dir, NULL);
+  if (ret < 0)
+    {
+      /* No child is left of a fork that failed.  */
+      for (char **p = out; *p; p++)
+        rt_sandbox_remove (sb->ctx, *p, NULL);
+      cleanup_strvp (&out);
+      return ret;
+    }
+  *ids = out;
   return 0;
 }

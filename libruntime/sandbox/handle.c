@@ -9,9 +9,12 @@
 
 #include "monitor/client.h"
 #include "sandbox/create.h"
+#include "sandbox/fork.h"
 #include "sandbox/handle.h"
+#include "sandbox/wake.h"
 #include "sandbox/list.h"
 #include "sandbox/store.h"
+#include "sandbox/update.h"
 
 #define STOP_WAIT_MS 30000
 
@@ -117,8 +120,9 @@ rt_command_request (const char *const argv[], const rt_exec_opts *opts, rt_error
 
 const rt_exec_opts rt_no_exec_opts = { .cancel_fd = -1 };
 
-/* A monitor that cannot be reached may just be booting (--no-wait): say
-   that rather than "cannot reach".  */
+/* A monitor that cannot be reached may just be booting (--no-wait), or
+   gone with the sandbox paused to disk: say that rather than "cannot
+   reach".  */
 static int
 not_ready_yet (rt_sandbox *sb, int ret, rt_error **err)
 {
@@ -133,10 +137,12 @@ not_ready_yet (rt_sandbox *sb, int ret, rt_error **err)
   if (path == NULL || rt_read_file (path, &data, NULL, NULL) < 0 || (state = json_tokener_parse (data)) == NULL)
     return ret;
   st = rt_json_str (state, "state");
-  if (st == NULL || strcmp (st, "starting") != 0)
+  if (st == NULL || (strcmp (st, "starting") != 0 && strcmp (st, "paused") != 0))
     return ret;
   rt_error_free (*err);
   *err = NULL;
+  if (strcmp (st, "paused") == 0)
+    return rt_sandbox_paused_error (sb, err);
   rt_error_set (err, EAGAIN, "sandbox_not_ready", "sandbox %s is still starting", sb->id);
   return rt_error_hint (err, "runtime sandbox get %s shows when it is running", sb->id);
 }
@@ -149,6 +155,8 @@ rt_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *o
   if (opts == NULL)
     opts = &rt_no_exec_opts;
   memset (res, 0, sizeof (*res));
+  if (rt_sandbox_auto_wake (sb, err) < 0)
+    return -EAGAIN;
   req = rt_command_request (argv, opts, err);
   if (req == NULL)
     return -EINVAL;
@@ -161,12 +169,14 @@ rt_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *
   cleanup_json json_object *req = NULL;
   cleanup_json json_object *reply = NULL;
   json_object *v;
-  int ret;
+  int ret = rt_sandbox_auto_wake (sb, err);
 
+  if (ret < 0)
+    return ret;
   req = rt_command_request (argv, opts ? opts : &rt_no_exec_opts, err);
   if (req == NULL)
     return -EINVAL;
-  ret = rt_api_call (sb->sock, sb->id, "spawn", req, &reply, err);
+  ret = not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "spawn", req, &reply, err), err);
   if (ret < 0)
     return ret;
   if (!json_object_object_get_ex (reply, "process", &v))
@@ -179,8 +189,10 @@ int
 rt_sandbox_ps_json (rt_sandbox *sb, char **json, rt_error **err)
 {
   cleanup_json json_object *reply = NULL;
-  int ret = rt_api_call (sb->sock, sb->id, "ps", NULL, &reply, err);
+  int ret = rt_sandbox_auto_wake (sb, err);
 
+  if (ret == 0)
+    ret = not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "ps", NULL, &reply, err), err);
   if (ret < 0)
     return ret;
   *json = strdup (json_object_to_json_string_ext (reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -192,11 +204,15 @@ rt_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow, const rt_exec_op
                  bool *exited, rt_error **err)
 {
   cleanup_json json_object *req = json_object_new_object ();
+  int ret;
 
   memset (res, 0, sizeof (*res));
+  if (rt_sandbox_auto_wake (sb, err) < 0)
+    return -EAGAIN;
   json_object_object_add (req, "process", json_object_new_int64 (process));
   json_object_object_add (req, "follow", json_object_new_boolean (follow));
-  return rt_api_stream (sb->sock, sb->id, "logs", req, opts ? opts : &rt_no_exec_opts, res, exited, err);
+  ret = rt_api_stream (sb->sock, sb->id, "logs", req, opts ? opts : &rt_no_exec_opts, res, exited, err);
+  return not_ready_yet (sb, ret, err);
 }
 
 int
@@ -204,9 +220,11 @@ rt_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err)
 {
   cleanup_json json_object *req = json_object_new_object ();
 
+  if (rt_sandbox_auto_wake (sb, err) < 0)
+    return -EAGAIN;
   json_object_object_add (req, "process", json_object_new_int64 (process));
   json_object_object_add (req, "signal", json_object_new_int (signal));
-  return rt_api_call (sb->sock, sb->id, "kill", req, NULL, err);
+  return not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "kill", req, NULL, err), err);
 }
 
 static int
@@ -288,8 +306,9 @@ rt_sandbox_stop (rt_sandbox *sb, rt_error **err)
     return rt_error_oom (err);
   if (rt_pidfile_alive (pidfile, &pid) != 1)
     {
+      ret = rt_sandbox_end_paused (sb, "requested", err);
       rt_store_reap (sb->ctx);
-      return 0;
+      return ret;
     }
   ret = rt_api_call (sb->sock, sb->id, "stop", NULL, NULL, err);
   if (ret < 0 && access (sb->sock, F_OK) < 0 && rt_pidfile_alive (pidfile, NULL) == 1)
@@ -326,18 +345,6 @@ rt_sandbox_destroy (rt_sandbox *sb, rt_error **err)
   ret = rt_sandbox_stop (sb, err);
   rt_sandbox_close (sb);
   return ret;
-}
-
-int
-rt_sandbox_pause (rt_sandbox *sb, rt_error **err)
-{
-  return rt_api_call (sb->sock, sb->id, "pause", NULL, NULL, err);
-}
-
-int
-rt_sandbox_wake (rt_sandbox *sb, rt_error **err)
-{
-  return rt_api_call (sb->sock, sb->id, "wake", NULL, NULL, err);
 }
 
 int

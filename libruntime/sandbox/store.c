@@ -208,6 +208,25 @@ reap_disks (rt_context *ctx)
     }
 }
 
+/* A sandbox paused to disk has no monitor: its state says paused and
+   its saved VM is whole (sandbox/wake.h).  */
+static bool
+paused_to_disk (rt_context *ctx, const char *id, const char *dir)
+{
+  cleanup_free char *state_path = rt_strdup_printf ("%s/state.json", dir);
+  cleanup_free char *disk = rt_sandbox_disk_dir (ctx, id);
+  cleanup_free char *meta = disk ? rt_strdup_printf ("%s/saved/meta.json", disk) : NULL;
+  cleanup_free char *text = NULL;
+  cleanup_json json_object *state = NULL;
+  const char *s;
+
+  if (state_path == NULL || meta == NULL || access (meta, F_OK) < 0
+      || rt_read_file (state_path, &text, NULL, NULL) < 0 || (state = json_tokener_parse (text)) == NULL)
+    return false;
+  s = rt_json_str (state, "state");
+  return s && strcmp (s, "paused") == 0;
+}
+
 /* State dirs whose monitor died, or whose creation did.  */
 static void
 reap_states (rt_context *ctx)
@@ -230,7 +249,7 @@ reap_states (rt_context *ctx)
       if (dir == NULL || monitor == NULL || owner == NULL)
         return;
       alive = rt_pidfile_alive (monitor, NULL);
-      if (alive == 1)
+      if (alive == 1 || (alive == 0 && paused_to_disk (ctx, de->d_name, dir)))
         continue;
       if (alive == 0)
         {

@@ -1,2 +1,330 @@
-/* saved.c - a VM saved to disk (saved.h).  */
+/* saved.c - a VM saved to disk: its RAM, device state and disk layers
+   (saved.h).  */
+#include <dirent.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
 #include "snapshot/saved.h"
+#include "vmm/migrate.h"
+
+#define CAPTURE_TIMEOUT_MS 60000
+
+enum
+{
+  CHUNK = 1 << 20,
+  PAGE = 4096
+};
+
+static bool
+all_zero (const uint8_t *p, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (p[i])
+      return false;
+  return true;
+}
+
+/* Calls @fn on each data extent of @fd below @size (SEEK_DATA/SEEK_HOLE:
+   a memfd's or a sparse file's holes are never read).  */
+static int
+each_extent (int fd, uint64_t size, int (*fn) (void *arg, off_t from, off_t to, rt_error **err), void *arg,
+             rt_error **err)
+{
+  off_t pos = 0;
+
+  while ((uint64_t) pos < size)
+    {
+      off_t data = lseek (fd, pos, SEEK_DATA), hole;
+      int ret;
+
+      if (data < 0 && errno == ENXIO)
+        break; /* no data past pos */
+      hole = data < 0 ? -1 : lseek (fd, data, SEEK_HOLE);
+      if (hole < 0)
+        return rt_error_set (err, errno, "internal", "cannot read the guest's memory: %s", strerror (errno));
+      if ((uint64_t) hole > size)
+        hole = (off_t) size;
+      ret = fn (arg, data, hole, err);
+      if (ret < 0)
+        return ret;
+      pos = hole;
+    }
+  return 0;
+}
+
+struct ram_copy
+{
+  int in, out;
+  uint8_t *buf;
+  bool sparse;      /* zero pages are not written */
+  int64_t written;
+  const char *what; /* for errors */
+};
+
+static int
+copy_extent (void *arg, off_t from, off_t to, rt_error **err)
+{
+  struct ram_copy *c = arg;
+
+  for (off_t pos = from; pos < to;)
+    {
+      size_t n = to - pos < CHUNK ? (size_t) (to - pos) : CHUNK;
+      ssize_t r = pread (c->in, c->buf, n, pos);
+      if (r <= 0)
+        return rt_error_set (err, r < 0 ? errno : EIO, "internal", "cannot read the guest's memory: %s",
+                             r < 0 ? strerror (errno) : "short read");
+      for (ssize_t off = 0; off < r;)
+        {
+          /* A run of non-zero pages, written at once.  */
+          ssize_t end = off;
+          size_t len;
+          while (end < r && !(c->sparse && all_zero (c->buf + end, r - end < PAGE ? (size_t) (r - end) : PAGE)))
+            end += PAGE;
+          if (end > r)
+            end = r;
+          len = end - off;
+          if (len > 0 && pwrite (c->out, c->buf + off, len, pos + off) != (ssize_t) len)
+            return rt_error_set (err, errno, "internal", "cannot write %s: %s", c->what, strerror (errno));
+          c->written += len;
+          off = end + (end < r ? PAGE : 0);
+        }
+      pos += r;
+    }
+  return 0;
+}
+
+int
+rt_saved_write_ram (int ram_fd, uint64_t size, const char *path, int64_t *bytes, rt_error **err)
+{
+  cleanup_free uint8_t *buf = malloc (CHUNK);
+  cleanup_close int out = -1;
+  struct ram_copy c = { .in = ram_fd, .sparse = true, .what = path };
+  int ret;
+
+  if (buf == NULL)
+    return rt_error_oom (err);
+  c.buf = buf;
+  out = c.out = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (out < 0 || ftruncate (out, (off_t) size) < 0)
+    return rt_error_set (err, errno, "internal", "cannot create '%s': %s", path, strerror (errno));
+  ret = each_extent (ram_fd, size, copy_extent, &c, err);
+  if (ret < 0)
+    return ret;
+  if (bytes)
+    *bytes = c.written;
+  return 0;
+}
+
+int
+rt_saved_ram_memfd (int src_fd, uint64_t size, int *fd, rt_error **err)
+{
+  cleanup_free uint8_t *buf = malloc (CHUNK);
+  cleanup_close int mfd = memfd_create ("runtime-ram", MFD_CLOEXEC);
+  struct ram_copy c = { .in = src_fd, .sparse = false, .what = "the guest's memory" };
+  int ret;
+
+  if (buf == NULL)
+    return rt_error_oom (err);
+  if (mfd < 0 || ftruncate (mfd, (off_t) size) < 0)
+    return rt_error_set (err, errno, "startup_failed", "cannot make the guest's memory: %s", strerror (errno));
+  c.buf = buf;
+  c.out = mfd;
+  ret = each_extent (src_fd, size, copy_extent, &c, err);
+  if (ret < 0)
+    return ret;
+  *fd = steal_fd (&mfd);
+  return 0;
+}
+
+int
+rt_saved_copy (const char *src, const char *dst, rt_error **err)
+{
+  cleanup_close int in = open (src, O_RDONLY | O_CLOEXEC);
+  cleanup_close int out = -1;
+  struct stat st;
+
+  if (in < 0 || fstat (in, &st) < 0)
+    return rt_error_set (err, errno, "internal", "cannot open '%s': %s", src, strerror (errno));
+  out = open (dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (out < 0)
+    return rt_error_set (err, errno, "internal", "cannot create '%s': %s", dst, strerror (errno));
+  for (off_t left = st.st_size; left > 0;)
+    {
+      ssize_t n = copy_file_range (in, NULL, out, NULL, left, 0);
+      if (n <= 0)
+        return rt_error_set (err, n < 0 ? errno : EIO, "internal", "cannot copy '%s': %s", src,
+                             n < 0 ? strerror (errno) : "short copy");
+      left -= n;
+    }
+  return 0;
+}
+
+int
+rt_saved_link (const char *src, const char *dst, rt_error **err)
+{
+  if (link (src, dst) == 0)
+    return 0;
+  if (errno != EXDEV)
+    return rt_error_set (err, errno, "internal", "cannot link '%s' to '%s': %s", src, dst, strerror (errno));
+  return rt_saved_copy (src, dst, err);
+}
+
+static int64_t
+file_size (const char *path)
+{
+  struct stat st;
+  return stat (path, &st) == 0 ? (int64_t) st.st_size : 0;
+}
+
+int64_t
+rt_saved_stored_bytes (const char *dir)
+{
+  cleanup_dir DIR *d = opendir (dir);
+  struct dirent *e;
+  int64_t total = 0;
+
+  while (d && (e = readdir (d)))
+    {
+      struct stat st;
+      if (e->d_name[0] == '.' || fstatat (dirfd (d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        continue;
+      if (S_ISDIR (st.st_mode))
+        {
+          cleanup_free char *sub = rt_strdup_printf ("%s/%s", dir, e->d_name);
+          total += sub ? rt_saved_stored_bytes (sub) : 0;
+        }
+      else if (S_ISREG (st.st_mode))
+        total += (int64_t) st.st_blocks * 512;
+    }
+  return total;
+}
+
+/* @layers linked into @dir/layers/0.qcow2…, then @overlay copied as the
+   last one.  */
+static int
+capture_disk (char *const *layers, const char *overlay, const char *dir, int *n, int64_t *disk_bytes, rt_error **err)
+{
+  cleanup_free char *ldir = rt_strdup_printf ("%s/layers", dir);
+  int i = 0, ret;
+
+  if (ldir == NULL)
+    return rt_error_oom (err);
+  if (mkdir (ldir, 0700) < 0)
+    return rt_error_set (err, errno, "internal", "cannot create '%s': %s", ldir, strerror (errno));
+  for (; layers && layers[i]; i++)
+    {
+      cleanup_free char *dst = rt_strdup_printf ("%s/%d.qcow2", ldir, i);
+      ret = dst ? rt_saved_link (layers[i], dst, err) : rt_error_oom (err);
+      if (ret < 0)
+        return ret;
+    }
+  if (overlay)
+    {
+      cleanup_free char *dst = rt_strdup_printf ("%s/%d.qcow2", ldir, i);
+      ret = dst ? rt_saved_copy (overlay, dst, err) : rt_error_oom (err);
+      if (ret < 0)
+        return ret;
+      *disk_bytes = file_size (dst);
+      chmod (dst, 0400);
+      i++;
+    }
+  *n = i;
+  return 0;
+}
+
+int
+rt_saved_capture (struct rt_qmp *q, int ram_fd, unsigned memory_mib, char *const *layers, const char *overlay,
+                  const char *dir, json_object *meta, rt_error **err)
+{
+  cleanup_free char *state = rt_strdup_printf ("%s/state", dir), *ram = rt_strdup_printf ("%s/ram", dir);
+  cleanup_close int sfd = -1;
+  int64_t ram_bytes = 0, disk_bytes = 0;
+  int n_layers = 0, ret;
+
+  if (state == NULL || ram == NULL)
+    return rt_error_oom (err);
+  sfd = open (state, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (sfd < 0)
+    return rt_error_set (err, errno, "internal", "cannot create '%s': %s", state, strerror (errno));
+  /* QEMU's disks are flushed and inactive once the state is saved: the
+     overlay is whole on disk for the copy.  */
+  ret = rt_vm_save_state (q, sfd, CAPTURE_TIMEOUT_MS, err);
+  if (ret == 0)
+    ret = rt_saved_write_ram (ram_fd, (uint64_t) memory_mib << 20, ram, &ram_bytes, err);
+  if (ret == 0)
+    ret = capture_disk (layers, overlay, dir, &n_layers, &disk_bytes, err);
+  if (ret < 0)
+    return ret;
+  json_object_object_add (meta, "layers", json_object_new_int (n_layers));
+  json_object_object_add (meta, "memoryBytes", json_object_new_int64 (ram_bytes));
+  json_object_object_add (meta, "stateBytes", json_object_new_int64 (file_size (state)));
+  json_object_object_add (meta, "diskBytes", json_object_new_int64 (disk_bytes));
+  return 0;
+}
+
+void
+rt_saved_clear (struct rt_saved *s)
+{
+  free (s->dir);
+  free (s->ram);
+  free (s->state);
+  for (size_t i = 0; i < s->n_layers; i++)
+    free (s->layers[i]);
+  json_object_put (s->meta);
+  memset (s, 0, sizeof *s);
+}
+
+static unsigned
+shape_get (json_object *meta, const char *key)
+{
+  json_object *shape = NULL, *v = NULL;
+  int64_t n;
+
+  json_object_object_get_ex (meta, "shape", &shape);
+  json_object_object_get_ex (shape, key, &v);
+  n = v ? json_object_get_int64 (v) : 0;
+  return n > 0 && n < (1 << 20) ? (unsigned) n : 0;
+}
+
+int
+rt_saved_load (const char *dir, const char *layers_dir, struct rt_saved *out, rt_error **err)
+{
+  cleanup_free char *meta_path = rt_strdup_printf ("%s/meta.json", dir);
+  cleanup_free char *ldir = layers_dir ? strdup (layers_dir) : rt_strdup_printf ("%s/layers", dir);
+  cleanup_free char *text = NULL;
+  json_object *v = NULL, *image = NULL;
+  int64_t n;
+
+  memset (out, 0, sizeof *out);
+  if (meta_path == NULL || ldir == NULL)
+    return rt_error_oom (err);
+  if (rt_read_file (meta_path, &text, NULL, NULL) < 0)
+    return rt_error_set (err, ENOENT, "not_found", "no saved sandbox at '%s'", dir);
+  out->meta = json_tokener_parse (text);
+  out->dir = strdup (dir);
+  out->ram = rt_strdup_printf ("%s/ram", dir);
+  out->state = rt_strdup_printf ("%s/state", dir);
+  if (out->dir == NULL || out->ram == NULL || out->state == NULL)
+    return rt_error_oom (err);
+  json_object_object_get_ex (out->meta, "layers", &v);
+  n = v ? json_object_get_int64 (v) : -1;
+  out->vcpu = shape_get (out->meta, "vcpu");
+  out->memory_mib = shape_get (out->meta, "memoryMiB");
+  out->disk_mib = shape_get (out->meta, "diskMiB");
+  json_object_object_get_ex (out->meta, "image", &image);
+  out->image_id = json_object_object_get_ex (image, "id", &v) ? json_object_get_string (v) : NULL;
+  out->kind = json_object_object_get_ex (out->meta, "kind", &v) ? json_object_get_string (v) : NULL;
+  if (!json_object_is_type (out->meta, json_type_object) || n < 0 || n > RT_MAX_LAYERS || out->vcpu == 0
+      || out->memory_mib == 0 || out->image_id == NULL || out->kind == NULL)
+    return rt_error_set (err, EINVAL, "internal", "'%s' is not a saved sandbox's description", meta_path);
+  for (int64_t i = 0; i < n; i++)
+    {
+      out->layers[i] = rt_strdup_printf ("%s/%d.qcow2", ldir, (int) i);
+      if (out->layers[i] == NULL)
+        return rt_error_oom (err);
+      out->n_layers++;
+    }
+  return 0;
+}

@@ -147,7 +147,7 @@ boot (struct making *mk, rt_error **err)
                                 .memory_mib = mk->in->memory_mib, .vmlinux = mk->in->vmlinux,
                                 .initramfs = mk->in->initramfs, .disk = mk->in->disk, .cmdline = RT_TEMPLATE_CMDLINE,
                                 .channel = true, .tap_fd = mk->net.tap_fd, .netns_fd = mk->net.ns_fd,
-                                .console_fd = console_end, .ram_fd = mk->ram_fd, .ram_shared = true,
+                                .console_fd = console_end, .ram_fd = mk->ram_fd,
                                 .overlay = disk };
     ret = rt_vm_start (mk->ctx, &cfg, &mk->vm, err);
   }

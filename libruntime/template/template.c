@@ -78,7 +78,7 @@ machine_json (rt_context *ctx, const struct rt_template_inputs *in, json_object 
                                the figure: it may move with the host's clock. */
                             .tsc_khz = tcg && rt_host_tsc_khz () > 0 ? 1 : 0, .cmdline = RT_TEMPLATE_CMDLINE,
                             .console_sock = true, .channel = true, .tap = true, .disk = true,
-                            .disk_overlay = true, .ram_file = true, .ram_shared = true };
+                            .ram_file = true, .n_layers = 0 };
   cleanup_strv char **argv = NULL;
   json_object *arr;
   int ret = rt_qemu_argv (&a, &argv, err);

@@ -1,5 +1,6 @@
-/* guest-ops.c - synchronous requests to the agent of a template or a clone
-   (guest-ops.h): run a command, freeze, restore.
+/* guest-ops.c - synchronous requests to the agent of a template, a clone,
+   a child or a woken sandbox (guest-ops.h): run a command, freeze,
+   restore; and the check of a DONE.
    The guest is hostile: frames are checked by the codec, replies by shape,
    what the guest says is escaped and truncated before it reaches an error,
    unexpected frames are skipped only RT_GUEST_OPS_MAX_SKIP times, and
@@ -157,6 +158,29 @@ op_refused (struct op *op, const uint8_t *payload, uint32_t len, rt_error **err)
                        msg && *msg ? msg : "(no message)");
 }
 
+int
+rt_guest_done_check (json_object *done, const char *op, rt_error **err)
+{
+  const char *got = done ? rt_json_str (done, "op") : NULL;
+  json_object *ok = NULL, *v = NULL;
+  cleanup_free char *msg = NULL;
+
+  /* A NUL inside the guest's string must not make a prefix match.  */
+  if (got && json_object_object_get_ex (done, "op", &v) && (size_t) json_object_get_string_len (v) != strlen (got))
+    got = "(NUL)";
+  if (got == NULL || strcmp (got, op) != 0)
+    {
+      msg = guest_text (got ? got : "(none)");
+      return rt_error_set (err, EPROTO, "startup_failed", "the guest agent answered '%s' to %s", msg ? msg : "?", op);
+    }
+  if (json_object_object_get_ex (done, "ok", &ok) && json_object_is_type (ok, json_type_boolean)
+      && json_object_get_boolean (ok))
+    return 0;
+  msg = guest_text (rt_json_str (done, "message"));
+  return rt_error_set (err, EIO, "startup_failed", "the guest agent failed to %s: %s", op,
+                       msg && *msg ? msg : "(no message)");
+}
+
 /* Waits for DONE {"op":@name,"ok":true}.  */
 static int
 op_wait_done (struct op *op, const char *name, rt_error **err)
@@ -174,21 +198,7 @@ op_wait_done (struct op *op, const char *name, rt_error **err)
       if (h.stream == 0 && h.type == RT_FRAME_DONE)
         {
           cleanup_json json_object *o = rt_channel_parse_json (payload, h.len);
-          const char *got = o ? rt_json_str (o, "op") : NULL;
-          json_object *ok = NULL;
-          cleanup_free char *msg = NULL;
-
-          if (got == NULL || strcmp (got, name) != 0)
-            {
-              msg = guest_text (got ? got : "(none)");
-              return rt_error_set (err, EPROTO, "startup_failed", "the guest agent answered '%s' to %s",
-                                   msg ? msg : "?", op->what);
-            }
-          if (o && json_object_object_get_ex (o, "ok", &ok) && json_object_is_type (ok, json_type_boolean)
-              && json_object_get_boolean (ok))
-            return 0;
-          msg = guest_text (rt_json_str (o, "message"));
-          return op_fail (op, err, EIO, msg && *msg ? msg : "(no message)");
+          return rt_guest_done_check (o, name, err);
         }
       ret = op_skip (op, err);
       /* The agent greets a host it has just seen connect, after dropping
@@ -254,32 +264,71 @@ rt_guest_freeze (struct rt_channel *ch, int timeout_ms, rt_error **err)
   return ret < 0 ? ret : op_wait_done (&op, "freeze", err);
 }
 
-int
-rt_guest_restore (struct rt_channel *ch, const char *hostname, int timeout_ms, rt_error **err)
+json_object *
+rt_guest_restore_request (const char *hostname, enum rt_restore_mode mode, const uint32_t *keep, size_t n_keep)
 {
-  struct op op = { ch, rt_now_ms () + timeout_ms, "restore", 0, NULL };
+  static const char *const modes[]
+      = { [RT_RESTORE_CLONE] = "clone", [RT_RESTORE_CHILD] = "child", [RT_RESTORE_WAKE] = "wake" };
   cleanup_json json_object *o = json_object_new_object ();
+  json_object *k = NULL;
   uint8_t entropy[ENTROPY_BYTES];
   char b64[4 * ((ENTROPY_BYTES + 2) / 3) + 1];
   struct timespec ts;
-  int ret;
 
+  if (o == NULL || (unsigned) mode > RT_RESTORE_WAKE || hostname == NULL)
+    return NULL;
   if (getrandom (entropy, sizeof entropy, 0) != sizeof entropy)
-    return rt_error_set (err, errno ? errno : EIO, "startup_failed", "getrandom: %s", strerror (errno));
+    return NULL;
   EVP_EncodeBlock ((unsigned char *) b64, entropy, sizeof entropy);
   explicit_bzero (entropy, sizeof entropy);
   clock_gettime (CLOCK_REALTIME, &ts);
-  if (o == NULL)
-    return rt_error_oom (err);
   json_object_object_add (o, "entropy", json_object_new_string (b64));
+  explicit_bzero (b64, sizeof b64);
   json_object_object_add (o, "timeMs", json_object_new_int64 ((int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000));
   json_object_object_add (o, "hostname", json_object_new_string (hostname));
-  explicit_bzero (b64, sizeof b64);
-  ret = op_wait_hello (&op, 1000, err);
+  json_object_object_add (o, "mode", json_object_new_string (modes[mode]));
+  if (keep && mode != RT_RESTORE_CLONE)
+    {
+      k = json_object_new_array_ext ((int) (n_keep < INT32_MAX ? n_keep : INT32_MAX));
+      if (k == NULL)
+        return NULL;
+      json_object_object_add (o, "keep", k);
+      for (size_t i = 0; i < n_keep; i++)
+        if (json_object_array_add (k, json_object_new_int64 (keep[i])) < 0)
+          return NULL;
+    }
+  /* json-c gives NULL for a member it could not allocate: check them.  */
+  if (rt_json_str (o, "entropy") == NULL || rt_json_str (o, "hostname") == NULL || rt_json_str (o, "mode") == NULL
+      || !json_object_object_get_ex (o, "timeMs", NULL))
+    return NULL;
+  return json_object_get (o);
+}
+
+int
+rt_guest_restore_as (struct rt_channel *ch, const char *hostname, enum rt_restore_mode mode, const uint32_t *keep,
+                     size_t n_keep, int timeout_ms, rt_error **err)
+{
+  struct op op = { ch, rt_now_ms () + timeout_ms, "restore", 0, NULL };
+  cleanup_json json_object *o = rt_guest_restore_request (hostname, mode, keep, n_keep);
+  int ret = 0;
+
+  if (o == NULL)
+    return rt_error_set (err, ENOMEM, "startup_failed", "cannot build the RESTORE request: %s",
+                         errno ? strerror (errno) : "out of memory");
+  /* A clone's agent greets the host it sees connect, and drops what came
+     before; a quiesced one (a child, a woken sandbox) sends no HELLO.  */
+  if (mode == RT_RESTORE_CLONE)
+    ret = op_wait_hello (&op, 1000, err);
   op.resend = o;
   if (ret == 0)
     ret = op_send_json (&op, RT_FRAME_RESTORE, 0, o, err);
   return ret < 0 ? ret : op_wait_done (&op, "restore", err);
+}
+
+int
+rt_guest_restore (struct rt_channel *ch, const char *hostname, int timeout_ms, rt_error **err)
+{
+  return rt_guest_restore_as (ch, hostname, RT_RESTORE_CLONE, NULL, 0, timeout_ms, err);
 }
 
 static json_object *

@@ -61,4 +61,10 @@ int rt_guest_restore (struct rt_channel *ch, const char *hostname, int timeout_m
    The monitor sends it and reads the DONE from its event loop
    (monitor/capture.c).  */
 
+/* Checks a DONE payload (NULL: not a JSON object) against @op ("freeze",
+   "restore", "quiesce").  Return: 0 when it is {"op":@op,"ok":true}, else
+   negative with "startup_failed" carrying the guest's message, escaped and
+   truncated.  */
+int rt_guest_done_check (json_object *done, const char *op, rt_error **err);
+
 #endif

@@ -106,17 +106,22 @@ add_append (struct argv_builder *b, const struct rt_qemu_args *a, bool tcg)
     snprintf (tsc, sizeof (tsc), " tsc_early_khz=%lu tsc=reliable", a->tsc_khz);
   add (b, "-append");
   add_owned (b, rt_strdup_printf ("console=ttyS0 quiet panic=-1 reboot=t" IDLE_APPEND "%s%s%s%s", tsc,
-                                  a->disk && a->disk_overlay ? " rt.growfs=1" : "", a->cmdline ? " " : "",
+                                  a->disk && a->growfs ? " rt.growfs=1" : "", a->cmdline ? " " : "",
                                   a->cmdline ? a->cmdline : ""));
 }
 
 /* Every fd a listening socket or an fdset (/dev/fdset/N: QEMU dups the
    fd whose access mode matches what it opens), so QEMU needs no path.
-   The qcow2 overlay names its backing node: QEMU never opens the path
-   its header holds.  */
+   Every qcow2 names its backing node: QEMU never opens the path its
+   header holds (a layer a guest wrote may name any file).  The chain:
+   base (raw, fdset 1) <- layer 0 (fdset 4) <- … <- root (fdset 2).  */
 static void
 add_devices (struct argv_builder *b, const struct rt_qemu_args *a)
 {
+  static const char *const layer_names[RT_QEMU_MAX_LAYERS]
+      = { "layer0", "layer1", "layer2", "layer3", "layer4", "layer5", "layer6", "layer7" };
+  const char *below = "base";
+
   if (a->channel)
     add_pairs (b, (const char *const[]){ "-device", "virtio-serial-device", "-chardev",
                                          "socket,id=agent,fd=" RT_STR (RT_QEMU_FD_AGENT) ",server=on,wait=off",
@@ -128,42 +133,32 @@ add_devices (struct argv_builder *b, const struct rt_qemu_args *a)
                                          "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56", NULL });
   if (!a->disk)
     return;
-  add_pairs (b, (const char *const[]){ "-add-fd", "fd=" RT_STR (RT_QEMU_FD_BASE) ",set=1,opaque=base", NULL });
-  /* A clone: base <- the template's overlay (read-only) <- its own.  */
-  if (a->disk_overlay && a->template_disk)
-    add_pairs (b, (const char *const[]){ "-add-fd", "fd=" RT_STR (RT_QEMU_FD_TEMPLATE) ",set=4,opaque=template",
-                                         "-add-fd", "fd=" RT_STR (RT_QEMU_FD_OVERLAY) ",set=2,opaque=overlay",
-                                         "-blockdev",
-                                         "driver=raw,node-name=base,read-only=on,file.driver=file,"
-                                         "file.filename=/dev/fdset/1,file.read-only=on",
-                                         "-blockdev",
-                                         "driver=qcow2,node-name=template,backing=base,read-only=on,"
-                                         "file.driver=file,file.filename=/dev/fdset/4,file.read-only=on",
-                                         "-blockdev",
-                                         "driver=qcow2,node-name=root,backing=template,discard=unmap,file.driver=file,"
-                                         "file.filename=/dev/fdset/2,file.discard=unmap",
-                                         NULL });
-  else if (a->disk_overlay)
-    add_pairs (b, (const char *const[]){ "-add-fd", "fd=" RT_STR (RT_QEMU_FD_OVERLAY) ",set=2,opaque=overlay",
-                                         "-blockdev",
-                                         "driver=raw,node-name=base,read-only=on,file.driver=file,"
-                                         "file.filename=/dev/fdset/1,file.read-only=on",
-                                         "-blockdev",
-                                         "driver=qcow2,node-name=root,backing=base,discard=unmap,file.driver=file,"
-                                         "file.filename=/dev/fdset/2,file.discard=unmap",
-                                         NULL });
-  else
-    add_pairs (b, (const char *const[]){ "-drive",
-                                         "id=root,file=/dev/fdset/1,format=raw,if=none,snapshot=on,discard=unmap",
-                                         NULL });
+  add_pairs (b, (const char *const[]){ "-add-fd", "fd=" RT_STR (RT_QEMU_FD_BASE) ",set=1,opaque=base", "-add-fd",
+                                       "fd=" RT_STR (RT_QEMU_FD_OVERLAY) ",set=2,opaque=overlay", "-blockdev",
+                                       "driver=raw,node-name=base,read-only=on,file.driver=file,"
+                                       "file.filename=/dev/fdset/1,file.read-only=on",
+                                       NULL });
+  for (unsigned i = 0; i < a->n_layers && i < RT_QEMU_MAX_LAYERS; i++)
+    {
+      add (b, "-add-fd");
+      add_owned (b, rt_strdup_printf ("fd=%u,set=%u,opaque=layer%u", RT_QEMU_FD_LAYER0 + i, 4 + i, i));
+      add (b, "-blockdev");
+      add_owned (b, rt_strdup_printf ("driver=qcow2,node-name=%s,backing=%s,read-only=on,file.driver=file,"
+                                      "file.filename=/dev/fdset/%u,file.read-only=on",
+                                      layer_names[i], below, 4 + i));
+      below = layer_names[i];
+    }
+  add (b, "-blockdev");
+  add_owned (b, rt_strdup_printf ("driver=qcow2,node-name=root,backing=%s,discard=unmap,file.driver=file,"
+                                  "file.filename=/dev/fdset/2,file.discard=unmap",
+                                  below));
   add_pairs (b, (const char *const[]){ "-device", "virtio-blk-device,drive=root", NULL });
 }
 
-/* Guest RAM in the memfd at fd 10 (templates): reopened by path, since
-   QEMU 7.2's memory-backend-file takes no fd.  Shared while a template is
-   made; private copy-on-write in a clone, whose memfd is sealed against
-   writes (template/template.h).  No balloon, no free page reporting:
-   nothing of a clone's is ever given back into the template.  */
+/* Guest RAM in the memfd at fd 10: reopened by path, since QEMU 7.2's
+   memory-backend-file takes no fd.  Shared, so that the monitor reads it
+   for a snapshot or a pause (snapshot/saved.h) and the device state is
+   saved without it (x-ignore-shared skips only shared RAM).  */
 static void
 add_ram (struct argv_builder *b, const struct rt_qemu_args *a)
 {
@@ -171,8 +166,8 @@ add_ram (struct argv_builder *b, const struct rt_qemu_args *a)
     return;
   add (b, "-object");
   add_owned (b, rt_strdup_printf ("memory-backend-file,id=ram,size=%uM,mem-path=/proc/self/fd/" RT_STR (
-                                      RT_QEMU_FD_RAM) ",share=%s",
-                                  a->memory_mib, a->ram_shared ? "on" : "off"));
+                                      RT_QEMU_FD_RAM) ",share=on",
+                                  a->memory_mib));
 }
 
 int

@@ -19,9 +19,11 @@
 #define RT_QEMU_FD_AGENT 7
 #define RT_QEMU_FD_BASE 8      /* the base disk, O_RDONLY */
 #define RT_QEMU_FD_OVERLAY 9   /* the qcow2 overlay, O_RDWR */
-#define RT_QEMU_FD_RAM 10      /* guest RAM: a memfd (templates) */
-#define RT_QEMU_FD_TEMPLATE 11 /* a clone's template overlay, O_RDONLY */
-#define RT_QEMU_NFDS 9         /* fds 3 to 11 */
+#define RT_QEMU_FD_RAM 10      /* guest RAM: the monitor's memfd */
+#define RT_QEMU_FD_LAYER0 11   /* read-only qcow2 layers between the base
+                                  and the overlay, oldest first: 11, 12… */
+#define RT_QEMU_MAX_LAYERS 8
+#define RT_QEMU_NFDS (8 + RT_QEMU_MAX_LAYERS) /* fds 3 to 18 */
 
 struct rt_qemu_args
 {
@@ -43,16 +45,17 @@ struct rt_qemu_args
                                 socket listening at fd 7, QMP at fd 6 */
   bool tap;                  /* a virtio-net device on the tap at fd 3 */
   bool disk;                 /* a root disk: the raw base at fd 8 */
-  bool disk_overlay;         /* written through the sandbox's own qcow2
-                                overlay at fd 9 (the guest grows its file
-                                system into it); otherwise QEMU's own
-                                throwaway overlay (snapshot=on, in $TMPDIR) */
+                             /* written through the sandbox's own qcow2
+                                overlay at fd 9 */
+  bool growfs;               /* the overlay is larger than the base: the
+                                agent grows the file system (rt.growfs) */
   bool ram_file;             /* guest RAM is the memfd at fd 10, reopened
-                                through /proc/self/fd (mounted in the jail) */
-  bool ram_shared;           /* share=on (a template being made), else
-                                private copy-on-write (a clone) */
-  bool template_disk;        /* the overlay's backing is the template's
-                                qcow2 at fd 11, itself backed by the base */
+                                through /proc/self/fd (mounted in the jail),
+                                share=on: the monitor can save it */
+  unsigned n_layers;         /* read-only qcow2 layers at fds 11…, the
+                                first backed by the base, the overlay by
+                                the last (a clone's template disk, a
+                                snapshot's disks) */
   bool incoming;             /* -incoming defer */
 };
 

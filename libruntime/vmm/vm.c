@@ -26,7 +26,8 @@ make_disk_dir (const struct rt_vm_config *cfg, struct rt_vm *vm, rt_error **err)
 
   if (live == NULL)
     return rt_error_oom (err);
-  if (mkdir (cfg->disk_dir, 0700) < 0)
+  /* A woken sandbox's is there, with its overlay and layers.  */
+  if (mkdir (cfg->disk_dir, 0700) < 0 && !(errno == EEXIST && cfg->overlay))
     return rt_error_set (err, errno, "startup_failed", "cannot create '%s': %s", cfg->disk_dir, strerror (errno));
   vm->disk_dir = strdup (cfg->disk_dir);
   if (vm->disk_dir == NULL)
@@ -34,25 +35,50 @@ make_disk_dir (const struct rt_vm_config *cfg, struct rt_vm *vm, rt_error **err)
       rmdir (cfg->disk_dir);
       return rt_error_oom (err);
     }
-  if (symlink (cfg->dir, live) < 0)
+  if (symlink (cfg->dir, live) < 0 && !(errno == EEXIST && cfg->overlay))
     return rt_error_set (err, errno, "startup_failed", "cannot create '%s': %s", live, strerror (errno));
   return 0;
 }
 
-/* A larger disk: a qcow2 overlay of @cfg->disk_mib over the shared base,
-   in the disk dir; the agent grows the file system (rt.growfs).  Its
-   virtual size is the sandbox's disk: the guest cannot write past it, so
-   the file stays under that plus qcow2's metadata (an L2 entry per 64 KiB
-   cluster and a refcount: under 0.1%).  */
-static int
-make_overlay (const struct rt_vm_config *cfg, const char *dir, char **path, rt_error **err)
+/* An empty overlay of @base of @size_mib, made once per base file (its
+   identity is in the name) and size: copied per start, since qemu-img
+   takes 30-110 ms.  Its virtual size is the sandbox's disk: the guest
+   cannot write past it, so the copy stays under that plus qcow2's
+   metadata (an L2 entry per 64 KiB cluster and a refcount: under 0.1%).  */
+int
+rt_vm_empty_overlay (rt_context *ctx, const char *base, unsigned size_mib, char **path, rt_error **err)
 {
-  cleanup_free char *overlay = rt_strdup_printf ("%s/overlay.qcow2", dir);
-  int ret = overlay ? rt_qcow2_create (cfg->disk, "raw", overlay, cfg->disk_mib, err) : rt_error_oom (err);
+  cleanup_free char *dir = rt_strdup_printf ("%s/overlays", ctx->cache_dir);
+  cleanup_free char *final = NULL, *tmp = NULL;
+  struct stat st;
+  int ret;
 
+  if (dir == NULL)
+    return rt_error_oom (err);
+  if (stat (base, &st) < 0)
+    return rt_error_set (err, errno, "startup_failed", "cannot read '%s': %s", base, strerror (errno));
+  final = rt_strdup_printf ("%s/%lx-%lx-%llx-%llx-%u.qcow2", dir, (unsigned long) st.st_dev, (unsigned long) st.st_ino,
+                            (unsigned long long) st.st_size, (unsigned long long) st.st_mtime, size_mib);
+  tmp = rt_strdup_printf ("%s/.tmp-%d-%llx", dir, (int) getpid (), (unsigned long long) rt_now_ms ());
+  if (final == NULL || tmp == NULL)
+    return rt_error_oom (err);
+  if (access (final, R_OK) == 0)
+    {
+      *path = steal_pointer (&final);
+      return 0;
+    }
+  ret = rt_mkdir_p (dir, 0700, err);
   if (ret == 0)
-    *path = steal_pointer (&overlay);
-  return ret;
+    ret = rt_qcow2_create (base, "raw", tmp, size_mib, err);
+  if (ret == 0 && rename (tmp, final) < 0)
+    ret = rt_error_set (err, errno, "startup_failed", "cannot rename '%s': %s", tmp, strerror (errno));
+  if (ret < 0)
+    {
+      unlink (tmp);
+      return ret;
+    }
+  *path = steal_pointer (&final);
+  return 0;
 }
 
 int
@@ -80,13 +106,13 @@ rt_qcow2_create (const char *backing, const char *fmt, const char *path, unsigne
   return 0;
 }
 
-/* A clone's overlay: a copy of its template's empty one (a few hundred
-   KiB: copy_file_range in the kernel, no qemu-img).  */
+/* The overlay: a copy of an empty one (a few hundred KiB:
+   copy_file_range in the kernel, no qemu-img).  */
 static int
-copy_overlay (const struct rt_vm_config *cfg, const char *dir, char **path, rt_error **err)
+copy_overlay (const char *from, const char *dir, char **path, rt_error **err)
 {
   cleanup_free char *overlay = rt_strdup_printf ("%s/overlay.qcow2", dir);
-  cleanup_close int in = open (cfg->overlay_from, O_RDONLY | O_CLOEXEC);
+  cleanup_close int in = open (from, O_RDONLY | O_CLOEXEC);
   cleanup_close int out = -1;
   struct stat st;
   off_t left;
@@ -94,7 +120,7 @@ copy_overlay (const struct rt_vm_config *cfg, const char *dir, char **path, rt_e
   if (overlay == NULL)
     return rt_error_oom (err);
   if (in < 0 || fstat (in, &st) < 0)
-    return rt_error_set (err, errno, "startup_failed", "cannot open '%s': %s", cfg->overlay_from, strerror (errno));
+    return rt_error_set (err, errno, "startup_failed", "cannot open '%s': %s", from, strerror (errno));
   out = open (overlay, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (out < 0)
     return rt_error_set (err, errno, "startup_failed", "cannot create '%s': %s", overlay, strerror (errno));
@@ -102,7 +128,7 @@ copy_overlay (const struct rt_vm_config *cfg, const char *dir, char **path, rt_e
     {
       ssize_t n = copy_file_range (in, NULL, out, NULL, left, 0);
       if (n <= 0)
-        return rt_error_set (err, n < 0 ? errno : EIO, "startup_failed", "cannot copy '%s': %s", cfg->overlay_from,
+        return rt_error_set (err, n < 0 ? errno : EIO, "startup_failed", "cannot copy '%s': %s", from,
                              n < 0 ? strerror (errno) : "short copy");
       left -= n;
     }
@@ -171,16 +197,16 @@ open_qemu_fds (const struct rt_vm_config *cfg, struct rt_vm *vm, const char *ove
     ret = own_fd (f, RT_QEMU_FD_BASE, open (cfg->disk, O_RDONLY | O_CLOEXEC), cfg->disk, err);
   if (ret == 0 && overlay)
     ret = own_fd (f, RT_QEMU_FD_OVERLAY, open (overlay, O_RDWR | O_CLOEXEC), overlay, err);
-  if (ret == 0 && cfg->template_disk)
-    ret = own_fd (f, RT_QEMU_FD_TEMPLATE, open (cfg->template_disk, O_RDONLY | O_CLOEXEC), cfg->template_disk, err);
+  for (unsigned i = 0; ret == 0 && i < RT_QEMU_MAX_LAYERS && cfg->layers[i]; i++)
+    ret = own_fd (f, RT_QEMU_FD_LAYER0 + i, open (cfg->layers[i], O_RDONLY | O_CLOEXEC), cfg->layers[i], err);
   f->fd[RT_QEMU_FD_RAM - 3] = cfg->ram_fd > 0 ? cfg->ram_fd : -1;
   return ret;
 }
 
 /* The limits of QEMU's uid.  Files: the largest QEMU writes is the
    overlay, at most the disk plus qcow2's metadata (under 0.1%, see
-   make_overlay) and clusters freed but not yet reused: 1/32 and 64 MiB
-   cover both; snapshot=on's throwaway overlay is bounded by the base.
+   rt_vm_empty_overlay) and clusters freed but not yet reused: 1/32 and
+   64 MiB cover both.
    Threads (counted per uid, which is why each QEMU has its own): its
    main loop, RCU, the vCPUs, up to 64 block I/O workers (QEMU's thread
    pool), a few helpers.  Files open: about 30 measured, 256 allowed.  */
@@ -282,18 +308,12 @@ static int
 spawn_qemu (const struct rt_vm_config *cfg, struct rt_jail *j, struct qemu_fds *f, struct rt_vm *vm, rt_error **err)
 {
   cleanup_free char *log = rt_strdup_printf ("%s/qemu.log", cfg->dir);
-  /* snapshot=on puts its throwaway overlay (the size of the base disk)
-     in $TMPDIR: QEMU's own dir, in the disk dir, off the state dir's RAM,
-     so that it goes with the sandbox even after a SIGKILL.  Else nothing:
-     no secret of the caller's reaches QEMU.  */
-  cleanup_free char *tmpdir = rt_strdup_printf ("TMPDIR=%s", vm->jailed ? "/vm" : vm->jail_vm);
-  char *env[] = { tmpdir, NULL };
+  /* Nothing: no secret of the caller's reaches QEMU.  */
+  char *env[] = { NULL };
   int ret;
 
-  if (log == NULL || tmpdir == NULL)
+  if (log == NULL)
     return rt_error_oom (err);
-  if (cfg->disk == NULL || cfg->disk_mib > 0 || cfg->overlay || cfg->overlay_from)
-    env[0] = NULL;
   j->log_fd = open (log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (j->log_fd < 0)
     return rt_error_set (err, errno, "startup_failed", "cannot create '%s': %s", log, strerror (errno));
@@ -326,8 +346,8 @@ jail_dirs (const struct rt_vm_config *cfg, struct rt_vm *vm, rt_error **err)
   return 0;
 }
 
-/* The disk dir, the overlay (only for a larger disk: qemu-img takes
-   30-100 ms), the jail, the fds, the command line, QEMU.  */
+/* The disk dir, the overlay, the jail, the fds, the command line,
+   QEMU.  */
 static int
 start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, struct rt_jail *j, struct qemu_fds *f,
        rt_error **err)
@@ -339,12 +359,13 @@ start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, struct
                                .memory_mib = cfg->memory_mib, .vmlinux = cfg->vmlinux,
                                .initramfs = cfg->initramfs, .cmdline = cfg->cmdline, .tap = cfg->tap_fd > 0,
                                .disk = cfg->disk != NULL,
-                               .disk_overlay = cfg->disk && (cfg->disk_mib > 0 || cfg->overlay || cfg->overlay_from),
+                               .growfs = cfg->disk_mib > 0 && !cfg->overlay && !cfg->overlay_from,
                                .console_sock = cfg->console_fd > 0, .channel = cfg->channel,
-                               .ram_file = cfg->ram_fd > 0, .ram_shared = cfg->ram_shared,
-                               .template_disk = cfg->template_disk != NULL, .incoming = cfg->incoming };
+                               .ram_file = cfg->ram_fd > 0, .incoming = cfg->incoming };
   int ret;
 
+  while (args.n_layers < RT_QEMU_MAX_LAYERS && cfg->layers[args.n_layers])
+    args.n_layers++;
   args.tsc_khz = tcg ? rt_host_tsc_khz () : 0;
   if (cfg->disk && cfg->disk_dir)
     {
@@ -353,13 +374,18 @@ start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, struct
         return ret;
     }
   ret = jail_dirs (cfg, vm, err);
-  if (ret == 0 && cfg->overlay_from)
-    ret = copy_overlay (cfg, cfg->disk_dir ? cfg->disk_dir : cfg->dir, &overlay, err);
-  else if (ret == 0 && cfg->overlay)
+  if (ret == 0 && cfg->overlay)
     overlay = strdup (cfg->overlay);
-  else if (ret == 0 && args.disk_overlay)
-    ret = make_overlay (cfg, cfg->disk_dir ? cfg->disk_dir : cfg->dir, &overlay, err);
-  if (ret == 0 && (cfg->overlay || cfg->overlay_from) && overlay == NULL)
+  else if (ret == 0 && cfg->disk)
+    {
+      cleanup_free char *empty = NULL;
+      if (cfg->overlay_from == NULL)
+        ret = rt_vm_empty_overlay (ctx, cfg->disk, cfg->disk_mib, &empty, err);
+      if (ret == 0)
+        ret = copy_overlay (cfg->overlay_from ? cfg->overlay_from : empty, cfg->disk_dir ? cfg->disk_dir : cfg->dir,
+                            &overlay, err);
+    }
+  if (ret == 0 && cfg->disk && overlay == NULL)
     ret = rt_error_oom (err);
   j->proc = cfg->ram_fd > 0;
   if (ret == 0 && vm->jailed)
@@ -455,7 +481,12 @@ rt_vm_kill (struct rt_vm *vm)
   if (vm->lease.uid != 0)
     rt_uid_release (&vm->lease);
   /* Nothing writes the disk any more.  */
-  if (vm->disk_dir)
+  if (vm->disk_dir && vm->keep_disk)
+    {
+      rmdir (vm->jail_root);
+      rt_rm_rf (vm->jail_vm, NULL);
+    }
+  else if (vm->disk_dir)
     rt_rm_rf (vm->disk_dir, NULL);
   else
     {

@@ -4,6 +4,7 @@
 
 #include "core/context.h"
 #include "vmm/cgroup.h"
+#include "vmm/qemu-args.h"
 #include "vmm/uidpool.h"
 
 struct rt_vm_config
@@ -29,19 +30,20 @@ struct rt_vm_config
   int console_fd;         /* > 0: the serial console is this socket, whose
                              reader writes console.log; else QEMU writes it */
   bool trial;             /* a trial sandbox: its cgroup caps the CPU */
-  /* Templates and clones (template/template.h).  */
-  int ram_fd;             /* > 0: guest RAM is this memfd, at
-                             RT_QEMU_FD_RAM: shared (a template being
-                             made) or, sealed, mapped private copy-on-write
-                             (a clone) */
-  bool ram_shared;
-  const char *template_disk; /* a clone: the template's qcow2 overlay,
-                                read-only, between the base and the
-                                clone's own overlay */
+  /* Saved memory: templates, clones, snapshots (snapshot/saved.h).  */
+  int ram_fd;             /* > 0: guest RAM is this memfd (the caller's),
+                             at RT_QEMU_FD_RAM, mapped shared */
+  const char *layers[RT_QEMU_MAX_LAYERS + 1]; /* read-only qcow2 layers
+                             between the base and the overlay, oldest
+                             first, NULL-terminated (a clone's template
+                             disk, a snapshot's disks) */
   const char *overlay;    /* a qcow2 overlay the caller made and keeps (a
-                             template's disk), used in place */
+                             template's disk, a woken sandbox's), used in
+                             place */
   const char *overlay_from;  /* an empty qcow2 whose copy is the overlay
-                                (instead of qemu-img create: 30-110 ms) */
+                                (instead of qemu-img create: 30-110 ms);
+                                NULL: a cached empty one of the disk's
+                                size (rt_vm_empty_overlay) */
   bool incoming;          /* -incoming defer: QEMU waits for its device
                              state (vmm/migrate.h) */
 };
@@ -60,6 +62,8 @@ struct rt_vm
   struct rt_cgroup cgroup;
   bool cgroup_made;
   uint64_t jail_setup_us; /* from before clone to QEMU's exec */
+  bool keep_disk;         /* rt_vm_kill keeps the disk dir's overlay.qcow2
+                             and layers/ (a pause to disk) */
 };
 
 /* Starts QEMU in its own session, in its jail (vmm/jail.h) unless
@@ -69,12 +73,17 @@ int rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *
    *status), 0 if still running.  */
 int rt_vm_wait (struct rt_vm *vm, int timeout_ms, int *status);
 /* SIGKILLs and reaps QEMU (idempotent), gives its uid and cgroup back,
-   removes its disk dir, frees the struct's members.  */
+   removes its disk dir (but overlay.qcow2 and layers/ with
+   vm->keep_disk), frees the struct's members.  */
 void rt_vm_kill (struct rt_vm *vm);
 /* qemu-img create: a qcow2 overlay at @path of @backing (format @fmt),
    of @size_mib, or of the backing's size when 0.  Only on files no guest
    has written: qemu-img follows the backing files a header names.  */
 int rt_qcow2_create (const char *backing, const char *fmt, const char *path, unsigned size_mib, rt_error **err);
+/* The path of an empty qcow2 overlay of @base (raw) of @size_mib (0: the
+   base's size) in <cache>/overlays, made once (qemu-img) and then copied
+   per start.  */
+int rt_vm_empty_overlay (rt_context *ctx, const char *base, unsigned size_mib, char **path, rt_error **err);
 /* An error carrying the console's last lines.  */
 int rt_vm_startup_error (struct rt_vm *vm, rt_error **err, const char *what);
 

@@ -1,7 +1,9 @@
 /* fuzz-guest-ops.c - the host's synchronous requests (vmm/guest-ops.c)
  * against whatever a hostile agent answers.
  *
- * Input: byte 0 picks the request (0 freeze, 1 restore, 2 run); the rest is
+ * Input: byte 0 picks the request (0 freeze, 1 restore, 2 run, 3 a
+ * "child" restore keeping streams, 4 rt_guest_done_check of the rest as
+ * one DONE payload, for "quiesce"); the rest is
  * the byte stream the "guest" sends, written at once into a socketpair
  * whose guest end is then shut: every call must end (at the stream's EOF at
  * the latest) without a crash.  Checked: a call succeeds or sets an error;
@@ -49,8 +51,20 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   ch.reader = malloc (sizeof *ch.reader);
   FUZZ_CHECK (ch.reader != NULL);
   rt_frame_reader_init (ch.reader);
-  switch (data[0] % 3)
+  switch (data[0] % 5)
     {
+    case 3:
+      {
+        static const uint32_t keep[] = { 1, 2 };
+        ret = rt_guest_restore_as (&ch, "child", RT_RESTORE_CHILD, keep, 2, 2000, &err);
+        break;
+      }
+    case 4:
+      {
+        cleanup_json json_object *o = rt_channel_parse_json (data + 1, size - 1);
+        ret = rt_guest_done_check (o, "quiesce", &err);
+        break;
+      }
     case 0:
       ret = rt_guest_freeze (&ch, 2000, &err);
       break;

@@ -34,7 +34,7 @@ help_opts() { runtime "$@" --help | awk '/^  --/ { print $1; if (match($0, /\(al
 help_valued() { runtime "$@" --help | awk '/^  --/ && $2 ~ /^[A-Z]/ { print $1; if (match($0, /\(also -[a-z]\)/)) print substr($0, RSTART + 6, 2) }' | sort; }
 commands_of() { runtime "$1" --help | awk '/^Commands:/ { on = 1; next } /^$/ { on = 0 } on { print $1 }'; }
 drift=""
-for g in sandbox image secrets chat; do
+for g in sandbox image snapshot secrets chat; do
     want=$(commands_of $g | sort | tr '\n' ' ')
     got=$(complete_bash runtime $g "" | grep -v '^--help$' | tr '\n' ' ')
     [ "$want" = "$got" ] || drift="$drift [$g: commands $got, want $want]"
@@ -76,7 +76,7 @@ check "fish: no option of another command" sh -c '! echo "$1" | grep -qx -- --si
 check "--version names the accelerator" sh -c 'runtime --version | grep -qE "^accelerator: (kvm|tcg)$"'
 missing=""
 noexample=""
-for g in sandbox image chat secrets; do
+for g in sandbox image snapshot chat secrets; do
     runtime $g --help | grep -q '^Example:' || noexample="$noexample $g"
     for c in $(commands_of $g); do
         runtime --roff | grep -q "^\.SS \"runtime $g $c\"" || missing="$missing $g/$c"
@@ -89,7 +89,7 @@ runtime help | grep -q '^Example:' || noexample="$noexample help"
 is "the man page has a section for every command" "$missing" ""
 is "every group's and command's --help has an example" "$noexample" ""
 nodefault=""
-for g in sandbox image chat secrets; do
+for g in sandbox image snapshot chat secrets; do
     for c in $(commands_of $g); do
         nodefault="$nodefault$(runtime $g $c --help | awk -v c="$g/$c" '/^  --[a-z-]+ [A-Z]/ && !/default:/ && !/repeatable/ { printf " %s:%s", c, $1 }')"
     done

@@ -24,6 +24,16 @@ expect_error "unknown group suggests" usage "Did you mean 'sandbox'" runtime san
 expect_error "bad --vcpu" usage "vcpu must be a whole number from 1 to 16" runtime sandbox run --vcpu 0 -- true
 expect_error "bad --timeout" usage "timeout must be a whole number" runtime sandbox run --timeout soon -- true
 expect_error "unknown image" image_not_found "image 'nope' not found" runtime sandbox run --image nope -- true
+# Snapshots, fork, idle pause: refused before any sandbox is touched.
+expect_error "bad --idle-pause" usage "idle-pause must be 0 or a whole number of seconds from 10 to 86400" \
+    runtime sandbox create --idle-pause 5
+expect_error "--idle-pause is whole seconds" usage "not '1m'" runtime sandbox create --idle-pause 1m
+expect_error "unknown --snapshot" not_found "no snapshot 'nope-snap'" runtime sandbox create --snapshot nope-snap
+expect_error "bad --count" usage "count must be a whole number from 1 to 16" runtime sandbox fork x --count 17
+expect_error "update needs an option" usage "give --idle-pause, --auto-wake or both" runtime sandbox update x
+expect_error "bad --auto-wake" usage "auto-wake must be one of on, off" runtime sandbox update x --auto-wake yes
+expect_error "unknown snapshot" not_found "no snapshot 'nope-snap'" runtime snapshot get nope-snap
+expect_error "removing an unknown snapshot" not_found "no snapshot 'nope-snap'" runtime snapshot rm nope-snap
 
 # --json errors are one JSON object on stderr.
 runtime sandbox run --json --memory-mib 1 -- true >"$tmp/out" 2>"$tmp/err"; rc=$?

@@ -3,7 +3,9 @@
    request well or badly: DONE ok; ok=false with a long message full of
    control bytes (escaped, truncated); the wrong op; a garbage header;
    10000 HELLO frames (bounded skip: an error, no hang); silence (the
-   deadline holds); EOF; QEMU gone.  rt_guest_run discards more output
+   deadline holds); EOF; QEMU gone.  RESTORE's payload in each mode, with
+   and without "keep"; rt_guest_done_check on good and hostile DONEs; a
+   "wake" restore needs no HELLO.  rt_guest_run discards more output
    than RT_WINDOW_INITIAL while returning the credit (the fake agent stalls
    without it) and ends on EXIT or ERROR.  */
 #include <json-c/json.h>
@@ -78,6 +80,7 @@ enum script
   FLOOD,
   SILENCE,
   HANG_UP,
+  RESTORE_WAKE,
   RUN_CHATTY,
   RUN_REFUSED,
 };
@@ -162,6 +165,20 @@ fake_agent (int fd, enum script s)
       break;
     case HANG_UP:
       _exit (0);
+    case RESTORE_WAKE:
+      {
+        cleanup_json json_object *o = json_tokener_parse ((const char *) payload);
+        cleanup_json json_object *want = json_tokener_parse ("[7,4294967295]");
+        json_object *keep = NULL;
+
+        check_restore (h);
+        if (strcmp (rt_json_str (o, "mode"), "wake") != 0 || !json_object_object_get_ex (o, "keep", &keep)
+            || !json_object_equal (keep, want))
+          _exit (5);
+        put_json (fd, RT_FRAME_WINDOW, 7, "\0\0\0\1"); /* held back by the quiesce: skipped */
+        put_json (fd, RT_FRAME_DONE, 0, "{\"op\":\"restore\",\"ok\":true}");
+        break;
+      }
     case RUN_CHATTY:
       {
         cleanup_json json_object *o = json_tokener_parse ((const char *) payload);
@@ -245,6 +262,108 @@ test_done (void)
   rt_error_free (err);
 }
 
+/* RESTORE's payload in each mode; "keep" only where it means something.  */
+static void
+test_request (void)
+{
+  static const char *const names[] = { "clone", "child", "wake" };
+  static const uint32_t keep[] = { 1, 2, UINT32_MAX };
+
+  for (int m = RT_RESTORE_CLONE; m <= RT_RESTORE_WAKE; m++)
+    {
+      cleanup_json json_object *all = rt_guest_restore_request ("sb-1", (enum rt_restore_mode) m, NULL, 0);
+      cleanup_json json_object *some = rt_guest_restore_request ("sb-1", (enum rt_restore_mode) m, keep, 3);
+      cleanup_json json_object *none = rt_guest_restore_request ("sb-1", (enum rt_restore_mode) m, keep, 0);
+      cleanup_json json_object *want = json_tokener_parse (m == RT_RESTORE_CLONE ? "null" : "[1,2,4294967295]");
+      json_object *k = NULL, *t = NULL;
+      const char *e = rt_json_str (all, "entropy");
+
+      ok (all && e && strlen (e) == 88 && strcmp (rt_json_str (all, "hostname"), "sb-1") == 0
+              && strcmp (rt_json_str (all, "mode"), names[m]) == 0 && json_object_object_get_ex (all, "timeMs", &t)
+              && json_object_get_int64 (t) > 1700000000000LL && json_object_object_length (all) == 4,
+          "%s: entropy, timeMs, hostname and mode, no keep when none is given", names[m]);
+      ok (some && strcmp (e, rt_json_str (some, "entropy")) != 0, "%s: fresh entropy each time", names[m]);
+      ok (json_object_object_get_ex (some, "keep", &k) == (m != RT_RESTORE_CLONE) && json_object_equal (k, want),
+          "%s: keep %s", names[m], m == RT_RESTORE_CLONE ? "ignored" : "as given, up to UINT32_MAX");
+      ok (json_object_object_get_ex (none, "keep", &k) == (m != RT_RESTORE_CLONE)
+              && (m == RT_RESTORE_CLONE || json_object_array_length (k) == 0),
+          "%s: an empty keep list %s", names[m], m == RT_RESTORE_CLONE ? "is ignored" : "is sent empty");
+    }
+  ok (rt_guest_restore_request ("sb-1", (enum rt_restore_mode) 3, NULL, 0) == NULL, "an unknown mode: NULL");
+}
+
+/* rt_guest_done_check on what a hostile guest may put in a DONE.  */
+static void
+test_done_check (void)
+{
+  static const struct
+  {
+    const char *json, *op, *want; /* want NULL: accepted */
+  } cases[] = {
+    { "{\"op\":\"quiesce\",\"ok\":true}", "quiesce", NULL },
+    { "{\"op\":\"restore\",\"ok\":true,\"message\":\"x\"}", "restore", NULL },
+    { "{\"op\":\"quiesce\",\"ok\":true}", "restore", "answered 'quiesce' to restore" },
+    { "{\"op\":\"quiesce\"}", "quiesce", "failed to quiesce: (no message)" },
+    { "{\"op\":\"quiesce\",\"ok\":1}", "quiesce", "failed to quiesce" },
+    { "{\"op\":\"quiesce\",\"ok\":\"true\"}", "quiesce", "failed to quiesce" },
+    { "{\"op\":\"quiesce\",\"ok\":false,\"message\":\"no\\nway\\u001b\"}", "quiesce", "no\\x0away\\x1b" },
+    { "{\"op\":7,\"ok\":true}", "quiesce", "answered '(none)'" },
+    { "{\"op\":\"qui\\u0000esce\",\"ok\":true}", "quiesce", "answered '(NUL)'" },
+    { "{\"op\":\"quiesce\\u0000x\",\"ok\":true}", "quiesce", "answered '(NUL)'" },
+    { "{\"op\":\"\\u001b[2J\",\"ok\":true}", "quiesce", "answered '\\x1b[2J'" },
+    { "[]", "quiesce", "answered '(none)'" },
+  };
+  char big[4096];
+  rt_error *err = NULL;
+
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    {
+      cleanup_json json_object *o = json_tokener_parse (cases[i].json);
+      int ret = rt_guest_done_check (o, cases[i].op, &err);
+
+      if (cases[i].want == NULL)
+        ok (ret == 0 && err == NULL, "DONE %s is %s's success", cases[i].json, cases[i].op);
+      else
+        ok (ret < 0 && err && strcmp (err->code, "startup_failed") == 0 && strstr (err->msg, cases[i].want)
+                && !strpbrk (err->msg, "\n\x1b"),
+            "DONE %s for %s: %s", cases[i].json, cases[i].op, err ? err->msg : "accepted");
+      rt_error_free (err);
+      err = NULL;
+    }
+  ok (rt_guest_done_check (NULL, "quiesce", &err) < 0 && strstr (err->msg, "'(none)'"), "no JSON object: refused");
+  rt_error_free (err);
+  err = NULL;
+  memset (big, 'M', sizeof big);
+  {
+    static const char head[] = "{\"ok\":false,\"op\":\"wake\",\"message\":\"";
+    memcpy (big, head, sizeof head - 1);
+  }
+  memcpy (big + sizeof big - 3, "\"}", 3);
+  {
+    cleanup_json json_object *o = json_tokener_parse (big);
+    ok (o && rt_guest_done_check (o, "wake", &err) < 0 && strlen (err->msg) < 400,
+        "a 4 KiB message is truncated (%zu bytes)", err ? strlen (err->msg) : 0);
+  }
+  rt_error_free (err);
+}
+
+static void
+test_restore_as (void)
+{
+  static const uint32_t keep[] = { 7, UINT32_MAX };
+  struct peer p;
+  rt_error *err = NULL;
+  uint64_t t0 = rt_now_ms ();
+
+  start (&p, RESTORE_WAKE, -1);
+  ok (rt_guest_restore_as (&p.ch, "clone-1", RT_RESTORE_WAKE, keep, 2, 5000, &err) == 0,
+      "wake: RESTORE with mode and keep, DONE after a held-back frame: %s", err ? err->msg : "ok");
+  ok (rt_now_ms () - t0 < 900, "no wait for a HELLO a quiesced agent never sends (%llu ms)",
+      (unsigned long long) (rt_now_ms () - t0));
+  ok (finish (&p) == -1, "the RESTORE carried entropy, clock, host name, mode and keep");
+  rt_error_free (err);
+}
+
 static void
 test_hostile (void)
 {
@@ -319,6 +438,9 @@ main (void)
 {
   signal (SIGPIPE, SIG_IGN);
   test_done ();
+  test_request ();
+  test_done_check ();
+  test_restore_as ();
   test_hostile ();
   test_run ();
   return tap_done ();

@@ -63,8 +63,11 @@ test_tcg_sandbox (void)
     "-initrd", "/c/kernel/6.1/initramfs-ab.cpio", "-append",
     "console=ttyS0 quiet panic=-1 reboot=t" IDLE " tsc_early_khz=2100000 tsc=reliable rt.id=sb-1", "-device", "virtio-serial-device",
     "-chardev", "socket,id=agent,fd=7,server=on,wait=off", "-device", "virtserialport,chardev=agent,name=runtime.agent",
-    "-chardev", "socket,id=qmp,fd=6,server=on,wait=off", "-mon", "chardev=qmp,mode=control", "-add-fd", "fd=8,set=1,opaque=base",
-    "-drive", "id=root,file=/dev/fdset/1,format=raw,if=none,snapshot=on,discard=unmap", "-device",
+    "-chardev", "socket,id=qmp,fd=6,server=on,wait=off", "-mon", "chardev=qmp,mode=control", "-add-fd", "fd=8,set=1,opaque=base", "-add-fd", "fd=9,set=2,opaque=overlay", "-blockdev",
+    "driver=raw,node-name=base,read-only=on,file.driver=file,file.filename=/dev/fdset/1,file.read-only=on",
+    "-blockdev",
+    "driver=qcow2,node-name=root,backing=base,discard=unmap,file.driver=file,file.filename=/dev/fdset/2,"
+    "file.discard=unmap", "-device",
     "virtio-blk-device,drive=root", NULL
   };
 
@@ -86,7 +89,7 @@ test_kvm_sandbox (void)
   struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 2, .memory_mib = 4096, .vmlinux = "vmlinux",
                             .initramfs = "initrd", .tsc_khz = 2100000, .cmdline = "rt.id=sb-2",
                             .channel = true, .tap = true, .disk = true,
-                            .disk_overlay = true };
+                            .growfs = true };
   static const char *const want[] = {
     "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "kvm", "-cpu", "host", "-m", "4096",
     "-smp", "2", "-name", "runtime,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
@@ -123,8 +126,12 @@ test_tcg_network (void)
     "console=ttyS0 quiet panic=-1 reboot=t" IDLE, "-device", "virtio-serial-device", "-chardev",
     "socket,id=agent,fd=7,server=on,wait=off", "-device", "virtserialport,chardev=agent,name=runtime.agent",
     "-chardev", "socket,id=qmp,fd=6,server=on,wait=off", "-mon", "chardev=qmp,mode=control", "-netdev",
-    "tap,id=net0,fd=3,vhost=off", "-device", "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56", "-add-fd", "fd=8,set=1,opaque=base",
-    "-drive", "id=root,file=/dev/fdset/1,format=raw,if=none,snapshot=on,discard=unmap", "-device", "virtio-blk-device,drive=root",
+    "tap,id=net0,fd=3,vhost=off", "-device", "virtio-net-device,netdev=net0,mac=52:54:00:12:34:56", "-add-fd", "fd=8,set=1,opaque=base", "-add-fd", "fd=9,set=2,opaque=overlay", "-blockdev",
+    "driver=raw,node-name=base,read-only=on,file.driver=file,file.filename=/dev/fdset/1,file.read-only=on",
+    "-blockdev",
+    "driver=qcow2,node-name=root,backing=base,discard=unmap,file.driver=file,file.filename=/dev/fdset/2,"
+    "file.discard=unmap", "-device",
+    "virtio-blk-device,drive=root",
     NULL
   };
 
@@ -177,7 +184,7 @@ test_commas (void)
 {
   struct rt_qemu_args a = { .qemu = "qemu", .accel = "kvm", .vcpu = 1, .memory_mib = 512, .vmlinux = "/c,x/vmlinux",
                             .initramfs = "/c,x/initrd", .name = "/tmp/a,b=c/sb-1", .channel = true, .disk = true,
-                            .disk_overlay = true };
+                            .growfs = true };
   static const char *const want[] = {
     "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on", "-accel", "kvm", "-cpu", "host", "-m", "512",
     "-smp", "1", "-name", "runtime:/tmp/a,,b=c/sb-1,debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
@@ -210,16 +217,15 @@ test_incomplete (void)
   rt_error_free (err);
 }
 
-/* A template being made (RAM a shared memfd) and a clone of it (RAM the
-   same memfd private, the template's overlay between the base and its
-   own, no kernel: it is in the RAM, and it waits for its device state).  */
+/* A template being made, a clone and a snapshot's child: RAM the memfd at
+   fd 10, shared; the read-only layers between the base and the overlay;
+   no kernel (it is in the RAM) and the device state awaited.  */
 static void
 test_template_and_clone (void)
 {
   struct rt_qemu_args a = { .qemu = "qemu", .accel = "tcg", .vcpu = 1, .memory_mib = 1024, .vmlinux = "vmlinux",
                             .initramfs = "initrd", .tsc_khz = 2100000, .cmdline = "rt.hostname=runtime",
-                            .console_sock = true, .channel = true, .tap = true, .disk = true, .disk_overlay = true,
-                            .ram_file = true, .ram_shared = true };
+                            .console_sock = true, .channel = true, .tap = true, .disk = true, .ram_file = true };
   static const char *const head[] = { "qemu", "-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on,memory-backend=ram",
                                       "-accel", "tcg,tb-size=64", "-cpu", "max", "-m", "1024", "-object",
                                       "memory-backend-file,id=ram,size=1024M,mem-path=/proc/self/fd/10,share=on" };
@@ -230,12 +236,11 @@ test_template_and_clone (void)
   for (size_t i = 0; head_ok && i < sizeof head / sizeof head[0]; i++)
     head_ok = made[i] && strcmp (made[i], head[i]) == 0;
   ok (head_ok, "a template: -M memory-backend=ram, RAM the memfd at fd 10, shared");
-  a.ram_shared = false;
-  a.template_disk = true;
+  a.n_layers = 2;
   a.incoming = true;
   ok (rt_qemu_argv (&a, &clone, NULL) == 0 && strcmp (clone[10], "memory-backend-file,id=ram,size=1024M,"
-                                                                   "mem-path=/proc/self/fd/10,share=off") == 0,
-      "a clone: the same memfd, private");
+                                                                   "mem-path=/proc/self/fd/10,share=on") == 0,
+      "a clone: its own memfd, shared (its monitor saves it)");
   for (char **p = clone; p && *p; p++, n++)
     if (strcmp (*p, "-kernel") == 0 || strcmp (*p, "-initrd") == 0 || strcmp (*p, "-append") == 0)
       n = 1000;
@@ -243,12 +248,14 @@ test_template_and_clone (void)
       "a clone boots no kernel and waits for its state (-incoming defer)");
   n = 0;
   for (char **p = clone; p && *p; p++)
-    n += strcmp (*p, "driver=qcow2,node-name=template,backing=base,read-only=on,file.driver=file,"
+    n += strcmp (*p, "driver=qcow2,node-name=layer0,backing=base,read-only=on,file.driver=file,"
                      "file.filename=/dev/fdset/4,file.read-only=on") == 0
-         || strcmp (*p, "driver=qcow2,node-name=root,backing=template,discard=unmap,file.driver=file,"
+         || strcmp (*p, "driver=qcow2,node-name=layer1,backing=layer0,read-only=on,file.driver=file,"
+                        "file.filename=/dev/fdset/5,file.read-only=on") == 0
+         || strcmp (*p, "driver=qcow2,node-name=root,backing=layer1,discard=unmap,file.driver=file,"
                         "file.filename=/dev/fdset/2,file.discard=unmap") == 0
-         || strcmp (*p, "fd=11,set=4,opaque=template") == 0;
-  ok (n == 3, "a clone's disk: base <- the template's overlay (fd 11, read-only) <- its own");
+         || strcmp (*p, "fd=11,set=4,opaque=layer0") == 0 || strcmp (*p, "fd=12,set=5,opaque=layer1") == 0;
+  ok (n == 5, "two layers: base <- layer0 (fd 11) <- layer1 (fd 12) <- the overlay, every backing named");
 }
 
 int
