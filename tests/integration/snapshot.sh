@@ -163,6 +163,8 @@ pause_ms=$(ms_since "$t0")
 is "pause exits 0 and prints the id (${pause_ms} ms)" "$rc/$out" "0/$src"
 [ "$rc" = 0 ] || diag "$(cat "$tmp/err")"
 is "paused: its QEMU (${q:-none}) is gone" "$(qemu_of "$src")" ""
+# The monitor answers the pause, then exits.
+wait_until 5 sh -c "! kill -0 ${m:-0} 2>/dev/null"
 check "… its monitor (${m:-none}) is gone too" sh -c "! kill -0 ${m:-0} 2>/dev/null"
 is "… no QEMU of this test runs at all" "$(our_qemus)" ""
 is "get says paused" "$(state_of "$src")" "paused"
@@ -379,6 +381,10 @@ after_kill "snapshot (once its .tmp- dir exists)"
 for s in $(listed_snaps); do runtime snapshot rm "$s" >/dev/null 2>&1; done
 kill_during half_made sandbox fork "$src" --count 2 --label "t=$tag"
 after_kill "fork --count 2 (once its .fork- dir exists)"
+# A child being made: a sandbox dir in the state dir that is not the source's.
+child_started() { compgen -G "$RUNTIME_STATE_DIR/sb-*" | grep -qv "/$src\$"; }
+kill_during child_started sandbox fork "$src" --count 2 --label "t=$tag"
+after_kill "fork --count 2 (once its first child's state dir exists)"
 st=$(strays)
 for s in $st; do wait_until 60 settled "$s"; done
 bad=""
