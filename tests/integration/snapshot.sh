@@ -54,6 +54,7 @@ ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 ids_of() { python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin)]'; }
 all_sandboxes() { runtime sandbox ls --all --json 2>/dev/null | ids_of; }
 # The snapshot store: complete ones, and dirs being made.
+state_dirs() { (cd "$RUNTIME_STATE_DIR" 2>/dev/null && compgen -G 'sb-*' | sort); }
 snap_dirs() { ls "$snaps" 2>/dev/null | grep -E '^snap-[0-9a-f]{12}$' || true; }
 half_dirs() { ls -a "$snaps" 2>/dev/null | grep -E '^\.(tmp|fork)-' || true; }
 no_half() { [ -z "$(half_dirs)" ]; }
@@ -241,6 +242,7 @@ is "snapshot rm exits 0" "$?" "0"
 is "… it is gone from ls and from the store" "$(listed_snaps)/$(snap_dirs)" "/"
 is "… and the child made from it runs on" "$(in_sb "$c" 'cat /workspace/from-c')" "from-c"
 rm_sandboxes "$c"
+diag "state dirs: $(state_dirs | tr '\n' ' ')"
 
 # -- fork --count 2: the children continue the counter, then diverge
 cf=$(field "$(count "$src")" 1)
@@ -265,6 +267,7 @@ check "child A continues the counter: same token and pid, count >= $cf (${ca:-no
     test -n "$ca" -a "$(field "$ca" 2)/$(field "$ca" 3)" = "$tok/$gpid" -a "$(field "$ca" 1)" -ge "$cf"
 check "child B too (${cb:-none})" \
     test -n "$cb" -a "$(field "$cb" 2)/$(field "$cb" 3)" = "$tok/$gpid" -a "$(field "$cb" 1)" -ge "$cf"
+diag "funding: source $(get "$src" 'o["funding"]'), children $(get "$a" 'o["funding"]') $(get "$b" 'o["funding"]')"
 is "the children keep the source's rules" "$(get "$a" 'o["network"]') $(get "$b" 'o["network"]')" \
     "$(get "$src" 'o["network"]') $(get "$src" 'o["network"]')"
 # Divergence: A's counter stopped, B's and the source's count on.
@@ -287,6 +290,7 @@ is "a file the source wrote after the fork is in neither child" \
 ident "$a" >"$tmp/ident.a"
 ident "$b" >"$tmp/ident.b"
 rm_sandboxes "$a" "$b"
+diag "state dirs: $(state_dirs | tr '\n' ' ')"
 
 # -- every child unique: the source, the snapshot's child, the fork's two
 i=0
@@ -330,6 +334,7 @@ is "update --idle-pause 30 --auto-wake off exits 0" "$rc" "0"
 [ "$rc" = 0 ] || diag "$(cat "$tmp/err")"
 is "… get shows it" "$(get "$i1" '(o["idlePauseSeconds"], o["autoWake"])')" "(30, False)"
 rm_sandboxes "$i1" "$i2"
+diag "state dirs: $(state_dirs | tr '\n' ' ')"
 
 # -- kill -9 of the CLI mid-operation: the store stays consistent
 known=" $src "
@@ -371,7 +376,8 @@ kill_during() {
     fi
     kill -9 "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
-    diag "kill -9 of '$*' after $(ms_since "$t0") ms; store: $(ls -a "$snaps" 2>/dev/null | grep -v '^\.\.\?$' | tr '\n' ' ')"
+    diag "kill -9 of '$*' after $(ms_since "$t0") ms; store: $(ls -a "$snaps" 2>/dev/null | grep -v '^\.\.\?$' | tr '\n' ' ')" \
+        "state dirs: $(state_dirs | tr '\n' ' ')"
 }
 kill_during 0.2 sandbox pause "$src"
 after_kill "pause (0.2 s in)"
@@ -381,8 +387,9 @@ after_kill "snapshot (once its .tmp- dir exists)"
 for s in $(listed_snaps); do runtime snapshot rm "$s" >/dev/null 2>&1; done
 kill_during half_made sandbox fork "$src" --count 2 --label "t=$tag"
 after_kill "fork --count 2 (once its .fork- dir exists)"
-# A child being made: a sandbox dir in the state dir that is not the source's.
-child_started() { compgen -G "$RUNTIME_STATE_DIR/sb-*" | grep -qv "/$src\$"; }
+# A child being made: a sandbox dir in the state dir that was not there before.
+before=$(state_dirs)
+child_started() { [ -n "$(comm -13 <(echo "$before") <(state_dirs))" ]; }
 kill_during child_started sandbox fork "$src" --count 2 --label "t=$tag"
 after_kill "fork --count 2 (once its first child's state dir exists)"
 st=$(strays)
@@ -398,6 +405,22 @@ done
 is "… each child it left ($(echo $st)) is whole: running and answering, or stopped" "${bad:-none}" "none"
 rm_sandboxes $st
 is "… and once they are removed, only the source's QEMU runs" "$(our_qemus)" "$(qemu_of "$src")"
+# A create killed between making its state dir and writing its owner file
+# leaves a dir with neither that nor monitor.pid: the next command that
+# reaps removes it once it is 60 s old (reap_states, sandbox/store.c).
+orphans() {
+    local d
+    for d in $(state_dirs); do
+        [ -e "$RUNTIME_STATE_DIR/$d/monitor.pid" ] || [ -e "$RUNTIME_STATE_DIR/$d/owner" ] || echo "$d"
+    done
+}
+reaped() { [ -z "$(orphans)" ] && return 0; sleep 2; runtime sandbox ls >/dev/null 2>&1; [ -z "$(orphans)" ]; }
+o=$(orphans)
+if [ -n "$o" ]; then
+    diag "half-made state dirs left by a killed create: $o ($(ls -A "$RUNTIME_STATE_DIR/$o" 2>/dev/null | tr '\n' ' '))"
+    wait_until 75 reaped
+    is "… a half-made state dir a killed create left is reaped once 60 s old" "$(orphans)" ""
+fi
 
 # -- a snapshot outlives its source and holds its image
 for s in $(listed_snaps); do runtime snapshot rm "$s" >/dev/null 2>&1; done
@@ -421,5 +444,8 @@ is "all removed: no sandbox listed" "$(all_sandboxes)" ""
 is "… no snapshot listed" "$(listed_snaps)" ""
 is "… the snapshot store holds nothing but its lock" "$(ls -A "$snaps" 2>/dev/null | grep -v '^\.lock$')" ""
 runtime secrets rm SNAP_KEY >/dev/null 2>&1
+for d in $(state_dirs); do
+    diag "left: $d: $(ls -A "$RUNTIME_STATE_DIR/$d" | tr '\n' ' ')" "$(cat "$RUNTIME_STATE_DIR/$d/state.json" 2>/dev/null)"
+done
 check_no_leaks "snapshots"
 done_testing
