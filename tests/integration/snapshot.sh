@@ -267,7 +267,10 @@ check "child A continues the counter: same token and pid, count >= $cf (${ca:-no
     test -n "$ca" -a "$(field "$ca" 2)/$(field "$ca" 3)" = "$tok/$gpid" -a "$(field "$ca" 1)" -ge "$cf"
 check "child B too (${cb:-none})" \
     test -n "$cb" -a "$(field "$cb" 2)/$(field "$cb" 3)" = "$tok/$gpid" -a "$(field "$cb" 1)" -ge "$cf"
-diag "funding: source $(get "$src" 'o["funding"]'), children $(get "$a" 'o["funding"]') $(get "$b" 'o["funding"]')"
+# A trial child of a paid source would have other rules (ports 80 and 443
+# only) and spend the trial's hours.
+is "the children keep the source's funding" "$(get "$a" 'o["funding"]') $(get "$b" 'o["funding"]')" \
+    "$(get "$src" 'o["funding"]') $(get "$src" 'o["funding"]')"
 is "the children keep the source's rules" "$(get "$a" 'o["network"]') $(get "$b" 'o["network"]')" \
     "$(get "$src" 'o["network"]') $(get "$src" 'o["network"]')"
 # Divergence: A's counter stopped, B's and the source's count on.
