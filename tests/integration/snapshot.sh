@@ -155,14 +155,18 @@ advancing() {
 }
 
 # -- pause to disk: no QEMU, no monitor; wake: the same process
+# verb_prints_id VERB ID: `sandbox VERB ID` exits 0 and prints ID (timed).
+verb_prints_id() {
+    local t0 out rc
+    t0=$(date +%s%N)
+    out=$(runtime sandbox "$1" "$2" 2>"$tmp/err")
+    rc=$?
+    is "$1 exits 0 and prints the id ($(ms_since "$t0") ms)" "$rc/$out" "0/$2"
+    [ "$rc" = 0 ] || diag "$(cat "$tmp/err")"
+}
 q=$(qemu_of "$src") m=$(monitor_pid "$src")
 c1=$(count "$src")
-t0=$(date +%s%N)
-out=$(runtime sandbox pause "$src" 2>"$tmp/err")
-rc=$?
-pause_ms=$(ms_since "$t0")
-is "pause exits 0 and prints the id (${pause_ms} ms)" "$rc/$out" "0/$src"
-[ "$rc" = 0 ] || diag "$(cat "$tmp/err")"
+verb_prints_id pause "$src"
 is "paused: its QEMU (${q:-none}) is gone" "$(qemu_of "$src")" ""
 # The monitor answers the pause, then exits.
 wait_until 5 sh -c "! kill -0 ${m:-0} 2>/dev/null"
@@ -178,12 +182,7 @@ diag "paused: $(du -sh --apparent-size "${ppath:-/nonexistent}" 2>/dev/null | cu
 expect_error "exec on a paused sandbox without auto-wake is sandbox_paused" sandbox_paused \
     runtime sandbox exec "$src" -- true
 is "… and leaves it paused" "$(state_of "$src")" "paused"
-t0=$(date +%s%N)
-out=$(runtime sandbox wake "$src" 2>"$tmp/err")
-rc=$?
-wake_ms=$(ms_since "$t0")
-is "wake exits 0 and prints the id (${wake_ms} ms)" "$rc/$out" "0/$src"
-[ "$rc" = 0 ] || diag "$(cat "$tmp/err")"
+verb_prints_id wake "$src"
 is "… running again" "$(state_of "$src")" "running"
 c2=$(count "$src")
 check "the counter kept its pid and in-memory token across pause/wake ($c1 -> $c2)" \
