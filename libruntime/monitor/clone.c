@@ -1,5 +1,6 @@
 /* clone.c - starting a sandbox from saved memory (clone.h).  */
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <string.h>
 
@@ -73,29 +74,21 @@ mon_clone_woken (struct mon *m)
     }
 }
 
-/* The sandbox's own RAM: a copy of the saved one (only its data; a
-   4 GiB guest's template holds ≈100 MB), in a memfd QEMU maps shared so
-   that it can be saved again (snapshot/saved.h).  */
+/* The source's RAM (*src), state, layers, overlay and command line into
+   @cfg; the sandbox's own RAM, a memfd QEMU maps shared so that it can be
+   saved again (snapshot/saved.h), made empty.  */
 static int
-ram_from (struct mon *m, int src, rt_error **err)
-{
-  return rt_saved_ram_memfd (src, (uint64_t) m->cfg->vm.memory_mib << 20, &m->ram_fd, err);
-}
-
-/* The source's RAM, state, layers, overlay and command line into @cfg.  */
-static int
-describe (struct mon *m, struct rt_vm_config *cfg, int *state, rt_error **err)
+describe (struct mon *m, struct rt_vm_config *cfg, int *src, int *state, rt_error **err)
 {
   const struct rt_saved *s = m->cfg->saved;
   const struct rt_template *t = m->cfg->tmpl;
-  cleanup_close int src = -1;
   const char *state_path = s ? s->state : t->state;
   int ret;
 
   if (s)
     {
-      src = open (s->ram, O_RDONLY | O_CLOEXEC);
-      if (src < 0)
+      *src = open (s->ram, O_RDONLY | O_CLOEXEC);
+      if (*src < 0)
         return rt_error_set (err, errno, "startup_failed", "cannot open '%s': %s", s->ram, strerror (errno));
       for (size_t i = 0; i < s->n_layers; i++)
         cfg->layers[i] = s->layers[i];
@@ -105,7 +98,7 @@ describe (struct mon *m, struct rt_vm_config *cfg, int *state, rt_error **err)
     }
   else
     {
-      ret = rt_template_ram_fd (m->ctx, t, &src, err);
+      ret = rt_template_ram_fd (m->ctx, t, src, err);
       if (ret < 0)
         return ret;
       cfg->cmdline = t->cmdline;
@@ -113,9 +106,9 @@ describe (struct mon *m, struct rt_vm_config *cfg, int *state, rt_error **err)
       cfg->overlay_from = t->clone_disk;
       cfg->disk_mib = 0;
     }
-  ret = ram_from (m, src, err);
-  if (ret < 0)
-    return ret;
+  m->ram_fd = memfd_create ("runtime-ram", MFD_CLOEXEC);
+  if (m->ram_fd < 0 || ftruncate (m->ram_fd, (off_t) m->cfg->vm.memory_mib << 20) < 0)
+    return rt_error_set (err, errno, "startup_failed", "cannot make the guest's memory: %s", strerror (errno));
   *state = open (state_path, O_RDONLY | O_CLOEXEC);
   if (*state < 0)
     return rt_error_set (err, errno, "startup_failed", "cannot open '%s': %s", state_path, strerror (errno));
@@ -126,11 +119,11 @@ int
 mon_clone_start (struct mon *m, const struct rt_vm_config *vm, bool resume, rt_error **err)
 {
   struct rt_vm_config cfg = *vm;
-  cleanup_close int state = -1;
+  cleanup_close int state = -1, src = -1;
   struct rt_qmp q = { .fd = -1 };
   int ret;
 
-  ret = describe (m, &cfg, &state, err);
+  ret = describe (m, &cfg, &src, &state, err);
   if (ret == 0)
     {
       cfg.ram_fd = m->ram_fd;
@@ -139,6 +132,11 @@ mon_clone_start (struct mon *m, const struct rt_vm_config *vm, bool resume, rt_e
     }
   if (ret == 0)
     ret = rt_vm_start (m->ctx, &cfg, &m->vm, err);
+  /* The RAM is copied in (only its data: ≈100 MB of a 4 GiB guest's
+     template) while QEMU starts, which takes ≈130 ms and does not touch
+     it: it waits for its state, and the memfd is shared.  */
+  if (ret == 0)
+    ret = rt_saved_ram_fill (src, m->ram_fd, (uint64_t) m->cfg->vm.memory_mib << 20, err);
   if (ret == 0)
     ret = rt_qmp_open (&q, m->qmp_sock, LOAD_TIMEOUT_MS, err);
   if (ret == 0)

@@ -218,6 +218,7 @@ struct creation
   struct rt_saved saved;
   bool has_saved;
   struct rt_saved_settings set;
+  const char *funding;  /* cfg's, or a snapshot's child's source's */
 };
 
 static void
@@ -300,6 +301,11 @@ load_snapshot (struct creation *c, rt_error **err)
   if (ret < 0)
     return ret;
   c->has_saved = true;
+  json_object_object_get_ex (c->saved.meta, "sandbox", &sb);
+  json_object_object_get_ex (sb, "state", &state);
+  /* Paid by whoever paid for its source, unless told otherwise.  */
+  if (cfg->funding == NULL)
+    c->funding = rt_json_str (state, "funding");
   if (same_shape ("vCPU count", cfg->vcpu, c->saved.vcpu, err) < 0
       || same_shape ("memory (MiB)", cfg->memory_mib, c->saved.memory_mib, err) < 0
       || same_shape ("disk (MiB)", cfg->disk_mib, c->saved.disk_mib, err) < 0)
@@ -310,8 +316,6 @@ load_snapshot (struct creation *c, rt_error **err)
   if (cfg->image)
     return rt_error_set (err, EINVAL, "invalid_request", "a sandbox continues from a snapshot with its image");
   /* Its source's rules, unless others are given.  */
-  json_object_object_get_ex (c->saved.meta, "sandbox", &sb);
-  json_object_object_get_ex (sb, "state", &state);
   if (!cfg->no_internet && !cfg->allow && !cfg->deny && json_object_object_get_ex (state, "network", &net))
     {
       rt_egress_rules_clear (&c->rules);
@@ -389,7 +393,9 @@ claim_name (struct creation *c, rt_sandbox **out, rt_error **err)
     return rt_error_oom (err);
   if (mkdir (c->sb->dir, 0700) < 0)
     return rt_error_set (err, errno, "internal", "cannot create '%s': %s", c->sb->dir, strerror (errno));
-  return 0;
+  /* At once: a creator killed from here on leaves a dir the reaper
+     removes at its next pass, not a minute later.  */
+  return rt_write_pidfile (c->owner, getpid (), err);
 }
 
 /* Who pays, decided and (for the trial) reserved before anything runs;
@@ -404,7 +410,7 @@ reserve_funding (struct creation *c, rt_error **err)
   if (cfg->funding && strcmp (cfg->funding, "trial") != 0 && strcmp (cfg->funding, "paid") != 0)
     ret = rt_error_set (err, EINVAL, "invalid_request", "funding is trial or paid, not '%s'", cfg->funding);
   else
-    ret = rt_trial_reserve (c->ctx, c->id, c->on ? "paid" : cfg->funding, c->vcpu, c->mem, &c->timeout, &funding,
+    ret = rt_trial_reserve (c->ctx, c->id, c->on ? "paid" : c->funding, c->vcpu, c->mem, &c->timeout, &funding,
                             err);
   if (ret == 0 && strcmp (funding, "paid") == 0 && cfg->max_cost_micros > 0)
     {
@@ -659,6 +665,7 @@ create (rt_context *ctx, const rt_sandbox_config *cfg, const struct rt_image_dis
 
   c.start_ms = rt_epoch_ms ();
   c.snapshot_dir = snapshot_dir;
+  c.funding = cfg->funding;
   ret = validate (&c, err);
   if (ret == 0)
     ret = load_snapshot (&c, err);

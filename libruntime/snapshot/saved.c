@@ -118,24 +118,15 @@ rt_saved_write_ram (int ram_fd, uint64_t size, const char *path, int64_t *bytes,
 }
 
 int
-rt_saved_ram_memfd (int src_fd, uint64_t size, int *fd, rt_error **err)
+rt_saved_ram_fill (int src_fd, int dst_fd, uint64_t size, rt_error **err)
 {
   cleanup_free uint8_t *buf = malloc (CHUNK);
-  cleanup_close int mfd = memfd_create ("runtime-ram", MFD_CLOEXEC);
-  struct ram_copy c = { .in = src_fd, .sparse = false, .what = "the guest's memory" };
-  int ret;
+  struct ram_copy c = { .in = src_fd, .out = dst_fd, .sparse = false, .what = "the guest's memory" };
 
   if (buf == NULL)
     return rt_error_oom (err);
-  if (mfd < 0 || ftruncate (mfd, (off_t) size) < 0)
-    return rt_error_set (err, errno, "startup_failed", "cannot make the guest's memory: %s", strerror (errno));
   c.buf = buf;
-  c.out = mfd;
-  ret = each_extent (src_fd, size, copy_extent, &c, err);
-  if (ret < 0)
-    return ret;
-  *fd = steal_fd (&mfd);
-  return 0;
+  return each_extent (src_fd, size, copy_extent, &c, err);
 }
 
 int

@@ -62,9 +62,9 @@ void rt_saved_clear (struct rt_saved *s);
    @path, sparse.  *bytes: what was written.  */
 int rt_saved_write_ram (int ram_fd, uint64_t size, const char *path, int64_t *bytes, rt_error **err);
 
-/* A new memfd (*fd) of @size bytes holding @src_fd's data (a saved ram
-   file or a template's memfd): only its data extents are copied.  */
-int rt_saved_ram_memfd (int src_fd, uint64_t size, int *fd, rt_error **err);
+/* @src_fd's data (a saved ram file or a template's memfd) into @dst_fd,
+   an empty memfd of @size bytes: only its data extents are copied.  */
+int rt_saved_ram_fill (int src_fd, int dst_fd, uint64_t size, rt_error **err);
 
 /* @src at @dst: a hard link, or a copy when they are on different file
    systems; @dst is new (O_EXCL).  */
