@@ -210,6 +210,7 @@ def out(key, vals):
 out("ids", [f"{os.getuid()}/{os.getgid()}"])
 out("present", [p for p in paths if os.path.lexists(p)])
 writable = []  # every dir where a file can be made, every file that opens for writing
+reopened = set()
 for d, dirs, files in os.walk("/"):
     if d == own:
         dirs[:] = []
@@ -227,11 +228,19 @@ for d, dirs, files in os.walk("/"):
     for f in files:
         try:
             os.close(os.open(os.path.join(d, f), os.O_WRONLY | os.O_APPEND))
-            if os.path.join(d, f) != "/dev/null":
+            if os.path.join(d, f) == "/dev/null":
+                pass
+            elif "/fd/" in os.path.join(d, f) and d.startswith("/proc/"):
+                # QEMU's own fds, reopened through its /proc: what it
+                # already holds open for writing, nothing more.
+                reopened.add(os.path.basename(os.readlink(os.path.join(d, f))))
+            else:
                 writable.append(os.path.join(d, f))
         except OSError:
             pass
 out("writable outside own dir", writable)
+out("its own fds reopened for writing", reopened)
+out("in /proc", [e for e in os.listdir("/proc") if not e.isdigit()] if os.path.isdir("/proc") else [])
 try:
     os.close(os.open(own + "/jail-probe", os.O_WRONLY | os.O_CREAT, 0o700))
     out("own dir writable", ["yes"])
@@ -262,12 +271,17 @@ if [ -n "$bb" ] && ldd "$bb" >/dev/null 2>&1; then bb=""; fi
 if [ "${ua:-0}" = 0 ] || [ ! -d "$root/vm" ]; then
     fail "inside the jail: QEMU is jailed (uid '$ua')"
 else
-    python3 "$tmp/in-jail.py" "$qa" "$ua" /vm "$bb" /var/lib/runtime /root /home /etc/passwd /etc/shadow /tmp /proc /sys /run "$data" \
+    python3 "$tmp/in-jail.py" "$qa" "$ua" /vm "$bb" /var/lib/runtime /root /home /etc/passwd /etc/shadow /tmp /sys /run "$data" \
         "$state" "$data/sandboxes/$b" "$state/$b" /usr/bin/setpriv /bin/sh >"$tmp/in-jail" 2>&1
     field() { sed -n "s/^$1: //p" "$tmp/in-jail"; }
     is "inside the jail: QEMU's uid and gid" "$(field ids)" "$ua/$ua"
-    is "… none of the host's paths exist (/var/lib/runtime, /root, /etc/passwd, /tmp, /proc, the data and state dirs, a shell)" \
+    is "… none of the host's paths exist (/var/lib/runtime, /root, /etc/passwd, /tmp, the data and state dirs, a shell)" \
         "$(field present)" ""
+    # Its /proc (for its RAM's memfd, vmm/qemu-args.c) is its own PID
+    # namespace's, pid dirs only, read-only.
+    is "… its /proc holds only its own processes" "$(field 'in /proc' | tr ' ' '\n' | grep -v -x -e self -e thread-self | tr '\n' ' ')" ""
+    is "… through it, only what it holds open for writing reopens so: /dev/null, its RAM, its overlay" \
+        "$(field 'its own fds reopened for writing')" "memfd:runtime-ram (deleted) null overlay.qcow2"
     is "… nothing outside /vm can be created or opened for writing (but /dev/null)" \
         "$(field 'writable outside own dir')" ""
     is "… /vm, its own dir, is writable" "$(field 'own dir writable')" yes
