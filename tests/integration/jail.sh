@@ -280,8 +280,8 @@ else
     # Its /proc (for its RAM's memfd, vmm/qemu-args.c) is its own PID
     # namespace's, pid dirs only, read-only.
     is "… its /proc holds only its own processes" "$(field 'in /proc' | tr ' ' '\n' | grep -v -x -e self -e thread-self | tr '\n' ' ')" ""
-    is "… through it, only what it holds open for writing reopens so: /dev/null, its RAM, its overlay" \
-        "$(field 'its own fds reopened for writing')" "memfd:runtime-ram (deleted) null overlay.qcow2"
+    is "… through it only /dev/null and its own RAM reopen for writing (its overlay is root's 0600)" \
+        "$(field 'its own fds reopened for writing')" "memfd:runtime-ram (deleted) null"
     is "… nothing outside /vm can be created or opened for writing (but /dev/null)" \
         "$(field 'writable outside own dir')" ""
     is "… /vm, its own dir, is writable" "$(field 'own dir writable')" yes
