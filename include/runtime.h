@@ -636,9 +636,11 @@ int rt_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err);
  * rt_sandbox_get_json - a sandbox as a JSON object (live or ended):
  * {id, kind, name, labels, state, funding, vcpu, memoryMiB, diskMiB, image,
  *  timeoutSeconds, onLeaseEnd, createdAt, expiresAt, endedAt, stopReason,
- *  network, envNames, cpuSeconds, chargedMicros, jail, start ("cold",
- *  "template" or "spare"), template (its key, or null), readyMs (the create
- *  call to running, as the monitor measured it)}
+ *  network, envNames, cpuSeconds, runningSeconds, chargedMicros, jail,
+ *  start ("cold", "template", "spare" or "snapshot"), template (its key, or
+ *  null), snapshot (its id, or null), readyMs (the create call to running,
+ *  as the monitor measured it), idlePauseSeconds, autoWake, and while
+ *  paused pausedAt and paused {path, storedBytes}}
  * @ctx:  the context
  * @ref:  its id or name
  * @json: set to the text (free it)

@@ -119,6 +119,9 @@ rt_meter_sample (struct rt_meter *mt)
   mt->cpu_percent = d_wall_us ? 100.0 * d_cpu_us / d_wall_us / (mt->vcpu ? mt->vcpu : 1) : 0;
   snprintf (secs, sizeof secs, "%.3f", mt->cpu_us / 1e6);
   json_object_object_add (mt->state, "cpuSeconds", json_object_new_double_s (mt->cpu_us / 1e6, secs));
+  /* Kept with the sandbox's state too: a paused one has no monitor to ask.  */
+  snprintf (secs, sizeof secs, "%.3f", mt->running_us / 1e6);
+  json_object_object_add (mt->state, "runningSeconds", json_object_new_double_s (mt->running_us / 1e6, secs));
   json_object_object_add (mt->state, "chargedMicros", json_object_new_int64 (rt_meter_charged_micros (mt)));
 }
 

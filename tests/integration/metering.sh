@@ -17,9 +17,10 @@ trap 'runtime sandbox rm "$id" >/dev/null 2>&1; cleanup' EXIT
 # The monitor's own reading, fresh, as "(cpuSeconds, runningSeconds)":
 # `sandbox metrics` would also run a command in the guest (its memory
 # figures), which costs CPU in the window.
+# From its monitor; a sandbox paused to disk has none: from its state.
 cpu_now() {
-    curl -s --unix-socket "$RUNTIME_STATE_DIR/$1/api.sock" "http://localhost/v1/sandboxes/$1/metrics" |
-        json_get '(o["cpuSeconds"], o["runningSeconds"])'
+    { curl -s --unix-socket "$RUNTIME_STATE_DIR/$1/api.sock" "http://localhost/v1/sandboxes/$1/metrics" 2>/dev/null ||
+        runtime sandbox get "$1" --json; } | json_get '(o["cpuSeconds"], o["runningSeconds"])'
 }
 # CPU-s per 10 s between two readings: over the running time the monitor
 # sampled them at, not over when this shell got the answers.
@@ -70,8 +71,8 @@ check "get --json: cpuSeconds and chargedMicros" python3 -c '
 import json, sys; o = json.load(open(sys.argv[1])); assert o["cpuSeconds"] >= 19 and o["chargedMicros"] > 0, o' "$tmp/get.json"
 # Paused: neither running time nor money moves.
 metered() {
-    curl -s --unix-socket "$RUNTIME_STATE_DIR/$1/api.sock" "http://localhost/v1/sandboxes/$1/metrics" |
-        json_get '(o["runningSeconds"], o["chargedMicros"])'
+    { curl -s --unix-socket "$RUNTIME_STATE_DIR/$1/api.sock" "http://localhost/v1/sandboxes/$1/metrics" 2>/dev/null ||
+        runtime sandbox get "$1" --json; } | json_get '(o["runningSeconds"], o["chargedMicros"])'
 }
 runtime sandbox pause "$id" >/dev/null
 sleep 1
