@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <sys/pidfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,4 +79,19 @@ rt_now_ms (void)
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool
+rt_pid_exited_within (int pid, int timeout_ms)
+{
+  int pfd = pidfd_open (pid, 0);
+  struct pollfd p = { .fd = pfd, .events = POLLIN };
+  int r;
+
+  if (pfd < 0)
+    return true;
+  while ((r = poll (&p, 1, timeout_ms)) < 0 && errno == EINTR)
+    ;
+  close (pfd);
+  return r > 0;
 }

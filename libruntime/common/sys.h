@@ -4,6 +4,7 @@
 #define RT_SYS_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Writes all of buf, retrying EINTR and waiting out EAGAIN.  Return: 0, or
@@ -15,5 +16,9 @@ int rt_write_all (int fd, const void *buf, size_t len);
 int rt_read_all (int fd, size_t max, char **out, size_t *len);
 /* Milliseconds of CLOCK_MONOTONIC.  */
 uint64_t rt_now_ms (void);
+
+/* False when process @pid still runs after @timeout_ms (a pidfd polled);
+   true when it exited, or is no more.  */
+bool rt_pid_exited_within (int pid, int timeout_ms);
 
 #endif

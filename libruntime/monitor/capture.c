@@ -356,20 +356,11 @@ mon_handle_fork (struct mon *m, struct evhttp_request *req, json_object *body)
 
 /* ---- pause to disk ------------------------------------------------------ */
 
-static void
-end_loop (evutil_socket_t fd, short what, void *arg)
-{
-  (void) fd;
-  (void) what;
-  event_base_loopbreak (arg);
-}
-
 /* Saved: QEMU, the network and the loop end; the disk, the saved VM and
    the state dir stay for the wake.  */
 static void
 end_paused (struct mon *m, const char *saved)
 {
-  struct timeval flush = { 0, 100 * 1000 };
   json_object *p = json_object_new_object ();
   char now[32];
 
@@ -398,7 +389,7 @@ end_paused (struct mon *m, const char *saved)
   mon_set_str (m, "pausedAt", now);
   mon_set_str (m, "state", "paused");
   mon_save_state (m);
-  event_base_once (m->base, -1, EV_TIMEOUT, end_loop, m->base, &flush);
+  mon_end_loop_soon (m);
 }
 
 int

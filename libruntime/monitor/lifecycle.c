@@ -7,7 +7,6 @@
 #include "monitor/lifecycle.h"
 #include "monitor/reply.h"
 #include "sandbox/store.h"
-#include "vmm/qmp.h"
 
 void
 mon_set_expires (struct mon *m, int64_t expires_ms)
@@ -32,16 +31,6 @@ mon_pause (struct mon *m, rt_error **err)
   if (m->paused)
     return 0;
   return mon_pause_to_disk (m, err);
-}
-
-/* A monitor runs only while its VM does: a paused sandbox is woken by a
-   new one (rt_sandbox_wake).  */
-int
-mon_wake (struct mon *m, rt_error **err)
-{
-  (void) m;
-  (void) err;
-  return 0;
 }
 
 /* The lease ended: a command waiting for it is cut (it would hold the
@@ -92,14 +81,12 @@ mon_handle_pause (struct mon *m, struct evhttp_request *req, json_object *body)
   mon_reply_json (req, 200, m->state);
 }
 
+/* A monitor runs only while its VM does: its sandbox is awake (a paused
+   one is woken by a new monitor, sandbox/wake.c).  */
 void
 mon_handle_wake (struct mon *m, struct evhttp_request *req, json_object *body)
 {
-  cleanup_error rt_error *err = NULL;
-
   (void) body;
-  if (mon_wake (m, &err) < 0)
-    return reply_trial_error (req, err);
   mon_reply_json (req, 200, m->state);
 }
 

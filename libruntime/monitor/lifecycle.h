@@ -12,11 +12,8 @@ void mon_set_expires (struct mon *m, int64_t expires_ms);
 /* The lease timer's callback: stop (stop_on_timeout) or pause.  */
 void mon_on_lease (evutil_socket_t fd, short what, void *arg);
 
-/* Pauses the VM; nothing when it is paused already.  */
+/* Pauses the sandbox to disk (capture.h); nothing when it is paused.  */
 int mon_pause (struct mon *m, rt_error **err);
-/* Resumes a paused VM, renewing an ended lease (for a trial sandbox, from
-   the trial: trial_exhausted); nothing when it runs.  */
-int mon_wake (struct mon *m, rt_error **err);
 
 /* POST :stop, :pause, :wake → the state object.  */
 void mon_handle_stop (struct mon *m, struct evhttp_request *req, json_object *body);

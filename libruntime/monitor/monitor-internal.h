@@ -149,6 +149,9 @@ void mon_save_state (struct mon *m);
    every exec go, the record is written, and the loop ends shortly after.
    Stopping twice is stopping once.  */
 void mon_stop (struct mon *m, const char *reason);
+/* Ends the event loop after the last replies had time to reach their
+   clients (a stop, a pause to disk).  */
+void mon_end_loop_soon (struct mon *m);
 /* Stops the sandbox when @owner exits (an ephemeral sandbox's creator).  */
 int mon_watch_owner (struct mon *m, pid_t owner, rt_error **err);
 /* Starts billing QEMU's vCPU threads.  */

@@ -60,10 +60,17 @@ end_loop (evutil_socket_t fd, short what, void *arg)
 }
 
 void
+mon_end_loop_soon (struct mon *m)
+{
+  struct timeval flush = { 0, EXIT_FLUSH_MS * 1000 };
+
+  event_base_once (m->base, -1, EV_TIMEOUT, end_loop, m->base, &flush);
+}
+
+void
 mon_stop (struct mon *m, const char *reason)
 {
   char now[32];
-  struct timeval flush = { 0, EXIT_FLUSH_MS * 1000 };
 
   if (m->stopping)
     return;
@@ -113,7 +120,7 @@ mon_stop (struct mon *m, const char *reason)
       rt_store_write_record (m->ctx, m->state, NULL);
     }
   mon_save_state (m);
-  event_base_once (m->base, -1, EV_TIMEOUT, end_loop, m->base, &flush);
+  mon_end_loop_soon (m);
 }
 
 static void

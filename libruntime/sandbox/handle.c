@@ -1,10 +1,8 @@
 /* handle.c - the rt_sandbox handle: opening a sandbox by id or name, and
    its verbs, each a request to its monitor (monitor/client.h).  */
 #include <openssl/evp.h>
-#include <poll.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/pidfd.h>
 #include <sys/stat.h>
 
 #include "monitor/client.h"
@@ -258,19 +256,12 @@ rt_capture_output (void *data, int stream, const char *buf, size_t len)
 static int
 wait_monitor_gone (rt_sandbox *sb, pid_t pid, rt_error **err)
 {
-  int pfd = pidfd_open (pid, 0);
   struct stat st;
 
-  if (pfd >= 0)
+  if (!rt_pid_exited_within (pid, STOP_WAIT_MS))
     {
-      struct pollfd p = { .fd = pfd, .events = POLLIN };
-      int r = poll (&p, 1, STOP_WAIT_MS);
-      close (pfd);
-      if (r <= 0)
-        {
-          rt_error_set (err, ETIMEDOUT, "cleanup_failed", "sandbox %s did not confirm it stopped within 30 s", sb->id);
-          return rt_error_hint (err, "its monitor is pid %d", (int) pid);
-        }
+      rt_error_set (err, ETIMEDOUT, "cleanup_failed", "sandbox %s did not confirm it stopped within 30 s", sb->id);
+      return rt_error_hint (err, "its monitor is pid %d", (int) pid);
     }
   /* The monitor removes its dir just before exiting; a crash may not.  */
   rt_store_reap (sb->ctx);

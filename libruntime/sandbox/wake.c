@@ -1,9 +1,7 @@
 /* wake.c - pause to disk and wake (wake.h).  */
 #include <fcntl.h>
-#include <poll.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/pidfd.h>
 
 #include "billing/trial.h"
 #include "image/disk.h"
@@ -88,23 +86,6 @@ rt_sandbox_is_paused (rt_sandbox *sb, rt_error **err)
   return s && strcmp (s, "paused") == 0;
 }
 
-/* Waits until the monitor @pid has exited (a pause ends it).  */
-static int
-wait_exit (rt_sandbox *sb, pid_t pid, rt_error **err)
-{
-  int pfd = pidfd_open (pid, 0);
-  struct pollfd p = { .fd = pfd, .events = POLLIN };
-  int r;
-
-  if (pfd < 0)
-    return 0;
-  r = poll (&p, 1, PAUSE_WAIT_MS);
-  close (pfd);
-  if (r <= 0)
-    return rt_error_set (err, ETIMEDOUT, "internal", "sandbox %s did not finish pausing", sb->id);
-  return 0;
-}
-
 int
 rt_sandbox_pause (rt_sandbox *sb, rt_error **err)
 {
@@ -122,7 +103,10 @@ rt_sandbox_pause (rt_sandbox *sb, rt_error **err)
   ret = rt_api_call (sb->sock, sb->id, "pause", NULL, NULL, err);
   if (ret < 0)
     return ret;
-  return wait_exit (sb, pid, err);
+  /* A pause ends the monitor once the sandbox is saved.  */
+  if (!rt_pid_exited_within (pid, PAUSE_WAIT_MS))
+    return rt_error_set (err, ETIMEDOUT, "internal", "sandbox %s did not finish pausing", sb->id);
+  return 0;
 }
 
 /* The lease a woken sandbox gets: the one it had, or a new one if it ended
