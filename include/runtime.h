@@ -148,6 +148,84 @@ void rt_context_set_progress (rt_context *ctx, rt_progress_fn fn, void *data);
 int rt_context_accel (rt_context *ctx, const char **out, rt_error **err);
 
 /**
+ * rt_context_set_tenant - scope a context to one tenant (an API token)
+ * @ctx:    the context
+ * @tenant: a token's name, [a-z0-9][a-z0-9_-]{0,31}; NULL for the host's
+ *          own view (the CLI without RUNTIME_API_URL), which sees and
+ *          changes everything
+ * @err:    "invalid_request" (a bad name)
+ *
+ * A tenant context sees only what it made: sandboxes it created (another
+ * tenant's or an untenanted one answers "not_found", as a missing one),
+ * their snapshots, images it built plus the base images (removing a base
+ * image answers "permission_denied"), its own secrets (a store of its own:
+ * <data>/tenants/<name>/secrets.json) and its usage.  Sandbox names are
+ * unique per tenant (the host's untenanted sandboxes are one more
+ * owner); the host view resolves a name two owners share as ambiguous
+ * ("invalid_request"), an id always works.  Pools and image warm are the
+ * host's: "permission_denied" in a tenant context.
+ * Return: 0, or <0 with @err set.
+ */
+int rt_context_set_tenant (rt_context *ctx, const char *tenant, rt_error **err);
+
+/**
+ * rt_token_limits - what one API token may hold at once; 0 is no limit
+ * @max_sandboxes:   live sandboxes (running or paused)
+ * @max_vcpu:        vCPUs summed over its live sandboxes
+ * @max_cost_micros: microdollars charged to it in all
+ * @rate:            requests per second; 0 is the default, 50/s with a
+ *                   burst of 100 (RT_TOKEN_DEFAULT_RATE, _BURST)
+ */
+typedef struct rt_token_limits
+{
+  unsigned max_sandboxes;
+  unsigned max_vcpu;
+  int64_t max_cost_micros;
+  unsigned rate;
+} rt_token_limits;
+
+#define RT_TOKEN_DEFAULT_RATE 50   /* rt_token_limits.rate 0: requests a second */
+#define RT_TOKEN_DEFAULT_BURST 100 /* and the burst the server allows */
+
+/**
+ * rt_token_create - make an API token, which is a tenant of that name
+ * @ctx:    the context (the host view)
+ * @name:   the token's (and tenant's) name, as rt_context_set_tenant
+ * @limits: its limits, or NULL for none
+ * @token:  set to the token, "rt_" and 40 random base32 characters
+ *          (free()); returned only here: <data>/tokens.json (0600) keeps
+ *          its SHA-256
+ * @err:    "invalid_request", "name_taken", "permission_denied" (a tenant
+ *          context)
+ * Return: 0, or <0 with @err set.
+ */
+int rt_token_create (rt_context *ctx, const char *name, const rt_token_limits *limits, char **token, rt_error **err);
+
+/**
+ * rt_token_list_json - the API tokens, never their hashes
+ * @ctx:  the context (the host view)
+ * @json: [{name, createdAt, maxSandboxes, maxVcpu, maxCostMicros, rate,
+ *        prefix (the token's first 7 characters)}] oldest first (free())
+ * @err:  "permission_denied" (a tenant context), "internal"
+ * Return: 0, or <0 with @err set.
+ */
+int rt_token_list_json (rt_context *ctx, char **json, rt_error **err);
+
+/**
+ * rt_token_remove - revoke an API token and stop its tenant's sandboxes
+ * @ctx:  the context (the host view)
+ * @name: the token's name
+ * @err:  "not_found", "permission_denied" (a tenant context), or a
+ *        sandbox's rt_sandbox_remove error
+ *
+ * Every sandbox of the tenant, paused ones included, stops as
+ * rt_sandbox_stop does (its record written, its usage kept); then the
+ * token goes: it no longer authenticates.
+ * Return: 0, or <0 with @err set.
+ */
+int rt_token_remove (rt_context *ctx, const char *name, rt_error **err);
+
+/**
  * rt_sandbox_config - how to make a sandbox; all-zero means the defaults
  * @vcpu:          virtual CPUs (default 2, 1–16)
  * @memory_mib:    guest memory (default 4096, 256–65536)

@@ -41,6 +41,8 @@ rt_ledger_write (int fd, json_object *state, const struct rt_ledger_usage *u)
   json_object_object_add (o, "t", json_object_new_string (now));
   for (const char **k = keys; *k; k++)
     json_object_object_add (o, *k, json_object_object_get_ex (state, *k, &v) ? json_object_get (v) : NULL);
+  if (rt_json_str (state, "tenant"))
+    json_object_object_add (o, "tenant", json_object_new_string (rt_json_str (state, "tenant")));
   json_object_object_add (o, "vcpu", json_object_new_int (u->vcpu));
   json_object_object_add (o, "memoryMiB", json_object_new_int (u->memory_mib));
   json_object_object_add (o, "runningUs", json_object_new_int64 ((int64_t) u->running_us));
@@ -154,4 +156,15 @@ rt_ledger_fold (rt_context *ctx, json_object **out, rt_error **err)
     }
   *out = rows;
   return 0;
+}
+
+void
+rt_ledger_keep_tenant (json_object *rows, const char *tenant)
+{
+  for (size_t i = json_object_array_length (rows); i-- > 0;)
+    {
+      const char *t = rt_json_str (json_object_array_get_idx (rows, i), "tenant");
+      if (t == NULL || strcmp (t, tenant) != 0)
+        json_object_array_del_idx (rows, i, 1);
+    }
 }

@@ -16,6 +16,8 @@
  *   state        string   "running", "paused", "stopped" (its state then)
  *   stopReason   string   once stopped: "requested", "time_limit",
  *                         "host_stopped"; null before
+ *   tenant       string   the API token that made it (core/context.h);
+ *                         absent for the host's own sandboxes
  *   vcpu         integer  vCPUs
  *   memoryMiB    integer  memory, MiB
  *   runningUs    integer  wall-clock running time so far, microseconds
@@ -52,13 +54,17 @@ struct rt_ledger_usage
    file, 0600) into *@fd; startup_failed when it cannot.  */
 int rt_ledger_open (rt_context *ctx, int *fd, rt_error **err);
 
-/* Appends one record: t, then id, name, funding, createdAt, state and
-   stopReason from @state (a sandbox state object), then @u.  Best effort:
+/* Appends one record: t, then id, name, funding, createdAt, state,
+   stopReason and (when set) tenant from @state (a sandbox state object), then @u.  Best effort:
    a record that cannot be written is lost, the next one covers it.  */
 void rt_ledger_write (int fd, json_object *state, const struct rt_ledger_usage *u);
 
 /* Every sandbox's last record, in the order they first appear in the
    ledger, as a new JSON array in *@out.  */
 int rt_ledger_fold (rt_context *ctx, json_object **out, rt_error **err);
+
+/* Drops from the folded @rows every record not of @tenant (records
+   without one are the host's own).  */
+void rt_ledger_keep_tenant (json_object *rows, const char *tenant);
 
 #endif

@@ -24,7 +24,7 @@ tally (rt_context *ctx, json_object *reserved, int64_t *used_us, int *running, r
   int ret = rt_ledger_fold (ctx, &rows, err);
 
   if (ret == 0)
-    ret = rt_store_list (ctx, false, &live, err);
+    ret = rt_store_list_unscoped (ctx, false, &live, err);
   if (ret < 0)
     return ret;
   for (size_t i = 0; i < json_object_array_length (live); i++)

@@ -46,6 +46,9 @@ rt_usage_json (rt_context *ctx, char **json, rt_error **err)
       if (rt_json_str (sb, "id"))
         json_object_object_add (known, rt_json_str (sb, "id"), json_object_get (sb));
     }
+  /* A tenant's usage is its own records'; the host's view counts all.  */
+  if (ctx->tenant)
+    rt_ledger_keep_tenant (rows, ctx->tenant);
   n = json_object_array_length (rows);
   for (size_t i = 0; i < n; i++)
     {

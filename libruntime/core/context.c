@@ -88,6 +88,7 @@ rt_context_free (rt_context *ctx)
   free (ctx->kernel_deb);
   free (ctx->uid_range);
   free (ctx->accel_env);
+  free (ctx->tenant);
   free (ctx);
 }
 
@@ -113,4 +114,62 @@ rt_progress (rt_context *ctx, const char *fmt, ...)
   if (line)
     ctx->progress (ctx->progress_data, line);
   free (line);
+}
+
+bool
+rt_tenant_name_ok (const char *name)
+{
+  size_t n;
+
+  if (name == NULL || !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= '0' && name[0] <= '9')))
+    return false;
+  n = strspn (name, "abcdefghijklmnopqrstuvwxyz0123456789_-");
+  return name[n] == '\0' && n <= 32;
+}
+
+int
+rt_context_set_tenant (rt_context *ctx, const char *tenant, rt_error **err)
+{
+  char *copy = NULL;
+
+  if (tenant && !rt_tenant_name_ok (tenant))
+    return rt_error_set (err, EINVAL, "invalid_request",
+                         "a tenant name is 1 to 32 of a-z, 0-9, '_' and '-', starting with a letter or digit");
+  if (tenant && (copy = strdup (tenant)) == NULL)
+    return rt_error_oom (err);
+  free (ctx->tenant);
+  ctx->tenant = copy;
+  return 0;
+}
+
+bool
+rt_tenant_sees (const rt_context *ctx, const char *owner)
+{
+  return ctx->tenant == NULL || (owner && strcmp (owner, ctx->tenant) == 0);
+}
+
+bool
+rt_tenant_same (const rt_context *ctx, const char *owner)
+{
+  if (ctx->tenant == NULL || owner == NULL)
+    return ctx->tenant == NULL && owner == NULL;
+  return strcmp (ctx->tenant, owner) == 0;
+}
+
+int
+rt_tenant_refuse (const rt_context *ctx, const char *what, rt_error **err)
+{
+  if (ctx->tenant == NULL)
+    return 0;
+  rt_error_set (err, EPERM, "permission_denied", "%s is the host's, not a token's", what);
+  return rt_error_hint (err, "run it on the host, without RUNTIME_API_URL");
+}
+
+void
+rt_tenant_adopt (rt_context *ctx, json_object *state)
+{
+  const char *t = rt_json_str (state, "tenant");
+
+  free (ctx->tenant);
+  ctx->tenant = t && rt_tenant_name_ok (t) ? strdup (t) : NULL;
 }

@@ -23,10 +23,28 @@ struct rt_context
   unsigned template_keep_s; /* RUNTIME_TEMPLATE_KEEP_S: a template keeper's
                                idle life, default 300 */
   const char *accel; /* decided accelerator, NULL until asked */
+  char *tenant;      /* rt_context_set_tenant's name, or NULL: the host's
+                        view, which sees everything */
   rt_progress_fn progress;
   void *progress_data;
 };
 
 void rt_progress (rt_context *ctx, const char *fmt, ...) RT_PRINTF (2, 3);
+
+/* True when a tenant context may see the object stamped @owner (a
+   sandbox's or image's "tenant", NULL when unstamped): the host view sees
+   everything, a tenant only its own.  */
+bool rt_tenant_sees (const rt_context *ctx, const char *owner);
+/* True when @owner is exactly the context's own (NULL for the host view):
+   names are unique among one owner's sandboxes.  */
+bool rt_tenant_same (const rt_context *ctx, const char *owner);
+/* 1 when @name is a valid tenant name ([a-z0-9][a-z0-9_-]{0,31}).  */
+bool rt_tenant_name_ok (const char *name);
+/* The context takes the tenant of a sandbox's @state (none when
+   unstamped): a monitor serves its sandbox's tenant, whoever started it.  */
+void rt_tenant_adopt (rt_context *ctx, json_object *state);
+/* permission_denied for a host-only verb (pools, warm) in a tenant context;
+   0 in the host view.  */
+int rt_tenant_refuse (const rt_context *ctx, const char *what, rt_error **err);
 
 #endif

@@ -700,7 +700,7 @@ rt_image_remove (rt_context *ctx, const char *ref, rt_error **err)
 
   if (imgdir == NULL || (index_path = rt_strdup_printf ("%s/index.json", imgdir)) == NULL)
     return rt_error_oom (err);
-  ret = rt_store_list (ctx, false, &live, err);
+  ret = rt_store_list_unscoped (ctx, false, &live, err);
   if (ret < 0)
     return ret;
   ret = lock_index (imgdir, index_path, &lockfd, &index, err);

@@ -689,6 +689,8 @@ monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd,
   fcntl (4, F_SETFD, FD_CLOEXEC);
 
   m.state = json_object_get (cfg->state);
+  /* Its secrets are its tenant's, whoever started the monitor (a wake).  */
+  rt_tenant_adopt (ctx, cfg->state);
   if (cfg->no_wait)
     {
       /* The caller gets the id now; the pid file tells the reaper this

@@ -141,6 +141,7 @@ take_state (struct mon *m, json_object *state)
   json_object_put (m->state);
   m->state = s;
   m->meter.state = s;
+  rt_tenant_adopt (m->ctx, s);
 }
 
 static int

@@ -6,7 +6,9 @@
  * only, every request).  A sandbox gets NAME=<placeholder> in its
  * environment; the egress proxy is where a placeholder becomes the value,
  * on requests to the secret's hosts only (rewrite.h), and where the value
- * becomes the placeholder again in their answers (scrub.h).
+ * becomes the placeholder again in their answers (scrub.h).  A tenant
+ * context (rt_context_set_tenant) has a store of its own, the same file in
+ * <data>/tenants/<name>/: its sandboxes get its secrets only.
  */
 #include <fnmatch.h>
 #include <fcntl.h>
@@ -17,10 +19,20 @@
 #include "net/egress.h"
 #include "net/secrets.h"
 
+/* <data>, or a tenant's <data>/tenants/<name>.  */
+static char *
+store_dir (rt_context *ctx)
+{
+  if (ctx->tenant)
+    return rt_strdup_printf ("%s/tenants/%s", ctx->data_dir, ctx->tenant);
+  return strdup (ctx->data_dir);
+}
+
 static char *
 store_path (rt_context *ctx)
 {
-  return rt_strdup_printf ("%s/secrets.json", ctx->data_dir);
+  cleanup_free char *dir = store_dir (ctx);
+  return dir ? rt_strdup_printf ("%s/secrets.json", dir) : NULL;
 }
 
 /* The store, refused when others could read it: it holds the values.  */
@@ -76,8 +88,9 @@ save (rt_context *ctx, json_object *store, rt_error **err)
 static int
 lock (rt_context *ctx, int *fd, rt_error **err)
 {
-  cleanup_free char *path = rt_strdup_printf ("%s/secrets.lock", ctx->data_dir);
-  int ret = path ? rt_mkdir_p (ctx->data_dir, 0755, err) : rt_error_oom (err);
+  cleanup_free char *dir = store_dir (ctx);
+  cleanup_free char *path = dir ? rt_strdup_printf ("%s/secrets.lock", dir) : NULL;
+  int ret = path ? rt_mkdir_p (dir, ctx->tenant ? 0700 : 0755, err) : rt_error_oom (err);
 
   return ret < 0 ? ret : rt_lock_file (path, fd, err);
 }

@@ -147,7 +147,8 @@ initial_state (const char *id, const rt_sandbox_config *cfg, unsigned vcpu, unsi
   return s;
 }
 
-/* The live sandbox named @name, if any (under the state lock).  */
+/* The live sandbox of the context's own tenant (or the host's own, untenanted)
+   named @name, if any (under the state lock): names are unique per owner.  */
 static int
 find_live_name (rt_context *ctx, const char *name, char id[32], rt_error **err)
 {
@@ -160,7 +161,7 @@ find_live_name (rt_context *ctx, const char *name, char id[32], rt_error **err)
     {
       json_object *o = json_object_array_get_idx (arr, i);
       const char *n = rt_json_str (o, "name");
-      if (n && strcmp (n, name) == 0)
+      if (n && strcmp (n, name) == 0 && rt_tenant_same (ctx, rt_json_str (o, "tenant")))
         {
           snprintf (id, 32, "%s", rt_json_str (o, "id"));
           return 1;
@@ -437,6 +438,9 @@ reserve_funding (struct creation *c, rt_error **err)
                             c->has_saved ? saved_image_ref (&c->saved) : cfg->image ? cfg->image : "runtime",
                             &c->rules, c->now);
   json_object_object_add (c->state, "funding", json_object_new_string (funding));
+  /* Whose it is: what every lookup of a tenant context filters on.  */
+  if (c->ctx->tenant)
+    json_object_object_add (c->state, "tenant", json_object_new_string (c->ctx->tenant));
   /* What `image rm` checks: the image itself, whatever its ref means later.  */
   json_object_object_add (c->state, "imageId", json_object_new_string (c->image.id));
   return 0;

@@ -20,8 +20,10 @@ rt_sandbox_resolve (rt_context *ctx, const char *ref, json_object **out, rt_erro
       if (pidfile && rt_pidfile_alive (pidfile, NULL) == 1 && rt_read_file (path, &data, NULL, NULL) == 0)
         {
           *out = json_tokener_parse (data);
-          if (*out)
+          if (*out && rt_tenant_sees (ctx, rt_json_str (*out, "tenant")))
             return 0;
+          json_object_put (*out);
+          *out = NULL;
         }
     }
   return rt_store_resolve (ctx, ref, out, err);

@@ -339,8 +339,15 @@ array_has_id (json_object *arr, const char *id)
   return false;
 }
 
-int
-rt_store_list (rt_context *ctx, bool all, json_object **out, rt_error **err)
+/* A tenant context sees only its own sandboxes (core/context.h).  */
+static bool
+visible (rt_context *ctx, bool scoped, json_object *sb)
+{
+  return !scoped || rt_tenant_sees (ctx, rt_json_str (sb, "tenant"));
+}
+
+static int
+store_list (rt_context *ctx, bool all, bool scoped, json_object **out, rt_error **err)
 {
   json_object *arr = json_object_new_array ();
   cleanup_free char *records = rt_strdup_printf ("%s/sandboxes", ctx->data_dir);
@@ -366,9 +373,10 @@ rt_store_list (rt_context *ctx, bool all, json_object **out, rt_error **err)
         continue;
       /* A stopping monitor wrote its record already: the record wins.
          Spares are no one's sandboxes yet (monitor/spare.h).  */
-      if (rt_json_str (state, "state")
-          && (strcmp (rt_json_str (state, "state"), "stopped") == 0
-              || json_object_get_boolean (json_object_object_get (state, "spare"))))
+      if (!visible (ctx, scoped, state)
+          || (rt_json_str (state, "state")
+              && (strcmp (rt_json_str (state, "state"), "stopped") == 0
+                  || json_object_get_boolean (json_object_object_get (state, "spare")))))
         {
           json_object_put (state);
           continue;
@@ -389,7 +397,7 @@ rt_store_list (rt_context *ctx, bool all, json_object **out, rt_error **err)
       rec = path ? read_json_file (path) : NULL;
       if (rec == NULL)
         continue;
-      if (array_has_id (arr, rt_json_str (rec, "id") ? rt_json_str (rec, "id") : ""))
+      if (!visible (ctx, scoped, rec) || array_has_id (arr, rt_json_str (rec, "id") ? rt_json_str (rec, "id") : ""))
         json_object_put (rec);
       else
         json_object_array_add (arr, rec);
@@ -399,6 +407,18 @@ rt_store_list (rt_context *ctx, bool all, json_object **out, rt_error **err)
   json_object_array_sort (arr, by_created);
   *out = arr;
   return 0;
+}
+
+int
+rt_store_list (rt_context *ctx, bool all, json_object **out, rt_error **err)
+{
+  return store_list (ctx, all, true, out, err);
+}
+
+int
+rt_store_list_unscoped (rt_context *ctx, bool all, json_object **out, rt_error **err)
+{
+  return store_list (ctx, all, false, out, err);
 }
 
 /* The entries of @arr with id @ref (then *n = 1), else those named @ref
@@ -448,8 +468,13 @@ rt_store_resolve (rt_context *ctx, const char *ref, json_object **out, rt_error 
       record = rt_record_path (ctx, ref);
       if (record && strncmp (ref, "sb-", 3) == 0 && (found = read_json_file (record)) != NULL)
         {
-          *out = found;
-          return 0;
+          if (rt_tenant_sees (ctx, rt_json_str (found, "tenant")))
+            {
+              *out = found;
+              return 0;
+            }
+          json_object_put (found);
+          found = NULL;
         }
       json_object_put (steal_pointer (&arr));
       ret = rt_store_list (ctx, true, &arr, err);

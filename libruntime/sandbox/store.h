@@ -32,8 +32,12 @@ int rt_pidfile_alive (const char *path, pid_t *pid);
    leaks nothing for longer than the next command.  */
 void rt_store_reap (rt_context *ctx);
 
-/* Every sandbox (live ones, and ended ones with @all), oldest first.  */
+/* Every sandbox (live ones, and ended ones with @all) the context sees
+   (a tenant's own: core/context.h), oldest first.  */
 int rt_store_list (rt_context *ctx, bool all, json_object **out, rt_error **err);
+/* rt_store_list of every tenant's: for what all sandboxes share (images
+   in use, the trial).  */
+int rt_store_list_unscoped (rt_context *ctx, bool all, json_object **out, rt_error **err);
 
 /* The sandbox named by id or by a name exactly one live sandbox has (then
    one ended sandbox).  not_found otherwise.  */

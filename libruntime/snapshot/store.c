@@ -115,8 +115,20 @@ by_created (const void *a, const void *b)
   return c ? c : strcmp (rt_json_str (x, "id"), rt_json_str (y, "id"));
 }
 
+/* The tenant of the sandbox a snapshot was taken of (its saved state's
+   "tenant"), or NULL: a tenant context sees its own snapshots only.  */
+static const char *
+snapshot_tenant (json_object *meta)
+{
+  json_object *sb = NULL, *state = NULL;
+
+  json_object_object_get_ex (meta, "sandbox", &sb);
+  json_object_object_get_ex (sb, "state", &state);
+  return rt_json_str (state, "tenant");
+}
+
 /* Every complete snapshot (a dir named by an id, with a meta.json that
-   says so), oldest first, as public objects.  */
+   says so) the context sees, oldest first, as public objects.  */
 static int
 list_snapshots (rt_context *ctx, json_object **out, rt_error **err)
 {
@@ -138,9 +150,13 @@ list_snapshots (rt_context *ctx, json_object **out, rt_error **err)
         continue;
       meta = read_meta (dir);
       /* The id inside must be the dir's: the object is found by it.  */
-      if (meta == NULL || !rt_json_str (meta, "id") || strcmp (rt_json_str (meta, "id"), e->d_name) != 0)
+      if (meta == NULL || !rt_json_str (meta, "id") || strcmp (rt_json_str (meta, "id"), e->d_name) != 0
+          || !rt_tenant_sees (ctx, snapshot_tenant (meta)))
         continue;
       json_object_array_add (arr, snapshot_object (meta, dir));
+      if (snapshot_tenant (meta))
+        json_object_object_add (json_object_array_get_idx (arr, json_object_array_length (arr) - 1), "tenant",
+                                json_object_new_string (snapshot_tenant (meta)));
     }
   json_object_array_sort (arr, by_created);
   *out = steal_pointer (&arr);
@@ -215,7 +231,8 @@ rt_snapshot_name_free (rt_context *ctx, const char *name, rt_error **err)
     {
       json_object *s = json_object_array_get_idx (arr, i);
       const char *other = rt_json_str (s, "name");
-      if (other && strcmp (other, name) == 0)
+      /* Unique per tenant, as sandbox names.  */
+      if (other && strcmp (other, name) == 0 && rt_tenant_same (ctx, rt_json_str (s, "tenant")))
         {
           rt_error_set (err, EEXIST, "name_taken", "a snapshot is already named '%s' (%s)", name,
                         rt_json_str (s, "id"));

@@ -39,7 +39,8 @@ int rt_snapshot_resolve (rt_context *ctx, const char *ref, char **dir, rt_error 
 /* Holds <data>/snapshots/.lock in *fd.  */
 int rt_snapshot_lock (rt_context *ctx, int *fd, rt_error **err);
 
-/* Under the lock: "name_taken" when a snapshot has @name.  */
+/* Under the lock: "name_taken" when a snapshot of the context's own tenant
+   (the host's: untenanted) has @name.  */
 int rt_snapshot_name_free (rt_context *ctx, const char *name, rt_error **err);
 
 /* Removes the .tmp-* dirs no monitor writes any more (their
