@@ -19,6 +19,7 @@ static const struct group groups[] = {
   { "snapshot", cmd_snapshot, "saved sandboxes to start new ones from" },
   { "pool", cmd_pool, "warm spares: sandboxes ready before they are asked for" },
   { "usage", cmd_usage, "what sandboxes used and cost, trial hours left" },
+  { "serve", cmd_serve, "the HTTP API for this machine's sandboxes (runtime serve --help)" },
   { "chat", cmd_chat, "ask a model whose Python runs in sandboxes (deepseek)" },
   { NULL, NULL, NULL },
 };

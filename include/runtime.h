@@ -1077,6 +1077,41 @@ int rt_secret_list_json (rt_context *ctx, char **json, rt_error **err);
  */
 int rt_secret_remove (rt_context *ctx, const char *name, rt_error **err);
 
+/* Where `runtime serve` listens unless told otherwise.  */
+#define RT_SERVE_DEFAULT_LISTEN "127.0.0.1:8430"
+
+/**
+ * rt_serve_opts - how `runtime serve` listens; all-zero means the defaults
+ * @listen:   "ADDR:PORT" or "[V6]:PORT" (default RT_SERVE_DEFAULT_LISTEN;
+ *            port 0 picks a free one); plain HTTP only on a loopback address
+ * @tls_cert: a PEM certificate (chain) file: HTTPS; with @tls_key
+ * @tls_key:  its PEM private key file
+ */
+typedef struct rt_serve_opts
+{
+  const char *listen;
+  const char *tls_cert;
+  const char *tls_key;
+} rt_serve_opts;
+
+/**
+ * rt_serve - answer the HTTP API of docs/API.md until SIGTERM or SIGINT
+ * @ctx:  the context (the host's view; each request acts as its token's
+ *        tenant)
+ * @opts: how to listen, or NULL for the defaults
+ * @err:  "usage" (a bad address), "invalid_request" (plain HTTP on an
+ *        address other than loopback, or an unusable certificate), "busy"
+ *        (the port is taken)
+ *
+ * Prints "runtime serve: listening on URL" and one line per request on
+ * stderr.  Requests run on threads of their own (libevent is switched to
+ * pthreads locking for the process).  On a signal it stops accepting,
+ * ends open streams with a `continue` event, waits up to 10 s for the
+ * requests it is answering, and returns; sandboxes keep running.
+ * Return: 0 after a signal, or <0 with @err set (nothing was served).
+ */
+int rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err);
+
 #ifdef __cplusplus
 }
 #endif

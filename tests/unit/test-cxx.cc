@@ -84,6 +84,7 @@ const entry table[] = {
   FN (rt_secret_set_opts),
   FN (rt_secret_list_json),
   FN (rt_secret_remove),
+  FN (rt_serve),
 };
 
 int n_tests, n_failed;

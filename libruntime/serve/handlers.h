@@ -1,0 +1,68 @@
+/* handlers.h - the route handlers, a file per group: sandboxes.c (the
+   sandbox, its lifecycle verbs, network, metrics, snapshots), exec.c (exec
+   and processes), files.c (files, uploads, archives), images.c,
+   secrets.c, account.c (me, usage, health).  routes.c maps paths to them.  */
+#ifndef RT_SERVE_HANDLERS_H
+#define RT_SERVE_HANDLERS_H
+
+#include "serve/server.h"
+
+/* sandboxes.c */
+void srv_sandbox_create (struct srv_req *r);
+void srv_sandbox_list (struct srv_req *r);
+void srv_sandbox_get (struct srv_req *r);
+void srv_sandbox_delete (struct srv_req *r);
+void srv_sandbox_verb (struct srv_req *r); /* :stop :pause :wake :extend :update :fork :snapshot */
+void srv_network_get (struct srv_req *r);
+void srv_network_put (struct srv_req *r);
+void srv_metrics (struct srv_req *r);
+void srv_snapshot_list (struct srv_req *r);
+void srv_snapshot_get (struct srv_req *r);
+void srv_snapshot_delete (struct srv_req *r);
+
+/* exec.c */
+void srv_exec (struct srv_req *r);
+void srv_process_spawn (struct srv_req *r);
+void srv_process_list (struct srv_req *r);
+void srv_process_get (struct srv_req *r);
+void srv_process_output (struct srv_req *r);
+void srv_process_write (struct srv_req *r);
+void srv_process_signal (struct srv_req *r);
+
+/* files.c */
+void srv_files_get (struct srv_req *r);
+void srv_files_put (struct srv_req *r);
+void srv_files_list (struct srv_req *r);
+void srv_files_stat (struct srv_req *r);
+void srv_files_verb (struct srv_req *r); /* :mkdir :remove :rename */
+void srv_upload_begin (struct srv_req *r);
+void srv_upload_chunk (struct srv_req *r);
+void srv_upload_verb (struct srv_req *r); /* :commit :abort */
+void srv_archive_get (struct srv_req *r);
+void srv_archive_put (struct srv_req *r);
+
+/* images.c */
+void srv_image_build (struct srv_req *r);
+void srv_image_list (struct srv_req *r);
+void srv_image_get (struct srv_req *r);
+void srv_image_logs (struct srv_req *r);
+void srv_image_verb (struct srv_req *r); /* :delete */
+
+/* secrets.c */
+void srv_secret_list (struct srv_req *r);
+void srv_secret_put (struct srv_req *r);
+void srv_secret_delete (struct srv_req *r);
+
+/* account.c */
+void srv_me (struct srv_req *r);
+void srv_usage (struct srv_req *r);
+void srv_health (struct srv_req *r);
+
+/* Not written yet: 501.  */
+#define SRV_NOT_YET(fn)                                                                                               \
+  void fn (struct srv_req *r)                                                                                         \
+  {                                                                                                                   \
+    srv_reply_error (r, 501, "not_implemented", NULL, NULL, "%s %s is not served yet", srv_method (r), srv_path (r)); \
+  }
+
+#endif

@@ -1,0 +1,34 @@
+/* idem.h - Idempotency-Key: the first complete answer to a key, kept on
+   disk for 24 h so that a client's retry (also after a restart of the
+   server) gets it again (docs/API.md, "Transport").  Loop thread only.  */
+#ifndef RT_SERVE_IDEM_H
+#define RT_SERVE_IDEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "runtime.h"
+
+#define SRV_IDEM_KEEP_S (24 * 3600)
+
+struct srv_idem;
+
+enum srv_idem_state
+{
+  SRV_IDEM_NEW,      /* go on; srv_idem_finish or srv_idem_drop later */
+  SRV_IDEM_REPLAY,   /* *status, *ctype, *body: the kept answer */
+  SRV_IDEM_CONFLICT, /* kept with another body */
+  SRV_IDEM_BUSY,     /* being answered now: wait for srv_idem_finish */
+};
+
+int srv_idem_open (const char *dir, struct srv_idem **out, rt_error **err);
+void srv_idem_free (struct srv_idem *s);
+/* The id of a key: a hash of tenant, method, path and key (hex, free()).  */
+char *srv_idem_id (const char *tenant, const char *method, const char *path, const char *key);
+enum srv_idem_state srv_idem_begin (struct srv_idem *s, const char *id, const char *body_sha, int *status,
+                                    char **ctype, char **body, size_t *len);
+/* Keeps the answer (when @keep) and ends the key's busy time.  */
+void srv_idem_finish (struct srv_idem *s, const char *id, const char *body_sha, bool keep, int status,
+                      const char *ctype, const void *body, size_t len);
+
+#endif

@@ -1,0 +1,57 @@
+/* routes.c - which handler answers which path (docs/API.md; the first
+   match wins, so a verb route comes before its {verb} catch-all).
+   (no header of its own: server.h declares the table).  */
+#include <event2/http.h>
+
+#include "serve/handlers.h"
+
+#define SB "/v1/sandboxes/{id}"
+
+const struct srv_route srv_routes[] = {
+  { EVHTTP_REQ_GET, "/v1/health", srv_health, SRV_INLINE | SRV_NO_AUTH },
+  { EVHTTP_REQ_GET, "/v1/me", srv_me, SRV_INLINE },
+  { EVHTTP_REQ_GET, "/v1/usage", srv_usage, 0 },
+
+  { EVHTTP_REQ_POST, "/v1/sandboxes", srv_sandbox_create, 0 },
+  { EVHTTP_REQ_GET, "/v1/sandboxes", srv_sandbox_list, 0 },
+  { EVHTTP_REQ_GET, SB, srv_sandbox_get, 0 },
+  { EVHTTP_REQ_DELETE, SB, srv_sandbox_delete, 0 },
+  { EVHTTP_REQ_POST, SB ":exec", srv_exec, 0 },
+  { EVHTTP_REQ_POST, SB ":{verb}", srv_sandbox_verb, 0 },
+  { EVHTTP_REQ_GET, SB "/network", srv_network_get, 0 },
+  { EVHTTP_REQ_PUT, SB "/network", srv_network_put, 0 },
+  { EVHTTP_REQ_GET, SB "/metrics", srv_metrics, 0 },
+
+  { EVHTTP_REQ_POST, SB "/processes", srv_process_spawn, 0 },
+  { EVHTTP_REQ_GET, SB "/processes", srv_process_list, 0 },
+  { EVHTTP_REQ_GET, SB "/processes/{pid}", srv_process_get, 0 },
+  { EVHTTP_REQ_GET, SB "/processes/{pid}/output", srv_process_output, 0 },
+  { EVHTTP_REQ_POST, SB "/processes/{pid}:write", srv_process_write, 0 },
+  { EVHTTP_REQ_POST, SB "/processes/{pid}:signal", srv_process_signal, 0 },
+
+  { EVHTTP_REQ_GET, SB "/files/content", srv_files_get, 0 },
+  { EVHTTP_REQ_PUT, SB "/files/content", srv_files_put, SRV_RAW_BODY },
+  { EVHTTP_REQ_GET, SB "/files/list", srv_files_list, 0 },
+  { EVHTTP_REQ_GET, SB "/files/stat", srv_files_stat, 0 },
+  { EVHTTP_REQ_POST, SB "/files:{verb}", srv_files_verb, 0 },
+  { EVHTTP_REQ_POST, SB "/uploads", srv_upload_begin, 0 },
+  { EVHTTP_REQ_PUT, SB "/uploads/{upload}", srv_upload_chunk, SRV_RAW_BODY },
+  { EVHTTP_REQ_POST, SB "/uploads/{upload}:{verb}", srv_upload_verb, 0 },
+  { EVHTTP_REQ_GET, SB "/files/archive", srv_archive_get, 0 },
+  { EVHTTP_REQ_PUT, SB "/files/archive", srv_archive_put, SRV_RAW_BODY },
+
+  { EVHTTP_REQ_GET, "/v1/snapshots", srv_snapshot_list, 0 },
+  { EVHTTP_REQ_GET, "/v1/snapshots/{id}", srv_snapshot_get, 0 },
+  { EVHTTP_REQ_DELETE, "/v1/snapshots/{id}", srv_snapshot_delete, 0 },
+
+  { EVHTTP_REQ_POST, "/v1/images", srv_image_build, 0 },
+  { EVHTTP_REQ_GET, "/v1/images", srv_image_list, 0 },
+  { EVHTTP_REQ_GET, "/v1/images/{id}", srv_image_get, 0 },
+  { EVHTTP_REQ_GET, "/v1/images/{id}/logs", srv_image_logs, 0 },
+  { EVHTTP_REQ_POST, "/v1/images/{id}:{verb}", srv_image_verb, 0 },
+
+  { EVHTTP_REQ_GET, "/v1/egress-secrets", srv_secret_list, 0 },
+  { EVHTTP_REQ_PUT, "/v1/egress-secrets/{name}", srv_secret_put, 0 },
+  { EVHTTP_REQ_DELETE, "/v1/egress-secrets/{name}", srv_secret_delete, 0 },
+  { 0, NULL, NULL, 0 },
+};

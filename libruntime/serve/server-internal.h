@@ -1,0 +1,102 @@
+/* server-internal.h - the server and a request as server.c, request.c and
+   idem.c share them (route handlers see only serve/server.h).  */
+#ifndef RT_SERVE_SERVER_INTERNAL_H
+#define RT_SERVE_SERVER_INTERNAL_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <sys/queue.h>
+
+#include <event2/keyvalq_struct.h>
+#include <openssl/ssl.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "serve/idem.h"
+#include "serve/server.h"
+
+#define SRV_MAX_PARAMS 4
+/* Requests answered at once by worker threads; more wait as 503.  */
+#define SRV_MAX_WORKERS 512
+#define SRV_MAX_BUCKETS 1024
+
+struct srv_bucket
+{
+  char name[33];
+  double tokens;
+  double last_s;
+};
+
+struct srv
+{
+  rt_context *ctx; /* the host's view: the loop thread's own */
+  struct event_base *base;
+  struct evhttp *http;
+  SSL_CTX *ssl;
+  struct rt_tokens *tokens;
+  struct srv_idem *idem;
+  struct evhttp_bound_socket *bound;
+  struct event *sigterm, *sigint, *stop_timer;
+  double stop_deadline;
+  struct srv_req *waiters; /* for the first answer to their key */
+  unsigned serial;          /* of request ids */
+  uint32_t seed;
+  struct srv_bucket buckets[SRV_MAX_BUCKETS];
+  size_t nbuckets;
+  pthread_mutex_t mu; /* workers, stopping */
+  pthread_cond_t idle;
+  unsigned workers;
+  bool stopping;
+};
+
+struct srv_req
+{
+  struct srv *srv;
+  /* Loop thread only: NULL once the request is answered or its client
+     gone.  */
+  struct evhttp_request *req;
+  struct event *wake; /* a worker wakes the loop to flush */
+  pthread_mutex_t mu; /* everything from here to `request` */
+  pthread_cond_t cond;
+  int refs;
+  bool gone;     /* client left (or never answered: closing) */
+  bool whole;    /* a whole answer waits in out */
+  bool started;  /* a stream's head waits or went */
+  bool ended;    /* a stream's end waits or went */
+  int status;
+  char *ctype;
+  struct evkeyvalq out_headers;
+  struct evbuffer *out;
+  size_t inflight; /* handed to evhttp, not yet written */
+  /* Loop thread only.  */
+  bool start_sent, end_sent, loop_ref, logged, waiting_idem;
+  struct srv_req *next_waiter;
+
+  /* The request, read on the loop thread before the handler runs.  */
+  int method;
+  char *path;
+  struct evkeyvalq query;
+  struct evkeyvalq headers;
+  unsigned char *body;
+  size_t body_len;
+  char *pnames[SRV_MAX_PARAMS], *pvals[SRV_MAX_PARAMS];
+  size_t nparams;
+  const struct srv_route *route;
+  struct rt_token_info token;
+  bool authed;
+  char request_id[72];
+  struct timespec t0;
+  rt_context *ctx;
+  char *idem_id;        /* the stored answer's id, when kept */
+  char body_sha[65];
+};
+
+/* request.c */
+struct srv_req *srv_req_new (struct srv *s, struct evhttp_request *req);
+void srv_req_unref (struct srv_req *r);
+/* The loop's side: send what a handler queued.  */
+void srv_req_flush (struct srv_req *r);
+void srv_req_wake (struct srv_req *r);
+const char *srv_method_name (int method);
+
+#endif

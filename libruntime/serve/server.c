@@ -1,0 +1,690 @@
+/* server.c - `runtime serve`: the listener, the event loop, and each
+   request's way from its bytes to a handler and back (see server.h).
+   (no header of its own: server.h and server-internal.h declare it).  */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/thread.h>
+#include <netdb.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "serve/listen.h"
+#include "serve/server-internal.h"
+
+/* How long a stopping server waits for the requests it is answering.  */
+#define SRV_STOP_S 10
+#define SRV_DEFAULT_RATE 50
+
+static double
+now_s (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The log line of a request: time, token, method, path, status, ms, id.  */
+static void
+log_request (struct srv_req *r, int status)
+{
+  struct timespec now, wall;
+  struct tm tm;
+  char when[32];
+  long ms;
+
+  if (r->logged)
+    return;
+  r->logged = true;
+  clock_gettime (CLOCK_MONOTONIC, &now);
+  clock_gettime (CLOCK_REALTIME, &wall);
+  gmtime_r (&wall.tv_sec, &tm);
+  strftime (when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+  ms = (now.tv_sec - r->t0.tv_sec) * 1000 + (now.tv_nsec - r->t0.tv_nsec) / 1000000;
+  fprintf (stderr, "%s.%03ldZ %s %s %s %d %ldms %s\n", when, wall.tv_nsec / 1000000,
+           r->authed ? r->token.name : "-", srv_method_name (r->method), r->path ? r->path : "?", status, ms,
+           r->request_id);
+}
+
+static void resume_waiters (struct srv *s, const char *id);
+
+/* The request's stored answer is no longer awaited.  */
+static void
+idem_done (struct srv_req *r, bool keep, const void *body, size_t len)
+{
+  cleanup_free char *id = r->idem_id;
+
+  if (id == NULL)
+    return;
+  r->idem_id = NULL;
+  srv_idem_finish (r->srv->idem, id, r->body_sha, keep, r->status, r->ctype, body, len);
+  resume_waiters (r->srv, id);
+}
+
+/* The loop lets go of a request that is answered or whose client left.  */
+static void
+loop_release (struct srv_req *r, int status)
+{
+  if (!r->loop_ref)
+    return;
+  r->loop_ref = false;
+  r->req = NULL;
+  log_request (r, status);
+  idem_done (r, false, NULL, 0);
+  srv_req_unref (r);
+}
+
+static void
+on_complete (struct evhttp_request *req, void *arg)
+{
+  struct srv_req *r = arg;
+  struct evhttp_connection *evcon = evhttp_request_get_connection (req);
+
+  if (evcon)
+    evhttp_connection_set_closecb (evcon, NULL, NULL);
+  loop_release (r, r->status);
+}
+
+static void
+on_close (struct evhttp_connection *evcon, void *arg)
+{
+  struct srv_req *r = arg;
+  bool sent;
+
+  (void) evcon;
+  pthread_mutex_lock (&r->mu);
+  r->gone = true;
+  pthread_cond_broadcast (&r->cond);
+  pthread_mutex_unlock (&r->mu);
+  sent = r->start_sent;
+  /* An answered request goes with its connection; an unanswered one is
+     only detached from it, and freed when it is answered (srv_req_flush).  */
+  if (sent)
+    loop_release (r, 499);
+}
+
+static void
+on_chunk_done (struct evhttp_connection *evcon, void *arg)
+{
+  struct srv_req *r = arg;
+
+  (void) evcon;
+  pthread_mutex_lock (&r->mu);
+  r->inflight = 0;
+  pthread_cond_broadcast (&r->cond);
+  pthread_mutex_unlock (&r->mu);
+}
+
+static void
+add_head (struct srv_req *r)
+{
+  struct evkeyvalq *h = evhttp_request_get_output_headers (r->req);
+  struct evkeyval *kv;
+
+  evhttp_add_header (h, "x-request-id", r->request_id);
+  if (r->ctype)
+    evhttp_add_header (h, "Content-Type", r->ctype);
+  TAILQ_FOREACH (kv, &r->out_headers, next)
+  evhttp_add_header (h, kv->key, kv->value);
+}
+
+/* A whole answer: kept for its Idempotency-Key, then sent.  */
+static void
+send_whole (struct srv_req *r)
+{
+  bool keep = r->status < 500 && r->status != 429 && r->ctype && strcmp (r->ctype, "application/json") == 0;
+  size_t len = evbuffer_get_length (r->out);
+
+  if (r->idem_id)
+    idem_done (r, keep, evbuffer_pullup (r->out, -1), len);
+  add_head (r);
+  evhttp_send_reply (r->req, r->status, r->status < 400 ? "OK" : "Error", r->out);
+}
+
+void
+srv_req_flush (struct srv_req *r)
+{
+  struct evbuffer *chunk = NULL;
+  bool whole = false, start = false, end = false, gone;
+
+  if (r->req == NULL)
+    return;
+  pthread_mutex_lock (&r->mu);
+  gone = r->gone;
+  if (!r->start_sent && (r->whole || r->started))
+    {
+      r->start_sent = true;
+      whole = r->whole;
+      start = !whole;
+    }
+  if (r->start_sent && !whole && !r->end_sent && evbuffer_get_length (r->out) > 0 && (chunk = evbuffer_new ()))
+    {
+      r->inflight += evbuffer_get_length (r->out);
+      evbuffer_add_buffer (chunk, r->out);
+    }
+  if (r->start_sent && !whole && r->ended && !r->end_sent)
+    end = r->end_sent = true;
+  pthread_mutex_unlock (&r->mu);
+  if (gone && !r->loop_ref)
+    whole = start = end = false;
+  if (whole)
+    send_whole (r);
+  if (start)
+    {
+      add_head (r);
+      evhttp_send_reply_start (r->req, r->status, "OK");
+    }
+  if (chunk && r->req)
+    evhttp_send_reply_chunk_with_cb (r->req, chunk, on_chunk_done, r);
+  if (chunk)
+    evbuffer_free (chunk);
+  if (end && r->req)
+    {
+      idem_done (r, false, NULL, 0);
+      evhttp_send_reply_end (r->req);
+    }
+  /* A detached request (its client left before any answer) is freed by
+     libevent when answered: it is no longer the loop's.  */
+  if (gone && (whole || start) && r->req && evhttp_request_get_connection (r->req) == NULL)
+    loop_release (r, 499);
+}
+
+static void dispatch_idem (struct srv_req *r);
+
+/* The requests that waited for the first answer to their key go on.  */
+static void
+resume_waiters (struct srv *s, const char *id)
+{
+  struct srv_req *r, **pp, *ready = NULL;
+
+  /* Unlink first: a waiter may wait again (another request took the key
+     meanwhile) and re-link itself.  */
+  for (pp = &s->waiters; (r = *pp);)
+    if (strcmp (r->idem_id, id) == 0)
+      {
+        *pp = r->next_waiter;
+        r->next_waiter = ready;
+        ready = r;
+      }
+    else
+      pp = &r->next_waiter;
+  while ((r = ready))
+    {
+      ready = r->next_waiter;
+      r->next_waiter = NULL;
+      r->waiting_idem = false;
+      free (r->idem_id);
+      r->idem_id = NULL;
+      dispatch_idem (r);
+    }
+}
+
+/* Runs the handler, and answers 500 when it did not answer.  */
+static void
+run_handler (struct srv_req *r)
+{
+  bool answered, open_stream;
+
+  r->route->fn (r);
+  pthread_mutex_lock (&r->mu);
+  answered = r->whole || r->started;
+  open_stream = r->started && !r->ended;
+  pthread_mutex_unlock (&r->mu);
+  if (!answered)
+    srv_reply_error (r, 500, "internal", NULL, NULL, "the server gave no answer to %s %s", srv_method (r), r->path);
+  else if (open_stream)
+    srv_stream_end (r);
+}
+
+static void *
+worker_main (void *arg)
+{
+  struct srv_req *r = arg;
+  struct srv *s = r->srv;
+
+  run_handler (r);
+  srv_req_unref (r);
+  pthread_mutex_lock (&s->mu);
+  s->workers--;
+  pthread_cond_broadcast (&s->idle);
+  pthread_mutex_unlock (&s->mu);
+  return NULL;
+}
+
+static void
+run_route (struct srv_req *r)
+{
+  struct srv *s = r->srv;
+  pthread_attr_t attr;
+  pthread_t t;
+  bool ok;
+
+  if (r->route->flags & SRV_INLINE)
+    return run_handler (r);
+  pthread_mutex_lock (&s->mu);
+  ok = s->workers < SRV_MAX_WORKERS;
+  if (ok)
+    s->workers++;
+  pthread_mutex_unlock (&s->mu);
+  if (!ok)
+    {
+      srv_add_header (r, "Retry-After", "1");
+      return srv_reply_error (r, 503, "unavailable", "retry in a second", NULL, "the server is busy");
+    }
+  pthread_attr_init (&attr);
+  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize (&attr, 256 << 10);
+  pthread_mutex_lock (&r->mu);
+  r->refs++;
+  pthread_mutex_unlock (&r->mu);
+  if (pthread_create (&t, &attr, worker_main, r) != 0)
+    {
+      srv_req_unref (r);
+      pthread_mutex_lock (&s->mu);
+      s->workers--;
+      pthread_mutex_unlock (&s->mu);
+      srv_reply_error (r, 503, "unavailable", "retry in a second", NULL, "the server is busy");
+    }
+  pthread_attr_destroy (&attr);
+}
+
+/* The stored answer again, marked as such.  */
+static void
+replay (struct srv_req *r, int status, const char *ctype, const char *body, size_t len)
+{
+  cleanup_json json_object *o = NULL;
+
+  srv_add_header (r, "Idempotency-Replayed", "true");
+  if (ctype && strcmp (ctype, "application/json") == 0 && (o = json_tokener_parse (body))
+      && json_object_is_type (o, json_type_object))
+    {
+      json_object_object_add (o, "replayed", json_object_new_boolean (true));
+      return srv_reply_json (r, status, json_object_get (o));
+    }
+  srv_reply_bytes (r, status, ctype ? ctype : "application/json", body, len);
+}
+
+/* Idempotency-Key, then the handler.  */
+static void
+dispatch_idem (struct srv_req *r)
+{
+  const char *key = srv_header (r, "Idempotency-Key");
+  cleanup_free char *ctype = NULL, *body = NULL;
+  enum srv_idem_state st;
+  size_t len = 0;
+  int status = 0;
+
+  if (r->method == EVHTTP_REQ_GET || key == NULL)
+    return run_route (r);
+  if (*key == '\0' || strlen (key) > 255)
+    return srv_reply_error (r, 400, "invalid_request", "send 1 to 255 characters", NULL, "bad Idempotency-Key");
+  r->idem_id = srv_idem_id (r->token.name, srv_method (r), r->path, key);
+  if (r->idem_id == NULL)
+    return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
+  st = srv_idem_begin (r->srv->idem, r->idem_id, r->body_sha, &status, &ctype, &body, &len);
+  switch (st)
+    {
+    case SRV_IDEM_NEW:
+      return run_route (r);
+    case SRV_IDEM_BUSY:
+      r->waiting_idem = true;
+      r->next_waiter = r->srv->waiters;
+      r->srv->waiters = r;
+      return;
+    case SRV_IDEM_REPLAY:
+      free (r->idem_id);
+      r->idem_id = NULL;
+      return replay (r, status, ctype, body, len);
+    case SRV_IDEM_CONFLICT:
+    default:
+      free (r->idem_id);
+      r->idem_id = NULL;
+      return srv_reply_error (r, 409, "idempotency_conflict", "use a new Idempotency-Key for a different request",
+                              NULL, "this Idempotency-Key was used with another body");
+    }
+}
+
+/* Matches @path against a route's pattern, filling the request's params.  */
+static bool
+match (struct srv_req *r, const char *pat, const char *path)
+{
+  while (*pat)
+    {
+      if (*pat == '{')
+        {
+          const char *close = strchr (pat, '}');
+          size_t n = strcspn (path, "/:");
+
+          if (n == 0 || r->nparams == SRV_MAX_PARAMS)
+            return false;
+          r->pnames[r->nparams] = strndup (pat + 1, close - pat - 1);
+          r->pvals[r->nparams] = strndup (path, n);
+          r->nparams++;
+          pat = close + 1;
+          path += n;
+          continue;
+        }
+      if (*pat++ != *path++)
+        return false;
+    }
+  return *path == '\0';
+}
+
+static void
+clear_params (struct srv_req *r)
+{
+  for (size_t i = 0; i < r->nparams; i++)
+    {
+      free (r->pnames[i]);
+      free (r->pvals[i]);
+    }
+  r->nparams = 0;
+}
+
+/* The route for the request; NULL after answering 404 or 405.  */
+static const struct srv_route *
+find_route (struct srv_req *r)
+{
+  bool other_method = false;
+
+  for (const struct srv_route *rt = srv_routes; rt->pattern; rt++)
+    {
+      bool ok = match (r, rt->pattern, r->path);
+
+      if (ok && rt->method == r->method)
+        {
+          for (size_t i = 0; i < r->nparams; i++)
+            {
+              char *d = evhttp_uridecode (r->pvals[i], 0, NULL);
+              if (d)
+                {
+                  free (r->pvals[i]);
+                  r->pvals[i] = d;
+                }
+            }
+          return rt;
+        }
+      other_method |= ok;
+      clear_params (r);
+    }
+  if (other_method)
+    srv_reply_error (r, 405, "method_not_allowed", NULL, NULL, "%s is not allowed on %s", srv_method (r), r->path);
+  else
+    srv_reply_error (r, 404, "not_found", "see docs/API.md", NULL, "no route %s %s", srv_method (r), r->path);
+  return NULL;
+}
+
+static bool
+authenticate (struct srv_req *r)
+{
+  const char *h = srv_header (r, "Authorization");
+
+  if (h && strncasecmp (h, "Bearer ", 7) == 0 && rt_tokens_check (r->srv->tokens, h + 7, &r->token) == 1)
+    return r->authed = true;
+  srv_reply_error (r, 401, "unauthorized", "send Authorization: Bearer <token> (runtime token create)", NULL,
+                   h ? "the token is not valid" : "no token given");
+  return false;
+}
+
+/* A token bucket per token: `rate` a second, a burst of twice that.  */
+static bool
+within_rate (struct srv_req *r)
+{
+  struct srv *s = r->srv;
+  double rate = r->token.rate ? r->token.rate : SRV_DEFAULT_RATE, t = now_s ();
+  struct srv_bucket *b = NULL;
+
+  for (size_t i = 0; i < s->nbuckets && !b; i++)
+    if (strcmp (s->buckets[i].name, r->token.name) == 0)
+      b = &s->buckets[i];
+  if (b == NULL)
+    {
+      b = &s->buckets[s->nbuckets < SRV_MAX_BUCKETS ? s->nbuckets++ : 0];
+      snprintf (b->name, sizeof b->name, "%s", r->token.name);
+      b->tokens = 2 * rate;
+      b->last_s = t;
+    }
+  b->tokens += (t - b->last_s) * rate;
+  if (b->tokens > 2 * rate)
+    b->tokens = 2 * rate;
+  b->last_s = t;
+  if (b->tokens >= 1)
+    {
+      b->tokens -= 1;
+      return true;
+    }
+  srv_add_header (r, "Retry-After", "1");
+  srv_reply_error (r, 429, "rate_limited", "slow down, or ask for a higher --rate", NULL,
+                   "over %.0f requests a second for this token", rate);
+  return false;
+}
+
+static void
+copy_headers (struct evkeyvalq *to, struct evkeyvalq *from)
+{
+  struct evkeyval *kv;
+
+  TAILQ_FOREACH (kv, from, next)
+  evhttp_add_header (to, kv->key, kv->value);
+}
+
+static bool
+sane_id (const char *s)
+{
+  size_t n = s ? strlen (s) : 0;
+  return n >= 1 && n <= 64 && strspn (s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+/* Reads what the handler needs out of libevent's request.  */
+static int
+read_request (struct srv_req *r, struct evhttp_request *req)
+{
+  const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri (req);
+  struct evbuffer *in = evhttp_request_get_input_buffer (req);
+  const char *q, *rid;
+
+  r->method = evhttp_request_get_command (req);
+  r->path = strdup (uri && evhttp_uri_get_path (uri) ? evhttp_uri_get_path (uri) : "/");
+  q = uri ? evhttp_uri_get_query (uri) : NULL;
+  if (r->path == NULL || (q && evhttp_parse_query_str (q, &r->query) < 0))
+    return -1;
+  copy_headers (&r->headers, evhttp_request_get_input_headers (req));
+  rid = srv_header (r, "x-request-id");
+  if (sane_id (rid))
+    snprintf (r->request_id, sizeof r->request_id, "%s", rid);
+  else
+    snprintf (r->request_id, sizeof r->request_id, "req_%08x%08x", r->srv->seed, ++r->srv->serial);
+  r->body_len = evbuffer_get_length (in);
+  if (r->body_len)
+    {
+      unsigned char md[32];
+
+      r->body = malloc (r->body_len);
+      if (r->body == NULL)
+        return -1;
+      evbuffer_copyout (in, r->body, r->body_len);
+      EVP_Digest (r->body, r->body_len, md, NULL, EVP_sha256 (), NULL);
+      for (int i = 0; i < 32; i++)
+        snprintf (r->body_sha + 2 * i, 3, "%02x", md[i]);
+    }
+  return 0;
+}
+
+static void
+on_request (struct evhttp_request *req, void *arg)
+{
+  struct srv *s = arg;
+  struct srv_req *r = srv_req_new (s, req);
+
+  if (r == NULL)
+    {
+      evhttp_send_error (req, 500, "out of memory");
+      return;
+    }
+  evhttp_request_set_on_complete_cb (req, on_complete, r);
+  evhttp_connection_set_closecb (evhttp_request_get_connection (req), on_close, r);
+  if (read_request (r, req) < 0)
+    return srv_reply_error (r, 400, "invalid_request", NULL, NULL, "the request could not be read");
+  if (s->stopping)
+    {
+      srv_add_header (r, "Retry-After", "1");
+      return srv_reply_error (r, 503, "unavailable", "retry: a restarted server answers", NULL,
+                              "the server is stopping");
+    }
+  r->route = find_route (r);
+  if (r->route == NULL)
+    return;
+  if (!(r->route->flags & SRV_NO_AUTH) && (!authenticate (r) || !within_rate (r)))
+    return;
+  dispatch_idem (r);
+}
+
+/* Stopping: no new connections, streams end with `continue`, and the loop
+   ends when every worker has or after SRV_STOP_S.  */
+static void
+on_stop_tick (evutil_socket_t fd, short what, void *arg)
+{
+  struct srv *s = arg;
+  static const struct timeval tick = { 0, 100 * 1000 };
+  bool idle;
+
+  (void) fd;
+  (void) what;
+  pthread_mutex_lock (&s->mu);
+  idle = s->workers == 0;
+  pthread_mutex_unlock (&s->mu);
+  if (idle || now_s () > s->stop_deadline)
+    event_base_loopexit (s->base, NULL);
+  else
+    evtimer_add (s->stop_timer, &tick);
+}
+
+static void
+on_signal (evutil_socket_t sig, short what, void *arg)
+{
+  struct srv *s = arg;
+
+  (void) what;
+  if (s->stopping)
+    return;
+  fprintf (stderr, "runtime serve: %s, stopping (sandboxes keep running)\n", strsignal (sig));
+  pthread_mutex_lock (&s->mu);
+  s->stopping = true;
+  pthread_mutex_unlock (&s->mu);
+  if (s->bound)
+    evhttp_del_accept_socket (s->http, s->bound);
+  s->bound = NULL;
+  s->stop_deadline = now_s () + SRV_STOP_S;
+  on_stop_tick (-1, 0, s);
+}
+
+static void
+srv_free (struct srv *s)
+{
+  if (s->sigterm)
+    event_free (s->sigterm);
+  if (s->sigint)
+    event_free (s->sigint);
+  if (s->stop_timer)
+    event_free (s->stop_timer);
+  if (s->http)
+    evhttp_free (s->http);
+  if (s->base)
+    event_base_free (s->base);
+  if (s->ssl)
+    SSL_CTX_free (s->ssl);
+  rt_tokens_free (s->tokens);
+  srv_idem_free (s->idem);
+  pthread_cond_destroy (&s->idle);
+  pthread_mutex_destroy (&s->mu);
+  free (s);
+}
+
+static int
+srv_setup (struct srv *s, rt_context *ctx, const rt_serve_opts *opts, int fd, rt_error **err)
+{
+  cleanup_free char *idem_dir = rt_strdup_printf ("%s/serve/idempotency", ctx->data_dir);
+
+  s->ctx = ctx;
+  if (idem_dir == NULL)
+    return rt_error_oom (err);
+  if (rt_tokens_open (ctx, &s->tokens, err) < 0 || srv_idem_open (idem_dir, &s->idem, err) < 0)
+    return -1;
+  if (opts->tls_cert && (s->ssl = srv_tls_context (opts, err)) == NULL)
+    return -1;
+  /* Workers wake the loop (event_active) from their threads.  */
+  if (evthread_use_pthreads () < 0 || (s->base = event_base_new ()) == NULL
+      || (s->http = evhttp_new (s->base)) == NULL)
+    return rt_error_oom (err);
+  evhttp_set_allowed_methods (s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE
+                                           | EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH);
+  evhttp_set_max_body_size (s->http, SRV_MAX_BODY);
+  evhttp_set_max_headers_size (s->http, 64 << 10);
+  evhttp_set_timeout (s->http, 300);
+  evhttp_set_gencb (s->http, on_request, s);
+  if (s->ssl)
+    evhttp_set_bevcb (s->http, srv_tls_bev, s->ssl);
+  s->bound = evhttp_accept_socket_with_handle (s->http, fd);
+  s->sigterm = evsignal_new (s->base, SIGTERM, on_signal, s);
+  s->sigint = evsignal_new (s->base, SIGINT, on_signal, s);
+  s->stop_timer = evtimer_new (s->base, on_stop_tick, s);
+  if (s->bound == NULL || s->sigterm == NULL || s->sigint == NULL || s->stop_timer == NULL
+      || evsignal_add (s->sigterm, NULL) < 0 || evsignal_add (s->sigint, NULL) < 0)
+    return rt_error_set (err, EIO, "internal", "cannot start the server's event loop");
+  return 0;
+}
+
+int
+rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
+{
+  static const rt_serve_opts none = { 0 };
+  struct srv *s;
+  bool idle;
+  int fd;
+
+  if (opts == NULL)
+    opts = &none;
+  if ((opts->tls_cert == NULL) != (opts->tls_key == NULL))
+    {
+      rt_error_set (err, EINVAL, "usage", "--tls-cert and --tls-key go together");
+      return rt_error_hint (err, "give both, or neither on a loopback address");
+    }
+  if (srv_listen (opts, opts->tls_cert != NULL, &fd, err) < 0)
+    return -1;
+  s = calloc (1, sizeof (*s));
+  if (s == NULL)
+    {
+      close (fd);
+      return rt_error_oom (err);
+    }
+  pthread_mutex_init (&s->mu, NULL);
+  pthread_cond_init (&s->idle, NULL);
+  if (getrandom (&s->seed, sizeof s->seed, 0) != sizeof s->seed)
+    s->seed = (uint32_t) getpid ();
+  if (srv_setup (s, ctx, opts, fd, err) < 0)
+    {
+      if (s->bound == NULL)
+        close (fd);
+      srv_free (s);
+      return -1;
+    }
+  event_base_dispatch (s->base);
+  pthread_mutex_lock (&s->mu);
+  idle = s->workers == 0;
+  pthread_mutex_unlock (&s->mu);
+  /* A worker still running past the deadline holds the server: leave it to
+     the process's exit.  */
+  if (idle)
+    srv_free (s);
+  return 0;
+}

@@ -1,0 +1,109 @@
+/* server.h - `runtime serve`: what the route handlers see of a request
+   (docs/API.md is the contract).
+
+   The event loop (server.c) reads a request, authenticates its token,
+   applies the rate limit and the idempotency store, matches a route, and
+   hands the request to a worker thread (or runs an SRV_INLINE handler on
+   the loop itself).  A handler calls the library as that token's tenant
+   (srv_ctx) and answers with exactly one srv_reply_* or one stream
+   (srv_stream_start … srv_stream_end).  Every srv_* function here may be
+   called from the handler's thread; none touches libevent's request, which
+   only the loop thread owns.  */
+#ifndef RT_SERVE_SERVER_H
+#define RT_SERVE_SERVER_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/context.h"
+#include "serve/tokens.h"
+
+/* A JSON body's limit, and a file body's (PUT files/content).  */
+#define SRV_MAX_JSON_BODY (1u << 20)
+#define SRV_MAX_FILE_BODY (1u << 20)
+/* Any body (archives, upload chunks): evhttp refuses more.  */
+#define SRV_MAX_BODY (64u << 20)
+/* A stream's writer waits while this much is queued for a slow client.  */
+#define SRV_STREAM_HIGH (1u << 20)
+
+struct srv_req;
+typedef void (*srv_handler) (struct srv_req *r);
+
+enum
+{
+  SRV_INLINE = 1 << 0,   /* quick and non-blocking: run on the loop thread */
+  SRV_RAW_BODY = 1 << 1, /* the body is bytes, not a JSON object */
+  SRV_NO_AUTH = 1 << 2,  /* answered without a token (none yet) */
+};
+
+struct srv_route
+{
+  int method;          /* enum evhttp_cmd_type */
+  const char *pattern; /* "/v1/sandboxes/{id}:exec": {name} is one path
+                          segment up to '/' or ':' */
+  srv_handler fn;
+  unsigned flags;
+};
+
+/* The route table (routes.c), NULL-pattern terminated.  */
+extern const struct srv_route srv_routes[];
+
+/* The request.  */
+const char *srv_param (struct srv_req *r, const char *name);
+const char *srv_query (struct srv_req *r, const char *name);
+/* Every value of a repeatable query parameter, at most @max; their count.  */
+size_t srv_query_all (struct srv_req *r, const char *name, const char **vals, size_t max);
+const char *srv_header (struct srv_req *r, const char *name);
+const char *srv_method (struct srv_req *r);
+const char *srv_path (struct srv_req *r);
+const char *srv_request_id (struct srv_req *r);
+const struct rt_token_info *srv_token (struct srv_req *r);
+/* A context acting as the token's tenant, made on first use and freed with
+   the request; NULL after replying the error.  */
+rt_context *srv_ctx (struct srv_req *r);
+const void *srv_body (struct srv_req *r, size_t *len);
+
+/* A body field a route accepts: its name and JSON type (json_type_null:
+   any type; json_type_double accepts integers too).  */
+struct srv_field
+{
+  const char *name;
+  json_type type;
+};
+/* The body as a JSON object whose fields are all in @fields (NULL-name
+   terminated); NULL after replying 400 (naming every wrong field in
+   details.issues) or 413.  The caller owns the object.  */
+json_object *srv_body_json (struct srv_req *r, const struct srv_field *fields);
+/* Prefer: wait=N as N (0–120), or -1 when absent or malformed.  */
+int srv_prefer_wait (struct srv_req *r);
+/* The client has gone or the server is stopping: a stream should end.  */
+bool srv_gone (struct srv_req *r);
+bool srv_stopping (struct srv_req *r);
+
+/* Answers.  Exactly one per request; a handler that returns without one
+   answers 500.  */
+void srv_add_header (struct srv_req *r, const char *name, const char *value);
+/* Takes ownership of @o.  */
+void srv_reply_json (struct srv_req *r, int status, json_object *o);
+/* @json is a serialized object or array (copied).  */
+void srv_reply_json_text (struct srv_req *r, int status, const char *json);
+void srv_reply_bytes (struct srv_req *r, int status, const char *ctype, const void *data, size_t len);
+void srv_reply_error (struct srv_req *r, int status, const char *code, const char *hint, json_object *details,
+                      const char *fmt, ...) RT_PRINTF (6, 7);
+/* The library's error, its status from its code (srv_status_for).  */
+void srv_reply_rt_error (struct srv_req *r, const rt_error *err);
+int srv_status_for (const char *code);
+/* {"data":[…],"nextCursor":…} of @items (a JSON array, owned) after
+   `cursor` and up to `limit` (docs/API.md); 400 for a bad limit.  */
+void srv_reply_page (struct srv_req *r, json_object *items);
+
+/* Streams.  srv_stream_write blocks while SRV_STREAM_HIGH bytes wait for a
+   slow client; <0 when the client has gone (stop then, and end).  */
+int srv_stream_start (struct srv_req *r, int status, const char *ctype);
+int srv_stream_write (struct srv_req *r, const void *data, size_t len);
+/* One NDJSON line; takes ownership of @o.  */
+int srv_stream_line (struct srv_req *r, json_object *o);
+void srv_stream_end (struct srv_req *r);
+
+#endif
