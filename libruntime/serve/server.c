@@ -155,12 +155,11 @@ void
 srv_req_flush (struct srv_req *r)
 {
   struct evbuffer *chunk = NULL;
-  bool whole = false, start = false, end = false, gone;
+  bool whole = false, start = false, end = false, detached;
 
   if (r->req == NULL)
     return;
   pthread_mutex_lock (&r->mu);
-  gone = r->gone;
   if (!r->start_sent && (r->whole || r->started))
     {
       r->start_sent = true;
@@ -175,8 +174,21 @@ srv_req_flush (struct srv_req *r)
   if (r->start_sent && !whole && r->ended && !r->end_sent)
     end = r->end_sent = true;
   pthread_mutex_unlock (&r->mu);
-  if (gone && !r->loop_ref)
-    whole = start = end = false;
+  /* A client that left before any answer leaves its request detached from
+     the connection; libevent frees such a request when it is answered.  A
+     whole answer is still kept for its Idempotency-Key: the client's retry
+     gets it.  */
+  detached = (whole || start) && evhttp_request_get_connection (r->req) == NULL;
+  if (detached)
+    {
+      if (whole)
+        send_whole (r);
+      else
+        evhttp_send_reply (r->req, r->status, "Gone", NULL);
+      if (chunk)
+        evbuffer_free (chunk);
+      return loop_release (r, 499);
+    }
   if (whole)
     send_whole (r);
   if (start)
@@ -184,19 +196,16 @@ srv_req_flush (struct srv_req *r)
       add_head (r);
       evhttp_send_reply_start (r->req, r->status, "OK");
     }
-  if (chunk && r->req)
-    evhttp_send_reply_chunk_with_cb (r->req, chunk, on_chunk_done, r);
   if (chunk)
-    evbuffer_free (chunk);
-  if (end && r->req)
+    {
+      evhttp_send_reply_chunk_with_cb (r->req, chunk, on_chunk_done, r);
+      evbuffer_free (chunk);
+    }
+  if (end)
     {
       idem_done (r, false, NULL, 0);
       evhttp_send_reply_end (r->req);
     }
-  /* A detached request (its client left before any answer) is freed by
-     libevent when answered: it is no longer the loop's.  */
-  if (gone && (whole || start) && r->req && evhttp_request_get_connection (r->req) == NULL)
-    loop_release (r, 499);
 }
 
 static void dispatch_idem (struct srv_req *r);
