@@ -74,6 +74,35 @@ rt_context_new (rt_context **out, rt_error **err)
   return 0;
 }
 
+static bool
+dup_str (char **to, const char *from)
+{
+  *to = from ? strdup (from) : NULL;
+  return from == NULL || *to != NULL;
+}
+
+int
+rt_context_dup (const rt_context *from, rt_context **out, rt_error **err)
+{
+  rt_context *ctx = calloc (1, sizeof (*ctx));
+
+  if (ctx == NULL)
+    return rt_error_oom (err);
+  *ctx = *from;
+  /* Every string is the copy's own.  */
+  if (!dup_str (&ctx->state_dir, from->state_dir) | !dup_str (&ctx->data_dir, from->data_dir)
+      | !dup_str (&ctx->cache_dir, from->cache_dir) | !dup_str (&ctx->libexec_dir, from->libexec_dir)
+      | !dup_str (&ctx->agent, from->agent) | !dup_str (&ctx->qemu, from->qemu)
+      | !dup_str (&ctx->kernel_deb, from->kernel_deb) | !dup_str (&ctx->uid_range, from->uid_range)
+      | !dup_str (&ctx->accel_env, from->accel_env) | !dup_str (&ctx->tenant, from->tenant))
+    {
+      rt_context_free (ctx);
+      return rt_error_oom (err);
+    }
+  *out = ctx;
+  return 0;
+}
+
 void
 rt_context_free (rt_context *ctx)
 {

@@ -29,6 +29,9 @@ struct rt_context
   void *progress_data;
 };
 
+/* A copy of @from for another thread (`runtime serve`'s handlers): no
+   environment read again, no PATH search.  */
+int rt_context_dup (const rt_context *from, rt_context **out, rt_error **err);
 void rt_progress (rt_context *ctx, const char *fmt, ...) RT_PRINTF (2, 3);
 
 /* True when a tenant context may see the object stamped @owner (a

@@ -172,7 +172,7 @@ srv_ctx (struct srv_req *r)
 
   if (r->ctx)
     return r->ctx;
-  if (rt_context_new (&r->ctx, &err) < 0
+  if (rt_context_dup (r->srv->ctx, &r->ctx, &err) < 0
       || (r->authed && rt_context_set_tenant (r->ctx, r->token.name, &err) < 0))
     {
       rt_context_free (r->ctx);
@@ -180,6 +180,8 @@ srv_ctx (struct srv_req *r)
       srv_reply_rt_error (r, err);
       return NULL;
     }
+  /* The library's progress lines are a person's, not the request log's.  */
+  rt_context_set_progress (r->ctx, NULL, NULL);
   return r->ctx;
 }
 

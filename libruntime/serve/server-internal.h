@@ -16,7 +16,8 @@
 #include "serve/server.h"
 
 #define SRV_MAX_PARAMS 4
-/* Requests answered at once by worker threads; more wait as 503.  */
+/* Requests queued or answered by worker threads at once (and threads);
+   more are answered 503.  */
 #define SRV_MAX_WORKERS 512
 #define SRV_MAX_BUCKETS 1024
 
@@ -43,10 +44,15 @@ struct srv
   uint32_t seed;
   struct srv_bucket buckets[SRV_MAX_BUCKETS];
   size_t nbuckets;
-  pthread_mutex_t mu; /* workers, stopping */
-  pthread_cond_t idle;
-  unsigned workers;
-  bool stopping;
+  pthread_mutex_t mu; /* from here to `stopping` */
+  pthread_cond_t idle; /* a request or a thread ended */
+  pthread_cond_t work; /* a request was queued */
+  struct srv_req *queue, *queue_tail;
+  unsigned workers;  /* requests queued or running */
+  unsigned nthreads; /* worker threads */
+  unsigned nidle;    /* of them waiting for work */
+  unsigned nqueued;  /* requests in the queue */
+  bool stopping, exiting;
 };
 
 struct srv_req
@@ -71,6 +77,7 @@ struct srv_req
   /* Loop thread only.  */
   bool start_sent, end_sent, loop_ref, logged, waiting_idem;
   struct srv_req *next_waiter;
+  struct srv_req *next_queued; /* under srv->mu */
 
   /* The request, read on the loop thread before the handler runs.  */
   int method;

@@ -25,6 +25,8 @@
 /* How long a stopping server waits for the requests it is answering.  */
 #define SRV_STOP_S 10
 #define SRV_DEFAULT_RATE 50
+/* An idle worker thread ends after this.  */
+#define SRV_IDLE_S 30
 
 static double
 now_s (void)
@@ -255,56 +257,101 @@ run_handler (struct srv_req *r)
     srv_stream_end (r);
 }
 
+/* A pooled worker: runs queued requests; ends after SRV_IDLE_S without
+   one, or when the server ends.  */
 static void *
 worker_main (void *arg)
 {
-  struct srv_req *r = arg;
-  struct srv *s = r->srv;
+  struct srv *s = arg;
+  struct srv_req *r;
 
-  run_handler (r);
-  srv_req_unref (r);
   pthread_mutex_lock (&s->mu);
-  s->workers--;
+  for (;;)
+    {
+      while (s->queue == NULL && !s->exiting)
+        {
+          struct timespec until;
+          int rc;
+
+          clock_gettime (CLOCK_REALTIME, &until);
+          until.tv_sec += SRV_IDLE_S;
+          s->nidle++;
+          rc = pthread_cond_timedwait (&s->work, &s->mu, &until);
+          s->nidle--;
+          if (rc == ETIMEDOUT && s->queue == NULL)
+            break;
+        }
+      if ((r = s->queue) == NULL)
+        break;
+      s->queue = r->next_queued;
+      s->nqueued--;
+      if (s->queue == NULL)
+        s->queue_tail = NULL;
+      pthread_mutex_unlock (&s->mu);
+      run_handler (r);
+      srv_req_unref (r);
+      pthread_mutex_lock (&s->mu);
+      s->workers--;
+      pthread_cond_broadcast (&s->idle);
+    }
+  s->nthreads--;
   pthread_cond_broadcast (&s->idle);
   pthread_mutex_unlock (&s->mu);
   return NULL;
+}
+
+/* A thread for the request about to be queued unless an idle one is free
+   for it; false when none could be made.  Under s->mu.  */
+static bool
+add_thread (struct srv *s)
+{
+  pthread_attr_t attr;
+  pthread_t t;
+  bool ok;
+
+  if (s->nidle > s->nqueued)
+    return true;
+  pthread_attr_init (&attr);
+  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize (&attr, 1 << 20);
+  ok = pthread_create (&t, &attr, worker_main, s) == 0;
+  pthread_attr_destroy (&attr);
+  if (ok)
+    s->nthreads++;
+  return ok || s->nthreads > 0;
 }
 
 static void
 run_route (struct srv_req *r)
 {
   struct srv *s = r->srv;
-  pthread_attr_t attr;
-  pthread_t t;
   bool ok;
 
   if (r->route->flags & SRV_INLINE)
     return run_handler (r);
   pthread_mutex_lock (&s->mu);
-  ok = s->workers < SRV_MAX_WORKERS;
+  ok = s->workers < SRV_MAX_WORKERS && add_thread (s);
   if (ok)
-    s->workers++;
+    {
+      s->workers++;
+      pthread_mutex_lock (&r->mu);
+      r->refs++;
+      pthread_mutex_unlock (&r->mu);
+      r->next_queued = NULL;
+      if (s->queue_tail)
+        s->queue_tail->next_queued = r;
+      else
+        s->queue = r;
+      s->queue_tail = r;
+      s->nqueued++;
+      pthread_cond_signal (&s->work);
+    }
   pthread_mutex_unlock (&s->mu);
   if (!ok)
     {
       srv_add_header (r, "Retry-After", "1");
-      return srv_reply_error (r, 503, "unavailable", "retry in a second", NULL, "the server is busy");
-    }
-  pthread_attr_init (&attr);
-  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize (&attr, 256 << 10);
-  pthread_mutex_lock (&r->mu);
-  r->refs++;
-  pthread_mutex_unlock (&r->mu);
-  if (pthread_create (&t, &attr, worker_main, r) != 0)
-    {
-      srv_req_unref (r);
-      pthread_mutex_lock (&s->mu);
-      s->workers--;
-      pthread_mutex_unlock (&s->mu);
       srv_reply_error (r, 503, "unavailable", "retry in a second", NULL, "the server is busy");
     }
-  pthread_attr_destroy (&attr);
 }
 
 /* The stored answer again, marked as such.  */
@@ -615,6 +662,7 @@ srv_free (struct srv *s)
   rt_tokens_free (s->tokens);
   srv_idem_free (s->idem);
   pthread_cond_destroy (&s->idle);
+  pthread_cond_destroy (&s->work);
   pthread_mutex_destroy (&s->mu);
   free (s);
 }
@@ -678,6 +726,7 @@ rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
     }
   pthread_mutex_init (&s->mu, NULL);
   pthread_cond_init (&s->idle, NULL);
+  pthread_cond_init (&s->work, NULL);
   if (getrandom (&s->seed, sizeof s->seed, 0) != sizeof s->seed)
     s->seed = (uint32_t) getpid ();
   if (srv_setup (s, ctx, opts, fd, err) < 0)
@@ -692,8 +741,16 @@ rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
   idle = s->workers == 0;
   pthread_mutex_unlock (&s->mu);
   /* A worker still running past the deadline holds the server: leave it to
-     the process's exit.  */
+     the process's exit.  Idle threads end first.  */
   if (idle)
-    srv_free (s);
+    {
+      pthread_mutex_lock (&s->mu);
+      s->exiting = true;
+      pthread_cond_broadcast (&s->work);
+      while (s->nthreads > 0)
+        pthread_cond_wait (&s->idle, &s->mu);
+      pthread_mutex_unlock (&s->mu);
+      srv_free (s);
+    }
   return 0;
 }
