@@ -390,6 +390,26 @@ cli_opt_uint (struct cli_command *cmd, struct cli_args *a, const char *name, uns
   return 0;
 }
 
+int
+cli_opt_usd (struct cli_command *cmd, struct cli_args *a, const char *name, int64_t *micros)
+{
+  const char *v = cli_opt (cmd, a, name);
+  char *end = NULL;
+  double usd;
+
+  if (v == NULL)
+    return 0;
+  errno = 0;
+  usd = strtod (v, &end);
+  if (*v == '\0' || *end != '\0' || errno || !(usd > 0) || usd > 1e6)
+    {
+      cli_usage_error ("for example: --max-cost 0.05", "--%s takes dollars, not '%s'", name, v);
+      return -1;
+    }
+  *micros = (int64_t) (usd * 1e6 + 0.5);
+  return 0;
+}
+
 /* roff-escaped text: backslashes, a leading dot or quote, and UTF-8 as
    \[uXXXX] (plain groff reads its input as Latin-1).  */
 static void

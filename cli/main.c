@@ -18,6 +18,7 @@ static const struct group groups[] = {
   { "secrets", cmd_secrets, "values sandboxes use but never see" },
   { "snapshot", cmd_snapshot, "saved sandboxes to start new ones from" },
   { "pool", cmd_pool, "warm spares: sandboxes ready before they are asked for" },
+  { "token", cmd_token, "API tokens for runtime serve: each one a tenant with limits" },
   { "usage", cmd_usage, "what sandboxes used and cost, trial hours left" },
   { "chat", cmd_chat, "ask a model whose Python runs in sandboxes (deepseek)" },
   { NULL, NULL, NULL },
