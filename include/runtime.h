@@ -161,8 +161,9 @@ int rt_context_accel (rt_context *ctx, const char **out, rt_error **err);
  * image answers "permission_denied"), its own secrets (a store of its own:
  * <data>/tenants/<name>/secrets.json) and its usage.  Sandbox names are
  * unique per tenant (the host's untenanted sandboxes are one more
- * owner); the host view resolves a name two owners share as ambiguous
- * ("invalid_request"), an id always works.  Pools and image warm are the
+ * owner); in the host view a name means the host's own sandbox of that
+ * name, else the one tenant's that has it, else it is ambiguous
+ * ("invalid_request"); an id always works.  Pools and image warm are the
  * host's: "permission_denied" in a tenant context.
  * Return: 0, or <0 with @err set.
  */
