@@ -22,7 +22,8 @@ token_create (struct cli_command *cmd, int argc, char **argv)
     return code;
   if (cli_opt_uint (cmd, &a, "max-sandboxes", 1, 100000, &sandboxes) < 0
       || cli_opt_uint (cmd, &a, "max-vcpu", 1, 1000000, &vcpu) < 0
-      || cli_opt_uint (cmd, &a, "rate", 1, 100000, &rate) < 0 || cli_opt_usd (cmd, &a, "max-cost", &lim.max_cost_micros) < 0)
+      || cli_opt_uint (cmd, &a, "rate", 1, 100000, &rate) < 0
+      || cli_opt_usd (cmd, &a, "max-cost", &lim.max_cost_micros) < 0)
     return 1;
   lim.max_sandboxes = sandboxes;
   lim.max_vcpu = vcpu;

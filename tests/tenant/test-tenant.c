@@ -155,7 +155,8 @@ main (void)
   free (token);
 
   ok (rt_secret_set (a, "TA_TOKEN", "s3cret-of-ta", 12, hosts, NULL, NULL, &ph, &err) == 0, "ta stores a secret");
-  ok (rt_secret_list_json (b, &json, &err) == 0 && strcmp (json, "[]") == 0, "tb's secrets: none (%s)", json ? json : "");
+  ok (rt_secret_list_json (b, &json, &err) == 0 && strcmp (json, "[]") == 0, "tb's secrets: none (%s)",
+      json ? json : "");
   free (json);
   ok (rt_secret_list_json (host, &json, &err) == 0 && strstr (json, "TA_TOKEN") == NULL, "the host's store lacks it");
   free (json);
