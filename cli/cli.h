@@ -98,6 +98,11 @@ int cli_show_json (struct cli_command *cmd, int argc, char **argv,
                    int (*fetch) (rt_context *ctx, struct cli_args *a, char **json, rt_error **err),
                    void (*table) (json_object *value));
 
+/* A command that removes what its one argument names (@remove), then
+   prints the name, or {"removed": NAME} with --json.  */
+int cli_remove_named (struct cli_command *cmd, int argc, char **argv,
+                      int (*remove) (rt_context *ctx, const char *name, rt_error **err));
+
 static inline void
 cli_args_freep (struct cli_args *a)
 {
