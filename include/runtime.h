@@ -718,9 +718,10 @@ int rt_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err);
  *  network, envNames, cpuSeconds, runningSeconds, chargedMicros, jail,
  *  start ("cold", "template", "spare" or "snapshot"), template (its key, or
  *  null), snapshot (its id, or null), readyMs (the create call to running,
- *  as the monitor measured it), idlePauseSeconds, autoWake, and while
- *  paused pausedAt and paused {path, storedBytes}}
- * @ctx:  the context
+ *  as the monitor measured it), idlePauseSeconds, autoWake, tenant (the
+ *  token that made it: only when one did), and while paused pausedAt and
+ *  paused {path, storedBytes}}
+ * @ctx:  the context (a tenant's sees only its own: rt_context_set_tenant)
  * @ref:  its id or name
  * @json: set to the text (free it)
  * @err:  "not_found"
