@@ -2,7 +2,7 @@
    written by hand, core/context.h): a tenant lists and finds only its
    own, another's answers as a missing one; names are per owner, the host
    view taking its own first and calling a name only tenants share
-   ambiguous.  */
+   ambiguous.  Snapshots the same way.  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +26,56 @@ record (const char *id, const char *name, const char *tenant)
   fprintf (f, "{\"id\":\"%s\",\"name\":\"%s\",\"state\":\"stopped\",\"createdAt\":\"2026-01-01T00:00:00.000Z\"%s%s%s}",
            id, name, tenant ? ",\"tenant\":\"" : "", tenant ? tenant : "", tenant ? "\"" : "");
   fclose (f);
+}
+
+/* A snapshot of a sandbox of @tenant, as a capture leaves it.  */
+static void
+snapshot (const char *id, const char *name, const char *tenant)
+{
+  char path[600];
+  FILE *f;
+
+  snprintf (path, sizeof path, "%s/data/snapshots/%s", dir, id);
+  mkdir (path, 0700);
+  snprintf (path, sizeof path, "%s/data/snapshots/%s/meta.json", dir, id);
+  f = fopen (path, "w");
+  if (f == NULL)
+    return;
+  fprintf (
+      f, "{\"id\":\"%s\",\"name\":\"%s\",\"createdAt\":\"2026-01-01T00:00:00.000Z\",\"sandbox\":{\"state\":{%s%s%s}}}",
+      id, name, tenant ? "\"tenant\":\"" : "", tenant ? tenant : "", tenant ? "\"" : "");
+  fclose (f);
+}
+
+static void
+test_snapshots (rt_context *ta, rt_context *tb, rt_context *host)
+{
+  char path[600], *json = NULL;
+  rt_error *err = NULL;
+
+  snprintf (path, sizeof path, "%s/data/snapshots", dir);
+  mkdir (path, 0700);
+  snapshot ("snap-000000000001", "base", "ta");
+  snapshot ("snap-000000000002", "base", NULL);
+  ok (rt_snapshot_list_json (tb, &json, &err) == 0 && strcmp (json, "[]") == 0, "tb lists no snapshot: %s", json);
+  free (json);
+  ok (rt_snapshot_list_json (ta, &json, &err) == 0 && strstr (json, "000001") && !strstr (json, "000002"),
+      "ta lists its own only");
+  free (json);
+  ok (rt_snapshot_get_json (ta, "base", &json, &err) == 0 && strstr (json, "000001"), "ta's 'base' is its own");
+  free (json);
+  ok (rt_snapshot_get_json (host, "snap-000000000001", &json, &err) == 0, "the host gets ta's");
+  free (json);
+  ok (rt_snapshot_get_json (tb, "snap-000000000001", &json, &err) < 0 && strcmp (err->code, "not_found") == 0,
+      "tb's get of ta's: not_found");
+  rt_error_free (err);
+  err = NULL;
+  ok (rt_snapshot_remove (tb, "snap-000000000001", &err) < 0 && strcmp (err->code, "not_found") == 0,
+      "tb's remove of ta's: not_found");
+  rt_error_free (err);
+  err = NULL;
+  ok (rt_snapshot_get_json (ta, "snap-000000000001", &json, &err) == 0, "ta's is still there");
+  free (json);
 }
 
 /* The id @ctx finds for @ref, or the error's code and message.  */
@@ -121,6 +171,7 @@ main (void)
           && strncmp (find (ta, "dev", b, sizeof b), "not_found", 9) == 0,
       "ta's remove of 'dev' removes its own only");
 
+  test_snapshots (ta, tb, host);
   rt_context_free (ta);
   rt_context_free (tb);
   rt_context_free (host);
