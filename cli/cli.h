@@ -66,6 +66,10 @@ bool cli_begin (struct cli_command *cmd, int argc, char **argv, struct cli_args 
 int cli_opt_uint (struct cli_command *cmd, struct cli_args *a, const char *name, unsigned long min,
                   unsigned long max, unsigned long *out);
 
+/* Parses a dollar amount option (more than 0, at most a million) into
+   microdollars; prints a usage error.  */
+int cli_opt_usd (struct cli_command *cmd, struct cli_args *a, const char *name, int64_t *micros);
+
 /* Prints an error (text or JSON) on stderr; returns 1, the exit code.  */
 int cli_error (const rt_error *err);
 /* cli_error, then frees @err.  */
@@ -93,6 +97,11 @@ bool cli_start (struct cli_command *cmd, int argc, char **argv, struct cli_args 
 int cli_show_json (struct cli_command *cmd, int argc, char **argv,
                    int (*fetch) (rt_context *ctx, struct cli_args *a, char **json, rt_error **err),
                    void (*table) (json_object *value));
+
+/* A command that removes what its one argument names (@remove), then
+   prints the name, or {"removed": NAME} with --json.  */
+int cli_remove_named (struct cli_command *cmd, int argc, char **argv,
+                      int (*remove) (rt_context *ctx, const char *name, rt_error **err));
 
 static inline void
 cli_args_freep (struct cli_args *a)
@@ -138,5 +147,6 @@ int cmd_secrets (int argc, char **argv);
 int cmd_serve (int argc, char **argv);
 int cmd_pool (int argc, char **argv);
 int cmd_snapshot (int argc, char **argv);
+int cmd_token (int argc, char **argv);
 
 #endif

@@ -390,6 +390,50 @@ cli_opt_uint (struct cli_command *cmd, struct cli_args *a, const char *name, uns
   return 0;
 }
 
+int
+cli_remove_named (struct cli_command *cmd, int argc, char **argv,
+                  int (*remove) (rt_context *ctx, const char *name, rt_error **err))
+{
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  rt_error *err = NULL;
+  int code;
+
+  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
+    return code;
+  if (remove (ctx, a.pos[0], &err) < 0)
+    return cli_lib_fail (err);
+  if (a.json)
+    {
+      cleanup_json json_object *o = json_object_new_object ();
+      json_object_object_add (o, "removed", json_object_new_string (a.pos[0]));
+      printf ("%s\n", json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    }
+  else
+    printf ("%s\n", a.pos[0]);
+  return 0;
+}
+
+int
+cli_opt_usd (struct cli_command *cmd, struct cli_args *a, const char *name, int64_t *micros)
+{
+  const char *v = cli_opt (cmd, a, name);
+  char *end = NULL;
+  double usd;
+
+  if (v == NULL)
+    return 0;
+  errno = 0;
+  usd = strtod (v, &end);
+  if (*v == '\0' || *end != '\0' || errno || !(usd > 0) || usd > 1e6)
+    {
+      cli_usage_error ("for example: --max-cost 0.05", "--%s takes dollars, not '%s'", name, v);
+      return -1;
+    }
+  *micros = (int64_t) (usd * 1e6 + 0.5);
+  return 0;
+}
+
 /* roff-escaped text: backslashes, a leading dot or quote, and UTF-8 as
    \[uXXXX] (plain groff reads its input as Latin-1).  */
 static void

@@ -18,6 +18,7 @@ static const struct group groups[] = {
   { "secrets", cmd_secrets, "values sandboxes use but never see" },
   { "snapshot", cmd_snapshot, "saved sandboxes to start new ones from" },
   { "pool", cmd_pool, "warm spares: sandboxes ready before they are asked for" },
+  { "token", cmd_token, "API tokens for runtime serve: each one a tenant with limits" },
   { "usage", cmd_usage, "what sandboxes used and cost, trial hours left" },
   { "serve", cmd_serve, "the HTTP API for this machine's sandboxes (runtime serve --help)" },
   { "chat", cmd_chat, "ask a model whose Python runs in sandboxes (deepseek)" },
@@ -101,7 +102,7 @@ main (int argc, char **argv)
               ".TP\n.B RUNTIME_TEMPLATE_KEEP_S\nseconds a template's keeper holds its memory unasked (default: 300)\n"
               ".TP\n.B DEEPSEEK_API_KEY\nthe key of runtime chat deepseek (no default: required)\n"
               ".SH FILES\nAs root:\n.TP\n.I /run/runtime\nstate of live sandboxes\n"
-              ".TP\n.I /var/lib/runtime\ndata: images/, snapshots/, sandboxes/ (records of ended sandboxes, disks and paused state of live ones), ledger/, secrets.json, ca/, rates.json (optional prices)\n"
+              ".TP\n.I /var/lib/runtime\ndata: images/, snapshots/, sandboxes/ (records of ended sandboxes, disks and paused state of live ones), ledger/, secrets.json, ca/, rates.json (optional prices), tokens.json (API token hashes), tenants/ (each token's secrets)\n"
               ".TP\n.I /var/cache/runtime\ncache: kernel/, disks/, templates/, accel\n"
               ".PP\nAs another user: \\fI$XDG_RUNTIME_DIR/runtime\\fR, \\fI$XDG_DATA_HOME/runtime\\fR "
               "(\\fI~/.local/share/runtime\\fR) and \\fI$XDG_CACHE_HOME/runtime\\fR (\\fI~/.cache/runtime\\fR).\n"

@@ -73,24 +73,7 @@ pool_ls (struct cli_command *cmd, int argc, char **argv)
 static int
 pool_rm (struct cli_command *cmd, int argc, char **argv)
 {
-  cleanup_cli_args struct cli_args a;
-  cleanup_context rt_context *ctx = NULL;
-  rt_error *err = NULL;
-  int code;
-
-  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
-    return code;
-  if (rt_pool_remove (ctx, a.pos[0], &err) < 0)
-    return cli_lib_fail (err);
-  if (a.json)
-    {
-      cleanup_json json_object *o = json_object_new_object ();
-      json_object_object_add (o, "removed", json_object_new_string (a.pos[0]));
-      printf ("%s\n", json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-    }
-  else
-    printf ("%s\n", a.pos[0]);
-  return 0;
+  return cli_remove_named (cmd, argc, argv, rt_pool_remove);
 }
 
 static const struct cli_opt set_opts[] = {

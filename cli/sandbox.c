@@ -153,20 +153,8 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
       return -1;
     }
   cfg->funding = has_opt (cmd, a, "trial") ? "trial" : has_opt (cmd, a, "paid") ? "paid" : NULL;
-  if (cli_opt (cmd, a, "max-cost"))
-    {
-      const char *v = cli_opt (cmd, a, "max-cost");
-      char *end = NULL;
-      double usd;
-      errno = 0;
-      usd = strtod (v, &end);
-      if (*v == '\0' || *end != '\0' || errno || !(usd > 0) || usd > 1e6)
-        {
-          cli_usage_error ("for example: --max-cost 0.05", "--max-cost takes dollars, not '%s'", v);
-          return -1;
-        }
-      cfg->max_cost_micros = (int64_t) (usd * 1e6 + 0.5);
-    }
+  if (cli_opt_usd (cmd, a, "max-cost", &cfg->max_cost_micros) < 0)
+    return -1;
   cfg->allow = cli_opt_list (cmd, a, "allow", &nlabels);
   cfg->deny = cli_opt_list (cmd, a, "deny", &nlabels);
   cfg->snapshot = cli_opt (cmd, a, "snapshot");

@@ -189,17 +189,7 @@ secrets_ls (struct cli_command *cmd, int argc, char **argv)
 static int
 secrets_rm (struct cli_command *cmd, int argc, char **argv)
 {
-  cleanup_cli_args struct cli_args a;
-  cleanup_context rt_context *ctx = NULL;
-  rt_error *err = NULL;
-  int code;
-
-  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
-    return code;
-  if (rt_secret_remove (ctx, a.pos[0], &err) < 0)
-    return cli_lib_fail (err);
-  printf (a.json ? "{\"removed\":\"%s\"}\n" : "%s\n", a.pos[0]);
-  return 0;
+  return cli_remove_named (cmd, argc, argv, rt_secret_remove);
 }
 
 static const struct cli_opt set_opts[] = {

@@ -161,8 +161,9 @@ int rt_context_accel (rt_context *ctx, const char **out, rt_error **err);
  * image answers "permission_denied"), its own secrets (a store of its own:
  * <data>/tenants/<name>/secrets.json) and its usage.  Sandbox names are
  * unique per tenant (the host's untenanted sandboxes are one more
- * owner); the host view resolves a name two owners share as ambiguous
- * ("invalid_request"), an id always works.  Pools and image warm are the
+ * owner); in the host view a name means the host's own sandbox of that
+ * name, else the one tenant's that has it, else it is ambiguous
+ * ("invalid_request"); an id always works.  Pools and image warm are the
  * host's: "permission_denied" in a tenant context.
  * Return: 0, or <0 with @err set.
  */
@@ -671,8 +672,8 @@ int rt_snapshot_list_json (rt_context *ctx, char **json, rt_error **err);
  * rt_snapshot_get_json - one snapshot: {id, kind: "snapshot", name,
  * labels, state ("ready"), sourceSandboxId, image, shape {vcpu,
  * memoryMiB, diskMiB}, storedBytes, memoryBytes, diskBytes, createdAt,
- * path}
- * @ctx:  the context
+ * path, tenant (only when a tenant's sandbox was its source)}
+ * @ctx:  the context (a tenant's sees only its own: rt_context_set_tenant)
  * @ref:  its id or name
  * @json: set to the text (free it)
  * @err:  "not_found"
@@ -717,9 +718,10 @@ int rt_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err);
  *  network, envNames, cpuSeconds, runningSeconds, chargedMicros, jail,
  *  start ("cold", "template", "spare" or "snapshot"), template (its key, or
  *  null), snapshot (its id, or null), readyMs (the create call to running,
- *  as the monitor measured it), idlePauseSeconds, autoWake, and while
- *  paused pausedAt and paused {path, storedBytes}}
- * @ctx:  the context
+ *  as the monitor measured it), idlePauseSeconds, autoWake, tenant (the
+ *  token that made it: only when one did), and while paused pausedAt and
+ *  paused {path, storedBytes}}
+ * @ctx:  the context (a tenant's sees only its own: rt_context_set_tenant)
  * @ref:  its id or name
  * @json: set to the text (free it)
  * @err:  "not_found"

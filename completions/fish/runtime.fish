@@ -122,6 +122,7 @@ complete -c runtime -n '__runtime_first_arg image get rm export warm' -a '(__run
 complete -c runtime -n '__runtime_cmd_is image build import' -F
 complete -c runtime -n '__runtime_first_arg snapshot get' -a '(__runtime_snapshots)'
 complete -c runtime -n '__runtime_cmd_is snapshot rm' -a '(__runtime_snapshots)'
+complete -c runtime -n '__runtime_first_arg token rm' -a '(timeout 2 runtime token ls 2>/dev/null | awk \'NR > 1 { print $1 }\')'
 complete -c runtime -n '__runtime_first_arg secrets get rm' -a '(timeout 2 runtime secrets ls 2>/dev/null | awk \'NR > 1 { print $1 }\')'
 # Values of the options that have a fixed or known set; none for the others.
 complete -c runtime -n '__runtime_prev_is --image --from' -a '(__runtime_images)'

@@ -55,8 +55,9 @@ struct rt_ledger_usage
 int rt_ledger_open (rt_context *ctx, int *fd, rt_error **err);
 
 /* Appends one record: t, then id, name, funding, createdAt, state,
-   stopReason and (when set) tenant from @state (a sandbox state object), then @u.  Best effort:
-   a record that cannot be written is lost, the next one covers it.  */
+   stopReason and (when set) tenant from @state (a sandbox state object),
+   then @u.  Best effort: a record that cannot be written is lost, the
+   next one covers it.  */
 void rt_ledger_write (int fd, json_object *state, const struct rt_ledger_usage *u);
 
 /* Every sandbox's last record, in the order they first appear in the

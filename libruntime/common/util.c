@@ -61,6 +61,16 @@ rt_write_file_atomic (const char *path, const void *data, size_t len, mode_t mod
 }
 
 int
+rt_write_json_private (const char *path, json_object *o, rt_error **err)
+{
+  const char *text = json_object_to_json_string_ext (o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+  if (path == NULL || text == NULL)
+    return rt_error_oom (err);
+  return rt_write_file_atomic (path, text, strlen (text), 0600, err);
+}
+
+int
 rt_mkdir_p (const char *path, mode_t mode, rt_error **err)
 {
   cleanup_free char *copy = strdup (path);

@@ -37,6 +37,9 @@ int rt_error_oom (rt_error **err);
 int rt_read_file (const char *path, char **out, size_t *len, rt_error **err);
 /* Writes a file through a temp name and rename, so readers never see half.  */
 int rt_write_file_atomic (const char *path, const void *data, size_t len, mode_t mode, rt_error **err);
+/* rt_write_file_atomic of @o pretty-printed, mode 0600 (a umask only
+   takes bits away): the stores holding values (secrets, tokens).  */
+int rt_write_json_private (const char *path, json_object *o, rt_error **err);
 int rt_mkdir_p (const char *path, mode_t mode, rt_error **err);
 /* Copies @src to the new file @dst (0600, O_EXCL) by copy_file_range.  */
 int rt_copy_file (const char *src, const char *dst, rt_error **err);

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "image/base.h"
+#include "image/scope.h"
 #include "image/store.h"
 #include "image/tar.h"
 
@@ -519,7 +520,7 @@ rt_image_resolve (rt_context *ctx, const char *ref, char **id_out, rt_error **er
   ret = rt_image_read_index (ctx, &index, err);
   if (ret < 0)
     return ret;
-  found = rt_image_index_resolve (index, ref);
+  found = rt_image_resolve_in (ctx, index, ref);
   if (found && names_default_latest (ref))
     {
       ret = recipe_key (ctx, key, err);
@@ -538,7 +539,7 @@ rt_image_resolve (rt_context *ctx, const char *ref, char **id_out, rt_error **er
       ret = rt_image_read_index (ctx, &index, err);
       if (ret < 0)
         return ret;
-      found = rt_image_index_resolve (index, ref);
+      found = rt_image_resolve_in (ctx, index, ref);
     }
   if (found == NULL)
     return rt_image_not_found (err, ref ? ref : RT_IMAGE_DEFAULT);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "image/build.h"
+#include "image/scope.h"
 #include "image/disk.h"
 #include "image/plan.h"
 #include "image/step.h"
@@ -243,6 +244,16 @@ add_image (struct build *b, const char *name, const char *tag, char **id_out, rt
   return ret;
 }
 
+/* A tenant's build may not take the default image's name: refused
+   before anything is built (image/scope.h).  */
+static int
+refuse_default (rt_context *ctx, const char *name, rt_error **err)
+{
+  cleanup_free char *scoped = NULL;
+
+  return rt_image_scoped_name (ctx, name, &scoped, err);
+}
+
 int
 rt_image_build (rt_context *ctx, const rt_build_opts *o, char **id_out, rt_error **err)
 {
@@ -257,7 +268,8 @@ rt_image_build (rt_context *ctx, const rt_build_opts *o, char **id_out, rt_error
     goto out;
   if (from == NULL && recipe && json_object_object_get_ex (recipe, "base", &v))
     from = json_object_get_string (v);
-  if ((ret = parse_name (o->name, &name, &tag, err)) < 0 || (ret = rt_build_plan (&b, recipe, err)) < 0)
+  if ((ret = parse_name (o->name, &name, &tag, err)) < 0 || (ret = refuse_default (ctx, name, err)) < 0
+      || (ret = rt_build_plan (&b, recipe, err)) < 0)
     goto out;
   if (b.n == 0)
     {

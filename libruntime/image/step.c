@@ -225,10 +225,22 @@ rt_build_step_key (struct build *b, const char *parent, struct step *s, char out
   return ret;
 }
 
+/* <data>/images/cache, a tenant's own under it: a step's layer is made by
+   a guest its builder controls, so one tenant's must never stand for the
+   same step of another's (or of the host's) build.  */
+static char *
+cache_dir (struct build *b)
+{
+  if (b->ctx->tenant)
+    return rt_strdup_printf ("%s/images/cache/tenant-%s", b->ctx->data_dir, b->ctx->tenant);
+  return rt_strdup_printf ("%s/images/cache", b->ctx->data_dir);
+}
+
 static char *
 cache_path (struct build *b, const char *key)
 {
-  return rt_strdup_printf ("%s/images/cache/%s", b->ctx->data_dir, key);
+  cleanup_free char *dir = cache_dir (b);
+  return dir ? rt_strdup_printf ("%s/%s", dir, key) : NULL;
 }
 
 bool
@@ -249,7 +261,7 @@ static void
 cache_store (struct build *b, struct step *s)
 {
   cleanup_free char *path = cache_path (b, s->key);
-  cleanup_free char *dir = rt_strdup_printf ("%s/images/cache", b->ctx->data_dir);
+  cleanup_free char *dir = cache_dir (b);
 
   if (path && dir && rt_image_private_dir (dir, NULL) == 0)
     rt_write_file_atomic (path, s->layer, 64, 0600, NULL);

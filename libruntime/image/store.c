@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "image/scope.h"
 #include "image/store.h"
 #include "sandbox/pool.h"
 #include "image/tar.h"
@@ -290,7 +291,7 @@ rt_image_manifest (rt_context *ctx, const char *ref, json_object **manifest, rt_
   ret = rt_image_read_index (ctx, &index, err);
   if (ret < 0)
     return ret;
-  id = rt_image_index_resolve (index, ref);
+  id = rt_image_resolve_in (ctx, index, ref);
   if (id == NULL)
     return rt_image_not_found (err, ref ? ref : RT_IMAGE_DEFAULT);
   path = rt_strdup_printf ("%s/images/manifests/%s.json", ctx->data_dir, id);
@@ -417,7 +418,7 @@ rt_image_add (rt_context *ctx, const char *name, const char *tag, json_object *f
               rt_error **err)
 {
   cleanup_free char *imgdir = rt_strdup_printf ("%s/images", ctx->data_dir);
-  cleanup_free char *index_path = NULL;
+  cleanup_free char *index_path = NULL, *scoped = NULL;
   cleanup_json json_object *index = NULL, *m = json_object_new_object ();
   cleanup_close int lockfd = -1;
   char id[65], now[32];
@@ -425,6 +426,11 @@ rt_image_add (rt_context *ctx, const char *name, const char *tag, json_object *f
 
   if (imgdir == NULL || m == NULL || (index_path = rt_strdup_printf ("%s/index.json", imgdir)) == NULL)
     return rt_error_oom (err);
+  /* A tenant's names are its own (image/scope.h).  */
+  ret = rt_image_scoped_name (ctx, name, &scoped, err);
+  if (ret < 0)
+    return ret;
+  name = scoped;
   ret = lock_index (imgdir, index_path, &lockfd, &index, err);
   if (ret < 0)
     return ret;
@@ -477,12 +483,13 @@ image_object (rt_context *ctx, json_object *img, const char *version, const char
   cleanup_free char *path = rt_strdup_printf ("%s/images/manifests/%s.json", ctx->data_dir, id);
   cleanup_json json_object *m = NULL;
   cleanup_error rt_error *ignored = NULL;
-  json_object *o = json_object_new_object (), *v;
+  json_object *o = json_object_new_object ();
 
   json_object_object_add (o, "id", json_object_new_string (id));
   if (path && rt_image_read_json (path, false, &m, &ignored) == 0)
     {
-      json_object_object_add (o, "name", json_object_object_get_ex (m, "name", &v) ? json_object_get (v) : NULL);
+      const char *name = rt_json_str (m, "name");
+      json_object_object_add (o, "name", name ? json_object_new_string (rt_image_shown_name (ctx, name)) : NULL);
       json_object_object_add (o, "version", json_object_new_int64 (strtol (version, NULL, 10)));
       json_object_object_add (o, "tags", tags_of (img, id));
       json_object_object_foreach (m, k, val)
@@ -513,8 +520,7 @@ rt_image_list_json (rt_context *ctx, char **json, rt_error **err)
       json_object_object_foreach (names, name, img)
       {
         json_object *versions;
-        (void) name;
-        if (!json_object_object_get_ex (img, "versions", &versions))
+        if (!rt_image_name_visible (ctx, name) || !json_object_object_get_ex (img, "versions", &versions))
           continue;
         json_object_object_foreach (versions, vk, vid)
         {
@@ -563,7 +569,7 @@ rt_image_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err
   ret = rt_image_read_index (ctx, &index, err);
   if (ret < 0)
     return ret;
-  id = rt_image_index_resolve (index, ref);
+  id = rt_image_resolve_in (ctx, index, ref);
   if (id == NULL || rt_image_index_find (index, id, &img, &version) == NULL)
     return rt_image_not_found (err, ref);
   o = image_object (ctx, img, version, id);
@@ -687,6 +693,19 @@ index_forget (json_object *index, const char *id)
   }
 }
 
+/* A tenant uses the default image but does not remove it.  */
+static int
+refuse_shared (rt_context *ctx, json_object *index, const char *id, rt_error **err)
+{
+  json_object *img = NULL;
+  const char *version = NULL, *name = rt_image_index_find (index, id, &img, &version);
+
+  if (ctx->tenant == NULL || name == NULL || strcmp (name, RT_IMAGE_DEFAULT) != 0)
+    return 0;
+  rt_error_set (err, EPERM, "permission_denied", "the image '%s' is the host's: every token uses it", name);
+  return rt_error_hint (err, "runtime image rm removes only images this token built");
+}
+
 int
 rt_image_remove (rt_context *ctx, const char *ref, rt_error **err)
 {
@@ -706,10 +725,13 @@ rt_image_remove (rt_context *ctx, const char *ref, rt_error **err)
   ret = lock_index (imgdir, index_path, &lockfd, &index, err);
   if (ret < 0)
     return ret;
-  found = rt_image_index_resolve (index, ref);
+  found = rt_image_resolve_in (ctx, index, ref);
   if (found == NULL)
     return rt_image_not_found (err, ref);
   snprintf (id, sizeof id, "%s", found);
+  ret = refuse_shared (ctx, index, id, err);
+  if (ret < 0)
+    return ret;
   ret = check_unused (live, id, ref, err);
   if (ret < 0)
     return ret;

@@ -493,7 +493,9 @@ rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **er
 
   if (ldir == NULL)
     return rt_error_oom (err);
-  ret = rt_image_store_open (ctx, err);
+  ret = rt_tenant_refuse (ctx, "importing an image", err);
+  if (ret == 0)
+    ret = rt_image_store_open (ctx, err);
   if (ret == 0)
     ret = read_archive (&im, err);
   if (ret == 0)

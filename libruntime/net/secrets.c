@@ -78,11 +78,8 @@ static int
 save (rt_context *ctx, json_object *store, rt_error **err)
 {
   cleanup_free char *path = store_path (ctx);
-  const char *text = json_object_to_json_string_ext (store, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 
-  if (path == NULL || text == NULL)
-    return rt_error_oom (err);
-  return rt_write_file_atomic (path, text, strlen (text), 0600, err);
+  return rt_write_json_private (path, store, err);
 }
 
 static int

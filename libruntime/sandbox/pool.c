@@ -296,6 +296,9 @@ rt_pool_fill_background (rt_context *ctx, const struct rt_template_inputs *in)
   if (rt_detach () != 0)
     return;
   ctx->progress = NULL;
+  /* Spares are shared machinery: made in the host's view, the tenant
+     stamped when one is claimed (sandbox/create.c).  */
+  rt_tenant_adopt (ctx, NULL);
   if (pool_lock (ctx, false) >= 0)
     fill_all (ctx);
   _exit (0);
@@ -426,8 +429,10 @@ rt_pool_set (rt_context *ctx, const char *ref, unsigned spares, unsigned vcpu, u
   cleanup_close int lock = -1;
   uint64_t others = 0, cap = cap_mib ();
   json_object *entry = NULL;
-  int ret;
+  int ret = rt_tenant_refuse (ctx, "a pool", err);
 
+  if (ret < 0)
+    return ret;
   vcpu = vcpu ? vcpu : 2;
   memory_mib = memory_mib ? memory_mib : 4096;
   if (spares > MAX_SPARES || vcpu > RT_MAX_VCPU || memory_mib < RT_MIN_MEMORY_MIB || memory_mib > RT_MAX_MEMORY_MIB)
@@ -479,8 +484,11 @@ rt_pool_set (rt_context *ctx, const char *ref, unsigned spares, unsigned vcpu, u
 int
 rt_pool_list_json (rt_context *ctx, char **json, rt_error **err)
 {
-  cleanup_json json_object *pools = read_pools (ctx);
+  cleanup_json json_object *pools = NULL;
 
+  if (rt_tenant_refuse (ctx, "a pool", err) < 0)
+    return -EPERM;
+  pools = read_pools (ctx);
   add_ready (ctx, pools);
   *json = strdup (json_object_to_json_string_ext (pools, JSON_C_TO_STRING_PLAIN));
   return *json ? 0 : rt_error_oom (err);
@@ -493,7 +501,10 @@ rt_pool_remove (rt_context *ctx, const char *ref, rt_error **err)
   cleanup_free char *id = NULL;
   cleanup_close int lock = -1;
   bool found = false;
-  int ret = open_pools (ctx, ref, &id, &lock, &pools, err);
+  int ret = rt_tenant_refuse (ctx, "a pool", err);
+
+  if (ret == 0)
+    ret = open_pools (ctx, ref, &id, &lock, &pools, err);
 
   if (ret < 0)
     return ret;

@@ -422,16 +422,18 @@ rt_store_list_unscoped (rt_context *ctx, bool all, json_object **out, rt_error *
 }
 
 /* The entries of @arr with id @ref (then *n = 1), else those named @ref
-   (counted in *n, the last in *found); with @stopped, only ended ones.  */
+   (counted in *n, the last in *found); with @stopped, only ended ones;
+   with @own, only those of the context's own owner.  */
 static void
-match_ref (json_object *arr, const char *ref, bool stopped, json_object **found, int *n)
+match_owned (rt_context *ctx, json_object *arr, const char *ref, bool stopped, bool own, json_object **found, int *n)
 {
   *n = 0;
   for (size_t i = 0; i < json_object_array_length (arr); i++)
     {
       json_object *o = json_object_array_get_idx (arr, i);
       const char *id = rt_json_str (o, "id"), *name = rt_json_str (o, "name"), *st = rt_json_str (o, "state");
-      if (stopped && (st == NULL || strcmp (st, "stopped") != 0))
+      if ((stopped && (st == NULL || strcmp (st, "stopped") != 0))
+          || (own && !rt_tenant_same (ctx, rt_json_str (o, "tenant"))))
         continue;
       if (id && strcmp (id, ref) == 0)
         {
@@ -444,6 +446,26 @@ match_ref (json_object *arr, const char *ref, bool stopped, json_object **found,
           *found = o;
           (*n)++;
         }
+    }
+}
+
+/* match_owned of every owner the context sees; a name several share is
+   the host's own sandbox's when the host (untenanted) has one by it, so
+   a tenant's "dev" never makes the host's "dev" ambiguous.  */
+static void
+match_ref (rt_context *ctx, json_object *arr, const char *ref, bool stopped, json_object **found, int *n)
+{
+  json_object *own = NULL;
+  int n_own = 0;
+
+  match_owned (ctx, arr, ref, stopped, false, found, n);
+  if (*n <= 1 || ctx->tenant)
+    return;
+  match_owned (ctx, arr, ref, stopped, true, &own, &n_own);
+  if (n_own == 1)
+    {
+      *found = own;
+      *n = 1;
     }
 }
 
@@ -462,7 +484,7 @@ rt_store_resolve (rt_context *ctx, const char *ref, json_object **out, rt_error 
   ret = rt_store_list (ctx, false, &arr, err);
   if (ret < 0)
     return ret;
-  match_ref (arr, ref, false, &found, &n);
+  match_ref (ctx, arr, ref, false, &found, &n);
   if (n == 0)
     {
       record = rt_record_path (ctx, ref);
@@ -480,7 +502,7 @@ rt_store_resolve (rt_context *ctx, const char *ref, json_object **out, rt_error 
       ret = rt_store_list (ctx, true, &arr, err);
       if (ret < 0)
         return ret;
-      match_ref (arr, ref, true, &found, &n);
+      match_ref (ctx, arr, ref, true, &found, &n);
     }
   if (n == 1)
     {

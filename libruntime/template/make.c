@@ -338,5 +338,6 @@ rt_template_make_background (rt_context *ctx, const struct rt_template_inputs *i
   if (found != 0 || rt_detach () != 0)
     return;
   ctx->progress = NULL;
+  rt_tenant_adopt (ctx, NULL); /* templates are shared machinery */
   _exit (make (ctx, in, false, NULL, NULL) < 0 ? 1 : 0);
 }

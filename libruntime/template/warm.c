@@ -63,7 +63,9 @@ rt_image_warm (rt_context *ctx, const char *ref, unsigned vcpu, unsigned memory_
 
   if (json)
     *json = NULL;
-  ret = check_shape (vcpu, memory_mib, err);
+  ret = rt_tenant_refuse (ctx, "warming an image", err);
+  if (ret == 0)
+    ret = check_shape (vcpu, memory_mib, err);
   if (ret == 0)
     ret = rt_kernel_ensure (ctx, &k, err);
   if (ret == 0)

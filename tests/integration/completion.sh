@@ -34,7 +34,7 @@ help_opts() { runtime "$@" --help | awk '/^  --/ { print $1; if (match($0, /\(al
 help_valued() { runtime "$@" --help | awk '/^  --/ && $2 ~ /^[A-Z]/ { print $1; if (match($0, /\(also -[a-z]\)/)) print substr($0, RSTART + 6, 2) }' | sort; }
 commands_of() { runtime "$1" --help | awk '/^Commands:/ { on = 1; next } /^$/ { on = 0 } on { print $1 }'; }
 drift=""
-for g in sandbox image snapshot secrets chat; do
+for g in sandbox image snapshot secrets token chat; do
     want=$(commands_of $g | sort | tr '\n' ' ')
     got=$(complete_bash runtime $g "" | grep -v '^--help$' | tr '\n' ' ')
     [ "$want" = "$got" ] || drift="$drift [$g: commands $got, want $want]"

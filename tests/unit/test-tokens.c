@@ -1,7 +1,7 @@
 /* test-tokens.c - the API token store (serve/tokens.h): create, check a
    right, wrong and revoked token, the file's mode, the token's text
    nowhere on disk, a change seen at the next check, bad names and a
-   duplicate; and what a tenant context may not do.  */
+   duplicate; what a tenant context may not do; a tenant's usage.  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +30,44 @@ fails_with (int ret, rt_error **err, const char *code)
   return yes;
 }
 
+/* A tenant's charges are its own ledger lines' (the last per sandbox);
+   lines without a tenant are the host's.  */
+static void
+test_usage (rt_context *ctx)
+{
+  char ledger[600], *json = NULL;
+  struct rt_tenant_usage u;
+  rt_error *err = NULL;
+  FILE *f;
+
+  snprintf (ledger, sizeof ledger, "%s/ledger", dir);
+  mkdir (ledger, 0700);
+  snprintf (ledger, sizeof ledger, "%s/ledger/ledger.jsonl", dir);
+  f = fopen (ledger, "w");
+  fputs ("{\"id\":\"sb-1\",\"tenant\":\"bob\",\"micros\":100}\n"
+         "{\"id\":\"sb-2\",\"micros\":7000}\n"
+         "{\"id\":\"sb-1\",\"tenant\":\"bob\",\"micros\":250}\n"
+         "{\"id\":\"sb-3\",\"tenant\":\"bobby\",\"micros\":9}\n",
+         f);
+  fclose (f);
+  ok (rt_tenant_usage_get (ctx, "bob", &u, &err) == 0 && u.charged_micros == 250 && u.sandboxes == 0 && u.vcpu == 0,
+      "bob's charges: its last line only, nobody else's (%lld)", (long long) u.charged_micros);
+  ok (rt_context_set_tenant (ctx, "bob", &err) == 0 && rt_usage_json (ctx, &json, &err) == 0 && strstr (json, "sb-1")
+          && !strstr (json, "sb-2") && !strstr (json, "sb-3") && strstr (json, "\"charged_micros\":250"),
+      "bob's usage: its rows and total only");
+  free (json);
+  ok (rt_context_set_tenant (ctx, NULL, &err) == 0 && rt_usage_json (ctx, &json, &err) == 0 && strstr (json, "sb-2")
+          && strstr (json, "sb-3") && strstr (json, "\"charged_micros\":7259"),
+      "the host's usage: every line");
+  free (json);
+  rt_error_free (err);
+}
+
 static void
 test_names (rt_context *ctx)
 {
-  static const char *const bad[] = { "", "Dev", "-dev", "_x", "a/b", "a b", "dev.", "x123456789012345678901234567890123",
-                                     "é", NULL };
+  static const char *const bad[]
+      = { "", "Dev", "-dev", "_x", "a/b", "a b", "dev.", "x123456789012345678901234567890123", "é", NULL };
   rt_error *err = NULL;
   char *tok = NULL;
 
@@ -115,6 +148,7 @@ main (void)
   chmod (path, 0600);
 
   test_names (ctx);
+  test_usage (ctx);
   ok (rt_context_set_tenant (ctx, "bob", &err) == 0, "a tenant context");
   ok (fails_with (rt_token_create (ctx, "eve", NULL, &json, &err), &err, "permission_denied"),
       "a tenant cannot make tokens");
