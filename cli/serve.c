@@ -40,7 +40,7 @@ static struct cli_command serve_cmd = {
   "RUNTIME_API_URL and RUNTIME_API_KEY work against it. Each token (runtime token create) is a tenant that sees "
   "only what it made. Stops on SIGTERM or Ctrl-C; sandboxes keep running.",
   "[--listen ADDR:PORT] [--tls-cert FILE --tls-key FILE]", "runtime serve --listen 127.0.0.1:8430", serve_opts,
-  false, 0, 0, "serve",
+  false, 0, 0, "",
 };
 
 int

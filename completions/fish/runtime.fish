@@ -71,7 +71,7 @@ end
 
 function __runtime_needs_command
     set -l a (__runtime_args)
-    not __runtime_after_dashdash; and test (count $a) -eq 1; and test "$a[1]" != usage
+    not __runtime_after_dashdash; and test (count $a) -eq 1; and not contains -- "$a[1]" usage serve
 end
 
 # An option or the first argument of "GROUP CMD…" may come here.
@@ -79,7 +79,7 @@ function __runtime_in_command
     set -l a (__runtime_args)
     not __runtime_after_dashdash; or return 1
     __runtime_wants_value; and return 1
-    test (count $a) -ge 2; or test "$a[1]" = usage
+    test (count $a) -ge 2; or contains -- "$a[1]" usage serve
 end
 
 # In GROUP CMD ($argv: the group, then any of the commands), where an
@@ -126,7 +126,7 @@ complete -c runtime -n '__runtime_first_arg token rm' -a '(timeout 2 runtime tok
 complete -c runtime -n '__runtime_first_arg secrets get rm' -a '(timeout 2 runtime secrets ls 2>/dev/null | awk \'NR > 1 { print $1 }\')'
 # Values of the options that have a fixed or known set; none for the others.
 complete -c runtime -n '__runtime_prev_is --image --from' -a '(__runtime_images)'
-complete -c runtime -n '__runtime_prev_is --file' -F
+complete -c runtime -n '__runtime_prev_is --file --tls-cert --tls-key' -F
 complete -c runtime -n '__runtime_prev_is --on-timeout' -a 'pause stop'
 complete -c runtime -n '__runtime_prev_is --snapshot' -a '(__runtime_snapshots)'
 complete -c runtime -n '__runtime_cmd_is sandbox update; and __runtime_prev_is --auto-wake' -a 'on off'

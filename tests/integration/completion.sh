@@ -47,6 +47,7 @@ for g in sandbox image snapshot secrets token chat; do
     done
 done
 [ "$(complete_bash runtime usage -- | sort)" = "$(help_opts usage)" ] || drift="$drift [usage's options]"
+[ "$(complete_bash runtime serve -- | sort)" = "$(help_opts serve)" ] || drift="$drift [serve's options]"
 is "bash: every command and option of --help, no more" "$drift" ""
 is "bash: sandbox cp offers ID: and local paths" \
     "$(cd "$tmp" && touch cp-file && complete_bash runtime sandbox cp cp- | tr '\n' ' ')" "cp-file "
@@ -84,6 +85,7 @@ for g in sandbox image snapshot chat secrets; do
     done
 done
 runtime --roff | grep -q '^\.SS "runtime usage"' || missing="$missing usage"
+runtime --roff | grep -q '^\.SS "runtime serve"' || missing="$missing serve"
 runtime usage --help | grep -q '^Example:' || noexample="$noexample usage"
 runtime help | grep -q '^Example:' || noexample="$noexample help"
 is "the man page has a section for every command" "$missing" ""
