@@ -592,8 +592,9 @@ int rt_snapshot_list_json (rt_context *ctx, char **json, rt_error **err);
 /**
  * rt_snapshot_get_json - one snapshot: {id, kind: "snapshot", name,
  * labels, state ("ready"), sourceSandboxId, image, shape {vcpu,
- * memoryMiB, diskMiB}, storedBytes, memoryBytes, diskBytes, createdAt,
- * path}
+ * memoryMiB, diskMiB}, storedBytes (on disk), memoryBytes (its saved RAM,
+ * compressed), memoryDataBytes (that RAM's non-zero pages), diskBytes,
+ * createdAt, path}
  * @ctx:  the context
  * @ref:  its id or name
  * @json: set to the text (free it)

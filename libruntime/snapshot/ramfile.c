@@ -288,7 +288,7 @@ rt_ramfile_write (int mem_fd, uint64_t size, int out_fd, unsigned threads, struc
 static int
 corrupt (rt_error **err, const char *what, const char *why)
 {
-  return rt_error_set (err, EBADMSG, "internal", "%s is not a saved memory: %s", what, why);
+  return rt_error_set (err, EBADMSG, "internal", "'%s' is not a saved memory: %s", what, why);
 }
 
 static uint64_t
@@ -318,7 +318,7 @@ read_header (struct job *j, uint64_t fsize, size_t *n, rt_error **err)
   if (fsize < sizeof head)
     return corrupt (err, j->what, "too short");
   if (pread (j->file_fd, head, sizeof head, 0) != (ssize_t) sizeof head)
-    return rt_error_set (err, errno ? errno : EIO, "internal", "cannot read %s: %s", j->what,
+    return rt_error_set (err, errno ? errno : EIO, "internal", "cannot read '%s': %s", j->what,
                          strerror (errno ? errno : EIO));
   if (memcmp (head, MAGIC, 8) != 0 || get32 (head + 8) != VERSION)
     return corrupt (err, j->what, "no header of version 1");
@@ -367,7 +367,7 @@ read_record (struct job *j, const struct record *r, uint8_t *in, uint8_t *out, r
   const uint8_t *data = in;
 
   if (got != (ssize_t) r->stored)
-    return stop (j, rt_error_set (err, got < 0 ? errno : EIO, "internal", "cannot read %s: %s", j->what,
+    return stop (j, rt_error_set (err, got < 0 ? errno : EIO, "internal", "cannot read '%s': %s", j->what,
                                   got < 0 ? strerror (errno) : "cut short"));
   if (r->stored < raw)
     {
@@ -428,7 +428,7 @@ rt_ramfile_read (int file_fd, int mem_fd, uint64_t size, unsigned threads, const
   int ret;
 
   if (fstat (file_fd, &fst) < 0 || fstat (mem_fd, &mst) < 0)
-    return rt_error_set (err, errno, "internal", "cannot stat %s: %s", what, strerror (errno));
+    return rt_error_set (err, errno, "internal", "cannot stat '%s': %s", what, strerror (errno));
   if (!S_ISREG (fst.st_mode))
     return corrupt (err, what, "not a file");
   /* A write past the memfd's end would grow it.  */

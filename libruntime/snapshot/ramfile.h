@@ -43,10 +43,10 @@ struct rt_ramfile_sizes
 int rt_ramfile_write (int mem_fd, uint64_t size, int out_fd, unsigned threads, struct rt_ramfile_sizes *sizes,
                       rt_error **err);
 
-/* The RAM in the file @file_fd into @mem_fd, a memfd of @size bytes whose
-   pages are zero, with @threads threads as above: only non-zero pages are
-   written.  Errors: "internal" (a file that is not such a RAM of @size
-   bytes, or cut short, names @what).  */
+/* The RAM in the file @file_fd (named @what in errors) into @mem_fd, a
+   memfd of @size bytes whose pages are zero, with @threads threads as
+   above: only non-zero pages are written.  Errors: "internal" (also a
+   file that is not such a RAM of @size bytes, or is cut short).  */
 int rt_ramfile_read (int file_fd, int mem_fd, uint64_t size, unsigned threads, const char *what, rt_error **err);
 
 /* Calls @fn on each data extent [from, to) of @fd below @size

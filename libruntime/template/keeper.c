@@ -51,7 +51,7 @@ load_ram (int dfd, const char *dir, const char *key, unsigned memory_mib, int *o
 {
   cleanup_close int src = openat (dfd, "ram", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   cleanup_close int mfd = -1;
-  cleanup_free char *what = rt_strdup_printf ("'%s/ram'", dir);
+  cleanup_free char *what = rt_strdup_printf ("%s/ram", dir);
   off_t size = (off_t) memory_mib << 20;
   char name[64];
   int ret;
@@ -60,7 +60,7 @@ load_ram (int dfd, const char *dir, const char *key, unsigned memory_mib, int *o
   if (what == NULL)
     return rt_error_oom (err);
   if (src < 0)
-    return rt_error_set (err, errno, "internal", "cannot open %s: %s", what, strerror (errno));
+    return rt_error_set (err, errno, "internal", "cannot open '%s': %s", what, strerror (errno));
   mfd = memfd_create (name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (mfd < 0 || ftruncate (mfd, size) < 0)
     return rt_error_set (err, errno, "internal", "cannot make a memfd of %u MiB: %s", memory_mib, strerror (errno));
