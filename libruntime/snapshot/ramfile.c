@@ -33,7 +33,7 @@ struct job
   /* write: where the next record goes, and the totals.  */
   uint64_t end, n_records;
   int64_t data;
-  bool failed;
+  bool compress, failed;
 };
 
 struct record
@@ -154,7 +154,7 @@ write_chunk (struct job *j, uint8_t *in, uint8_t *out, int bound, uint64_t off, 
   if (pages == 0)
     return 0;
   raw = (size_t) __builtin_popcountll (pages) * PAGE;
-  packed = LZ4_compress_default ((const char *) in, (char *) out, (int) raw, bound);
+  packed = j->compress ? LZ4_compress_default ((const char *) in, (char *) out, (int) raw, bound) : 0;
   iov[1].iov_base = packed > 0 && (size_t) packed < raw ? out : in;
   iov[1].iov_len = packed > 0 && (size_t) packed < raw ? (size_t) packed : raw;
   head[0] = htole64 (off);
@@ -246,11 +246,11 @@ list_chunks (void *arg, off_t from, off_t to, rt_error **err)
 }
 
 int
-rt_ramfile_write (int mem_fd, uint64_t size, int out_fd, unsigned threads, struct rt_ramfile_sizes *sizes,
-                  rt_error **err)
+rt_ramfile_write (int mem_fd, uint64_t size, int out_fd, unsigned threads, bool compress,
+                  struct rt_ramfile_sizes *sizes, rt_error **err)
 {
   struct job j = { .lock = PTHREAD_MUTEX_INITIALIZER, .mem_fd = mem_fd, .file_fd = out_fd, .size = size,
-                   .what = "the saved memory", .end = RT_RAMFILE_HEADER };
+                   .what = "the saved memory", .end = RT_RAMFILE_HEADER, .compress = compress };
   uint8_t head[RT_RAMFILE_HEADER];
   uint32_t v32;
   uint64_t v64;

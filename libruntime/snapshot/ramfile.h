@@ -15,7 +15,8 @@
  *     u32 stored                   the payload's length
  *     u32 0
  *   and its payload: the pages present, in order, as one LZ4 block, or
- *   raw when that would not be shorter (stored == pages present * 4096).
+ *   raw when that would not be shorter or the writer was told not to
+ *   compress (stored == pages present * 4096).
  *
  * The file is the host's own, but it is read as if it might lie: every
  * length and offset is checked against the memory's and the file's size
@@ -39,9 +40,11 @@ struct rt_ramfile_sizes
 
 /* The RAM in @mem_fd (@size bytes, a multiple of 4096; its holes are not
    read) written to @out_fd, an empty file, with @threads threads (0: as
-   many as there are CPUs, at most 2).  @sizes may be NULL.  */
-int rt_ramfile_write (int mem_fd, uint64_t size, int out_fd, unsigned threads, struct rt_ramfile_sizes *sizes,
-                      rt_error **err);
+   many as there are CPUs, at most 2); every record raw unless @compress
+   (for a file read once, soon: it saves the compression's CPU).  @sizes
+   may be NULL.  */
+int rt_ramfile_write (int mem_fd, uint64_t size, int out_fd, unsigned threads, bool compress,
+                      struct rt_ramfile_sizes *sizes, rt_error **err);
 
 /* The RAM in the file @file_fd (named @what in errors) into @mem_fd, a
    memfd of @size bytes whose pages are zero, with @threads threads as

@@ -66,13 +66,14 @@ copy_extent (void *arg, off_t from, off_t to, rt_error **err)
 }
 
 int
-rt_saved_write_ram (int ram_fd, uint64_t size, const char *path, struct rt_ramfile_sizes *sizes, rt_error **err)
+rt_saved_write_ram (int ram_fd, uint64_t size, const char *path, bool compress, struct rt_ramfile_sizes *sizes,
+                    rt_error **err)
 {
   cleanup_close int out = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 
   if (out < 0)
     return rt_error_set (err, errno, "internal", "cannot create '%s': %s", path, strerror (errno));
-  return rt_ramfile_write (ram_fd, size, out, 0, sizes, err);
+  return rt_ramfile_write (ram_fd, size, out, 0, compress, sizes, err);
 }
 
 int
@@ -164,7 +165,7 @@ capture_disk (char *const *layers, const char *overlay, const char *dir, int *n,
 
 int
 rt_saved_capture (struct rt_qmp *q, int ram_fd, unsigned memory_mib, char *const *layers, const char *overlay,
-                  const char *dir, json_object *meta, rt_error **err)
+                  const char *dir, bool once, json_object *meta, rt_error **err)
 {
   cleanup_free char *state = rt_strdup_printf ("%s/state", dir), *ram = rt_strdup_printf ("%s/ram", dir);
   cleanup_close int sfd = -1;
@@ -180,7 +181,7 @@ rt_saved_capture (struct rt_qmp *q, int ram_fd, unsigned memory_mib, char *const
      overlay is whole on disk for the copy.  */
   ret = rt_vm_save_state (q, sfd, CAPTURE_TIMEOUT_MS, err);
   if (ret == 0)
-    ret = rt_saved_write_ram (ram_fd, (uint64_t) memory_mib << 20, ram, &ram_bytes, err);
+    ret = rt_saved_write_ram (ram_fd, (uint64_t) memory_mib << 20, ram, !once, &ram_bytes, err);
   if (ret == 0)
     ret = rt_saved_capture_disk (layers, overlay, dir, meta, err);
   if (ret < 0)

@@ -70,9 +70,10 @@ void rt_saved_clear (struct rt_saved *s);
 #define cleanup_saved __attribute__ ((cleanup (rt_saved_clear)))
 
 /* The guest RAM in @ram_fd (a memfd of @size bytes) into a new file at
-   @path (snapshot/ramfile.h).  @sizes: its data and the file's size, or
-   NULL.  */
-int rt_saved_write_ram (int ram_fd, uint64_t size, const char *path, struct rt_ramfile_sizes *sizes, rt_error **err);
+   @path (snapshot/ramfile.h), compressed when @compress.  @sizes: its data
+   and the file's size, or NULL.  */
+int rt_saved_write_ram (int ram_fd, uint64_t size, const char *path, bool compress, struct rt_ramfile_sizes *sizes,
+                        rt_error **err);
 
 /* @src_fd's data (a template's memfd, or a `ram` saved before it was
    compressed) into @dst_fd, an empty memfd of @size bytes: only its
@@ -86,11 +87,12 @@ int rt_saved_link (const char *src, const char *dst, rt_error **err);
 /* Captures a stopped VM into @dir (which exists): its device state over
    @q (vmm/migrate.h), its RAM from @ram_fd (@memory_mib), its layers
    (@layers, NULL-terminated) linked into @dir/layers/ and, when
-   @overlay is not NULL, a copy of it as the last layer.  @meta gets
-   "memoryBytes", "stateBytes", "diskBytes", "storedBytes", "layers".
-   The VM stays stopped.  */
+   @overlay is not NULL, a copy of it as the last layer; the RAM
+   compressed unless @once (a fork's capture, read once and removed).
+   @meta gets "memoryBytes", "stateBytes", "diskBytes", "storedBytes",
+   "layers".  The VM stays stopped.  */
 int rt_saved_capture (struct rt_qmp *q, int ram_fd, unsigned memory_mib, char *const *layers, const char *overlay,
-                      const char *dir, json_object *meta, rt_error **err);
+                      const char *dir, bool once, json_object *meta, rt_error **err);
 
 /* The disk part of rt_saved_capture (also for a paused sandbox, whose
    memory is already saved): "layers" and "diskBytes" in @meta.  */

@@ -223,7 +223,7 @@ write_ram (struct making *mk, rt_error **err)
 
   if (path == NULL)
     return rt_error_oom (err);
-  if (rt_saved_write_ram (mk->ram_fd, (uint64_t) mk->in->memory_mib << 20, path, &written, err) < 0)
+  if (rt_saved_write_ram (mk->ram_fd, (uint64_t) mk->in->memory_mib << 20, path, true, &written, err) < 0)
     return -1;
   fd = open (path, O_RDONLY | O_CLOEXEC);
   if (fd < 0 || fsync (fd) < 0)

@@ -96,12 +96,12 @@ data_bytes (int fd, off_t size)
 }
 
 static int
-saved (int src, uint64_t size, unsigned threads, struct rt_ramfile_sizes *sizes)
+saved (int src, uint64_t size, unsigned threads, bool compress, struct rt_ramfile_sizes *sizes)
 {
   int fd = memfd (0);
   rt_error *err = NULL;
 
-  if (fd >= 0 && rt_ramfile_write (src, size, fd, threads, sizes, &err) < 0)
+  if (fd >= 0 && rt_ramfile_write (src, size, fd, threads, compress, sizes, &err) < 0)
     {
       printf ("# %s\n", err->msg);
       close (fd);
@@ -120,20 +120,26 @@ test_round_trip (void)
 
   ok (fill (src), "the guest's memory made");
   want = contents (src, SIZE);
-  for (unsigned threads = 1; threads <= 2; threads++)
+  /* One thread, two, and two writing every record raw.  */
+  for (unsigned k = 0; k < 3; k++)
     {
+      unsigned threads = k ? 2 : 1;
+      bool compress = k < 2;
       int dst = memfd (SIZE);
       uint8_t *got = NULL;
       rt_error *err = NULL;
       struct stat st;
 
-      file = saved (src, SIZE, threads, &sz);
-      ok (file >= 0 && fstat (file, &st) == 0 && st.st_size == sz.file, "%u thread(s): written, %lld bytes", threads,
-          (long long) sz.file);
+      file = saved (src, SIZE, threads, compress, &sz);
+      ok (file >= 0 && fstat (file, &st) == 0 && st.st_size == sz.file, "%u thread(s)%s: written, %lld bytes",
+          threads, compress ? "" : ", raw", (long long) sz.file);
       /* 0, 1, 2 (less its two zero pages), 8 (less one), the last page.  */
       ok (sz.data == (int64_t) (4 * CHUNK - 3 * PAGE + PAGE), "… its data: the non-zero pages (%lld)",
           (long long) sz.data);
-      ok (sz.file < (int64_t) (2 * CHUNK), "… compressed: under the random chunks' size and a bit");
+      if (compress)
+        ok (sz.file < (int64_t) (2 * CHUNK), "… compressed: under the random chunks' size and a bit");
+      else
+        ok (sz.file == sz.data + 5 * RT_RAMFILE_RECORD + RT_RAMFILE_HEADER, "… raw: its pages, 5 records, a header");
       ok (rt_ramfile_read (file, dst, SIZE, threads, "the test RAM", &err) == 0, "… read back %s",
           err ? err->msg : "");
       got = contents (dst, SIZE);
@@ -156,7 +162,7 @@ test_empty (void)
   struct rt_ramfile_sizes sz;
   rt_error *err = NULL;
 
-  file = saved (src, SIZE, 0, &sz);
+  file = saved (src, SIZE, 0, true, &sz);
   ok (file >= 0 && sz.file == RT_RAMFILE_HEADER && sz.data == 0, "an empty memory: a header only");
   ok (rt_ramfile_read (file, dst, SIZE, 0, "x", &err) == 0 && data_bytes (dst, SIZE) == 0, "read: nothing written");
   rt_error_free (err);
@@ -225,7 +231,7 @@ test_lies (void)
   uint8_t junk[64];
 
   fill (src);
-  file = saved (src, SIZE, 1, &sz);
+  file = saved (src, SIZE, 1, true, &sz);
   fstat (file, &st);
   for (off_t cut = 0; cut < st.st_size; cut += cut < 200 ? 7 : 4099)
     {
@@ -337,7 +343,7 @@ timing (void)
       rt_error *err = NULL;
 
       clock_gettime (CLOCK_MONOTONIC, &a);
-      file = saved (src, size, t, &sz);
+      file = saved (src, size, t, true, &sz);
       clock_gettime (CLOCK_MONOTONIC, &b);
       rt_ramfile_read (file, dst, size, t, "x", &err);
       clock_gettime (CLOCK_MONOTONIC, &c);

@@ -80,7 +80,7 @@ make_fake (rt_context *ctx, const struct rt_template_inputs *in, const char *ski
   memset (page, 0, sizeof page);
   ok (pwrite (fd, page, sizeof page, 1 << 20) == sizeof page, "a zero page at 1 MiB");
   memset (page, 'B', sizeof page);
-  ok (pwrite (fd, page, 100, 2 << 20) == 100 && rt_saved_write_ram (fd, (uint64_t) in->memory_mib << 20, path, NULL, &err) == 0,
+  ok (pwrite (fd, page, 100, 2 << 20) == 100 && rt_saved_write_ram (fd, (uint64_t) in->memory_mib << 20, path, true, NULL, &err) == 0,
       "100 bytes at 2 MiB, saved as a RAM of %d MiB %s", (int) in->memory_mib, err ? err->msg : "");
   rt_error_free (err);
   close (fd);
