@@ -671,8 +671,9 @@ int rt_snapshot_list_json (rt_context *ctx, char **json, rt_error **err);
 /**
  * rt_snapshot_get_json - one snapshot: {id, kind: "snapshot", name,
  * labels, state ("ready"), sourceSandboxId, image, shape {vcpu,
- * memoryMiB, diskMiB}, storedBytes, memoryBytes, diskBytes, createdAt,
- * path, tenant (only when a tenant's sandbox was its source)}
+ * memoryMiB, diskMiB}, storedBytes (on disk), memoryBytes (its saved RAM,
+ * compressed), memoryDataBytes (that RAM's non-zero pages), diskBytes,
+ * createdAt, path, tenant (only when a tenant's sandbox was its source)}
  * @ctx:  the context (a tenant's sees only its own: rt_context_set_tenant)
  * @ref:  its id or name
  * @json: set to the text (free it)

@@ -217,10 +217,11 @@ layer_links (struct mon *m, char **layers, rt_error **err)
   return 0;
 }
 
-/* Quiesced and stopped, the VM saved into @dir (made here); the meta
-   written last.  The VM stays stopped and the agent quiet.  */
+/* Quiesced and stopped, the VM saved into @dir (made here; @once: a
+   fork's, whose RAM is not compressed); the meta written last.  The VM
+   stays stopped and the agent quiet.  */
 static int
-save (struct mon *m, const char *dir, json_object *meta, bool copy_overlay, rt_error **err)
+save (struct mon *m, const char *dir, json_object *meta, bool copy_overlay, bool once, rt_error **err)
 {
   cleanup_free char *meta_path = rt_strdup_printf ("%s/meta.json", dir);
   cleanup_free char *pid_path = rt_strdup_printf ("%s/monitor.pid", dir);
@@ -247,7 +248,7 @@ save (struct mon *m, const char *dir, json_object *meta, bool copy_overlay, rt_e
     ret = rt_qmp_open (&q, m->qmp_sock, QMP_TIMEOUT_MS, err);
   if (ret == 0)
     ret = rt_saved_capture (&q, m->ram_fd, m->cfg->vm.memory_mib, layers, copy_overlay ? m->overlay_path : NULL,
-                            dir, meta, err);
+                            dir, once, meta, err);
   for (size_t i = 0; i < RT_QEMU_MAX_LAYERS; i++)
     free (layers[i]);
   rt_qmp_close (&q);
@@ -283,7 +284,7 @@ snapshot (struct mon *m, const char *id, const char *final, json_object *body, j
     return rt_error_set (err, E2BIG, "invalid_request",
                          "sandbox %s descends from %d snapshots already: its disk cannot take another layer",
                          m->cfg->id, RT_QEMU_MAX_LAYERS);
-  ret = save (m, tmp, meta, true, err);
+  ret = save (m, tmp, meta, true, strcmp (final, id) != 0, err);
   stopped = m->quiesced;
   if (ret == 0 && rename (tmp, dst) < 0)
     ret = rt_error_set (err, errno, "internal", "cannot rename '%s': %s", tmp, strerror (errno));
@@ -412,7 +413,7 @@ mon_pause_to_disk (struct mon *m, rt_error **err)
       return rt_error_set (err, EBUSY, "busy", "a command is running in sandbox %s", m->cfg->id);
   mon_set_str (m, "state", "pausing");
   rt_rm_rf (tmp, NULL);
-  ret = save (m, tmp, meta, false, err);
+  ret = save (m, tmp, meta, false, false, err);
   /* The previous wake's layers are linked into the new one: the old goes.  */
   if (ret == 0 && rename (saved, old) < 0 && errno != ENOENT)
     ret = rt_error_set (err, errno, "internal", "cannot rename '%s': %s", saved, strerror (errno));

@@ -133,9 +133,12 @@ mon_clone_start (struct mon *m, const struct rt_vm_config *vm, bool resume, rt_e
   if (ret == 0)
     ret = rt_vm_start (m->ctx, &cfg, &m->vm, err);
   /* The RAM is copied in (only its data: ≈100 MB of a 4 GiB guest's
-     template) while QEMU starts, which takes ≈130 ms and does not touch
-     it: it waits for its state, and the memfd is shared.  */
-  if (ret == 0)
+     template), or a saved one decompressed, while QEMU starts, which
+     takes ≈130 ms and does not touch it: it waits for its state, and the
+     memfd is shared.  */
+  if (ret == 0 && m->cfg->saved && m->cfg->saved->ram_packed)
+    ret = rt_ramfile_read (src, m->ram_fd, (uint64_t) m->cfg->vm.memory_mib << 20, 0, m->cfg->saved->ram, err);
+  else if (ret == 0)
     ret = rt_saved_ram_fill (src, m->ram_fd, (uint64_t) m->cfg->vm.memory_mib << 20, err);
   if (ret == 0)
     ret = rt_qmp_open (&q, m->qmp_sock, LOAD_TIMEOUT_MS, err);

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "snapshot/ramfile.h"
 #include "snapshot/saved.h"
 #include "vmm/migrate.h"
 
@@ -26,40 +27,10 @@ all_zero (const uint8_t *p, size_t n)
   return true;
 }
 
-/* Calls @fn on each data extent of @fd below @size (SEEK_DATA/SEEK_HOLE:
-   a memfd's or a sparse file's holes are never read).  */
-static int
-each_extent (int fd, uint64_t size, int (*fn) (void *arg, off_t from, off_t to, rt_error **err), void *arg,
-             rt_error **err)
-{
-  off_t pos = 0;
-
-  while ((uint64_t) pos < size)
-    {
-      off_t data = lseek (fd, pos, SEEK_DATA), hole;
-      int ret;
-
-      if (data < 0 && errno == ENXIO)
-        break; /* no data past pos */
-      hole = data < 0 ? -1 : lseek (fd, data, SEEK_HOLE);
-      if (hole < 0)
-        return rt_error_set (err, errno, "internal", "cannot read the guest's memory: %s", strerror (errno));
-      if ((uint64_t) hole > size)
-        hole = (off_t) size;
-      ret = fn (arg, data, hole, err);
-      if (ret < 0)
-        return ret;
-      pos = hole;
-    }
-  return 0;
-}
-
 struct ram_copy
 {
   int in, out;
   uint8_t *buf;
-  bool sparse;      /* zero pages are not written */
-  int64_t written;
   const char *what; /* for errors */
 };
 
@@ -80,14 +51,13 @@ copy_extent (void *arg, off_t from, off_t to, rt_error **err)
           /* A run of non-zero pages, written at once.  */
           ssize_t end = off;
           size_t len;
-          while (end < r && !(c->sparse && all_zero (c->buf + end, r - end < PAGE ? (size_t) (r - end) : PAGE)))
+          while (end < r && !all_zero (c->buf + end, r - end < PAGE ? (size_t) (r - end) : PAGE))
             end += PAGE;
           if (end > r)
             end = r;
           len = end - off;
           if (len > 0 && pwrite (c->out, c->buf + off, len, pos + off) != (ssize_t) len)
             return rt_error_set (err, errno, "internal", "cannot write %s: %s", c->what, strerror (errno));
-          c->written += len;
           off = end + (end < r ? PAGE : 0);
         }
       pos += r;
@@ -96,37 +66,26 @@ copy_extent (void *arg, off_t from, off_t to, rt_error **err)
 }
 
 int
-rt_saved_write_ram (int ram_fd, uint64_t size, const char *path, int64_t *bytes, rt_error **err)
+rt_saved_write_ram (int ram_fd, uint64_t size, const char *path, bool compress, struct rt_ramfile_sizes *sizes,
+                    rt_error **err)
 {
-  cleanup_free uint8_t *buf = malloc (CHUNK);
-  cleanup_close int out = -1;
-  struct ram_copy c = { .in = ram_fd, .sparse = true, .what = path };
-  int ret;
+  cleanup_close int out = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 
-  if (buf == NULL)
-    return rt_error_oom (err);
-  c.buf = buf;
-  out = c.out = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (out < 0 || ftruncate (out, (off_t) size) < 0)
+  if (out < 0)
     return rt_error_set (err, errno, "internal", "cannot create '%s': %s", path, strerror (errno));
-  ret = each_extent (ram_fd, size, copy_extent, &c, err);
-  if (ret < 0)
-    return ret;
-  if (bytes)
-    *bytes = c.written;
-  return 0;
+  return rt_ramfile_write (ram_fd, size, out, 0, compress, sizes, err);
 }
 
 int
 rt_saved_ram_fill (int src_fd, int dst_fd, uint64_t size, rt_error **err)
 {
   cleanup_free uint8_t *buf = malloc (CHUNK);
-  struct ram_copy c = { .in = src_fd, .out = dst_fd, .sparse = false, .what = "the guest's memory" };
+  struct ram_copy c = { .in = src_fd, .out = dst_fd, .what = "the guest's memory" };
 
   if (buf == NULL)
     return rt_error_oom (err);
   c.buf = buf;
-  return each_extent (src_fd, size, copy_extent, &c, err);
+  return rt_ramfile_each_extent (src_fd, size, copy_extent, &c, err);
 }
 
 int
@@ -206,11 +165,11 @@ capture_disk (char *const *layers, const char *overlay, const char *dir, int *n,
 
 int
 rt_saved_capture (struct rt_qmp *q, int ram_fd, unsigned memory_mib, char *const *layers, const char *overlay,
-                  const char *dir, json_object *meta, rt_error **err)
+                  const char *dir, bool once, json_object *meta, rt_error **err)
 {
   cleanup_free char *state = rt_strdup_printf ("%s/state", dir), *ram = rt_strdup_printf ("%s/ram", dir);
   cleanup_close int sfd = -1;
-  int64_t ram_bytes = 0;
+  struct rt_ramfile_sizes ram_bytes = { 0 };
   int ret;
 
   if (state == NULL || ram == NULL)
@@ -222,12 +181,14 @@ rt_saved_capture (struct rt_qmp *q, int ram_fd, unsigned memory_mib, char *const
      overlay is whole on disk for the copy.  */
   ret = rt_vm_save_state (q, sfd, CAPTURE_TIMEOUT_MS, err);
   if (ret == 0)
-    ret = rt_saved_write_ram (ram_fd, (uint64_t) memory_mib << 20, ram, &ram_bytes, err);
+    ret = rt_saved_write_ram (ram_fd, (uint64_t) memory_mib << 20, ram, !once, &ram_bytes, err);
   if (ret == 0)
     ret = rt_saved_capture_disk (layers, overlay, dir, meta, err);
   if (ret < 0)
     return ret;
-  json_object_object_add (meta, "memoryBytes", json_object_new_int64 (ram_bytes));
+  json_object_object_add (meta, "ramFormat", json_object_new_string (RT_SAVED_RAM_FORMAT));
+  json_object_object_add (meta, "memoryBytes", json_object_new_int64 (ram_bytes.file));
+  json_object_object_add (meta, "memoryDataBytes", json_object_new_int64 (ram_bytes.data));
   json_object_object_add (meta, "stateBytes", json_object_new_int64 (file_size (state)));
   return 0;
 }
@@ -327,6 +288,11 @@ rt_saved_load (const char *dir, const char *layers_dir, struct rt_saved *out, rt
   json_object_object_get_ex (out->meta, "image", &image);
   out->image_id = json_object_object_get_ex (image, "id", &v) ? json_object_get_string (v) : NULL;
   out->kind = json_object_object_get_ex (out->meta, "kind", &v) ? json_object_get_string (v) : NULL;
+  /* Saved before the RAM was compressed: its `ram` is the memory, sparse.  */
+  out->ram_packed = json_object_object_get_ex (out->meta, "ramFormat", &v);
+  if (out->ram_packed && strcmp (json_object_get_string (v), RT_SAVED_RAM_FORMAT) != 0)
+    return rt_error_set (err, EINVAL, "invalid_request", "'%s' holds a memory in a format this runtime does not know",
+                         dir);
   if (!json_object_is_type (out->meta, json_type_object) || n < 0 || n > RT_MAX_LAYERS || out->vcpu == 0
       || out->memory_mib == 0 || out->image_id == NULL || out->kind == NULL)
     return rt_error_set (err, EINVAL, "internal", "'%s' is not a saved sandbox's description", meta_path);

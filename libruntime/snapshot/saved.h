@@ -10,10 +10,15 @@
  *                    "ref"}, "shape": {"vcpu", "memoryMiB", "diskMiB"},
  *                    "accel", "base" (the boot disk's identity), "layers"
  *                    (how many), "memoryBytes", "stateBytes", "diskBytes",
- *                    "storedBytes", "sandbox" (what its monitor ran with,
+ *                    "storedBytes", "ramFormat" ("lz4": `ram` is a
+ *                    snapshot/ramfile.h file; absent in a VM saved
+ *                    before, whose `ram` is the memory, sparse),
+ *                    "memoryDataBytes" (its non-zero pages, uncompressed),
+ *                    "sandbox" (what its monitor ran with,
  *                    rt_saved_sandbox_json), "captureMs"}
- *   <dir>/ram        the guest's RAM, sparse: holes and zero pages are not
- *                    written (its size is the memory)
+ *   <dir>/ram        the guest's RAM, LZ4-compressed in chunks, zero pages
+ *                    left out (snapshot/ramfile.h); "memoryBytes" its
+ *                    size
  *   <dir>/state      the device state: a migration stream without RAM
  *   <layers>/N.qcow2 the read-only disk layers above the image's base,
  *                    oldest first, hard links (copies across file
@@ -33,11 +38,15 @@
 
 #include "core/context.h"
 #include "vmm/guest-ops.h"
+#include "snapshot/ramfile.h"
 #include "vmm/qmp.h"
 
 /* Disk layers a chain may have between the base and a sandbox's own
    overlay (a fork of a fork of … adds one each time).  */
 #define RT_MAX_LAYERS 8
+
+/* meta.json's "ramFormat" of a `ram` that is a snapshot/ramfile.h file.  */
+#define RT_SAVED_RAM_FORMAT "lz4"
 
 struct rt_saved
 {
@@ -49,6 +58,8 @@ struct rt_saved
   unsigned vcpu, memory_mib, disk_mib;
   const char *image_id;                 /* in @meta */
   const char *kind;                     /* in @meta */
+  bool ram_packed;                      /* ram is a snapshot/ramfile.h
+                                           file, not the memory sparse */
 };
 
 /* Reads @dir/meta.json; the layers are @layers_dir/0.qcow2… (NULL:
@@ -59,11 +70,14 @@ void rt_saved_clear (struct rt_saved *s);
 #define cleanup_saved __attribute__ ((cleanup (rt_saved_clear)))
 
 /* The guest RAM in @ram_fd (a memfd of @size bytes) into a new file at
-   @path, sparse.  *bytes: what was written.  */
-int rt_saved_write_ram (int ram_fd, uint64_t size, const char *path, int64_t *bytes, rt_error **err);
+   @path (snapshot/ramfile.h), compressed when @compress.  @sizes: its data
+   and the file's size, or NULL.  */
+int rt_saved_write_ram (int ram_fd, uint64_t size, const char *path, bool compress, struct rt_ramfile_sizes *sizes,
+                        rt_error **err);
 
-/* @src_fd's data (a saved ram file or a template's memfd) into @dst_fd,
-   an empty memfd of @size bytes: only its data extents are copied.  */
+/* @src_fd's data (a template's memfd, or a `ram` saved before it was
+   compressed) into @dst_fd, an empty memfd of @size bytes: only its
+   non-zero pages are copied.  */
 int rt_saved_ram_fill (int src_fd, int dst_fd, uint64_t size, rt_error **err);
 
 /* @src at @dst: a hard link, or a copy when they are on different file
@@ -73,11 +87,12 @@ int rt_saved_link (const char *src, const char *dst, rt_error **err);
 /* Captures a stopped VM into @dir (which exists): its device state over
    @q (vmm/migrate.h), its RAM from @ram_fd (@memory_mib), its layers
    (@layers, NULL-terminated) linked into @dir/layers/ and, when
-   @overlay is not NULL, a copy of it as the last layer.  @meta gets
-   "memoryBytes", "stateBytes", "diskBytes", "storedBytes", "layers".
-   The VM stays stopped.  */
+   @overlay is not NULL, a copy of it as the last layer; the RAM
+   compressed unless @once (a fork's capture, read once and removed).
+   @meta gets "memoryBytes", "stateBytes", "diskBytes", "storedBytes",
+   "layers".  The VM stays stopped.  */
 int rt_saved_capture (struct rt_qmp *q, int ram_fd, unsigned memory_mib, char *const *layers, const char *overlay,
-                      const char *dir, json_object *meta, rt_error **err);
+                      const char *dir, bool once, json_object *meta, rt_error **err);
 
 /* The disk part of rt_saved_capture (also for a paused sandbox, whose
    memory is already saved): "layers" and "diskBytes" in @meta.  */

@@ -89,7 +89,8 @@ snapshot_object (json_object *meta, const char *dir)
 {
   json_object *o = json_object_new_object (), *labels = NULL;
   static const char *const copied[]
-      = { "sourceSandboxId", "image", "shape", "storedBytes", "memoryBytes", "diskBytes", "createdAt" };
+      = { "sourceSandboxId", "image", "shape", "storedBytes", "memoryBytes", "memoryDataBytes", "diskBytes",
+          "createdAt" };
 
   copy_member (o, meta, "id");
   json_object_object_add (o, "kind", json_object_new_string ("snapshot"));

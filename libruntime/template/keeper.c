@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 
 #include "monitor/privs.h"
+#include "snapshot/ramfile.h"
 #include "template/template.h"
 
 #define ALL_SEALS (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
@@ -23,7 +24,6 @@
 #define KEEPER_TICK_MS 1000
 /* How long a caller waits for a keeper's answer.  */
 #define KEEPER_ANSWER_S 5
-#define PAGE 4096
 
 /* <state>/.templates/<key's first 32 digits><suffix>, the dir made 0700.
    128 bits name a template as surely as 256, and leave room in a
@@ -44,49 +44,6 @@ keeper_path (rt_context *ctx, const char *key, const char *suffix, rt_error **er
   return path;
 }
 
-static bool
-page_zero (const unsigned char *p)
-{
-  static const unsigned char zero[PAGE];
-  return memcmp (p, zero, PAGE) == 0;
-}
-
-/* Copies [@off, @end) of @src into @dst at the same offsets, leaving out
-   zero pages (a memfd's holes read as zeros and cost nothing).  */
-static int
-copy_data (int src, int dst, off_t off, off_t end)
-{
-  static const size_t chunk = 1 << 20;
-  cleanup_free unsigned char *buf = malloc (chunk);
-
-  if (buf == NULL)
-    return -ENOMEM;
-  while (off < end)
-    {
-      size_t want = end - off < (off_t) chunk ? (size_t) (end - off) : chunk;
-      ssize_t n = pread (src, buf, want, off);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        return n < 0 ? -errno : -EIO;
-      /* A last partial page is judged by its bytes only.  */
-      if (n % PAGE)
-        memset (buf + n, 0, PAGE - n % PAGE);
-      for (size_t i = 0; i < (size_t) n;)
-        {
-          size_t j = i, len;
-          while (j < (size_t) n && !page_zero (buf + j))
-            j += PAGE;
-          len = (j < (size_t) n ? j : (size_t) n) - i;
-          if (len && pwrite (dst, buf + i, len, off + i) != (ssize_t) len)
-            return errno ? -errno : -EIO;
-          i = j + (j < (size_t) n ? PAGE : 0);
-        }
-      off += n;
-    }
-  return 0;
-}
-
 /* A sealed memfd of @memory_mib MiB holding the template's `ram` (opened
    in the dir @dfd), named after @key (what /proc/PID/fd shows).  */
 static int
@@ -94,32 +51,22 @@ load_ram (int dfd, const char *dir, const char *key, unsigned memory_mib, int *o
 {
   cleanup_close int src = openat (dfd, "ram", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   cleanup_close int mfd = -1;
-  off_t size = (off_t) memory_mib << 20, data = 0, hole;
-  struct stat st;
+  cleanup_free char *what = rt_strdup_printf ("%s/ram", dir);
+  off_t size = (off_t) memory_mib << 20;
   char name[64];
   int ret;
 
   snprintf (name, sizeof name, "rt-template-%.12s", key);
-  if (src < 0 || fstat (src, &st) < 0)
-    return rt_error_set (err, errno, "internal", "cannot open '%s/ram': %s", dir, strerror (errno));
-  if (!S_ISREG (st.st_mode) || st.st_size > size)
-    return rt_error_set (err, EINVAL, "internal", "'%s/ram' is not a RAM of %u MiB", dir, memory_mib);
+  if (what == NULL)
+    return rt_error_oom (err);
+  if (src < 0)
+    return rt_error_set (err, errno, "internal", "cannot open '%s': %s", what, strerror (errno));
   mfd = memfd_create (name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (mfd < 0 || ftruncate (mfd, size) < 0)
     return rt_error_set (err, errno, "internal", "cannot make a memfd of %u MiB: %s", memory_mib, strerror (errno));
-  for (;;)
-    {
-      data = lseek (src, data, SEEK_DATA);
-      if (data < 0 && errno == ENXIO)
-        break;
-      hole = data < 0 ? -1 : lseek (src, data, SEEK_HOLE);
-      if (hole < 0)
-        return rt_error_set (err, errno, "internal", "cannot read '%s/ram': %s", dir, strerror (errno));
-      ret = copy_data (src, mfd, data, hole);
-      if (ret < 0)
-        return rt_error_set (err, -ret, "internal", "cannot load '%s/ram': %s", dir, strerror (-ret));
-      data = hole;
-    }
+  ret = rt_ramfile_read (src, mfd, (uint64_t) size, 0, what, err);
+  if (ret < 0)
+    return ret;
   if (fcntl (mfd, F_ADD_SEALS, ALL_SEALS) < 0)
     return rt_error_set (err, errno, "internal", "cannot seal the memfd: %s", strerror (errno));
   *out = steal_fd (&mfd);

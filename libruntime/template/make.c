@@ -211,24 +211,24 @@ warm_and_save (struct making *mk, rt_error **err)
   return fsync (state_fd) < 0 ? rt_error_set (err, errno, "internal", "fsync '%s': %s", state, strerror (errno)) : 0;
 }
 
-/* The memfd's pages into <tmp>/ram, sparse (snapshot/saved.h), on disk
-   before the rename that makes the template.  Return: the bytes written,
-   or <0.  */
+/* The memfd's pages into <tmp>/ram, compressed (snapshot/ramfile.h), on
+   disk before the rename that makes the template.  Return: the file's
+   size, or <0.  */
 static int64_t
 write_ram (struct making *mk, rt_error **err)
 {
   cleanup_free char *path = in_tmp (mk, "ram");
   cleanup_close int fd = -1;
-  int64_t written = 0;
+  struct rt_ramfile_sizes written = { 0 };
 
   if (path == NULL)
     return rt_error_oom (err);
-  if (rt_saved_write_ram (mk->ram_fd, (uint64_t) mk->in->memory_mib << 20, path, &written, err) < 0)
+  if (rt_saved_write_ram (mk->ram_fd, (uint64_t) mk->in->memory_mib << 20, path, true, &written, err) < 0)
     return -1;
   fd = open (path, O_RDONLY | O_CLOEXEC);
   if (fd < 0 || fsync (fd) < 0)
     return rt_error_set (err, errno, "internal", "fsync '%s': %s", path, strerror (errno));
-  return written;
+  return written.file;
 }
 
 /* clone.qcow2, meta.json, then the rename that makes it a template.  */

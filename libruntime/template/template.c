@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "sandbox/store.h"
+#include "snapshot/saved.h"
 #include "template/template.h"
 #include "vmm/accel.h"
 #include "vmm/qemu-args.h"
@@ -116,6 +117,9 @@ inputs_json (rt_context *ctx, const struct rt_template_inputs *in, json_object *
     return ret;
   json_object_object_add (o, "initramfs", initramfs);
   json_object_object_add (o, "accel", json_object_new_string (in->accel));
+  /* How `ram` is written (snapshot/ramfile.h): a template of another
+     format is stale.  */
+  json_object_object_add (o, "ramFormat", json_object_new_string (RT_SAVED_RAM_FORMAT));
   /* No QEMU: no template can be made, but the key is still defined.  */
   if (ctx->qemu && (ret = file_json ("QEMU binary", ctx->qemu, &qemu, err)) < 0)
     return ret;

@@ -6,7 +6,9 @@
  *   <cache>/templates/<key>/       key: sha256 of meta.json's "inputs"
  *       meta.json    {"inputs":{…}, "createdAt", "cmdline", "memoryMiB",
  *                     "ramBytes" (on disk), "stateBytes", "makeMs"}
- *       ram          the guest's RAM (sparse; its size is the memory)
+ *       ram          the guest's RAM, LZ4-compressed in chunks, zero pages
+ *                    left out (snapshot/ramfile.h; "ramFormat" in the
+ *                    inputs)
  *       state        the device state (a migration stream without RAM)
  *       disk.qcow2   the template's overlay of the image's base disk
  *       clone.qcow2  an empty overlay of disk.qcow2: a clone's overlay is

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "sandbox/store.h"
+#include "snapshot/saved.h"
 #include "tap.h"
 #include "template/template.h"
 
@@ -69,15 +70,19 @@ make_fake (rt_context *ctx, const struct rt_template_inputs *in, const char *ski
         snprintf (path, sizeof path, "%s/%s", dir, names[i]);
         put (path, names[i]);
       }
+  /* Written as a template's maker writes it (snapshot/ramfile.h).  */
   snprintf (path, sizeof path, "%s/ram", dir);
-  fd = open (path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  unlink (path);
+  fd = memfd_create ("fake-ram", MFD_CLOEXEC);
   memset (page, 'A', sizeof page);
-  ok (pwrite (fd, page, sizeof page, 0) == sizeof page, "fake RAM page 0 written");
+  ok (ftruncate (fd, (off_t) in->memory_mib << 20) == 0 && pwrite (fd, page, sizeof page, 0) == sizeof page,
+      "fake RAM page 0 written");
   memset (page, 0, sizeof page);
   ok (pwrite (fd, page, sizeof page, 1 << 20) == sizeof page, "a zero page at 1 MiB");
   memset (page, 'B', sizeof page);
-  ok (pwrite (fd, page, 100, 2 << 20) == 100 && ftruncate (fd, (off_t) in->memory_mib << 20) == 0,
-      "100 bytes at 2 MiB, the file %d MiB", (int) in->memory_mib);
+  ok (pwrite (fd, page, 100, 2 << 20) == 100 && rt_saved_write_ram (fd, (uint64_t) in->memory_mib << 20, path, true, NULL, &err) == 0,
+      "100 bytes at 2 MiB, saved as a RAM of %d MiB %s", (int) in->memory_mib, err ? err->msg : "");
+  rt_error_free (err);
   close (fd);
 }
 
