@@ -443,7 +443,10 @@ int rt_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec_op
  * rt_sandbox_ps_json - the background processes
  * @sb:   the sandbox
  * @json: set to a JSON array of {process, state ("running"|"exited"),
- *        exitCode, command, droppedBytes}
+ *        exitCode, command, droppedBytes, outputBytes (its output's
+ *        bytes so far, both streams), cwd, timeoutMs, startedMs, endedMs
+ *        (epoch ms; null while it runs), and once ended signal, timedOut,
+ *        or error (the sandbox stopped under it)}
  * @err:  set on failure
  * Return: 0, or <0 with @err set.
  */

@@ -128,6 +128,11 @@ struct exec_stream
   int64_t exec_id;
   bool ended, output_failed;
   long status;
+  /* rt_api_events: every line goes to on_event, and NULL about once a
+     second; stopped once it returned <0.  */
+  int (*on_event) (void *data, json_object *ev);
+  void *event_data;
+  bool stopped;
   struct body error_body;
 };
 
@@ -267,7 +272,15 @@ on_stream (char *ptr, size_t size, size_t nmemb, void *data)
       json_object *ev;
       int ret = 0;
       *nl = '\0';
-      if (fast_output (s, s->line, nl - s->line, &ret))
+      if (s->on_event)
+        {
+          if ((ev = json_tokener_parse (s->line)) && json_object_is_type (ev, json_type_object)
+              && s->on_event (s->event_data, ev) < 0)
+            ret = -1;
+          json_object_put (ev);
+          s->stopped |= ret < 0;
+        }
+      else if (fast_output (s, s->line, nl - s->line, &ret))
         ;
       else if ((ev = json_tokener_parse (s->line)))
         {
@@ -330,6 +343,11 @@ follow (CURLM *multi, const char *sock, const char *id, struct exec_stream *s)
       else if (cancelled && !term_sent)
         timeout = 50;
       curl_multi_poll (multi, watch ? &cancel : NULL, watch ? 1 : 0, timeout, NULL);
+      if (s->on_event && (s->stopped || s->on_event (s->event_data, NULL) < 0))
+        {
+          s->stopped = true;
+          break;
+        }
       now = rt_now_ms ();
       if (watch && (cancel.revents & CURL_WAIT_POLLIN))
         {
@@ -386,32 +404,30 @@ stream_result (struct exec_stream *s, CURLcode rc, const char *id, bool *ended, 
   return ret;
 }
 
-int
-rt_api_stream (const char *sock, const char *id, const char *verb, json_object *request, const rt_exec_opts *opts,
-               rt_exec_result *res, bool *ended, rt_error **err)
+/* POSTs @request to :@verb and follows the stream (follow) to its end.  */
+static CURLcode
+run_stream (struct exec_stream *s, const char *sock, const char *id, const char *verb, json_object *request)
 {
-  struct exec_stream s = { .opts = opts, .res = res, .err = err };
   struct curl_slist *hdrs = NULL;
-  CURL *c = easy_for (sock, id, verb, err);
+  CURL *c = easy_for (sock, id, verb, s->err);
   CURLM *multi = NULL;
-  int ret;
+  CURLcode rc = CURLE_OUT_OF_MEMORY;
 
-  memset (res, 0, sizeof (*res));
   if (c == NULL)
-    return -ENOMEM;
+    return rc;
   hdrs = curl_slist_append (hdrs, "Content-Type: application/json");
   hdrs = curl_slist_append (hdrs, "Expect:");
   curl_easy_setopt (c, CURLOPT_HTTPHEADER, hdrs);
   curl_easy_setopt (c, CURLOPT_POSTFIELDS, json_object_to_json_string_ext (request, JSON_C_TO_STRING_PLAIN));
   curl_easy_setopt (c, CURLOPT_WRITEFUNCTION, on_stream);
-  curl_easy_setopt (c, CURLOPT_WRITEDATA, &s);
+  curl_easy_setopt (c, CURLOPT_WRITEDATA, s);
   curl_easy_setopt (c, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt (c, CURLOPT_HEADERDATA, &s);
+  curl_easy_setopt (c, CURLOPT_HEADERDATA, s);
   multi = curl_multi_init ();
   if (multi == NULL || curl_multi_add_handle (multi, c) != CURLM_OK)
-    ret = rt_error_oom (err);
+    rt_error_oom (s->err);
   else
-    ret = stream_result (&s, follow (multi, sock, id, &s), id, ended, err);
+    rc = follow (multi, sock, id, s);
   if (multi)
     {
       curl_multi_remove_handle (multi, c);
@@ -419,6 +435,45 @@ rt_api_stream (const char *sock, const char *id, const char *verb, json_object *
     }
   curl_easy_cleanup (c);
   curl_slist_free_all (hdrs);
+  return rc;
+}
+
+int
+rt_api_stream (const char *sock, const char *id, const char *verb, json_object *request, const rt_exec_opts *opts,
+               rt_exec_result *res, bool *ended, rt_error **err)
+{
+  struct exec_stream s = { .opts = opts, .res = res, .err = err };
+  CURLcode rc;
+  int ret;
+
+  memset (res, 0, sizeof (*res));
+  rc = run_stream (&s, sock, id, verb, request);
+  ret = rc == CURLE_OUT_OF_MEMORY && err && *err ? -ENOMEM : stream_result (&s, rc, id, ended, err);
+  free (s.line);
+  free (s.error_body.buf);
+  return ret;
+}
+
+int
+rt_api_events (const char *sock, const char *id, const char *verb, json_object *request,
+               int (*on_event) (void *data, json_object *ev), void *data, rt_error **err)
+{
+  const rt_exec_opts none = { .cancel_fd = -1 };
+  rt_exec_result res;
+  struct exec_stream s = { .opts = &none, .res = &res, .err = err, .on_event = on_event, .event_data = data };
+  CURLcode rc = run_stream (&s, sock, id, verb, request);
+  int ret = 0;
+
+  if (rc == CURLE_OUT_OF_MEMORY && err && *err)
+    ret = -ENOMEM;
+  else if (s.status >= 400)
+    {
+      json_object *o = s.error_body.buf ? json_tokener_parse (s.error_body.buf) : NULL;
+      ret = error_from_json (o, s.status, err);
+      json_object_put (o);
+    }
+  else if (rc != CURLE_OK && !s.stopped)
+    ret = curl_failed (rc, err);
   free (s.line);
   free (s.error_body.buf);
   return ret;

@@ -18,4 +18,11 @@ int rt_api_call (const char *sock, const char *id, const char *verb, json_object
 int rt_api_stream (const char *sock, const char *id, const char *verb, json_object *request,
                    const rt_exec_opts *opts, rt_exec_result *res, bool *ended, rt_error **err);
 
+/* POST :@verb and pass every line of its NDJSON stream to @on_event as a
+   JSON object (borrowed), and NULL about once a second; <0 from it stops
+   the stream.  Return: 0 when the stream ended or was stopped, <0 with
+   @err when the monitor refused or could not be reached.  */
+int rt_api_events (const char *sock, const char *id, const char *verb, json_object *request,
+                   int (*on_event) (void *data, json_object *ev), void *data, rt_error **err);
+
 #endif

@@ -71,6 +71,7 @@ struct mon_follow
 {
   struct mon_proc *p;
   struct evhttp_request *req;
+  bool offsets;               /* asked from a byte cursor: lines carry offsets */
   struct mon_follow *next;
 };
 
@@ -83,7 +84,12 @@ struct mon_proc
   char *command;
   struct evbuffer *log;
   size_t log_bytes;
-  uint64_t dropped;
+  uint64_t dropped;           /* output bytes no longer kept (the oldest) */
+  uint64_t total;             /* output bytes ever, both streams: the kept
+                                 ones are [dropped, total) */
+  char *cwd;
+  int64_t timeout_ms;
+  int64_t started_ms, ended_ms; /* wall clock; ended 0 while it runs */
   json_object *exit;          /* the exit event, once it ended */
   struct mon_follow *followers;
   struct mon_proc *next;

@@ -9,6 +9,7 @@
 #include "monitor/exec.h"
 #include "monitor/procs.h"
 #include "monitor/reply.h"
+#include "sandbox/store.h"
 
 #define MAX_PROCS 256
 
@@ -49,6 +50,7 @@ void
 mon_proc_exited (struct mon_proc *p, json_object *last)
 {
   p->exit = json_object_get (last);
+  p->ended_ms = rt_epoch_ms ();
   while (p->followers)
     follower_end (p->followers, last);
 }
@@ -59,7 +61,9 @@ mon_proc_output (struct mon_proc *p, int stream, const uint8_t *data, uint32_t l
 {
   uint8_t hdr[5];
   struct mon_follow *f, *next;
+  uint64_t offset = p->total;
 
+  p->total += len;
   hdr[0] = stream;
   rt_put_u32 (hdr + 1, len);
   evbuffer_add (p->log, hdr, sizeof (hdr));
@@ -84,6 +88,8 @@ mon_proc_output (struct mon_proc *p, int stream, const uint8_t *data, uint32_t l
               evhttp_connection_get_bufferevent (evhttp_request_get_connection (f->req))))
           > CLIENT_HIGH_WATER)
         follower_end (f, NULL);
+      else if (f->offsets)
+        mon_send_output_at (f->req, stream == 1 ? "stdout" : "stderr", data, len, offset);
       else
         mon_send_output (f->req, stream == 1 ? "stdout" : "stderr", data, len, NULL, NULL);
     }
@@ -127,6 +133,7 @@ proc_free (struct mon_proc *p)
   evbuffer_free (p->log);
   json_object_put (p->exit);
   free (p->command);
+  free (p->cwd);
   free (p);
 }
 
@@ -141,6 +148,15 @@ proc_json (struct mon_proc *p)
                                             : NULL);
   json_object_object_add (o, "command", json_object_new_string (p->command ? p->command : ""));
   json_object_object_add (o, "droppedBytes", json_object_new_int64 (p->dropped));
+  /* For the HTTP API's ProcessInfo (docs/API.md).  */
+  json_object_object_add (o, "outputBytes", json_object_new_int64 ((int64_t) p->total));
+  json_object_object_add (o, "cwd", p->cwd ? json_object_new_string (p->cwd) : NULL);
+  json_object_object_add (o, "timeoutMs", json_object_new_int64 (p->timeout_ms));
+  json_object_object_add (o, "startedMs", json_object_new_int64 (p->started_ms));
+  json_object_object_add (o, "endedMs", p->ended_ms ? json_object_new_int64 (p->ended_ms) : NULL);
+  for (const char *const *k = (const char *const[]){ "signal", "timedOut", "error", NULL }; *k; k++)
+    if (p->exit && json_object_object_get_ex (p->exit, *k, &v))
+      json_object_object_add (o, *k, json_object_get (v));
   return o;
 }
 
@@ -179,7 +195,7 @@ mon_handle_spawn (struct mon *m, struct evhttp_request *req, json_object *body)
 {
   struct mon_proc *p, **pp;
   struct mon_exec *e;
-  json_object *argv;
+  json_object *argv, *v;
 
   if (!make_room (m))
     return mon_reply_error (req, 409, "quota_exceeded", NULL, "at most %d background processes", MAX_PROCS);
@@ -199,6 +215,11 @@ mon_handle_spawn (struct mon *m, struct evhttp_request *req, json_object *body)
   json_object_object_get_ex (body, "argv", &argv);
   p->id = e->stream;
   p->command = join_argv (argv);
+  p->cwd = strdup (json_object_object_get_ex (body, "cwd", &v) && v ? json_object_get_string (v)
+                   : m->cfg->workdir                               ? m->cfg->workdir
+                                                                   : "/workspace");
+  p->timeout_ms = json_object_object_get_ex (body, "timeoutMs", &v) ? json_object_get_int64 (v) : 0;
+  p->started_ms = rt_epoch_ms ();
   e->proc = p;
   /* Newest last: ps lists them in start order.  */
   for (pp = &m->procs; *pp; pp = &(*pp)->next)
@@ -218,13 +239,31 @@ mon_handle_ps (struct mon *m, struct evhttp_request *req, json_object *body)
   json_object_put (arr);
 }
 
-/* The kept output, oldest first, after a note of what was dropped.  */
+/* From a byte cursor (@cursor >= 0): a truncated event when it is older
+   than the kept output.  */
 static void
-send_log (struct evhttp_request *req, struct mon_proc *p)
+send_truncated (struct evhttp_request *req, struct mon_proc *p, uint64_t cursor)
+{
+  json_object *d = json_object_new_object ();
+
+  json_object_object_add (d, "type", json_object_new_string ("truncated"));
+  json_object_object_add (d, "droppedBytes", json_object_new_int64 ((int64_t) (p->dropped - cursor)));
+  json_object_object_add (d, "resumeAt", json_object_new_int64 ((int64_t) p->dropped));
+  mon_send_line (req, d, NULL, NULL);
+  json_object_put (d);
+}
+
+/* The kept output, oldest first, after a note of what was dropped; from
+   byte @cursor on with offsets when it is not negative.  */
+static void
+send_log (struct evhttp_request *req, struct mon_proc *p, int64_t cursor)
 {
   struct evbuffer_ptr pos;
+  uint64_t at = p->dropped;
 
-  if (p->dropped)
+  if (cursor >= 0 && (uint64_t) cursor < p->dropped)
+    send_truncated (req, p, (uint64_t) cursor);
+  else if (p->dropped && cursor < 0)
     {
       json_object *d = json_object_new_object ();
       json_object_object_add (d, "type", json_object_new_string ("dropped"));
@@ -246,7 +285,15 @@ send_log (struct evhttp_request *req, struct mon_proc *p)
         break;
       evbuffer_copyout_from (p->log, &pos, data, n);
       evbuffer_ptr_set (p->log, &pos, n, EVBUFFER_PTR_ADD);
-      mon_send_output (req, hdr[0] == 1 ? "stdout" : "stderr", data, n, NULL, NULL);
+      if (cursor < 0)
+        mon_send_output (req, hdr[0] == 1 ? "stdout" : "stderr", data, n, NULL, NULL);
+      else if (at + n > (uint64_t) cursor)
+        {
+          /* A record the cursor falls in is sent from the cursor on.  */
+          uint32_t skip = (uint64_t) cursor > at ? (uint32_t) ((uint64_t) cursor - at) : 0;
+          mon_send_output_at (req, hdr[0] == 1 ? "stdout" : "stderr", data + skip, n - skip, at + skip);
+        }
+      at += n;
       free (data);
     }
 }
@@ -259,13 +306,19 @@ mon_handle_logs (struct mon *m, struct evhttp_request *req, json_object *body)
   json_object *v;
   bool follow = json_object_object_get_ex (body, "follow", &v) && json_object_get_boolean (v);
   int64_t id = json_object_object_get_ex (body, "process", &v) ? json_object_get_int64 (v) : 0;
+  bool from = json_object_object_get_ex (body, "cursor", &v) && v;
+  int64_t cursor = from ? json_object_get_int64 (v) : -1;
 
   p = find_proc (m, id);
   if (p == NULL)
     return mon_reply_error (req, 404, "not_found", "runtime sandbox ps lists the processes", "no process %lld",
                             (long long) id);
+  /* Nobody can have seen more than there was.  */
+  if (from && (cursor < 0 || (uint64_t) cursor > p->total))
+    return mon_reply_error (req, 400, "invalid_request", NULL, "cursor must be 0 to %llu, the output's end",
+                            (unsigned long long) p->total);
   mon_start_stream (req);
-  send_log (req, p);
+  send_log (req, p, cursor);
   if (p->exit || !follow)
     {
       if (p->exit)
@@ -281,6 +334,7 @@ mon_handle_logs (struct mon *m, struct evhttp_request *req, json_object *body)
     }
   f->p = p;
   f->req = req;
+  f->offsets = cursor >= 0;
   f->next = p->followers;
   p->followers = f;
   evhttp_connection_set_closecb (evhttp_request_get_connection (req), on_follower_gone, f);
@@ -332,6 +386,10 @@ mon_procs_save (struct mon *m)
       json_object_object_add (o, "command", json_object_new_string (p->command ? p->command : ""));
       json_object_object_add (o, "log", json_object_new_string (b64));
       json_object_object_add (o, "dropped", json_object_new_int64 ((int64_t) p->dropped));
+      json_object_object_add (o, "cwd", p->cwd ? json_object_new_string (p->cwd) : NULL);
+      json_object_object_add (o, "timeoutMs", json_object_new_int64 (p->timeout_ms));
+      json_object_object_add (o, "startedMs", json_object_new_int64 (p->started_ms));
+      json_object_object_add (o, "endedMs", json_object_new_int64 (p->ended_ms));
       json_object_object_add (o, "exit", json_object_get (p->exit));
       /* Output taken but not yet credited back: the guest believes that
          much of its window used.  */
@@ -339,6 +397,25 @@ mon_procs_save (struct mon *m)
       json_object_array_add (arr, o);
     }
   return arr;
+}
+
+/* The output bytes in a log's records.  */
+static uint64_t
+log_data_bytes (struct evbuffer *log)
+{
+  struct evbuffer_ptr pos;
+  uint64_t n = 0;
+  uint8_t hdr[5];
+
+  evbuffer_ptr_set (log, &pos, 0, EVBUFFER_PTR_SET);
+  while (pos.pos + 5 <= (ssize_t) evbuffer_get_length (log))
+    {
+      evbuffer_copyout_from (log, &pos, hdr, sizeof (hdr));
+      n += rt_get_u32 (hdr + 1);
+      if (evbuffer_ptr_set (log, &pos, 5 + rt_get_u32 (hdr + 1), EVBUFFER_PTR_ADD) < 0)
+        break;
+    }
+  return n;
 }
 
 static struct mon_proc *
@@ -357,6 +434,11 @@ proc_load (json_object *o)
   p->id = json_object_object_get_ex (o, "id", &v) ? (uint32_t) json_object_get_int64 (v) : 0;
   p->command = strdup (json_object_object_get_ex (o, "command", &v) ? json_object_get_string (v) : "");
   p->dropped = json_object_object_get_ex (o, "dropped", &v) ? (uint64_t) json_object_get_int64 (v) : 0;
+  if (json_object_object_get_ex (o, "cwd", &v) && json_object_is_type (v, json_type_string))
+    p->cwd = strdup (json_object_get_string (v));
+  p->timeout_ms = json_object_object_get_ex (o, "timeoutMs", &v) ? json_object_get_int64 (v) : 0;
+  p->started_ms = json_object_object_get_ex (o, "startedMs", &v) ? json_object_get_int64 (v) : 0;
+  p->ended_ms = json_object_object_get_ex (o, "endedMs", &v) ? json_object_get_int64 (v) : 0;
   if (json_object_object_get_ex (o, "exit", &v) && json_object_is_type (v, json_type_object))
     p->exit = json_object_get (v);
   b64 = json_object_object_get_ex (o, "log", &v) ? json_object_get_string (v) : "";
@@ -374,6 +456,7 @@ proc_load (json_object *o)
           p->log_bytes = len;
         }
     }
+  p->total = p->dropped + log_data_bytes (p->log);
   return p;
 }
 

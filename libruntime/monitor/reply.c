@@ -84,9 +84,9 @@ mon_send_line (struct evhttp_request *req, json_object *obj, void (*cb) (struct 
    straight into the evbuffer: base64 never needs JSON escaping, and
    json-c copied and scanned every 87 KB string twice (a third of the
    monitor's CPU on a large copy).  */
-void
-mon_send_output (struct evhttp_request *req, const char *type, const uint8_t *data, uint32_t len,
-                 void (*cb) (struct evhttp_connection *, void *), void *arg)
+static void
+send_output (struct evhttp_request *req, const char *type, const uint8_t *data, uint32_t len, int64_t offset,
+             void (*cb) (struct evhttp_connection *, void *), void *arg)
 {
   struct evbuffer *buf = evbuffer_new ();
   struct evbuffer_iovec v;
@@ -101,7 +101,23 @@ mon_send_output (struct evhttp_request *req, const char *type, const uint8_t *da
       v.iov_len = b64;
       evbuffer_commit_space (buf, &v, 1);
     }
-  evbuffer_add (buf, "\"}\n", 3);
+  if (offset >= 0)
+    evbuffer_add_printf (buf, "\",\"offset\":%lld}\n", (long long) offset);
+  else
+    evbuffer_add (buf, "\"}\n", 3);
   evhttp_send_reply_chunk_with_cb (req, buf, cb, arg);
   evbuffer_free (buf);
+}
+
+void
+mon_send_output (struct evhttp_request *req, const char *type, const uint8_t *data, uint32_t len,
+                 void (*cb) (struct evhttp_connection *, void *), void *arg)
+{
+  send_output (req, type, data, len, -1, cb, arg);
+}
+
+void
+mon_send_output_at (struct evhttp_request *req, const char *type, const uint8_t *data, uint32_t len, uint64_t offset)
+{
+  send_output (req, type, data, len, (int64_t) offset, NULL, NULL);
 }

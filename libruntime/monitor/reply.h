@@ -26,5 +26,9 @@ void mon_send_line (struct evhttp_request *req, json_object *obj, void (*cb) (st
 /* {"type":@type,"data":BASE64} of @data.  */
 void mon_send_output (struct evhttp_request *req, const char *type, const uint8_t *data, uint32_t len,
                   void (*cb) (struct evhttp_connection *, void *), void *arg);
+/* {"type":@type,"data":BASE64,"offset":@offset}: output from a byte
+   cursor (procs.c), @offset counting both streams' bytes.  */
+void mon_send_output_at (struct evhttp_request *req, const char *type, const uint8_t *data, uint32_t len,
+                         uint64_t offset);
 
 #endif

@@ -214,6 +214,20 @@ rt_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow, const rt_exec_op
 }
 
 int
+rt_sandbox_output (rt_sandbox *sb, uint32_t process, uint64_t cursor, bool follow,
+                   int (*on_event) (void *data, json_object *ev), void *data, rt_error **err)
+{
+  cleanup_json json_object *req = json_object_new_object ();
+
+  if (rt_sandbox_auto_wake (sb, err) < 0)
+    return -EAGAIN;
+  json_object_object_add (req, "process", json_object_new_int64 (process));
+  json_object_object_add (req, "follow", json_object_new_boolean (follow));
+  json_object_object_add (req, "cursor", json_object_new_int64 ((int64_t) cursor));
+  return not_ready_yet (sb, rt_api_events (sb->sock, sb->id, "logs", req, on_event, data, err), err);
+}
+
+int
 rt_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err)
 {
   cleanup_json json_object *req = json_object_new_object ();

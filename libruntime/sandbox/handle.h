@@ -39,4 +39,15 @@ struct rt_captured
 };
 int rt_capture_output (void *data, int stream, const char *buf, size_t len);
 
+/* A background process's output from byte @cursor on (both streams
+   counted together), as the monitor's events ({"type":"stdout"|"stderr",
+   "data":BASE64,"offset":N}, "truncated" when @cursor is older than what
+   is kept, "exit" or "error" once it ended) to @on_event, which also gets
+   NULL about once a second and stops the stream by returning <0; with
+   @follow until the process ends.  For the HTTP API (serve/exec.c).
+   Return: 0, or <0 with @err set ("not_found", "invalid_request" for a
+   cursor past the output's end).  */
+int rt_sandbox_output (rt_sandbox *sb, uint32_t process, uint64_t cursor, bool follow,
+                       int (*on_event) (void *data, json_object *ev), void *data, rt_error **err);
+
 #endif
