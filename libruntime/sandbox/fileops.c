@@ -164,11 +164,12 @@ by_path (const void *a, const void *b)
 }
 
 int
-rt_guest_entries (rt_sandbox *sb, const char *path, unsigned depth, bool self, json_object **out, bool *truncated,
-                  rt_error **err)
+rt_guest_entries (rt_sandbox *sb, const char *path, unsigned depth, enum rt_entry_what what, json_object **out,
+                  bool *truncated, rt_error **err)
 {
   static const char script[]
       = "p=$1; [ -e \"$p\" ] || [ -L \"$p\" ] || exit 67; F='%y %s %m %T@ %p\\0%l\\0'; "
+        "[ \"$2\" = L ] && exec find -H \"$p\" -maxdepth 0 -printf \"$F\"; "
         "if [ \"$2\" = 0 ] || [ ! -d \"$p\" ]; then exec find \"$p\" -maxdepth 0 -printf \"$F\"; fi; "
         "find -H \"$p\" -mindepth 1 -maxdepth \"$2\" -printf \"$F\" | head -z -n \"$3\"";
   char depth_s[16], lines_s[32];
@@ -178,7 +179,10 @@ rt_guest_entries (rt_sandbox *sb, const char *path, unsigned depth, bool self, j
   size_t count = 0;
   int code = 0, ret = rt_check_guest_path (path, err);
 
-  snprintf (depth_s, sizeof (depth_s), "%u", self ? 0 : depth < 1 ? 1 : depth > RT_LIST_MAX_DEPTH ? RT_LIST_MAX_DEPTH : depth);
+  if (what == RT_ENTRY_BELOW)
+    snprintf (depth_s, sizeof (depth_s), "%u", depth < 1 ? 1 : depth > RT_LIST_MAX_DEPTH ? RT_LIST_MAX_DEPTH : depth);
+  else
+    snprintf (depth_s, sizeof (depth_s), "%s", what == RT_ENTRY_SELF ? "0" : "L");
   /* One more than allowed, to tell a cut listing from a full one.  */
   snprintf (lines_s, sizeof (lines_s), "%u", 2 * (RT_LIST_MAX_ENTRIES + 1));
   if (ret == 0)

@@ -18,13 +18,21 @@
 #define RT_LIST_MAX_ENTRIES 10000
 #define RT_LIST_MAX_DEPTH 16
 
+/* What rt_guest_entries describes.  */
+enum rt_entry_what
+{
+  RT_ENTRY_BELOW,  /* the entries below the path, up to a depth (a
+                      symlink named as the path is followed) */
+  RT_ENTRY_SELF,   /* the path itself, a symlink as the link */
+  RT_ENTRY_FOLLOW, /* the path itself, a symlink as what it points to */
+};
+
 /* FileEntry objects (docs/API.md): {name, path, type (file, directory,
-   symlink, other), size, mode ("644"), modifiedAt, symlinkTarget?}.
-   @self: one entry for @path itself (a symlink as the link); else the
-   entries below it up to @depth levels (a symlink named as @path is
-   followed), sorted by path, at most RT_LIST_MAX_ENTRIES ("truncated" in
-   *@truncated).  Errors: "usage", "file_not_found".  */
-int rt_guest_entries (rt_sandbox *sb, const char *path, unsigned depth, bool self, json_object **out,
+   symlink, other), size, mode ("644"), modifiedAt, symlinkTarget?} in
+   *@out, sorted by path; below a file, the file itself.  At most
+   RT_LIST_MAX_ENTRIES (*@truncated then) and RT_LIST_MAX_DEPTH levels.
+   Errors: "usage", "file_not_found".  */
+int rt_guest_entries (rt_sandbox *sb, const char *path, unsigned depth, enum rt_entry_what what, json_object **out,
                       bool *truncated, rt_error **err);
 
 /* Writes a file of @size bytes with @mode (0–07777), its parents made,
