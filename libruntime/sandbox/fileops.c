@@ -137,9 +137,11 @@ parse_entry (const char *rec, const char *target)
   const char *path, *name;
   json_object *e;
 
-  if (sscanf (rec, "%c %llu %7[0-7] %lf %n", &type, &size, mode, &mtime, &n) != 4 || n == 0 || rec[n] != '/'
-      || mtime < 0 || mtime > 1e13)
+  if (sscanf (rec, "%c %llu %7[0-7] %lf %n", &type, &size, mode, &mtime, &n) != 4 || n == 0 || rec[n] != '/')
     return NULL;
+  /* touch -d 1900 is the guest's right; NaN and 1e300 are lies.  */
+  if (!(mtime >= 0 && mtime < 1e11))
+    mtime = 0;
   path = rec + n;
   name = strrchr (path, '/');
   name = name[1] ? name + 1 : path;
@@ -154,6 +156,29 @@ parse_entry (const char *rec, const char *target)
   if (type == 'l')
     json_object_object_add (e, "symlinkTarget", json_object_new_string (target));
   return e;
+}
+
+bool
+rt_guest_parse_entries (const char *buf, size_t len, size_t max, json_object *arr)
+{
+  size_t count = 0;
+
+  for (const char *p = buf, *end = buf + len; p && p < end;)
+    {
+      const char *nul = memchr (p, '\0', end - p), *nul2;
+      json_object *e;
+      if (nul == NULL || (nul2 = memchr (nul + 1, '\0', end - nul - 1)) == NULL)
+        break;
+      if (count == max)
+        return true;
+      if ((e = parse_entry (p, nul + 1)) != NULL)
+        {
+          json_object_array_add (arr, e);
+          count++;
+        }
+      p = nul2 + 1;
+    }
+  return false;
 }
 
 static int
@@ -176,7 +201,6 @@ rt_guest_entries (rt_sandbox *sb, const char *path, unsigned depth, enum rt_entr
   const char *args[] = { path, depth_s, lines_s, NULL };
   struct run g = { 0 };
   json_object *arr;
-  size_t count = 0;
   int code = 0, ret = rt_check_guest_path (path, err);
 
   if (what == RT_ENTRY_BELOW)
@@ -197,25 +221,7 @@ rt_guest_entries (rt_sandbox *sb, const char *path, unsigned depth, enum rt_entr
       return ret;
     }
   arr = json_object_new_array ();
-  *truncated = false;
-  for (char *p = g.out, *end = g.out + g.out_len; p && p < end;)
-    {
-      char *nul = memchr (p, '\0', end - p), *nul2;
-      json_object *e;
-      if (nul == NULL || (nul2 = memchr (nul + 1, '\0', end - nul - 1)) == NULL)
-        break;
-      if (count == RT_LIST_MAX_ENTRIES)
-        {
-          *truncated = true;
-          break;
-        }
-      if ((e = parse_entry (p, nul + 1)) != NULL)
-        {
-          json_object_array_add (arr, e);
-          count++;
-        }
-      p = nul2 + 1;
-    }
+  *truncated = rt_guest_parse_entries (g.out, g.out_len, RT_LIST_MAX_ENTRIES, arr);
   free (g.out);
   json_object_array_sort (arr, by_path);
   *out = arr;

@@ -35,6 +35,11 @@ enum rt_entry_what
 int rt_guest_entries (rt_sandbox *sb, const char *path, unsigned depth, enum rt_entry_what what, json_object **out,
                       bool *truncated, rt_error **err);
 
+/* Adds to @arr a FileEntry for each record of find's "-printf '%y %s %m
+   %T@ %p\\0%l\\0'" in @buf (@len bytes, from the guest: records that are
+   not so are skipped), at most @max; true when more followed.  */
+bool rt_guest_parse_entries (const char *buf, size_t len, size_t max, json_object *arr);
+
 /* Writes a file of @size bytes with @mode (0–07777), its parents made,
    replacing what was there by a rename: from @data when not NULL, else
    from @fd (rt_exec_stdin_fd).  Nothing lands unless all @size bytes came.

@@ -1,8 +1,8 @@
 /* files.c - a sandbox's files: content, listings, stat, mkdir/remove/
    rename, archives (docs/API.md); chunked uploads are uploads.c's.  The
    guest's tools do the work (sandbox/fileops.h): nothing a client or the
-   guest names is a path on the host.
-   (no header of its own: handlers.h declares its routes).  */
+   guest names is a path on the host.  handlers.h declares its routes,
+   files.h what uploads.c shares of it.  */
 #include <openssl/evp.h>
 #include <string.h>
 #include <sys/mman.h>
