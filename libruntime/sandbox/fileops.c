@@ -181,13 +181,6 @@ rt_guest_parse_entries (const char *buf, size_t len, size_t max, json_object *ar
   return false;
 }
 
-static int
-by_path (const void *a, const void *b)
-{
-  json_object *x = *(json_object *const *) a, *y = *(json_object *const *) b;
-  return strcmp (rt_json_str (x, "path"), rt_json_str (y, "path"));
-}
-
 int
 rt_guest_entries (rt_sandbox *sb, const char *path, unsigned depth, enum rt_entry_what what, json_object **out,
                   bool *truncated, rt_error **err)
@@ -223,7 +216,7 @@ rt_guest_entries (rt_sandbox *sb, const char *path, unsigned depth, enum rt_entr
   arr = json_object_new_array ();
   *truncated = rt_guest_parse_entries (g.out, g.out_len, RT_LIST_MAX_ENTRIES, arr);
   free (g.out);
-  json_object_array_sort (arr, by_path);
+  json_object_array_sort (arr, rt_entry_by_path);
   *out = arr;
   return 0;
 }
