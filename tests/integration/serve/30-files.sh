@@ -227,6 +227,8 @@ with tarfile.open(sys.argv[1], "w") as t:
         t.addfile(i, io.BytesIO(data))
 EOF
 api PUT "$f30/archive?path=/workspace/t30/evil" "@$tmp/f30-evil.tar" >/dev/null
+is "a tar with a ../ member: 400 invalid_request (the guest's tar refused it)" "$status $(bj 'o["error"]["code"]')" \
+    "400 invalid_request"
 api GET "$f30/stat?path=/workspace/t30/evil/link" >/dev/null
 is "a tar with an absolute symlink: the link lands in the guest as a link" "$(bj '[o["type"], o["symlinkTarget"]]')" \
     "['symlink', '/etc/passwd']"
