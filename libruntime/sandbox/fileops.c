@@ -15,7 +15,8 @@
 #define EXIT_NOT_DIR 70
 #define EXIT_DENIED 72
 
-/* What a listing may send: RT_LIST_MAX_ENTRIES long paths and more.  */
+/* What a listing may send (RT_LIST_MAX_ENTRIES long paths would be more:
+   the listing is then cut there).  */
 #define OUT_MAX (16u << 20)
 
 /* After a failed mkdir: the nearest existing ancestor of $1 is a
@@ -85,6 +86,14 @@ run (rt_sandbox *sb, const char *user, const char *script, const char *const arg
     ret = rt_exec_stdin_fd (sb, argv, &o, in_fd, &res, err);
   else if (ret == 0)
     ret = rt_sandbox_exec (sb, argv, &o, &res, err);
+  if (ret < 0 && g->over && err)
+    {
+      /* Stopped for sending too much: what came is the answer, cut.  */
+      rt_error_free (*err);
+      *err = NULL;
+      *code = 0;
+      return 0;
+    }
   if (ret < 0)
     return ret;
   if (res.interrupted)
@@ -204,8 +213,6 @@ rt_guest_entries (rt_sandbox *sb, const char *path, unsigned depth, enum rt_entr
   snprintf (lines_s, sizeof (lines_s), "%u", 2 * (RT_LIST_MAX_ENTRIES + 1));
   if (ret == 0)
     ret = run (sb, "root", script, args, NULL, 0, -1, &g, &code, err);
-  if (ret == 0 && g.over)
-    ret = rt_error_set (err, EFBIG, "internal", "the listing of %s is over %u bytes", path, OUT_MAX);
   if (ret == 0 && code != 0)
     ret = op_error (code, path, &g, "list", err);
   if (ret < 0)
@@ -214,7 +221,7 @@ rt_guest_entries (rt_sandbox *sb, const char *path, unsigned depth, enum rt_entr
       return ret;
     }
   arr = json_object_new_array ();
-  *truncated = rt_guest_parse_entries (g.out, g.out_len, RT_LIST_MAX_ENTRIES, arr);
+  *truncated = rt_guest_parse_entries (g.out, g.out_len, RT_LIST_MAX_ENTRIES, arr) || g.over;
   free (g.out);
   json_object_array_sort (arr, rt_entry_by_path);
   *out = arr;

@@ -30,7 +30,8 @@ enum rt_entry_what
 /* FileEntry objects (docs/API.md): {name, path, type (file, directory,
    symlink, other), size, mode ("644"), modifiedAt, symlinkTarget?} in
    *@out, sorted by path; below a file, the file itself.  At most
-   RT_LIST_MAX_ENTRIES (*@truncated then) and RT_LIST_MAX_DEPTH levels.
+   RT_LIST_MAX_ENTRIES and 16 MiB of the guest's output (*@truncated then),
+   and RT_LIST_MAX_DEPTH levels.
    Errors: "usage", "file_not_found".  */
 int rt_guest_entries (rt_sandbox *sb, const char *path, unsigned depth, enum rt_entry_what what, json_object **out,
                       bool *truncated, rt_error **err);
