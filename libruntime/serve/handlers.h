@@ -1,8 +1,8 @@
 /* handlers.h - the route handlers, a file per group: sandboxes.c (the
    sandbox, its lifecycle verbs, network, metrics, snapshots), exec.c (exec
-   and processes), files.c (files, archives), uploads.c (chunked
-   uploads), images.c,
-   secrets.c, account.c (me, usage, health).  routes.c maps paths to them.  */
+   and processes), files.c (files, archives), uploads.c (chunked uploads),
+   images.c, secrets.c, account.c (me, usage, health).  routes.c maps
+   paths to them.  */
 #ifndef RT_SERVE_HANDLERS_H
 #define RT_SERVE_HANDLERS_H
 
