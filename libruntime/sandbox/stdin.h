@@ -20,7 +20,7 @@ int rt_exec_stdin_path (rt_sandbox *sb, const char *const argv[], const rt_exec_
    as the command's stdin, written into a FIFO by a child process.  The
    guest cannot tell a short feed from a whole one: a command that must
    not act on a part checks the size it was told.  */
-int rt_exec_stdin_fd (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, int fd,
-                      rt_exec_result *res, rt_error **err);
+int rt_exec_stdin_fd (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, int fd, rt_exec_result *res,
+                      rt_error **err);
 
 #endif

@@ -252,12 +252,12 @@ srv_files_stat (struct srv_req *r)
   srv_reply_json (r, 200, json_object_get (o));
 }
 
-static const struct srv_field mkdir_fields[] = { { "path", json_type_string }, { "parents", json_type_boolean }, { NULL, 0 } };
+static const struct srv_field mkdir_fields[]
+    = { { "path", json_type_string }, { "parents", json_type_boolean }, { NULL, 0 } };
 static const struct srv_field remove_fields[]
     = { { "path", json_type_string }, { "recursive", json_type_boolean }, { NULL, 0 } };
-static const struct srv_field rename_fields[] = {
-  { "from", json_type_string }, { "to", json_type_string }, { "overwrite", json_type_boolean }, { NULL, 0 }
-};
+static const struct srv_field rename_fields[]
+    = { { "from", json_type_string }, { "to", json_type_string }, { "overwrite", json_type_boolean }, { NULL, 0 } };
 
 static bool
 flag (json_object *body, const char *key)

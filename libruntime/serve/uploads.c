@@ -31,7 +31,7 @@
 #define UPLOAD_MAX_SIZE RT_COPY_MAX_SIZE_DEFAULT /* 10 GiB, as cp's limit */
 #define UPLOAD_MAX_OPEN 8
 #define UPLOAD_TTL_S (24 * 3600)
-#define UPLOAD_CHUNK (4u << 20) /* what a client is told to send */
+#define UPLOAD_CHUNK (4u << 20)  /* what a client is told to send */
 #define UPLOAD_BLOCK (64u << 10) /* chunks start and end on these */
 /* Room left on the host's disk beside an upload.  */
 #define UPLOAD_SPARE (256ull << 20)
@@ -76,8 +76,11 @@ sweep (const char *dir)
 }
 
 static const struct srv_field begin_fields[] = {
-  { "path", json_type_string }, { "size", json_type_int }, { "sha256", json_type_string },
-  { "mode", json_type_string }, { NULL, 0 },
+  { "path", json_type_string },
+  { "size", json_type_int },
+  { "sha256", json_type_string },
+  { "mode", json_type_string },
+  { NULL, 0 },
 };
 
 /* The begin body's sense; NULL after replying 400.  */
@@ -228,8 +231,8 @@ upload_open (struct srv_req *r, rt_sandbox *sb, int how, struct upload *u)
   /* A commit or abort that held the lock first removed it.  */
   if (u->lock >= 0 && flock (u->lock, how) == 0 && stat (m, &st) == 0 && rt_read_file (m, &text, NULL, NULL) == 0)
     u->meta = json_tokener_parse (text);
-  if (u->meta && strcmp (rt_json_str (u->meta, "sandbox") ? rt_json_str (u->meta, "sandbox") : "",
-                         rt_sandbox_id (sb)) == 0)
+  if (u->meta
+      && strcmp (rt_json_str (u->meta, "sandbox") ? rt_json_str (u->meta, "sandbox") : "", rt_sandbox_id (sb)) == 0)
     return 0;
   upload_close (u);
   srv_reply_error (r, 404, "not_found", "an upload ends with its commit or abort, or after a day untouched", NULL,
@@ -284,8 +287,9 @@ srv_upload_chunk (struct srv_req *r)
   size = (uint64_t) rt_json_i64 (u.meta, "size");
   off = q && *q >= '0' && *q <= '9' ? strtoull (q, &end, 10) : 0;
   if (q == NULL || end == NULL || *end || off > size || len > size - off)
-    srv_reply_error (r, 400, "invalid_request", NULL, NULL, "a chunk of %zu bytes at offset %s is past the upload's %llu",
-                     len, q ? q : "(none)", (unsigned long long) size);
+    srv_reply_error (r, 400, "invalid_request", NULL, NULL,
+                     "a chunk of %zu bytes at offset %s is past the upload's %llu", len, q ? q : "(none)",
+                     (unsigned long long) size);
   else if (off % UPLOAD_BLOCK || (len % UPLOAD_BLOCK && off + len != size) || (len == 0 && size > 0))
     srv_reply_error (r, 400, "invalid_request", "send chunks of chunkBytes at multiples of it", NULL,
                      "a chunk starts at a multiple of %u and is one, unless it ends the file", UPLOAD_BLOCK);

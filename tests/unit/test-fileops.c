@@ -29,13 +29,13 @@ main (void)
                              "l 11 777 1764569888.0 /workspace/link\0/etc/passwd\0"
                              "d 4096 1777 0 /tmp\0\0"
                              "p 0 600 1.5 /workspace/fifo\0\0";
-  static const char bad[] = "f x 644 1 /a\0\0"          /* size not a number */
-                            "f 1 999 1 /a\0\0"          /* mode not octal */
-                            "f 1 644 1 rel\0\0"         /* a relative path */
-                            "f 1 644 -5 /old\0\0"       /* a time before 1970: 1970 */
-                            "f 1 644 nan /nan\0\0"      /* a lie: 1970 */
+  static const char bad[] = "f x 644 1 /a\0\0"     /* size not a number */
+                            "f 1 999 1 /a\0\0"     /* mode not octal */
+                            "f 1 644 1 rel\0\0"    /* a relative path */
+                            "f 1 644 -5 /old\0\0"  /* a time before 1970: 1970 */
+                            "f 1 644 nan /nan\0\0" /* a lie: 1970 */
                             "f 1 644 1 /ok\0\0"
-                            "f 1 644 1 /unterminated";  /* no NUL: not read */
+                            "f 1 644 1 /unterminated"; /* no NUL: not read */
   json_object *arr;
   bool more;
 
