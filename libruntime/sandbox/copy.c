@@ -5,8 +5,8 @@
  * process that extracts it (libarchive is pull-based; the exec callbacks
  * push) into a temp dir beside the destination, renamed into place only
  * when the command ended cleanly, tar said 0 and the archive was whole.
- * In: a child writes the tar into a FIFO in the sandbox's state dir, which
- * the monitor streams to the guest's `tar -x` paced by the guest's stdin
+ * In: a child writes the tar into a FIFO in the sandbox's state dir (stdin.h),
+ * which the monitor streams to the guest's `tar -x` paced by the guest's stdin
  * credit; the guest extracts into a temp dir and renames.  Either way a
  * short copy never lands under the real name.
  *
@@ -21,15 +21,14 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "monitor/client.h"
 #include "sandbox/files.h"
 #include "sandbox/fork.h"
 #include "sandbox/handle.h"
+#include "sandbox/stdin.h"
 #include "sandbox/unpack.h"
 
 /* The guest's stderr kept for a message: its first bytes are enough.  */
@@ -448,24 +447,6 @@ fail_out:
   _exit (1);
 }
 
-/* A FIFO with a random name in the sandbox's state dir, where the monitor
-   can open it.  */
-static int
-make_fifo (rt_sandbox *sb, char **fifo, rt_error **err)
-{
-  unsigned char rnd[6];
-
-  if (getrandom (rnd, sizeof (rnd), 0) != sizeof (rnd))
-    return rt_error_set (err, errno, "internal", "getrandom: %s", strerror (errno));
-  *fifo = rt_strdup_printf ("%s/upload-%02x%02x%02x%02x%02x%02x", sb->dir, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
-                            rnd[5]);
-  if (*fifo == NULL)
-    return rt_error_oom (err);
-  if (mkfifo (*fifo, 0600) < 0)
-    return rt_error_set (err, errno, "internal", "cannot make '%s': %s", *fifo, strerror (errno));
-  return 0;
-}
-
 /* Forks archive_child writing @abs into @fifo; its complaint comes back on
    *errfd.  @fifo is removed on failure.  */
 static int
@@ -502,21 +483,6 @@ upload_output (void *data, int stream, const char *buf, size_t len)
   if (stream == 2)
     keep_err (data, buf, len);
   return 0;
-}
-
-/* Runs @argv in the guest with @fifo as its stdin.  */
-static int
-upload (rt_sandbox *sb, const char *const argv[], const char *fifo, int cancel_fd, struct guest_err *c,
-        rt_exec_result *res, rt_error **err)
-{
-  cleanup_json json_object *req = NULL;
-  rt_exec_opts o = { .cancel_fd = cancel_fd, .on_output = upload_output, .data = c };
-
-  req = rt_command_request (argv, &o, err);
-  if (req == NULL)
-    return -EINVAL;
-  json_object_object_add (req, "stdinPath", json_object_new_string (fifo));
-  return rt_api_stream (sb->sock, sb->id, "exec", req, &o, res, NULL, err);
 }
 
 /* A symlink named as the source is copied as what it points to only when
@@ -569,12 +535,15 @@ rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_c
   if (name == NULL)
     return rt_error_set (err, EINVAL, "usage", "cannot copy '/' itself");
   argv[5] = name;
-  ret = make_fifo (sb, &fifo, err);
+  ret = rt_stdin_fifo (sb, &fifo, err);
   if (ret == 0)
     ret = start_archiver (fifo, abs, name, &errfd, &pid, err);
   if (ret < 0)
     return ret;
-  ret = upload (sb, argv, fifo, opts ? opts->cancel_fd : -1, &c, &res, err);
+  {
+    rt_exec_opts o = { .cancel_fd = opts ? opts->cancel_fd : -1, .on_output = upload_output, .data = &c };
+    ret = rt_exec_stdin_path (sb, argv, &o, fifo, &res, err);
+  }
   /* If the monitor never opened the FIFO, the child still waits for it.  */
   if (waitpid (pid, &status, WNOHANG) == 0)
     kill (pid, SIGKILL);

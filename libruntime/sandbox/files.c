@@ -54,8 +54,8 @@ rt_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opts, rt_e
   return ret;
 }
 
-static int
-by_path (const void *a, const void *b)
+int
+rt_entry_by_path (const void *a, const void *b)
 {
   json_object *x = *(json_object *const *) a, *y = *(json_object *const *) b;
   return strcmp (rt_json_str (x, "path"), rt_json_str (y, "path"));
@@ -112,7 +112,7 @@ rt_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, char **
     }
   free (c.out);
   free (c.err);
-  json_object_array_sort (arr, by_path);
+  json_object_array_sort (arr, rt_entry_by_path);
   *json = strdup (json_object_to_json_string_ext (arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
   return *json ? 0 : rt_error_oom (err);
 }

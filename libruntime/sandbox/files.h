@@ -12,4 +12,7 @@
 /* usage error unless @path is absolute.  */
 int rt_check_guest_path (const char *path, rt_error **err);
 
+/* json_object_array_sort's order of listing entries: by "path".  */
+int rt_entry_by_path (const void *a, const void *b);
+
 #endif

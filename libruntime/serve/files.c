@@ -1,15 +1,391 @@
 /* files.c - a sandbox's files: content, listings, stat, mkdir/remove/
-   rename, chunked uploads, archives.
-   (no header of its own: handlers.h declares its routes).  */
+   rename, archives (docs/API.md); chunked uploads are uploads.c's.  The
+   guest's tools do the work (sandbox/fileops.h): nothing a client or the
+   guest names is a path on the host.  handlers.h declares its routes,
+   files.h what uploads.c shares of it.  */
+#include <openssl/evp.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common/util.h"
+#include "sandbox/fileops.h"
+#include "serve/files.h"
 #include "serve/handlers.h"
 
-SRV_NOT_YET (srv_files_get)
-SRV_NOT_YET (srv_files_put)
-SRV_NOT_YET (srv_files_list)
-SRV_NOT_YET (srv_files_stat)
-SRV_NOT_YET (srv_files_verb)
-SRV_NOT_YET (srv_upload_begin)
-SRV_NOT_YET (srv_upload_chunk)
-SRV_NOT_YET (srv_upload_verb)
-SRV_NOT_YET (srv_archive_get)
-SRV_NOT_YET (srv_archive_put)
+rt_sandbox *
+srv_files_sandbox (struct srv_req *r)
+{
+  cleanup_error rt_error *err = NULL;
+  rt_context *ctx = srv_ctx (r);
+  rt_sandbox *sb = NULL;
+
+  if (ctx == NULL)
+    return NULL;
+  if (rt_sandbox_open (ctx, srv_param (r, "id"), &sb, &err) < 0)
+    {
+      srv_reply_rt_error (r, err);
+      return NULL;
+    }
+  return sb;
+}
+
+const char *
+srv_files_path (struct srv_req *r, const char *name, const char *value)
+{
+  const char *p = value ? value : srv_query (r, name);
+
+  if (p == NULL || *p == '\0')
+    srv_reply_error (r, 400, "invalid_request", NULL, NULL, "%s is required", name);
+  else if (p[0] != '/')
+    srv_reply_error (r, 400, "invalid_request", "for example /workspace/file", NULL,
+                     "%s must be an absolute path in the sandbox, not '%s'", name, p);
+  else
+    return p;
+  return NULL;
+}
+
+int
+srv_files_mode (const char *s, unsigned *mode)
+{
+  char *end;
+
+  if (s == NULL)
+    {
+      *mode = 0644;
+      return 0;
+    }
+  if (strlen (s) < 3 || strlen (s) > 4 || strspn (s, "01234567") != strlen (s))
+    return -1;
+  *mode = (unsigned) strtoul (s, &end, 8);
+  return 0;
+}
+
+json_object *
+srv_files_written (const char *path, uint64_t size, unsigned mode)
+{
+  json_object *o = json_object_new_object ();
+  char m[8];
+
+  snprintf (m, sizeof (m), "%o", mode);
+  json_object_object_add (o, "path", json_object_new_string (path));
+  json_object_object_add (o, "size", json_object_new_int64 ((int64_t) size));
+  json_object_object_add (o, "mode", json_object_new_string (m));
+  return o;
+}
+
+/* The file's bytes as the guest's cat sends them: kept (a small file, to
+   hash first) or streamed, never more than the size it stated.  */
+struct content
+{
+  struct srv_req *r;
+  uint64_t size, sent;
+  char *buf; /* kept, when size <= SRV_MAX_FILE_BODY */
+  bool started, grew;
+};
+
+static int
+content_out (void *data, int stream, const char *buf, size_t len)
+{
+  struct content *c = data;
+
+  (void) stream;
+  if (c->sent + len > c->size)
+    {
+      /* The file grew since it was looked at, or the guest lies: the
+         stated size is what the client was promised.  */
+      len = c->size - c->sent;
+      c->grew = true;
+    }
+  if (c->buf)
+    memcpy (c->buf + c->sent, buf, len);
+  else if (!c->started)
+    {
+      char n[24];
+      snprintf (n, sizeof (n), "%llu", (unsigned long long) c->size);
+      srv_add_header (c->r, "x-content-length", n);
+      c->started = true;
+      if (srv_stream_start (c->r, 200, "application/octet-stream") < 0)
+        return -1;
+    }
+  if (!c->buf && len > 0 && srv_stream_write (c->r, buf, len) < 0)
+    return -1;
+  c->sent += len;
+  return c->grew || srv_gone (c->r) ? -1 : 0;
+}
+
+/* A small file whole, with its SHA-256.  */
+static void
+reply_small (struct srv_req *r, const struct content *c)
+{
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned md_len = 0;
+  char hex[2 * EVP_MAX_MD_SIZE + 1], n[24];
+
+  EVP_Digest (c->buf, c->sent, md, &md_len, EVP_sha256 (), NULL);
+  for (unsigned i = 0; i < md_len; i++)
+    snprintf (hex + 2 * i, 3, "%02x", md[i]);
+  snprintf (n, sizeof (n), "%llu", (unsigned long long) c->sent);
+  srv_add_header (r, "x-content-length", n);
+  srv_add_header (r, "x-content-sha256", hex);
+  srv_reply_bytes (r, 200, "application/octet-stream", c->buf, c->sent);
+}
+
+void
+srv_files_get (struct srv_req *r)
+{
+  cleanup_sandbox rt_sandbox *sb = srv_files_sandbox (r);
+  const char *path = sb ? srv_files_path (r, "path", NULL) : NULL;
+  cleanup_error rt_error *err = NULL;
+  cleanup_json json_object *arr = NULL;
+  struct content c = { .r = r };
+  const char *type;
+  bool cut;
+  int ret;
+
+  if (path == NULL)
+    return;
+  if (rt_guest_entries (sb, path, 0, RT_ENTRY_FOLLOW, &arr, &cut, &err) < 0)
+    return srv_reply_rt_error (r, err);
+  type = rt_json_str (json_object_array_get_idx (arr, 0), "type");
+  if (type && strcmp (type, "directory") == 0)
+    return srv_reply_error (r, 400, "is_a_directory", "files/list lists it; files/archive sends it whole", NULL,
+                            "%s is a directory", path);
+  if (type && strcmp (type, "symlink") == 0)
+    return srv_reply_error (r, 404, "file_not_found", NULL, NULL, "%s is a symlink to nothing", path);
+  if (type == NULL || strcmp (type, "file") != 0)
+    return srv_reply_error (r, 400, "invalid_request", NULL, NULL, "%s is not a regular file", path);
+  c.size = (uint64_t) rt_json_i64 (json_object_array_get_idx (arr, 0), "size");
+  if (c.size <= SRV_MAX_FILE_BODY && (c.buf = malloc (c.size + 1)) == NULL)
+    return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
+  {
+    rt_exec_opts o = { .cancel_fd = -1, .on_output = content_out, .data = &c };
+    ret = rt_sandbox_cat (sb, path, &o, &err);
+  }
+  if (c.started)
+    srv_stream_end (r);
+  else if (ret < 0 && !c.grew)
+    srv_reply_rt_error (r, err);
+  else if (c.buf)
+    reply_small (r, &c);
+  else
+    {
+      /* Stated large, sent nothing: it shrank.  */
+      srv_add_header (r, "x-content-length", "0");
+      srv_reply_bytes (r, 200, "application/octet-stream", "", 0);
+    }
+  free (c.buf);
+}
+
+void
+srv_files_put (struct srv_req *r)
+{
+  cleanup_sandbox rt_sandbox *sb = srv_files_sandbox (r);
+  const char *path = sb ? srv_files_path (r, "path", NULL) : NULL, *m = srv_query (r, "mode");
+  cleanup_error rt_error *err = NULL;
+  const void *body;
+  unsigned mode;
+  size_t len;
+
+  if (path == NULL)
+    return;
+  body = srv_body (r, &len);
+  if (len > SRV_MAX_FILE_BODY)
+    return srv_reply_error (r, 413, "payload_too_large", "POST …/uploads takes larger files in chunks", NULL,
+                            "a file body is at most %u bytes, not %zu", SRV_MAX_FILE_BODY, len);
+  if (srv_files_mode (m, &mode) < 0)
+    return srv_reply_error (r, 400, "invalid_request", "for example mode=755", NULL,
+                            "mode must be 3 or 4 octal digits, not '%s'", m);
+  if (rt_guest_write (sb, path, mode, body, -1, len, &err) < 0)
+    return srv_reply_rt_error (r, err);
+  srv_reply_json (r, 200, srv_files_written (path, len, mode));
+}
+
+void
+srv_files_list (struct srv_req *r)
+{
+  cleanup_sandbox rt_sandbox *sb = srv_files_sandbox (r);
+  const char *path = sb ? srv_files_path (r, "path", NULL) : NULL, *d = srv_query (r, "depth");
+  cleanup_error rt_error *err = NULL;
+  json_object *arr, *o;
+  unsigned long depth = 1;
+  char *end = NULL;
+  bool cut;
+
+  if (path == NULL)
+    return;
+  if (d && ((depth = strtoul (d, &end, 10)) < 1 || depth > RT_LIST_MAX_DEPTH || *d == '\0' || *end))
+    return srv_reply_error (r, 400, "invalid_request", NULL, NULL, "depth is 1 to %d, not '%s'", RT_LIST_MAX_DEPTH, d);
+  if (rt_guest_entries (sb, path, (unsigned) depth, RT_ENTRY_BELOW, &arr, &cut, &err) < 0)
+    return srv_reply_rt_error (r, err);
+  o = json_object_new_object ();
+  json_object_object_add (o, "data", arr);
+  if (cut)
+    json_object_object_add (o, "truncated", json_object_new_boolean (true));
+  srv_reply_json (r, 200, o);
+}
+
+void
+srv_files_stat (struct srv_req *r)
+{
+  cleanup_sandbox rt_sandbox *sb = srv_files_sandbox (r);
+  const char *path = sb ? srv_files_path (r, "path", NULL) : NULL;
+  cleanup_error rt_error *err = NULL;
+  cleanup_json json_object *arr = NULL;
+  json_object *o;
+  bool cut;
+
+  if (path == NULL)
+    return;
+  if (rt_guest_entries (sb, path, 0, RT_ENTRY_SELF, &arr, &cut, &err) < 0)
+    {
+      if (strcmp (err->code, "file_not_found") != 0)
+        return srv_reply_rt_error (r, err);
+      o = json_object_new_object ();
+      json_object_object_add (o, "exists", json_object_new_boolean (false));
+      json_object_object_add (o, "path", json_object_new_string (path));
+      return srv_reply_json (r, 200, o);
+    }
+  o = json_object_array_get_idx (arr, 0);
+  if (o == NULL)
+    return srv_reply_error (r, 500, "internal", NULL, NULL, "the sandbox did not describe %s", path);
+  json_object_object_add (o, "exists", json_object_new_boolean (true));
+  srv_reply_json (r, 200, json_object_get (o));
+}
+
+static const struct srv_field mkdir_fields[]
+    = { { "path", json_type_string }, { "parents", json_type_boolean }, { NULL, 0 } };
+static const struct srv_field remove_fields[]
+    = { { "path", json_type_string }, { "recursive", json_type_boolean }, { NULL, 0 } };
+static const struct srv_field rename_fields[]
+    = { { "from", json_type_string }, { "to", json_type_string }, { "overwrite", json_type_boolean }, { NULL, 0 } };
+
+static bool
+flag (json_object *body, const char *key)
+{
+  json_object *v;
+  return json_object_object_get_ex (body, key, &v) && json_object_get_boolean (v);
+}
+
+/* A string field, "" when missing (srv_files_path then says it is
+   required).  */
+static const char *
+required (json_object *body, const char *key)
+{
+  const char *s = rt_json_str (body, key);
+  return s ? s : "";
+}
+
+void
+srv_files_verb (struct srv_req *r)
+{
+  const char *verb = srv_param (r, "verb");
+  bool mk = strcmp (verb, "mkdir") == 0, rm = strcmp (verb, "remove") == 0, mv = strcmp (verb, "rename") == 0;
+  cleanup_json json_object *body = NULL;
+  cleanup_sandbox rt_sandbox *sb = NULL;
+  cleanup_error rt_error *err = NULL;
+  const char *path, *to = NULL;
+  bool removed = false;
+  int ret;
+
+  if (!mk && !rm && !mv)
+    return srv_reply_error (r, 404, "not_found", "files:mkdir, files:remove, files:rename", NULL,
+                            "no such verb: files:%s", verb);
+  body = srv_body_json (r, mk ? mkdir_fields : rm ? remove_fields : rename_fields);
+  if (body == NULL || (sb = srv_files_sandbox (r)) == NULL)
+    return;
+  path = srv_files_path (r, mv ? "from" : "path", required (body, mv ? "from" : "path"));
+  if (path == NULL || (mv && (to = srv_files_path (r, "to", required (body, "to"))) == NULL))
+    return;
+  if (rm && strspn (path, "/") == strlen (path))
+    return srv_reply_error (r, 400, "invalid_request", NULL, NULL, "the sandbox's root is not removed");
+  if (mk)
+    ret = rt_guest_mkdir (sb, path, flag (body, "parents"), &err);
+  else if (rm)
+    ret = rt_guest_remove (sb, path, flag (body, "recursive"), &removed, &err);
+  else
+    ret = rt_guest_rename (sb, path, to, flag (body, "overwrite"), &err);
+  if (ret < 0)
+    return srv_reply_rt_error (r, err);
+  if (!rm)
+    return srv_reply_json_text (r, 200, "{}");
+  srv_reply_json_text (r, 200, removed ? "{\"removed\":true}" : "{\"removed\":false}");
+}
+
+/* The archive's bytes, the stream started with the first of them: an
+   error before any (no such path) is still an error answer.  */
+struct tar_out
+{
+  struct srv_req *r;
+  const char *ctype;
+  bool started;
+};
+
+static int
+tar_out (void *data, int stream, const char *buf, size_t len)
+{
+  struct tar_out *t = data;
+
+  (void) stream;
+  if (!t->started)
+    {
+      t->started = true;
+      if (srv_stream_start (t->r, 200, t->ctype) < 0)
+        return -1;
+    }
+  return srv_stream_write (t->r, buf, len) < 0 ? -1 : 0;
+}
+
+void
+srv_archive_get (struct srv_req *r)
+{
+  cleanup_sandbox rt_sandbox *sb = srv_files_sandbox (r);
+  const char *path = sb ? srv_files_path (r, "path", NULL) : NULL, *gz = srv_query (r, "gzip");
+  bool gzip = gz && (strcmp (gz, "true") == 0 || strcmp (gz, "1") == 0);
+  struct tar_out t = { .r = r, .ctype = gzip ? "application/gzip" : "application/x-tar" };
+  cleanup_error rt_error *err = NULL;
+  rt_exec_opts o = { .cancel_fd = -1, .on_output = tar_out, .data = &t };
+  int ret;
+
+  if (path == NULL)
+    return;
+  ret = rt_guest_tar_out (sb, path, gzip, &o, &err);
+  /* Once started, a failure can only cut the stream short: the archive
+     then lacks its end, which tar readers report.  */
+  if (t.started)
+    srv_stream_end (r);
+  else if (ret < 0)
+    srv_reply_rt_error (r, err);
+  else
+    srv_reply_bytes (r, 200, t.ctype, "", 0);
+}
+
+void
+srv_archive_put (struct srv_req *r)
+{
+  cleanup_sandbox rt_sandbox *sb = srv_files_sandbox (r);
+  const char *path = sb ? srv_files_path (r, "path", NULL) : NULL;
+  cleanup_error rt_error *err = NULL;
+  cleanup_close int fd = -1;
+  const unsigned char *body;
+  size_t len, off = 0;
+
+  if (path == NULL)
+    return;
+  body = srv_body (r, &len);
+  /* The body goes to the guest's tar as its stdin, from memory.  */
+  fd = memfd_create ("archive", MFD_CLOEXEC);
+  while (fd >= 0 && off < len)
+    {
+      ssize_t n = write (fd, body + off, len - off);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      off += n;
+    }
+  if (fd < 0 || off < len || lseek (fd, 0, SEEK_SET) < 0)
+    return srv_reply_error (r, 500, "internal", NULL, NULL, "cannot hold the archive: %s", strerror (errno));
+  if (rt_guest_tar_in (sb, path, len >= 2 && body[0] == 0x1f && body[1] == 0x8b, fd, &err) < 0)
+    return srv_reply_rt_error (r, err);
+  srv_reply_json_text (r, 200, "{}");
+}

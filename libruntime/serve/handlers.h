@@ -1,7 +1,8 @@
 /* handlers.h - the route handlers, a file per group: sandboxes.c (the
    sandbox, its lifecycle verbs, network, metrics, snapshots), exec.c (exec
-   and processes), files.c (files, uploads, archives), images.c,
-   secrets.c, account.c (me, usage, health).  routes.c maps paths to them.  */
+   and processes), files.c (files, archives), uploads.c (chunked uploads),
+   images.c, secrets.c, account.c (me, usage, health).  routes.c maps
+   paths to them.  */
 #ifndef RT_SERVE_HANDLERS_H
 #define RT_SERVE_HANDLERS_H
 
@@ -35,11 +36,13 @@ void srv_files_put (struct srv_req *r);
 void srv_files_list (struct srv_req *r);
 void srv_files_stat (struct srv_req *r);
 void srv_files_verb (struct srv_req *r); /* :mkdir :remove :rename */
+void srv_archive_get (struct srv_req *r);
+void srv_archive_put (struct srv_req *r);
+
+/* uploads.c */
 void srv_upload_begin (struct srv_req *r);
 void srv_upload_chunk (struct srv_req *r);
 void srv_upload_verb (struct srv_req *r); /* :commit :abort */
-void srv_archive_get (struct srv_req *r);
-void srv_archive_put (struct srv_req *r);
 
 /* images.c */
 void srv_image_build (struct srv_req *r);
