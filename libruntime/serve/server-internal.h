@@ -27,6 +27,14 @@ struct srv_bucket
   double last_s;
 };
 
+/* A tenant's sandbox creates in progress (quota.c): not yet in the
+   library's usage, counted so concurrent creates do not overshoot.  */
+struct srv_pending
+{
+  char name[33];
+  unsigned sandboxes, vcpu;
+};
+
 struct srv
 {
   rt_context *ctx; /* the host's view: the loop thread's own */
@@ -43,10 +51,11 @@ struct srv
   uint32_t seed;
   struct srv_bucket buckets[SRV_MAX_BUCKETS];
   size_t nbuckets;
-  pthread_mutex_t mu; /* workers, stopping */
+  pthread_mutex_t mu; /* workers, stopping, pending */
   pthread_cond_t idle;
   unsigned workers;
   bool stopping;
+  struct srv_pending pending[SRV_MAX_BUCKETS];
 };
 
 struct srv_req
