@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/sys.h"
 #include "common/util.h"
 #include "sandbox/store.h"
 #include "serve/body.h"
@@ -146,14 +147,6 @@ create_vcpu (rt_context *ctx, const rt_sandbox_config *cfg)
   return 2;
 }
 
-static double
-now_s (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static bool
 settled (const char *st)
 {
@@ -164,7 +157,7 @@ settled (const char *st)
 json_object *
 srv_sandbox_wait (struct srv_req *r, rt_context *ctx, const char *ref, const char *want, int timeout_s, rt_error **err)
 {
-  double end = now_s () + timeout_s;
+  uint64_t end = rt_now_ms () + (uint64_t) timeout_s * 1000;
   json_object *info;
 
   for (;;)
@@ -176,7 +169,7 @@ srv_sandbox_wait (struct srv_req *r, rt_context *ctx, const char *ref, const cha
       st = rt_json_str (info, "state");
       if (want ? st && (strcmp (st, want) == 0 || strcmp (st, "stopped") == 0) : settled (st))
         return info;
-      if (now_s () >= end || srv_gone (r) || srv_stopping (r))
+      if (rt_now_ms () >= end || srv_gone (r) || srv_stopping (r))
         return info;
       json_object_put (info);
       nanosleep (&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
