@@ -119,15 +119,14 @@ info_aside (struct srv_req *r, const char *id, rt_error **err)
   return info;
 }
 
-/* Runs a state change: to its end without Prefer: wait, else at most that
-   long before answering the state then (the change goes on: this worker
-   waits for it after answering).  */
+/* Runs a state change: to its end when @wait < 0, else at most @wait s
+   before answering the state then (the change goes on: this worker waits
+   for it after answering).  */
 static void
-state_change (struct srv_req *r, rt_context *ctx, rt_sandbox *sb, enum verb v)
+state_change (struct srv_req *r, rt_context *ctx, rt_sandbox *sb, enum verb v, int wait)
 {
   struct job j = { .sb = sb, .verb = v };
   cleanup_error rt_error *err = NULL;
-  int wait = srv_prefer_wait (r);
   json_object *info = NULL;
   struct timespec end;
   pthread_t t;
@@ -333,6 +332,7 @@ srv_sandbox_verb (struct srv_req *r)
   rt_sandbox *sb = NULL;
   rt_context *ctx;
   size_t v;
+  int wait;
 
   for (v = 0; v < sizeof verbs / sizeof verbs[0] && strcmp (verbs[v].name, name) != 0; v++)
     ;
@@ -350,7 +350,14 @@ srv_sandbox_verb (struct srv_req *r)
       case V_STOP:
       case V_PAUSE:
       case V_WAKE:
-        state_change (r, ctx, sb, v);
+        /* :wake's timeoutSeconds is its Prefer: wait.  */
+        wait = srv_prefer_wait (r);
+        if (wait < 0 && json_object_object_get_ex (body, "timeoutSeconds", NULL))
+          {
+            int64_t t = rt_json_i64 (body, "timeoutSeconds");
+            wait = t < 0 ? 0 : t > 120 ? 120 : (int) t;
+          }
+        state_change (r, ctx, sb, v, wait);
         break;
       case V_EXTEND:
         extend (r, ctx, sb, body);
