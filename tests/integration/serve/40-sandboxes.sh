@@ -150,3 +150,14 @@ answer ":fork over the limit: 429 quota_exceeded" 429 quota_exceeded
 API_TOKEN=$TOKEN_Q api DELETE "/v1/sandboxes/$Q" >/dev/null
 is "its sandbox deleted" "$status" 200
 runtime token rm tenant-q >/dev/null 2>&1
+
+# -- what runtime-serve.service's KillMode=process relies on: SIGTERM to the
+# server alone leaves the sandboxes' monitors running, and a new server
+# serves them
+mon=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$SB/monitor.pid" 2>/dev/null)
+serve_stop TERM
+is "SIGTERM to the server: it exits 0" "$serve_rc" 0
+check "… the shared sandbox's monitor still runs" kill -0 "${mon:-0}"
+serve_start
+is "… and a new server serves it, running, the same monitor" \
+    "$(api GET "/v1/sandboxes/$SB" | json_get 'o["state"]') $(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$SB/monitor.pid")" "running $mon"
