@@ -188,6 +188,22 @@ recipe_check (json_object *recipe, json_object *issues)
   }
 }
 
+/* An absolute path with no ':' (the library splits SRC:DST there), no
+   empty, "." or ".." part.  */
+static bool
+dst_ok (const char *dst)
+{
+  if (dst[0] != '/' || dst[1] == '\0' || strchr (dst, ':') || strlen (dst) > 1024)
+    return false;
+  for (const char *p = dst; p; p = strchr (p + 1, '/'))
+    {
+      size_t n = strcspn (p + 1, "/");
+      if (n == 0 || (n == 1 && p[1] == '.') || (n == 2 && p[1] == '.' && p[2] == '.'))
+        return false;
+    }
+  return true;
+}
+
 /* recipe.files written into <id>.files/ as the library's "SRC:DST".  */
 static char **
 recipe_files (json_object *files, const char *fdir, json_object *issues)
@@ -205,15 +221,17 @@ recipe_files (json_object *files, const char *fdir, json_object *issues)
   {
     cleanup_free char *path = rt_strdup_printf ("recipe.files.%s", dst), *src = NULL;
     size_t len = json_object_get_string_len (content);
-    if (json_object_array_length (issues) > 0)
-      break;
+    bool over = total <= MAX_RECIPE_FILE_BYTES && total + len > MAX_RECIPE_FILE_BYTES;
     total += len;
-    if (dst[0] != '/' || strchr (dst, ':') || strlen (dst) > 1024 || strstr (dst, "/../") || strstr (dst, "//"))
-      srv_issue (issues, path ? path : dst, "must be an absolute path without ':', '//' or '..'");
+    if (!dst_ok (dst))
+      srv_issue (issues, path ? path : dst, "must be an absolute path without ':' and no empty, '.' or '..' part");
     else if (!json_object_is_type (content, json_type_string))
       srv_issue (issues, path ? path : dst, "must be the file's content, a string");
-    else if (total > MAX_RECIPE_FILE_BYTES)
+    else if (over)
       srv_issue (issues, "recipe.files", "at most 256 KiB of content in all");
+    /* Nothing written once anything is wrong: the refusal leaves none.  */
+    else if (json_object_array_length (issues) > 0)
+      continue;
     else if ((src = rt_strdup_printf ("%s/%zu", fdir, i)) == NULL
              || rt_write_file_atomic (src, json_object_get_string (content), len, 0644, NULL) < 0)
       srv_issue (issues, path ? path : dst, "could not be stored");

@@ -59,8 +59,8 @@ api POST /v1/images '{"name": "srv50", "recipe": {"commands": ["true", 5], "step
 is "unknown and mistyped recipe fields: each named" "$status $(issues)" "400 ['recipe.files', 'recipe.steps']"
 api POST /v1/images '{"recipe": {"commands": ["true", 5]}}' >/dev/null
 is "a command that is no string: named" "$status $(issues)" "400 ['recipe.commands[1]']"
-api POST /v1/images '{"recipe": {"files": {"etc/x": "relative", "/a:b": "colon"}}}' >/dev/null
-check "a relative path or one with ':' in files: 400" test "$status" = 400
+api POST /v1/images '{"recipe": {"files": {"etc/x": "relative", "/a:b": "colon", "/etc/../x": "up"}}}' >/dev/null
+is "a relative path, one with ":" or "..": each named" "$status $(issues)" "400 ['recipe.files./a:b', 'recipe.files./etc/../x', 'recipe.files.etc/x']"
 big=$(head -c 300000 /dev/zero | tr '\0' a)
 printf '{"recipe": {"files": {"/big": "%s"}}}' "$big" >"$tmp/big.json"
 api -H 'Content-Type: application/json' POST /v1/images "@$tmp/big.json" >/dev/null
