@@ -130,6 +130,7 @@ state_change (struct srv_req *r, rt_context *ctx, rt_sandbox *sb, enum verb v, i
   json_object *info = NULL;
   struct timespec end;
   pthread_t t;
+  bool done;
 
   if (wait < 0 || pthread_mutex_init (&j.mu, NULL) != 0)
     {
@@ -150,8 +151,9 @@ state_change (struct srv_req *r, rt_context *ctx, rt_sandbox *sb, enum verb v, i
   pthread_mutex_lock (&j.mu);
   while (!j.done && pthread_cond_timedwait (&j.cond, &j.mu, &end) != ETIMEDOUT)
     ;
+  done = j.done;
   pthread_mutex_unlock (&j.mu);
-  if (j.done)
+  if (done)
     {
       pthread_join (t, NULL);
       if (j.ret < 0)
