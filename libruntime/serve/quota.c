@@ -65,8 +65,8 @@ refuse (struct srv_req *r, const char *limit, int64_t max, int64_t held, int64_t
   json_object_object_add (d, "requested", json_object_new_int64 (asked));
   srv_add_header (r, "Retry-After", retry);
   srv_reply_error (r, 429, "quota_exceeded", "stop or delete a sandbox of this token first, or ask for a larger limit",
-                   d, "token %s may hold %lld (%s); it holds %lld with those being made, and asked for %lld more",
-                   srv_token (r)->name, (long long) max, limit, (long long) held, (long long) asked);
+                   d, "token %s's %s is %lld; it holds %lld (with the creates in progress) and asked for %lld more",
+                   srv_token (r)->name, limit, (long long) max, (long long) held, (long long) asked);
   return -1;
 }
 
