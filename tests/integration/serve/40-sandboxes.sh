@@ -36,12 +36,12 @@ answer ":wake of a running sandbox: 409 not_paused" 409 not_paused
 # -- verbs that leave the shared sandbox as it was
 before=$(api GET "/v1/sandboxes/$SB" | json_get 'o["expiresAt"]')
 api POST "/v1/sandboxes/$SB:extend" '{"seconds": 60}' >/dev/null
-is ":extend {seconds: 60}: 200, a SandboxInfo" "$status $(bj 'o["kind"], o["id"] == "'"$SB"'"')" "200 ('sandbox', True)"
+is ":extend {seconds: 60}: 200, a SandboxInfo" "$status $(bj 'o["kind"], o["id"] == "'"$SB"'"')" "200 sandbox True"
 check "… its expiresAt later" test "$(bj 'o["expiresAt"]')" \> "$before"
 api POST "/v1/sandboxes/$SB:update" '{"idlePauseSeconds": 0, "autoWake": true}' >/dev/null
-is ":update {idlePauseSeconds, autoWake}: 200 with them" "$status $(bj 'o["idlePauseSeconds"], o["autoWake"]')" "200 (0, True)"
+is ":update {idlePauseSeconds, autoWake}: 200 with them" "$status $(bj 'o["idlePauseSeconds"], o["autoWake"]')" "200 0 True"
 api POST "/v1/sandboxes/$SB:update" '{"autoWake": false}' >/dev/null
-is "… and back" "$status $(bj 'o["autoWake"], "jail" in o, "tenant" in o')" "200 (False, False, False)"
+is "… and back" "$status $(bj 'o["autoWake"], "jail" in o, "tenant" in o')" "200 False False False"
 
 # -- waitFor
 api GET "/v1/sandboxes/$SB?waitFor=gone" >/dev/null
@@ -56,20 +56,20 @@ check "… after about a second, not at once nor much later" test $(($(date +%s)
 # -- network
 api GET "/v1/sandboxes/$SB/network" >/dev/null
 is "GET network: its rules and version 1" "$status $(bj 'o["sandboxId"] == "'"$SB"'", o["version"], o["internet"], o["allow"], o["deny"], o["enforced"]')" \
-    "200 (True, 1, True, [], [], True)"
+    "200 True 1 True [] [] True"
 api PUT "/v1/sandboxes/$SB/network" '{"allow": ["example.com"]}' >/dev/null
 is "PUT network without internet: 400 (the whole set is replaced)" "$status $(issues)" "400 ['internet']"
-api PUT "/v1/sandboxes/$SB/network" '{"internet": true, "allow": ["example.com", 7], "port": 80}' >/dev/null
-is "PUT network with a number in allow and an unknown field: both named" "$status $(issues)" "400 ['allow[1]', 'port']"
+api PUT "/v1/sandboxes/$SB/network" '{"internet": true, "allow": ["example.com", 7]}' >/dev/null
+is "PUT network with a number in allow: named" "$status $(issues)" "400 ['allow[1]']"
 api PUT "/v1/sandboxes/$SB/network" '{"internet": false}' >/dev/null
-is "PUT {internet: false}: version 2, refused" "$status $(bj 'o["version"], o["internet"], o["allow"]')" "200 (2, False, [])"
+is "PUT {internet: false}: version 2, refused" "$status $(bj 'o["version"], o["internet"], o["allow"]')" "200 2 False []"
 check "… updatedAt set" test -n "$(bj 'o["updatedAt"]')"
 API_TOKEN=$TOKEN_B api PUT "/v1/sandboxes/$SB/network" '{"internet": true}' >/dev/null
 answer "B's PUT of A's network: 404" 404 not_found
 api PUT "/v1/sandboxes/$SB/network" '{"internet": true, "allow": ["example.com"], "deny": ["10.0.0.0/8"]}' >/dev/null
-is "PUT allow and deny: version 3" "$status $(bj 'o["version"], o["allow"], o["deny"]')" "200 (3, ['example.com'], ['10.0.0.0/8'])"
+is "PUT allow and deny: version 3" "$status $(bj 'o["version"], o["allow"], o["deny"]')" "200 3 ['example.com'] ['10.0.0.0/8']"
 api PUT "/v1/sandboxes/$SB/network" '{"internet": true}' >/dev/null
-is "… and back to the internet" "$(api GET "/v1/sandboxes/$SB/network" | json_get 'o["version"], o["internet"], o["allow"]')" "(4, True, [])"
+is "… and back to the internet" "$(api GET "/v1/sandboxes/$SB/network" | json_get 'o["version"], o["internet"], o["allow"]')" "4 True []"
 
 # -- metrics
 api GET "/v1/sandboxes/$SB/metrics" >/dev/null
@@ -84,7 +84,7 @@ is "create with Prefer: wait=0: 201 at once, starting" "$status $(bj 'o["state"]
 api GET "/v1/sandboxes/$P?waitFor=running&timeoutSeconds=120" >/dev/null
 is "waitFor=running: it runs" "$status $(bj 'o["state"]')" "200 running"
 api -H 'Prefer: wait=120' POST "/v1/sandboxes/$P:pause" '{}' >/dev/null
-is ":pause with Prefer: wait=120: paused" "$status $(bj 'o["state"], "path" in o.get("paused", {})')" "200 ('paused', False)"
+is ":pause with Prefer: wait=120: paused" "$status $(bj 'o["state"], "path" in o.get("paused", {})')" "200 paused False"
 api POST "/v1/sandboxes/$P:pause" '{}' >/dev/null
 is ":pause of a paused one: 200, paused" "$status $(bj 'o["state"]')" "200 paused"
 api GET "/v1/sandboxes/$P/network" >/dev/null
@@ -100,7 +100,7 @@ api POST "/v1/sandboxes/$P:snapshot" '{"name": "srv40-snap", "labels": {"k": "v"
 SNAP=$(bj 'o["id"]')
 is ":snapshot: a Snapshot, ready, from P, no host path" \
     "$status $(bj 'o["kind"], o["state"], o["sourceSandboxId"] == "'"$P"'", o["name"], "path" in o')" \
-    "200 ('snapshot', 'ready', True, 'srv40-snap', False)"
+    "200 snapshot ready True srv40-snap False"
 is "GET /v1/snapshots lists it" "$(api GET /v1/snapshots | json_get '[s["id"] for s in o["data"]] == ["'"$SNAP"'"], o["nextCursor"]')" "True None"
 is "GET /v1/snapshots/{name}: it" "$(api GET /v1/snapshots/srv40-snap | json_get 'o["id"] == "'"$SNAP"'"')" "True"
 is "B's snapshot list: empty" "$(API_TOKEN=$TOKEN_B api GET /v1/snapshots | json_get 'o["data"]')" "[]"
@@ -111,7 +111,7 @@ answer "B's DELETE of A's snapshot: 404" 404 not_found
 api -H 'Prefer: wait=120' POST "/v1/sandboxes/$P:fork" '{"labels": {"forked": "yes"}}' >/dev/null
 C=$(bj 'o["sandboxes"][0]["id"]')
 is ":fork: {sandboxes: [one running child with the label]}" \
-    "$status $(bj 'len(o["sandboxes"]), o["sandboxes"][0]["state"], o["sandboxes"][0]["labels"]')" "200 (1, 'running', {'forked': 'yes'})"
+    "$status $(bj 'len(o["sandboxes"]), o["sandboxes"][0]["state"], o["sandboxes"][0]["labels"]')" "200 1 running {'forked': 'yes'}"
 is "… B sees neither P nor its child" "$(API_TOKEN=$TOKEN_B api GET /v1/sandboxes | json_get '[s["id"] for s in o["data"] if s["id"] in ("'"$P"'", "'"$C"'")]')" "[]"
 api DELETE "/v1/sandboxes/$C" >/dev/null
 is "the child deleted" "$status" 200
@@ -134,11 +134,14 @@ API_TOKEN=$TOKEN_Q api POST /v1/sandboxes '{"vcpu": 2, "memoryMiB": 512}' >/dev/
 answer "2 vCPUs over maxVcpu 1: 429 quota_exceeded" 429 quota_exceeded
 check "… with Retry-After" test -n "$(hdr Retry-After)"
 check "… a message naming the limit" grep -q maxVcpu "$tmp/api.body"
+qpids=
 for i in 1 2; do
-    curl -sS --noproxy '*' -o "$tmp/q$i.body" -w '%{http_code}' -H "Authorization: Bearer $TOKEN_Q" \
+    curl -sS --noproxy '*' --max-time 120 -o "$tmp/q$i.body" -w '%{http_code}' -H "Authorization: Bearer $TOKEN_Q" \
         -H 'Prefer: wait=0' --data-binary '{"vcpu": 1, "memoryMiB": 512}' "$API/v1/sandboxes" >"$tmp/q$i.status" &
+    qpids="$qpids $!"
 done
-wait
+# Those two only: the server is a job of this shell too.
+wait $qpids
 is "two creates at once under maxSandboxes 1: one made, one 429" "$(cat "$tmp/q1.status" "$tmp/q2.status" | sort | tr '\n' ' ')" "201 429 "
 Q=$(for i in 1 2; do [ "$(cat "$tmp/q$i.status")" = 201 ] && json_get 'o["id"]' <"$tmp/q$i.body"; done)
 API_TOKEN=$TOKEN_Q api GET "/v1/sandboxes/$Q?waitFor=running&timeoutSeconds=120" >/dev/null
