@@ -1069,7 +1069,8 @@ int rt_secret_set_opts (rt_context *ctx, const char *name, const char *value, si
 /**
  * rt_secret_list_json - the stored secrets, never a value
  * @ctx:  the context
- * @json: set to [{name, hosts, header, format, placeholder, rules, inUrl}] (free())
+ * @json: set to [{name, hosts, header, format, placeholder, rules, inUrl,
+ *        createdAt, updatedAt}] (free(); the times null in a store from before)
  * @err:  "invalid_request" (a store others can read)
  * Return: 0, or <0 with @err set.
  */

@@ -18,6 +18,7 @@
 
 #include "net/egress.h"
 #include "net/secrets.h"
+#include "sandbox/store.h"
 
 /* <data>, or a tenant's <data>/tenants/<name>.  */
 static char *
@@ -95,7 +96,8 @@ lock (rt_context *ctx, int *fd, rt_error **err)
 static bool
 header_ok (const char *h)
 {
-  return *h && strlen (h) <= 64 && strspn (h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-") == strlen (h);
+  return *h && strlen (h) <= 64
+         && strspn (h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-") == strlen (h);
 }
 
 /* "METHOD:/path-glob": a method token or *, a glob from the root, printable
@@ -165,13 +167,26 @@ rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len,
   return rt_secret_set_opts (ctx, name, value, len, &opts, placeholder, err);
 }
 
+/* When the secret was first set (kept; a store from before has none) and
+   last set.  */
+static void
+stamp (json_object *entry, json_object *old)
+{
+  const char *created = old ? rt_json_str (old, "createdAt") : NULL;
+  char now[32];
+
+  rt_format_time (rt_epoch_ms (), now);
+  json_object_object_add (entry, "createdAt", json_object_new_string (created ? created : now));
+  json_object_object_add (entry, "updatedAt", json_object_new_string (now));
+}
+
 int
 rt_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,
                     char **placeholder, rt_error **err)
 {
   cleanup_json json_object *store = NULL;
   cleanup_close int lockfd = -1;
-  json_object *entry, *old, *list, *rules;
+  json_object *entry, *old = NULL, *list, *rules;
   const char *const *hosts = opts->hosts;
   const char *header = opts->header, *format = opts->format;
   char ph[7 + 32 + 1];
@@ -186,7 +201,8 @@ rt_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t
   if (len == 0)
     return rt_error_set (err, EINVAL, "invalid_request", "the value of %s is empty", name);
   if (len > RT_MAX_SECRET_VALUE || memchr (value, '\0', len))
-    return rt_error_set (err, EINVAL, "invalid_request", "a secret's value is at most 8 KiB of text, not %zu bytes", len);
+    return rt_error_set (err, EINVAL, "invalid_request", "a secret's value is at most 8 KiB of text, not %zu bytes",
+                         len);
   /* It goes into a request line or a header: a line break would end it
      and start another.  */
   if (memchr (value, '\r', len) || memchr (value, '\n', len))
@@ -251,6 +267,7 @@ rt_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t
       return ret;
     }
   entry = json_object_new_object ();
+  stamp (entry, old);
   json_object_object_add (entry, "hosts", list);
   json_object_object_add (entry, "header", header ? json_object_new_string (header) : NULL);
   json_object_object_add (entry, "format", format ? json_object_new_string (format) : NULL);
@@ -277,7 +294,7 @@ rt_secret_list_json (rt_context *ctx, char **json, rt_error **err)
   json_object_object_foreach (store, name, e)
   {
     json_object *o = json_object_new_object ();
-    const char *keys[] = { "hosts", "header", "format", "placeholder", "rules", NULL };
+    const char *keys[] = { "hosts", "header", "format", "placeholder", "rules", "createdAt", "updatedAt", NULL };
     json_object_object_add (o, "name", json_object_new_string (name));
     /* Everything but the value.  */
     for (const char **k = keys; *k; k++)
@@ -285,7 +302,8 @@ rt_secret_list_json (rt_context *ctx, char **json, rt_error **err)
     /* A store from before: no rules (every request), not in URLs.  */
     if (json_object_object_get (o, "rules") == NULL)
       json_object_object_add (o, "rules", json_object_new_array ());
-    json_object_object_add (o, "inUrl", json_object_new_boolean (json_object_get_boolean (json_object_object_get (e, "inUrl"))));
+    json_object_object_add (o, "inUrl",
+                            json_object_new_boolean (json_object_get_boolean (json_object_object_get (e, "inUrl"))));
     json_object_array_add (out, o);
   }
   *json = strdup (json_object_to_json_string_ext (out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -439,7 +457,8 @@ rt_secret_bindings (rt_context *ctx, char *const *given, const char *host, struc
     /* Only the secrets this sandbox was given, under the placeholder it
        holds: a secret removed and set again is another secret.  */
     for (char *const *g = given; g && *g && !mine; g++)
-      mine = strncmp (*g, name, strlen (name)) == 0 && (*g)[strlen (name)] == '=' && strcmp (*g + strlen (name) + 1, ph) == 0;
+      mine = strncmp (*g, name, strlen (name)) == 0 && (*g)[strlen (name)] == '='
+             && strcmp (*g + strlen (name) + 1, ph) == 0;
     if (!mine)
       continue;
     k = json_object_array_length (hosts);

@@ -1,8 +1,8 @@
 /* handlers.h - the route handlers, a file per group: sandboxes.c (the
-   sandbox, its lifecycle verbs, network, metrics, snapshots), exec.c (exec
-   and processes), files.c (files, archives), uploads.c (chunked uploads),
-   images.c, secrets.c, account.c (me, usage, health).  routes.c maps
-   paths to them.  */
+   sandbox, its network) and sandbox-verbs.c (its lifecycle verbs, metrics,
+   snapshots), exec.c (exec and processes), files.c (files, archives),
+   uploads.c (chunked uploads), images.c, secrets.c, account.c (me, usage,
+   health).  routes.c maps paths to them.  */
 #ifndef RT_SERVE_HANDLERS_H
 #define RT_SERVE_HANDLERS_H
 
@@ -20,6 +20,13 @@ void srv_metrics (struct srv_req *r);
 void srv_snapshot_list (struct srv_req *r);
 void srv_snapshot_get (struct srv_req *r);
 void srv_snapshot_delete (struct srv_req *r);
+/* Shared by sandboxes.c and sandbox-verbs.c: a sandbox as the API shows
+   it; and that, polled every 100 ms until its state is @want (or stopped)
+   or, with @want NULL, until it has settled (not starting, pausing,
+   resuming or stopping), or @timeout_s passed, or the client went.  */
+json_object *srv_sandbox_info (rt_context *ctx, const char *ref, rt_error **err);
+json_object *srv_sandbox_wait (struct srv_req *r, rt_context *ctx, const char *ref, const char *want, int timeout_s,
+                               rt_error **err);
 
 /* exec.c */
 void srv_exec (struct srv_req *r);

@@ -1,15 +1,23 @@
-/* sandboxes.c - the sandbox: create, list, get, delete, its lifecycle
-   verbs, network, metrics, and snapshots (docs/API.md).
+/* sandboxes.c - the sandbox: create (within the token's limits), list,
+   get (and wait for a state), delete, and its network (docs/API.md); its
+   lifecycle verbs are sandbox-verbs.c's.
    (no header of its own: handlers.h declares its routes).  */
+#include <fcntl.h>
 #include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "common/sys.h"
 #include "common/util.h"
+#include "sandbox/store.h"
+#include "serve/body.h"
 #include "serve/handlers.h"
 
 /* A sandbox as the API shows it: the library's object without what only
    the host may see.  */
-static json_object *
-sandbox_info (rt_context *ctx, const char *ref, rt_error **err)
+json_object *
+srv_sandbox_info (rt_context *ctx, const char *ref, rt_error **err)
 {
   cleanup_free char *text = NULL;
   json_object *o, *paused;
@@ -29,51 +37,13 @@ sandbox_info (rt_context *ctx, const char *ref, rt_error **err)
   return o;
 }
 
-/* "k=v" strings of a JSON object of strings; NULL (and an issue) when a
-   value is not a string.  */
-static char **
-pairs_of (json_object *obj, const char *field, json_object *issues)
-{
-  size_t n = obj ? json_object_object_length (obj) : 0, i = 0;
-  char **v = calloc (n + 1, sizeof (*v));
-
-  if (v == NULL || obj == NULL)
-    return v;
-  json_object_object_foreach (obj, key, val)
-  {
-    if (!json_object_is_type (val, json_type_string))
-      {
-        json_object *o = json_object_new_object ();
-        char *path = rt_strdup_printf ("%s.%s", field, key);
-        json_object_object_add (o, "path", json_object_new_string (path ? path : field));
-        json_object_object_add (o, "message", json_object_new_string ("must be a string"));
-        json_object_array_add (issues, o);
-        free (path);
-        continue;
-      }
-    v[i++] = rt_strdup_printf ("%s=%s", key, json_object_get_string (val));
-  }
-  return v;
-}
-
-static char **
-strings_of (json_object *arr)
-{
-  size_t n = arr && json_object_is_type (arr, json_type_array) ? json_object_array_length (arr) : 0;
-  char **v = calloc (n + 1, sizeof (*v));
-
-  for (size_t i = 0; v && i < n; i++)
-    v[i] = strdup (json_object_get_string (json_object_array_get_idx (arr, i)));
-  return v;
-}
-
 static const struct srv_field create_fields[] = {
-  { "name", json_type_string },         { "labels", json_type_object },     { "env", json_type_object },
-  { "funding", json_type_string },      { "vcpu", json_type_int },          { "memoryMiB", json_type_int },
-  { "diskMiB", json_type_int },         { "timeoutSeconds", json_type_int }, { "onLeaseEnd", json_type_string },
-  { "idlePauseSeconds", json_type_int }, { "autoWake", json_type_boolean }, { "maxCostMicros", json_type_int },
-  { "getOrCreate", json_type_boolean }, { "network", json_type_object },    { "image", json_type_string },
-  { "snapshot", json_type_string },     { "cold", json_type_boolean },      { NULL, 0 },
+  { "name", json_type_string },          { "labels", json_type_object },      { "env", json_type_object },
+  { "funding", json_type_string },       { "vcpu", json_type_int },           { "memoryMiB", json_type_int },
+  { "diskMiB", json_type_int },          { "timeoutSeconds", json_type_int }, { "onLeaseEnd", json_type_string },
+  { "idlePauseSeconds", json_type_int }, { "autoWake", json_type_boolean },   { "maxCostMicros", json_type_int },
+  { "getOrCreate", json_type_boolean },  { "network", json_type_object },     { "image", json_type_string },
+  { "snapshot", json_type_string },      { "cold", json_type_boolean },       { NULL, 0 },
 };
 
 static const struct srv_field network_fields[] = {
@@ -90,83 +60,156 @@ uint_of (json_object *body, const char *key)
   return v > 0 && v < (int64_t) UINT32_MAX ? (unsigned) v : 0;
 }
 
+/* A network object's fields ({internet, allow, deny}, each optional) into
+   the library's; its wrong fields are issues at @prefix.field.  */
+static void
+network_parse (json_object *net, const char *prefix, bool *internet, char ***allow, char ***deny, json_object *issues)
+{
+  json_object *v;
+
+  json_object_object_foreach (net, key, val)
+  {
+    const struct srv_field *f;
+    cleanup_free char *path = rt_strdup_printf ("%s%s", prefix, key);
+    for (f = network_fields; f->name && strcmp (f->name, key) != 0; f++)
+      ;
+    if (f->name == NULL)
+      srv_issue (issues, path ? path : key, "unknown field");
+    else if (val && !json_object_is_type (val, f->type))
+      srv_issue (issues, path ? path : key, f->type == json_type_boolean ? "must be a boolean" : "must be an array");
+  }
+  *internet = !(json_object_object_get_ex (net, "internet", &v) && json_object_is_type (v, json_type_boolean)
+                && !json_object_get_boolean (v));
+  if (json_object_object_get_ex (net, "allow", &v) && json_object_is_type (v, json_type_array))
+    *allow = srv_strings_of (v, prefix[0] ? "network.allow" : "allow", 0, issues);
+  if (json_object_object_get_ex (net, "deny", &v) && json_object_is_type (v, json_type_array))
+    *deny = srv_strings_of (v, prefix[0] ? "network.deny" : "deny", 0, issues);
+}
+
+static bool
+flag_of (json_object *body, const char *key)
+{
+  json_object *v;
+  return json_object_object_get_ex (body, key, &v) && json_object_get_boolean (v);
+}
+
+/* The body's fields into @cfg (its strings stay @body's or the vectors');
+   false after replying 400.  */
+static bool
+create_parse (struct srv_req *r, json_object *body, rt_sandbox_config *cfg, char ***labels, char ***env, char ***allow,
+              char ***deny)
+{
+  cleanup_json json_object *issues = json_object_new_array ();
+  json_object *net;
+  bool internet = true;
+
+  *labels = srv_pairs_of (json_object_object_get (body, "labels"), "labels", issues);
+  *env = srv_pairs_of (json_object_object_get (body, "env"), "env", issues);
+  if (json_object_object_get_ex (body, "network", &net) && net)
+    network_parse (net, "network.", &internet, allow, deny, issues);
+  if (srv_reply_issues (r, issues))
+    return false;
+  cfg->no_internet = !internet;
+  cfg->name = rt_json_str (body, "name");
+  cfg->labels = (const char *const *) *labels;
+  cfg->env = (const char *const *) *env;
+  cfg->funding = rt_json_str (body, "funding");
+  cfg->vcpu = uint_of (body, "vcpu");
+  cfg->memory_mib = uint_of (body, "memoryMiB");
+  cfg->disk_mib = uint_of (body, "diskMiB");
+  cfg->timeout_s = uint_of (body, "timeoutSeconds");
+  cfg->on_timeout = rt_json_str (body, "onLeaseEnd");
+  cfg->idle_pause_s = uint_of (body, "idlePauseSeconds");
+  cfg->auto_wake = flag_of (body, "autoWake");
+  cfg->max_cost_micros = rt_json_i64 (body, "maxCostMicros");
+  cfg->get_or_create = flag_of (body, "getOrCreate");
+  cfg->image = rt_json_str (body, "image");
+  cfg->snapshot = rt_json_str (body, "snapshot");
+  cfg->cold = flag_of (body, "cold");
+  cfg->allow = (const char *const *) *allow;
+  cfg->deny = (const char *const *) *deny;
+  return true;
+}
+
+/* The vCPUs a create will hold: its own, its snapshot's, or the default.  */
+static unsigned
+create_vcpu (rt_context *ctx, const rt_sandbox_config *cfg)
+{
+  cleanup_free char *text = NULL;
+  cleanup_json json_object *snap = NULL;
+  json_object *shape;
+
+  if (cfg->vcpu)
+    return cfg->vcpu;
+  if (cfg->snapshot && rt_snapshot_get_json (ctx, cfg->snapshot, &text, NULL) == 0 && (snap = json_tokener_parse (text))
+      && json_object_object_get_ex (snap, "shape", &shape))
+    return (unsigned) rt_json_i64 (shape, "vcpu");
+  return 2;
+}
+
+static bool
+settled (const char *st)
+{
+  return st && strcmp (st, "starting") != 0 && strcmp (st, "pausing") != 0 && strcmp (st, "resuming") != 0
+         && strcmp (st, "stopping") != 0;
+}
+
+json_object *
+srv_sandbox_wait (struct srv_req *r, rt_context *ctx, const char *ref, const char *want, int timeout_s, rt_error **err)
+{
+  uint64_t end = rt_now_ms () + (uint64_t) timeout_s * 1000;
+  json_object *info;
+
+  for (;;)
+    {
+      const char *st;
+      info = srv_sandbox_info (ctx, ref, err);
+      if (info == NULL)
+        return NULL;
+      st = rt_json_str (info, "state");
+      if (want ? st && (strcmp (st, want) == 0 || strcmp (st, "stopped") == 0) : settled (st))
+        return info;
+      if (rt_now_ms () >= end || srv_gone (r) || srv_stopping (r))
+        return info;
+      json_object_put (info);
+      nanosleep (&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+    }
+}
+
 void
 srv_sandbox_create (struct srv_req *r)
 {
   cleanup_json json_object *body = srv_body_json (r, create_fields);
-  cleanup_json json_object *issues = json_object_new_array ();
   cleanup_strv char **labels = NULL, **env = NULL, **allow = NULL, **deny = NULL;
   cleanup_error rt_error *err = NULL;
   rt_sandbox_config cfg = { 0 };
-  json_object *net = NULL, *v;
   rt_sandbox *sb = NULL;
   rt_context *ctx;
   bool reused = false;
   json_object *info;
+  int wait = srv_prefer_wait (r), ret;
+  unsigned vcpu;
 
-  if (body == NULL || (ctx = srv_ctx (r)) == NULL)
+  if (body == NULL || (ctx = srv_ctx (r)) == NULL || !create_parse (r, body, &cfg, &labels, &env, &allow, &deny))
     return;
-  labels = pairs_of (json_object_object_get_ex (body, "labels", &v) ? v : NULL, "labels", issues);
-  env = pairs_of (json_object_object_get_ex (body, "env", &v) ? v : NULL, "env", issues);
-  if (json_object_object_get_ex (body, "network", &net) && net)
-    {
-      json_object *nb = json_object_new_object ();
-      json_object_object_foreach (net, key, val)
-      {
-        const struct srv_field *f;
-        for (f = network_fields; f->name && strcmp (f->name, key) != 0; f++)
-          ;
-        if (f->name == NULL)
-          {
-            json_object *o = json_object_new_object ();
-            char *path = rt_strdup_printf ("network.%s", key);
-            json_object_object_add (o, "path", json_object_new_string (path ? path : "network"));
-            json_object_object_add (o, "message", json_object_new_string ("unknown field"));
-            json_object_array_add (issues, o);
-            free (path);
-          }
-        (void) val;
-      }
-      json_object_put (nb);
-      if (json_object_object_get_ex (net, "internet", &v) && v && !json_object_get_boolean (v))
-        cfg.no_internet = true;
-      allow = json_object_object_get_ex (net, "allow", &v) && v ? strings_of (v) : NULL;
-      deny = json_object_object_get_ex (net, "deny", &v) && v ? strings_of (v) : NULL;
-    }
-  if (json_object_array_length (issues) > 0)
-    {
-      json_object *details = json_object_new_object ();
-      json_object_object_add (details, "issues", json_object_get (issues));
-      return srv_reply_error (r, 400, "invalid_request", "see details.issues", details, "wrong fields: %s",
-                              rt_json_str (json_object_array_get_idx (issues, 0), "path"));
-    }
-  cfg.name = rt_json_str (body, "name");
-  cfg.labels = (const char *const *) labels;
-  cfg.env = (const char *const *) env;
-  cfg.funding = rt_json_str (body, "funding");
-  cfg.vcpu = uint_of (body, "vcpu");
-  cfg.memory_mib = uint_of (body, "memoryMiB");
-  cfg.disk_mib = uint_of (body, "diskMiB");
-  cfg.timeout_s = uint_of (body, "timeoutSeconds");
-  cfg.on_timeout = rt_json_str (body, "onLeaseEnd");
-  cfg.idle_pause_s = uint_of (body, "idlePauseSeconds");
-  cfg.auto_wake = json_object_object_get_ex (body, "autoWake", &v) && json_object_get_boolean (v);
-  cfg.max_cost_micros = rt_json_i64 (body, "maxCostMicros");
-  cfg.get_or_create = json_object_object_get_ex (body, "getOrCreate", &v) && json_object_get_boolean (v);
-  cfg.image = rt_json_str (body, "image");
-  cfg.snapshot = rt_json_str (body, "snapshot");
-  cfg.cold = json_object_object_get_ex (body, "cold", &v) && json_object_get_boolean (v);
-  cfg.allow = (const char *const *) allow;
-  cfg.deny = (const char *const *) deny;
-  cfg.no_wait = srv_prefer_wait (r) == 0;
+  /* Prefer: wait=N: the library answers once the monitor runs; the wait
+     for the boot is ours, bounded.  */
+  cfg.no_wait = wait >= 0;
   if (cfg.get_or_create && cfg.name)
     {
       cleanup_free char *text = NULL;
       reused = rt_sandbox_get_json (ctx, cfg.name, &text, NULL) == 0 && strstr (text, "\"state\":\"stopped\"") == NULL;
     }
-  if (rt_sandbox_create (ctx, &cfg, &sb, &err) < 0)
+  vcpu = reused ? 0 : create_vcpu (ctx, &cfg);
+  if (!reused && srv_quota_reserve (r, 1, vcpu) < 0)
+    return;
+  ret = rt_sandbox_create (ctx, &cfg, &sb, &err);
+  if (!reused)
+    srv_quota_release (r, 1, vcpu);
+  if (ret < 0)
     return srv_reply_rt_error (r, err);
-  info = sandbox_info (ctx, rt_sandbox_id (sb), &err);
+  info = wait > 0 ? srv_sandbox_wait (r, ctx, rt_sandbox_id (sb), NULL, wait, &err)
+                  : srv_sandbox_info (ctx, rt_sandbox_id (sb), &err);
   rt_sandbox_close (sb);
   if (info == NULL)
     return srv_reply_rt_error (r, err);
@@ -243,12 +286,23 @@ void
 srv_sandbox_get (struct srv_req *r)
 {
   cleanup_error rt_error *err = NULL;
+  const char *want = srv_query (r, "waitFor"), *t = srv_query (r, "timeoutSeconds");
   rt_context *ctx = srv_ctx (r);
   json_object *info;
+  char *end = NULL;
+  long timeout = 60;
 
   if (ctx == NULL)
     return;
-  info = sandbox_info (ctx, srv_param (r, "id"), &err);
+  if (want && strcmp (want, "running") != 0 && strcmp (want, "paused") != 0 && strcmp (want, "stopped") != 0)
+    return srv_reply_error (r, 400, "invalid_request", "running, paused or stopped", NULL,
+                            "waitFor must be running, paused or stopped, not '%s'", want);
+  if (t && ((timeout = strtol (t, &end, 10)) < 0 || timeout > 120 || *end || end == t))
+    return srv_reply_error (r, 400, "invalid_request", NULL, NULL, "timeoutSeconds must be 0 to 120");
+  if (want)
+    info = srv_sandbox_wait (r, ctx, srv_param (r, "id"), want, (int) timeout, &err);
+  else
+    info = srv_sandbox_info (ctx, srv_param (r, "id"), &err);
   if (info == NULL)
     return srv_reply_rt_error (r, err);
   srv_reply_json (r, 200, info);
@@ -266,19 +320,20 @@ srv_sandbox_delete (struct srv_req *r)
 
   if (ctx == NULL)
     return;
-  info = sandbox_info (ctx, srv_param (r, "id"), &err);
+  info = srv_sandbox_info (ctx, srv_param (r, "id"), &err);
   if (info == NULL)
     return srv_reply_rt_error (r, err);
   st = rt_json_str (info, "state");
   if (st && strcmp (st, "stopped") != 0)
     {
       /* Stopped, not forgotten: a repeat answers the same from the record.  */
-      if (rt_sandbox_open (ctx, rt_json_str (info, "id"), &sb, &err) < 0 && strcmp (err->code, "sandbox_not_ready") != 0)
+      if (rt_sandbox_open (ctx, rt_json_str (info, "id"), &sb, &err) < 0
+          && strcmp (err->code, "sandbox_not_ready") != 0)
         return srv_reply_rt_error (r, err);
       if (sb && rt_sandbox_destroy (sb, &err) < 0)
         return srv_reply_rt_error (r, err);
       json_object_put (info);
-      info = sandbox_info (ctx, srv_param (r, "id"), &err);
+      info = srv_sandbox_info (ctx, srv_param (r, "id"), &err);
       if (info == NULL)
         return srv_reply_rt_error (r, err);
     }
@@ -293,10 +348,106 @@ srv_sandbox_delete (struct srv_req *r)
   srv_reply_json (r, 200, o);
 }
 
-SRV_NOT_YET (srv_sandbox_verb)
-SRV_NOT_YET (srv_network_get)
-SRV_NOT_YET (srv_network_put)
-SRV_NOT_YET (srv_metrics)
-SRV_NOT_YET (srv_snapshot_list)
-SRV_NOT_YET (srv_snapshot_get)
-SRV_NOT_YET (srv_snapshot_delete)
+/* The rule set's version and when it last changed: the library keeps only
+   the rules, so the server counts their changes in <data>/serve/network/
+   <id> ("VERSION EPOCH_MS", under flock).  A sandbox never changed is
+   version 1 of its creation.  @bump: one more change, now.  */
+static void
+network_meta (rt_context *ctx, json_object *info, bool bump, int64_t *version, char updated[32])
+{
+  cleanup_free char *dir = rt_strdup_printf ("%s/serve/network", ctx->data_dir);
+  cleanup_free char *path = dir ? rt_strdup_printf ("%s/%s", dir, rt_json_str (info, "id")) : NULL;
+  cleanup_close int fd = -1;
+  long long v = 1, ms = 0;
+  char buf[64] = "";
+  ssize_t n;
+
+  snprintf (updated, 32, "%s", rt_json_str (info, "createdAt") ? rt_json_str (info, "createdAt") : "");
+  *version = 1;
+  if (path == NULL || (bump && rt_mkdir_p (dir, 0700, NULL) < 0))
+    return;
+  fd = open (path, (bump ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 || flock (fd, bump ? LOCK_EX : LOCK_SH) < 0)
+    return;
+  n = pread (fd, buf, sizeof buf - 1, 0);
+  if (n > 0 && sscanf (buf, "%lld %lld", &v, &ms) != 2)
+    v = 1, ms = 0;
+  if (bump)
+    {
+      v++;
+      ms = rt_epoch_ms ();
+      n = snprintf (buf, sizeof buf, "%lld %lld\n", v, ms);
+      if (ftruncate (fd, 0) < 0 || pwrite (fd, buf, n, 0) != n)
+        return;
+    }
+  *version = v;
+  if (ms > 0)
+    rt_format_time (ms, updated);
+}
+
+static json_object *
+network_of (rt_context *ctx, json_object *info, bool bump)
+{
+  json_object *o = json_object_new_object (), *net = json_object_object_get (info, "network"), *v;
+  const char *st = rt_json_str (info, "state");
+  char updated[32];
+  int64_t version;
+
+  network_meta (ctx, info, bump, &version, updated);
+  json_object_object_add (o, "sandboxId", json_object_new_string (rt_json_str (info, "id")));
+  json_object_object_add (o, "version", json_object_new_int64 (version));
+  json_object_object_add (
+      o, "internet",
+      json_object_new_boolean (!json_object_object_get_ex (net, "internet", &v) || json_object_get_boolean (v)));
+  for (const char *const *k = (const char *const[]){ "allow", "deny", NULL }; *k; k++)
+    json_object_object_add (
+        o, *k, json_object_object_get_ex (net, *k, &v) && v ? json_object_get (v) : json_object_new_array ());
+  /* A paused sandbox's rules take effect when it wakes.  */
+  json_object_object_add (o, "enforced", json_object_new_boolean (st && strcmp (st, "running") == 0));
+  json_object_object_add (o, "updatedAt", json_object_new_string (updated));
+  return o;
+}
+
+void
+srv_network_get (struct srv_req *r)
+{
+  cleanup_error rt_error *err = NULL;
+  cleanup_json json_object *info = NULL;
+  rt_context *ctx = srv_ctx (r);
+
+  if (ctx == NULL)
+    return;
+  if ((info = srv_sandbox_info (ctx, srv_param (r, "id"), &err)) == NULL)
+    return srv_reply_rt_error (r, err);
+  srv_reply_json (r, 200, network_of (ctx, info, false));
+}
+
+void
+srv_network_put (struct srv_req *r)
+{
+  cleanup_json json_object *body = srv_body_json (r, network_fields);
+  cleanup_json json_object *issues = json_object_new_array (), *info = NULL;
+  cleanup_strv char **allow = NULL, **deny = NULL;
+  cleanup_error rt_error *err = NULL;
+  rt_sandbox *sb = NULL;
+  rt_context *ctx;
+  bool internet = true;
+  int ret;
+
+  if (body == NULL || (ctx = srv_ctx (r)) == NULL)
+    return;
+  if (!json_object_object_get_ex (body, "internet", NULL))
+    srv_issue (issues, "internet", "required (the whole rule set is replaced)");
+  network_parse (body, "", &internet, &allow, &deny, issues);
+  if (srv_reply_issues (r, issues))
+    return;
+  if (rt_sandbox_open (ctx, srv_param (r, "id"), &sb, &err) < 0)
+    return srv_reply_rt_error (r, err);
+  ret = rt_sandbox_set_network (sb, internet, (const char *const *) allow, (const char *const *) deny, NULL, &err);
+  if (ret == 0)
+    info = srv_sandbox_info (ctx, rt_sandbox_id (sb), &err);
+  rt_sandbox_close (sb);
+  if (ret < 0 || info == NULL)
+    return srv_reply_rt_error (r, err);
+  srv_reply_json (r, 200, network_of (ctx, info, true));
+}

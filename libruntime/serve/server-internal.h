@@ -28,6 +28,14 @@ struct srv_bucket
   double last_s;
 };
 
+/* A tenant's sandbox creates in progress (quota.c): not yet in the
+   library's usage, counted so concurrent creates do not overshoot.  */
+struct srv_pending
+{
+  char name[33];
+  unsigned sandboxes, vcpu;
+};
+
 struct srv
 {
   rt_context *ctx; /* the host's view: the loop thread's own */
@@ -44,7 +52,7 @@ struct srv
   uint32_t seed;
   struct srv_bucket buckets[SRV_MAX_BUCKETS];
   size_t nbuckets;
-  pthread_mutex_t mu; /* from here to `stopping` */
+  pthread_mutex_t mu; /* from here to `pending` */
   pthread_cond_t idle; /* a request or a thread ended */
   pthread_cond_t work; /* a request was queued */
   struct srv_req *queue, *queue_tail;
@@ -53,6 +61,7 @@ struct srv
   unsigned nidle;    /* of them waiting for work */
   unsigned nqueued;  /* requests in the queue */
   bool stopping, exiting;
+  struct srv_pending pending[SRV_MAX_BUCKETS]; /* creates in progress, per tenant */
 };
 
 struct srv_req

@@ -81,6 +81,13 @@ int srv_prefer_wait (struct srv_req *r);
 bool srv_gone (struct srv_req *r);
 bool srv_stopping (struct srv_req *r);
 
+/* The token's limits (srv_token) for @sandboxes more sandboxes of @vcpu
+   vCPUs in all, against what its tenant holds and the creates it has in
+   progress: 0 and the reservation counted until srv_quota_release, or -1
+   after replying 429 quota_exceeded (quota.c).  */
+int srv_quota_reserve (struct srv_req *r, unsigned sandboxes, unsigned vcpu);
+void srv_quota_release (struct srv_req *r, unsigned sandboxes, unsigned vcpu);
+
 /* Answers.  Exactly one per request; a handler that returns without one
    answers 500.  */
 void srv_add_header (struct srv_req *r, const char *name, const char *value);

@@ -1,0 +1,77 @@
+/* body.c - a JSON body's lists and maps as the library's strings (see
+   body.h).  */
+#include <string.h>
+
+#include "common/util.h"
+#include "serve/body.h"
+
+void
+srv_issue (json_object *issues, const char *path, const char *msg)
+{
+  json_object *o = json_object_new_object ();
+
+  json_object_object_add (o, "path", json_object_new_string (path));
+  json_object_object_add (o, "message", json_object_new_string (msg));
+  json_object_array_add (issues, o);
+}
+
+char **
+srv_pairs_of (json_object *obj, const char *field, json_object *issues)
+{
+  size_t n = obj ? json_object_object_length (obj) : 0, i = 0;
+  char **v;
+
+  if (obj == NULL)
+    return NULL;
+  v = calloc (n + 1, sizeof (*v));
+  if (v == NULL)
+    return NULL;
+  json_object_object_foreach (obj, key, val)
+  {
+    if (!json_object_is_type (val, json_type_string))
+      {
+        cleanup_free char *path = rt_strdup_printf ("%s.%s", field, key);
+        srv_issue (issues, path ? path : field, "must be a string");
+        continue;
+      }
+    v[i++] = rt_strdup_printf ("%s=%s", key, json_object_get_string (val));
+  }
+  return v;
+}
+
+char **
+srv_strings_of (json_object *arr, const char *field, size_t max, json_object *issues)
+{
+  size_t n = arr ? json_object_array_length (arr) : 0, k = 0;
+  char **v;
+
+  if (arr == NULL)
+    return NULL;
+  v = calloc (n + 1, sizeof (*v));
+  for (size_t i = 0; v && i < n; i++)
+    {
+      json_object *e = json_object_array_get_idx (arr, i);
+      if (!json_object_is_type (e, json_type_string) || (max && i >= max))
+        {
+          cleanup_free char *path = rt_strdup_printf ("%s[%zu]", field, i);
+          srv_issue (issues, path ? path : field, max && i >= max ? "one too many" : "must be a string");
+          continue;
+        }
+      v[k++] = strdup (json_object_get_string (e));
+    }
+  return v;
+}
+
+bool
+srv_reply_issues (struct srv_req *r, json_object *issues)
+{
+  json_object *details;
+
+  if (json_object_array_length (issues) == 0)
+    return false;
+  details = json_object_new_object ();
+  json_object_object_add (details, "issues", json_object_get (issues));
+  srv_reply_error (r, 400, "invalid_request", "see details.issues", details, "wrong fields: %s",
+                   rt_json_str (json_object_array_get_idx (issues, 0), "path"));
+  return true;
+}
