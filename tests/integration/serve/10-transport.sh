@@ -30,13 +30,13 @@ is_error() {
 }
 
 # -- auth
-API_TOKEN= api GET /v1/sandboxes >/dev/null
+API_TOKEN='' api GET /v1/sandboxes >/dev/null
 is_error "no Authorization: 401 unauthorized, a whole error object" 401 unauthorized
 API_TOKEN=rt_wrong-token api GET /v1/sandboxes >/dev/null
 is_error "a wrong token: 401 unauthorized" 401 unauthorized
 API_TOKEN="${TOKEN_A}x" api GET "/v1/sandboxes/$SB" >/dev/null
 is_error "a token with a byte more: 401, even for A's own sandbox" 401 unauthorized
-API_TOKEN= api -H "Authorization: Basic $(printf 'A:%s' "$TOKEN_A" | base64 -w0)" GET /v1/me >/dev/null
+API_TOKEN='' api -H "Authorization: Basic $(printf 'A:%s' "$TOKEN_A" | base64 -w0)" GET /v1/me >/dev/null
 is "Basic auth with A's token too: still 401 (Bearer only)" "$status" 401
 api GET /v1/me >/dev/null
 is "GET /v1/me: 200" "$status" 200
@@ -90,13 +90,15 @@ is "… and it still runs, for A" "$status $(bj 'o["state"]')" "200 running"
 # -- idempotency: one create retried, as a client does after a timeout
 key=$(python3 -c 'import uuid; print(uuid.uuid4())')
 idem='{"name": "idem-'$$'", "vcpu": 1, "memoryMiB": 512, "timeoutSeconds": 1800, "labels": {"suite": "serve"}}'
+idem_pids=()
 for i in 1 2 3; do
     curl -sS --noproxy '*' --max-time 150 -o "$tmp/idem.$i" -D "$tmp/idem.$i.h" -w '%{http_code}' -X POST \
         -H "Authorization: Bearer $TOKEN_A" -H "Idempotency-Key: $key" -H 'Content-Type: application/json' \
         --data-binary "$idem" "$API/v1/sandboxes" >"$tmp/idem.$i.status" 2>&1 &
+    idem_pids+=($!)
     sleep 0.3
 done
-wait $(jobs -p | grep -vx "${serve_pid:-0}")
+wait "${idem_pids[@]}"
 python3 - "$tmp" >"$tmp/idem.sum" <<'EOF'
 import json, sys
 t = sys.argv[1]
