@@ -8,8 +8,8 @@
 # What a part may use (besides libtest.sh's ok/fail/check/is/diag/
 # expect_error/json_get and $tmp, a private temp dir):
 #   $API              the server's base URL, http://127.0.0.1:PORT
-#   $TOKEN_A $TOKEN_B tokens of tenants A and B (`runtime token create A
-#                     --rate 1000`: rate limits do not get in the way)
+#   $TOKEN_A $TOKEN_B tokens of tenants A and B, named tenant-a and tenant-b
+#                     (--rate 1000: rate limits do not get in the way)
 #   $SB               a running sandbox of tenant A (1 vCPU, 512 MiB);
 #                     shared: leave it running, put back what you change
 #   sandboxes N       prints N shared running sandboxes of A, one a line
@@ -148,8 +148,8 @@ if ! runtime serve --help >/dev/null 2>&1; then
     echo "Bail out! this runtime has no serve command"
     exit 1
 fi
-TOKEN_A=$(runtime token create A --rate 1000 2>"$tmp/err" | tail -1)
-TOKEN_B=$(runtime token create B --rate 1000 2>>"$tmp/err" | tail -1)
+TOKEN_A=$(runtime token create tenant-a --rate 1000 2>"$tmp/err" | tail -1)
+TOKEN_B=$(runtime token create tenant-b --rate 1000 2>>"$tmp/err" | tail -1)
 export TOKEN_A TOKEN_B
 if [ -z "$TOKEN_A" ] || [ -z "$TOKEN_B" ]; then
     echo "Bail out! runtime token create failed: $(cat "$tmp/err")"

@@ -188,7 +188,7 @@ api GET "/v1/sandboxes?cursor=not-a-cursor" >/dev/null
 is_error "a forged cursor: 400" 400 invalid_request
 
 # -- the rate limit: a token with --rate 1 (a burst of 2)
-TOKEN_R=$(runtime token create R --rate 1 2>"$tmp/err" | tail -1)
+TOKEN_R=$(runtime token create rate-one --rate 1 2>"$tmp/err" | tail -1)
 for i in 1 2 3 4 5; do
     API_TOKEN=$TOKEN_R api GET /v1/me >/dev/null
     [ "$status" = 429 ] && break
@@ -208,11 +208,11 @@ EOF
 is "… rtapi waits Retry-After and gets through" "$out" "ok True True"
 API_TOKEN=$TOKEN_A api GET /v1/me >/dev/null
 is "… A is not limited by R's bucket" "$status" 200
-runtime token rm R >/dev/null 2>&1
+runtime token rm rate-one >/dev/null 2>&1
 
 # -- the server's log: one line a request, a token never in it
 check "the log: one line per request (time, token name, method, path, status, ms, request id)" \
-    grep -qE '^[0-9-]+T[0-9:.]+Z A GET /v1/sandboxes/[^ ]+ 200 [0-9]+ms [A-Za-z0-9._-]+$' "$SERVE_LOG"
+    grep -qE '^[0-9-]+T[0-9:.]+Z tenant-a GET /v1/sandboxes/[^ ]+ 200 [0-9]+ms [A-Za-z0-9._-]+$' "$SERVE_LOG"
 check "… and the 401s are logged too" grep -qE ' 401 [0-9]+ms ' "$SERVE_LOG"
 check "… no token in it" sh -c "! grep -qF -e '$TOKEN_A' -e '$TOKEN_B' '$SERVE_LOG'"
 
