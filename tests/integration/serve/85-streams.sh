@@ -147,62 +147,61 @@ else:  # follow PROGRESS: through the server straight, while the test kills it
 EOF
 stream() { SB=$SB python3 "$tmp/stream.py" "$@"; }
 sj() { json_get "$1" <"$tmp/stream.out" 2>&1; }
+# whole DESC: the last stream's stdout and stderr were whole, its offsets
+# contiguous, no gap, exit 0.
+whole() {
+    is "$1" "$(sj 'o["check"]')" "[True, True, True, 0, 0]"
+    [ "$(sj 'o["check"]')" = "[True, True, True, 0, 0]" ] || diag "$(tail -5 "$tmp/stream.out" "$tmp/stream.err")"
+}
 
 # -- by hand: the server's cursor
 stream by-hand >"$tmp/stream.out" 2>"$tmp/stream.err"
 is "exec stream: a start event with the processId" "$(sj 'o["start"]')" True
 is "… cut after $(sj 'o["cut_at"]') bytes, followed from 7 bytes before: the first event starts at the cursor" \
     "$(sj 'o["resumed_at"] == o["cursor"]')" True
-is "… stdout and stderr whole, offsets contiguous, no gap, exit 0" "$(sj 'o["check"]')" "[True, True, True, 0, 0]"
-[ "$(sj 'o["check"]')" = "[True, True, True, 0, 0]" ] || diag "$(cat "$tmp/stream.out" "$tmp/stream.err" | tail -5)"
+whole "… stdout and stderr whole, offsets contiguous, no gap, exit 0"
 
 # -- rtapi through a proxy that cuts the first answer mid-line
 stream proxy 1500 >"$tmp/stream.out" 2>"$tmp/stream.err"
-is "rtapi, the stream cut mid-line by a proxy: resumed, nothing lost or repeated" \
-    "$(sj 'o["check"]')" "[True, True, True, 0, 0]"
+whole "rtapi, the stream cut mid-line by a proxy: resumed, nothing lost or repeated"
 check "… over a second connection ($(sj 'o["connections"]') in all, $(sj 'o["resumed"]') events after the cut)" \
     test "$(sj 'o["connections"] >= 2 and o["resumed"] > 0')" = True
-[ "$(sj 'o["check"]')" = "[True, True, True, 0, 0]" ] || diag "$(cat "$tmp/stream.out" "$tmp/stream.err" | tail -5)"
 
-# wait_bytes N: until the streaming client has seen N bytes (60 s at most).
-wait_bytes() {
-    for _ in $(seq 600); do
-        [ "$(cat "$tmp/progress" 2>/dev/null || echo 0)" -ge "$1" ] 2>/dev/null && return 0
+# mid_stream SIGNAL WHAT: rtapi follows an exec stream (in the background,
+# $client) while the server gets SIGNAL once 500 bytes came.
+mid_stream() {
+    local i
+    rm -f "$tmp/progress"
+    LINES=400 PACE=0.03 stream follow "$tmp/progress" >"$tmp/stream.out" 2>"$tmp/stream.err" &
+    client=$!
+    for i in $(seq 600); do
+        [ "$(cat "$tmp/progress" 2>/dev/null || echo 0)" -ge 500 ] 2>/dev/null && break
         sleep 0.1
     done
-    return 1
+    check "$2 mid-stream: the client had bytes first" test "$i" -lt 600
+    serve_stop "$1"
 }
 
 # -- kill -9 of the server mid-stream, then a new one
 api GET "/v1/sandboxes?limit=100" >/dev/null
 before=$(bj 'sorted((s["id"], s["state"]) for s in o["data"])')
-rm -f "$tmp/progress"
-LINES=400 PACE=0.03 stream follow "$tmp/progress" >"$tmp/stream.out" 2>"$tmp/stream.err" &
-client=$!
-check "kill -9 mid-stream: the client had bytes first" wait_bytes 500
-serve_stop KILL
+mid_stream KILL "kill -9"
 is "… the server died of SIGKILL" "$serve_rc" 137
 sleep 1
 serve_start
 wait "$client"
-is "… the client resumed from the new server: every byte once, in order" "$(sj 'o["check"]')" "[True, True, True, 0, 0]"
+whole "… the client resumed from the new server: every byte once, in order"
 check "… after a reconnect ($(sj 'o["resumed"]') events after it)" test "$(sj 'o["resumed"] > 0')" = True
-[ "$(sj 'o["check"]')" = "[True, True, True, 0, 0]" ] || diag "$(tail -5 "$tmp/stream.out" "$tmp/stream.err")"
 api GET "/v1/sandboxes?limit=100" >/dev/null
 is "… the same sandboxes, in the same states" "$(bj 'sorted((s["id"], s["state"]) for s in o["data"])')" "$before"
 
 # -- SIGTERM mid-stream: a continue event, exit 0, sandboxes left running
-rm -f "$tmp/progress"
-LINES=400 PACE=0.03 stream follow "$tmp/progress" >"$tmp/stream.out" 2>"$tmp/stream.err" &
-client=$!
-check "SIGTERM mid-stream: the client had bytes first" wait_bytes 500
-serve_stop TERM
+mid_stream TERM SIGTERM
 is "… the server exits 0" "$serve_rc" 0
 is "… its sandbox still runs without it (the CLI says)" "$(runtime sandbox get "$SB" --json 2>&1 | json_get 'o["state"]' 2>&1)" running
 serve_start
 wait "$client"
 is "… the stream ended with a continue event" "$(sj 'o["continue"]')" 1
-is "… followed on the new server: every byte once, in order" "$(sj 'o["check"]')" "[True, True, True, 0, 0]"
-[ "$(sj 'o["check"]')" = "[True, True, True, 0, 0]" ] || diag "$(tail -5 "$tmp/stream.out" "$tmp/stream.err")"
+whole "… followed on the new server: every byte once, in order"
 api POST "/v1/sandboxes/$SB:exec" '{"argv": ["echo", "still here"]}' >/dev/null
 is "… and it serves the sandbox: exec" "$status $(bj 'o["stdout"]')" "200 still here"
