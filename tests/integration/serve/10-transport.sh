@@ -125,7 +125,7 @@ is "… one sandbox of that name made" "$(bj '[s["id"] for s in o["data"]]')" "[
 [ -n "$idem_id" ] && shared_add "$idem_id"
 api -H "Idempotency-Key: $key" POST /v1/sandboxes "$idem" >/dev/null
 is "a fourth time, after: the same answer, replayed" "$status $(bj 'o["id"], o["replayed"]') $(hdr Idempotency-Replayed)" \
-    "$(cat "$tmp/idem.1.status") ('$idem_id', True) true"
+    "$(cat "$tmp/idem.1.status") $idem_id True true"
 api -H "Idempotency-Key: $key" POST /v1/sandboxes '{"name": "idem-other-'$$'", "vcpu": 1, "memoryMiB": 512}' >/dev/null
 is_error "the same key with another body: 409 idempotency_conflict" 409 idempotency_conflict
 key2=$(python3 -c 'import uuid; print(uuid.uuid4())')
@@ -137,7 +137,7 @@ serve_stop TERM
 is "SIGTERM: the server exits 0" "$serve_rc" 0
 serve_start
 api -H "Idempotency-Key: $key" POST /v1/sandboxes "$idem" >/dev/null
-is "after a restart of the server: replayed still" "$(bj 'o["id"], o["replayed"]') $(hdr Idempotency-Replayed)" "('$idem_id', True) true"
+is "after a restart of the server: replayed still" "$(bj 'o["id"], o["replayed"]') $(hdr Idempotency-Replayed)" "$idem_id True true"
 api GET "/v1/sandboxes?name=idem-$$" >/dev/null
 is "… still one sandbox of that name, running" "$(bj '[(s["id"], s["state"]) for s in o["data"]]')" "[('$idem_id', 'running')]"
 
