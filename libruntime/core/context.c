@@ -62,6 +62,12 @@ rt_context_new (rt_context **out, rt_error **err)
   ctx->templates_off = v && strcmp (v, "off") == 0;
   v = getenv ("RUNTIME_TEMPLATE_KEEP_S");
   ctx->template_keep_s = v && *v ? (unsigned) strtoul (v, NULL, 10) : 300;
+  ctx->api_url = env_dup ("RUNTIME_API_URL");
+  ctx->api_key = env_dup ("RUNTIME_API_KEY");
+  ctx->remote = ctx->api_url != NULL;
+  /* "http://host:8430/" and "http://host:8430" name the same server.  */
+  for (size_t n = ctx->api_url ? strlen (ctx->api_url) : 0; n > 0 && ctx->api_url[n - 1] == '/'; n--)
+    ctx->api_url[n - 1] = '\0';
   v = getenv ("RUNTIME_QEMU");
   ctx->qemu = rt_find_program (v && *v ? v : "qemu-system-x86_64");
   if (ctx->state_dir == NULL || ctx->data_dir == NULL || ctx->cache_dir == NULL || ctx->libexec_dir == NULL
@@ -118,6 +124,10 @@ rt_context_free (rt_context *ctx)
   free (ctx->uid_range);
   free (ctx->accel_env);
   free (ctx->tenant);
+  free (ctx->api_url);
+  if (ctx->api_key)
+    explicit_bzero (ctx->api_key, strlen (ctx->api_key));
+  free (ctx->api_key);
   free (ctx);
 }
 

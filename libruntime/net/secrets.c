@@ -18,6 +18,7 @@
 
 #include "net/egress.h"
 #include "net/secrets.h"
+#include "remote/secrets.h"
 
 /* <data>, or a tenant's <data>/tenants/<name>.  */
 static char *
@@ -169,6 +170,8 @@ int
 rt_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,
                     char **placeholder, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_secret_set (ctx, name, value, len, opts, placeholder, err);
   cleanup_json json_object *store = NULL;
   cleanup_close int lockfd = -1;
   json_object *entry, *old, *list, *rules;
@@ -269,6 +272,8 @@ rt_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t
 int
 rt_secret_list_json (rt_context *ctx, char **json, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_secret_list_json (ctx, json, err);
   cleanup_json json_object *store = NULL, *out = json_object_new_array ();
   int ret = load (ctx, &store, err);
 
@@ -295,6 +300,8 @@ rt_secret_list_json (rt_context *ctx, char **json, rt_error **err)
 int
 rt_secret_remove (rt_context *ctx, const char *name, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_secret_remove (ctx, name, err);
   cleanup_json json_object *store = NULL;
   cleanup_close int lockfd = -1;
   int ret = lock (ctx, &lockfd, err);

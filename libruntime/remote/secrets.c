@@ -1,0 +1,90 @@
+/* secrets.c - egress secrets and usage in client mode.  A value goes to
+   the server once, in the PUT's body; no answer holds it.  */
+#include <string.h>
+
+#include "remote/http.h"
+#include "remote/secrets.h"
+
+static char *
+secret_path (const char *name)
+{
+  cleanup_free char *esc = rt_remote_escape (name);
+  return esc ? rt_strdup_printf ("/v1/egress-secrets/%s", esc) : NULL;
+}
+
+static json_object *
+strings (const char *const *list)
+{
+  json_object *a = json_object_new_array ();
+  for (const char *const *p = list; p && *p; p++)
+    json_object_array_add (a, json_object_new_string (*p));
+  return a;
+}
+
+int
+rt_remote_secret_set (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,
+                      char **placeholder, rt_error **err)
+{
+  cleanup_free char *path = secret_path (name);
+  cleanup_json json_object *body = json_object_new_object (), *reply = NULL;
+  const char *ph;
+  int ret;
+
+  if (path == NULL)
+    return rt_error_oom (err);
+  json_object_object_add (body, "value", json_object_new_string_len (value, (int) len));
+  json_object_object_add (body, "hosts", strings (opts->hosts));
+  if (opts->header)
+    json_object_object_add (body, "header", json_object_new_string (opts->header));
+  if (opts->format)
+    json_object_object_add (body, "format", json_object_new_string (opts->format));
+  if (opts->in_url)
+    json_object_object_add (body, "inUrl", json_object_new_boolean (true));
+  if (opts->rules && *opts->rules)
+    json_object_object_add (body, "rules", strings (opts->rules));
+  ret = rt_remote_json (ctx, "PUT", path, body, NULL, &reply, err);
+  /* The body held the value: not left in freed memory.  */
+  {
+    json_object *v;
+    if (json_object_object_get_ex (body, "value", &v))
+      explicit_bzero ((char *) json_object_get_string (v), len);
+  }
+  if (ret < 0)
+    return ret;
+  ph = rt_json_str (reply, "placeholder");
+  if (ph == NULL)
+    return rt_error_set (err, EIO, "internal", "%s answered without the secret's placeholder", ctx->api_url);
+  if (placeholder)
+    {
+      *placeholder = strdup (ph);
+      if (*placeholder == NULL)
+        return rt_error_oom (err);
+    }
+  return 0;
+}
+
+int
+rt_remote_secret_list_json (rt_context *ctx, char **json, rt_error **err)
+{
+  cleanup_json json_object *arr = NULL;
+  int ret = rt_remote_list (ctx, "/v1/egress-secrets", "secrets", &arr, err);
+  return ret < 0 ? ret : rt_remote_text (arr, json, err);
+}
+
+int
+rt_remote_secret_remove (rt_context *ctx, const char *name, rt_error **err)
+{
+  cleanup_free char *path = secret_path (name);
+
+  if (path == NULL)
+    return rt_error_oom (err);
+  return rt_remote_json (ctx, "DELETE", path, NULL, NULL, NULL, err);
+}
+
+int
+rt_remote_usage_json (rt_context *ctx, char **json, rt_error **err)
+{
+  cleanup_json json_object *o = NULL;
+  int ret = rt_remote_json (ctx, "GET", "/v1/usage", NULL, NULL, &o, err);
+  return ret < 0 ? ret : rt_remote_text (o, json, err);
+}
