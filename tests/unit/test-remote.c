@@ -1,0 +1,304 @@
+/* test-remote.c - client mode (libruntime/remote/) against a scripted
+   stand-in server on 127.0.0.1 (remote-stub.py, its path in argv[1]):
+   the URL and key rules, headers, idempotency keys kept across retries,
+   Retry-After, the error object, pages, and an exec stream cut midway and
+   resumed by cursor with no byte lost or repeated.  */
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "remote/http.h"
+#include "remote/exec.h"
+#include "tap.h"
+
+static char url[64];
+static FILE *stub_in;
+
+/* Starts the stub; its port comes on its stdout.  */
+static pid_t
+start_stub (const char *script)
+{
+  int to[2], from[2];
+  char port[16] = "";
+  pid_t pid;
+  FILE *f;
+
+  if (pipe (to) < 0 || pipe (from) < 0)
+    return -1;
+  pid = fork ();
+  if (pid == 0)
+    {
+      dup2 (to[0], 0);
+      dup2 (from[1], 1);
+      close (to[1]);
+      close (from[0]);
+      execlp ("python3", "python3", script, (char *) NULL);
+      _exit (127);
+    }
+  close (to[0]);
+  close (from[1]);
+  stub_in = fdopen (to[1], "w");
+  f = fdopen (from[0], "r");
+  if (f == NULL || fgets (port, sizeof (port), f) == NULL)
+    return -1;
+  port[strcspn (port, "\n")] = '\0';
+  snprintf (url, sizeof (url), "http://127.0.0.1:%s", port);
+  fclose (f);
+  return pid;
+}
+
+static rt_context *
+context (const char *api_url, const char *key)
+{
+  rt_context *ctx = NULL;
+
+  setenv ("RUNTIME_API_URL", api_url, 1);
+  if (key)
+    setenv ("RUNTIME_API_KEY", key, 1);
+  else
+    unsetenv ("RUNTIME_API_KEY");
+  if (rt_context_new (&ctx, NULL) < 0)
+    return NULL;
+  return ctx;
+}
+
+static bool
+code_is (rt_error *e, const char *code)
+{
+  bool r = e && strcmp (e->code, code) == 0;
+  if (!r)
+    printf ("# error: %s: %s\n", e ? e->code : "(none)", e ? e->msg : "");
+  return r;
+}
+
+static void
+test_url_rules (void)
+{
+  static const char *const good[] = { "http://127.0.0.1:8430", "http://localhost", "http://[::1]:8430/",
+                                      "https://api.example.com", "HTTP://LOCALHOST:1", "http://runtime.internal",
+                                      NULL };
+  static const char *const bad[] = { "http://example.com", "http://127.0.0.1.example.com", "http://10.0.0.1:8430",
+                                     "ftp://localhost", "http://localhost@evil.example", NULL };
+  rt_context *ctx;
+  rt_error *e = NULL;
+
+  for (const char *const *u = good; *u; u++)
+    {
+      ctx = context (*u, "k");
+      ok (ctx && ctx->remote && rt_remote_check (ctx, NULL) == 0, "%s is accepted", *u);
+      rt_context_free (ctx);
+    }
+  for (const char *const *u = bad; *u; u++)
+    {
+      ctx = context (*u, "k");
+      e = NULL;
+      ok (ctx && rt_remote_check (ctx, &e) < 0 && code_is (e, "invalid_request"), "%s is refused", *u);
+      rt_error_free (e);
+      rt_context_free (ctx);
+    }
+  ctx = context ("http://127.0.0.1:1", NULL);
+  e = NULL;
+  ok (rt_sandbox_get_json (ctx, "x", &(char *){ NULL }, &e) < 0 && code_is (e, "unauthorized") && e->hint
+          && strstr (e->hint, "RUNTIME_API_KEY"),
+      "a URL without a key fails at the first call: unauthorized, with a hint");
+  rt_error_free (e);
+  rt_context_free (ctx);
+}
+
+/* The requests the stub saw since the last look.  */
+static json_object *
+seen (rt_context *ctx)
+{
+  json_object *o = NULL;
+  rt_remote_json (ctx, "GET", "/seen", NULL, NULL, &o, NULL);
+  return o;
+}
+
+static void
+test_calls (rt_context *ctx)
+{
+  cleanup_json json_object *s = NULL;
+  char *json = NULL;
+  rt_error *e = NULL;
+  rt_sandbox *sb = NULL;
+  uint64_t t0;
+
+  json_object_put (seen (ctx));
+  ok (rt_sandbox_get_json (ctx, "sb-000000000001", &json, NULL) == 0 && strstr (json, "\"name\":\"a/b\""),
+      "get: the server's object, slashes as the library prints them: %s", json ? json : "");
+  free (json);
+  s = seen (ctx);
+  {
+    json_object *r = json_object_array_get_idx (s, 0);
+    ok (r && strcmp (rt_json_str (r, "auth"), "Bearer tok-good") == 0, "Bearer auth");
+    ok (r && strncmp (rt_json_str (r, "client"), "runtime-cli/", 12) == 0, "X-Runtime-Client: runtime-cli/…");
+    ok (r && rt_json_str (r, "key") == NULL, "no Idempotency-Key on a GET");
+  }
+  ok (rt_sandbox_get_json (ctx, "missing", &json, &e) < 0 && code_is (e, "not_found")
+          && strcmp (e->msg, "no sandbox missing") == 0 && e->hint && strcmp (e->hint, "runtime sandbox ls") == 0,
+      "an error object becomes the error: code, message, hint");
+  rt_error_free (e);
+  e = NULL;
+  json_object_put (seen (ctx));
+  t0 = rt_now_ms ();
+  ok (rt_sandbox_get_json (ctx, "broken", &json, &e) < 0 && code_is (e, "internal"),
+      "a 502 without JSON, retried to the end, is an internal error");
+  rt_error_free (e);
+  e = NULL;
+  json_object_put (s);
+  s = seen (ctx);
+  ok (json_object_array_length (s) == 1 + RT_REMOTE_RETRIES, "… asked %d times (%zu)", 1 + RT_REMOTE_RETRIES,
+      json_object_array_length (s));
+  ok (rt_now_ms () - t0 >= 3000, "… with backoff between the tries");
+  t0 = rt_now_ms ();
+  ok (rt_sandbox_get_json (ctx, "limited", &json, NULL) == 0, "a 429 is retried");
+  free (json);
+  ok (rt_now_ms () - t0 >= 1000, "… after its Retry-After");
+  json_object_put (s);
+  s = seen (ctx);
+
+  ok (rt_sandbox_open (ctx, "sb-000000000001", &sb, NULL) == 0 && strcmp (rt_sandbox_id (sb), "sb-000000000001") == 0,
+      "open gives a handle with the server's id");
+  ok (rt_sandbox_stop (sb, NULL) == 0, "a stop answered 503 twice succeeds on its third try");
+  json_object_put (s);
+  s = seen (ctx);
+  {
+    const char *k1 = rt_json_str (json_object_array_get_idx (s, 1), "key");
+    const char *k3 = rt_json_str (json_object_array_get_idx (s, 3), "key");
+    ok (json_object_array_length (s) == 4 && k1 && strlen (k1) == 36 && k1[14] == '4' && k3 && strcmp (k1, k3) == 0,
+        "… one uuid v4 Idempotency-Key on all three tries (%s)", k1 ? k1 : "none");
+    ok (strcmp (rt_json_str (json_object_array_get_idx (s, 1), "prefer"), "wait=120") == 0,
+        "… asking the server to wait until the state settles");
+  }
+  rt_sandbox_close (sb);
+  e = NULL;
+  ok (rt_sandbox_open (ctx, "gone", &sb, &e) < 0 && code_is (e, "sandbox_not_ready"),
+      "opening a stopped sandbox is sandbox_not_ready, as locally");
+  rt_error_free (e);
+  ok (rt_sandbox_list_json (ctx, true, &json, NULL) == 0 && strcmp (json, "[{\"id\":\"sb-a\"},{\"id\":\"sb-b\"}]") == 0,
+      "list follows nextCursor (escaped) and joins the pages: %s", json ? json : "");
+  free (json);
+}
+
+struct out
+{
+  char buf[256];
+  size_t len;
+  int streams[8];
+  int n;
+};
+
+static int
+on_out (void *data, int stream, const char *buf, size_t len)
+{
+  struct out *o = data;
+  if (o->len + len < sizeof (o->buf))
+    {
+      memcpy (o->buf + o->len, buf, len);
+      o->len += len;
+    }
+  if (o->n < 8)
+    o->streams[o->n++] = stream;
+  return 0;
+}
+
+static void
+test_exec (rt_context *ctx)
+{
+  static const char *const argv[] = { "echo", "hi", NULL };
+  struct out o = { 0 };
+  rt_exec_opts opts = { .cancel_fd = -1, .on_output = on_out, .data = &o, .env = (const char *const[]){ "A=1", NULL } };
+  rt_exec_result res = { 0 };
+  rt_sandbox *sb = NULL;
+  cleanup_json json_object *s = NULL;
+  char *json = NULL;
+  rt_error *e = NULL;
+
+  rt_sandbox_open (ctx, "sb-000000000001", &sb, NULL);
+  json_object_put (seen (ctx));
+  ok (sb && rt_sandbox_exec (sb, argv, &opts, &res, &e) == 0, "an exec whose stream is cut midway ends");
+  if (e)
+    printf ("# %s: %s\n", e->code, e->msg);
+  ok (o.len == 15 && memcmp (o.buf, "hello world\nerr", 15) == 0, "… every byte once, in order: '%.*s'", (int) o.len,
+      o.buf);
+  ok (o.n == 3 && o.streams[0] == 1 && o.streams[1] == 1 && o.streams[2] == 2, "… on its own stream");
+  ok (res.exit_code == 3 && !res.timed_out && res.duration_ms == 5, "… with the exit event's result");
+  s = seen (ctx);
+  ok (json_object_array_length (s) == 3
+          && strcmp (rt_json_str (json_object_array_get_idx (s, 1), "path"),
+                     "/v1/sandboxes/sb-000000000001/processes/7/output?cursor=6&follow=true")
+                 == 0
+          && strcmp (rt_json_str (json_object_array_get_idx (s, 2), "path"),
+                     "/v1/sandboxes/sb-000000000001/processes/7/output?cursor=12&follow=true")
+                 == 0,
+      "… resumed from the bytes seen, then from the continue event's cursor");
+  {
+    cleanup_json json_object *body = json_tokener_parse (rt_json_str (json_object_array_get_idx (s, 0), "body"));
+    json_object *env = NULL;
+    ok (body && json_object_object_get_ex (body, "env", &env) && strcmp (rt_json_str (env, "A"), "1") == 0
+            && json_object_get_boolean (json_object_object_get_ex (body, "stream", &env) ? env : NULL),
+        "… the request: env as an object, stream: true");
+  }
+  ok (rt_sandbox_ps_json (sb, &json, NULL) == 0
+          && strcmp (json, "[{\"process\":3,\"state\":\"exited\",\"exitCode\":137,\"command\":\"sleep 9\","
+                           "\"droppedBytes\":5}]")
+                 == 0,
+      "ps: ProcessInfo in the local shape: %s", json ? json : "");
+  free (json);
+  ok (rt_sandbox_files_json (sb, "/w", 1, &json, NULL) == 0
+          && strcmp (json, "[{\"type\":\"-\",\"size\":3,\"path\":\"/w/a\"},{\"type\":\"d\",\"size\":4096,\"path\":\"/w/b\"},"
+                           "{\"type\":\"l\",\"size\":1,\"path\":\"/w/l\"}]")
+                 == 0,
+      "files: FileEntry in the local shape, sorted: %s", json ? json : "");
+  free (json);
+  rt_sandbox_close (sb);
+}
+
+static void
+test_unsupported (rt_context *ctx)
+{
+  rt_error *e = NULL;
+  char *path = NULL;
+
+  ok (rt_sandbox_egress_log (ctx, "x", &path, &e) < 0 && code_is (e, "unsupported_remote") && e->hint
+          && strstr (e->hint, "unset RUNTIME_API_URL"),
+      "the egress log refuses: unsupported_remote, with the hint");
+  rt_error_free (e);
+  e = NULL;
+  ok (rt_image_export (ctx, "x", "/nonexistent", &e) < 0 && code_is (e, "unsupported_remote"), "image export refuses");
+  rt_error_free (e);
+  e = NULL;
+  ok (rt_pool_list_json (ctx, &path, &e) < 0 && code_is (e, "unsupported_remote"), "pools refuse");
+  rt_error_free (e);
+}
+
+int
+main (int argc, char **argv)
+{
+  pid_t pid;
+  rt_context *ctx;
+  rt_error *e = NULL;
+  char *json = NULL;
+
+  signal (SIGPIPE, SIG_IGN);
+  test_url_rules ();
+  if (argc < 2 || (pid = start_stub (argv[1])) < 0)
+    {
+      ok (0, "the stub server starts");
+      return tap_done ();
+    }
+  ctx = context (url, "tok-wrong");
+  ok (rt_sandbox_get_json (ctx, "sb-000000000001", &json, &e) < 0 && code_is (e, "unauthorized"),
+      "a wrong key: unauthorized");
+  rt_error_free (e);
+  rt_context_free (ctx);
+  ctx = context (url, "tok-good");
+  test_calls (ctx);
+  test_exec (ctx);
+  test_unsupported (ctx);
+  rt_context_free (ctx);
+  fclose (stub_in);
+  waitpid (pid, NULL, 0);
+  return tap_done ();
+}
