@@ -3,8 +3,11 @@
 for test-remote.c: it answers a few fixed routes the way docs/API.md says
 (and some the way a failing server would) and records what it was sent.
 Prints its port on stdout, then serves until stdin closes."""
+import hashlib
+import io
 import json
 import sys
+import tarfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit, parse_qs
@@ -12,6 +15,7 @@ from urllib.parse import urlsplit, parse_qs
 SB = "sb-000000000001"
 seen = []          # every request: method, path, the headers that matter
 tries = {}         # per path: how many times it was asked
+uploads = {}       # upload id: [declared size, declared sha256, bytes]
 lock = threading.Lock()
 
 
@@ -55,7 +59,7 @@ class Handler(BaseHTTPRequestHandler):
                              "client": self.headers.get("X-Runtime-Client"),
                              "key": self.headers.get("Idempotency-Key"),
                              "prefer": self.headers.get("Prefer"),
-                             "body": body.decode("utf-8", "replace")})
+                             "body": body[:4096].decode("utf-8", "replace").replace("\0", "")})
         p = url.path
         if p == "/seen":
             with lock:
@@ -112,6 +116,58 @@ class Handler(BaseHTTPRequestHandler):
                 {"name": "b", "path": "/w/b", "type": "directory", "size": 4096, "mode": "755"},
                 {"name": "a", "path": "/w/a", "type": "file", "size": 3, "mode": "644"},
                 {"name": "l", "path": "/w/l", "type": "symlink", "size": 1, "mode": "777"}]})
+        return self.files(p[len("/v1/sandboxes/" + SB):], q, body)
+
+    def files(self, p, q, body):
+        path = q.get("path", [""])[0]
+        if p == "/files/stat":
+            if path in ("/w", "/w/", "/"):
+                return self.obj(200, {"exists": True, "path": path, "type": "directory"})
+            return self.obj(200, {"exists": False, "path": path})
+        if p == "/files/content" and self.command == "GET":
+            if path == "/w/a":
+                return self.reply(200, b"abc\x00\xff", ctype="application/octet-stream")
+            return self.obj(404, {"error": {"code": "file_not_found", "message": "no such file: " + path}})
+        if p == "/files/content" and self.command == "PUT":
+            return self.obj(200, {"path": path, "size": len(body)})
+        if p == "/files/archive" and self.command == "GET":
+            if path != "/w/dir":
+                return self.obj(404, {"error": {"code": "file_not_found", "message": "no such file: " + path}})
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
+                for name, data in (("dir", None), ("dir/a.txt", b"A\n")):
+                    i = tarfile.TarInfo(name)
+                    i.mtime = 0
+                    if data is None:
+                        i.type, i.mode = tarfile.DIRTYPE, 0o755
+                        t.addfile(i)
+                    else:
+                        i.size, i.mode = len(data), 0o4755
+                        t.addfile(i, io.BytesIO(data))
+                i = tarfile.TarInfo("dir/evil")
+                i.type, i.linkname = tarfile.SYMTYPE, "/etc/passwd"
+                t.addfile(i)
+            return self.reply(200, buf.getvalue(), ctype="application/x-tar")
+        if p == "/files/archive" and self.command == "PUT":
+            names = sorted(m.name for m in tarfile.open(fileobj=io.BytesIO(body)))
+            with lock:
+                seen[-1]["names"] = names
+            return self.obj(200, {"names": names})
+        if p == "/uploads":
+            b = json.loads(body)
+            uploads["u1"] = [b["size"], b["sha256"], bytearray()]
+            return self.obj(200, {"uploadId": "u1", "chunkBytes": 1048576})
+        if p == "/uploads/u1" and self.command == "PUT":
+            u = uploads["u1"]
+            if int(q["offset"][0]) != len(u[2]):
+                return self.obj(400, {"error": {"code": "invalid_request", "message": "offset"}})
+            u[2] += body
+            return self.obj(200, {"offset": len(u[2])})
+        if p == "/uploads/u1:commit":
+            u = uploads["u1"]
+            if len(u[2]) != u[0] or hashlib.sha256(u[2]).hexdigest() != u[1]:
+                return self.obj(400, {"error": {"code": "upload_incomplete", "message": "size or sha256"}})
+            return self.obj(200, {"path": "/w/big"})
         return self.obj(404, {"error": {"code": "not_found", "message": "no route " + p}})
 
     do_GET = do_POST = do_PUT = do_DELETE = handle_any

@@ -3,8 +3,10 @@
    the URL and key rules, headers, idempotency keys kept across retries,
    Retry-After, the error object, pages, and an exec stream cut midway and
    resumed by cursor with no byte lost or repeated.  */
+#include <limits.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -255,6 +257,124 @@ test_exec (rt_context *ctx)
   rt_sandbox_close (sb);
 }
 
+static bool
+file_is (const char *path, const char *want)
+{
+  char buf[64] = "";
+  FILE *f = fopen (path, "r");
+  size_t n = f ? fread (buf, 1, sizeof (buf) - 1, f) : 0;
+
+  if (f)
+    fclose (f);
+  buf[n] = '\0';
+  return f && strcmp (buf, want) == 0;
+}
+
+static void
+test_copy_out (rt_sandbox *sb, const char *dir)
+{
+  struct out o = { 0 };
+  rt_exec_opts opts = { .cancel_fd = -1, .on_output = on_out, .data = &o };
+  rt_copy_result res = { 0 };
+  rt_error *e = NULL;
+  char path[PATH_MAX];
+  struct stat st;
+
+  ok (rt_sandbox_cat (sb, "/w/a", &opts, NULL) == 0 && o.len == 5 && memcmp (o.buf, "abc\0\377", 5) == 0,
+      "cat: the file's bytes as they are");
+  ok (rt_sandbox_cat (sb, "/w/nope", &opts, &e) < 0 && code_is (e, "file_not_found"), "cat: file_not_found");
+  rt_error_free (e);
+  e = NULL;
+  ok (rt_sandbox_cat (sb, "w/a", &opts, &e) < 0 && code_is (e, "usage"), "cat: a relative path is a usage error");
+  rt_error_free (e);
+  e = NULL;
+  ok (rt_sandbox_copy_out (sb, "/w/dir", dir, NULL, &res, &e) == 0, "cp out: the server's tar lands");
+  snprintf (path, sizeof (path), "%s/dir/a.txt", dir);
+  ok (file_is (path, "A\n") && stat (path, &st) == 0 && (st.st_mode & 07000) == 0,
+      "… through the guarded extractor: the file, without its setuid bit");
+  snprintf (path, sizeof (path), "%s/dir/evil", dir);
+  ok (lstat (path, &st) < 0 && res.links == 1 && res.skipped == 1, "… and not the symlink out of the copy");
+  ok (rt_sandbox_copy_out (sb, "/w/missing", dir, NULL, &res, &e) < 0 && code_is (e, "file_not_found"),
+      "cp out of a missing file: file_not_found");
+  rt_error_free (e);
+  snprintf (path, sizeof (path), "%s/missing", dir);
+  ok (lstat (path, &st) < 0, "… and nothing written");
+}
+
+static void
+test_copy_in (rt_context *ctx, rt_sandbox *sb, const char *dir)
+{
+  cleanup_json json_object *s = NULL;
+  char small[PATH_MAX], big[PATH_MAX], tree[PATH_MAX];
+  FILE *f;
+
+  snprintf (small, sizeof (small), "%s/small.txt", dir);
+  snprintf (big, sizeof (big), "%s/big.bin", dir);
+  snprintf (tree, sizeof (tree), "%s/d", dir);
+  f = fopen (small, "w");
+  fputs ("small\n", f);
+  fclose (f);
+  chmod (small, 0640);
+  f = fopen (big, "w");
+  for (int i = 0; i < 2600 * 1024; i++)
+    fputc (i * 7 % 251, f);
+  fclose (f);
+  mkdir (tree, 0755);
+  strcat (tree, "/f");
+  fclose (fopen (tree, "w"));
+  tree[strlen (tree) - 2] = '\0';
+
+  json_object_put (seen (ctx));
+  ok (rt_sandbox_copy_in (sb, small, "/w", NULL, NULL) == 0, "cp in: a small file");
+  s = seen (ctx);
+  {
+    json_object *put = json_object_array_get_idx (s, 1);
+    ok (put && strcmp (rt_json_str (put, "path"), "/v1/sandboxes/sb-000000000001/files/content?path=%2Fw%2Fsmall.txt&mode=640")
+                   == 0
+            && strcmp (rt_json_str (put, "body"), "small\n") == 0,
+        "… one PUT into the directory by its name, with its mode: %s", put ? rt_json_str (put, "path") : "");
+  }
+  json_object_put (s);
+  ok (rt_sandbox_copy_in (sb, big, "/w/big", NULL, NULL) == 0, "cp in: a 2.6 MiB file in a checked upload");
+  s = seen (ctx);
+  {
+    int chunks = 0;
+    for (size_t i = 0; i < json_object_array_length (s); i++)
+      chunks += strncmp (rt_json_str (json_object_array_get_idx (s, i), "path"),
+                         "/v1/sandboxes/sb-000000000001/uploads/u1?offset=", 48)
+                == 0;
+    ok (chunks == 3, "… in 3 chunks of the server's size, committed (size and SHA-256 matched)");
+  }
+  json_object_put (s);
+  ok (rt_sandbox_copy_in (sb, tree, "/w", NULL, NULL) == 0, "cp in: a directory");
+  s = seen (ctx);
+  {
+    json_object *put = json_object_array_get_idx (s, 1), *names = NULL;
+    ok (put && strcmp (rt_json_str (put, "path"), "/v1/sandboxes/sb-000000000001/files/archive?path=%2Fw") == 0
+            && json_object_object_get_ex (put, "names", &names)
+            && strcmp (json_object_to_json_string_ext (names, JSON_C_TO_STRING_PLAIN), "[\"d\",\"d\\/f\"]") == 0,
+        "… as a tar named from the directory's name, PUT into its parent: %s",
+        names ? json_object_to_json_string (names) : "");
+  }
+}
+
+static void
+test_files (rt_context *ctx)
+{
+  char dir[] = "/tmp/test-remote.XXXXXX";
+  rt_sandbox *sb = NULL;
+
+  if (mkdtemp (dir) == NULL || rt_sandbox_open (ctx, "sb-000000000001", &sb, NULL) < 0)
+    {
+      ok (0, "a temp dir and a handle");
+      return;
+    }
+  test_copy_out (sb, dir);
+  test_copy_in (ctx, sb, dir);
+  rt_sandbox_close (sb);
+  rt_rm_rf (dir, NULL);
+}
+
 static void
 test_unsupported (rt_context *ctx)
 {
@@ -296,6 +416,7 @@ main (int argc, char **argv)
   ctx = context (url, "tok-good");
   test_calls (ctx);
   test_exec (ctx);
+  test_files (ctx);
   test_unsupported (ctx);
   rt_context_free (ctx);
   fclose (stub_in);
