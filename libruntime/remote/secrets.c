@@ -27,6 +27,7 @@ rt_remote_secret_set (rt_context *ctx, const char *name, const char *value, size
 {
   cleanup_free char *path = secret_path (name);
   cleanup_json json_object *body = json_object_new_object (), *reply = NULL;
+  json_object *list;
   const char *ph;
   int ret;
 
@@ -52,6 +53,14 @@ rt_remote_secret_set (rt_context *ctx, const char *name, const char *value, size
   if (ret < 0)
     return ret;
   ph = rt_json_str (reply, "placeholder");
+  /* An answer that is the whole list: this secret's entry in it.  */
+  if (ph == NULL && json_object_object_get_ex (reply, "secrets", &list))
+    for (size_t i = 0; ph == NULL && i < json_object_array_length (list); i++)
+      {
+        json_object *e = json_object_array_get_idx (list, i);
+        if (rt_json_str (e, "name") && strcmp (rt_json_str (e, "name"), name) == 0)
+          ph = rt_json_str (e, "placeholder");
+      }
   if (ph == NULL)
     return rt_error_set (err, EIO, "internal", "%s answered without the secret's placeholder", ctx->api_url);
   if (placeholder)
