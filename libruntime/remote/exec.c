@@ -14,7 +14,6 @@
 #include "sandbox/handle.h"
 
 #define KILL_GRACE_MS 5000
-#define LINE_MAX_BYTES (64 * 1024 * 1024)
 
 struct stream
 {
@@ -22,8 +21,7 @@ struct stream
   const rt_exec_opts *opts;
   rt_exec_result *res;
   rt_error **err;
-  char *line;
-  size_t len, alloc;
+  struct rt_ndjson lines;
   char pid[32];        /* the process's id, "" before the start event */
   uint64_t seen;       /* output bytes passed on: the resume cursor */
   bool ended;          /* an exit or error event came */
@@ -186,40 +184,21 @@ handle_event (struct stream *s, json_object *ev)
     }
 }
 
+static void
+on_line (void *data, char *line)
+{
+  json_object *ev = json_tokener_parse (line);
+
+  if (ev)
+    handle_event (data, ev);
+  json_object_put (ev);
+}
+
 static int
 on_data (void *data, const char *buf, size_t n)
 {
   struct stream *s = data;
-  char *nl;
-
-  if (s->len + n + 1 > s->alloc)
-    {
-      size_t alloc = s->alloc ? s->alloc : 65536;
-      char *nb;
-      while (alloc < s->len + n + 1)
-        alloc *= 2;
-      if (alloc > LINE_MAX_BYTES || (nb = realloc (s->line, alloc)) == NULL)
-        return -1;
-      s->line = nb;
-      s->alloc = alloc;
-    }
-  memcpy (s->line + s->len, buf, n);
-  s->len += n;
-  s->line[s->len] = '\0';
-  while ((nl = memchr (s->line, '\n', s->len)))
-    {
-      size_t used = nl - s->line + 1;
-      json_object *ev;
-      *nl = '\0';
-      if ((ev = json_tokener_parse (s->line)))
-        {
-          handle_event (s, ev);
-          json_object_put (ev);
-        }
-      memmove (s->line, s->line + used, s->len - used);
-      s->len -= used;
-    }
-  return s->output_failed ? -1 : 0;
+  return rt_ndjson_feed (&s->lines, buf, n) < 0 || s->output_failed ? -1 : 0;
 }
 
 /* Ctrl-C: SIGTERM once the process has an id, SIGKILL after the grace.  */
@@ -258,7 +237,7 @@ stream_once (struct stream *s, const char *method, const char *path, const char 
   struct rt_remote_answer ans = { 0 };
   int ret;
 
-  s->len = 0;
+  s->lines.len = 0;
   s->resume = false;
   ret = rt_remote_send (s->sb->ctx, &req, &ans, s->err);
   rt_remote_answer_clear (&ans);
@@ -309,46 +288,25 @@ stream_result (struct stream *s, int ret, bool *ended)
   return 0;
 }
 
-/* The body of :exec and POST …/processes.  */
+/* The body of :exec and POST …/processes: the monitor's request
+   (sandbox/handle.h, its checks) in the API's names: env an object, stdin
+   stdinBase64, no timeoutMs for none.  */
 static json_object *
 command_body (const char *const argv[], const rt_exec_opts *opts, rt_error **err)
 {
-  cleanup_json json_object *b = json_object_new_object ();
-  json_object *a = json_object_new_array (), *env;
+  cleanup_json json_object *b = rt_command_request (argv, opts, err);
+  json_object *v, *env;
 
-  json_object_object_add (b, "argv", a);
-  if (argv == NULL || argv[0] == NULL)
-    {
-      rt_error_set (err, EINVAL, "usage", "no command given");
-      return NULL;
-    }
-  if (opts->stdin_len > RT_MAX_STDIN)
-    {
-      rt_error_set (err, E2BIG, "usage", "standard input is over 1 MiB");
-      return NULL;
-    }
-  for (const char *const *p = argv; *p; p++)
-    json_object_array_add (a, json_object_new_string (*p));
-  if ((env = rt_remote_pairs (opts->env, true, err)) == NULL)
+  if (b == NULL || (env = rt_remote_pairs (opts->env, true, err)) == NULL)
     return NULL;
   json_object_object_add (b, "env", env);
-  if (opts->cwd)
-    json_object_object_add (b, "cwd", json_object_new_string (opts->cwd));
-  if (opts->user)
-    json_object_object_add (b, "user", json_object_new_string (opts->user));
-  if (opts->timeout_ms)
-    json_object_object_add (b, "timeoutMs", json_object_new_int64 (opts->timeout_ms));
-  if (opts->stdin_len > 0)
+  if (json_object_object_get_ex (b, "stdin", &v))
     {
-      cleanup_free char *b64 = malloc (4 * ((opts->stdin_len + 2) / 3) + 1);
-      if (b64 == NULL)
-        {
-          rt_error_oom (err);
-          return NULL;
-        }
-      EVP_EncodeBlock ((unsigned char *) b64, opts->stdin_data, opts->stdin_len);
-      json_object_object_add (b, "stdinBase64", json_object_new_string (b64));
+      json_object_object_add (b, "stdinBase64", json_object_get (v));
+      json_object_object_del (b, "stdin");
     }
+  if (opts->timeout_ms == 0)
+    json_object_object_del (b, "timeoutMs");
   return steal_pointer (&b);
 }
 
@@ -356,12 +314,14 @@ int
 rt_remote_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_exec_result *res,
                         rt_error **err)
 {
-  struct stream s = { .sb = sb, .opts = opts ? opts : &rt_no_exec_opts, .res = res, .err = err };
+  struct stream s = { .sb = sb, .opts = opts ? opts : &rt_no_exec_opts, .res = res, .err = err,
+                      .lines = { .on_line = on_line } };
   cleanup_json json_object *body = NULL;
   cleanup_free char *path = rt_remote_sandbox_path (sb->id, ":exec");
   int ret;
 
   memset (res, 0, sizeof (*res));
+  s.lines.data = &s;
   if (path == NULL)
     return rt_error_oom (err);
   body = command_body (argv, s.opts, err);
@@ -370,7 +330,7 @@ rt_remote_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_
   json_object_object_add (body, "stream", json_object_new_boolean (true));
   ret = stream_once (&s, "POST", path, json_object_to_json_string_ext (body, JSON_C_TO_STRING_PLAIN));
   ret = stream_result (&s, follow (&s, true, ret), NULL);
-  free (s.line);
+  free (s.lines.buf);
   return ret;
 }
 
@@ -433,13 +393,15 @@ int
 rt_remote_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow_on, const rt_exec_opts *opts,
                         rt_exec_result *res, bool *exited, rt_error **err)
 {
-  struct stream s = { .sb = sb, .opts = opts ? opts : &rt_no_exec_opts, .res = res, .err = err };
+  struct stream s = { .sb = sb, .opts = opts ? opts : &rt_no_exec_opts, .res = res, .err = err,
+                      .lines = { .on_line = on_line } };
   cleanup_free char *suffix = rt_strdup_printf ("/processes/%u/output?cursor=0%s", process,
                                                 follow_on ? "&follow=true" : "");
   cleanup_free char *path = suffix ? rt_remote_sandbox_path (sb->id, suffix) : NULL;
   int ret;
 
   memset (res, 0, sizeof (*res));
+  s.lines.data = &s;
   if (path == NULL)
     return rt_error_oom (err);
   snprintf (s.pid, sizeof (s.pid), "%u", process);
@@ -447,7 +409,7 @@ rt_remote_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow_on, const 
   /* A read that does not follow ends where the output ends: only a broken
      one is taken up again.  */
   ret = stream_result (&s, follow (&s, follow_on, follow_on || ret == 1 ? ret : 0), exited);
-  free (s.line);
+  free (s.lines.buf);
   return ret;
 }
 

@@ -63,13 +63,6 @@ rt_remote_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opt
   return ret;
 }
 
-static int
-by_path (const void *a, const void *b)
-{
-  json_object *x = *(json_object *const *) a, *y = *(json_object *const *) b;
-  return strcmp (rt_json_str (x, "path"), rt_json_str (y, "path"));
-}
-
 int
 rt_remote_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, char **json, rt_error **err)
 {
@@ -100,7 +93,7 @@ rt_remote_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, 
       json_object_object_add (o, "path", json_object_new_string (p ? p : ""));
       json_object_array_add (out, o);
     }
-  json_object_array_sort (out, by_path);
+  json_object_array_sort (out, rt_entry_by_path);
   return rt_remote_text (out, json, err);
 }
 

@@ -412,6 +412,61 @@ rt_remote_text (json_object *o, char **text, rt_error **err)
 }
 
 int
+rt_remote_get_text (rt_context *ctx, const char *path, char **json, rt_error **err)
+{
+  cleanup_json json_object *o = NULL;
+  int ret = rt_remote_json (ctx, "GET", path, NULL, NULL, &o, err);
+  return ret < 0 ? ret : rt_remote_text (o, json, err);
+}
+
+int
+rt_remote_list_text (rt_context *ctx, const char *path, const char *key, char **json, rt_error **err)
+{
+  cleanup_json json_object *arr = NULL;
+  int ret = rt_remote_list (ctx, path, key, &arr, err);
+  return ret < 0 ? ret : rt_remote_text (arr, json, err);
+}
+
+json_object *
+rt_remote_strings (const char *const *list)
+{
+  json_object *a = json_object_new_array ();
+  for (const char *const *p = list; p && *p; p++)
+    json_object_array_add (a, json_object_new_string (*p));
+  return a;
+}
+
+int
+rt_ndjson_feed (struct rt_ndjson *j, const char *buf, size_t n)
+{
+  char *nl;
+
+  if (j->len + n + 1 > j->alloc)
+    {
+      size_t alloc = j->alloc ? j->alloc : 65536;
+      char *nb;
+      while (alloc < j->len + n + 1)
+        alloc *= 2;
+      if (alloc > 64 * 1024 * 1024 || (nb = realloc (j->buf, alloc)) == NULL)
+        return -1;
+      j->buf = nb;
+      j->alloc = alloc;
+    }
+  memcpy (j->buf + j->len, buf, n);
+  j->len += n;
+  j->buf[j->len] = '\0';
+  while ((nl = memchr (j->buf, '\n', j->len)))
+    {
+      size_t used = nl - j->buf + 1;
+      *nl = '\0';
+      j->on_line (j->data, j->buf);
+      memmove (j->buf, j->buf + used, j->len - used);
+      j->len -= used;
+    }
+  return 0;
+}
+
+int
 rt_remote_json (rt_context *ctx, const char *method, const char *path, json_object *body, const char *prefer,
                 json_object **reply, rt_error **err)
 {

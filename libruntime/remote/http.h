@@ -69,6 +69,24 @@ int rt_remote_list (rt_context *ctx, const char *path, const char *key, json_obj
 
 /* @o as the library prints JSON (plain, slashes unescaped), in *text.  */
 int rt_remote_text (json_object *o, char **text, rt_error **err);
+/* GET @path's object, or rt_remote_list's array, as that text.  */
+int rt_remote_get_text (rt_context *ctx, const char *path, char **json, rt_error **err);
+int rt_remote_list_text (rt_context *ctx, const char *path, const char *key, char **json, rt_error **err);
+/* A NULL-terminated string list as a JSON array.  */
+json_object *rt_remote_strings (const char *const *list);
+
+/* An NDJSON answer cut into lines: each whole line (NUL-terminated, the
+   newline gone) goes to @on_line.  */
+struct rt_ndjson
+{
+  void (*on_line) (void *data, char *line);
+  void *data;
+  char *buf;
+  size_t len, alloc;
+};
+/* Takes @n more bytes; <0 when a line grows past 64 MiB or memory runs
+   out.  */
+int rt_ndjson_feed (struct rt_ndjson *j, const char *buf, size_t n);
 
 /* @s percent-encoded for a path segment or a query value; NULL when out
    of memory.  */

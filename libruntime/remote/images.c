@@ -72,49 +72,26 @@ recipe_of (const rt_build_opts *o, json_object **out, rt_error **err)
   return 0;
 }
 
-/* The build log's NDJSON: each line's text goes to the log fd.  */
-struct log_stream
-{
-  int fd;
-  char *buf;
-  size_t len;
-};
-
+/* The build log's NDJSON: each line's text goes to the log fd (@data).  */
 static void
-log_line (struct log_stream *l, const char *line)
+log_line (void *data, char *line)
 {
+  int *fd = data;
   cleanup_json json_object *ev = json_tokener_parse (line);
   const char *text = NULL;
 
   for (const char *const *k = (const char *const[]){ "line", "data", "text", "message", NULL }; ev && *k && !text; k++)
     text = rt_json_str (ev, *k);
-  if (text == NULL || l->fd < 0)
+  if (text == NULL || *fd < 0)
     return;
-  if (write (l->fd, text, strlen (text)) < 0 || (*text && text[strlen (text) - 1] != '\n' && write (l->fd, "\n", 1) < 0))
-    l->fd = -1;
+  if (write (*fd, text, strlen (text)) < 0 || (*text && text[strlen (text) - 1] != '\n' && write (*fd, "\n", 1) < 0))
+    *fd = -1;
 }
 
 static int
 on_log (void *data, const char *buf, size_t n)
 {
-  struct log_stream *l = data;
-  char *nb = realloc (l->buf, l->len + n + 1), *nl;
-
-  if (nb == NULL)
-    return -1;
-  l->buf = nb;
-  memcpy (l->buf + l->len, buf, n);
-  l->len += n;
-  l->buf[l->len] = '\0';
-  while ((nl = memchr (l->buf, '\n', l->len)))
-    {
-      size_t used = nl - l->buf + 1;
-      *nl = '\0';
-      log_line (l, l->buf);
-      memmove (l->buf, l->buf + used, l->len - used);
-      l->len -= used;
-    }
-  return 0;
+  return rt_ndjson_feed (data, buf, n);
 }
 
 /* Follows the log to its end, then asks how the build ended.  */
@@ -122,7 +99,7 @@ static int
 await_build (rt_context *ctx, const char *id, int log_fd, rt_error **err)
 {
   cleanup_free char *logs = image_path (id, "/logs?follow=true"), *path = image_path (id, NULL);
-  struct log_stream l = { .fd = log_fd };
+  struct rt_ndjson l = { .on_line = log_line, .data = &log_fd };
   const char *state = NULL;
   int ret = 0;
 
@@ -183,22 +160,15 @@ rt_remote_image_build (rt_context *ctx, const rt_build_opts *opts, char **id, rt
 int
 rt_remote_image_list_json (rt_context *ctx, char **json, rt_error **err)
 {
-  cleanup_json json_object *arr = NULL;
-  int ret = rt_remote_list (ctx, "/v1/images?limit=100", NULL, &arr, err);
-  return ret < 0 ? ret : rt_remote_text (arr, json, err);
+  return rt_remote_list_text (ctx, "/v1/images?limit=100", NULL, json, err);
 }
 
 int
 rt_remote_image_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
 {
   cleanup_free char *path = image_path (ref, NULL);
-  cleanup_json json_object *img = NULL;
-  int ret;
 
-  if (path == NULL)
-    return rt_error_oom (err);
-  ret = rt_remote_json (ctx, "GET", path, NULL, NULL, &img, err);
-  return ret < 0 ? ret : rt_remote_text (img, json, err);
+  return path ? rt_remote_get_text (ctx, path, json, err) : rt_error_oom (err);
 }
 
 int

@@ -49,15 +49,6 @@ rt_remote_pairs (const char *const *pairs, bool env, rt_error **err)
   return steal_pointer (&o);
 }
 
-static json_object *
-strings (const char *const *list)
-{
-  json_object *a = json_object_new_array ();
-  for (const char *const *p = list; p && *p; p++)
-    json_object_array_add (a, json_object_new_string (*p));
-  return a;
-}
-
 static void
 add_str (json_object *o, const char *key, const char *v)
 {
@@ -110,8 +101,8 @@ create_body (const rt_sandbox_config *cfg, rt_error **err)
     {
       json_object *n = json_object_new_object ();
       json_object_object_add (n, "internet", json_object_new_boolean (!cfg->no_internet));
-      json_object_object_add (n, "allow", strings (cfg->allow));
-      json_object_object_add (n, "deny", strings (cfg->deny));
+      json_object_object_add (n, "allow", rt_remote_strings (cfg->allow));
+      json_object_object_add (n, "deny", rt_remote_strings (cfg->deny));
       json_object_object_add (b, "network", n);
     }
   return steal_pointer (&b);
@@ -174,23 +165,15 @@ int
 rt_remote_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
 {
   cleanup_free char *path = rt_remote_sandbox_path (ref, NULL);
-  cleanup_json json_object *info = NULL;
-  int ret;
 
-  if (path == NULL)
-    return rt_error_oom (err);
-  ret = rt_remote_json (ctx, "GET", path, NULL, NULL, &info, err);
-  return ret < 0 ? ret : rt_remote_text (info, json, err);
+  return path ? rt_remote_get_text (ctx, path, json, err) : rt_error_oom (err);
 }
 
 int
 rt_remote_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err)
 {
-  cleanup_json json_object *arr = NULL;
-  int ret = rt_remote_list (ctx, all ? "/v1/sandboxes?includeStopped=true&limit=100" : "/v1/sandboxes?limit=100",
-                            NULL, &arr, err);
-
-  return ret < 0 ? ret : rt_remote_text (arr, json, err);
+  return rt_remote_list_text (ctx, all ? "/v1/sandboxes?includeStopped=true&limit=100" : "/v1/sandboxes?limit=100",
+                              NULL, json, err);
 }
 
 int
@@ -296,8 +279,8 @@ rt_remote_sandbox_set_network (rt_sandbox *sb, bool internet, const char *const 
   if (path == NULL)
     return rt_error_oom (err);
   json_object_object_add (body, "internet", json_object_new_boolean (internet));
-  json_object_object_add (body, "allow", strings (allow));
-  json_object_object_add (body, "deny", strings (deny));
+  json_object_object_add (body, "allow", rt_remote_strings (allow));
+  json_object_object_add (body, "deny", rt_remote_strings (deny));
   ret = rt_remote_json (sb->ctx, "PUT", path, body, NULL, &reply, err);
   if (ret < 0 || json == NULL)
     return ret;
@@ -315,13 +298,8 @@ int
 rt_remote_sandbox_metrics_json (rt_sandbox *sb, char **json, rt_error **err)
 {
   cleanup_free char *path = rt_remote_sandbox_path (sb->id, "/metrics");
-  cleanup_json json_object *reply = NULL;
-  int ret;
 
-  if (path == NULL)
-    return rt_error_oom (err);
-  ret = rt_remote_json (sb->ctx, "GET", path, NULL, NULL, &reply, err);
-  return ret < 0 ? ret : rt_remote_text (reply, json, err);
+  return path ? rt_remote_get_text (sb->ctx, path, json, err) : rt_error_oom (err);
 }
 
 /* {name?, labels?} of :snapshot and :fork.  */

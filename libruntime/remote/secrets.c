@@ -12,15 +12,6 @@ secret_path (const char *name)
   return esc ? rt_strdup_printf ("/v1/egress-secrets/%s", esc) : NULL;
 }
 
-static json_object *
-strings (const char *const *list)
-{
-  json_object *a = json_object_new_array ();
-  for (const char *const *p = list; p && *p; p++)
-    json_object_array_add (a, json_object_new_string (*p));
-  return a;
-}
-
 int
 rt_remote_secret_set (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,
                       char **placeholder, rt_error **err)
@@ -34,7 +25,7 @@ rt_remote_secret_set (rt_context *ctx, const char *name, const char *value, size
   if (path == NULL)
     return rt_error_oom (err);
   json_object_object_add (body, "value", json_object_new_string_len (value, (int) len));
-  json_object_object_add (body, "hosts", strings (opts->hosts));
+  json_object_object_add (body, "hosts", rt_remote_strings (opts->hosts));
   if (opts->header)
     json_object_object_add (body, "header", json_object_new_string (opts->header));
   if (opts->format)
@@ -42,7 +33,7 @@ rt_remote_secret_set (rt_context *ctx, const char *name, const char *value, size
   if (opts->in_url)
     json_object_object_add (body, "inUrl", json_object_new_boolean (true));
   if (opts->rules && *opts->rules)
-    json_object_object_add (body, "rules", strings (opts->rules));
+    json_object_object_add (body, "rules", rt_remote_strings (opts->rules));
   ret = rt_remote_json (ctx, "PUT", path, body, NULL, &reply, err);
   /* The body held the value: not left in freed memory.  */
   {
@@ -75,9 +66,7 @@ rt_remote_secret_set (rt_context *ctx, const char *name, const char *value, size
 int
 rt_remote_secret_list_json (rt_context *ctx, char **json, rt_error **err)
 {
-  cleanup_json json_object *arr = NULL;
-  int ret = rt_remote_list (ctx, "/v1/egress-secrets", "secrets", &arr, err);
-  return ret < 0 ? ret : rt_remote_text (arr, json, err);
+  return rt_remote_list_text (ctx, "/v1/egress-secrets", "secrets", json, err);
 }
 
 int
@@ -93,7 +82,5 @@ rt_remote_secret_remove (rt_context *ctx, const char *name, rt_error **err)
 int
 rt_remote_usage_json (rt_context *ctx, char **json, rt_error **err)
 {
-  cleanup_json json_object *o = NULL;
-  int ret = rt_remote_json (ctx, "GET", "/v1/usage", NULL, NULL, &o, err);
-  return ret < 0 ? ret : rt_remote_text (o, json, err);
+  return rt_remote_get_text (ctx, "/v1/usage", json, err);
 }

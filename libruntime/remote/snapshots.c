@@ -13,22 +13,15 @@ snapshot_path (const char *ref)
 int
 rt_remote_snapshot_list_json (rt_context *ctx, char **json, rt_error **err)
 {
-  cleanup_json json_object *arr = NULL;
-  int ret = rt_remote_list (ctx, "/v1/snapshots?limit=100", NULL, &arr, err);
-  return ret < 0 ? ret : rt_remote_text (arr, json, err);
+  return rt_remote_list_text (ctx, "/v1/snapshots?limit=100", NULL, json, err);
 }
 
 int
 rt_remote_snapshot_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
 {
   cleanup_free char *path = snapshot_path (ref);
-  cleanup_json json_object *o = NULL;
-  int ret;
 
-  if (path == NULL)
-    return rt_error_oom (err);
-  ret = rt_remote_json (ctx, "GET", path, NULL, NULL, &o, err);
-  return ret < 0 ? ret : rt_remote_text (o, json, err);
+  return path ? rt_remote_get_text (ctx, path, json, err) : rt_error_oom (err);
 }
 
 int
