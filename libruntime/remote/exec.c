@@ -27,19 +27,27 @@ struct stream
   bool ended;          /* an exit or error event came */
   bool resume;         /* a continue event came */
   bool output_failed;
+  bool only_start;     /* spawn: the stream is left once it named the process */
   bool cancelled, term_sent;
   uint64_t kill_at;
 };
 
-const char *
-rt_remote_signal_name (int sig, char buf[32])
+json_object *
+rt_remote_signal (int sig)
 {
-  const char *abbrev = sig > 0 ? sigabbrev_np (sig) : NULL;
+  /* The names the server takes (docs/API.md); any other goes as its
+     number.  */
+  static const int named[] = { SIGHUP,  SIGINT,  SIGQUIT, SIGKILL, SIGUSR1, SIGUSR2, SIGTERM,
+                               SIGCONT, SIGSTOP, SIGTSTP, SIGALRM, SIGPIPE, SIGWINCH };
+  char buf[32];
 
-  if (abbrev == NULL)
-    return NULL;
-  snprintf (buf, 32, "SIG%s", abbrev);
-  return buf;
+  for (size_t i = 0; i < sizeof (named) / sizeof (named[0]); i++)
+    if (named[i] == sig)
+      {
+        snprintf (buf, sizeof (buf), "SIG%s", sigabbrev_np (sig));
+        return json_object_new_string (buf);
+      }
+  return json_object_new_int (sig);
 }
 
 /* The number of a signal the server names ("SIGKILL", "KILL" or 9).  */
@@ -62,13 +70,13 @@ signal_number (json_object *v)
 }
 
 static void
-send_signal (struct stream *s, const char *name)
+send_signal (struct stream *s, int sig)
 {
   cleanup_free char *suffix = rt_strdup_printf ("/processes/%s:signal", s->pid);
   cleanup_free char *path = suffix ? rt_remote_sandbox_path (s->sb->id, suffix) : NULL;
   cleanup_json json_object *b = json_object_new_object ();
 
-  json_object_object_add (b, "signal", json_object_new_string (name));
+  json_object_object_add (b, "signal", rt_remote_signal (sig));
   if (path)
     rt_remote_json (s->sb->ctx, "POST", path, b, NULL, NULL, NULL);
 }
@@ -94,7 +102,7 @@ output (struct stream *s, int stream, const char *buf, size_t len, int64_t off)
          dropped local stream does.  */
       s->output_failed = true;
       if (*s->pid)
-        send_signal (s, "SIGKILL");
+        send_signal (s, SIGKILL);
     }
 }
 
@@ -198,7 +206,7 @@ static int
 on_data (void *data, const char *buf, size_t n)
 {
   struct stream *s = data;
-  return rt_ndjson_feed (&s->lines, buf, n) < 0 || s->output_failed ? -1 : 0;
+  return rt_ndjson_feed (&s->lines, buf, n) < 0 || s->output_failed || (s->only_start && *s->pid) ? -1 : 0;
 }
 
 /* Ctrl-C: SIGTERM once the process has an id, SIGKILL after the grace.  */
@@ -215,13 +223,13 @@ on_tick (void *data, bool ready)
     }
   if (s->cancelled && !s->term_sent && *s->pid)
     {
-      send_signal (s, "SIGTERM");
+      send_signal (s, SIGTERM);
       s->term_sent = true;
       s->kill_at = now + KILL_GRACE_MS;
     }
   if (s->kill_at && now >= s->kill_at)
     {
-      send_signal (s, "SIGKILL");
+      send_signal (s, SIGKILL);
       s->kill_at = 0;
     }
   return !s->cancelled;
@@ -334,19 +342,46 @@ rt_remote_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_
   return ret;
 }
 
+/* A process fed @opts' stdin: POST …/processes takes none, a streamed exec
+   does, and its process runs on when the stream is left after its start.  */
+static int
+spawn_with_stdin (rt_sandbox *sb, json_object *body, const rt_exec_opts *opts, uint32_t *process, rt_error **err)
+{
+  struct stream s = { .sb = sb, .opts = opts, .res = &(rt_exec_result){ 0 }, .err = err, .only_start = true,
+                      .lines = { .on_line = on_line } };
+  cleanup_free char *path = rt_remote_sandbox_path (sb->id, ":exec");
+  int ret;
+
+  s.lines.data = &s;
+  if (path == NULL)
+    return rt_error_oom (err);
+  json_object_object_add (body, "stream", json_object_new_boolean (true));
+  ret = stream_once (&s, "POST", path, json_object_to_json_string_ext (body, JSON_C_TO_STRING_PLAIN));
+  free (s.lines.buf);
+  if (ret >= 0 && *s.pid == '\0' && !(err && *err))
+    ret = rt_error_set (err, EIO, "internal", "%s did not name the process", sb->ctx->api_url);
+  if (ret < 0 || (err && *err))
+    return ret < 0 ? ret : -EIO;
+  *process = (uint32_t) strtoul (s.pid, NULL, 10);
+  return 0;
+}
+
 int
 rt_remote_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, uint32_t *process,
                          rt_error **err)
 {
-  cleanup_json json_object *body = command_body (argv, opts ? opts : &rt_no_exec_opts, err), *info = NULL;
+  cleanup_json json_object *body = NULL, *info = NULL;
   cleanup_free char *path = rt_remote_sandbox_path (sb->id, "/processes");
   const char *id;
   int ret;
 
-  if (body == NULL)
+  opts = opts ? opts : &rt_no_exec_opts;
+  if ((body = command_body (argv, opts, err)) == NULL)
     return -EINVAL;
   if (path == NULL)
     return rt_error_oom (err);
+  if (opts->stdin_len > 0)
+    return spawn_with_stdin (sb, body, opts, process, err);
   ret = rt_remote_json (sb->ctx, "POST", path, body, NULL, &info, err);
   if (ret < 0)
     return ret;
@@ -419,13 +454,11 @@ rt_remote_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error *
   cleanup_free char *suffix = rt_strdup_printf ("/processes/%u:signal", process);
   cleanup_free char *path = suffix ? rt_remote_sandbox_path (sb->id, suffix) : NULL;
   cleanup_json json_object *b = json_object_new_object ();
-  char buf[32];
-  const char *name = rt_remote_signal_name (signal, buf);
 
   if (path == NULL)
     return rt_error_oom (err);
-  if (name == NULL)
+  if (signal < 1 || signal >= NSIG)
     return rt_error_set (err, EINVAL, "usage", "no such signal: %d", signal);
-  json_object_object_add (b, "signal", json_object_new_string (name));
+  json_object_object_add (b, "signal", rt_remote_signal (signal));
   return rt_remote_json (sb->ctx, "POST", path, b, NULL, NULL, err);
 }

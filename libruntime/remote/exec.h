@@ -5,9 +5,6 @@
 
 #include "core/context.h"
 
-/* Reconnects in a row without a new byte before a stream is given up.  */
-#define RT_REMOTE_RECONNECTS 4
-
 int rt_remote_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_exec_result *res,
                             rt_error **err);
 int rt_remote_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, uint32_t *process,
@@ -17,7 +14,8 @@ int rt_remote_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow, const
                             rt_exec_result *res, bool *exited, rt_error **err);
 int rt_remote_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err);
 
-/* The API's signal name for @sig ("SIGKILL"); NULL for an unknown one.  */
-const char *rt_remote_signal_name (int sig, char buf[32]);
+/* @sig as the API names it: "SIGKILL" for the names it knows, else the
+   number.  */
+json_object *rt_remote_signal (int sig);
 
 #endif

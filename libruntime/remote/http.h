@@ -10,6 +10,9 @@
    503, 504), and the longest Retry-After honoured.  */
 #define RT_REMOTE_RETRIES 4
 #define RT_REMOTE_RETRY_AFTER_MAX_S 30
+/* Reconnects in a row without a new byte before a followed stream (exec
+   output, a build's log) is given up.  */
+#define RT_REMOTE_RECONNECTS 4
 
 struct rt_remote_req
 {

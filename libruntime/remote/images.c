@@ -1,10 +1,14 @@
 /* images.c - images in client mode.  A build sends its recipe (the
    folder's runtime.json, then the flags' lists, as rt_image_build reads
    them) and follows the build's log to opts->log_fd until it is ready or
-   failed.  Host files cannot reach the server: a recipe with files is
+   failed.  Its host files travel inline (recipe.files {DST: text}, as
+   docs/API.md allows): text files only; a folder or a binary file is
    refused.  */
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "common/beneath.h"
 #include "image/plan.h"
 #include "remote/http.h"
 #include "remote/images.h"
@@ -32,23 +36,96 @@ append_list (json_object *recipe, const char *key, const char *const *flags)
     json_object_array_add (list, json_object_new_string (*p));
 }
 
+/* The most of the files of one build inline (docs/API.md).  */
+#define INLINE_MAX (256 * 1024)
+
+static bool
+utf8_text (const unsigned char *p, size_t n)
+{
+  for (size_t i = 0; i < n;)
+    {
+      unsigned c = p[i], more = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : 9;
+      if (c == 0 || more == 9 || (more == 1 && c < 0xc2) || i + more >= n + (more == 0))
+        return more == 0 && c != 0;
+      for (unsigned k = 1; k <= more; k++)
+        if ((p[i + k] & 0xc0) != 0x80)
+          return false;
+      i += more + 1;
+    }
+  return true;
+}
+
+/* "SRC:DST" as files[DST] = SRC's text.  @dirfd: the recipe's folder,
+   its entries opened beneath it; -1 for --file (any path).  */
+static int
+inline_file (json_object *files, int dirfd, const char *spec, size_t *total, rt_error **err)
+{
+  const char *colon = strrchr (spec, ':');
+  cleanup_free char *src = colon && colon != spec ? strndup (spec, colon - spec) : NULL, *text = NULL;
+  cleanup_close int fd = -1;
+  struct stat st;
+  size_t len = 0;
+
+  if (colon == NULL || colon == spec || colon[1] != '/')
+    {
+      rt_error_set (err, EINVAL, "invalid_request", "a file is SRC:DST with DST absolute, not '%s'", spec);
+      return rt_error_hint (err, "for example: --file ./app:/opt/app");
+    }
+  if (src == NULL)
+    return rt_error_oom (err);
+  fd = dirfd >= 0 ? rt_open_beneath (dirfd, src, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+                  : open (src, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0)
+    return rt_error_set (err, dirfd >= 0 ? -fd : errno, "file_not_found", "cannot add '%s' to the image: %s", src,
+                         strerror (dirfd >= 0 ? -fd : errno));
+  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
+    return rt_remote_unsupported (err, "an image build with a folder or special file in it");
+  if (rt_read_all (fd, INLINE_MAX - *total, &text, &len) < 0 || !utf8_text ((unsigned char *) text, len))
+    return rt_remote_unsupported (err, "an image build with binary files or over 256 KiB of files");
+  *total += len;
+  json_object_object_add (files, colon + 1, json_object_new_string_len (text, (int) len));
+  return 0;
+}
+
+/* recipe.files: the recipe's own entries, then --file's.  */
+static int
+inline_files (json_object *recipe, const rt_build_opts *o, rt_error **err)
+{
+  json_object *listed = NULL, *files = json_object_new_object ();
+  cleanup_close int dirfd = o->dir ? open (o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  size_t total = 0;
+  int ret = 0;
+
+  if (json_object_object_get_ex (recipe, "files", &listed))
+    for (size_t i = 0; ret == 0 && i < json_object_array_length (listed); i++)
+      ret = inline_file (files, dirfd, json_object_get_string (json_object_array_get_idx (listed, i)), &total, err);
+  for (const char *const *f = o->files; ret == 0 && f && *f; f++)
+    ret = inline_file (files, -1, *f, &total, err);
+  if (ret < 0 || json_object_object_length (files) == 0)
+    {
+      json_object_put (files);
+      json_object_object_del (recipe, "files");
+      return ret;
+    }
+  json_object_object_add (recipe, "files", files);
+  return 0;
+}
+
 static int
 recipe_of (const rt_build_opts *o, json_object **out, rt_error **err)
 {
   cleanup_json json_object *recipe = NULL;
-  json_object *env, *files, *flags_env;
+  json_object *env, *flags_env;
   int ret;
 
   if (o->dir && (ret = rt_build_read_recipe (o->dir, &recipe, err)) < 0)
     return ret;
   if (recipe == NULL)
     recipe = json_object_new_object ();
-  if ((o->files && *o->files)
-      || (json_object_object_get_ex (recipe, "files", &files) && json_object_array_length (files) > 0))
-    return rt_remote_unsupported (err, "an image build with host files (--file, \"files\")");
   if (o->apt_mirror || o->no_cache)
     return rt_remote_unsupported (err, o->apt_mirror ? "--apt-mirror" : "--no-cache");
-  json_object_object_del (recipe, "files");
+  if ((ret = inline_files (recipe, o, err)) < 0)
+    return ret;
   if (o->from)
     json_object_object_add (recipe, "base", json_object_new_string (o->from));
   if (o->workdir)
@@ -72,20 +149,37 @@ recipe_of (const rt_build_opts *o, json_object **out, rt_error **err)
   return 0;
 }
 
-/* The build log's NDJSON: each line's text goes to the log fd (@data).  */
+/* A build's log as it is followed: its lines go to the log fd; its end
+   says how the build ended.  */
+struct build_log
+{
+  int fd;
+  uint64_t cursor;    /* log bytes seen: where a resume starts */
+  bool ended;
+  json_object *end;   /* the end event */
+};
+
 static void
 log_line (void *data, char *line)
 {
-  int *fd = data;
+  struct build_log *l = data;
   cleanup_json json_object *ev = json_tokener_parse (line);
-  const char *text = NULL;
+  const char *type = rt_json_str (ev, "type"), *text = rt_json_str (ev, "data");
+  size_t n = text ? strlen (text) : 0;
 
-  for (const char *const *k = (const char *const[]){ "line", "data", "text", "message", NULL }; ev && *k && !text; k++)
-    text = rt_json_str (ev, *k);
-  if (text == NULL || *fd < 0)
-    return;
-  if (write (*fd, text, strlen (text)) < 0 || (*text && text[strlen (text) - 1] != '\n' && write (*fd, "\n", 1) < 0))
-    *fd = -1;
+  if (type && strcmp (type, "log") == 0 && text)
+    {
+      l->cursor = rt_json_i64 (ev, "offset") + n;
+      if (l->fd >= 0 && (write (l->fd, text, n) < 0 || (n && text[n - 1] != '\n' && write (l->fd, "\n", 1) < 0)))
+        l->fd = -1;
+    }
+  else if (type && strcmp (type, "continue") == 0)
+    l->cursor = rt_json_i64 (ev, "cursor");
+  else if (type && strcmp (type, "end") == 0)
+    {
+      l->ended = true;
+      l->end = json_object_get (ev);
+    }
 }
 
 static int
@@ -94,42 +188,52 @@ on_log (void *data, const char *buf, size_t n)
   return rt_ndjson_feed (data, buf, n);
 }
 
-/* Follows the log to its end, then asks how the build ended.  */
+/* Follows the log from its cursor until the end event, and takes the
+   image's id from it.  */
 static int
-await_build (rt_context *ctx, const char *id, int log_fd, rt_error **err)
+await_build (rt_context *ctx, const char *build, int log_fd, char **id, rt_error **err)
 {
-  cleanup_free char *logs = image_path (id, "/logs?follow=true"), *path = image_path (id, NULL);
-  struct rt_ndjson l = { .on_line = log_line, .data = &log_fd };
+  struct build_log l = { .fd = log_fd };
+  struct rt_ndjson lines = { .on_line = log_line, .data = &l };
   const char *state = NULL;
-  int ret = 0;
+  int ret = 0, quiet = 0;
 
-  if (logs == NULL || path == NULL)
-    return rt_error_oom (err);
-  for (int round = 0; round < 1000 && ret == 0; round++)
+  while (ret >= 0 && !l.ended && quiet <= RT_REMOTE_RECONNECTS)
     {
-      cleanup_json json_object *img = NULL;
-      struct rt_remote_req req = { .method = "GET", .path = logs, .accept = "application/x-ndjson",
-                                   .on_data = on_log, .data = &l };
+      char suffix[64];
+      cleanup_free char *path = NULL;
+      struct rt_remote_req req = { .method = "GET", .accept = "application/x-ndjson", .on_data = on_log,
+                                   .data = &lines };
       struct rt_remote_answer ans = { 0 };
+      uint64_t before = l.cursor;
 
-      ret = rt_remote_send (ctx, &req, &ans, err);
-      rt_remote_answer_clear (&ans);
-      if (ret < 0 || (ret = rt_remote_json (ctx, "GET", path, NULL, NULL, &img, err)) < 0)
-        break;
-      state = rt_json_str (img, "state");
-      if (state && strcmp (state, "failed") == 0)
+      snprintf (suffix, sizeof (suffix), "/logs?follow=true&cursor=%llu", (unsigned long long) l.cursor);
+      if ((path = image_path (build, suffix)) == NULL)
+        ret = rt_error_oom (err);
+      else
         {
-          json_object *e;
-          const char *msg = json_object_object_get_ex (img, "error", &e) && json_object_is_type (e, json_type_object)
-                                ? rt_json_str (e, "message")
-                                : rt_json_str (img, "error");
-          ret = rt_error_set (err, EIO, "build_failed", "%s", msg ? msg : "the image build failed");
+          req.path = path;
+          ret = rt_remote_send (ctx, &req, &ans, err);
         }
-      if (state && (strcmp (state, "ready") == 0 || strcmp (state, "failed") == 0))
-        break;
+      rt_remote_answer_clear (&ans);
+      lines.len = 0;
+      quiet = l.cursor > before ? 0 : quiet + 1;
     }
-  free (l.buf);
-  return ret;
+  free (lines.buf);
+  if (ret >= 0 && !l.ended)
+    ret = rt_error_set (err, EIO, "internal", "lost the log of build %s before it ended", build);
+  state = rt_json_str (l.end, "state");
+  if (ret >= 0 && (state == NULL || strcmp (state, "ready") != 0))
+    {
+      json_object *e = NULL;
+      json_object_object_get_ex (l.end, "error", &e);
+      ret = rt_error_set (err, EIO, rt_json_str (e, "code") ? rt_json_str (e, "code") : "build_failed", "%s",
+                          rt_json_str (e, "message") ? rt_json_str (e, "message") : "the image build failed");
+    }
+  if (ret >= 0 && (*id = strdup (rt_json_str (l.end, "imageId") ? rt_json_str (l.end, "imageId") : build)) == NULL)
+    ret = rt_error_oom (err);
+  json_object_put (l.end);
+  return ret < 0 ? ret : 0;
 }
 
 int
@@ -150,11 +254,7 @@ rt_remote_image_build (rt_context *ctx, const rt_build_opts *opts, char **id, rt
   got = rt_json_str (img, "id");
   if (got == NULL)
     return rt_error_set (err, EIO, "internal", "%s answered without an image id", ctx->api_url);
-  ret = await_build (ctx, got, opts->log_fd, err);
-  if (ret < 0)
-    return ret;
-  *id = strdup (got);
-  return *id ? 0 : rt_error_oom (err);
+  return await_build (ctx, got, opts->log_fd, id, err);
 }
 
 int

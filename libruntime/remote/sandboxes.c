@@ -8,9 +8,6 @@
 #include "remote/sandboxes.h"
 #include "sandbox/handle.h"
 
-/* Lifecycle verbs answer once the state settled, or after this long.  */
-#define SETTLE_WAIT "wait=120"
-
 char *
 rt_remote_sandbox_path (const char *ref, const char *suffix)
 {
@@ -205,7 +202,9 @@ rt_remote_sandbox_verb (rt_sandbox *sb, const char *verb, rt_error **err)
 
   if (path == NULL)
     return rt_error_oom (err);
-  ret = rt_remote_json (sb->ctx, "POST", path, NULL, SETTLE_WAIT, NULL, &e);
+  /* Without Prefer: wait the server answers once the change is done, as
+     the local verbs return.  */
+  ret = rt_remote_json (sb->ctx, "POST", path, NULL, NULL, NULL, &e);
   /* Waking a running sandbox is not an error here (rt_sandbox_wake).  */
   if (ret < 0 && strcmp (verb, "wake") == 0 && strcmp (e->code, "not_paused") == 0)
     ret = 0;

@@ -11,7 +11,7 @@ int rt_remote_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, 
 int rt_remote_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err);
 int rt_remote_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err);
 int rt_remote_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err);
-/* :stop, :pause or :wake, waiting until the state settles.  */
+/* :stop, :pause or :wake, answered once done.  */
 int rt_remote_sandbox_verb (rt_sandbox *sb, const char *verb, rt_error **err);
 /* The end of a handle: an ephemeral sandbox (sandbox run) is deleted,
    any other stopped.  */

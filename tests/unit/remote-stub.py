@@ -116,7 +116,32 @@ class Handler(BaseHTTPRequestHandler):
                 {"name": "b", "path": "/w/b", "type": "directory", "size": 4096, "mode": "755"},
                 {"name": "a", "path": "/w/a", "type": "file", "size": 3, "mode": "644"},
                 {"name": "l", "path": "/w/l", "type": "symlink", "size": 1, "mode": "777"}]})
+        if p.startswith("/v1/images"):
+            return self.images(p, q, body)
         return self.files(p[len("/v1/sandboxes/" + SB):], q, body)
+
+    def images(self, p, q, body):
+        if p == "/v1/images" and self.command == "POST":
+            with lock:
+                seen[-1]["recipe"] = json.loads(body).get("recipe")
+            return self.obj(202, {"id": "bld-1", "kind": "image", "state": "queued"})
+        if p == "/v1/images/bld-1/logs":
+            cur = int(q.get("cursor", ["0"])[0])
+            if cur == 0:
+                ev = [{"type": "log", "data": "step 1\n", "offset": 0},
+                      {"type": "continue", "cursor": 7}]
+                data = ndjson(ev)
+                # The first answer is cut short: the client goes on from 7.
+                return self.reply(200, data, ctype="application/x-ndjson", length=len(data) + 50)
+            if cur == 7:
+                ev = [{"type": "log", "data": "step 2\n", "offset": 7},
+                      {"type": "end", "state": "ready", "imageId": "img-abc", "error": None}]
+                return self.reply(200, ndjson(ev), ctype="application/x-ndjson")
+        if p == "/v1/images/bld-2/logs":
+            ev = [{"type": "end", "state": "failed", "imageId": None,
+                   "error": {"code": "build_failed", "message": "step 'pip' failed"}}]
+            return self.reply(200, ndjson(ev), ctype="application/x-ndjson")
+        return self.obj(404, {"error": {"code": "image_not_found", "message": "no image " + p}})
 
     def files(self, p, q, body):
         path = q.get("path", [""])[0]

@@ -3,6 +3,7 @@
    the URL and key rules, headers, idempotency keys kept across retries,
    Retry-After, the error object, pages, and an exec stream cut midway and
    resumed by cursor with no byte lost or repeated.  */
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <string.h>
@@ -170,8 +171,8 @@ test_calls (rt_context *ctx)
     const char *k3 = rt_json_str (json_object_array_get_idx (s, 3), "key");
     ok (json_object_array_length (s) == 4 && k1 && strlen (k1) == 36 && k1[14] == '4' && k3 && strcmp (k1, k3) == 0,
         "… one uuid v4 Idempotency-Key on all three tries (%s)", k1 ? k1 : "none");
-    ok (strcmp (rt_json_str (json_object_array_get_idx (s, 1), "prefer"), "wait=120") == 0,
-        "… asking the server to wait until the state settles");
+    ok (rt_json_str (json_object_array_get_idx (s, 1), "prefer") == NULL,
+        "… without Prefer: wait, so that the server answers once the stop is done");
   }
   rt_sandbox_close (sb);
   e = NULL;
@@ -376,6 +377,51 @@ test_files (rt_context *ctx)
 }
 
 static void
+test_image_build (rt_context *ctx)
+{
+  char dir[] = "/tmp/test-remote.XXXXXX", log[PATH_MAX], spec[PATH_MAX + 16], text[256] = "";
+  const char *files[] = { spec, NULL }, *pip[] = { "requests", NULL };
+  rt_build_opts o = { .pip = pip, .files = files, .name = "web" };
+  cleanup_json json_object *s = NULL;
+  char *id = NULL;
+  FILE *f;
+
+  if (mkdtemp (dir) == NULL)
+    return;
+  snprintf (log, sizeof (log), "%s/log", dir);
+  snprintf (spec, sizeof (spec), "%s/app.py:/opt/app.py", dir);
+  *strrchr (spec, ':') = '\0';
+  f = fopen (spec, "w");
+  fputs ("print('hi')\n", f);
+  fclose (f);
+  spec[strlen (spec)] = ':';
+  o.log_fd = open (log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  json_object_put (seen (ctx));
+  ok (rt_image_build (ctx, &o, &id, NULL) == 0 && id && strcmp (id, "img-abc") == 0,
+      "image build: the image's id from the log's end: %s", id ? id : "");
+  close (o.log_fd);
+  f = fopen (log, "r");
+  if (f)
+    {
+      text[fread (text, 1, sizeof (text) - 1, f)] = '\0';
+      fclose (f);
+    }
+  ok (strcmp (text, "step 1\nstep 2\n") == 0, "… its log followed across a cut, each line once");
+  s = seen (ctx);
+  {
+    json_object *r = NULL;
+    json_object_object_get_ex (json_object_array_get_idx (s, 0), "recipe", &r);
+    ok (r && strcmp (json_object_to_json_string_ext (r, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+                     "{\"files\":{\"/opt/app.py\":\"print('hi')\\n\"},\"apt\":[],\"pip\":[\"requests\"],\"npm\":[],"
+                     "\"commands\":[],\"env\":{}}")
+                  == 0,
+        "… the recipe, its file inline: %s", r ? json_object_to_json_string (r) : "");
+  }
+  free (id);
+  rt_rm_rf (dir, NULL);
+}
+
+static void
 test_unsupported (rt_context *ctx)
 {
   rt_error *e = NULL;
@@ -417,6 +463,7 @@ main (int argc, char **argv)
   test_calls (ctx);
   test_exec (ctx);
   test_files (ctx);
+  test_image_build (ctx);
   test_unsupported (ctx);
   rt_context_free (ctx);
   fclose (stub_in);
