@@ -100,7 +100,8 @@ rt_context_dup (const rt_context *from, rt_context **out, rt_error **err)
       | !dup_str (&ctx->cache_dir, from->cache_dir) | !dup_str (&ctx->libexec_dir, from->libexec_dir)
       | !dup_str (&ctx->agent, from->agent) | !dup_str (&ctx->qemu, from->qemu)
       | !dup_str (&ctx->kernel_deb, from->kernel_deb) | !dup_str (&ctx->uid_range, from->uid_range)
-      | !dup_str (&ctx->accel_env, from->accel_env) | !dup_str (&ctx->tenant, from->tenant))
+      | !dup_str (&ctx->accel_env, from->accel_env) | !dup_str (&ctx->tenant, from->tenant)
+      | !dup_str (&ctx->api_url, from->api_url) | !dup_str (&ctx->api_key, from->api_key))
     {
       rt_context_free (ctx);
       return rt_error_oom (err);
