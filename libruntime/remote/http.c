@@ -315,10 +315,14 @@ retry_after (const struct rt_remote_req *req, const struct exchange *x, CURLcode
 {
   long s = x->ans->status;
   bool transport = rc != CURLE_OK && !x->ans->stopped && s == 0;
+  bool unsent = rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST;
 
   if (tries > RT_REMOTE_RETRIES || x->ans->streamed || x->ans->interrupted || rc == CURLE_OUT_OF_MEMORY)
     return false;
-  (void) req;
+  /* A stream is not kept for its Idempotency-Key: a streamed change (an
+     exec) whose request may have arrived is not sent again.  */
+  if (transport && req->on_data && strcmp (req->method, "GET") != 0 && !unsent)
+    return false;
   if (!transport && s != 429 && s != 502 && s != 503 && s != 504)
     return false;
   *delay_ms = 250L << (tries - 1); /* 250 ms, 0.5 s, 1 s, 2 s */
