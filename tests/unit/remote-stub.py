@@ -108,6 +108,8 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 ev = [{"type": "error", "error": {"code": "invalid_request", "message": "cursor %d" % cur}}]
             return self.reply(200, ndjson(ev), ctype="application/x-ndjson")
+        if p == "/v1/sandboxes/" + SB + "/processes/7:signal":
+            return self.obj(200, {})
         if p == "/v1/sandboxes/" + SB + "/processes":
             return self.obj(200, {"data": [{"id": "3", "kind": "process", "state": "killed", "exitCode": 137,
                                             "command": "sleep 9", "firstOffset": 5}]})

@@ -243,6 +243,26 @@ test_exec (rt_context *ctx)
             && json_object_get_boolean (json_object_object_get_ex (body, "stream", &env) ? env : NULL),
         "… the request: env as an object, stream: true");
   }
+  {
+    rt_exec_opts in = { .cancel_fd = -1, .stdin_data = "x", .stdin_len = 1 };
+    uint32_t pid = 0;
+    json_object *r;
+    json_object_put (s);
+    ok (rt_sandbox_spawn (sb, argv, &in, &pid, NULL) == 0 && pid == 7,
+        "spawn with stdin: the process a streamed exec started, its stream left after the start");
+    s = seen (ctx);
+    r = json_object_array_get_idx (s, 0);
+    ok (json_object_array_length (s) == 1 && strcmp (rt_json_str (r, "path"), "/v1/sandboxes/sb-000000000001:exec") == 0
+            && strstr (rt_json_str (r, "body"), "\"stdinBase64\":\"eA==\""),
+        "… sent as :exec with stdinBase64 (POST …/processes takes no stdin)");
+    json_object_put (s);
+    ok (rt_sandbox_kill (sb, 7, SIGKILL, NULL) == 0 && rt_sandbox_kill (sb, 7, SIGSEGV, NULL) == 0,
+        "kill: a signal the server names, and one it does not");
+    s = seen (ctx);
+    ok (json_object_array_length (s) == 2 && strcmp (rt_json_str (json_object_array_get_idx (s, 0), "body"), "{\"signal\":\"SIGKILL\"}") == 0
+            && strcmp (rt_json_str (json_object_array_get_idx (s, 1), "body"), "{\"signal\":11}") == 0,
+        "… sent as SIGKILL and as the number 11");
+  }
   ok (rt_sandbox_ps_json (sb, &json, NULL) == 0
           && strcmp (json, "[{\"process\":3,\"state\":\"exited\",\"exitCode\":137,\"command\":\"sleep 9\","
                            "\"droppedBytes\":5}]")
