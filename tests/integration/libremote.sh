@@ -18,7 +18,9 @@ start_server() {
         diag "runtime token create failed:" "$(cat "$tmp/token.err")"
         return 1
     }
-    local_runtime serve --listen "127.0.0.1:$port" 2>"$tmp/serve.log" &
+    # Not through local_runtime: $! must be the server itself (env execs
+    # it), not a subshell that a SIGTERM would end without it.
+    env -u RUNTIME_API_URL -u RUNTIME_API_KEY runtime serve --listen "127.0.0.1:$port" 2>"$tmp/serve.log" &
     serve_pid=$!
     export RUNTIME_API_URL="http://127.0.0.1:$port" RUNTIME_API_KEY="$token"
     if python3 - "$RUNTIME_API_URL/v1/me" "$token" "$serve_pid" <<'PY'
