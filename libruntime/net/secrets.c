@@ -166,12 +166,10 @@ rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len,
   return rt_secret_set_opts (ctx, name, value, len, &opts, placeholder, err);
 }
 
-int
-rt_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,
-                    char **placeholder, rt_error **err)
+static int
+secret_set_local (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,
+                  char **placeholder, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_secret_set (ctx, name, value, len, opts, placeholder, err);
   cleanup_json json_object *store = NULL;
   cleanup_close int lockfd = -1;
   json_object *entry, *old, *list, *rules;
@@ -267,6 +265,15 @@ rt_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t
     return ret;
   *placeholder = strdup (ph);
   return *placeholder ? 0 : rt_error_oom (err);
+}
+
+int
+rt_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,
+                    char **placeholder, rt_error **err)
+{
+  if (ctx->remote)
+    return rt_remote_secret_set (ctx, name, value, len, opts, placeholder, err);
+  return secret_set_local (ctx, name, value, len, opts, placeholder, err);
 }
 
 int
