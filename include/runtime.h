@@ -115,6 +115,15 @@ typedef void (*rt_progress_fn) (void *data, const char *line);
  * RUNTIME_ACCEL (kvm|tcg), RUNTIME_KERNEL (a kernel .deb to use),
  * RUNTIME_QEMU (the qemu-system-x86_64 binary), RUNTIME_AGENT (the guest
  * agent binary).  Nothing is created on disk until it is needed.
+ *
+ * Client mode: with RUNTIME_API_URL set (and RUNTIME_API_KEY, its Bearer
+ * token), the functions the CLI's sandbox, image, secrets, snapshot and
+ * usage commands use ask that server (`runtime serve`, docs/API.md) and
+ * answer as they do locally; those that need this machine (egress log,
+ * image export, import and warm, pools, rt_chat, rt_run_python) fail with
+ * "unsupported_remote".  A URL without a key fails at the first call
+ * ("unauthorized"); plain http:// is accepted only for localhost,
+ * 127.0.0.1, [::1] and runtime.internal.
  * Return: 0, or <0 with @err set ("internal": out of memory).
  */
 int rt_context_new (rt_context **out, rt_error **err);

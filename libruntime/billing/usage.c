@@ -6,6 +6,7 @@
 #include "billing/ledger.h"
 #include "billing/trial.h"
 #include "sandbox/store.h"
+#include "remote/secrets.h"
 
 #define MAX_ROWS 100
 
@@ -27,6 +28,8 @@ money (int64_t micros)
 int
 rt_usage_json (rt_context *ctx, char **json, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_usage_json (ctx, json, err);
   cleanup_json json_object *rows = NULL, *out = json_object_new_object (), *list = json_object_new_array ();
   cleanup_json json_object *all = NULL, *known = json_object_new_object ();
   int64_t total = 0, left_us = 0;

@@ -62,6 +62,12 @@ rt_context_new (rt_context **out, rt_error **err)
   ctx->templates_off = v && strcmp (v, "off") == 0;
   v = getenv ("RUNTIME_TEMPLATE_KEEP_S");
   ctx->template_keep_s = v && *v ? (unsigned) strtoul (v, NULL, 10) : 300;
+  ctx->api_url = env_dup ("RUNTIME_API_URL");
+  ctx->api_key = env_dup ("RUNTIME_API_KEY");
+  ctx->remote = ctx->api_url != NULL;
+  /* "http://host:8430/" and "http://host:8430" name the same server.  */
+  for (size_t n = ctx->api_url ? strlen (ctx->api_url) : 0; n > 0 && ctx->api_url[n - 1] == '/'; n--)
+    ctx->api_url[n - 1] = '\0';
   v = getenv ("RUNTIME_QEMU");
   ctx->qemu = rt_find_program (v && *v ? v : "qemu-system-x86_64");
   if (ctx->state_dir == NULL || ctx->data_dir == NULL || ctx->cache_dir == NULL || ctx->libexec_dir == NULL
@@ -94,7 +100,8 @@ rt_context_dup (const rt_context *from, rt_context **out, rt_error **err)
       | !dup_str (&ctx->cache_dir, from->cache_dir) | !dup_str (&ctx->libexec_dir, from->libexec_dir)
       | !dup_str (&ctx->agent, from->agent) | !dup_str (&ctx->qemu, from->qemu)
       | !dup_str (&ctx->kernel_deb, from->kernel_deb) | !dup_str (&ctx->uid_range, from->uid_range)
-      | !dup_str (&ctx->accel_env, from->accel_env) | !dup_str (&ctx->tenant, from->tenant))
+      | !dup_str (&ctx->accel_env, from->accel_env) | !dup_str (&ctx->tenant, from->tenant)
+      | !dup_str (&ctx->api_url, from->api_url) | !dup_str (&ctx->api_key, from->api_key))
     {
       rt_context_free (ctx);
       return rt_error_oom (err);
@@ -118,6 +125,10 @@ rt_context_free (rt_context *ctx)
   free (ctx->uid_range);
   free (ctx->accel_env);
   free (ctx->tenant);
+  free (ctx->api_url);
+  if (ctx->api_key)
+    explicit_bzero (ctx->api_key, strlen (ctx->api_key));
+  free (ctx->api_key);
   free (ctx);
 }
 

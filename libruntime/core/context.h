@@ -25,6 +25,12 @@ struct rt_context
   const char *accel; /* decided accelerator, NULL until asked */
   char *tenant;      /* rt_context_set_tenant's name, or NULL: the host's
                         view, which sees everything */
+  /* Client mode (remote/http.h): RUNTIME_API_URL set.  The public
+     functions the CLI's sandbox, image, secrets, snapshot and usage
+     commands use then ask that server instead of this machine.  */
+  bool remote;
+  char *api_url; /* RUNTIME_API_URL without a trailing slash */
+  char *api_key; /* RUNTIME_API_KEY, or NULL (an error at the first call) */
   rt_progress_fn progress;
   void *progress_data;
 };

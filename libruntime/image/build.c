@@ -19,6 +19,7 @@
 #include "image/plan.h"
 #include "image/step.h"
 #include "image/store.h"
+#include "remote/images.h"
 
 
 static void
@@ -257,6 +258,8 @@ refuse_default (rt_context *ctx, const char *name, rt_error **err)
 int
 rt_image_build (rt_context *ctx, const rt_build_opts *o, char **id_out, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_image_build (ctx, o, id_out, err);
   struct build b = { .ctx = ctx, .o = o, .log_fd = o->log_fd };
   cleanup_json json_object *recipe = NULL;
   cleanup_free char *tmpdisk = NULL, *name = NULL;

@@ -33,6 +33,7 @@
 #include "sandbox/store.h"
 #include "snapshot/store.h"
 #include "template/template.h"
+#include "remote/images.h"
 
 bool
 rt_image_is_sha256 (const char *s)
@@ -506,6 +507,8 @@ image_object (rt_context *ctx, json_object *img, const char *version, const char
 int
 rt_image_list_json (rt_context *ctx, char **json, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_image_list_json (ctx, json, err);
   cleanup_json json_object *index = NULL, *out = json_object_new_array ();
   json_object *names;
   int ret;
@@ -561,6 +564,8 @@ rt_image_index_find (json_object *index, const char *id, json_object **img_out, 
 int
 rt_image_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_image_get_json (ctx, ref, json, err);
   cleanup_json json_object *index = NULL, *o = NULL;
   json_object *img = NULL;
   const char *id, *version = NULL;
@@ -709,6 +714,8 @@ refuse_shared (rt_context *ctx, json_object *index, const char *id, rt_error **e
 int
 rt_image_remove (rt_context *ctx, const char *ref, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_image_remove (ctx, ref, err);
   cleanup_free char *imgdir = rt_strdup_printf ("%s/images", ctx->data_dir);
   cleanup_free char *index_path = NULL, *manifest = NULL, *disk = NULL;
   cleanup_json json_object *index = NULL, *live = NULL;

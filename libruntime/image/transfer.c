@@ -12,6 +12,7 @@
 #include "image/layer.h"
 #include "image/store.h"
 #include "image/tar.h"
+#include "remote/http.h"
 
 /* Adds the file @name (@size bytes read from @fd) to @a.  */
 static int
@@ -67,6 +68,8 @@ export_layer (rt_context *ctx, struct archive *a, const char *digest, const char
 int
 rt_image_export (rt_context *ctx, const char *ref, const char *path, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_unsupported (err, "image export");
   cleanup_json json_object *m = NULL;
   cleanup_free char *mpath = NULL, *tmp = rt_strdup_printf ("%s.tmp.XXXXXX", path);
   cleanup_free char *mtext = NULL;
@@ -486,6 +489,8 @@ store_import (rt_context *ctx, struct import *im, json_object *m, rt_error **err
 int
 rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_unsupported (err, "image import");
   cleanup_free char *ldir = rt_strdup_printf ("%s/images/layers", ctx->data_dir);
   cleanup_json json_object *m = NULL;
   struct import im = { .path = path, .ldir = ldir };

@@ -7,6 +7,7 @@
 #include "llm/chat.h"
 #include "llm/python.h"
 #include "sandbox/handle.h"
+#include "remote/http.h"
 
 #define INSTALL_TIMEOUT_S 180
 #define RUN_TIMEOUT_S 60
@@ -211,6 +212,8 @@ int
 rt_run_python (rt_context *ctx, const char *code, const char *const *packages, const char *image, char **result_json,
                int64_t *charged_micros, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_unsupported (err, "run_python");
   rt_chat_opts o = { .image = image, .cancel_fd = -1 };
 
   return rt_chat_run_python (ctx, &o, code, packages, result_json, charged_micros, err);

@@ -19,6 +19,7 @@
 #include "net/egress.h"
 #include "net/secrets.h"
 #include "sandbox/store.h"
+#include "remote/secrets.h"
 
 /* <data>, or a tenant's <data>/tenants/<name>.  */
 static char *
@@ -180,9 +181,9 @@ stamp (json_object *entry, json_object *old)
   json_object_object_add (entry, "updatedAt", json_object_new_string (now));
 }
 
-int
-rt_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,
-                    char **placeholder, rt_error **err)
+static int
+secret_set_local (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,
+                  char **placeholder, rt_error **err)
 {
   cleanup_json json_object *store = NULL;
   cleanup_close int lockfd = -1;
@@ -284,8 +285,19 @@ rt_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t
 }
 
 int
+rt_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,
+                    char **placeholder, rt_error **err)
+{
+  if (ctx->remote)
+    return rt_remote_secret_set (ctx, name, value, len, opts, placeholder, err);
+  return secret_set_local (ctx, name, value, len, opts, placeholder, err);
+}
+
+int
 rt_secret_list_json (rt_context *ctx, char **json, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_secret_list_json (ctx, json, err);
   cleanup_json json_object *store = NULL, *out = json_object_new_array ();
   int ret = load (ctx, &store, err);
 
@@ -313,6 +325,8 @@ rt_secret_list_json (rt_context *ctx, char **json, rt_error **err)
 int
 rt_secret_remove (rt_context *ctx, const char *name, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_secret_remove (ctx, name, err);
   cleanup_json json_object *store = NULL;
   cleanup_close int lockfd = -1;
   int ret = lock (ctx, &lockfd, err);

@@ -11,8 +11,8 @@
  * short copy never lands under the real name.
  *
  * The guest controls every byte of a copy out: unpack.c decides what of
- * it lands.  No header of its own: it defines only rt_sandbox_copy_out
- * and rt_sandbox_copy_in, declared in the public runtime.h.
+ * it lands.  Its header (sandbox/copy.h) shares both ends with client
+ * mode (remote/files.c), which carries the same tars over HTTP.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -25,6 +25,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "remote/files.h"
+#include "sandbox/copy.h"
 #include "sandbox/files.h"
 #include "sandbox/fork.h"
 #include "sandbox/handle.h"
@@ -331,6 +333,84 @@ out_land (const char *tmp, const char *name, const char *final, rt_error **err)
   return 0;
 }
 
+/* A copy out under way (sandbox/copy.h).  */
+struct rt_copy_sink
+{
+  char *name, *final, *tmp;
+  struct rt_unpack_limits lim;
+  struct to_child t;
+  int errfd;
+};
+
+static void
+sink_free (struct rt_copy_sink *k)
+{
+  if (k->tmp)
+    rt_rm_rf (k->tmp, NULL);
+  free (k->name);
+  free (k->final);
+  free (k->tmp);
+  free (k);
+}
+
+int
+rt_copy_out_start (const char *src, const char *dst, const rt_copy_opts *opts, struct rt_copy_sink **out,
+                   rt_error **err)
+{
+  struct rt_copy_sink *k = calloc (1, sizeof (*k));
+  int ret;
+
+  if (k == NULL)
+    return rt_error_oom (err);
+  k->t.fd = k->t.pid = k->errfd = -1;
+  k->name = base_name (src);
+  if (k->name == NULL)
+    {
+      sink_free (k);
+      return rt_error_set (err, EINVAL, "usage", "cannot copy '%s' itself; name a file or directory in it", src);
+    }
+  k->lim.name = k->name;
+  k->lim.keep_links = opts && opts->keep_links;
+  k->lim.max_size = opts && opts->max_size ? opts->max_size : RT_COPY_MAX_SIZE_DEFAULT;
+  ret = out_target (dst, k->name, &k->final, &k->tmp, err);
+  if (ret == 0)
+    ret = start_extractor (k->tmp, &k->lim, &k->t.fd, &k->errfd, &k->t.pid, err);
+  if (ret < 0)
+    {
+      sink_free (k);
+      return ret;
+    }
+  *out = k;
+  return 0;
+}
+
+int
+rt_copy_out_feed (void *sink, int stream, const char *buf, size_t len)
+{
+  return to_child (&((struct rt_copy_sink *) sink)->t, stream, buf, len);
+}
+
+int
+rt_copy_out_finish (struct rt_copy_sink *k, int ret, const rt_exec_result *res, const char *src,
+                    rt_copy_result *result, rt_error **err)
+{
+  rt_copy_result counts = { 0 };
+  cleanup_free char *why = NULL;
+  int status;
+
+  close (k->t.fd);
+  status = k->t.ended ? k->t.status : wait_child (k->t.pid);
+  why = read_report (k->errfd, &counts);
+  close (k->errfd);
+  ret = out_verdict (ret, res, &k->t, status, why, src, &k->lim, k->final, err);
+  if (ret == 0)
+    ret = out_land (k->tmp, k->name, k->final, err);
+  if (ret == 0 && result)
+    *result = counts;
+  sink_free (k);
+  return ret;
+}
+
 int
 rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts,
                      rt_copy_result *result, rt_error **err)
@@ -339,44 +419,25 @@ rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, const rt_
                    (char *) "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 67; cd \"$(dirname \"$1\")\" && "
                             "exec tar -cf - -- \"$(basename \"$1\")\"",
                    (char *) "sh", (char *) src, NULL };
-  cleanup_free char *name = NULL, *final = NULL, *tmp = NULL, *why = NULL;
-  struct to_child t = { .fd = -1, .pid = -1 };
-  struct rt_unpack_limits lim = { 0 };
-  rt_copy_result counts = { 0 };
+  struct rt_copy_sink *k = NULL;
   rt_exec_result res = { 0 };
-  int errfd = -1, ret, status;
+  int ret;
 
+  if (sb->ctx->remote)
+    return rt_remote_copy_out (sb, src, dst, opts, result, err);
   ret = rt_check_guest_path (src, err);
   if (ret == 0)
     ret = rt_sandbox_auto_wake (sb, err);
-  if (ret < 0)
-    return ret;
-  name = base_name (src);
-  if (name == NULL)
-    return rt_error_set (err, EINVAL, "usage", "cannot copy '%s' itself; name a file or directory in it", src);
-  lim.name = name;
-  lim.keep_links = opts && opts->keep_links;
-  lim.max_size = opts && opts->max_size ? opts->max_size : RT_COPY_MAX_SIZE_DEFAULT;
-  ret = out_target (dst, name, &final, &tmp, err);
   if (ret == 0)
-    ret = start_extractor (tmp, &lim, &t.fd, &errfd, &t.pid, err);
+    ret = rt_copy_out_start (src, dst, opts, &k, err);
   if (ret < 0)
     return ret;
   {
-    rt_exec_opts o = { .user = "root", .cancel_fd = opts ? opts->cancel_fd : -1, .on_output = to_child, .data = &t };
+    rt_exec_opts o = { .user = "root", .cancel_fd = opts ? opts->cancel_fd : -1, .on_output = rt_copy_out_feed,
+                       .data = k };
     ret = rt_sandbox_exec (sb, argv, &o, &res, err);
   }
-  close (t.fd);
-  status = t.ended ? t.status : wait_child (t.pid);
-  why = read_report (errfd, &counts);
-  close (errfd);
-  ret = out_verdict (ret, &res, &t, status, why, src, &lim, final, err);
-  if (ret == 0)
-    ret = out_land (tmp, name, final, err);
-  if (ret == 0 && result)
-    *result = counts;
-  rt_rm_rf (tmp, NULL);
-  return ret;
+  return rt_copy_out_finish (k, ret, &res, src, result, err);
 }
 
 /* Child: write @abs (a file or a whole tree) as a tar named @name into the
@@ -447,10 +508,8 @@ fail_out:
   _exit (1);
 }
 
-/* Forks archive_child writing @abs into @fifo; its complaint comes back on
-   *errfd.  @fifo is removed on failure.  */
-static int
-start_archiver (const char *fifo, const char *abs, const char *name, int *errfd, pid_t *pid, rt_error **err)
+int
+rt_copy_in_archiver (const char *fifo, const char *abs, const char *name, int *errfd, pid_t *pid, rt_error **err)
 {
   int errp[2];
 
@@ -500,6 +559,37 @@ check_source (const char *src, bool follow, rt_error **err)
 }
 
 int
+rt_copy_in_source (const char *src, bool follow, char **abs, char **name, rt_error **err)
+{
+  int ret = check_source (src, follow, err);
+
+  if (ret < 0)
+    return ret;
+  *abs = realpath (src, NULL);
+  if (*abs == NULL)
+    return rt_error_set (err, errno, errno == ENOENT ? "file_not_found" : "internal", "cannot copy '%s': %s", src,
+                         strerror (errno));
+  /* Named as given: a link is copied as what it points to, under its own
+     name.  */
+  *name = base_name (src);
+  if (*name == NULL)
+    *name = base_name (*abs);
+  if (*name == NULL)
+    {
+      free (*abs);
+      *abs = NULL;
+      return rt_error_set (err, EINVAL, "usage", "cannot copy '/' itself");
+    }
+  return 0;
+}
+
+int
+rt_copy_wait_child (pid_t pid)
+{
+  return wait_child (pid);
+}
+
+int
 rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts, rt_error **err)
 {
   const char *argv[] = { (char *) "sh", (char *) "-c",
@@ -516,28 +606,21 @@ rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_c
   int errfd = -1, ret, status;
   pid_t pid = -1;
 
+  if (sb->ctx->remote)
+    return rt_remote_copy_in (sb, src, dst, opts, err);
   ret = rt_check_guest_path (dst, err);
   if (ret == 0)
     ret = check_source (src, opts && opts->follow, err);
   if (ret == 0)
     ret = rt_sandbox_auto_wake (sb, err);
+  if (ret == 0)
+    ret = rt_copy_in_source (src, true, &abs, &name, err);
   if (ret < 0)
     return ret;
-  abs = realpath (src, NULL);
-  if (abs == NULL)
-    return rt_error_set (err, errno, errno == ENOENT ? "file_not_found" : "internal", "cannot copy '%s': %s", src,
-                         strerror (errno));
-  /* Named as given: a link is copied as what it points to, under its own
-     name.  */
-  name = base_name (src);
-  if (name == NULL)
-    name = base_name (abs);
-  if (name == NULL)
-    return rt_error_set (err, EINVAL, "usage", "cannot copy '/' itself");
   argv[5] = name;
   ret = rt_stdin_fifo (sb, &fifo, err);
   if (ret == 0)
-    ret = start_archiver (fifo, abs, name, &errfd, &pid, err);
+    ret = rt_copy_in_archiver (fifo, abs, name, &errfd, &pid, err);
   if (ret < 0)
     return ret;
   {

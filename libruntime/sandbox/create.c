@@ -20,6 +20,7 @@
 #include "snapshot/store.h"
 #include "template/make.h"
 #include "vmm/kernel.h"
+#include "remote/sandboxes.h"
 
 static int
 check_config (const rt_sandbox_config *cfg, rt_error **err)
@@ -615,6 +616,8 @@ make_template_later (struct creation *c)
 int
 rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **out, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_sandbox_create (ctx, cfg, out, err);
   return rt_sandbox_create_on (ctx, cfg, NULL, out, err);
 }
 

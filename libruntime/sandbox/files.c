@@ -6,6 +6,7 @@
 #include "sandbox/files.h"
 #include "sandbox/fork.h"
 #include "sandbox/handle.h"
+#include "remote/files.h"
 
 int
 rt_check_guest_path (const char *path, rt_error **err)
@@ -35,6 +36,8 @@ file_error (int exit_code, const char *path, const char *stderr_text, rt_error *
 int
 rt_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opts, rt_error **err)
 {
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_cat (sb, path, opts, err);
   const char *argv[] = { (char *) "sh", (char *) "-c",
                    (char *) "[ -d \"$1\" ] && exit 66; [ -e \"$1\" ] || exit 67; exec cat -- \"$1\"",
                    (char *) "sh", (char *) path, NULL };
@@ -64,6 +67,8 @@ rt_entry_by_path (const void *a, const void *b)
 int
 rt_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, char **json, rt_error **err)
 {
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_files_json (sb, path, depth, json, err);
   char depth_s[16];
   const char *argv[] = { (char *) "sh", (char *) "-c",
                    (char *) "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 67; "

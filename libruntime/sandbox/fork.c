@@ -10,6 +10,7 @@
 #include "sandbox/store.h"
 #include "sandbox/wake.h"
 #include "snapshot/store.h"
+#include "remote/sandboxes.h"
 
 /* {"id", "name"?, "labels"?} for the monitor; "invalid_request" for a
    label without '=' or a name too long.  */
@@ -109,6 +110,8 @@ snapshot_paused (rt_sandbox *sb, const char *id, json_object *body, rt_error **e
 int
 rt_sandbox_snapshot (rt_sandbox *sb, const char *name, const char *const *labels, char **json, rt_error **err)
 {
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_snapshot (sb, name, labels, json, err);
   char id[RT_SNAPSHOT_ID_LEN + 1];
   cleanup_close int lock = -1;
   cleanup_json json_object *body = NULL;
@@ -176,6 +179,8 @@ int
 rt_sandbox_fork (rt_sandbox *sb, unsigned count, const char *name, const char *const *labels, char ***ids,
                  rt_error **err)
 {
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_fork (sb, count, name, labels, ids, err);
   char id[RT_SNAPSHOT_ID_LEN + 1], creator[64];
   cleanup_json json_object *body = NULL;
   cleanup_free char *root = NULL, *dir = NULL;

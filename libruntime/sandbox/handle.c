@@ -13,6 +13,8 @@
 #include "sandbox/list.h"
 #include "sandbox/store.h"
 #include "sandbox/update.h"
+#include "remote/sandboxes.h"
+#include "remote/exec.h"
 
 #define STOP_WAIT_MS 30000
 
@@ -53,6 +55,8 @@ rt_sandbox_id (rt_sandbox *sb)
 int
 rt_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_sandbox_open (ctx, ref, out, err);
   cleanup_json json_object *state = NULL;
   const char *st;
   int ret = rt_sandbox_resolve (ctx, ref, &state, err);
@@ -148,6 +152,8 @@ not_ready_yet (rt_sandbox *sb, int ret, rt_error **err)
 int
 rt_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_exec_result *res, rt_error **err)
 {
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_exec (sb, argv, opts, res, err);
   cleanup_json json_object *req = NULL;
 
   if (opts == NULL)
@@ -164,6 +170,8 @@ rt_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *o
 int
 rt_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, uint32_t *process, rt_error **err)
 {
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_spawn (sb, argv, opts, process, err);
   cleanup_json json_object *req = NULL;
   cleanup_json json_object *reply = NULL;
   json_object *v;
@@ -186,6 +194,8 @@ rt_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *
 int
 rt_sandbox_ps_json (rt_sandbox *sb, char **json, rt_error **err)
 {
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_ps_json (sb, json, err);
   cleanup_json json_object *reply = NULL;
   int ret = rt_sandbox_auto_wake (sb, err);
 
@@ -201,6 +211,8 @@ int
 rt_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow, const rt_exec_opts *opts, rt_exec_result *res,
                  bool *exited, rt_error **err)
 {
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_logs (sb, process, follow, opts, res, exited, err);
   cleanup_json json_object *req = json_object_new_object ();
   int ret;
 
@@ -230,6 +242,8 @@ rt_sandbox_output (rt_sandbox *sb, uint32_t process, uint64_t cursor, bool follo
 int
 rt_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err)
 {
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_kill (sb, process, signal, err);
   cleanup_json json_object *req = json_object_new_object ();
 
   if (rt_sandbox_auto_wake (sb, err) < 0)
@@ -303,6 +317,8 @@ mark_requested (rt_sandbox *sb)
 int
 rt_sandbox_stop (rt_sandbox *sb, rt_error **err)
 {
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_verb (sb, "stop", err);
   cleanup_free char *pidfile = rt_strdup_printf ("%s/monitor.pid", sb->dir);
   pid_t pid = 0;
   int ret;
@@ -347,6 +363,8 @@ rt_sandbox_destroy (rt_sandbox *sb, rt_error **err)
   int ret;
   if (sb == NULL)
     return 0;
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_destroy (sb, err);
   ret = rt_sandbox_stop (sb, err);
   rt_sandbox_close (sb);
   return ret;
@@ -355,6 +373,8 @@ rt_sandbox_destroy (rt_sandbox *sb, rt_error **err)
 int
 rt_sandbox_extend (rt_sandbox *sb, unsigned seconds, char **expires_at, rt_error **err)
 {
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_extend (sb, seconds, expires_at, err);
   cleanup_json json_object *body = json_object_new_object ();
   cleanup_json json_object *reply = NULL;
   const char *end;
@@ -373,6 +393,8 @@ int
 rt_sandbox_set_network (rt_sandbox *sb, bool internet, const char *const *allow, const char *const *deny, char **json,
                         rt_error **err)
 {
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_set_network (sb, internet, allow, deny, json, err);
   struct rt_egress_rules rules = { 0 };
   cleanup_json json_object *body = NULL, *reply = NULL;
   int ret = rt_sandbox_rules_of (internet, allow, deny, &rules, err);
@@ -398,6 +420,8 @@ rt_sandbox_set_network (rt_sandbox *sb, bool internet, const char *const *allow,
 int
 rt_sandbox_metrics_json (rt_sandbox *sb, char **json, rt_error **err)
 {
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_metrics_json (sb, json, err);
   static const char *const argv[] = { "cat", "/proc/meminfo", NULL };
   cleanup_json json_object *reply = NULL;
   struct rt_captured c = { 0 };

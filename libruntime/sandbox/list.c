@@ -6,6 +6,8 @@
 #include "sandbox/handle.h"
 #include "sandbox/list.h"
 #include "sandbox/store.h"
+#include "remote/sandboxes.h"
+#include "remote/http.h"
 
 /* Fast path for ids: one stat and one small read, no directory scan.  */
 int
@@ -32,6 +34,8 @@ rt_sandbox_resolve (rt_context *ctx, const char *ref, json_object **out, rt_erro
 int
 rt_sandbox_egress_log (rt_context *ctx, const char *ref, char **path, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_unsupported (err, "the egress log (a file on the server)");
   cleanup_json json_object *state = NULL;
   int ret = rt_sandbox_resolve (ctx, ref, &state, err);
 
@@ -44,6 +48,8 @@ rt_sandbox_egress_log (rt_context *ctx, const char *ref, char **path, rt_error *
 int
 rt_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_sandbox_get_json (ctx, ref, json, err);
   cleanup_json json_object *state = NULL;
   int ret = rt_sandbox_resolve (ctx, ref, &state, err);
 
@@ -56,6 +62,8 @@ rt_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error **e
 int
 rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_sandbox_list_json (ctx, all, json, err);
   cleanup_json json_object *arr = NULL;
   int ret = rt_store_list (ctx, all, &arr, err);
 
@@ -68,6 +76,8 @@ rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err)
 int
 rt_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_sandbox_remove (ctx, ref, err);
   cleanup_json json_object *state = NULL;
   cleanup_error rt_error *lookup = NULL;
   cleanup_free char *record = NULL, *log = NULL;

@@ -18,6 +18,7 @@
 #include "sandbox/store.h"
 #include "template/make.h"
 #include "vmm/kernel.h"
+#include "remote/http.h"
 
 #define MAX_SPARES 64
 
@@ -424,6 +425,8 @@ int
 rt_pool_set (rt_context *ctx, const char *ref, unsigned spares, unsigned vcpu, unsigned memory_mib, char **json,
              rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_unsupported (err, "pool");
   cleanup_json json_object *pools = NULL, *out = json_object_new_array ();
   cleanup_free char *id = NULL;
   cleanup_close int lock = -1;
@@ -484,6 +487,8 @@ rt_pool_set (rt_context *ctx, const char *ref, unsigned spares, unsigned vcpu, u
 int
 rt_pool_list_json (rt_context *ctx, char **json, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_unsupported (err, "pool");
   cleanup_json json_object *pools = NULL;
 
   if (rt_tenant_refuse (ctx, "a pool", err) < 0)
@@ -497,6 +502,8 @@ rt_pool_list_json (rt_context *ctx, char **json, rt_error **err)
 int
 rt_pool_remove (rt_context *ctx, const char *ref, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_unsupported (err, "pool");
   cleanup_json json_object *pools = NULL, *kept = json_object_new_array ();
   cleanup_free char *id = NULL;
   cleanup_close int lock = -1;

@@ -8,6 +8,7 @@
 #include "sandbox/store.h"
 #include "sandbox/update.h"
 #include "sandbox/wake.h"
+#include "remote/sandboxes.h"
 
 int
 rt_sandbox_paused_error (rt_sandbox *sb, rt_error **err)
@@ -57,6 +58,8 @@ update_on_disk (rt_sandbox *sb, int idle, int wake, char **json, rt_error **err)
 int
 rt_sandbox_update (rt_sandbox *sb, int idle_pause_s, int auto_wake, char **json, rt_error **err)
 {
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_update (sb, idle_pause_s, auto_wake, json, err);
   cleanup_json json_object *body = json_object_new_object ();
   cleanup_json json_object *reply = NULL;
   int idle, wake, ret;

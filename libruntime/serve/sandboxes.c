@@ -308,6 +308,46 @@ srv_sandbox_get (struct srv_req *r)
   srv_reply_json (r, 200, info);
 }
 
+/* Where a deleted sandbox's answer is kept, so that a repeat DELETE gets it
+   again (docs/API.md) while the library forgets the sandbox, as
+   `runtime sandbox rm` does (the CLI in client mode deletes through here):
+   <data>/serve/deleted/<tenant>/<id>.  NULL for what is not an id.  */
+static char *
+deleted_path (rt_context *ctx, const char *id, bool dir)
+{
+  if (id == NULL || strlen (id) != 15 || strncmp (id, "sb-", 3) != 0 || strspn (id + 3, "0123456789abcdef") != 12)
+    return NULL;
+  return rt_strdup_printf ("%s/serve/deleted/%s%s%s", ctx->data_dir, ctx->tenant ? ctx->tenant : "-", dir ? "" : "/",
+                           dir ? "" : id);
+}
+
+/* A DELETE of what is not there: the answer it got when it was.  */
+static void
+deleted_again (struct srv_req *r, rt_context *ctx, rt_error *err)
+{
+  cleanup_free char *path = deleted_path (ctx, srv_param (r, "id"), false), *text = NULL;
+  json_object *o;
+
+  if (strcmp (err->code, "not_found") == 0 && path && rt_read_file (path, &text, NULL, NULL) == 0
+      && (o = json_tokener_parse (text)))
+    return srv_reply_json (r, 200, o);
+  srv_reply_rt_error (r, err);
+}
+
+/* Keeps @o for repeats and forgets the sandbox.  */
+static int
+forget (rt_context *ctx, const char *id, json_object *o, rt_error **err)
+{
+  cleanup_free char *dir = deleted_path (ctx, id, true), *path = deleted_path (ctx, id, false);
+  const char *text = json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+  if (dir == NULL || path == NULL)
+    return rt_error_set (err, EINVAL, "internal", "'%s' is not a sandbox id", id ? id : "");
+  if (rt_mkdir_p (dir, 0700, err) < 0 || rt_write_file_atomic (path, text, strlen (text), 0600, err) < 0)
+    return -EIO;
+  return rt_sandbox_remove (ctx, id, err);
+}
+
 void
 srv_sandbox_delete (struct srv_req *r)
 {
@@ -322,7 +362,7 @@ srv_sandbox_delete (struct srv_req *r)
     return;
   info = srv_sandbox_info (ctx, srv_param (r, "id"), &err);
   if (info == NULL)
-    return srv_reply_rt_error (r, err);
+    return deleted_again (r, ctx, err);
   st = rt_json_str (info, "state");
   if (st && strcmp (st, "stopped") != 0)
     {
@@ -345,6 +385,11 @@ srv_sandbox_delete (struct srv_req *r)
   v = json_object_object_get (info, "endedAt");
   json_object_object_add (o, "deletedAt", json_object_get (v));
   json_object_object_add (o, "endedAt", json_object_get (v));
+  if (forget (ctx, rt_json_str (info, "id"), o, &err) < 0)
+    {
+      json_object_put (o);
+      return srv_reply_rt_error (r, err);
+    }
   srv_reply_json (r, 200, o);
 }
 

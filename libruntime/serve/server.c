@@ -21,6 +21,7 @@
 
 #include "serve/listen.h"
 #include "serve/server-internal.h"
+#include "remote/http.h"
 
 /* How long a stopping server waits for the requests it is answering.  */
 #define SRV_STOP_S 10
@@ -711,6 +712,9 @@ rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
 
   if (opts == NULL)
     opts = &none;
+  /* Its requests' contexts would be clients of a server again.  */
+  if (ctx->remote)
+    return rt_remote_unsupported (err, "runtime serve");
   if ((opts->tls_cert == NULL) != (opts->tls_key == NULL))
     {
       rt_error_set (err, EINVAL, "usage", "--tls-cert and --tls-key go together");

@@ -9,6 +9,7 @@
 
 #include "sandbox/store.h"
 #include "snapshot/store.h"
+#include "remote/snapshots.h"
 
 /* A capture or fork older than this is abandoned whatever its pid file
    says (a pid may be reused; no capture takes that long).  */
@@ -368,6 +369,8 @@ dump (json_object *o, char **json, rt_error **err)
 int
 rt_snapshot_list_json (rt_context *ctx, char **json, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_snapshot_list_json (ctx, json, err);
   cleanup_json json_object *arr = NULL;
   int ret;
 
@@ -379,6 +382,8 @@ rt_snapshot_list_json (rt_context *ctx, char **json, rt_error **err)
 int
 rt_snapshot_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_snapshot_get_json (ctx, ref, json, err);
   cleanup_json json_object *s = NULL;
   int ret = find_snapshot (ctx, ref, &s, err);
 
@@ -388,6 +393,8 @@ rt_snapshot_get_json (rt_context *ctx, const char *ref, char **json, rt_error **
 int
 rt_snapshot_remove (rt_context *ctx, const char *ref, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_snapshot_remove (ctx, ref, err);
   cleanup_free char *root = NULL, *gone = NULL;
   cleanup_json json_object *s = NULL;
   cleanup_close int lockfd = -1;

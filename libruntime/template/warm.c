@@ -5,6 +5,7 @@
 #include "image/disk.h"
 #include "template/make.h"
 #include "vmm/kernel.h"
+#include "remote/http.h"
 
 static int
 check_shape (unsigned vcpu, unsigned memory_mib, rt_error **err)
@@ -52,6 +53,8 @@ describe (rt_context *ctx, const char *key, bool fresh, int64_t made_ms, char **
 int
 rt_image_warm (rt_context *ctx, const char *ref, unsigned vcpu, unsigned memory_mib, char **json, rt_error **err)
 {
+  if (ctx->remote)
+    return rt_remote_unsupported (err, "image warm");
   struct rt_kernel_files k = { 0 };
   struct rt_image_disk image = { 0 };
   struct rt_template t = { .key = "" };

@@ -2,8 +2,11 @@
 # lifecycle.sh - sandboxes that outlive one command: create, exec, ls, get,
 # extend, pause/wake, stop, rm.  Boots cost seconds under TCG, so one
 # long-lived sandbox serves most checks; a second one, with a 60 s lease,
-# ends by itself while they run.
+# ends by itself while they run.  With RUNTIME_TEST_REMOTE=1 (meson test
+# lifecycle-remote) every command is a client of a `runtime serve` of this
+# machine (libremote.sh), and every check stands as it is.
 . "$(dirname "$0")/libtest.sh"
+. "$(dirname "$0")/libremote.sh"
 
 # Nothing reads a terminal by accident; the stdin checks pipe their own.
 exec </dev/null
@@ -18,9 +21,13 @@ remove_ours() {
     for id in "${made[@]}" $(timeout 60 runtime sandbox ls --all --label "t=$tag" --json 2>/dev/null | ids); do
         timeout 60 runtime sandbox rm "$id" >/dev/null 2>&1
     done
+    stop_server
     cleanup
 }
 trap remove_ours EXIT
+if [ "${RUNTIME_TEST_REMOTE:-}" = 1 ]; then
+    start_server || { fail "runtime serve starts"; done_testing; }
+fi
 
 # ids: the ids in a JSON array of sandboxes on stdin.
 ids() { python3 -c 'import json,sys; [print(s["id"]) for s in json.load(sys.stdin)]'; }
