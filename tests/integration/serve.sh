@@ -30,8 +30,10 @@
 #                     (sys.path.insert(0, os.environ["RTAPI_DIR"]); API,
 #                     TOKEN_A and TOKEN_B are exported)
 #   serve_start       starts the server on $API's port (returns once it
-#                     answers); serve_stop [SIGNAL] stops it (TERM by
-#                     default) and sets $serve_rc to its exit code
+#                     answers; $serve_pid); serve_stop [SIGNAL] stops it
+#                     (TERM by default) and sets $serve_rc to its exit
+#                     code; the server is no job of this shell, so a bare
+#                     `wait` in a part waits only for the part's own jobs
 #   $SERVE_LOG        the server's stderr (one line per request)
 #   testnet_up        tests/integration/testnet.sh, downed at the end; the
 #                     server must be restarted after it to see
@@ -58,24 +60,38 @@ serve_rc=
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export API=http://127.0.0.1:$port
 
+# The server runs outside this shell's jobs (a part's bare `wait` must not
+# wait for it): a disowned wrapper keeps its pid and, once it ends, its
+# exit code in files.
 serve_start() {
     local i
-    runtime serve --listen "127.0.0.1:$port" </dev/null >>"$tmp/serve.out" 2>>"$SERVE_LOG" &
-    serve_pid=$!
+    rm -f "$tmp/serve.pid" "$tmp/serve.rc"
+    bash -c 'runtime serve --listen "$1" </dev/null >>"$2/serve.out" 2>>"$3" & echo $! >"$2/serve.pid"
+             wait $!; echo $? >"$2/serve.rc"' _ "127.0.0.1:$port" "$tmp" "$SERVE_LOG" </dev/null 2>>"$SERVE_LOG" &
+    disown $!
+    for i in $(seq 200); do
+        [ -s "$tmp/serve.pid" ] && break
+        sleep 0.01
+    done
+    serve_pid=$(cat "$tmp/serve.pid")
     for i in $(seq 200); do
         curl -s --noproxy '*' -o /dev/null --max-time 2 "$API/v1/health" && return 0
-        kill -0 "$serve_pid" 2>/dev/null || break
+        [ -e "$tmp/serve.rc" ] && break
         sleep 0.05
     done
     diag "runtime serve did not answer on $API" "$(tail -5 "$SERVE_LOG")"
     return 1
 }
 serve_stop() {
+    local i
     serve_rc=
     [ -n "$serve_pid" ] || return 0
     kill "-${1:-TERM}" "$serve_pid" 2>/dev/null
-    wait "$serve_pid"
-    serve_rc=$?
+    for i in $(seq 600); do
+        [ -s "$tmp/serve.rc" ] && break
+        sleep 0.05
+    done
+    serve_rc=$(cat "$tmp/serve.rc" 2>/dev/null)
     serve_pid=
 }
 
