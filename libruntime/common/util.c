@@ -35,7 +35,9 @@ rt_read_file (const char *path, char **out, size_t *len, rt_error **err)
 int
 rt_write_file_atomic (const char *path, const void *data, size_t len, mode_t mode, rt_error **err)
 {
-  cleanup_free char *tmp = rt_strdup_printf ("%s.tmp.%d", path, (int) getpid ());
+  /* The thread's id too: threads of one process (runtime serve) write the
+     same files.  */
+  cleanup_free char *tmp = rt_strdup_printf ("%s.tmp.%d.%d", path, (int) getpid (), (int) gettid ());
   cleanup_close int fd = -1;
   int ret;
 
@@ -430,10 +432,31 @@ rt_sha256_file (const char *path, char out[65], rt_error **err)
   EVP_MD_CTX_free (ctx);
   if (n < 0)
     return rt_error_set (err, errno, "internal", "cannot read '%s': %s", path, strerror (errno));
-  for (unsigned int i = 0; i < mdlen; i++)
-    sprintf (out + 2 * i, "%02x", md[i]);
-  out[64] = '\0';
+  rt_hex (md, mdlen, out);
   return 0;
+}
+
+void
+rt_hex (const unsigned char *bytes, size_t n, char *out)
+{
+  static const char digits[] = "0123456789abcdef";
+
+  for (size_t i = 0; i < n; i++)
+    {
+      out[2 * i] = digits[bytes[i] >> 4];
+      out[2 * i + 1] = digits[bytes[i] & 15];
+    }
+  out[2 * n] = '\0';
+}
+
+void
+rt_sha256_hex (const void *data, size_t len, char out[65])
+{
+  unsigned char md[32];
+  unsigned int mdlen = 32;
+
+  EVP_Digest (data, len, md, &mdlen, EVP_sha256 (), NULL);
+  rt_hex (md, 32, out);
 }
 
 unsigned long long

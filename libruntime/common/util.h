@@ -98,5 +98,8 @@ int64_t rt_json_i64 (json_object *o, const char *key);
 int rt_error_from_json (json_object *o, rt_error **err);
 /* Hex SHA-256 of a file.  */
 int rt_sha256_file (const char *path, char out[65], rt_error **err);
+/* @n bytes as 2n lower-case hex digits and a NUL.  */
+void rt_hex (const unsigned char *bytes, size_t n, char *out);
+void rt_sha256_hex (const void *data, size_t len, char out[65]);
 
 #endif

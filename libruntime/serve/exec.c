@@ -171,23 +171,6 @@ parse_command (struct srv_req *r, json_object *body, struct command *c)
   return true;
 }
 
-static rt_sandbox *
-open_sandbox (struct srv_req *r)
-{
-  cleanup_error rt_error *err = NULL;
-  rt_context *ctx = srv_ctx (r);
-  rt_sandbox *sb = NULL;
-
-  if (ctx == NULL)
-    return NULL;
-  if (rt_sandbox_open (ctx, srv_param (r, "id"), &sb, &err) < 0)
-    {
-      srv_reply_rt_error (r, err);
-      return NULL;
-    }
-  return sb;
-}
-
 /* ---- JSON exec --------------------------------------------------------- */
 
 struct kept
@@ -525,7 +508,7 @@ srv_exec (struct srv_req *r)
   rt_sandbox *sb;
   json_object *v;
 
-  if (body == NULL || !parse_command (r, body, &c) || (sb = open_sandbox (r)) == NULL)
+  if (body == NULL || !parse_command (r, body, &c) || (sb = srv_sandbox_open (r)) == NULL)
     return;
   if (json_object_object_get_ex (body, "stream", &v) && json_object_get_boolean (v))
     exec_stream (r, sb, &c);
@@ -645,7 +628,7 @@ srv_process_spawn (struct srv_req *r)
                                    "stdinMode \"%s\" is not supported yet", mode);
   if (json_object_object_get (body, "pty"))
     return (void) srv_reply_error (r, 400, "invalid_request", "not supported yet", NULL, "pty is not supported yet");
-  if (!parse_command (r, body, &c) || (sb = open_sandbox (r)) == NULL)
+  if (!parse_command (r, body, &c) || (sb = srv_sandbox_open (r)) == NULL)
     return;
   if (rt_sandbox_spawn (sb, (const char *const *) c.argv, &c.opts, &pid, &err) < 0)
     srv_reply_rt_error (r, err);
@@ -657,7 +640,7 @@ srv_process_spawn (struct srv_req *r)
 void
 srv_process_list (struct srv_req *r)
 {
-  rt_sandbox *sb = open_sandbox (r);
+  rt_sandbox *sb = srv_sandbox_open (r);
   json_object *all;
 
   if (sb == NULL)
@@ -670,7 +653,7 @@ srv_process_list (struct srv_req *r)
 void
 srv_process_get (struct srv_req *r)
 {
-  rt_sandbox *sb = open_sandbox (r);
+  rt_sandbox *sb = srv_sandbox_open (r);
   uint32_t pid;
   json_object *info;
 
@@ -713,7 +696,7 @@ srv_process_output (struct srv_req *r)
 
   if (fl && strcmp (fl, "true") != 0 && strcmp (fl, "false") != 0 && strcmp (fl, "1") != 0 && strcmp (fl, "0") != 0)
     return (void) bad_request (r, "follow must be true or false");
-  if (!cursor_query (r, &f.cursor) || (sb = open_sandbox (r)) == NULL)
+  if (!cursor_query (r, &f.cursor) || (sb = srv_sandbox_open (r)) == NULL)
     return;
   if ((f.pid = pid_param (r)))
     follow_output (&f, sb, fl && (strcmp (fl, "true") == 0 || strcmp (fl, "1") == 0));
@@ -723,7 +706,7 @@ srv_process_output (struct srv_req *r)
 void
 srv_process_write (struct srv_req *r)
 {
-  rt_sandbox *sb = open_sandbox (r);
+  rt_sandbox *sb = srv_sandbox_open (r);
   json_object *info;
   uint32_t pid;
 
@@ -783,7 +766,7 @@ srv_process_signal (struct srv_req *r)
     return;
   if ((sig = signal_of (json_object_object_get (body, "signal"))) == 0)
     return (void) bad_request (r, "signal must be a name like \"SIGTERM\" or a number 1 to 64");
-  if ((sb = open_sandbox (r)) == NULL)
+  if ((sb = srv_sandbox_open (r)) == NULL)
     return;
   if ((pid = pid_param (r)) && rt_sandbox_kill (sb, pid, sig, &err) < 0)
     srv_reply_rt_error (r, err);

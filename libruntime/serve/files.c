@@ -12,23 +12,6 @@
 #include "serve/files.h"
 #include "serve/handlers.h"
 
-rt_sandbox *
-srv_files_sandbox (struct srv_req *r)
-{
-  cleanup_error rt_error *err = NULL;
-  rt_context *ctx = srv_ctx (r);
-  rt_sandbox *sb = NULL;
-
-  if (ctx == NULL)
-    return NULL;
-  if (rt_sandbox_open (ctx, srv_param (r, "id"), &sb, &err) < 0)
-    {
-      srv_reply_rt_error (r, err);
-      return NULL;
-    }
-  return sb;
-}
-
 const char *
 srv_files_path (struct srv_req *r, const char *name, const char *value)
 {
@@ -117,13 +100,9 @@ content_out (void *data, int stream, const char *buf, size_t len)
 static void
 reply_small (struct srv_req *r, const struct content *c)
 {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned md_len = 0;
-  char hex[2 * EVP_MAX_MD_SIZE + 1], n[24];
+  char hex[65], n[24];
 
-  EVP_Digest (c->buf, c->sent, md, &md_len, EVP_sha256 (), NULL);
-  for (unsigned i = 0; i < md_len; i++)
-    snprintf (hex + 2 * i, 3, "%02x", md[i]);
+  rt_sha256_hex (c->buf, c->sent, hex);
   snprintf (n, sizeof (n), "%llu", (unsigned long long) c->sent);
   srv_add_header (r, "x-content-length", n);
   srv_add_header (r, "x-content-sha256", hex);
@@ -133,7 +112,7 @@ reply_small (struct srv_req *r, const struct content *c)
 void
 srv_files_get (struct srv_req *r)
 {
-  cleanup_sandbox rt_sandbox *sb = srv_files_sandbox (r);
+  cleanup_sandbox rt_sandbox *sb = srv_sandbox_open (r);
   const char *path = sb ? srv_files_path (r, "path", NULL) : NULL;
   cleanup_error rt_error *err = NULL;
   cleanup_json json_object *arr = NULL;
@@ -179,7 +158,7 @@ srv_files_get (struct srv_req *r)
 void
 srv_files_put (struct srv_req *r)
 {
-  cleanup_sandbox rt_sandbox *sb = srv_files_sandbox (r);
+  cleanup_sandbox rt_sandbox *sb = srv_sandbox_open (r);
   const char *path = sb ? srv_files_path (r, "path", NULL) : NULL, *m = srv_query (r, "mode");
   cleanup_error rt_error *err = NULL;
   const void *body;
@@ -203,7 +182,7 @@ srv_files_put (struct srv_req *r)
 void
 srv_files_list (struct srv_req *r)
 {
-  cleanup_sandbox rt_sandbox *sb = srv_files_sandbox (r);
+  cleanup_sandbox rt_sandbox *sb = srv_sandbox_open (r);
   const char *path = sb ? srv_files_path (r, "path", NULL) : NULL, *d = srv_query (r, "depth");
   cleanup_error rt_error *err = NULL;
   json_object *arr, *o;
@@ -227,7 +206,7 @@ srv_files_list (struct srv_req *r)
 void
 srv_files_stat (struct srv_req *r)
 {
-  cleanup_sandbox rt_sandbox *sb = srv_files_sandbox (r);
+  cleanup_sandbox rt_sandbox *sb = srv_sandbox_open (r);
   const char *path = sb ? srv_files_path (r, "path", NULL) : NULL;
   cleanup_error rt_error *err = NULL;
   cleanup_json json_object *arr = NULL;
@@ -291,7 +270,7 @@ srv_files_verb (struct srv_req *r)
     return srv_reply_error (r, 404, "not_found", "files:mkdir, files:remove, files:rename", NULL,
                             "no such verb: files:%s", verb);
   body = srv_body_json (r, mk ? mkdir_fields : rm ? remove_fields : rename_fields);
-  if (body == NULL || (sb = srv_files_sandbox (r)) == NULL)
+  if (body == NULL || (sb = srv_sandbox_open (r)) == NULL)
     return;
   path = srv_files_path (r, mv ? "from" : "path", required (body, mv ? "from" : "path"));
   if (path == NULL || (mv && (to = srv_files_path (r, "to", required (body, "to"))) == NULL))
@@ -338,7 +317,7 @@ tar_out (void *data, int stream, const char *buf, size_t len)
 void
 srv_archive_get (struct srv_req *r)
 {
-  cleanup_sandbox rt_sandbox *sb = srv_files_sandbox (r);
+  cleanup_sandbox rt_sandbox *sb = srv_sandbox_open (r);
   const char *path = sb ? srv_files_path (r, "path", NULL) : NULL, *gz = srv_query (r, "gzip");
   bool gzip = gz && (strcmp (gz, "true") == 0 || strcmp (gz, "1") == 0);
   struct tar_out t = { .r = r, .ctype = gzip ? "application/gzip" : "application/x-tar" };
@@ -362,7 +341,7 @@ srv_archive_get (struct srv_req *r)
 void
 srv_archive_put (struct srv_req *r)
 {
-  cleanup_sandbox rt_sandbox *sb = srv_files_sandbox (r);
+  cleanup_sandbox rt_sandbox *sb = srv_sandbox_open (r);
   const char *path = sb ? srv_files_path (r, "path", NULL) : NULL;
   cleanup_error rt_error *err = NULL;
   cleanup_close int fd = -1;

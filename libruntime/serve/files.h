@@ -6,9 +6,6 @@
 #include "sandbox/handle.h"
 #include "serve/server.h"
 
-/* The request's sandbox {id} as the token's tenant sees it; NULL after
-   replying (404 for another tenant's, as for none).  */
-rt_sandbox *srv_files_sandbox (struct srv_req *r);
 /* @value, or the query's @name when @value is NULL, when it is an
    absolute path; NULL after replying 400.  */
 const char *srv_files_path (struct srv_req *r, const char *name, const char *value);

@@ -19,9 +19,8 @@ struct srv_idem
   size_t nbusy, cap;
 };
 
-/* Ends the files older than SRV_IDEM_KEEP_S.  */
-static void
-sweep (struct srv_idem *s)
+void
+srv_idem_sweep (struct srv_idem *s)
 {
   DIR *d = opendir (s->dir);
   struct dirent *de;
@@ -50,7 +49,7 @@ srv_idem_open (const char *dir, struct srv_idem **out, rt_error **err)
       free (s);
       return rt_error_oom (err);
     }
-  sweep (s);
+  srv_idem_sweep (s);
   *out = s;
   return 0;
 }
@@ -88,8 +87,7 @@ srv_idem_id (const char *tenant, const char *method, const char *path, const cha
   EVP_DigestUpdate (md, key, strlen (key));
   EVP_DigestFinal_ex (md, h, NULL);
   EVP_MD_CTX_free (md);
-  for (int i = 0; i < 32; i++)
-    snprintf (hex + 2 * i, 3, "%02x", h[i]);
+  rt_hex (h, 32, hex);
   return hex;
 }
 

@@ -185,6 +185,23 @@ srv_ctx (struct srv_req *r)
   return r->ctx;
 }
 
+rt_sandbox *
+srv_sandbox_open (struct srv_req *r)
+{
+  cleanup_error rt_error *err = NULL;
+  rt_context *ctx = srv_ctx (r);
+  rt_sandbox *sb = NULL;
+
+  if (ctx == NULL)
+    return NULL;
+  if (rt_sandbox_open (ctx, srv_param (r, "id"), &sb, &err) < 0)
+    {
+      srv_reply_rt_error (r, err);
+      return NULL;
+    }
+  return sb;
+}
+
 const void *
 srv_body (struct srv_req *r, size_t *len)
 {
@@ -422,10 +439,18 @@ srv_status_for (const char *code)
     { "image_in_use", 409 },
     { "conflict", 409 },
     { "payload_too_large", 413 },
+    { "upload_incomplete", 409 },
+    { "trial_busy", 409 },
+    { "stdin_closed", 409 },
     { "quota_exceeded", 429 },
     { "rate_limited", 429 },
     { "internal", 500 },
     { "startup_failed", 500 },
+    { "cleanup_failed", 500 },
+    { "build_failed", 500 },
+    { "interrupted", 503 },
+    { "download_incomplete", 502 },
+    { "insufficient_storage", 507 },
     { "unavailable", 503 },
   };
 
@@ -439,8 +464,11 @@ void
 srv_reply_rt_error (struct srv_req *r, const rt_error *err)
 {
   const char *code = err && err->code ? err->code : "internal";
+  int status = srv_status_for (code);
 
-  srv_reply_error (r, srv_status_for (code), code, err ? err->hint : NULL, NULL, "%s",
+  if (status == 429 || status == 503)
+    srv_add_header (r, "Retry-After", "1");
+  srv_reply_error (r, status, code, err ? err->hint : NULL, NULL, "%s",
                    err && err->msg ? err->msg : "failed");
 }
 

@@ -78,7 +78,11 @@ srv_secret_put (struct srv_req *r)
   opts.format = rt_json_str (body, "format");
   opts.in_url = json_object_get_boolean (json_object_object_get (body, "inUrl"));
   opts.rules = (const char *const *) rules;
-  if (rt_secret_set_opts (ctx, name, value, strlen (value), &opts, &ph, &err) < 0)
+  /* Its JSON length: a NUL inside ("\u0000") is the library's to refuse,
+     not a place to cut the value silently.  */
+  if (rt_secret_set_opts (ctx, name, value, json_object_get_string_len (json_object_object_get (body, "value")), &opts,
+                          &ph, &err)
+      < 0)
     return srv_reply_rt_error (r, err);
   if ((all = secrets_of (r, ctx)) == NULL)
     return;

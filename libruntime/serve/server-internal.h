@@ -21,9 +21,15 @@
 #define SRV_MAX_WORKERS 512
 #define SRV_MAX_BUCKETS 1024
 
+/* Requests of one token being answered (or waiting for their key's first
+   answer) at once; more are answered 429, so one token cannot hold every
+   worker.  */
+#define SRV_MAX_INFLIGHT 64
+
 struct srv_bucket
 {
   char name[33];
+  unsigned inflight;
   double tokens;
   double last_s;
 };
@@ -45,7 +51,7 @@ struct srv
   struct rt_tokens *tokens;
   struct srv_idem *idem;
   struct evhttp_bound_socket *bound;
-  struct event *sigterm, *sigint, *stop_timer;
+  struct event *sigterm, *sigint, *stop_timer, *sweep_timer;
   double stop_deadline;
   struct srv_req *waiters; /* for the first answer to their key */
   unsigned serial;          /* of request ids */
@@ -100,6 +106,7 @@ struct srv_req
   const struct srv_route *route;
   struct rt_token_info token;
   bool authed;
+  struct srv_bucket *bucket; /* loop thread: its token's, while in flight */
   char request_id[72];
   struct timespec t0;
   rt_context *ctx;

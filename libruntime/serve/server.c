@@ -20,14 +20,13 @@
 #include <unistd.h>
 
 #include "serve/listen.h"
+#include "serve/workers.h"
 #include "serve/server-internal.h"
 #include "remote/http.h"
 
 /* How long a stopping server waits for the requests it is answering.  */
 #define SRV_STOP_S 10
 #define SRV_DEFAULT_RATE 50
-/* An idle worker thread ends after this.  */
-#define SRV_IDLE_S 30
 
 static double
 now_s (void)
@@ -81,6 +80,9 @@ loop_release (struct srv_req *r, int status)
   if (!r->loop_ref)
     return;
   r->loop_ref = false;
+  if (r->bucket)
+    r->bucket->inflight--;
+  r->bucket = NULL;
   r->req = NULL;
   log_request (r, status);
   idem_done (r, false, NULL, 0);
@@ -110,8 +112,15 @@ on_close (struct evhttp_connection *evcon, void *arg)
   pthread_cond_broadcast (&r->cond);
   pthread_mutex_unlock (&r->mu);
   sent = r->start_sent;
-  /* An answered request goes with its connection; an unanswered one is
-     only detached from it, and freed when it is answered (srv_req_flush).  */
+  /* A whole answer being written goes with its connection.  A request
+     not answered yet, or a stream (whose start is not the end of the
+     answer for libevent), is only detached from it: it is freed when
+     answered (srv_req_flush), and a stream's end frees it here.  */
+  if (sent && r->req && evhttp_request_get_connection (r->req) == NULL && !r->end_sent)
+    {
+      r->end_sent = true;
+      evhttp_send_reply_end (r->req);
+    }
   if (sent)
     loop_release (r, 499);
 }
@@ -145,7 +154,10 @@ add_head (struct srv_req *r)
 static void
 send_whole (struct srv_req *r)
 {
-  bool keep = r->status < 500 && r->status != 429 && r->ctype && strcmp (r->ctype, "application/json") == 0;
+  /* What a retry would get again: not a conflict of the moment (busy,
+     not ready), a limit or a failure.  */
+  bool keep = r->status < 500 && r->status != 409 && r->status != 429 && r->ctype
+              && strcmp (r->ctype, "application/json") == 0;
   size_t len = evbuffer_get_length (r->out);
 
   if (r->idem_id)
@@ -241,120 +253,6 @@ resume_waiters (struct srv *s, const char *id)
     }
 }
 
-/* Runs the handler, and answers 500 when it did not answer.  */
-static void
-run_handler (struct srv_req *r)
-{
-  bool answered, open_stream;
-
-  r->route->fn (r);
-  pthread_mutex_lock (&r->mu);
-  answered = r->whole || r->started;
-  open_stream = r->started && !r->ended;
-  pthread_mutex_unlock (&r->mu);
-  if (!answered)
-    srv_reply_error (r, 500, "internal", NULL, NULL, "the server gave no answer to %s %s", srv_method (r), r->path);
-  else if (open_stream)
-    srv_stream_end (r);
-}
-
-/* A pooled worker: runs queued requests; ends after SRV_IDLE_S without
-   one, or when the server ends.  */
-static void *
-worker_main (void *arg)
-{
-  struct srv *s = arg;
-  struct srv_req *r;
-
-  pthread_mutex_lock (&s->mu);
-  for (;;)
-    {
-      while (s->queue == NULL && !s->exiting)
-        {
-          struct timespec until;
-          int rc;
-
-          clock_gettime (CLOCK_REALTIME, &until);
-          until.tv_sec += SRV_IDLE_S;
-          s->nidle++;
-          rc = pthread_cond_timedwait (&s->work, &s->mu, &until);
-          s->nidle--;
-          if (rc == ETIMEDOUT && s->queue == NULL)
-            break;
-        }
-      if ((r = s->queue) == NULL)
-        break;
-      s->queue = r->next_queued;
-      s->nqueued--;
-      if (s->queue == NULL)
-        s->queue_tail = NULL;
-      pthread_mutex_unlock (&s->mu);
-      run_handler (r);
-      srv_req_unref (r);
-      pthread_mutex_lock (&s->mu);
-      s->workers--;
-      pthread_cond_broadcast (&s->idle);
-    }
-  s->nthreads--;
-  pthread_cond_broadcast (&s->idle);
-  pthread_mutex_unlock (&s->mu);
-  return NULL;
-}
-
-/* A thread for the request about to be queued unless an idle one is free
-   for it; false when none could be made.  Under s->mu.  */
-static bool
-add_thread (struct srv *s)
-{
-  pthread_attr_t attr;
-  pthread_t t;
-  bool ok;
-
-  if (s->nidle > s->nqueued)
-    return true;
-  pthread_attr_init (&attr);
-  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize (&attr, 1 << 20);
-  ok = pthread_create (&t, &attr, worker_main, s) == 0;
-  pthread_attr_destroy (&attr);
-  if (ok)
-    s->nthreads++;
-  return ok || s->nthreads > 0;
-}
-
-static void
-run_route (struct srv_req *r)
-{
-  struct srv *s = r->srv;
-  bool ok;
-
-  if (r->route->flags & SRV_INLINE)
-    return run_handler (r);
-  pthread_mutex_lock (&s->mu);
-  ok = s->workers < SRV_MAX_WORKERS && add_thread (s);
-  if (ok)
-    {
-      s->workers++;
-      pthread_mutex_lock (&r->mu);
-      r->refs++;
-      pthread_mutex_unlock (&r->mu);
-      r->next_queued = NULL;
-      if (s->queue_tail)
-        s->queue_tail->next_queued = r;
-      else
-        s->queue = r;
-      s->queue_tail = r;
-      s->nqueued++;
-      pthread_cond_signal (&s->work);
-    }
-  pthread_mutex_unlock (&s->mu);
-  if (!ok)
-    {
-      srv_add_header (r, "Retry-After", "1");
-      srv_reply_error (r, 503, "unavailable", "retry in a second", NULL, "the server is busy");
-    }
-}
-
 /* The stored answer again, marked as such.  */
 static void
 replay (struct srv_req *r, int status, const char *ctype, const char *body, size_t len)
@@ -382,9 +280,11 @@ dispatch_idem (struct srv_req *r)
   int status = 0;
 
   if (r->method == EVHTTP_REQ_GET || key == NULL)
-    return run_route (r);
+    return srv_run_route (r);
   if (*key == '\0' || strlen (key) > 255)
     return srv_reply_error (r, 400, "invalid_request", "send 1 to 255 characters", NULL, "bad Idempotency-Key");
+  /* Only here is the body hashed: not for every request.  */
+  rt_sha256_hex (r->body ? r->body : (const unsigned char *) "", r->body_len, r->body_sha);
   r->idem_id = srv_idem_id (r->token.name, srv_method (r), r->path, key);
   if (r->idem_id == NULL)
     return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
@@ -392,7 +292,7 @@ dispatch_idem (struct srv_req *r)
   switch (st)
     {
     case SRV_IDEM_NEW:
-      return run_route (r);
+      return srv_run_route (r);
     case SRV_IDEM_BUSY:
       r->waiting_idem = true;
       r->next_waiter = r->srv->waiters;
@@ -506,8 +406,20 @@ within_rate (struct srv_req *r)
       b = &s->buckets[i];
   if (b == NULL)
     {
-      b = &s->buckets[s->nbuckets < SRV_MAX_BUCKETS ? s->nbuckets++ : 0];
+      /* Full: a bucket with nothing in flight is taken over.  */
+      if (s->nbuckets < SRV_MAX_BUCKETS)
+        b = &s->buckets[s->nbuckets++];
+      for (size_t i = 0; i < s->nbuckets && !b; i++)
+        if (s->buckets[i].inflight == 0)
+          b = &s->buckets[i];
+      if (b == NULL)
+        {
+          srv_add_header (r, "Retry-After", "1");
+          srv_reply_error (r, 503, "unavailable", "retry in a second", NULL, "the server is busy");
+          return false;
+        }
       snprintf (b->name, sizeof b->name, "%s", r->token.name);
+      b->inflight = 0;
       b->tokens = 2 * rate;
       b->last_s = t;
     }
@@ -515,9 +427,18 @@ within_rate (struct srv_req *r)
   if (b->tokens > 2 * rate)
     b->tokens = 2 * rate;
   b->last_s = t;
+  if (b->inflight >= SRV_MAX_INFLIGHT)
+    {
+      srv_add_header (r, "Retry-After", "1");
+      srv_reply_error (r, 429, "rate_limited", "wait for an answer before sending more", NULL,
+                       "over %u requests at once for this token", SRV_MAX_INFLIGHT);
+      return false;
+    }
   if (b->tokens >= 1)
     {
       b->tokens -= 1;
+      b->inflight++;
+      r->bucket = b;
       return true;
     }
   srv_add_header (r, "Retry-After", "1");
@@ -564,15 +485,10 @@ read_request (struct srv_req *r, struct evhttp_request *req)
   r->body_len = evbuffer_get_length (in);
   if (r->body_len)
     {
-      unsigned char md[32];
-
       r->body = malloc (r->body_len);
       if (r->body == NULL)
         return -1;
       evbuffer_copyout (in, r->body, r->body_len);
-      EVP_Digest (r->body, r->body_len, md, NULL, EVP_sha256 (), NULL);
-      for (int i = 0; i < 32; i++)
-        snprintf (r->body_sha + 2 * i, 3, "%02x", md[i]);
     }
   return 0;
 }
@@ -627,6 +543,16 @@ on_stop_tick (evutil_socket_t fd, short what, void *arg)
 }
 
 static void
+on_sweep (evutil_socket_t fd, short what, void *arg)
+{
+  struct srv *s = arg;
+
+  (void) fd;
+  (void) what;
+  srv_idem_sweep (s->idem);
+}
+
+static void
 on_signal (evutil_socket_t sig, short what, void *arg)
 {
   struct srv *s = arg;
@@ -654,6 +580,8 @@ srv_free (struct srv *s)
     event_free (s->sigint);
   if (s->stop_timer)
     event_free (s->stop_timer);
+  if (s->sweep_timer)
+    event_free (s->sweep_timer);
   if (s->http)
     evhttp_free (s->http);
   if (s->base)
@@ -671,6 +599,7 @@ srv_free (struct srv *s)
 static int
 srv_setup (struct srv *s, rt_context *ctx, const rt_serve_opts *opts, int fd, rt_error **err)
 {
+  static const struct timeval sweep_every = { 3600, 0 };
   cleanup_free char *idem_dir = rt_strdup_printf ("%s/serve/idempotency", ctx->data_dir);
 
   s->ctx = ctx;
@@ -696,8 +625,10 @@ srv_setup (struct srv *s, rt_context *ctx, const rt_serve_opts *opts, int fd, rt
   s->sigterm = evsignal_new (s->base, SIGTERM, on_signal, s);
   s->sigint = evsignal_new (s->base, SIGINT, on_signal, s);
   s->stop_timer = evtimer_new (s->base, on_stop_tick, s);
-  if (s->bound == NULL || s->sigterm == NULL || s->sigint == NULL || s->stop_timer == NULL
-      || evsignal_add (s->sigterm, NULL) < 0 || evsignal_add (s->sigint, NULL) < 0)
+  s->sweep_timer = event_new (s->base, -1, EV_PERSIST, on_sweep, s);
+  if (s->bound == NULL || s->sigterm == NULL || s->sigint == NULL || s->stop_timer == NULL || s->sweep_timer == NULL
+      || evsignal_add (s->sigterm, NULL) < 0 || evsignal_add (s->sigint, NULL) < 0
+      || event_add (s->sweep_timer, &sweep_every) < 0)
     return rt_error_set (err, EIO, "internal", "cannot start the server's event loop");
   return 0;
 }
@@ -748,12 +679,7 @@ rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
      the process's exit.  Idle threads end first.  */
   if (idle)
     {
-      pthread_mutex_lock (&s->mu);
-      s->exiting = true;
-      pthread_cond_broadcast (&s->work);
-      while (s->nthreads > 0)
-        pthread_cond_wait (&s->idle, &s->mu);
-      pthread_mutex_unlock (&s->mu);
+      srv_workers_end (s);
       srv_free (s);
     }
   return 0;

@@ -62,6 +62,9 @@ const struct rt_token_info *srv_token (struct srv_req *r);
 /* A context acting as the token's tenant, made on first use and freed with
    the request; NULL after replying the error.  */
 rt_context *srv_ctx (struct srv_req *r);
+/* The live sandbox `{id}` names, the tenant's; NULL after replying the
+   error (404 for anyone else's).  Close it with rt_sandbox_close.  */
+rt_sandbox *srv_sandbox_open (struct srv_req *r);
 const void *srv_body (struct srv_req *r, size_t *len);
 
 /* A body field a route accepts: its name and JSON type (json_type_null:

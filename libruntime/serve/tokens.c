@@ -133,13 +133,6 @@ sha256 (const char *s, unsigned char out[32])
   EVP_Digest (s, strlen (s), out, &len, EVP_sha256 (), NULL);
 }
 
-static void
-hex (const unsigned char *b, size_t n, char *out)
-{
-  for (size_t i = 0; i < n; i++)
-    snprintf (out + 2 * i, 3, "%02x", b[i]);
-}
-
 static bool
 unhex (const char *s, unsigned char *out, size_t n)
 {
@@ -179,7 +172,7 @@ new_entry (const char *name, const rt_token_limits *l, const char *token)
   char h_hex[65], prefix[RT_TOKEN_PREFIX_LEN + 1], now[32];
 
   sha256 (token, h);
-  hex (h, sizeof h, h_hex);
+  rt_hex (h, sizeof h, h_hex);
   snprintf (prefix, sizeof prefix, "%s", token);
   rt_format_time (rt_epoch_ms (), now);
   json_object_object_add (o, "name", json_object_new_string (name));

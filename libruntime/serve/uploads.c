@@ -141,7 +141,7 @@ make_upload (const char *path, json_object *meta, uint64_t size, rt_error **err)
 void
 srv_upload_begin (struct srv_req *r)
 {
-  cleanup_sandbox rt_sandbox *sb = srv_files_sandbox (r);
+  cleanup_sandbox rt_sandbox *sb = srv_sandbox_open (r);
   unsigned mode = 0644;
   cleanup_json json_object *body = sb ? begin_body (r, &mode) : NULL;
   cleanup_free char *dir = tenant_dir (r), *path = NULL;
@@ -271,7 +271,7 @@ put_chunk (const struct upload *u, const unsigned char *buf, size_t len, uint64_
 void
 srv_upload_chunk (struct srv_req *r)
 {
-  cleanup_sandbox rt_sandbox *sb = srv_files_sandbox (r);
+  cleanup_sandbox rt_sandbox *sb = srv_sandbox_open (r);
   cleanup_error rt_error *err = NULL;
   const char *q = srv_query (r, "offset");
   struct upload u;
@@ -365,7 +365,7 @@ srv_upload_verb (struct srv_req *r)
 
   if (!is_commit && strcmp (verb, "abort") != 0)
     return srv_reply_error (r, 404, "not_found", "uploads/{u}:commit or :abort", NULL, "no such verb: %s", verb);
-  if ((sb = srv_files_sandbox (r)) == NULL || upload_open (r, sb, LOCK_EX, &u) < 0)
+  if ((sb = srv_sandbox_open (r)) == NULL || upload_open (r, sb, LOCK_EX, &u) < 0)
     return;
   if (is_commit)
     commit (r, sb, &u);
