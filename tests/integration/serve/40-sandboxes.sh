@@ -142,7 +142,7 @@ for i in 1 2; do
 done
 # Those two only: the server is a job of this shell too.
 wait $qpids
-is "two creates at once under maxSandboxes 1: one made, one 429" "$(cat "$tmp/q1.status" "$tmp/q2.status" | sort | tr '\n' ' ')" "201 429 "
+is "two creates at once under maxSandboxes 1: one made, one 429" "$( (cat "$tmp/q1.status"; echo; cat "$tmp/q2.status"; echo) | sort | tr '\n' ' ')" "201 429 "
 Q=$(for i in 1 2; do [ "$(cat "$tmp/q$i.status")" = 201 ] && json_get 'o["id"]' <"$tmp/q$i.body"; done)
 API_TOKEN=$TOKEN_Q api GET "/v1/sandboxes/$Q?waitFor=running&timeoutSeconds=120" >/dev/null
 is "… the one made runs" "$(bj 'o["state"]')" running

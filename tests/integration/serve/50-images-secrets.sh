@@ -95,13 +95,13 @@ api GET "/v1/images/$IMG/logs" >/dev/null
 is "logs without follow: the whole log and the end" "$status $(tail -1 "$tmp/api.body" | json_get 'o["type"]')" "200 end"
 is "B's image list: not A's" "$(API_TOKEN=$TOKEN_B api GET /v1/images | json_get '[i["name"] for i in o["data"] if i["name"] == "srv50"]')" "[]"
 API_TOKEN=$TOKEN_B api GET "/v1/images/$IMG" >/dev/null
-answer "B's GET of A's image: 404" 404 not_found
+answer "B's GET of A's image: 404" 404 image_not_found
 API_TOKEN=$TOKEN_B api GET "/v1/images/$(api GET "/v1/images/$IMG" | json_get 'o["imageId"]')" >/dev/null
 check "B's GET of A's image by the library's id: 404" test "$status" = 404
 API_TOKEN=$TOKEN_B api GET "/v1/images/$IMG/logs" >/dev/null
 answer "B's logs of A's build: 404" 404 not_found
 API_TOKEN=$TOKEN_B api POST "/v1/images/$IMG:delete" '{}' >/dev/null
-answer "B's :delete of A's image: 404" 404 not_found
+answer "B's :delete of A's image: 404" 404 image_not_found
 api POST /v1/images/runtime:delete '{}' >/dev/null
 answer "A's :delete of the base image: 403" 403 permission_denied
 api POST "/v1/images/$IMG:explode" '{}' >/dev/null
@@ -109,5 +109,5 @@ answer "an unknown image verb: 404" 404 not_found
 api POST "/v1/images/$IMG:delete" '{}' >/dev/null
 is ":delete: 200 deleted" "$status $(bj 'o["status"]')" "200 deleted"
 api GET "/v1/images/$IMG" >/dev/null
-answer "… then GET: 404" 404 not_found
+answer "… then GET: 404" 404 image_not_found
 is "… and not in the list" "$(api GET /v1/images | json_get '[i["name"] for i in o["data"] if i["name"] == "srv50"]')" "[]"
