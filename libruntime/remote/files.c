@@ -212,7 +212,7 @@ upload_chunks (rt_sandbox *sb, int fd, const char *abs, const struct stat *st, c
     return ret;
   if (base == NULL)
     return rt_error_oom (err);
-  snprintf (mode, sizeof (mode), "%o", (unsigned) (st->st_mode & 0777));
+  snprintf (mode, sizeof (mode), "%03o", (unsigned) (st->st_mode & 0777));
   json_object_object_add (body, "path", json_object_new_string (target));
   json_object_object_add (body, "size", json_object_new_int64 (st->st_size));
   json_object_object_add (body, "sha256", json_object_new_string (sha));
@@ -253,7 +253,7 @@ copy_file_in (rt_sandbox *sb, const char *abs, const char *target, const rt_copy
     return rt_error_set (err, errno, "internal", "cannot read '%s': %s", abs, strerror (errno));
   if (st.st_size > RT_REMOTE_PUT_MAX)
     return upload_chunks (sb, fd, abs, &st, target, opts, err);
-  snprintf (extra, sizeof (extra), "&mode=%o", (unsigned) (st.st_mode & 0777));
+  snprintf (extra, sizeof (extra), "&mode=%03o", (unsigned) (st.st_mode & 0777));
   if ((url = files_path (sb, "files/content", target, extra)) == NULL)
     return rt_error_oom (err);
   return upload_fd (sb, "PUT", url, fd, 0, st.st_size, "application/octet-stream", opts, target, err);

@@ -131,8 +131,6 @@ rt_remote_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sand
   ret = rt_remote_json (ctx, "POST", "/v1/sandboxes", body, cfg->no_wait ? "wait=0" : NULL, &info, err);
   if (ret == 0)
     ret = handle_for (ctx, info, out, err);
-  if (ret == 0)
-    (*out)->remote_ephemeral = cfg->ephemeral;
   return ret;
 }
 
@@ -217,8 +215,9 @@ rt_remote_sandbox_verb (rt_sandbox *sb, const char *verb, rt_error **err)
 int
 rt_remote_sandbox_destroy (rt_sandbox *sb, rt_error **err)
 {
-  int ret = sb->remote_ephemeral ? rt_remote_sandbox_remove (sb->ctx, sb->id, err)
-                                 : rt_remote_sandbox_verb (sb, "stop", err);
+  /* Stopped, its record kept, as a local `sandbox run` leaves it (a DELETE
+     would forget it: remote/sandboxes.h).  */
+  int ret = rt_remote_sandbox_verb (sb, "stop", err);
   rt_sandbox_close (sb);
   return ret;
 }

@@ -13,8 +13,10 @@ int rt_remote_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_erro
 int rt_remote_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err);
 /* :stop, :pause or :wake, answered once done.  */
 int rt_remote_sandbox_verb (rt_sandbox *sb, const char *verb, rt_error **err);
-/* The end of a handle: an ephemeral sandbox (sandbox run) is deleted,
-   any other stopped.  */
+/* The end of a handle (rt_sandbox_destroy): the sandbox is stopped, and
+   its record kept, as locally; `sandbox run` calls it when its command
+   ended, failed or was interrupted.  A `run` sandbox nobody stops (the
+   client killed) stops at its lease's end (create_body).  */
 int rt_remote_sandbox_destroy (rt_sandbox *sb, rt_error **err);
 int rt_remote_sandbox_extend (rt_sandbox *sb, unsigned seconds, char **expires_at, rt_error **err);
 int rt_remote_sandbox_update (rt_sandbox *sb, int idle_pause_s, int auto_wake, char **json, rt_error **err);

@@ -11,8 +11,6 @@ struct rt_sandbox
   char id[32];
   char *dir;   /* its state dir */
   char *sock;  /* its monitor's api.sock */
-  bool remote_ephemeral; /* client mode: made by `sandbox run`, deleted
-                            when its handle is destroyed (remote/sandboxes.h) */
 };
 
 /* A handle on sandbox @id, whether or not it exists; NULL when out of
