@@ -8,6 +8,7 @@
    library's lists show it only to its tenant (and the base images to all).
    (no header of its own: handlers.h declares its routes).  */
 #include <dirent.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "sandbox/store.h"
 #include "serve/body.h"
 #include "serve/handlers.h"
+#include "serve/text.h"
 
 /* recipe.files: {"/abs/path": "content"}, inline and bounded.  */
 #define MAX_RECIPE_FILES 64
@@ -56,6 +58,9 @@ builds_dir (rt_context *ctx, const char *tenant)
 {
   return rt_strdup_printf ("%s/serve/builds/%s", ctx->data_dir, tenant ? tenant : "_host");
 }
+
+/* Builds of one token queued or running at once.  */
+#define SRV_MAX_BUILDS 4
 
 static char *
 path_of (const char *dir, const char *id, const char *ext)
@@ -296,6 +301,31 @@ build_new (rt_context *ctx, const char *tenant, const char *name)
   return b;
 }
 
+/* Builds of a tenant queued or running now (records of this server's
+   builds that have not ended): each holds a thread and, in turn, a VM.  */
+static unsigned
+builds_in_flight (const char *dir)
+{
+  DIR *d = opendir (dir);
+  struct dirent *de;
+  unsigned n = 0;
+
+  if (d == NULL)
+    return 0;
+  while ((de = readdir (d)))
+    {
+      size_t len = strlen (de->d_name);
+      cleanup_free char *id = len == 25 && strcmp (de->d_name + 20, ".json") == 0 ? strndup (de->d_name, 20) : NULL;
+      cleanup_json json_object *rec = id ? record_get (dir, id) : NULL;
+      const char *st = rec ? rt_json_str (rec, "state") : NULL;
+
+      if (st && (strcmp (st, "queued") == 0 || strcmp (st, "building") == 0))
+        n++;
+    }
+  closedir (d);
+  return n;
+}
+
 void
 srv_image_build (struct srv_req *r)
 {
@@ -321,6 +351,13 @@ srv_image_build (struct srv_req *r)
     return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
   if (rt_mkdir_p (b->dir, 0700, &err) < 0)
     return build_free (b), srv_reply_rt_error (r, err);
+  if (builds_in_flight (b->dir) >= SRV_MAX_BUILDS)
+    {
+      build_free (b);
+      srv_add_header (r, "Retry-After", "30");
+      return srv_reply_error (r, 429, "quota_exceeded", "wait for one to end (GET /v1/images/{id}/logs?follow=true)",
+                              NULL, "at most %d image builds of a token at once", SRV_MAX_BUILDS);
+    }
   if (!recipe_parse (b, recipe, issues))
     return build_free (b), (void) srv_reply_issues (r, issues);
   rec = json_object_new_object ();
@@ -485,32 +522,6 @@ srv_image_verb (struct srv_req *r)
   srv_reply_json (r, 200, out);
 }
 
-/* Bytes that are not UTF-8 as '?': a build's output is the guest's, and
-   an NDJSON line must stay JSON.  */
-static void
-clean_utf8 (char *s, size_t len)
-{
-  for (size_t i = 0; i < len;)
-    {
-      unsigned char c = (unsigned char) s[i];
-      size_t n = c < 0x80                          ? 1
-                 : (c & 0xe0) == 0xc0 && c >= 0xc2 ? 2
-                 : (c & 0xf0) == 0xe0              ? 3
-                 : (c & 0xf8) == 0xf0 && c <= 0xf4 ? 4
-                                                   : 0;
-      size_t k;
-      for (k = 1; n && k < n; k++)
-        if (i + k >= len || ((unsigned char) s[i + k] & 0xc0) != 0x80)
-          break;
-      if (n == 0 || k < n)
-        {
-          s[i++] = '?';
-          continue;
-        }
-      i += n;
-    }
-}
-
 /* Sends the log's whole lines from *@off (all of it when @all); <0 when
    the client has gone.  */
 static int
@@ -530,10 +541,19 @@ send_log (struct srv_req *r, int fd, int64_t *off, bool all)
             return 0;
           len = (size_t) (nl - buf) + 1;
         }
-      clean_utf8 (buf, len);
-      e = json_object_new_object ();
-      json_object_object_add (e, "type", json_object_new_string ("log"));
-      json_object_object_add (e, "data", json_object_new_string_len (buf, (int) len));
+      {
+        /* The guest's bytes: those not UTF-8 as U+FFFD, as process output
+           shows them (an NDJSON line must stay JSON).  */
+        size_t tlen = 0;
+        bool valid;
+        cleanup_free char *text = srv_utf8_text ((const uint8_t *) buf, len, &tlen, &valid);
+
+        if (text == NULL)
+          return -1;
+        e = json_object_new_object ();
+        json_object_object_add (e, "type", json_object_new_string ("log"));
+        json_object_object_add (e, "data", json_object_new_string_len (text, (int) tlen));
+      }
       json_object_object_add (e, "offset", json_object_new_int64 (*off));
       if (srv_stream_line (r, e) < 0)
         return -1;
@@ -557,7 +577,8 @@ srv_image_logs (struct srv_req *r)
   cleanup_json json_object *rec = NULL;
   cleanup_close int fd = -1;
   rt_context *ctx = srv_ctx (r);
-  int64_t off = cur ? strtoll (cur, NULL, 10) : 0;
+  char *end = NULL;
+  int64_t off = cur ? strtoll (cur, &end, 10) : 0;
   json_object *e;
 
   if (ctx == NULL)
@@ -566,9 +587,16 @@ srv_image_logs (struct srv_req *r)
   if (dir == NULL || (rec = record_get (dir, srv_param (r, "id"))) == NULL)
     return srv_reply_error (r, 404, "not_found", "images built with POST /v1/images have logs", NULL,
                             "no build log for image %s", srv_param (r, "id"));
-  if (off < 0)
+  if (off < 0 || (cur && (*cur == '\0' || *end != '\0')))
     return srv_reply_error (r, 400, "invalid_request", NULL, NULL, "cursor must be a byte offset");
   lp = path_of (dir, srv_param (r, "id"), ".log");
+  if (lp && off > 0)
+    {
+      struct stat st;
+      if (stat (lp, &st) == 0 && off > st.st_size)
+        return srv_reply_error (r, 400, "invalid_request", NULL, NULL, "cursor %lld is past the log's end",
+                                (long long) off);
+    }
   if (srv_stream_start (r, 200, "application/x-ndjson") < 0)
     return;
   for (;;)
