@@ -94,6 +94,8 @@ tokens_of (json_object *store)
 static json_object *
 find (json_object *arr, const char *name, size_t *at)
 {
+  if (arr == NULL || !json_object_is_type (arr, json_type_array))
+    return NULL;
   for (size_t i = 0; i < json_object_array_length (arr); i++)
     {
       json_object *o = json_object_array_get_idx (arr, i);
@@ -218,6 +220,13 @@ rt_token_create (rt_context *ctx, const char *name, const rt_token_limits *limit
       rt_error_set (err, EEXIST, "name_taken", "a token is already named '%s'", name);
       return rt_error_hint (err, "runtime token rm %s first, or pick another name", name);
     }
+  /* A name is its tenant: a removed token's snapshots, images, records and
+     usage stay under it, and must not pass to whoever gets it next.  */
+  if (find (json_object_object_get (store, "removed"), name, NULL))
+    {
+      rt_error_set (err, EEXIST, "name_taken", "a removed token was named '%s'", name);
+      return rt_error_hint (err, "what that tenant made is still under its name: pick another name");
+    }
   ret = new_token (tok, err);
   if (ret == 0)
     {
@@ -315,13 +324,19 @@ rt_token_remove (rt_context *ctx, const char *name, rt_error **err)
     return ret;
   if (find (tokens_of (store), name, &at))
     {
+      json_object *removed = json_object_object_get (store, "removed"), *e = json_object_new_object ();
+
+      if (removed == NULL || !json_object_is_type (removed, json_type_array))
+        json_object_object_add (store, "removed", removed = json_object_new_array ());
+      json_object_object_add (e, "name", json_object_new_string (name));
+      json_object_array_add (removed, e);
       json_object_array_del_idx (tokens_of (store), at, 1);
       ret = save (ctx, store, err);
       if (ret < 0)
         return ret;
     }
   close (steal_fd (&lockfd));
-  /* A token made again with this name starts without the old secrets.  */
+  /* Its secrets' values go now: nobody can use them any more.  */
   secrets = rt_strdup_printf ("%s/tenants/%s/secrets.json", ctx->data_dir, name);
   if (secrets)
     unlink (secrets);

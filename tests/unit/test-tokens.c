@@ -141,6 +141,11 @@ main (void)
   ok (rt_tokens_check (t, a, &info) == 0, "a removed token is revoked at once");
   ok (rt_tokens_check (t, b, &info) == 1, "the other still works");
   ok (fails_with (rt_token_remove (ctx, "alice", &err), &err, "not_found"), "removed twice: not_found");
+  {
+    char *again = NULL;
+    ok (fails_with (rt_token_create (ctx, "alice", NULL, &again, &err), &err, "name_taken") && again == NULL,
+        "a removed token's name is not given again (its tenant's things stay under it)");
+  }
 
   chmod (path, 0644);
   ok (fails_with (rt_token_list_json (ctx, &json, &err), &err, "invalid_request"), "a store others read: refused");
