@@ -18,11 +18,13 @@ srv_issue (json_object *issues, const char *path, const char *msg)
 char **
 srv_pairs_of (json_object *obj, const char *field, json_object *issues)
 {
-  size_t n = obj ? json_object_object_length (obj) : 0, i = 0;
+  size_t n, i = 0;
   char **v;
 
-  if (obj == NULL)
+  /* Not an object: its type is the caller's issue already.  */
+  if (obj == NULL || !json_object_is_type (obj, json_type_object))
     return NULL;
+  n = json_object_object_length (obj);
   v = calloc (n + 1, sizeof (*v));
   if (v == NULL)
     return NULL;
@@ -42,11 +44,13 @@ srv_pairs_of (json_object *obj, const char *field, json_object *issues)
 char **
 srv_strings_of (json_object *arr, const char *field, size_t max, json_object *issues)
 {
-  size_t n = arr ? json_object_array_length (arr) : 0, k = 0;
+  size_t n, k = 0;
   char **v;
 
-  if (arr == NULL)
+  /* Not an array: its type is the caller's issue already.  */
+  if (arr == NULL || !json_object_is_type (arr, json_type_array))
     return NULL;
+  n = json_object_array_length (arr);
   v = calloc (n + 1, sizeof (*v));
   for (size_t i = 0; v && i < n; i++)
     {

@@ -292,9 +292,8 @@ type_ok (json_object *v, json_type want)
 }
 
 json_object *
-srv_body_json (struct srv_req *r, const struct srv_field *fields)
+srv_body_json_into (struct srv_req *r, const struct srv_field *fields, json_object *issues)
 {
-  cleanup_json json_object *issues = json_object_new_array ();
   json_tokener *tok;
   json_object *body;
 
@@ -337,6 +336,17 @@ srv_body_json (struct srv_req *r, const struct srv_field *fields)
     else if (!type_ok (val, f->type))
       add_issue (issues, key, type_name (f->type));
   }
+  return body;
+}
+
+json_object *
+srv_body_json (struct srv_req *r, const struct srv_field *fields)
+{
+  cleanup_json json_object *issues = json_object_new_array ();
+  json_object *body = srv_body_json_into (r, fields, issues);
+
+  if (body == NULL)
+    return NULL;
   if (json_object_array_length (issues) > 0)
     {
       json_object *details = json_object_new_object ();

@@ -94,18 +94,18 @@ flag_of (json_object *body, const char *key)
 }
 
 /* The body's fields into @cfg (its strings stay @body's or the vectors');
-   false after replying 400.  */
+   false after replying 400 with @issues (the top level's, from
+   srv_body_json_into) and those of nested objects, all at once.  */
 static bool
-create_parse (struct srv_req *r, json_object *body, rt_sandbox_config *cfg, char ***labels, char ***env, char ***allow,
-              char ***deny)
+create_parse (struct srv_req *r, json_object *body, json_object *issues, rt_sandbox_config *cfg, char ***labels,
+              char ***env, char ***allow, char ***deny)
 {
-  cleanup_json json_object *issues = json_object_new_array ();
   json_object *net;
   bool internet = true;
 
   *labels = srv_pairs_of (json_object_object_get (body, "labels"), "labels", issues);
   *env = srv_pairs_of (json_object_object_get (body, "env"), "env", issues);
-  if (json_object_object_get_ex (body, "network", &net) && net)
+  if (json_object_object_get_ex (body, "network", &net) && net && json_object_is_type (net, json_type_object))
     network_parse (net, "network.", &internet, allow, deny, issues);
   if (srv_reply_issues (r, issues))
     return false;
@@ -179,7 +179,8 @@ srv_sandbox_wait (struct srv_req *r, rt_context *ctx, const char *ref, const cha
 void
 srv_sandbox_create (struct srv_req *r)
 {
-  cleanup_json json_object *body = srv_body_json (r, create_fields);
+  cleanup_json json_object *issues = json_object_new_array ();
+  cleanup_json json_object *body = srv_body_json_into (r, create_fields, issues);
   cleanup_strv char **labels = NULL, **env = NULL, **allow = NULL, **deny = NULL;
   cleanup_error rt_error *err = NULL;
   rt_sandbox_config cfg = { 0 };
@@ -190,7 +191,7 @@ srv_sandbox_create (struct srv_req *r)
   int wait = srv_prefer_wait (r), ret;
   unsigned vcpu;
 
-  if (body == NULL || (ctx = srv_ctx (r)) == NULL || !create_parse (r, body, &cfg, &labels, &env, &allow, &deny))
+  if (body == NULL || (ctx = srv_ctx (r)) == NULL || !create_parse (r, body, issues, &cfg, &labels, &env, &allow, &deny))
     return;
   /* Prefer: wait=N: the library answers once the monitor runs; the wait
      for the boot is ours, bounded.  */

@@ -78,6 +78,11 @@ struct srv_field
    terminated); NULL after replying 400 (naming every wrong field in
    details.issues) or 413.  The caller owns the object.  */
 json_object *srv_body_json (struct srv_req *r, const struct srv_field *fields);
+/* The same, the wrong fields added to @issues instead of answered, so that
+   a route may add those of nested objects and answer them all at once
+   (srv_reply_issues); NULL after replying a body that is no JSON object
+   or is too large.  */
+json_object *srv_body_json_into (struct srv_req *r, const struct srv_field *fields, json_object *issues);
 /* Prefer: wait=N as N (0–120), or -1 when absent or malformed.  */
 int srv_prefer_wait (struct srv_req *r);
 /* The client has gone or the server is stopping: a stream should end.  */
