@@ -6,7 +6,7 @@
 # every answer is checked: 200 with the right body, or 429 rate_limited
 # with Retry-After (then the client waits it, as a client should).
 
-avail_mib=$(($(sed -n 's/^MemAvailable: *\([0-9]*\) kB/\1/p' /proc/meminfo) / 1024))
+avail_mib=$(($(sed -n 's/^MemAvailable:[[:space:]]*\([0-9]*\) kB/\1/p' /proc/meminfo) / 1024))
 nload=8
 if [ "$avail_mib" -lt 8192 ]; then
     nload=4
@@ -14,7 +14,7 @@ if [ "$avail_mib" -lt 8192 ]; then
 fi
 load_ids=$(sandboxes "$nload" | tr '\n' ' ')
 is "$nload shared sandboxes running for the load" "$(wc -w <<<"$load_ids")" "$nload"
-rss_idle=$(sed -n 's/^VmRSS: *\([0-9]*\) kB/\1/p' "/proc/$serve_pid/status")
+rss_idle=$(sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$serve_pid/status")
 
 LOAD_IDS=$load_ids python3 - "${LOAD_SECONDS:-30}" >"$tmp/load.json" 2>"$tmp/load.err" <<'EOF'
 import concurrent.futures, json, os, random, sys, threading, time, uuid
@@ -109,7 +109,7 @@ tot["samples"] = [s for p in parts for s in p["samples"]][:5]
 tot["clients"] = PROCS * THREADS
 print(json.dumps(tot))
 EOF
-rss_load=$(sed -n 's/^VmRSS: *\([0-9]*\) kB/\1/p' "/proc/$serve_pid/status" 2>/dev/null)
+rss_load=$(sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$serve_pid/status" 2>/dev/null)
 lj() { json_get "$1" <"$tmp/load.json" 2>&1; }
 diag "load: $(lj 'o["clients"]') clients, ${LOAD_SECONDS:-30} s: $(lj 'o["ok"]') right 200s (get $(lj 'o["get"]'), list $(lj 'o["list"]'), exec $(lj 'o["exec"]')), $(lj 'o["429"]') 429s, $(lj 'o["rps"]') answers/s, GET p50 $(lj 'o["get_p50_ms"]') ms p99 $(lj 'o["get_p99_ms"]') ms; server RSS ${rss_idle:-?} kB idle, ${rss_load:-?} kB after"
 is "load: every answer a right 200 or a 429 with Retry-After (wrong, transport errors)" \
