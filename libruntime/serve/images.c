@@ -20,6 +20,7 @@
 #include "common/util.h"
 #include "sandbox/store.h"
 #include "serve/body.h"
+#include "image/store.h"
 #include "serve/handlers.h"
 #include "serve/text.h"
 
@@ -301,6 +302,17 @@ build_new (rt_context *ctx, const char *tenant, const char *name)
   return b;
 }
 
+/* "NAME" or "NAME:TAG" as the library takes them: refused here, before the
+   202, rather than in the build's thread.  */
+static bool
+name_ok (const char *name)
+{
+  const char *colon = strchr (name, ':');
+  cleanup_free char *base = colon ? strndup (name, colon - name) : strdup (name);
+
+  return base && rt_image_name_valid (base) && (colon == NULL || rt_image_name_valid (colon + 1));
+}
+
 /* Builds of a tenant queued or running now (records of this server's
    builds that have not ended): each holds a thread and, in turn, a VM.  */
 static unsigned
@@ -344,6 +356,11 @@ srv_image_build (struct srv_req *r)
   if (!json_object_object_get_ex (body, "recipe", &recipe) || recipe == NULL)
     {
       srv_issue (issues, "recipe", "required: {base, apt, pip, npm, commands, env, files, workdir}");
+      return (void) srv_reply_issues (r, issues);
+    }
+  if (rt_json_str (body, "name") && !name_ok (rt_json_str (body, "name")))
+    {
+      srv_issue (issues, "name", "NAME or NAME:TAG, each 1 to 63 of a-z, 0-9, '.', '_' and '-'");
       return (void) srv_reply_issues (r, issues);
     }
   b = build_new (ctx, tenant, rt_json_str (body, "name") ? rt_json_str (body, "name") : "image");

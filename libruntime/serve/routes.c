@@ -30,15 +30,15 @@ const struct srv_route srv_routes[] = {
   { EVHTTP_REQ_POST, SB "/processes/{pid}:signal", srv_process_signal, 0 },
 
   { EVHTTP_REQ_GET, SB "/files/content", srv_files_get, 0 },
-  { EVHTTP_REQ_PUT, SB "/files/content", srv_files_put, SRV_RAW_BODY },
+  { EVHTTP_REQ_PUT, SB "/files/content", srv_files_put, 0 },
   { EVHTTP_REQ_GET, SB "/files/list", srv_files_list, 0 },
   { EVHTTP_REQ_GET, SB "/files/stat", srv_files_stat, 0 },
   { EVHTTP_REQ_POST, SB "/files:{verb}", srv_files_verb, 0 },
   { EVHTTP_REQ_POST, SB "/uploads", srv_upload_begin, 0 },
-  { EVHTTP_REQ_PUT, SB "/uploads/{upload}", srv_upload_chunk, SRV_RAW_BODY },
+  { EVHTTP_REQ_PUT, SB "/uploads/{upload}", srv_upload_chunk, 0 },
   { EVHTTP_REQ_POST, SB "/uploads/{upload}:{verb}", srv_upload_verb, 0 },
   { EVHTTP_REQ_GET, SB "/files/archive", srv_archive_get, 0 },
-  { EVHTTP_REQ_PUT, SB "/files/archive", srv_archive_put, SRV_RAW_BODY },
+  { EVHTTP_REQ_PUT, SB "/files/archive", srv_archive_put, 0 },
 
   { EVHTTP_REQ_GET, "/v1/snapshots", srv_snapshot_list, 0 },
   { EVHTTP_REQ_GET, "/v1/snapshots/{id}", srv_snapshot_get, 0 },

@@ -33,8 +33,7 @@ typedef void (*srv_handler) (struct srv_req *r);
 enum
 {
   SRV_INLINE = 1 << 0,   /* quick and non-blocking: run on the loop thread */
-  SRV_RAW_BODY = 1 << 1, /* the body is bytes, not a JSON object */
-  SRV_NO_AUTH = 1 << 2,  /* answered without a token (none yet) */
+  SRV_NO_AUTH = 1 << 1, /* answered without a token (none yet) */
 };
 
 struct srv_route
