@@ -63,6 +63,8 @@ api POST /v1/images '{"recipe": {"commands": ["true", 5]}}' >/dev/null
 is "a command that is no string: named" "$status $(issues)" "400 ['recipe.commands[1]']"
 api POST /v1/images '{"recipe": {"files": {"etc/x": "relative", "/a:b": "colon", "/etc/../x": "up"}}}' >/dev/null
 is "a relative path, one with a colon or a dot-dot part: each named" "$status $(issues)" "400 ['recipe.files./a:b', 'recipe.files./etc/../x', 'recipe.files.etc/x']"
+api POST /v1/images '{"name": "Not A Name", "recipe": {"commands": ["true"]}}' >/dev/null
+is "a bad image name: 400 naming it, before anything is queued" "$status $(issues)" "400 ['name']"
 big=$(head -c 300000 /dev/zero | tr '\0' a)
 printf '{"recipe": {"files": {"/big": "%s"}}}' "$big" >"$tmp/big.json"
 api -H 'Content-Type: application/json' POST /v1/images "@$tmp/big.json" >/dev/null
