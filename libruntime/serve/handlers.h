@@ -68,11 +68,4 @@ void srv_me (struct srv_req *r);
 void srv_usage (struct srv_req *r);
 void srv_health (struct srv_req *r);
 
-/* Not written yet: 501.  */
-#define SRV_NOT_YET(fn)                                                                                               \
-  void fn (struct srv_req *r)                                                                                         \
-  {                                                                                                                   \
-    srv_reply_error (r, 501, "not_implemented", NULL, NULL, "%s %s is not served yet", srv_method (r), srv_path (r)); \
-  }
-
 #endif

@@ -16,11 +16,24 @@
 
 /* A sandbox as the API shows it: the library's object without what only
    the host may see.  */
+/* What only the host may see of a sandbox's object: its jail, its tenant,
+   where its paused copy lies.  */
+static void
+hide_host_fields (json_object *o)
+{
+  json_object *paused;
+
+  json_object_object_del (o, "jail");
+  json_object_object_del (o, "tenant");
+  if (json_object_object_get_ex (o, "paused", &paused) && json_object_is_type (paused, json_type_object))
+    json_object_object_del (paused, "path");
+}
+
 json_object *
 srv_sandbox_info (rt_context *ctx, const char *ref, rt_error **err)
 {
   cleanup_free char *text = NULL;
-  json_object *o, *paused;
+  json_object *o;
 
   if (rt_sandbox_get_json (ctx, ref, &text, err) < 0)
     return NULL;
@@ -30,10 +43,7 @@ srv_sandbox_info (rt_context *ctx, const char *ref, rt_error **err)
       rt_error_set (err, EIO, "internal", "the sandbox's state could not be read");
       return NULL;
     }
-  json_object_object_del (o, "jail");
-  json_object_object_del (o, "tenant");
-  if (json_object_object_get_ex (o, "paused", &paused) && json_object_is_type (paused, json_type_object))
-    json_object_object_del (paused, "path");
+  hide_host_fields (o);
   return o;
 }
 
@@ -271,13 +281,10 @@ srv_sandbox_list (struct srv_req *r)
   out = json_object_new_array ();
   for (size_t i = 0; all && i < json_object_array_length (all); i++)
     {
-      json_object *o = json_object_array_get_idx (all, i), *paused;
+      json_object *o = json_object_array_get_idx (all, i);
       if (!keep (r, o))
         continue;
-      json_object_object_del (o, "jail");
-      json_object_object_del (o, "tenant");
-      if (json_object_object_get_ex (o, "paused", &paused) && json_object_is_type (paused, json_type_object))
-        json_object_object_del (paused, "path");
+      hide_host_fields (o);
       json_object_array_add (out, json_object_get (o));
     }
   srv_reply_page (r, out);

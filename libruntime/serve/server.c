@@ -26,7 +26,6 @@
 
 /* How long a stopping server waits for the requests it is answering.  */
 #define SRV_STOP_S 10
-#define SRV_DEFAULT_RATE 50
 
 static double
 now_s (void)
@@ -393,12 +392,13 @@ authenticate (struct srv_req *r)
   return false;
 }
 
-/* A token bucket per token: `rate` a second, a burst of twice that.  */
+/* A token bucket per token: `rate` a second, a burst of twice that
+   (RT_TOKEN_DEFAULT_RATE and _BURST by default).  */
 static bool
 within_rate (struct srv_req *r)
 {
   struct srv *s = r->srv;
-  double rate = r->token.rate ? r->token.rate : SRV_DEFAULT_RATE, t = now_s ();
+  double rate = r->token.rate ? r->token.rate : RT_TOKEN_DEFAULT_RATE, t = now_s ();
   struct srv_bucket *b = NULL;
 
   for (size_t i = 0; i < s->nbuckets && !b; i++)
