@@ -21,8 +21,37 @@
  *                                   with secrets) for the guest to trust
  *   EXEC      host→guest            {"argv":[…],"env":["K=V"…],"cwd":"/workspace",
  *                                    "user":"runtime"|"root","timeoutMs":N,
- *                                    "stdin":bool} — opens `stream`
+ *                                    "stdin":bool, "pty":{"cols":N,"rows":N}?}
+ *                                   — opens `stream`.  With "pty" (cols and
+ *                                   rows 1..1000) the command runs in a new
+ *                                   session on a pseudo-terminal of that
+ *                                   size, its controlling terminal, as
+ *                                   stdin, stdout and stderr (TERM comes
+ *                                   from "env"); its output arrives as
+ *                                   STDOUT only, and the terminal's
+ *                                   process group is the command's, so a
+ *                                   ^C typed goes to the program.  A pty
+ *                                   has no end of input: an empty STDIN
+ *                                   is ignored (send the byte 0x04)
+ *   CONNECT   host→guest            {"port":N} (1..65535) — opens `stream`
+ *                                   as a TCP connection to 127.0.0.1:N in
+ *                                   the guest: STDIN frames are bytes to
+ *                                   it (empty: shut its write side),
+ *                                   STDOUT frames bytes from it, WINDOW
+ *                                   both ways as for a command.  When the
+ *                                   guest's side ends (EOF or an error)
+ *                                   the last STDOUT is followed by EXIT
+ *                                   {"exitCode":0} (1 after an error); a
+ *                                   connection refused is ERROR
+ *                                   {"code":"connection_refused"}.  A
+ *                                   SIGNAL (any) closes it at once,
+ *                                   answered by EXIT.  Counts against the
+ *                                   same limit of streams as commands
  *   STDIN     host→guest, raw       an empty payload closes the command's stdin
+ *   RESIZE    host→guest            {"cols":N,"rows":N} (1..1000): the pty
+ *                                   of a "pty" command takes that size
+ *                                   (its process group gets SIGWINCH);
+ *                                   ignored on other streams
  *   STDOUT    guest→host, raw
  *   STDERR    guest→host, raw
  *   EXIT      guest→host            {"exitCode":N,"signal":N,"timedOut":bool,
@@ -85,6 +114,7 @@
 #define RT_FRAME_HEADER 12
 #define RT_FRAME_MAX_PAYLOAD (256u * 1024u)
 #define RT_WINDOW_INITIAL (1024u * 1024u)
+#define RT_PTY_MAX_SIDE 1000u /* a pty's largest cols or rows */
 
 /* Where the guest keeps a HELLO's "trust" certificate, and the bundle it
    is added to (Debian's, which OpenSSL, curl and git read).  */
@@ -107,7 +137,9 @@ enum rt_frame_type
   RT_FRAME_RESTORE = 12,
   RT_FRAME_DONE = 13,
   RT_FRAME_QUIESCE = 14,
-  RT_FRAME_TYPE_MAX = RT_FRAME_QUIESCE
+  RT_FRAME_CONNECT = 15,
+  RT_FRAME_RESIZE = 16,
+  RT_FRAME_TYPE_MAX = RT_FRAME_RESIZE
 };
 
 struct rt_frame_header
