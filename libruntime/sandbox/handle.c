@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/proto.h"
 #include "monitor/client.h"
 #include "sandbox/create.h"
 #include "sandbox/fork.h"
@@ -90,6 +91,13 @@ rt_command_request (const char *const argv[], const rt_exec_opts *opts, rt_error
       rt_error_set (err, E2BIG, "usage", "standard input is over 1 MiB");
       return NULL;
     }
+  if ((opts->pty_cols || opts->pty_rows)
+      && (opts->pty_cols < 1 || opts->pty_cols > RT_PTY_MAX_SIDE || opts->pty_rows < 1
+          || opts->pty_rows > RT_PTY_MAX_SIDE))
+    {
+      rt_error_set (err, EINVAL, "usage", "a terminal's columns and rows must be 1 to %u", RT_PTY_MAX_SIDE);
+      return NULL;
+    }
   req = json_object_new_object ();
   arr = json_object_new_array ();
   for (const char *const *a = argv; *a; a++)
@@ -104,6 +112,15 @@ rt_command_request (const char *const argv[], const rt_exec_opts *opts, rt_error
   if (opts->user)
     json_object_object_add (req, "user", json_object_new_string (opts->user));
   json_object_object_add (req, "timeoutMs", json_object_new_int64 (opts->timeout_ms));
+  if (opts->pty_cols)
+    {
+      json_object *pty = json_object_new_object ();
+      json_object_object_add (pty, "cols", json_object_new_int64 (opts->pty_cols));
+      json_object_object_add (pty, "rows", json_object_new_int64 (opts->pty_rows));
+      json_object_object_add (req, "pty", pty);
+    }
+  if (opts->keep_stdin)
+    json_object_object_add (req, "keepStdin", json_object_new_boolean (true));
   if (opts->stdin_len > 0)
     {
       char *b64 = malloc (4 * ((opts->stdin_len + 2) / 3) + 1);

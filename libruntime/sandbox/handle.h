@@ -27,7 +27,9 @@ cleanup_sandboxp (rt_sandbox **sb)
 /* What a NULL rt_exec_opts stands for.  */
 extern const rt_exec_opts rt_no_exec_opts;
 
-/* The JSON of a command request (exec, spawn); NULL with @err set.  */
+/* The JSON of a command request (exec, spawn, attach): argv, env, cwd,
+   user, timeoutMs, stdin (base64), pty {cols, rows} and keepStdin (spawn)
+   when set; NULL with @err set.  */
 json_object *rt_command_request (const char *const argv[], const rt_exec_opts *opts, rt_error **err);
 
 /* An rt_output_fn keeping stderr (and stdout, unless passed on).  */
