@@ -21,6 +21,7 @@ struct command
   json_object *argv, *env;    /* borrowed from the request */
   const char *cwd, *user;
   int64_t timeout;
+  unsigned pty_cols, pty_rows; /* a pty of that size, or 0 */
   uint8_t *input;             /* inline stdin, decoded */
   size_t input_len;
   int stdin_fd;               /* stdinPath, or -1 */
@@ -442,7 +443,7 @@ check_argv_env (struct evhttp_request *req, json_object *body, struct command *c
   return true;
 }
 
-/* cwd, user, timeoutMs.  */
+/* cwd, user, timeoutMs, pty.  */
 static bool
 check_options (struct evhttp_request *req, json_object *body, struct command *c)
 {
@@ -464,6 +465,19 @@ check_options (struct evhttp_request *req, json_object *body, struct command *c)
     c->timeout = json_object_get_int64 (v);
   if (c->timeout < 0)
     return reply_error_false (req, 400, "invalid_request", NULL, "timeoutMs must not be negative");
+  if (json_object_object_get_ex (body, "pty", &v) && v)
+    {
+      json_object *cols = NULL, *rows = NULL;
+      if (json_object_is_type (v, json_type_object))
+        {
+          json_object_object_get_ex (v, "cols", &cols);
+          json_object_object_get_ex (v, "rows", &rows);
+        }
+      c->pty_cols = json_object_is_type (cols, json_type_int) ? (unsigned) json_object_get_int (cols) : 0;
+      c->pty_rows = json_object_is_type (rows, json_type_int) ? (unsigned) json_object_get_int (rows) : 0;
+      if (c->pty_cols < 1 || c->pty_cols > RT_PTY_MAX_SIDE || c->pty_rows < 1 || c->pty_rows > RT_PTY_MAX_SIDE)
+        return reply_error_false (req, 400, "usage", NULL, "pty needs cols and rows of 1 to %u", RT_PTY_MAX_SIDE);
+    }
   return true;
 }
 
@@ -521,6 +535,13 @@ exec_request (struct mon *m, const struct command *c)
   json_object_object_add (exec, "user", json_object_new_string (c->user));
   json_object_object_add (exec, "timeoutMs", json_object_new_int64 (c->timeout));
   json_object_object_add (exec, "stdin", json_object_new_boolean (c->input_len > 0 || c->stdin_fd >= 0));
+  if (c->pty_cols)
+    {
+      json_object *pty = json_object_new_object ();
+      json_object_object_add (pty, "cols", json_object_new_int (c->pty_cols));
+      json_object_object_add (pty, "rows", json_object_new_int (c->pty_rows));
+      json_object_object_add (exec, "pty", pty);
+    }
   return exec;
 }
 
