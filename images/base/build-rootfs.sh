@@ -2,7 +2,8 @@
 # build-rootfs.sh DIR - the root filesystem of the default image "runtime":
 # Debian 12 minbase with python3, pip, venv, ca-certificates, curl, git,
 # iproute2 and nftables (so that tests can show root in the guest changes
-# nothing on the host),
+# nothing on the host), less and procps (a shell in a sandbox has a pager,
+# ps and top),
 # user runtime (1000:1000, home /workspace), without docs, man pages,
 # locales, apt lists and logs.
 #
@@ -18,7 +19,7 @@ LC_ALL=C
 export LC_ALL
 
 suite=bookworm
-packages=python3,python3-pip,python3-venv,ca-certificates,curl,git,iproute2,nftables
+packages=python3,python3-pip,python3-venv,ca-certificates,curl,git,iproute2,nftables,less,procps
 
 say () { echo "runtime: $*" >&2; }
 die () { say "error: $*"; exit 1; }
