@@ -1,11 +1,14 @@
-/* session.c - interactive commands and connections into a sandbox
-   (rt_session, include/runtime.h).  No header of its own: it only defines
-   public functions.  Not built yet: each answers "unsupported".  */
+/* session.c - the public rt_session functions: checks, then the
+   implementation's ops (session.h).  rt_sandbox_write and
+   rt_sandbox_resize are here until built.  No header of its own beyond
+   session.h's interface.  */
 #include <errno.h>
 
 #include "runtime.h"
 
+#include "common/proto.h"
 #include "core/context.h"
+#include "sandbox/session.h"
 
 #define NOT_YET(err) rt_error_set (err, ENOSYS, "unsupported", "not built yet")
 
@@ -42,61 +45,62 @@ rt_sandbox_connect (rt_sandbox *sb, unsigned port, rt_session **out, rt_error **
 int
 rt_session_fd (rt_session *s)
 {
-  (void) s;
-  return -1;
+  return s->fd;
 }
 
 long
 rt_session_read (rt_session *s, int *stream, void *buf, size_t size, rt_error **err)
 {
-  (void) s, (void) stream, (void) buf, (void) size;
-  return NOT_YET (err);
+  return s->ops->read (s, stream, buf, size, err);
 }
 
 size_t
 rt_session_writable (rt_session *s)
 {
-  (void) s;
-  return 0;
+  return s->ops->writable (s);
 }
 
 int
 rt_session_write (rt_session *s, const void *buf, size_t len, rt_error **err)
 {
-  (void) s, (void) buf, (void) len;
-  return NOT_YET (err);
+  if (len > s->ops->writable (s))
+    return rt_error_set (err, EINVAL, "usage", "%zu bytes are more than the session takes now", len);
+  return len ? s->ops->write (s, buf, len, err) : 0;
 }
 
 int
 rt_session_close_input (rt_session *s, rt_error **err)
 {
-  (void) s;
-  return NOT_YET (err);
+  return s->ops->close_input (s, err);
 }
 
 int
 rt_session_resize (rt_session *s, unsigned cols, unsigned rows, rt_error **err)
 {
-  (void) s, (void) cols, (void) rows;
-  return NOT_YET (err);
+  if (!s->pty)
+    return rt_error_set (err, EINVAL, "usage", "the session has no terminal");
+  if (cols < 1 || cols > RT_PTY_MAX_SIDE || rows < 1 || rows > RT_PTY_MAX_SIDE)
+    return rt_error_set (err, EINVAL, "usage", "a terminal's columns and rows must be 1 to %u", RT_PTY_MAX_SIDE);
+  return s->ops->resize (s, cols, rows, err);
 }
 
 int
 rt_session_signal (rt_session *s, int signal, rt_error **err)
 {
-  (void) s, (void) signal;
-  return NOT_YET (err);
+  if (signal < 1 || signal > 64)
+    return rt_error_set (err, EINVAL, "usage", "signal must be 1 to 64");
+  return s->ops->signal (s, signal, err);
 }
 
 int
 rt_session_result (rt_session *s, rt_exec_result *res, rt_error **err)
 {
-  (void) s, (void) res;
-  return NOT_YET (err);
+  return s->ops->result (s, res, err);
 }
 
 void
 rt_session_free (rt_session *s)
 {
-  (void) s;
+  if (s)
+    s->ops->free (s);
 }
