@@ -1,0 +1,209 @@
+/* test-cluster-bus.c - the NATS connection and the replicated catalog
+   (libruntime/cluster/bus.c, catalog.c) against three real nats-servers
+   clustered on loopback (tests/fixtures/nats-cluster.sh, its path the
+   first argument).  Checked: bad and unreachable URLs refused with one
+   error each; request/reply; a request nobody subscribes to is
+   node_unreachable; the catalog (3 replicas) creates a key once (a second
+   create is a conflict), refuses a stale update, lists by prefix,
+   deletes, refuses keys outside its scheme; with the server the client is
+   connected to killed, the client reconnects to another and the catalog
+   and requests go on.  */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cluster/bus.h"
+#include "cluster/catalog.h"
+#include "common/util.h"
+#include "tap.h"
+
+static char dir[256];
+static const char *fixture;
+
+static void
+stop_cluster (void)
+{
+  char cmd[600];
+  snprintf (cmd, sizeof cmd, "%s stop %s", fixture, dir);
+  if (system (cmd) != 0)
+    fprintf (stderr, "# could not stop the cluster\n");
+}
+
+static char *
+start_cluster (void)
+{
+  char cmd[600], *urls = malloc (4096);
+  FILE *p;
+
+  snprintf (cmd, sizeof cmd, "%s start %s 3", fixture, dir);
+  p = popen (cmd, "r");
+  if (p == NULL || urls == NULL || fgets (urls, 4096, p) == NULL)
+    return NULL;
+  pclose (p);
+  urls[strcspn (urls, "\n")] = '\0';
+  return urls;
+}
+
+static bool
+has_code (rt_error *e, const char *code)
+{
+  return e && strcmp (e->code, code) == 0;
+}
+
+static void
+echo (void *data, const struct rt_bus_msg *m)
+{
+  rt_bus *b = data;
+  char out[256];
+  int n = snprintf (out, sizeof out, "echo:%.*s", (int) m->len, (const char *) m->data);
+  if (m->reply)
+    rt_bus_publish (b, m->reply, out, n, NULL);
+}
+
+static void
+test_refused (void)
+{
+  rt_error *e = NULL;
+  rt_bus *b = NULL;
+
+  ok (rt_bus_connect (&(struct rt_bus_opts){ .urls = "http://127.0.0.1:4222" }, &b, &e) < 0 && has_code (e, "usage"),
+      "an http:// URL is refused as usage");
+  rt_error_free (e), e = NULL;
+  ok (rt_bus_connect (&(struct rt_bus_opts){ .urls = "" }, &b, &e) < 0 && has_code (e, "usage"), "no URL is usage");
+  rt_error_free (e), e = NULL;
+  /* Port 1 on loopback: nothing listens there.  */
+  ok (rt_bus_connect (&(struct rt_bus_opts){ .urls = "nats://127.0.0.1:1" }, &b, &e) < 0
+          && has_code (e, "cluster_unavailable"),
+      "a cluster nobody answers for is cluster_unavailable");
+  rt_error_free (e);
+}
+
+static void
+test_catalog (rt_catalog *c)
+{
+  rt_error *e = NULL;
+  uint64_t rev = 0, rev2 = 0;
+  char *v = NULL, **keys = NULL;
+  size_t n = 0;
+
+  ok (rt_catalog_create (c, "sb.sb-1", "{\"node\":\"a\"}", &rev, &e) == 0 && rev > 0, "a sandbox's entry is made");
+  ok (rt_catalog_create (c, "sb.sb-1", "{\"node\":\"b\"}", NULL, &e) < 0 && has_code (e, "conflict"),
+      "a second create of it is a conflict");
+  rt_error_free (e), e = NULL;
+  ok (rt_catalog_get (c, "sb.sb-1", &v, &rev2, &e) == 0 && strcmp (v, "{\"node\":\"a\"}") == 0 && rev2 == rev,
+      "it reads back with its revision (the first create's value)");
+  free (v), v = NULL;
+  ok (rt_catalog_update (c, "sb.sb-1", "{\"node\":\"c\"}", rev + 7, NULL, &e) < 0 && has_code (e, "conflict"),
+      "an update from a stale revision is a conflict");
+  rt_error_free (e), e = NULL;
+  ok (rt_catalog_update (c, "sb.sb-1", "{\"node\":\"c\"}", rev, &rev2, &e) == 0 && rev2 > rev,
+      "an update from the revision read is taken");
+  ok (rt_catalog_create (c, "sb.sb-2", "{}", NULL, &e) == 0 && rt_catalog_create (c, "idem.t1.abc", "{}", NULL, &e) == 0,
+      "more entries");
+  ok (rt_catalog_keys (c, "sb.", &keys, &n, &e) == 0 && n == 2, "the keys under a prefix: %zu", n);
+  for (size_t i = 0; i < n; i++)
+    free (keys[i]);
+  free (keys);
+  ok (rt_catalog_delete (c, "sb.sb-2", &e) == 0 && rt_catalog_get (c, "sb.sb-2", &v, NULL, &e) < 0
+          && has_code (e, "not_found"),
+      "a deleted entry is not_found");
+  rt_error_free (e), e = NULL;
+  ok (rt_catalog_create (c, "sb.sb-2", "{\"again\":1}", NULL, &e) == 0, "and can be made again");
+  ok (!rt_catalog_key_valid ("sb.a b") && !rt_catalog_key_valid ("") && !rt_catalog_key_valid (".sb")
+          && !rt_catalog_key_valid ("sb..x") && !rt_catalog_key_valid ("sb.") && !rt_catalog_key_valid ("sb.*")
+          && !rt_catalog_key_valid ("sb.>") && rt_catalog_key_valid ("idem.tenant-a.0f_9"),
+      "keys outside the scheme are refused");
+  ok (rt_catalog_create (c, "sb.*", "{}", NULL, &e) < 0 && has_code (e, "usage"), "a wildcard key is usage");
+  rt_error_free (e);
+}
+
+/* Retries @what for up to 15 s while the client reconnects.  */
+#define EVENTUALLY(what)                                                                                               \
+  ({                                                                                                                   \
+    bool done_ = false;                                                                                                \
+    for (int i_ = 0; i_ < 150 && !done_; i_++)                                                                         \
+      {                                                                                                                \
+        rt_error *e_ = NULL;                                                                                           \
+        rt_error **err = &e_;                                                                                          \
+        done_ = (what);                                                                                                \
+        rt_error_free (e_);                                                                                            \
+        if (!done_)                                                                                                    \
+          usleep (100 * 1000);                                                                                         \
+      }                                                                                                                \
+    done_;                                                                                                             \
+  })
+
+static void
+test_server_lost (rt_bus *b, rt_catalog *c)
+{
+  char path[300], *reply = NULL, *v = NULL;
+  size_t len = 0;
+  FILE *f;
+  int pid = 0;
+
+  /* The client connects to the first URL it is given: server 1.  */
+  snprintf (path, sizeof path, "%s/pid.1", dir);
+  f = fopen (path, "r");
+  if (f && fscanf (f, "%d", &pid) != 1)
+    pid = 0;
+  if (f)
+    fclose (f);
+  ok (pid > 0 && kill (pid, SIGKILL) == 0, "one of the three NATS servers killed");
+  ok (EVENTUALLY (rt_catalog_create (c, "sb.sb-3", "{}", NULL, err) == 0 || (*err && has_code (*err, "conflict"))),
+      "the catalog takes a new entry through the two left");
+  ok (EVENTUALLY (rt_catalog_get (c, "sb.sb-1", &v, NULL, err) == 0), "and reads the old ones");
+  free (v);
+  ok (EVENTUALLY (rt_bus_request (b, "rt.test.echo", "again", 5, 2000, &reply, &len, err) == 0), "requests go on");
+  ok (reply && strcmp (reply, "echo:again") == 0, "answered right: %s", reply ? reply : "(none)");
+  free (reply);
+}
+
+int
+main (int argc, char **argv)
+{
+  cleanup_free char *urls = NULL;
+  rt_error *e = NULL;
+  rt_bus *b = NULL;
+  rt_bus_sub *sub = NULL;
+  rt_catalog *c = NULL;
+  char *reply = NULL, tmpl[] = "/tmp/rt-nats.XXXXXX";
+  size_t len = 0;
+
+  if (argc < 2 || mkdtemp (tmpl) == NULL)
+    return 1;
+  fixture = argv[1];
+  snprintf (dir, sizeof dir, "%s/cluster", tmpl);
+  test_refused ();
+  urls = start_cluster ();
+  ok (urls && *urls, "three NATS servers clustered on loopback: %s", urls ? urls : "(none)");
+  ok (urls && rt_bus_connect (&(struct rt_bus_opts){ .urls = urls, .name = "test" }, &b, &e) == 0,
+      "connected to the cluster");
+  if (b == NULL)
+    {
+      stop_cluster ();
+      rmdir (tmpl);
+      return tap_done () | 1;
+    }
+  ok (rt_bus_subscribe (b, "rt.test.echo", "echoers", echo, b, &sub, &e) == 0, "a queue subscription");
+  ok (rt_bus_request (b, "rt.test.echo", "hello", 5, 2000, &reply, &len, &e) == 0 && strcmp (reply, "echo:hello") == 0,
+      "request/reply: %s", reply ? reply : "(none)");
+  free (reply), reply = NULL;
+  ok (rt_bus_request (b, "rt.test.nobody", "x", 1, 2000, &reply, &len, &e) < 0 && has_code (e, "node_unreachable"),
+      "a request nobody subscribes to is node_unreachable");
+  rt_error_free (e), e = NULL;
+  ok (rt_catalog_open (b, 3, &c, &e) == 0, "the catalog opened with 3 replicas%s%s", e ? ": " : "", e ? e->msg : "");
+  if (c)
+    {
+      test_catalog (c);
+      test_server_lost (b, c);
+    }
+  rt_catalog_free (c);
+  rt_bus_unsubscribe (sub);
+  rt_bus_free (b);
+  stop_cluster ();
+  rmdir (tmpl);
+  return tap_done ();
+}
