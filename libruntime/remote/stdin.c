@@ -8,6 +8,10 @@
 #include "remote/stdin.h"
 #include "sandbox/handle.h"
 
+/* A request body is at most 1 MiB of JSON (docs/API.md): base64 of this
+   fits.  The caller sends the rest again (the answer says how far).  */
+#define WRITE_MAX (512 * 1024)
+
 int
 rt_remote_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, size_t len, uint64_t offset,
                          bool eof, uint64_t *accepted, rt_error **err)
@@ -21,6 +25,11 @@ rt_remote_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, siz
 
   if (path == NULL || b64 == NULL || b == NULL)
     return rt_error_oom (err);
+  if (len > WRITE_MAX)
+    {
+      len = WRITE_MAX;
+      eof = false;
+    }
   EVP_EncodeBlock ((unsigned char *) b64, len ? data : (const void *) "", (int) len);
   json_object_object_add (b, "base64", json_object_new_string (b64));
   json_object_object_add (b, "offset", json_object_new_int64 ((int64_t) offset));
