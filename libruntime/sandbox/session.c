@@ -7,6 +7,8 @@
 
 #include "common/proto.h"
 #include "core/context.h"
+#include "remote/attach.h"
+#include "sandbox/handle.h"
 #include "sandbox/session.h"
 
 #define NOT_YET(err) rt_error_set (err, ENOSYS, "unsupported", "not built yet")
@@ -15,7 +17,9 @@ int
 rt_sandbox_attach (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_session **out,
                    rt_error **err)
 {
-  (void) sb, (void) argv, (void) opts, (void) out;
+  opts = opts ? opts : &rt_no_exec_opts;
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_attach (sb, argv, opts, out, err);
   return NOT_YET (err);
 }
 
