@@ -13,8 +13,8 @@
 #define WRITE_MAX (512 * 1024)
 
 int
-rt_remote_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, size_t len, uint64_t offset,
-                         bool eof, uint64_t *accepted, rt_error **err)
+rt_remote_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, size_t len, uint64_t offset, bool eof,
+                         uint64_t *accepted, rt_error **err)
 {
   cleanup_free char *suffix = rt_strdup_printf ("/processes/%u:write", process);
   cleanup_free char *path = suffix ? rt_remote_sandbox_path (sb->id, suffix) : NULL;

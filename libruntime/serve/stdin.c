@@ -20,8 +20,8 @@ parse_size (struct srv_req *r, json_object *o, const char *what, unsigned *cols,
   json_object *c = json_object_object_get (o, "cols"), *w = json_object_object_get (o, "rows");
 
   if (!json_object_is_type (c, json_type_int) || !json_object_is_type (w, json_type_int)
-      || json_object_get_int64 (c) < 1 || json_object_get_int64 (c) > RT_PTY_MAX_SIDE
-      || json_object_get_int64 (w) < 1 || json_object_get_int64 (w) > RT_PTY_MAX_SIDE)
+      || json_object_get_int64 (c) < 1 || json_object_get_int64 (c) > RT_PTY_MAX_SIDE || json_object_get_int64 (w) < 1
+      || json_object_get_int64 (w) > RT_PTY_MAX_SIDE)
     return bad_request (r, "%s needs cols and rows, integers 1 to %u", what, RT_PTY_MAX_SIDE);
   *cols = (unsigned) json_object_get_int64 (c);
   *rows = (unsigned) json_object_get_int64 (w);
@@ -38,14 +38,14 @@ srv_parse_pty (struct srv_req *r, json_object *pty, rt_exec_opts *opts)
   if (!json_object_is_type (pty, json_type_object))
     return bad_request (r, "pty must be an object {cols, rows}");
   json_object_object_foreach (pty, key, val)
-    {
-      size_t i = 0;
-      (void) val;
-      while (known[i] && strcmp (known[i], key) != 0)
-        i++;
-      if (known[i] == NULL)
-        return bad_request (r, "pty has an unknown field '%s'", key);
-    }
+  {
+    size_t i = 0;
+    (void) val;
+    while (known[i] && strcmp (known[i], key) != 0)
+      i++;
+    if (known[i] == NULL)
+      return bad_request (r, "pty has an unknown field '%s'", key);
+  }
   return parse_size (r, pty, "pty", &opts->pty_cols, &opts->pty_rows);
 }
 
