@@ -188,7 +188,7 @@ accept_bytes (struct mon *m, struct mon_proc *p, const uint8_t *data, size_t len
   /* The end only once every byte before it is in.  */
   if (eof && skip + take == len)
     p->stdin_eof = true;
-  pump_one (m, p);
+  mon_procs_stdin_pump (m);
   return 0;
 }
 

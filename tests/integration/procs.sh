@@ -82,14 +82,31 @@ printf 'hi\n' | runtime sandbox write "$id" "$pt"
 for _ in $(seq 50); do runtime sandbox ps "$id" | grep -qE "^$pt +exited" && break; sleep 0.1; done
 is "… the program saw 24 80, then the resize, then the line" "$(runtime sandbox logs "$id" "$pt" | tr -d '\r' | grep -v '^hi$')" \
     "$(printf '24 80\n30 100\ngot hi')"
-# Across a pause to disk: what was written stays written, the offset goes on.
-pp=$(runtime sandbox spawn "$id" --stdin -- cat)
-printf 'before\n' | runtime sandbox write "$id" "$pp"
+# Across a pause to disk: what was written stays written (1.5 MiB to a
+# process that does not read yet: some in the guest, some still held by
+# the monitor), the offset goes on.
+pp=$(runtime sandbox spawn "$id" --stdin -- bash -c 'while [ ! -e /tmp/go ]; do sleep 0.2; done; sha256sum')
+head -c 1572864 /dev/urandom >"$tmp/in15"
+runtime sandbox write "$id" "$pp" <"$tmp/in15"
 runtime sandbox pause "$id" >/dev/null && runtime sandbox wake "$id" >/dev/null
-is "after pause and wake its stdin is still open at 7" "$(ps_of "$pp" '["state","stdinOpen","stdinOffset"]')" "['running', True, 7]"
+is "after pause and wake its stdin is still open where it was" "$(ps_of "$pp" '["state","stdinOpen","stdinOffset"]')" \
+    "['running', True, 1572864]"
 printf 'after\n' | runtime sandbox write "$id" "$pp" --eof
-for _ in $(seq 50); do runtime sandbox ps "$id" | grep -qE "^$pp +exited" && break; sleep 0.1; done
-is "… and cat got both, once" "$(runtime sandbox logs "$id" "$pp")" "$(printf 'before\nafter')"
+runtime sandbox exec "$id" -- touch /tmp/go
+for _ in $(seq 100); do runtime sandbox ps "$id" | grep -qE "^$pp +exited" && break; sleep 0.1; done
+is "… and the process read every byte once, in order" "$(runtime sandbox logs "$id" "$pp" | cut -d' ' -f1)" \
+    "$( (cat "$tmp/in15"; printf 'after\n') | sha256sum | cut -d' ' -f1)"
+# Forked: each child goes on with the same stdin, then its own.
+pf=$(runtime sandbox spawn "$id" --stdin -- cat)
+printf 'both\n' | runtime sandbox write "$id" "$pf"
+kid=$(runtime sandbox fork "$id")
+check "fork with a process's stdin open" test -n "$kid"
+printf 'parent\n' | runtime sandbox write "$id" "$pf" --eof
+printf 'child\n' | runtime sandbox write "$kid" "$pf" --eof
+for _ in $(seq 100); do runtime sandbox ps "$kid" | grep -qE "^$pf +exited" && break; sleep 0.1; done
+is "… the child's process got the shared bytes, then its own" "$(runtime sandbox logs "$kid" "$pf")" "$(printf 'both\nchild')"
+is "… the parent's, its own" "$(runtime sandbox logs "$id" "$pf")" "$(printf 'both\nparent')"
+runtime sandbox rm "$kid" >/dev/null
 
 # -- files
 runtime sandbox exec "$id" -- bash -c 'mkdir -p d/e; echo hello > d/a.txt; printf 0123456789 > "d/sp ace"; ln -s a.txt d/link; head -c 2000000 /dev/urandom > /tmp/blob; sha256sum < /tmp/blob > /tmp/blob.sum'

@@ -19,22 +19,22 @@ pid = p["id"]
 out = [p["stdinOpen"], p["stdinOffset"], p["pty"]]
 out.append(c.call("POST", X + "/processes/%s:write" % pid, {"data": "one\n", "offset": 0}))
 out.append(c.call("POST", X + "/processes/%s:write" % pid,
-                  {"base64": base64.b64encode(b"two\n\xff\n").decode(), "offset": 4}))
+                  {"base64": base64.b64encode("two\né\n".encode()).decode(), "offset": 4}))
 # The same bytes again and some more: only the new ones are taken.
 out.append(c.call("POST", X + "/processes/%s:write" % pid, {"data": "two\n", "offset": 4}))
 out.append(c.call("POST", X + "/processes/%s:write" % pid,
-                  {"base64": base64.b64encode(b"\xff\nthree\n").decode(), "offset": 8}))
+                  {"base64": base64.b64encode("é\nthree\n".encode()).decode(), "offset": 8}))
 info = c.call("GET", X + "/processes/%s" % pid)
 out.append([info["stdinOpen"], info["stdinOffset"]])
-out.append(c.call("POST", X + "/processes/%s:write" % pid, {"offset": 16, "eof": True}))
+out.append(c.call("POST", X + "/processes/%s:write" % pid, {"offset": 17, "eof": True}))
 seen = b"".join(e.get("bytes", b"") for e in c.output(os.environ["SB"], pid) if e["type"] == "stdout")
 info = c.call("GET", X + "/processes/%s" % pid)
 out += [seen.decode("utf-8", "replace"), info["state"], info["exitCode"], info["stdinOpen"], info["stdinOffset"]]
 print(json.dumps(out))
 PY
 is "pipe: three writes (one retried with more), then the end; every byte once" \
-    "$(python3 "$tmp/stdin-flow.py" 2>&1)" \
-    '[true, 0, null, {"offset": 4}, {"offset": 10}, {"offset": 10}, {"offset": 16}, [true, 16], {"offset": 16}, "one\ntwo\n\ufffd\nthree\n", "exited", 0, false, 16]'
+    "$(SB=$SB python3 "$tmp/stdin-flow.py" 2>&1)" \
+    '[true, 0, null, {"offset": 4}, {"offset": 11}, {"offset": 11}, {"offset": 17}, [true, 17], {"offset": 17}, "one\ntwo\n\u00e9\nthree\n", "exited", 0, false, 17]'
 
 api POST "$X/processes" '{"argv":["sleep","300"],"stdinMode":"pipe"}' >/dev/null
 pid=$(bj 'o["id"]')
