@@ -1,4 +1,4 @@
-/* sandbox-exec.c - `runtime sandbox exec, spawn, ps, logs, kill`: commands
+/* sandbox-exec.c - `runtime sandbox exec, spawn, ps, logs, kill, write`: commands
    in a running sandbox, and the path of one command `run` shares.  */
 #include <errno.h>
 #include <signal.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sandbox.h"
@@ -286,7 +287,8 @@ sandbox_spawn (struct cli_command *cmd, int argc, char **argv)
     }
   {
     rt_exec_opts opts = { .cwd = j.cwd, .user = j.user, .env = j.env, .stdin_data = j.input,
-                          .stdin_len = j.input_len, .timeout_ms = j.timeout_s * 1000ULL, .cancel_fd = -1 };
+                          .stdin_len = j.input_len, .timeout_ms = j.timeout_s * 1000ULL, .cancel_fd = -1,
+                          .keep_stdin = has_opt (cmd, &a, "stdin") };
     if (rt_sandbox_spawn (sb, j.argv, &opts, &process, &err) < 0)
       code = cli_lib_fail (err);
     else if (a.json)
@@ -421,6 +423,106 @@ sandbox_kill (struct cli_command *cmd, int argc, char **argv)
   return code;
 }
 
+/* Where process @process's stdin ends now (ps's stdinOffset).  Return:
+   0, -1 with @err set, -2 when there is no such process.  */
+static int
+stdin_offset (rt_sandbox *sb, uint32_t process, uint64_t *offset, rt_error **err)
+{
+  cleanup_free char *text = NULL;
+  cleanup_json json_object *arr = NULL;
+
+  if (rt_sandbox_ps_json (sb, &text, err) < 0)
+    return -1;
+  arr = json_tokener_parse (text);
+  for (size_t i = 0; arr && i < json_object_array_length (arr); i++)
+    {
+      json_object *p = json_object_array_get_idx (arr, i), *v;
+      if (json_object_object_get_ex (p, "process", &v) && json_object_get_int64 (v) == process)
+        {
+          *offset = json_object_object_get_ex (p, "stdinOffset", &v) ? (uint64_t) json_object_get_int64 (v) : 0;
+          return 0;
+        }
+    }
+  return -2;
+}
+
+/* Fills @buf from stdin; *@end when it ended.  Return: the bytes, or -1.  */
+static ssize_t
+read_chunk (char *buf, size_t size, bool *end)
+{
+  size_t n = 0;
+
+  while (n < size && !*end)
+    {
+      ssize_t r = read (0, buf + n, size - n);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r < 0)
+        return -1;
+      *end = r == 0;
+      n += (size_t) r;
+    }
+  return (ssize_t) n;
+}
+
+/* Sends @len bytes at @at, again from where the sandbox stopped taking
+   them until all are in.  */
+static int
+write_all (rt_sandbox *sb, uint32_t process, const char *buf, size_t len, uint64_t *at, bool eof, rt_error **err)
+{
+  uint64_t start = *at, end = start + len;
+
+  do
+    {
+      uint64_t before = *at;
+      if (rt_sandbox_write (sb, process, buf + (*at - start), end - *at, *at, eof, at, err) < 0)
+        return -1;
+      /* It holds all it will until the process reads some.  */
+      if (*at == before && *at < end)
+        nanosleep (&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+    }
+  while (*at < end);
+  return 0;
+}
+
+int
+sandbox_write (struct cli_command *cmd, int argc, char **argv)
+{
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_sandbox rt_sandbox *sb = NULL;
+  cleanup_free char *buf = NULL;
+  rt_error *err = NULL;
+  uint32_t process;
+  uint64_t at = 0;
+  bool eof, end = false;
+  int code;
+
+  if (!open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
+    return code;
+  if (parse_process (a.pos[1], &process) < 0)
+    return 1;
+  eof = has_opt (cmd, &a, "eof");
+  if ((buf = malloc (RT_MAX_STDIN)) == NULL)
+    return cli_fail ("internal", NULL, "out of memory");
+  if ((code = stdin_offset (sb, process, &at, &err)) == -2)
+    return cli_fail ("not_found", "runtime sandbox ps ID lists the processes", "no process %u in sandbox %s", process,
+                     rt_sandbox_id (sb));
+  if (code < 0)
+    return cli_lib_fail (err);
+  while (!end)
+    {
+      ssize_t n = read_chunk (buf, RT_MAX_STDIN, &end);
+      if (n < 0)
+        return cli_fail ("internal", NULL, "cannot read standard input: %s", strerror (errno));
+      if ((n > 0 || (end && eof)) && write_all (sb, process, buf, (size_t) n, &at, end && eof, &err) < 0)
+        return cli_lib_fail (err);
+    }
+  if (a.json)
+    printf ("{\"process\":%u,\"offset\":%llu}\n", process, (unsigned long long) at);
+  return 0;
+}
+
 const struct cli_opt exec_opts[] = {
   { "cwd", "DIR", "working directory (absolute)", "/workspace", false },
   { "user", "NAME", "run as runtime (uid 1000) or root", "runtime", false },
@@ -434,11 +536,17 @@ const struct cli_opt spawn_opts[] = {
   { "user", "NAME", "run as runtime (uid 1000) or root", "runtime", false },
   { "env", "K=V", "an environment variable for this command", NULL, true },
   { "timeout", "S", "kill the command's process group after S seconds", "none", false },
+  { "stdin", NULL, "keep its stdin open for 'runtime sandbox write' (after piped input, if any)", NULL, false },
   { NULL, NULL, NULL, NULL, false },
 };
 
 const struct cli_opt logs_opts[] = {
   { "follow", NULL, "keep printing output until the process exits (also -f)", NULL, false },
+  { NULL, NULL, NULL, NULL, false },
+};
+
+const struct cli_opt write_opts[] = {
+  { "eof", NULL, "close its stdin after these bytes", NULL, false },
   { NULL, NULL, NULL, NULL, false },
 };
 

@@ -478,7 +478,7 @@ static struct cli_command sandbox_cmds[] = {
   { "rm", sandbox_rm, "Stop a sandbox if it runs and forget it (no error if it is gone).", "ID",
     "runtime sandbox rm dev", no_opts, false, 1, 1, NULL },
   { "spawn", sandbox_spawn, "Start a command in the background; print its process number.",
-    "ID [options] -- CMD [ARG…]", "runtime sandbox spawn dev -- python3 -m http.server 8000", spawn_opts, true, 1, 1,
+    "ID [options] [--stdin] -- CMD [ARG…]", "runtime sandbox spawn dev -- python3 -m http.server 8000", spawn_opts, true, 1, 1,
     NULL },
   { "ps", sandbox_ps, "List a sandbox's background processes.", "ID", "runtime sandbox ps dev", no_opts, false, 1, 1,
     NULL },
@@ -486,6 +486,10 @@ static struct cli_command sandbox_cmds[] = {
     "runtime sandbox logs dev 1 -f", logs_opts, false, 2, 2, NULL },
   { "kill", sandbox_kill, "Signal a background process's group.", "ID PROCESS [--signal SIG]",
     "runtime sandbox kill dev 1 --signal INT", kill_opts, false, 2, 2, NULL },
+  { "write", sandbox_write,
+    "Send what this command reads on its stdin to a background process's stdin (spawn --stdin); a retry "
+    "never repeats bytes.",
+    "ID PROCESS [--eof]", "echo hello | runtime sandbox write dev 1 --eof", write_opts, false, 2, 2, NULL },
   { "cp", sandbox_cp,
     "Copy a file or a whole directory into or out of a sandbox (modes kept; out: no devices, FIFOs, setuid or "
     "links leading out).",

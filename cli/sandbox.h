@@ -87,7 +87,8 @@ int sandbox_spawn (struct cli_command *cmd, int argc, char **argv);
 int sandbox_ps (struct cli_command *cmd, int argc, char **argv);
 int sandbox_logs (struct cli_command *cmd, int argc, char **argv);
 int sandbox_kill (struct cli_command *cmd, int argc, char **argv);
-extern const struct cli_opt exec_opts[], spawn_opts[], logs_opts[], kill_opts[];
+int sandbox_write (struct cli_command *cmd, int argc, char **argv);
+extern const struct cli_opt exec_opts[], spawn_opts[], logs_opts[], kill_opts[], write_opts[];
 
 /* sandbox-files.c  */
 int sandbox_cp (struct cli_command *cmd, int argc, char **argv);

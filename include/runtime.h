@@ -445,8 +445,9 @@ int rt_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opt
  * rt_sandbox_spawn - start a command in the background
  * @sb:      the sandbox
  * @argv:    NULL-terminated argument vector, run without a shell
- * @opts:    cwd, env, user, stdin_data, timeout_ms as for exec; the output
- *           callbacks are not used: read the output with rt_sandbox_logs
+ * @opts:    cwd, env, user, stdin_data, timeout_ms as for exec, keep_stdin,
+ *           pty_cols and pty_rows; the output callbacks are not used: read
+ *           the output with rt_sandbox_logs
  * @process: set to the process's number in this sandbox
  * @err:     "sandbox_paused", "usage" (stdin over 1 MiB), "file_not_found"
  *           (no such program or cwd), "invalid_env"
@@ -462,8 +463,10 @@ int rt_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec_op
  * @json: set to a JSON array of {process, state ("running"|"exited"),
  *        exitCode, command, droppedBytes, outputBytes (its output's
  *        bytes so far, both streams), cwd, timeoutMs, startedMs, endedMs
- *        (epoch ms; null while it runs), and once ended signal, timedOut,
- *        or error (the sandbox stopped under it)}
+ *        (epoch ms; null while it runs), pty ({cols, rows} or null),
+ *        stdinOpen (rt_sandbox_write takes bytes), stdinOffset (its
+ *        stdin's accepted end), and once ended signal, timedOut, or error
+ *        (the sandbox stopped under it)}
  * @err:  set on failure
  * Return: 0, or <0 with @err set.
  */

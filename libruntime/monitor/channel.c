@@ -4,6 +4,7 @@
 
 #include "monitor/channel.h"
 #include "monitor/exec.h"
+#include "monitor/proc-stdin.h"
 
 void
 mon_chan_queue (struct mon *m, uint8_t type, uint32_t stream, const void *payload, size_t len)
@@ -75,6 +76,8 @@ mon_on_chan_write (evutil_socket_t fd, short what, void *arg)
     return;
   for (struct mon_exec *e = m->execs; e; e = e->next)
     flush_credit (m, e);
+  /* Processes' stdin waits for room in the channel too.  */
+  mon_procs_stdin_pump (m);
   if (evbuffer_get_length (m->chan_out) > 0)
     event_add (m->ev_write, NULL);
 }
@@ -116,4 +119,5 @@ mon_chan_quiet_end (struct mon *m)
   m->quiesced = false;
   for (struct mon_exec *e = m->execs; e; e = e->next)
     flush_credit (m, e);
+  mon_procs_stdin_pump (m);
 }

@@ -10,6 +10,7 @@
 #include "monitor/channel.h"
 #include "monitor/exec.h"
 #include "monitor/idle.h"
+#include "monitor/proc-stdin.h"
 #include "monitor/procs.h"
 #include "monitor/reply.h"
 
@@ -25,6 +26,7 @@ struct command
   uint8_t *input;             /* inline stdin, decoded */
   size_t input_len;
   int stdin_fd;               /* stdinPath, or -1 */
+  bool keep_stdin;            /* keepStdin: no end after the inline stdin */
 };
 
 static void
@@ -384,6 +386,8 @@ mon_exec_frame (struct mon *m, const struct rt_frame_header *h, const uint8_t *p
           e->stdin_inflight -= n < e->stdin_inflight ? n : e->stdin_inflight;
           if (e->ev_stdin && !event_pending (e->ev_stdin, EV_READ, NULL))
             event_add (e->ev_stdin, NULL);
+          if (e->proc)
+            mon_procs_stdin_pump (m);
         }
       break;
     case RT_FRAME_STDOUT:
@@ -465,6 +469,12 @@ check_options (struct evhttp_request *req, json_object *body, struct command *c)
     c->timeout = json_object_get_int64 (v);
   if (c->timeout < 0)
     return reply_error_false (req, 400, "invalid_request", NULL, "timeoutMs must not be negative");
+  if (json_object_object_get_ex (body, "keepStdin", &v) && v)
+    {
+      if (!json_object_is_type (v, json_type_boolean))
+        return reply_error_false (req, 400, "invalid_request", NULL, "keepStdin must be a boolean");
+      c->keep_stdin = json_object_get_boolean (v);
+    }
   if (json_object_object_get_ex (body, "pty", &v) && v)
     {
       json_object *cols = NULL, *rows = NULL;
@@ -509,7 +519,7 @@ check_stdin (struct mon *m, struct evhttp_request *req, json_object *body, struc
     {
       const char *path = json_object_get_string (v);
       size_t dl = strlen (m->cfg->dir);
-      if (c->input_len > 0 || path == NULL || strncmp (path, m->cfg->dir, dl) != 0
+      if (c->input_len > 0 || c->keep_stdin || path == NULL || strncmp (path, m->cfg->dir, dl) != 0
           || strncmp (path + dl, "/upload-", 8) != 0 || strchr (path + dl + 1, '/') != NULL)
         return reply_error_false (req, 400, "invalid_request", NULL, "stdinPath must be an upload in the sandbox's dir");
       c->stdin_fd = open (path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -534,7 +544,7 @@ exec_request (struct mon *m, const struct command *c)
   json_object_object_add (exec, "cwd", json_object_new_string (c->cwd));
   json_object_object_add (exec, "user", json_object_new_string (c->user));
   json_object_object_add (exec, "timeoutMs", json_object_new_int64 (c->timeout));
-  json_object_object_add (exec, "stdin", json_object_new_boolean (c->input_len > 0 || c->stdin_fd >= 0));
+  json_object_object_add (exec, "stdin", json_object_new_boolean (c->input_len > 0 || c->stdin_fd >= 0 || c->keep_stdin));
   if (c->pty_cols)
     {
       json_object *pty = json_object_new_object ();
@@ -578,7 +588,9 @@ mon_exec_start (struct mon *m, struct evhttp_request *req, json_object *body)
   mon_chan_queue_json (m, RT_FRAME_EXEC, e->stream, exec);
   for (size_t off = 0; off < c.input_len; off += 65536)
     mon_chan_queue (m, RT_FRAME_STDIN, e->stream, c.input + off, c.input_len - off < 65536 ? c.input_len - off : 65536);
-  if (c.input_len)
+  /* Counted in flight: a kept stdin's writes follow it within the window.  */
+  e->stdin_inflight = (uint32_t) c.input_len;
+  if (c.input_len && !c.keep_stdin)
     mon_chan_queue (m, RT_FRAME_STDIN, e->stream, NULL, 0);
   if (e->stdin_fd >= 0)
     {

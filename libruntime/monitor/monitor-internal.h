@@ -9,6 +9,7 @@
  *   reply.c      replies: JSON, errors, NDJSON lines
  *   exec.c       commands: start, stdin, output, exit, flow control
  *   procs.c      spawned processes: spawn, ps, logs, kill
+ *   proc-stdin.c their stdin (:write) and pty (:resize)
  *   lifecycle.c  pause, wake, extend, the lease
  *   clone.c      a start from saved memory: a template, a snapshot, a pause
  *   spare.c      a spare's reservation and claim
@@ -92,6 +93,13 @@ struct mon_proc
   int64_t started_ms, ended_ms; /* wall clock; ended 0 while it runs */
   json_object *exit;          /* the exit event, once it ended */
   struct mon_follow *followers;
+  /* Its stdin and pty (proc-stdin.c).  */
+  bool stdin_kept;            /* spawned with keepStdin */
+  bool stdin_eof;             /* the end accepted: it closes once sent */
+  bool stdin_closed;          /* the empty STDIN went out */
+  uint64_t stdin_offset;      /* the accepted end of its whole stdin */
+  struct evbuffer *stdin_pending; /* accepted, not yet sent to the guest */
+  unsigned pty_cols, pty_rows;    /* its pty's size, or 0 */
   struct mon_proc *next;
 };
 

@@ -24,6 +24,7 @@
 #include "monitor/idle.h"
 #include "monitor/lifecycle.h"
 #include "monitor/privs.h"
+#include "monitor/proc-stdin.h"
 #include "monitor/procs.h"
 #include "monitor/reply.h"
 #include "monitor/routes.h"
@@ -447,6 +448,8 @@ watch_events (struct mon *m, rt_error **err)
     event_add (m->ev_read, NULL);
   event_add (m->ev_qemu, NULL);
   event_add (m->ev_term, NULL);
+  /* A woken or forked sandbox's processes may hold stdin for the guest.  */
+  mon_procs_stdin_pump (m);
   return 0;
 }
 

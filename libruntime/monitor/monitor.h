@@ -17,12 +17,17 @@
  *                    "stderr","data":base64}…, then {"type":"exit",exitCode,
  *                    signal,timedOut,durationMs} or {"type":"error","error"}
  *   POST  ":signal"  {execId, signal} → the state object
- *   POST  ":spawn"   as :exec, in the background → the process {process,
- *                    state, exitCode, command, droppedBytes}
+ *   POST  ":spawn"   as :exec, in the background, keepStdin? and pty?
+ *                    {cols, rows} too → the process {process, state,
+ *                    exitCode, command, droppedBytes, pty, stdinOpen,
+ *                    stdinOffset, …}
  *   POST  ":ps"      → every process
  *   POST  ":logs"    {process, follow?} → NDJSON: {"type":"dropped",bytes}?,
  *                    its kept output, its exit line when it ended
  *   POST  ":kill"    {process, signal?} → the process
+ *   POST  ":write"   {process, data (base64), offset, eof?} → {process,
+ *                    offset (the accepted end), stdinOpen} (proc-stdin.h)
+ *   POST  ":resize"  {process, cols, rows} → {process, pty}
  *   POST  ":extend"  {seconds} → the state object
  *   POST  ":stop" | ":pause" | ":wake"   → the state object
  *   POST  ":reserve" | ":claim" | ":claimed"  a spare's (spare.h)

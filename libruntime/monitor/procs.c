@@ -7,6 +7,7 @@
 
 #include "monitor/channel.h"
 #include "monitor/exec.h"
+#include "monitor/proc-stdin.h"
 #include "monitor/procs.h"
 #include "monitor/reply.h"
 #include "sandbox/store.h"
@@ -51,6 +52,7 @@ mon_proc_exited (struct mon_proc *p, json_object *last)
 {
   p->exit = json_object_get (last);
   p->ended_ms = rt_epoch_ms ();
+  mon_proc_stdin_end (p);
   while (p->followers)
     follower_end (p->followers, last);
 }
@@ -116,8 +118,8 @@ join_argv (json_object *argv)
   return out;
 }
 
-static struct mon_proc *
-find_proc (struct mon *m, int64_t id)
+struct mon_proc *
+mon_proc_find (struct mon *m, int64_t id)
 {
   for (struct mon_proc *p = m->procs; p; p = p->next)
     if (p->id == id)
@@ -131,6 +133,7 @@ proc_free (struct mon_proc *p)
   while (p->followers)
     follower_end (p->followers, NULL);
   evbuffer_free (p->log);
+  mon_proc_stdin_end (p);
   json_object_put (p->exit);
   free (p->command);
   free (p->cwd);
@@ -154,6 +157,7 @@ proc_json (struct mon_proc *p)
   json_object_object_add (o, "timeoutMs", json_object_new_int64 (p->timeout_ms));
   json_object_object_add (o, "startedMs", json_object_new_int64 (p->started_ms));
   json_object_object_add (o, "endedMs", p->ended_ms ? json_object_new_int64 (p->ended_ms) : NULL);
+  mon_proc_stdin_json (p, o);
   for (const char *const *k = (const char *const[]){ "signal", "timedOut", "error", NULL }; *k; k++)
     if (p->exit && json_object_object_get_ex (p->exit, *k, &v))
       json_object_object_add (o, *k, json_object_get (v));
@@ -220,6 +224,8 @@ mon_handle_spawn (struct mon *m, struct evhttp_request *req, json_object *body)
                                                                    : "/workspace");
   p->timeout_ms = json_object_object_get_ex (body, "timeoutMs", &v) ? json_object_get_int64 (v) : 0;
   p->started_ms = rt_epoch_ms ();
+  /* The inline stdin, sent already, is the first of its stdin.  */
+  mon_proc_stdin_init (p, body, e->stdin_inflight);
   e->proc = p;
   /* Newest last: ps lists them in start order.  */
   for (pp = &m->procs; *pp; pp = &(*pp)->next)
@@ -309,7 +315,7 @@ mon_handle_logs (struct mon *m, struct evhttp_request *req, json_object *body)
   bool from = json_object_object_get_ex (body, "cursor", &v) && v;
   int64_t cursor = from ? json_object_get_int64 (v) : -1;
 
-  p = find_proc (m, id);
+  p = mon_proc_find (m, id);
   if (p == NULL)
     return mon_reply_error (req, 404, "not_found", "runtime sandbox ps lists the processes", "no process %lld",
                             (long long) id);
@@ -346,7 +352,7 @@ mon_handle_kill (struct mon *m, struct evhttp_request *req, json_object *body)
   json_object *v;
   int64_t id = json_object_object_get_ex (body, "process", &v) ? json_object_get_int64 (v) : 0;
   int64_t sig = json_object_object_get_ex (body, "signal", &v) ? json_object_get_int64 (v) : SIGTERM;
-  struct mon_proc *p = find_proc (m, id);
+  struct mon_proc *p = mon_proc_find (m, id);
 
   if (p == NULL)
     return mon_reply_error (req, 404, "not_found", "runtime sandbox ps lists the processes", "no process %lld",
@@ -394,6 +400,7 @@ mon_procs_save (struct mon *m)
       /* Output taken but not yet credited back: the guest believes that
          much of its window used.  */
       json_object_object_add (o, "outstanding", json_object_new_int64 (e && !p->exit ? (int64_t) e->outstanding : -1));
+      json_object_object_add (o, "stdin", mon_proc_stdin_save (p, e ? e->stdin_inflight : 0));
       json_object_array_add (arr, o);
     }
   return arr;
@@ -470,6 +477,7 @@ mon_procs_load (struct mon *m, json_object *procs, bool reset, rt_error **err)
       json_object *o = json_object_array_get_idx (procs, i), *v;
       struct mon_proc *p = proc_load (o);
       int64_t outstanding = json_object_object_get_ex (o, "outstanding", &v) ? json_object_get_int64 (v) : -1;
+      uint32_t inflight = 0;
 
       if (p == NULL || p->command == NULL)
         {
@@ -477,6 +485,7 @@ mon_procs_load (struct mon *m, json_object *procs, bool reset, rt_error **err)
             proc_free (p);
           return rt_error_oom (err);
         }
+      mon_proc_stdin_load (p, json_object_object_get (o, "stdin"), &inflight);
       *tail = p;
       tail = &p->next;
       if (p->id >= m->next_stream)
@@ -491,6 +500,9 @@ mon_procs_load (struct mon *m, json_object *procs, bool reset, rt_error **err)
           e->stream = p->id;
           e->proc = p;
           e->stdin_fd = -1;
+          /* Its stdin the guest holds still counts against the window:
+             the agent's queue is in the saved memory.  */
+          e->stdin_inflight = inflight;
           /* A child's agent counts its window from zero again; a woken
              one goes on where it was, owed what its output took (a
              process's output is taken as it comes).  */

@@ -14,8 +14,12 @@ void mon_proc_output (struct mon_proc *p, int stream, const uint8_t *data, uint3
    streams end with it.  */
 void mon_proc_exited (struct mon_proc *p, json_object *last);
 
-/* POST :spawn (an exec request) → the process {process, state, exitCode,
-   command, droppedBytes}.  */
+/* Process @id, or NULL.  */
+struct mon_proc *mon_proc_find (struct mon *m, int64_t id);
+
+/* POST :spawn (an exec request, keepStdin and pty kept: proc-stdin.h) →
+   the process {process, state, exitCode, command, droppedBytes, pty,
+   stdinOpen, stdinOffset, …}.  */
 void mon_handle_spawn (struct mon *m, struct evhttp_request *req, json_object *body);
 /* POST :ps → every process, in start order.  */
 void mon_handle_ps (struct mon *m, struct evhttp_request *req, json_object *body);

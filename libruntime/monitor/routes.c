@@ -7,6 +7,7 @@
 #include "monitor/exec.h"
 #include "monitor/idle.h"
 #include "monitor/lifecycle.h"
+#include "monitor/proc-stdin.h"
 #include "monitor/procs.h"
 #include "monitor/reply.h"
 #include "monitor/routes.h"
@@ -45,6 +46,8 @@ static const struct route routes[] = {
   { EVHTTP_REQ_POST, ":ps", mon_handle_ps, false },
   { EVHTTP_REQ_POST, ":logs", mon_handle_logs, false },
   { EVHTTP_REQ_POST, ":kill", mon_handle_kill, false },
+  { EVHTTP_REQ_POST, ":write", mon_handle_write, false },
+  { EVHTTP_REQ_POST, ":resize", mon_handle_resize, false },
   { EVHTTP_REQ_POST, ":extend", mon_handle_extend, false },
   { EVHTTP_REQ_POST, ":stop", mon_handle_stop, true },
   { EVHTTP_REQ_POST, ":pause", mon_handle_pause, false },

@@ -7,10 +7,12 @@
 #include <openssl/evp.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 
 #include "remote/exec.h"
 #include "remote/http.h"
 #include "remote/sandboxes.h"
+#include "remote/stdin.h"
 #include "sandbox/handle.h"
 
 #define KILL_GRACE_MS 5000
@@ -380,8 +382,15 @@ rt_remote_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec
     return -EINVAL;
   if (path == NULL)
     return rt_error_oom (err);
-  if (opts->stdin_len > 0)
+  if (opts->stdin_len > 0 && !opts->keep_stdin)
     return spawn_with_stdin (sb, body, opts, process, err);
+  /* A kept stdin is the API's "pipe"; what it starts with is written.  */
+  if (opts->keep_stdin)
+    {
+      json_object_object_del (body, "keepStdin");
+      json_object_object_del (body, "stdinBase64");
+      json_object_object_add (body, "stdinMode", json_object_new_string ("pipe"));
+    }
   ret = rt_remote_json (sb->ctx, "POST", path, body, NULL, &info, err);
   if (ret < 0)
     return ret;
@@ -389,7 +398,16 @@ rt_remote_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec
   if (id == NULL || *id < '0' || *id > '9')
     return rt_error_set (err, EIO, "internal", "%s did not name the process", sb->ctx->api_url);
   *process = (uint32_t) strtoul (id, NULL, 10);
-  return 0;
+  for (uint64_t at = 0; ret == 0 && opts->keep_stdin && at < opts->stdin_len;)
+    {
+      uint64_t before = at;
+      ret = rt_remote_sandbox_write (sb, *process, (const char *) opts->stdin_data + at, opts->stdin_len - at, at,
+                                     false, &at, err);
+      /* The server holds all it will: the process takes some first.  */
+      if (ret == 0 && at == before)
+        nanosleep (&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
+    }
+  return ret;
 }
 
 int
@@ -419,6 +437,9 @@ rt_remote_sandbox_ps_json (rt_sandbox *sb, char **json, rt_error **err)
       json_object_object_add (o, "command", json_object_new_string (rt_json_str (p, "command") ? rt_json_str (p, "command")
                                                                                               : ""));
       json_object_object_add (o, "droppedBytes", json_object_new_int64 (rt_json_i64 (p, "firstOffset")));
+      for (const char *const *k = (const char *const[]){ "pty", "stdinOpen", "stdinOffset", NULL }; *k; k++)
+        if (json_object_object_get_ex (p, *k, &v))
+          json_object_object_add (o, *k, json_object_get (v));
       json_object_array_add (out, o);
     }
   return rt_remote_text (out, json, err);

@@ -16,6 +16,7 @@
 #include "sandbox/update.h"
 #include "remote/sandboxes.h"
 #include "remote/exec.h"
+#include "remote/stdin.h"
 
 #define STOP_WAIT_MS 30000
 
@@ -268,6 +269,56 @@ rt_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err)
   json_object_object_add (req, "process", json_object_new_int64 (process));
   json_object_object_add (req, "signal", json_object_new_int (signal));
   return not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "kill", req, NULL, err), err);
+}
+
+int
+rt_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, size_t len, uint64_t offset, bool eof,
+                  uint64_t *accepted, rt_error **err)
+{
+  if (len > RT_MAX_STDIN || (data == NULL && len > 0) || offset > INT64_MAX - RT_MAX_STDIN)
+    return rt_error_set (err, EINVAL, "usage", "at most 1 MiB a write, at an offset under 2^63");
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_write (sb, process, data, len, offset, eof, accepted, err);
+  cleanup_json json_object *req = json_object_new_object ();
+  cleanup_json json_object *reply = NULL;
+  cleanup_free char *b64 = malloc (4 * ((len + 2) / 3) + 1);
+  json_object *v;
+  int ret;
+
+  if (req == NULL || b64 == NULL)
+    return rt_error_oom (err);
+  if (rt_sandbox_auto_wake (sb, err) < 0)
+    return -EAGAIN;
+  EVP_EncodeBlock ((unsigned char *) b64, len ? data : (const void *) "", (int) len);
+  json_object_object_add (req, "process", json_object_new_int64 (process));
+  json_object_object_add (req, "data", json_object_new_string (b64));
+  json_object_object_add (req, "offset", json_object_new_int64 ((int64_t) offset));
+  json_object_object_add (req, "eof", json_object_new_boolean (eof));
+  ret = not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "write", req, &reply, err), err);
+  if (ret < 0)
+    return ret;
+  if (!json_object_object_get_ex (reply, "offset", &v) || !json_object_is_type (v, json_type_int))
+    return rt_error_set (err, EIO, "internal", "the monitor did not say how much it took");
+  if (accepted)
+    *accepted = (uint64_t) json_object_get_int64 (v);
+  return 0;
+}
+
+int
+rt_sandbox_resize (rt_sandbox *sb, uint32_t process, unsigned cols, unsigned rows, rt_error **err)
+{
+  if (cols < 1 || cols > RT_PTY_MAX_SIDE || rows < 1 || rows > RT_PTY_MAX_SIDE)
+    return rt_error_set (err, EINVAL, "usage", "a terminal's columns and rows must be 1 to %u", RT_PTY_MAX_SIDE);
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_resize (sb, process, cols, rows, err);
+  cleanup_json json_object *req = json_object_new_object ();
+
+  if (rt_sandbox_auto_wake (sb, err) < 0)
+    return -EAGAIN;
+  json_object_object_add (req, "process", json_object_new_int64 (process));
+  json_object_object_add (req, "cols", json_object_new_int ((int) cols));
+  json_object_object_add (req, "rows", json_object_new_int ((int) rows));
+  return not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "resize", req, NULL, err), err);
 }
 
 static int

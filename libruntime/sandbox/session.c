@@ -1,6 +1,5 @@
 /* session.c - the public rt_session functions: checks, then the
-   implementation's ops (session.h).  rt_sandbox_write and
-   rt_sandbox_resize are here until built.  No header of its own beyond
+   implementation's ops (session.h).  No header of its own beyond
    session.h's interface.  */
 #include <errno.h>
 
@@ -13,21 +12,6 @@
 #include "sandbox/session.h"
 
 #define NOT_YET(err) rt_error_set (err, ENOSYS, "unsupported", "not built yet")
-
-int
-rt_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, size_t len, uint64_t offset, bool eof,
-                  uint64_t *accepted, rt_error **err)
-{
-  (void) sb, (void) process, (void) data, (void) len, (void) offset, (void) eof, (void) accepted;
-  return NOT_YET (err);
-}
-
-int
-rt_sandbox_resize (rt_sandbox *sb, uint32_t process, unsigned cols, unsigned rows, rt_error **err)
-{
-  (void) sb, (void) process, (void) cols, (void) rows;
-  return NOT_YET (err);
-}
 
 int
 rt_sandbox_attach (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_session **out,

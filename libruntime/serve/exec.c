@@ -116,38 +116,38 @@ parse_env (struct srv_req *r, json_object *body, struct command *c)
   return true;
 }
 
-/* stdin (text) or stdinBase64: at most RT_MAX_STDIN bytes.  */
-static bool
-parse_stdin (struct srv_req *r, json_object *body, struct command *c)
+bool
+srv_parse_bytes (struct srv_req *r, json_object *body, const char *text_key, const char *b64_key, uint8_t **out,
+                 size_t *len)
 {
-  const char *text = rt_json_str (body, "stdin"), *b64 = rt_json_str (body, "stdinBase64");
+  const char *text = rt_json_str (body, text_key), *b64 = rt_json_str (body, b64_key);
   size_t n;
-  int len;
+  int got;
 
+  *out = NULL;
+  *len = 0;
   if (text && b64)
-    return bad_request (r, "give stdin or stdinBase64, not both");
+    return bad_request (r, "give %s or %s, not both", text_key, b64_key);
   if (text)
     {
       /* Text may hold NUL (\u0000).  */
-      c->input_len = (size_t) json_object_get_string_len (json_object_object_get (body, "stdin"));
-      if ((c->input = malloc (c->input_len + 1)) == NULL)
+      *len = (size_t) json_object_get_string_len (json_object_object_get (body, text_key));
+      if ((*out = malloc (*len + 1)) == NULL)
         return (srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory"), false);
-      memcpy (c->input, text, c->input_len);
+      memcpy (*out, text, *len);
     }
   else if (b64 && (n = strlen (b64)) > 0)
     {
-      if (n % 4 != 0 || n / 4 * 3 > RT_MAX_STDIN + 3 || (c->input = malloc (n / 4 * 3 + 1)) == NULL)
-        return bad_request (r, "stdinBase64 must be base64 of at most 1 MiB");
-      len = EVP_DecodeBlock (c->input, (const unsigned char *) b64, (int) n);
-      if (len < 0)
-        return bad_request (r, "stdinBase64 must be base64 of at most 1 MiB");
+      if (n % 4 != 0 || n / 4 * 3 > RT_MAX_STDIN + 3 || (*out = malloc (n / 4 * 3 + 1)) == NULL)
+        return bad_request (r, "%s must be base64 of at most 1 MiB", b64_key);
+      got = EVP_DecodeBlock (*out, (const unsigned char *) b64, (int) n);
+      if (got < 0)
+        return bad_request (r, "%s must be base64 of at most 1 MiB", b64_key);
       /* EVP_DecodeBlock counts the padding as data.  */
-      c->input_len = len - (b64[n - 1] == '=') - (b64[n - 2] == '=');
+      *len = (size_t) got - (b64[n - 1] == '=') - (b64[n - 2] == '=');
     }
-  if (c->input_len > RT_MAX_STDIN)
-    return bad_request (r, "stdin is over 1 MiB");
-  c->opts.stdin_data = c->input;
-  c->opts.stdin_len = c->input_len;
+  if (*len > RT_MAX_STDIN)
+    return bad_request (r, "%s is over 1 MiB", text_key);
   return true;
 }
 
@@ -157,8 +157,11 @@ parse_command (struct srv_req *r, json_object *body, struct command *c)
   json_object *v;
 
   c->opts.cancel_fd = -1;
-  if (!parse_argv (r, body, c) || !parse_env (r, body, c) || !parse_stdin (r, body, c))
+  if (!parse_argv (r, body, c) || !parse_env (r, body, c)
+      || !srv_parse_bytes (r, body, "stdin", "stdinBase64", &c->input, &c->input_len))
     return false;
+  c->opts.stdin_data = c->input;
+  c->opts.stdin_len = c->input_len;
   c->opts.env = (const char *const *) c->env;
   c->opts.cwd = rt_json_str (body, "cwd");
   c->opts.user = rt_json_str (body, "user");
@@ -518,8 +521,8 @@ srv_exec (struct srv_req *r)
 }
 
 /* {pid} as a process number; 0 (after answering 404) when it is none.  */
-static uint32_t
-pid_param (struct srv_req *r)
+uint32_t
+srv_pid_param (struct srv_req *r)
 {
   const char *s = srv_param (r, "pid");
   uint64_t v = 0;
@@ -569,9 +572,10 @@ process_info (json_object *p)
                                                    : json_object_get (json_object_object_get (p, "exitCode")));
   json_object_object_add (o, "command", json_object_get (json_object_object_get (p, "command")));
   json_object_object_add (o, "cwd", json_object_get (json_object_object_get (p, "cwd")));
-  json_object_object_add (o, "pty", NULL);
-  json_object_object_add (o, "stdinOpen", json_object_new_boolean (false));
-  json_object_object_add (o, "stdinOffset", json_object_new_int64 (0));
+  json_object_object_add (o, "pty", json_object_get (json_object_object_get (p, "pty")));
+  json_object_object_add (o, "stdinOpen", json_object_new_boolean (json_object_get_boolean (
+                                              json_object_object_get (p, "stdinOpen"))));
+  json_object_object_add (o, "stdinOffset", json_object_new_int64 (rt_json_i64 (p, "stdinOffset")));
   json_object_object_add (o, "startedAt", time_or_null (rt_json_i64 (p, "startedMs")));
   json_object_object_add (o, "endedAt", time_or_null (rt_json_i64 (p, "endedMs")));
   json_object_object_add (o, "timeoutMs",
@@ -621,14 +625,13 @@ srv_process_spawn (struct srv_req *r)
 
   if (body == NULL)
     return;
-  /* The guest agent gives a background process no stdin yet.  */
   mode = rt_json_str (body, "stdinMode");
-  if (mode && strcmp (mode, "closed") != 0)
-    return (void) srv_reply_error (r, 400, "invalid_request", "not supported yet: a process's stdin is closed", NULL,
-                                   "stdinMode \"%s\" is not supported yet", mode);
-  if (json_object_object_get (body, "pty"))
-    return (void) srv_reply_error (r, 400, "invalid_request", "not supported yet", NULL, "pty is not supported yet");
-  if (!parse_command (r, body, &c) || (sb = srv_sandbox_open (r)) == NULL)
+  if (mode && strcmp (mode, "closed") != 0 && strcmp (mode, "pipe") != 0)
+    return (void) bad_request (r, "stdinMode must be \"closed\" or \"pipe\"");
+  if (!parse_command (r, body, &c) || !srv_parse_pty (r, json_object_object_get (body, "pty"), &c.opts))
+    return;
+  c.opts.keep_stdin = mode && strcmp (mode, "pipe") == 0;
+  if ((sb = srv_sandbox_open (r)) == NULL)
     return;
   if (rt_sandbox_spawn (sb, (const char *const *) c.argv, &c.opts, &pid, &err) < 0)
     srv_reply_rt_error (r, err);
@@ -659,7 +662,7 @@ srv_process_get (struct srv_req *r)
 
   if (sb == NULL)
     return;
-  if ((pid = pid_param (r)) && (info = processes (r, sb, pid)))
+  if ((pid = srv_pid_param (r)) && (info = processes (r, sb, pid)))
     srv_reply_json (r, 200, info);
   rt_sandbox_close (sb);
 }
@@ -698,26 +701,8 @@ srv_process_output (struct srv_req *r)
     return (void) bad_request (r, "follow must be true or false");
   if (!cursor_query (r, &f.cursor) || (sb = srv_sandbox_open (r)) == NULL)
     return;
-  if ((f.pid = pid_param (r)))
+  if ((f.pid = srv_pid_param (r)))
     follow_output (&f, sb, fl && (strcmp (fl, "true") == 0 || strcmp (fl, "1") == 0));
-  rt_sandbox_close (sb);
-}
-
-void
-srv_process_write (struct srv_req *r)
-{
-  rt_sandbox *sb = srv_sandbox_open (r);
-  json_object *info;
-  uint32_t pid;
-
-  if (sb == NULL)
-    return;
-  if ((pid = pid_param (r)) && (info = processes (r, sb, pid)))
-    {
-      json_object_put (info);
-      srv_reply_error (r, 409, "stdin_closed", "not supported yet: a background process has no stdin", NULL,
-                       "process %u's stdin is closed", pid);
-    }
   rt_sandbox_close (sb);
 }
 
@@ -768,7 +753,7 @@ srv_process_signal (struct srv_req *r)
     return (void) bad_request (r, "signal must be a name like \"SIGTERM\" or a number 1 to 64");
   if ((sb = srv_sandbox_open (r)) == NULL)
     return;
-  if ((pid = pid_param (r)) && rt_sandbox_kill (sb, pid, sig, &err) < 0)
+  if ((pid = srv_pid_param (r)) && rt_sandbox_kill (sb, pid, sig, &err) < 0)
     srv_reply_rt_error (r, err);
   else if (pid)
     srv_reply_json (r, 200, json_object_new_object ());

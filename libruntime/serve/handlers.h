@@ -1,6 +1,6 @@
 /* handlers.h - the route handlers, a file per group: sandboxes.c (the
    sandbox, its network) and sandbox-verbs.c (its lifecycle verbs, metrics,
-   snapshots), exec.c (exec and processes), files.c (files, archives),
+   snapshots), exec.c (exec and processes), stdin.c (a process's stdin and pty), files.c (files, archives),
    uploads.c (chunked uploads), images.c, secrets.c, account.c (me, usage,
    health).  routes.c maps paths to them.  */
 #ifndef RT_SERVE_HANDLERS_H
@@ -34,8 +34,20 @@ void srv_process_spawn (struct srv_req *r);
 void srv_process_list (struct srv_req *r);
 void srv_process_get (struct srv_req *r);
 void srv_process_output (struct srv_req *r);
-void srv_process_write (struct srv_req *r);
 void srv_process_signal (struct srv_req *r);
+/* {pid} as a process number; 0 (after answering 404) when it is none.  */
+uint32_t srv_pid_param (struct srv_req *r);
+/* @text_key (text) or @b64_key (base64) of @body, at most RT_MAX_STDIN
+   bytes, in *@out (free it; NULL when neither); false after answering
+   400.  */
+bool srv_parse_bytes (struct srv_req *r, json_object *body, const char *text_key, const char *b64_key, uint8_t **out,
+                      size_t *len);
+
+/* stdin.c */
+/* pty {cols, rows} (NULL: none) into @opts; false after answering 400.  */
+bool srv_parse_pty (struct srv_req *r, json_object *pty, rt_exec_opts *opts);
+void srv_process_write (struct srv_req *r);
+void srv_process_resize (struct srv_req *r);
 
 /* files.c */
 void srv_files_get (struct srv_req *r);

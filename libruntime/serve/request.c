@@ -452,6 +452,7 @@ srv_status_for (const char *code)
     { "upload_incomplete", 409 },
     { "trial_busy", 409 },
     { "stdin_closed", 409 },
+    { "invalid_offset", 409 },
     { "quota_exceeded", 429 },
     { "rate_limited", 429 },
     { "internal", 500 },

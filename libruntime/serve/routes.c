@@ -28,6 +28,7 @@ const struct srv_route srv_routes[] = {
   { EVHTTP_REQ_GET, SB "/processes/{pid}/output", srv_process_output, 0 },
   { EVHTTP_REQ_POST, SB "/processes/{pid}:write", srv_process_write, 0 },
   { EVHTTP_REQ_POST, SB "/processes/{pid}:signal", srv_process_signal, 0 },
+  { EVHTTP_REQ_POST, SB "/processes/{pid}:resize", srv_process_resize, 0 },
 
   { EVHTTP_REQ_GET, SB "/files/content", srv_files_get, 0 },
   { EVHTTP_REQ_PUT, SB "/files/content", srv_files_put, 0 },

@@ -37,6 +37,77 @@ expect_error "a process that is not a number is a usage error" usage runtime san
 expect_error "an unknown signal is a usage error" usage runtime sandbox kill "$id" 1 --signal BOGUS
 expect_error "spawn without a command is a usage error" usage runtime sandbox spawn "$id"
 
+# -- stdin for background processes: spawn --stdin, write with offsets
+mon() { curl -s --unix-socket "$RUNTIME_STATE_DIR/$id/api.sock" -d "$2" "http://x/v1/sandboxes/$id:$1"; }
+ps_of() { runtime sandbox ps "$id" --json | json_get "[[p.get(k) for k in $2] for p in o if p['process'] == $1][0]"; }
+pc=$(runtime sandbox spawn "$id" --stdin -- cat)
+is "spawn --stdin: its stdin open at offset 0, no pty" "$(ps_of "$pc" '["state","stdinOpen","stdinOffset","pty"]')" "['running', True, 0, None]"
+printf 'one\n' | runtime sandbox write "$id" "$pc"; is "write sends what it reads, printing nothing" "$?" 0
+printf 'two\n' | runtime sandbox write "$id" "$pc"
+is "write --json names the accepted end" "$(printf 'three\n' | runtime sandbox write "$id" "$pc" --json)" \
+    "{\"process\":$pc,\"offset\":14}"
+is "a retry at an old offset is taken without repeating a byte" \
+    "$(mon write "{\"process\":$pc,\"data\":\"$(printf 'two\nthree\n' | base64 -w0)\",\"offset\":4}" | json_get 'o')" \
+    "{'process': $pc, 'offset': 14, 'stdinOpen': True}"
+is "an offset past the end is invalid_offset, naming where it ends" \
+    "$(mon write "{\"process\":$pc,\"data\":\"eA==\",\"offset\":20}" | json_get '[o["error"]["code"], "at 14" in o["error"]["message"]]')" \
+    "['invalid_offset', True]"
+is "data that is not base64 is refused" "$(mon write "{\"process\":$pc,\"data\":\"%%%\",\"offset\":14}" | json_get 'o["error"]["code"]')" \
+    "invalid_request"
+runtime sandbox write "$id" "$pc" --eof </dev/null; is "write --eof with nothing more closes it" "$?" 0
+for _ in $(seq 50); do runtime sandbox ps "$id" | grep -qE "^$pc +exited" && break; sleep 0.1; done
+is "… cat saw every byte once, then its end" "$(runtime sandbox logs "$id" "$pc")" "$(printf 'one\ntwo\nthree')"
+is "… and ended 0, its stdin closed at 14" "$(ps_of "$pc" '["state","exitCode","stdinOpen","stdinOffset"]')" "['exited', 0, False, 14]"
+expect_error "a write to an ended process is stdin_closed" stdin_closed runtime sandbox write "$id" "$pc" <<<"late"
+ps_=$(runtime sandbox spawn "$id" -- sleep 300)
+expect_error "a write to a process spawned without --stdin is stdin_closed" stdin_closed runtime sandbox write "$id" "$ps_" <<<"x"
+runtime sandbox kill "$id" "$ps_" --signal KILL >/dev/null
+expect_error "a write to an unknown process is not_found" not_found runtime sandbox write "$id" 99 </dev/null
+# 3 MB into a process that reads only after 2 s: the sandbox holds 1 MiB,
+# write goes on as it takes more, nothing lost or doubled.
+pw=$(runtime sandbox spawn "$id" --stdin -- bash -c 'sleep 2; sha256sum')
+head -c 3000000 /dev/urandom >"$tmp/in3"
+runtime sandbox write "$id" "$pw" --eof <"$tmp/in3"; is "write of 3 MB with --eof" "$?" 0
+for _ in $(seq 100); do runtime sandbox ps "$id" | grep -qE "^$pw +exited" && break; sleep 0.1; done
+is "… arrives whole, once (held back while the process did not read)" "$(runtime sandbox logs "$id" "$pw" | cut -d' ' -f1)" \
+    "$(sha256sum <"$tmp/in3" | cut -d' ' -f1)"
+# A pty (through the monitor's API: the CLI's terminal is exec -it).
+pt=$(mon spawn '{"argv":["bash","-c","stty size; read l; stty size; echo got $l"],"pty":{"cols":80,"rows":24},"keepStdin":true}' | json_get 'o["process"]')
+is "a process on a pty shows its size" "$(ps_of "$pt" '["pty","stdinOpen"]')" "[{'cols': 80, 'rows': 24}, True]"
+for _ in $(seq 100); do runtime sandbox logs "$id" "$pt" | grep -q '24 80' && break; sleep 0.1; done
+is ":resize answers its new size" "$(mon resize "{\"process\":$pt,\"cols\":100,\"rows\":30}" | json_get 'o["pty"]')" "{'cols': 100, 'rows': 30}"
+is ":resize of a process without a pty is a usage error" "$(mon resize "{\"process\":$pw,\"cols\":10,\"rows\":10}" | json_get 'o["error"]["code"]')" "usage"
+is ":resize out of range is a usage error" "$(mon resize "{\"process\":$pt,\"cols\":0,\"rows\":10}" | json_get 'o["error"]["code"]')" "usage"
+printf 'hi\n' | runtime sandbox write "$id" "$pt"
+for _ in $(seq 50); do runtime sandbox ps "$id" | grep -qE "^$pt +exited" && break; sleep 0.1; done
+is "… the program saw 24 80, then the resize, then the line" "$(runtime sandbox logs "$id" "$pt" | tr -d '\r' | grep -v '^hi$')" \
+    "$(printf '24 80\n30 100\ngot hi')"
+# Across a pause to disk: what was written stays written (1.5 MiB to a
+# process that does not read yet: some in the guest, some still held by
+# the monitor), the offset goes on.
+pp=$(runtime sandbox spawn "$id" --stdin -- bash -c 'while [ ! -e /tmp/go ]; do sleep 0.2; done; sha256sum')
+head -c 1572864 /dev/urandom >"$tmp/in15"
+runtime sandbox write "$id" "$pp" <"$tmp/in15"
+runtime sandbox pause "$id" >/dev/null && runtime sandbox wake "$id" >/dev/null
+is "after pause and wake its stdin is still open where it was" "$(ps_of "$pp" '["state","stdinOpen","stdinOffset"]')" \
+    "['running', True, 1572864]"
+printf 'after\n' | runtime sandbox write "$id" "$pp" --eof
+runtime sandbox exec "$id" -- touch /tmp/go
+for _ in $(seq 100); do runtime sandbox ps "$id" | grep -qE "^$pp +exited" && break; sleep 0.1; done
+is "… and the process read every byte once, in order" "$(runtime sandbox logs "$id" "$pp" | cut -d' ' -f1)" \
+    "$( (cat "$tmp/in15"; printf 'after\n') | sha256sum | cut -d' ' -f1)"
+# Forked: each child goes on with the same stdin, then its own.
+pf=$(runtime sandbox spawn "$id" --stdin -- cat)
+printf 'both\n' | runtime sandbox write "$id" "$pf"
+kid=$(runtime sandbox fork "$id")
+check "fork with a process's stdin open" test -n "$kid"
+printf 'parent\n' | runtime sandbox write "$id" "$pf" --eof
+printf 'child\n' | runtime sandbox write "$kid" "$pf" --eof
+for _ in $(seq 100); do runtime sandbox ps "$kid" | grep -qE "^$pf +exited" && break; sleep 0.1; done
+is "… the child's process got the shared bytes, then its own" "$(runtime sandbox logs "$kid" "$pf")" "$(printf 'both\nchild')"
+is "… the parent's, its own" "$(runtime sandbox logs "$id" "$pf")" "$(printf 'both\nparent')"
+runtime sandbox rm "$kid" >/dev/null
+
 # -- files
 runtime sandbox exec "$id" -- bash -c 'mkdir -p d/e; echo hello > d/a.txt; printf 0123456789 > "d/sp ace"; ln -s a.txt d/link; head -c 2000000 /dev/urandom > /tmp/blob; sha256sum < /tmp/blob > /tmp/blob.sum'
 is "files lists one level, sorted, d|l|- SIZE PATH" "$(runtime sandbox files "$id" /workspace/d)" \

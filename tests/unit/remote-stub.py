@@ -3,6 +3,7 @@
 for test-remote.c: it answers a few fixed routes the way docs/API.md says
 (and some the way a failing server would) and records what it was sent.
 Prints its port on stdout, then serves until stdin closes."""
+import base64
 import hashlib
 import io
 import json
@@ -16,6 +17,7 @@ SB = "sb-000000000001"
 seen = []          # every request: method, path, the headers that matter
 tries = {}         # per path: how many times it was asked
 uploads = {}       # upload id: [declared size, declared sha256, bytes]
+stdin9 = [0]       # process 9's accepted stdin end (it takes 4 bytes a call)
 lock = threading.Lock()
 
 
@@ -110,6 +112,13 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(200, ndjson(ev), ctype="application/x-ndjson")
         if p == "/v1/sandboxes/" + SB + "/processes/7:signal":
             return self.obj(200, {})
+        if p == "/v1/sandboxes/" + SB + "/processes" and self.command == "POST":
+            return self.obj(201, {"id": "9", "kind": "process", "state": "running", "stdinOpen": True,
+                                  "stdinOffset": 0, "pty": None})
+        if p == "/v1/sandboxes/" + SB + "/processes/9:write":
+            return self.write9(json.loads(body))
+        if p == "/v1/sandboxes/" + SB + "/processes/9:resize":
+            return self.obj(200, {})
         if p == "/v1/sandboxes/" + SB + "/processes":
             return self.obj(200, {"data": [{"id": "3", "kind": "process", "state": "killed", "exitCode": 137,
                                             "command": "sleep 9", "firstOffset": 5}]})
@@ -121,6 +130,16 @@ class Handler(BaseHTTPRequestHandler):
         if p.startswith("/v1/images"):
             return self.images(p, q, body)
         return self.files(p[len("/v1/sandboxes/" + SB):], q, body)
+
+    def write9(self, b):
+        """Offsets as docs/API.md says; it holds 4 bytes a call at most."""
+        data = base64.b64decode(b.get("base64", ""))
+        with lock:
+            if b["offset"] > stdin9[0]:
+                return self.obj(409, {"error": {"code": "invalid_offset", "message": "the end is %d" % stdin9[0]}})
+            skip = min(len(data), stdin9[0] - b["offset"])
+            stdin9[0] += min(4, len(data) - skip)
+            return self.obj(200, {"offset": stdin9[0]})
 
     def images(self, p, q, body):
         if p == "/v1/images" and self.command == "POST":

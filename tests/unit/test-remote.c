@@ -1,8 +1,9 @@
 /* test-remote.c - client mode (libruntime/remote/) against a scripted
    stand-in server on 127.0.0.1 (remote-stub.py, its path in argv[1]):
    the URL and key rules, headers, idempotency keys kept across retries,
-   Retry-After, the error object, pages, and an exec stream cut midway and
-   resumed by cursor with no byte lost or repeated.  */
+   Retry-After, the error object, pages, an exec stream cut midway and
+   resumed by cursor with no byte lost or repeated, and a process's stdin
+   written with offsets.  */
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -459,6 +460,66 @@ test_unsupported (rt_context *ctx)
   rt_error_free (e);
 }
 
+/* The string of @s's request @i's @key.  */
+static const char *
+seen_str (json_object *s, size_t i, const char *key)
+{
+  const char *v = rt_json_str (json_object_array_get_idx (s, i), key);
+  return v ? v : "";
+}
+
+static void
+test_stdin (rt_context *ctx)
+{
+  static const char *const argv[] = { "cat", NULL };
+  rt_exec_opts in = { .cancel_fd = -1, .stdin_data = "hello world", .stdin_len = 11, .keep_stdin = true };
+  cleanup_json json_object *s = NULL;
+  rt_sandbox *sb = NULL;
+  uint64_t at = 0;
+  uint32_t pid = 0;
+  rt_error *e = NULL;
+
+  rt_sandbox_open (ctx, "sb-000000000001", &sb, NULL);
+  json_object_put (seen (ctx));
+  ok (sb && rt_sandbox_spawn (sb, argv, &in, &pid, NULL) == 0 && pid == 9,
+      "spawn keeping stdin: POST …/processes names the process");
+  s = seen (ctx);
+  ok (json_object_array_length (s) == 4 && strstr (seen_str (s, 0, "body"), "\"stdinMode\":\"pipe\"")
+          && !strstr (seen_str (s, 0, "body"), "keepStdin") && !strstr (seen_str (s, 0, "body"), "stdinBase64"),
+      "… with stdinMode pipe, no keepStdin, no stdinBase64");
+  ok (strcmp (seen_str (s, 1, "path"), "/v1/sandboxes/sb-000000000001/processes/9:write") == 0
+          && strstr (seen_str (s, 1, "body"), "\"offset\":0") && strstr (seen_str (s, 2, "body"), "\"offset\":4")
+          && strstr (seen_str (s, 3, "body"), "\"offset\":8"),
+      "… then its stdin written from where the server stopped taking it: 0, 4, 8");
+  json_object_put (steal_pointer (&s));
+  ok (rt_sandbox_write (sb, 9, "abcdef", 6, 11, true, &at, NULL) == 0 && at == 15,
+      "write: the accepted end, short of the bytes sent");
+  s = seen (ctx);
+  ok (json_object_array_length (s) == 1 && strstr (seen_str (s, 0, "body"), "\"base64\":\"YWJjZGVm\"")
+          && strstr (seen_str (s, 0, "body"), "\"offset\":11") && strstr (seen_str (s, 0, "body"), "\"eof\":true"),
+      "… sent as base64 at its offset, with eof");
+  ok (rt_sandbox_write (sb, 9, "abcdef", 6, 11, false, &at, NULL) == 0 && at == 17,
+      "a retry at an old offset: only the new bytes taken");
+  ok (rt_sandbox_write (sb, 9, "x", 1, 40, false, &at, &e) < 0 && code_is (e, "invalid_offset"),
+      "an offset past the end: invalid_offset");
+  rt_error_free (e);
+  e = NULL;
+  ok (rt_sandbox_write (sb, 9, NULL, RT_MAX_STDIN + 1, 0, false, &at, &e) < 0 && code_is (e, "usage"),
+      "over 1 MiB a write: usage");
+  rt_error_free (e);
+  e = NULL;
+  json_object_put (steal_pointer (&s));
+  json_object_put (seen (ctx));
+  ok (rt_sandbox_resize (sb, 9, 100, 30, NULL) == 0, "resize");
+  ok (rt_sandbox_resize (sb, 9, 0, 30, &e) < 0 && code_is (e, "usage"), "… of 0 columns: usage");
+  rt_error_free (e);
+  s = seen (ctx);
+  ok (json_object_array_length (s) == 1 && strcmp (seen_str (s, 0, "path"), "/v1/sandboxes/sb-000000000001/processes/9:resize") == 0
+          && strcmp (seen_str (s, 0, "body"), "{\"cols\":100,\"rows\":30}") == 0,
+      "… sent as :resize {cols, rows}, the bad one not sent");
+  rt_sandbox_close (sb);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -482,6 +543,7 @@ main (int argc, char **argv)
   ctx = context (url, "tok-good");
   test_calls (ctx);
   test_exec (ctx);
+  test_stdin (ctx);
   test_files (ctx);
   test_image_build (ctx);
   test_unsupported (ctx);

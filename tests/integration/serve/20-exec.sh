@@ -191,13 +191,13 @@ api GET "$X/processes/$pid/output?cursor=-1" >/dev/null
 is "a negative cursor: 400" "$status" "400"
 api POST "$X/processes/$pid:signal" '{"signal":"SIGBOGUS"}' >/dev/null
 is "an unknown signal: 400" "$status" "400"
-api POST "$X/processes" '{"argv":["cat"],"stdinMode":"pipe"}' >/dev/null
-is "stdinMode pipe: 400, not supported yet" "$status $(bj '[o["error"]["code"], "stdinMode" in o["error"]["message"]]')" \
+api POST "$X/processes" '{"argv":["cat"],"stdinMode":"socket"}' >/dev/null
+is "an unknown stdinMode: 400, named" "$status $(bj '[o["error"]["code"], "stdinMode" in o["error"]["message"]]')" \
     "400 ['invalid_request', True]"
-api POST "$X/processes" '{"argv":["sh"],"pty":{"cols":80,"rows":24}}' >/dev/null
-is "pty: 400, not supported yet" "$status" "400"
+api POST "$X/processes" '{"argv":["sh"],"pty":{"cols":0,"rows":24}}' >/dev/null
+is "a pty of 0 columns: 400" "$status" "400"
 api POST "$X/processes/$pid:write" '{"data":"x","offset":0}' >/dev/null
-is ":write: 409 stdin_closed" "$status $(bj 'o["error"]["code"]')" "409 stdin_closed"
+is ":write to a process without a pipe: 409 stdin_closed" "$status $(bj 'o["error"]["code"]')" "409 stdin_closed"
 {
     API_TOKEN=$TOKEN_B api POST "$X:exec" '{"argv":["true"]}' >/dev/null
     echo "$status $(bj 'o["error"]["code"]')"
