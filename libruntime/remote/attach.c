@@ -407,35 +407,16 @@ static const struct rt_session_ops remote_ops = {
   .free = s_free,
 };
 
-/* POST …/processes with stdinMode "pipe" (and the pty): the process.  */
+/* A process of the server with its stdin kept open (and the pty).  */
 static int
 start_process (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, uint32_t *pid, rt_error **err)
 {
   rt_exec_opts o = *opts;
-  cleanup_json json_object *body = NULL, *env = NULL, *info = NULL;
-  cleanup_free char *path = rt_remote_sandbox_path (sb->id, "/processes");
-  const char *id;
-  int ret;
 
   o.stdin_data = NULL;
   o.stdin_len = 0;
-  o.keep_stdin = false;
-  if (path == NULL)
-    return rt_error_oom (err);
-  if ((body = rt_command_request (argv, &o, err)) == NULL || (env = rt_remote_pairs (o.env, true, err)) == NULL)
-    return -EINVAL;
-  json_object_object_add (body, "env", steal_pointer (&env));
-  if (o.timeout_ms == 0)
-    json_object_object_del (body, "timeoutMs");
-  json_object_object_add (body, "stdinMode", json_object_new_string ("pipe"));
-  ret = rt_remote_json (sb->ctx, "POST", path, body, NULL, &info, err);
-  if (ret < 0)
-    return ret;
-  id = rt_json_str (info, "id");
-  if (id == NULL || *id < '0' || *id > '9')
-    return rt_error_set (err, EIO, "internal", "%s did not name the process", sb->ctx->api_url);
-  *pid = (uint32_t) strtoul (id, NULL, 10);
-  return 0;
+  o.keep_stdin = true;
+  return rt_remote_sandbox_spawn (sb, argv, &o, pid, err);
 }
 
 int
