@@ -559,8 +559,10 @@ int rt_sandbox_attach (rt_sandbox *sb, const char *const argv[], const rt_exec_o
  * @sb:   the sandbox
  * @port: 1..65535
  * @out:  set to the session; free it with rt_session_free
- * @err:  "connection_refused" (nothing listens there), "usage" (port),
- *        "sandbox_paused", "sandbox_not_running"
+ * @err:  "usage" (port), "sandbox_paused", "sandbox_not_running",
+ *        "too_many_sessions"; a port nobody listens on is told later, as
+ *        rt_session_result's "connection_refused" once rt_session_read
+ *        returned 0
  * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_connect (rt_sandbox *sb, unsigned port, rt_session **out, rt_error **err);

@@ -114,6 +114,10 @@ cmd_write_stdin (struct agent *ag, struct cmd *c)
 {
   size_t taken = 0;
 
+  /* A write to a socket still connecting would take its refusal, and the
+     stream would end as if closed: the bytes wait for the connect.  */
+  if (c->connecting)
+    return;
   while (c->inq_len > 0 && c->fd[0] >= 0)
     {
       ssize_t n = write (c->fd[0], c->inq + c->inq_off, c->inq_len);

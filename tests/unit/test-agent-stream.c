@@ -281,6 +281,9 @@ test_connect (void)
   /* The port is free again: nothing listens there.  */
   send_str (RT_FRAME_CONNECT, 9, port_json);
   ok (strcmp (error_code (9), "connection_refused") == 0, "a port nobody listens on is connection_refused");
+  send_str (RT_FRAME_CONNECT, 13, port_json);
+  send_str (RT_FRAME_STDIN, 13, "GET / HTTP/1.0\r\n\r\n");
+  ok (strcmp (error_code (13), "connection_refused") == 0, "… also when its first bytes came before the refusal");
   send_str (RT_FRAME_CONNECT, 10, "{\"port\":0}");
   ok (strcmp (error_code (10), "invalid_request") == 0, "port 0 is refused");
   send_str (RT_FRAME_CONNECT, 11, "{\"port\":65536}");
