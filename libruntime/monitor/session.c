@@ -147,6 +147,7 @@ open_stream (struct mon_session *s, const struct rt_frame_header *h, const uint8
 {
   cleanup_json json_object *body = parse_object (payload, h->len);
   struct mon_refusal r;
+  uint8_t zero[4];
   int64_t port;
 
   s->opened = true;
@@ -167,6 +168,9 @@ open_stream (struct mon_session *s, const struct rt_frame_header *h, const uint8
   if (s->e == NULL)
     return finish_error (s, r.code, r.hint, r.msg), false;
   s->e->sess = s;
+  /* Opened: the client waits for this before it returns.  */
+  rt_put_u32 (zero, 0);
+  send_frame (s, RT_FRAME_WINDOW, zero, sizeof (zero));
   return true;
 }
 
@@ -303,7 +307,8 @@ last_frame (const struct rt_frame_header *h, const uint8_t *payload)
   /* Only codes the product documents reach the user.  */
   if (code == NULL
       || (strcmp (code, "file_not_found") != 0 && strcmp (code, "invalid_env") != 0
-          && strcmp (code, "invalid_request") != 0 && strcmp (code, "connection_refused") != 0))
+          && strcmp (code, "invalid_request") != 0 && strcmp (code, "connection_refused") != 0
+          && strcmp (code, "too_many_commands") != 0))
     code = "internal";
   json_object_object_add (o, "code", json_object_new_string (code));
   json_object_object_add (o, "message", json_object_new_string_len (msg ? msg : "the agent refused the request",

@@ -7,7 +7,9 @@
  *   EXEC     the body of POST :exec (argv, env, cwd, user, timeoutMs,
  *            pty) less stdin/stdinPath: checked as :exec checks it
  *   CONNECT  {"port":N}, 1..65535
- * then STDIN (empty: end of input), RESIZE {cols, rows}, SIGNAL {signal}.
+ * An accepted first frame is answered by WINDOW 0 (a refused one by
+ * ERROR, as below), then the client sends STDIN (empty: end of input),
+ * RESIZE {cols, rows}, SIGNAL {signal}.
  * The monitor sends STDOUT, STDERR, WINDOW (stdin the guest took: the
  * client may have at most RT_WINDOW_INITIAL bytes of STDIN not yet
  * acknowledged, more and it is dropped), then one EXIT {exitCode, signal,
