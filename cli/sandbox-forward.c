@@ -211,7 +211,15 @@ pump_down (struct forward *f, struct conn *c)
         }
       c->ended = true;
       if (n == 0 && rt_session_result (c->s, &res, &err) == 0)
-        continue;
+        {
+          /* A connection that failed in the guest (refused after bytes
+             were sent to it, reset) ends with exit code 1.  */
+          if (res.exit_code != 0)
+            fprintf (stderr, "runtime: a connection was closed: the connection to port %u in the sandbox failed "
+                             "(nothing listens there?)\n",
+                     f->remote);
+          continue;
+        }
       fprintf (stderr, "runtime: a connection was closed: %s\n", err ? err->msg : "the session failed");
       if (err == NULL || strcmp (err->code, "connection_refused") != 0)
         f->check_now = true;

@@ -53,7 +53,7 @@ p9=$(json_get 'o["port"]' <"$tmp/f9.json" 2>/dev/null)
 curl -s --max-time 20 "http://127.0.0.1:$p9/" >/dev/null
 is "a refused connection closes the client's (curl: empty reply)" "$?" 52
 sleep 0.5
-check "… the forward says so in one line" test "$(grep -c "nothing listens on port 9" "$tmp/f9.err")" -eq 1
+check "… the forward says so in one line" test "$(grep -c "port 9 in the sandbox" "$tmp/f9.err")" -eq 1
 check "… and keeps running" kill -0 "$f9"
 kill -INT "$f9"; wait "$f9"
 is "Ctrl-C ends a forward with exit 0" "$?" 0
@@ -84,7 +84,7 @@ for _ in $(seq 100); do kill -0 "$fpid" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$fpid" 2>/dev/null; then fail "the forward ends when its sandbox is removed"; kill "$fpid"; else ok "the forward ends when its sandbox is removed"; fi
 wait "$fpid"
 is "… with exit 1" "$?" 1
-is "… and one error line" "$(grep -c '^Error \[' "$tmp/fwd.err")" 1
+is "… and one error line (JSON, with --json)" "$(grep -c '^{"error":{"code":"not_found"' "$tmp/fwd.err")/$(wc -l <"$tmp/fwd.err")" 1/1
 fpid=
 
 done_testing
