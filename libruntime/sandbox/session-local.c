@@ -12,6 +12,7 @@
 #include "core/context.h"
 #include "sandbox/handle.h"
 #include "sandbox/session-local.h"
+#include "vmm/channel.h"
 
 /* How long an open waits for the monitor's answer (it answers at once
    unless it is stuck).  */
@@ -77,26 +78,11 @@ send_json (struct local_session *ls, uint8_t type, json_object *o, rt_error **er
   return send_frame (ls, type, s, len, err);
 }
 
-static json_object *
-parse_object (const uint8_t *payload, uint32_t len)
-{
-  json_tokener *tok = json_tokener_new ();
-  json_object *obj = tok ? json_tokener_parse_ex (tok, (const char *) payload, len) : NULL;
-
-  if (obj && (json_tokener_get_error (tok) != json_tokener_success || !json_object_is_type (obj, json_type_object)))
-    {
-      json_object_put (obj);
-      obj = NULL;
-    }
-  json_tokener_free (tok);
-  return obj;
-}
-
 /* The last frame: EXIT fills the result, ERROR becomes the end's error.  */
 static void
 take_end (struct local_session *ls, const struct rt_frame_header *h, const uint8_t *payload)
 {
-  cleanup_json json_object *o = parse_object (payload, h->len);
+  cleanup_json json_object *o = rt_channel_parse_json (payload, h->len);
   const char *code = rt_json_str (o, "code"), *msg = rt_json_str (o, "message"), *hint = rt_json_str (o, "hint");
   json_object *v;
 

@@ -52,3 +52,26 @@ if [ -n "$sother" ]; then
     is "… with the dropped session's command killed" \
         "$(runtime sandbox exec "$sother" -- sh -c 'pgrep -xf "sleep 3600" | wc -l' 2>&1)" "0"
 fi
+
+# A client opening sessions without end: the 257th is told no, the sandbox
+# goes on, and the 256 are let go when their clients go.
+if [ -n "$sother" ]; then
+    is "session: past 256 open sessions the next gets too_many_sessions" \
+        "$(python3 - "$RUNTIME_STATE_DIR/$sother/session.sock" <<'PY'
+import socket, sys
+held = []
+for _ in range(256):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); held.append(s)
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
+data = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    data += b
+print("too_many_sessions" if b"too_many_sessions" in data else repr(data[:80]))
+PY
+)" "too_many_sessions"
+    is "… and once they close, commands and sessions run again" \
+        "$(runtime sandbox exec "$sother" -- echo alive 2>&1) $("$client" connect "$sother" 9)" "alive refused"
+fi
