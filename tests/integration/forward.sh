@@ -52,8 +52,11 @@ for _ in $(seq 50); do [ -s "$tmp/f9.json" ] && break; sleep 0.1; done
 p9=$(json_get 'o["port"]' <"$tmp/f9.json" 2>/dev/null)
 curl -s --max-time 20 "http://127.0.0.1:$p9/" >/dev/null
 is "a refused connection closes the client's (curl: empty reply)" "$?" 52
+is "… as it does for a client that sends nothing" "$(python3 -c "import socket; s = socket.create_connection(('127.0.0.1', $p9)); s.settimeout(20); print(repr(s.recv(100)))")" "b''"
 sleep 0.5
-check "… the forward says so in one line" test "$(grep -c "port 9 in the sandbox" "$tmp/f9.err")" -eq 1
+check "… the forward says so, one line a connection" \
+    test "$(grep -c "^runtime: a connection was closed: .*port 9 in the sandbox" "$tmp/f9.err")" -ge 1 \
+    -a "$(grep -vc "^runtime: a connection was closed: .*port 9 in the sandbox" "$tmp/f9.err")" -eq 0
 check "… and keeps running" kill -0 "$f9"
 kill -INT "$f9"; wait "$f9"
 is "Ctrl-C ends a forward with exit 0" "$?" 0
