@@ -27,11 +27,11 @@ struct conn
 {
   int tcp;
   rt_session *s;
-  uint8_t *up, *down;    /* host → sandbox, sandbox → host */
+  uint8_t *up, *down; /* host → sandbox, sandbox → host */
   size_t up_off, up_len, down_off, down_len;
-  bool tcp_eof;          /* the host side sent all it will */
-  bool input_closed;     /* and the sandbox side was told */
-  bool ended;            /* the sandbox side ended */
+  bool tcp_eof;      /* the host side sent all it will */
+  bool input_closed; /* and the sandbox side was told */
+  bool ended;        /* the sandbox side ended */
 };
 
 struct forward
@@ -43,9 +43,9 @@ struct forward
   int listener, sigfd;
   struct conn *conns[MAX_CONNS];
   size_t n;
-  bool check_now;        /* a session failed: look at the sandbox at once */
-  rt_error *fatal;       /* a library error that ends the forward */
-  const char *end_code;  /* or the sandbox's end: code, message, hint */
+  bool check_now;       /* a session failed: look at the sandbox at once */
+  rt_error *fatal;      /* a library error that ends the forward */
+  const char *end_code; /* or the sandbox's end: code, message, hint */
   char end_msg[160], end_hint[160];
 };
 
@@ -115,8 +115,7 @@ listen_on (struct spec *sp)
       int e = errno;
       close (fd);
       if (e == EADDRINUSE)
-        return cli_usage_error ("pick another LOCAL port, or 0 for a free one", "%s:%u is in use", sp->addr,
-                                sp->local),
+        return cli_usage_error ("pick another LOCAL port, or 0 for a free one", "%s:%u is in use", sp->addr, sp->local),
                -1;
       return cli_fail ("usage", NULL, "cannot listen on %s:%u: %s", sp->addr, sp->local, strerror (e)), -1;
     }
@@ -215,8 +214,9 @@ pump_down (struct forward *f, struct conn *c)
           /* A connection that failed in the guest (refused after bytes
              were sent to it, reset) ends with exit code 1.  */
           if (res.exit_code != 0)
-            fprintf (stderr, "runtime: a connection was closed: the connection to port %u in the sandbox failed "
-                             "(nothing listens there?)\n",
+            fprintf (stderr,
+                     "runtime: a connection was closed: the connection to port %u in the sandbox failed "
+                     "(nothing listens there?)\n",
                      f->remote);
           continue;
         }
@@ -420,8 +420,9 @@ sandbox_forward (struct cli_command *cmd, int argc, char **argv)
   if ((f.listener = listen_on (&sp)) < 0)
     return 1;
   if (strncmp (sp.addr, "127.", 4) != 0)
-    fprintf (stderr, "runtime: warning: %s is not a loopback address: anyone who reaches it reaches port %u in "
-                     "the sandbox\n",
+    fprintf (stderr,
+             "runtime: warning: %s is not a loopback address: anyone who reaches it reaches port %u in "
+             "the sandbox\n",
              sp.addr, sp.remote);
   block_stop_signals (&mask);
   f.sigfd = signalfd (-1, &mask, SFD_CLOEXEC);

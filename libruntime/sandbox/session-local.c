@@ -22,14 +22,14 @@ struct local_session
 {
   rt_session base;
   struct rt_frame_reader *reader;
-  const uint8_t *out;   /* output not yet handed out (in the reader) */
+  const uint8_t *out; /* output not yet handed out (in the reader) */
   size_t out_len;
   int out_stream;
-  uint32_t inflight;    /* stdin sent, not yet taken by the guest */
+  uint32_t inflight; /* stdin sent, not yet taken by the guest */
   bool input_closed;
   bool ended;
   rt_exec_result res;
-  rt_error *end_err;    /* what ended it instead of an exit */
+  rt_error *end_err; /* what ended it instead of an exit */
 };
 
 /* Writes all of a frame: the monitor reads its clients at all times, so
@@ -55,8 +55,7 @@ send_frame (struct local_session *ls, uint8_t type, const void *data, size_t len
           continue;
         }
       if (n < 0)
-        return rt_error_set (err, errno, "sandbox_not_ready", "the sandbox's monitor went away: %s",
-                             strerror (errno));
+        return rt_error_set (err, errno, "sandbox_not_ready", "the sandbox's monitor went away: %s", strerror (errno));
       for (int i = 0; i < 2 && n > 0; i++)
         {
           size_t take = (size_t) n < iov[i].iov_len ? (size_t) n : iov[i].iov_len;
@@ -323,8 +322,7 @@ wait_opened (struct local_session *ls, rt_error **err)
 }
 
 int
-rt_session_local_open (rt_sandbox *sb, uint8_t type, json_object *request, bool pty, rt_session **out,
-                       rt_error **err)
+rt_session_local_open (rt_sandbox *sb, uint8_t type, json_object *request, bool pty, rt_session **out, rt_error **err)
 {
   struct local_session *ls = calloc (1, sizeof (*ls));
   int fd;
