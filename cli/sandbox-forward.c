@@ -403,12 +403,16 @@ sandbox_forward (struct cli_command *cmd, int argc, char **argv)
   sigset_t mask;
   int code;
 
-  if (!open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
+  rt_error *err = NULL;
+
+  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
     return code;
   if (parse_spec (a.pos[1], &sp) < 0)
     return cli_usage_error ("[[ADDR:]LOCAL:]REMOTE, e.g. 8000, 8080:8000 or 0.0.0.0:8080:8000; ADDR an IPv4 "
                             "address, LOCAL 0 a free port",
                             "bad port spec '%s'", a.pos[1]);
+  if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
+    return cli_lib_fail (err);
   f = (struct forward){ .ctx = ctx, .sb = sb, .ref = a.pos[0], .remote = sp.remote, .listener = -1, .sigfd = -1 };
   check_sandbox (&f);
   if (f.fatal || f.end_code)
