@@ -413,7 +413,7 @@ sandbox_forward (struct cli_command *cmd, int argc, char **argv)
                             "bad port spec '%s'", a.pos[1]);
   if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
     return cli_lib_fail (err);
-  f = (struct forward){ .ctx = ctx, .sb = sb, .ref = a.pos[0], .remote = sp.remote, .listener = -1, .sigfd = -1 };
+  f = (struct forward){ .ctx = ctx, .sb = sb, .ref = rt_sandbox_id (sb), .remote = sp.remote, .listener = -1, .sigfd = -1 };
   check_sandbox (&f);
   if (f.fatal || f.end_code)
     {
