@@ -404,6 +404,7 @@ sandbox_forward (struct cli_command *cmd, int argc, char **argv)
   int code;
 
   rt_error *err = NULL;
+  rt_session *probe = NULL;
 
   if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
     return code;
@@ -414,6 +415,12 @@ sandbox_forward (struct cli_command *cmd, int argc, char **argv)
   if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
     return cli_lib_fail (err);
   f = (struct forward){ .ctx = ctx, .sb = sb, .ref = rt_sandbox_id (sb), .remote = sp.remote, .listener = -1, .sigfd = -1 };
+  /* Port 0 is refused before anything is opened, "unsupported_remote"
+     first: a forward that could never carry a connection says so now.  */
+  if (rt_sandbox_connect (sb, 0, &probe, &err) < 0 && strcmp (err->code, "unsupported_remote") == 0)
+    return cli_lib_fail (err);
+  rt_error_free (err);
+  err = NULL;
   check_sandbox (&f);
   if (f.fatal || f.end_code)
     {
