@@ -28,6 +28,7 @@
 #include "monitor/procs.h"
 #include "monitor/reply.h"
 #include "monitor/routes.h"
+#include "monitor/session.h"
 #include "net/intercept.h"
 #include "net/proxy.h"
 #include "sandbox/store.h"
@@ -55,8 +56,7 @@ mon_save_state (struct mon *m)
 static void
 end_loop (evutil_socket_t fd, short what, void *arg)
 {
-  (void) fd;
-  (void) what;
+  (void) fd, (void) what;
   event_base_loopbreak (arg);
 }
 
@@ -127,8 +127,7 @@ mon_stop (struct mon *m, const char *reason)
 static void
 on_qemu_exit (evutil_socket_t fd, short what, void *arg)
 {
-  (void) fd;
-  (void) what;
+  (void) fd, (void) what;
   mon_stop (arg, "host_stopped");
 }
 
@@ -137,8 +136,7 @@ on_qemu_exit (evutil_socket_t fd, short what, void *arg)
 static void
 on_owner_exit (evutil_socket_t fd, short what, void *arg)
 {
-  (void) fd;
-  (void) what;
+  (void) fd, (void) what;
   mon_stop (arg, "requested");
 }
 
@@ -164,8 +162,7 @@ on_claim (evutil_socket_t fd, short what, void *arg)
 static void
 on_term (evutil_socket_t fd, short what, void *arg)
 {
-  (void) fd;
-  (void) what;
+  (void) fd, (void) what;
   mon_stop (arg, "host_stopped");
 }
 
@@ -392,6 +389,8 @@ serve_api (struct mon *m, rt_error **err)
   evhttp_set_gencb (m->http, mon_handle_request, m);
   if (evhttp_accept_socket (m->http, api_fd) < 0)
     return rt_error_set (err, EIO, "startup_failed", "cannot serve '%s'", m->api_sock);
+  if (mon_session_listen (m, err) < 0)
+    return -1;
   m->trial = m->cfg->net.trial;
   m->proxy = rt_proxy_new (m->base, &m->net, &m->cfg->net, m->cfg->egress_log, m->resolve,
                            m->intercept, err);
@@ -402,8 +401,7 @@ static void
 on_console (evutil_socket_t fd, short what, void *arg)
 {
   struct mon *m = arg;
-  (void) fd;
-  (void) what;
+  (void) fd, (void) what;
   if (rt_console_drain (&m->console) != 0)
     event_del (m->ev_console);
 }

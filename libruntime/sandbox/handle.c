@@ -143,8 +143,8 @@ const rt_exec_opts rt_no_exec_opts = { .cancel_fd = -1 };
 /* A monitor that cannot be reached may just be booting (--no-wait), or
    gone with the sandbox paused to disk: say that rather than "cannot
    reach".  */
-static int
-not_ready_yet (rt_sandbox *sb, int ret, rt_error **err)
+int
+rt_sandbox_not_ready_yet (rt_sandbox *sb, int ret, rt_error **err)
 {
   cleanup_json json_object *state = NULL;
   cleanup_free char *path = NULL;
@@ -182,7 +182,7 @@ rt_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *o
   req = rt_command_request (argv, opts, err);
   if (req == NULL)
     return -EINVAL;
-  return not_ready_yet (sb, rt_api_stream (sb->sock, sb->id, "exec", req, opts, res, NULL, err), err);
+  return rt_sandbox_not_ready_yet (sb, rt_api_stream (sb->sock, sb->id, "exec", req, opts, res, NULL, err), err);
 }
 
 int
@@ -200,7 +200,7 @@ rt_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *
   req = rt_command_request (argv, opts ? opts : &rt_no_exec_opts, err);
   if (req == NULL)
     return -EINVAL;
-  ret = not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "spawn", req, &reply, err), err);
+  ret = rt_sandbox_not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "spawn", req, &reply, err), err);
   if (ret < 0)
     return ret;
   if (!json_object_object_get_ex (reply, "process", &v))
@@ -218,7 +218,7 @@ rt_sandbox_ps_json (rt_sandbox *sb, char **json, rt_error **err)
   int ret = rt_sandbox_auto_wake (sb, err);
 
   if (ret == 0)
-    ret = not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "ps", NULL, &reply, err), err);
+    ret = rt_sandbox_not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "ps", NULL, &reply, err), err);
   if (ret < 0)
     return ret;
   *json = strdup (json_object_to_json_string_ext (reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -240,7 +240,7 @@ rt_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow, const rt_exec_op
   json_object_object_add (req, "process", json_object_new_int64 (process));
   json_object_object_add (req, "follow", json_object_new_boolean (follow));
   ret = rt_api_stream (sb->sock, sb->id, "logs", req, opts ? opts : &rt_no_exec_opts, res, exited, err);
-  return not_ready_yet (sb, ret, err);
+  return rt_sandbox_not_ready_yet (sb, ret, err);
 }
 
 int
@@ -254,7 +254,7 @@ rt_sandbox_output (rt_sandbox *sb, uint32_t process, uint64_t cursor, bool follo
   json_object_object_add (req, "process", json_object_new_int64 (process));
   json_object_object_add (req, "follow", json_object_new_boolean (follow));
   json_object_object_add (req, "cursor", json_object_new_int64 ((int64_t) cursor));
-  return not_ready_yet (sb, rt_api_events (sb->sock, sb->id, "logs", req, on_event, data, err), err);
+  return rt_sandbox_not_ready_yet (sb, rt_api_events (sb->sock, sb->id, "logs", req, on_event, data, err), err);
 }
 
 int
@@ -268,7 +268,7 @@ rt_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err)
     return -EAGAIN;
   json_object_object_add (req, "process", json_object_new_int64 (process));
   json_object_object_add (req, "signal", json_object_new_int (signal));
-  return not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "kill", req, NULL, err), err);
+  return rt_sandbox_not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "kill", req, NULL, err), err);
 }
 
 int
@@ -294,7 +294,7 @@ rt_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, size_t len
   json_object_object_add (req, "data", json_object_new_string (b64));
   json_object_object_add (req, "offset", json_object_new_int64 ((int64_t) offset));
   json_object_object_add (req, "eof", json_object_new_boolean (eof));
-  ret = not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "write", req, &reply, err), err);
+  ret = rt_sandbox_not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "write", req, &reply, err), err);
   if (ret < 0)
     return ret;
   if (!json_object_object_get_ex (reply, "offset", &v) || !json_object_is_type (v, json_type_int))
@@ -318,7 +318,7 @@ rt_sandbox_resize (rt_sandbox *sb, uint32_t process, unsigned cols, unsigned row
   json_object_object_add (req, "process", json_object_new_int64 (process));
   json_object_object_add (req, "cols", json_object_new_int ((int) cols));
   json_object_object_add (req, "rows", json_object_new_int ((int) rows));
-  return not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "resize", req, NULL, err), err);
+  return rt_sandbox_not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "resize", req, NULL, err), err);
 }
 
 static int
