@@ -5,6 +5,7 @@
    raw, so ^C ^Z ^\ are bytes for the guest's terminal (term.c puts it
    back on every way out).  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -80,7 +81,8 @@ attach_prepare (struct cli_command *cmd, struct cli_args *a, struct job *j, bool
   sigaddset (&mask, SIGCONT);
   sigprocmask (SIG_BLOCK, &mask, NULL);
   sigprocmask (SIG_BLOCK, NULL, &mask);
-  if (j->sfd < 0 || signalfd (j->sfd, &mask, SFD_CLOEXEC) < 0)
+  /* Non-blocking: the loop reads it until it is empty.  */
+  if (j->sfd < 0 || signalfd (j->sfd, &mask, 0) < 0 || fcntl (j->sfd, F_SETFL, O_NONBLOCK) < 0)
     {
       cli_fail ("internal", NULL, "cannot watch signals: %s", strerror (errno));
       return -1;
