@@ -129,6 +129,9 @@ int sandbox_network (struct cli_command *cmd, int argc, char **argv);
 int sandbox_metrics (struct cli_command *cmd, int argc, char **argv);
 extern const struct cli_opt network_opts[];
 
+/* sandbox-forward.c  */
+int sandbox_forward (struct cli_command *cmd, int argc, char **argv);
+
 /* sandbox-snapshot.c  */
 #define IDLE_PAUSE_MIN_S 10
 #define IDLE_PAUSE_MAX_S 86400

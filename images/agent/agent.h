@@ -5,7 +5,8 @@
  * modes, and the rest serve the host over the virtio-serial port with the
  * framed protocol of common/proto.h: channel.c (the outgoing queue and
  * replies), commands.c (one running command), requests.c (what the host
- * asks), restore.c (FREEZE, QUIESCE, RESTORE), conn.c (the
+ * asks), connect.c (CONNECT: a TCP connection as a stream), restore.c
+ * (FREEZE, QUIESCE, RESTORE), conn.c (the
  * port and its state), loop.c (the poll() loop).
  *
  * Every header of this folder includes this one and no other of it.
@@ -63,8 +64,12 @@ struct cmd
   bool exited;    /* main process reaped; draining what is left in the pipes */
   bool timed_out;
   bool stdin_eof; /* empty STDIN seen: close once the queue is written */
+  bool pty;       /* fd[0] (if stdin) and fd[1] are a pty's master */
+  bool sock;      /* a CONNECT: fd[0] and fd[1] are one TCP socket, no pid */
+  bool connecting; /* that socket's connect() still in progress */
+  int port;       /* the port it connects to */
   uint32_t stream;
-  pid_t pid;      /* also its process group */
+  pid_t pid;      /* also its process group; 0 for a socket */
   int status;
   int fd[3];      /* stdin (write end), stdout, stderr (read ends); -1 closed */
   size_t drain_left[3];

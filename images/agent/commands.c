@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,8 +51,30 @@ cmd_kill (struct cmd *c, int sig)
 {
   if (c->exited)
     return;
+  if (c->sock)
+    {
+      /* A connection has no process: any signal closes it.  */
+      cmd_sock_end (c, 0);
+      return;
+    }
   if (kill (-c->pid, sig) < 0 && errno == ESRCH)
     kill (c->pid, sig);
+}
+
+void
+cmd_sock_end (struct cmd *c, int code)
+{
+  if (c->exited)
+    return;
+  close_fd (&c->fd[0]);
+  close_fd (&c->fd[1]);
+  free (c->inq);
+  c->inq = NULL;
+  c->inq_off = c->inq_len = c->inq_cap = 0;
+  c->exited = true;
+  c->connecting = false;
+  c->status = (code & 0xff) << 8; /* as waitpid's for exit(code) */
+  c->end_ms = now_ms ();
 }
 
 /* The stream loses its connection: the process keeps running (and ends on
@@ -62,6 +85,9 @@ cmd_orphan (struct cmd *c)
   c->orphan = true;
   c->stream = 0;
   cmd_close_stdin (c);
+  /* Nobody is left to talk to through a connection.  */
+  if (c->sock)
+    cmd_sock_end (c, 0);
 }
 
 /* Ends a live stream with ERROR, which must be its last frame: the command
@@ -124,7 +150,12 @@ cmd_write_stdin (struct agent *ag, struct cmd *c)
       c->inq_cap = 0;
     }
   if (c->stdin_eof)
-    cmd_close_stdin (c);
+    {
+      /* fd[1] shares the socket: closing fd[0] alone sends no FIN.  */
+      if (c->sock)
+        shutdown (c->fd[0], SHUT_WR);
+      cmd_close_stdin (c);
+    }
 }
 
 /* One read from stdout (i = 1) or stderr (i = 2) into a STDOUT/STDERR frame
@@ -162,6 +193,12 @@ cmd_read (struct agent *ag, struct cmd *c, int i)
   while (n < 0 && errno == EINTR);
   if (n < 0 && errno == EAGAIN)
     return READ_AGAIN;
+  if (n <= 0 && c->sock)
+    {
+      /* The guest's side of a connection ended: so does the stream.  */
+      cmd_sock_end (c, n < 0 ? 1 : 0);
+      return READ_CLOSED;
+    }
   if (n <= 0)
     goto closed;
   if (c->exited)

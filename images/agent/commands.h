@@ -18,7 +18,11 @@ enum read_result
 /* The live command on @stream, or NULL.  */
 struct cmd *cmd_find (struct agent *ag, uint32_t stream);
 void cmd_free (struct agent *ag, struct cmd *c);
+/* Signals the command's process group; closes a connection.  */
 void cmd_kill (struct cmd *c, int sig);
+/* A connection ends (its socket closed) with exit code @code: EXIT
+   follows once its output is sent.  */
+void cmd_sock_end (struct cmd *c, int code);
 void cmd_orphan (struct cmd *c);
 void cmd_fail (struct agent *ag, struct cmd *c, const char *code, const char *fmt, ...) RT_PRINTF (4, 5);
 void cmd_write_stdin (struct agent *ag, struct cmd *c);

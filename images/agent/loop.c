@@ -11,6 +11,7 @@
 #include "channel.h"
 #include "commands.h"
 #include "conn.h"
+#include "connect.h"
 #include "loop.h"
 
 /* Work that needs no event: frames already buffered, draining exited
@@ -102,6 +103,11 @@ poll_add_cmds (struct agent *ag, int *n, int64_t now, int *timeout)
           if (*timeout < 0 || left < *timeout)
             *timeout = left > INT_MAX ? INT_MAX : (int) left;
         }
+      if (c->connecting)
+        {
+          poll_add (ag, n, c->fd[1], POLLOUT, c, 1);
+          continue;
+        }
       /* Out of window (or queue): leave the data in the pipe, so the
          command blocks when it fills.  */
       if (c->orphan
@@ -182,11 +188,38 @@ poll_dispatch (struct agent *ag, int n)
       /* The command may have been orphaned or failed since poll().  */
       if (!c->used || c->fd[ag->who[k].i] != pfd[k].fd)
         continue;
-      if (ag->who[k].i == 0)
+      if (c->connecting)
+        connect_finish (ag, c);
+      else if (ag->who[k].i == 0)
         cmd_write_stdin (ag, c);
       else
         cmd_read (ag, c, ag->who[k].i);
     }
+}
+
+void
+serve_step (struct agent *ag, int max_wait_ms)
+{
+  int64_t now = now_ms ();
+  int timeout, n, ready;
+
+  conn_resync (ag, now);
+  pump (ag, now);
+  n = poll_build (ag, now, &timeout);
+  if (max_wait_ms >= 0 && (timeout < 0 || timeout > max_wait_ms))
+    timeout = max_wait_ms;
+  ready = poll (ag->pfd, n, timeout);
+  if (ready < 0)
+    {
+      if (errno != EINTR)
+        {
+          agent_log ("poll: %s", strerror (errno));
+          sleep_ms (10);
+        }
+      return;
+    }
+  if (ready > 0)
+    poll_dispatch (ag, n);
 }
 
 void __attribute__ ((noreturn))
@@ -197,33 +230,15 @@ serve (struct agent *ag)
   serve_setup (ag);
   for (;;)
     {
-      int64_t now = now_ms ();
-      int timeout, n, ready;
-
       if (ag->state == CONN_DOWN)
         {
           conn_check (ag);
           if (ag->state == CONN_UP && !announced)
             {
-              agent_log ("ready %" PRId64 " ms after boot", now);
+              agent_log ("ready %" PRId64 " ms after boot", now_ms ());
               announced = true;
             }
         }
-      conn_resync (ag, now);
-      pump (ag, now);
-
-      n = poll_build (ag, now, &timeout);
-      ready = poll (ag->pfd, n, timeout);
-      if (ready < 0)
-        {
-          if (errno != EINTR)
-            {
-              agent_log ("poll: %s", strerror (errno));
-              sleep_ms (10);
-            }
-          continue;
-        }
-      if (ready > 0)
-        poll_dispatch (ag, n);
+      serve_step (ag, -1);
     }
 }

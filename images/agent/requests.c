@@ -1,5 +1,6 @@
-/* requests.c - what the host asks: EXEC, STDIN, SIGNAL, WINDOW, HELLO,
-   SHUTDOWN; FREEZE, QUIESCE and RESTORE go to restore.c.  */
+/* requests.c - what the host asks: EXEC, STDIN, SIGNAL, WINDOW, RESIZE,
+   HELLO, SHUTDOWN; CONNECT goes to connect.c, FREEZE, QUIESCE and RESTORE
+   to restore.c.  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -13,6 +14,7 @@
 #include "boot.h"
 #include "channel.h"
 #include "commands.h"
+#include "connect.h"
 #include "requests.h"
 #include "restore.h"
 #include "root.h"
@@ -28,7 +30,24 @@ struct exec_req
   struct user user;
   int64_t timeout_ms;
   bool with_stdin;
+  unsigned pty_cols, pty_rows; /* 0: no pty */
 };
+
+/* {"cols":N,"rows":N} with both in 1..RT_PTY_MAX_SIDE.  Return: 0, or -1.  */
+static int
+parse_size (json_object *o, unsigned *cols, unsigned *rows)
+{
+  json_object *c = o ? get_member (o, "cols") : NULL, *r = o ? get_member (o, "rows") : NULL;
+  int64_t cv = json_object_is_type (c, json_type_int) ? json_object_get_int64 (c) : 0;
+  int64_t rv = json_object_is_type (r, json_type_int) ? json_object_get_int64 (r) : 0;
+
+  if (!json_object_is_type (o, json_type_object) || cv < 1 || cv > RT_PTY_MAX_SIDE || rv < 1
+      || rv > RT_PTY_MAX_SIDE)
+    return -1;
+  *cols = (unsigned) cv;
+  *rows = (unsigned) rv;
+  return 0;
+}
 
 /* "argv": a non-empty array of strings, the first not empty.  Return: 0,
    or -1 after answering ERROR.  */
@@ -63,7 +82,7 @@ bad_argv:
   return -1;
 }
 
-/* "cwd", "user", "timeoutMs" and "stdin", in that order.  */
+/* "cwd", "user", "timeoutMs", "stdin" and "pty", in that order.  */
 static int
 exec_parse_options (struct agent *ag, uint32_t stream, struct exec_req *r)
 {
@@ -120,6 +139,14 @@ exec_parse_options (struct agent *ag, uint32_t stream, struct exec_req *r)
           return -1;
         }
       r->with_stdin = json_object_get_boolean (v);
+    }
+
+  v = get_member (r->json, "pty");
+  if (v && parse_size (v, &r->pty_cols, &r->pty_rows) < 0)
+    {
+      send_error (ag, stream, "invalid_request", "'pty' must be {\"cols\":N,\"rows\":N} with N in 1..%u",
+                  RT_PTY_MAX_SIDE);
+      return -1;
     }
   return 0;
 }
@@ -183,15 +210,90 @@ exec_parse (struct agent *ag, uint32_t stream, const uint8_t *p, size_t len, str
   return 0;
 }
 
+/* The agent's ends of a command's pipes: @mine gets stdin's write end
+   (or -1) and the read ends of stdout and stderr, @child the other ends.
+   Return: 0, or -1 with errno set.  */
+static int
+exec_pipes (struct agent *ag, bool with_stdin, int mine[3], int child[3])
+{
+  int in[2] = { -1, -1 }, out[2], err[2];
+
+  if (with_stdin && pipe2 (in, O_CLOEXEC) < 0)
+    return -1;
+  mine[0] = in[1];
+  child[0] = with_stdin ? in[0] : fcntl (ag->devnull, F_DUPFD_CLOEXEC, 3);
+  if (child[0] < 0 || pipe2 (out, O_CLOEXEC) < 0)
+    return -1;
+  mine[1] = out[0];
+  child[1] = out[1];
+  if (pipe2 (err, O_CLOEXEC) < 0)
+    return -1;
+  mine[2] = err[0];
+  child[2] = err[1];
+  fcntl (out[0], F_SETPIPE_SZ, PIPE_SIZE);
+  fcntl (err[0], F_SETPIPE_SZ, PIPE_SIZE);
+  if (in[1] >= 0)
+    fcntl (in[1], F_SETPIPE_SZ, PIPE_SIZE);
+  /* Only the agent's ends are non-blocking; the child's stay blocking.  */
+  if ((in[1] >= 0 && fcntl (in[1], F_SETFL, O_NONBLOCK) < 0) || fcntl (out[0], F_SETFL, O_NONBLOCK) < 0
+      || fcntl (err[0], F_SETFL, O_NONBLOCK) < 0)
+    return -1;
+  return 0;
+}
+
+/* A pty instead: the child's three are its slave, the agent reads and
+   (with stdin) writes its master.  Return: 0, or -1 with errno set.  */
+static int
+exec_pty (const struct exec_req *r, int mine[3], int child[3])
+{
+  int master, slave;
+
+  if (pty_open (r->pty_cols, r->pty_rows, &r->user, &master, &slave) < 0)
+    return -1;
+  mine[1] = master;
+  child[0] = slave;
+  if ((child[1] = fcntl (slave, F_DUPFD_CLOEXEC, 3)) < 0 || (child[2] = fcntl (slave, F_DUPFD_CLOEXEC, 3)) < 0)
+    return -1;
+  if (r->with_stdin && (mine[0] = fcntl (master, F_DUPFD_CLOEXEC, 3)) < 0)
+    return -1;
+  return 0;
+}
+
+/* Checks what the request alone cannot: the stream, the slot, the cwd.
+   Return: the free slot, or NULL after answering ERROR.  */
+static struct cmd *
+exec_slot (struct agent *ag, uint32_t stream, const struct exec_req *r)
+{
+  struct stat st;
+  int cwd_err;
+
+  if (ag->ncmds >= MAX_CMDS)
+    {
+      send_error (ag, stream, "too_many_commands", "at most %d commands may run at once", MAX_CMDS);
+      return NULL;
+    }
+  /* Checked here, as root, so that the common mistake gets a clear answer;
+     the child still reports what only the user's permissions refuse.  */
+  cwd_err = stat (r->cwd, &st) < 0 ? errno : S_ISDIR (st.st_mode) ? 0 : ENOTDIR;
+  if (cwd_err)
+    {
+      send_error (ag, stream, "file_not_found", "cannot enter '%.200s': %s", r->cwd, strerror (cwd_err));
+      return NULL;
+    }
+  for (size_t i = 0; i < MAX_CMDS; i++)
+    if (!ag->cmds[i].used)
+      return &ag->cmds[i];
+  send_error (ag, stream, "too_many_commands", "at most %d commands may run at once", MAX_CMDS);
+  return NULL;
+}
+
 static void
 handle_exec (struct agent *ag, uint32_t stream, const uint8_t *p, size_t len)
 {
   struct exec_req r = { 0 };
-  int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
-  struct cmd *c = NULL;
+  int mine[3] = { -1, -1, -1 }, child[3] = { -1, -1, -1 };
+  struct cmd *c;
   struct spawn sp;
-  struct stat st;
-  int cwd_err;
   pid_t pid;
 
   if (stream == 0)
@@ -204,43 +306,15 @@ handle_exec (struct agent *ag, uint32_t stream, const uint8_t *p, size_t len)
       send_error (ag, stream, "stream_in_use", "stream %u already runs a command", stream);
       return;
     }
-  if (exec_parse (ag, stream, p, len, &r) < 0)
+  if (exec_parse (ag, stream, p, len, &r) < 0 || (c = exec_slot (ag, stream, &r)) == NULL)
     goto out;
-  if (ag->ncmds >= MAX_CMDS)
+  if ((r.pty_cols ? exec_pty (&r, mine, child) : exec_pipes (ag, r.with_stdin, mine, child)) < 0)
     {
-      send_error (ag, stream, "too_many_commands", "at most %d commands may run at once", MAX_CMDS);
+      send_error (ag, stream, "internal", "cannot set up the command's %s: %s", r.pty_cols ? "terminal" : "pipes",
+                  strerror (errno));
       goto out;
     }
-  /* Checked here, as root, so that the common mistake gets a clear answer;
-     the child still reports what only the user's permissions refuse.  */
-  cwd_err = stat (r.cwd, &st) < 0 ? errno : S_ISDIR (st.st_mode) ? 0 : ENOTDIR;
-  if (cwd_err)
-    {
-      send_error (ag, stream, "file_not_found", "cannot enter '%.200s': %s", r.cwd, strerror (cwd_err));
-      goto out;
-    }
-  if ((r.with_stdin && pipe2 (in, O_CLOEXEC) < 0) || pipe2 (out, O_CLOEXEC) < 0 || pipe2 (err, O_CLOEXEC) < 0)
-    {
-      send_error (ag, stream, "internal", "cannot create pipes: %s", strerror (errno));
-      goto out;
-    }
-  fcntl (out[0], F_SETPIPE_SZ, PIPE_SIZE);
-  fcntl (err[0], F_SETPIPE_SZ, PIPE_SIZE);
-  if (in[1] >= 0)
-    fcntl (in[1], F_SETPIPE_SZ, PIPE_SIZE);
-  /* Only the agent's ends are non-blocking; the child's stay blocking.  */
-  if ((in[1] >= 0 && fcntl (in[1], F_SETFL, O_NONBLOCK) < 0) || fcntl (out[0], F_SETFL, O_NONBLOCK) < 0
-      || fcntl (err[0], F_SETFL, O_NONBLOCK) < 0)
-    {
-      send_error (ag, stream, "internal", "cannot set up pipes: %s", strerror (errno));
-      goto out;
-    }
-  for (size_t i = 0; i < MAX_CMDS && c == NULL; i++)
-    if (!ag->cmds[i].used)
-      c = &ag->cmds[i];
-
-  sp = (struct spawn){ (char **) r.argv, r.env.v, r.cwd, &r.user,
-                       { r.with_stdin ? in[0] : ag->devnull, out[1], err[1] } };
+  sp = (struct spawn){ (char **) r.argv, r.env.v, r.cwd, &r.user, { child[0], child[1], child[2] }, r.pty_cols > 0 };
   pid = spawn (&sp);
   if (pid < 0)
     {
@@ -248,21 +322,19 @@ handle_exec (struct agent *ag, uint32_t stream, const uint8_t *p, size_t len)
       goto out;
     }
   c->used = true;
+  c->pty = r.pty_cols > 0;
   c->stream = stream;
   c->pid = pid;
-  c->fd[0] = in[1];
-  c->fd[1] = out[0];
-  c->fd[2] = err[0];
-  in[1] = out[0] = err[0] = -1;
+  for (int i = 0; i < 3; i++)
+    c->fd[i] = steal_fd (&mine[i]);
   c->start_ms = now_ms ();
   c->deadline_ms = r.timeout_ms > 0 ? c->start_ms + r.timeout_ms : 0;
   ag->ncmds++;
 out:
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 3; i++)
     {
-      close_fd (&in[i]);
-      close_fd (&out[i]);
-      close_fd (&err[i]);
+      close_fd (&mine[i]);
+      close_fd (&child[i]);
     }
   free (r.argv);
   strv_clear (&r.env);
@@ -273,6 +345,9 @@ static void
 handle_stdin (struct agent *ag, struct cmd *c, const uint8_t *p, size_t len)
 {
   if (c->fd[0] < 0 || c->stdin_eof)
+    return;
+  /* A terminal has no end of input; 0x04 is the user's to send.  */
+  if (len == 0 && c->pty)
     return;
   if (len == 0)
     {
@@ -325,6 +400,23 @@ handle_signal (struct agent *ag, struct cmd *c, const uint8_t *p, size_t len)
       return;
     }
   cmd_kill (c, (int) sig);
+}
+
+static void
+handle_resize (struct agent *ag, struct cmd *c, const uint8_t *p, size_t len)
+{
+  cleanup_json json_object *o = parse_object (p, len);
+  unsigned cols, rows;
+
+  if (parse_size (o, &cols, &rows) < 0)
+    {
+      cmd_fail (ag, c, "invalid_request", "RESIZE needs {\"cols\":N,\"rows\":N} with N in 1..%u",
+                RT_PTY_MAX_SIDE);
+      return;
+    }
+  /* The kernel sends SIGWINCH to the terminal's foreground group.  */
+  if (c->pty && c->fd[1] >= 0)
+    pty_resize (c->fd[1], cols, rows);
 }
 
 /* A whole file of at most 4 MiB, NUL-terminated; NULL when unreadable.  */
@@ -434,9 +526,14 @@ handle_frame (struct agent *ag, const struct rt_frame_header *h, const uint8_t *
       handle_exec (ag, h->stream, p, h->len);
       return;
 
+    case RT_FRAME_CONNECT:
+      handle_connect (ag, h->stream, p, h->len);
+      return;
+
     case RT_FRAME_STDIN:
     case RT_FRAME_SIGNAL:
     case RT_FRAME_WINDOW:
+    case RT_FRAME_RESIZE:
       /* Frames for streams that are gone (or never were) are ignored: the
          host may not have seen the EXIT yet.  */
       c = cmd_find (ag, h->stream);
@@ -446,6 +543,8 @@ handle_frame (struct agent *ag, const struct rt_frame_header *h, const uint8_t *
         handle_stdin (ag, c, p, h->len);
       else if (h->type == RT_FRAME_SIGNAL)
         handle_signal (ag, c, p, h->len);
+      else if (h->type == RT_FRAME_RESIZE)
+        handle_resize (ag, c, p, h->len);
       else if (h->len != 4)
         cmd_fail (ag, c, "invalid_request", "WINDOW payload must be 4 bytes");
       else

@@ -1,4 +1,4 @@
-/* requests.h - what the host asks: EXEC, STDIN, SIGNAL, WINDOW, HELLO,
+/* requests.h - what the host asks: EXEC, STDIN, SIGNAL, WINDOW, RESIZE, HELLO,
    SHUTDOWN.  */
 #ifndef AGENT_REQUESTS_H
 #define AGENT_REQUESTS_H

@@ -1,10 +1,13 @@
 /* spawn.c - a command's environment and its fork/exec.  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "spawn.h"
@@ -100,6 +103,10 @@ child_exec (const struct spawn *s)
   for (int i = 0; i < 3; i++)
     if (s->fd[i] != i && dup2 (s->fd[i], i) < 0)
       _exit (127);
+  /* The new session's terminal: its foreground group is this one, so a
+     ^C typed reaches the program, not the agent.  */
+  if (s->ctty && ioctl (0, TIOCSCTTY, 0) < 0)
+    _exit (127);
   if (setgroups (s->user->ngroups, s->user->groups) < 0 || setgid (s->user->gid) < 0
       || setuid (s->user->uid) < 0)
     {
@@ -127,4 +134,38 @@ spawn (const struct spawn *s)
   if (pid == 0)
     child_exec (s);
   return pid;
+}
+
+int
+pty_resize (int fd, unsigned cols, unsigned rows)
+{
+  struct winsize ws = { .ws_row = (unsigned short) rows, .ws_col = (unsigned short) cols };
+  return ioctl (fd, TIOCSWINSZ, &ws);
+}
+
+int
+pty_open (unsigned cols, unsigned rows, const struct user *u, int *master, int *slave)
+{
+  cleanup_close int m = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
+  char name[64];
+  int s, err;
+
+  if (m < 0 || grantpt (m) < 0 || unlockpt (m) < 0 || ptsname_r (m, name, sizeof name) != 0)
+    return -1;
+  s = open (name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (s < 0)
+    return -1;
+  /* The user's own terminal, as login would leave it (group tty has no
+     meaning here: nobody else may write to it).  */
+  if (fchown (s, u->uid, u->gid) < 0 || fchmod (s, 0600) < 0 || pty_resize (m, cols, rows) < 0
+      || fcntl (m, F_SETFL, O_NONBLOCK) < 0)
+    {
+      err = errno;
+      close (s);
+      errno = err;
+      return -1;
+    }
+  *slave = s;
+  *master = steal_fd (&m);
+  return 0;
 }

@@ -2,6 +2,7 @@
 #ifndef AGENT_SPAWN_H
 #define AGENT_SPAWN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -33,7 +34,15 @@ struct spawn
   const char *cwd;
   const struct user *user;
   int fd[3];
+  bool ctty; /* fd[0] is a terminal: make it the controlling one */
 };
+
+/* A pseudo-terminal of @cols x @rows whose other end @u owns: *master
+   (non-blocking) and *slave, both close-on-exec.  Return: 0, or -1 with
+   errno set.  */
+int pty_open (unsigned cols, unsigned rows, const struct user *u, int *master, int *slave);
+/* Sets the size of the pty whose master is @fd.  */
+int pty_resize (int fd, unsigned cols, unsigned rows);
 
 /* Forks a child that becomes @s->user in its own session and execs.  */
 pid_t spawn (const struct spawn *s);

@@ -10,6 +10,7 @@
 #include "monitor/exec.h"
 #include "monitor/procs.h"
 #include "monitor/reply.h"
+#include "monitor/session.h"
 #include "net/intercept.h"
 #include "net/proxy.h"
 #include "sandbox/store.h"
@@ -366,6 +367,7 @@ end_paused (struct mon *m, const char *saved)
   char now[32];
 
   m->paused_to_disk = true;
+  mon_session_end_all (m, "sandbox_paused", "the sandbox paused to disk");
   m->paused = true;
   rt_meter_record (&m->meter);
   rt_meter_stop (&m->meter);

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -12,8 +14,29 @@
 #include "monitor/idle.h"
 #include "monitor/procs.h"
 #include "monitor/reply.h"
+#include "monitor/session.h"
 
-#define reply_error_false(...) (mon_reply_error (__VA_ARGS__), false)
+#define reply_error_false(r, ...) (mon_refuse (r, __VA_ARGS__), false)
+
+bool
+mon_refuse (struct mon_refusal *r, int status, const char *code, const char *hint, const char *fmt, ...)
+{
+  va_list ap;
+
+  r->status = status;
+  r->code = code;
+  r->hint = hint;
+  va_start (ap, fmt);
+  vsnprintf (r->msg, sizeof (r->msg), fmt, ap);
+  va_end (ap);
+  return false;
+}
+
+static void
+reply_refusal (struct evhttp_request *req, const struct mon_refusal *r)
+{
+  mon_reply_error (req, r->status, r->code, r->hint, "%s", r->msg);
+}
 
 /* A command request, checked.  */
 struct command
@@ -25,6 +48,7 @@ struct command
   uint8_t *input;             /* inline stdin, decoded */
   size_t input_len;
   int stdin_fd;               /* stdinPath, or -1 */
+  bool live_stdin;            /* a session's: its client sends stdin */
 };
 
 static void
@@ -266,6 +290,7 @@ exec_finish (struct mon_exec *e, json_object *last)
 void
 mon_exec_fail_all (struct mon *m, const char *code, const char *msg)
 {
+  mon_session_end_all (m, code, msg);
   while (m->execs)
     {
       json_object *line = mon_error_line (code, msg);
@@ -277,6 +302,7 @@ mon_exec_fail_all (struct mon *m, const char *code, const char *msg)
 void
 mon_exec_fail_clients (struct mon *m, const char *code, const char *msg)
 {
+  mon_session_end_all (m, code, msg);
   for (bool again = true; again;)
     {
       again = false;
@@ -295,6 +321,8 @@ mon_exec_fail_clients (struct mon *m, const char *code, const char *msg)
 static void
 exec_output (struct mon *m, struct mon_exec *e, uint8_t stream, const uint8_t *data, uint32_t len)
 {
+  if (e->sess)
+    return mon_session_output (e->sess, stream, data, len);
   if (e->proc)
     {
       mon_proc_output (e->proc, stream, data, len);
@@ -375,6 +403,9 @@ mon_exec_frame (struct mon *m, const struct rt_frame_header *h, const uint8_t *p
   if (e == NULL || e->last)
     return;
   mon_idle_touch (m);
+  /* A session's frames are its own but for the output window's check.  */
+  if (e->sess && h->type != RT_FRAME_STDOUT && h->type != RT_FRAME_STDERR)
+    return mon_session_frame (e->sess, h, payload);
   switch (h->type)
     {
     case RT_FRAME_WINDOW:
@@ -416,7 +447,7 @@ mon_exec_frame (struct mon *m, const struct rt_frame_header *h, const uint8_t *p
 
 /* argv: non-empty strings; env: K=V strings with valid names.  */
 static bool
-check_argv_env (struct evhttp_request *req, json_object *body, struct command *c)
+check_argv_env (struct mon_refusal *req, json_object *body, struct command *c)
 {
   if (!json_object_object_get_ex (body, "argv", &c->argv) || !json_object_is_type (c->argv, json_type_array)
       || json_object_array_length (c->argv) == 0)
@@ -445,7 +476,7 @@ check_argv_env (struct evhttp_request *req, json_object *body, struct command *c
 
 /* cwd, user, timeoutMs, pty.  */
 static bool
-check_options (struct evhttp_request *req, json_object *body, struct command *c)
+check_options (struct mon_refusal *req, json_object *body, struct command *c)
 {
   json_object *v;
 
@@ -485,7 +516,7 @@ check_options (struct evhttp_request *req, json_object *body, struct command *c)
    the request body, a FIFO or file the client made in this sandbox's own
    directory (nowhere else).  */
 static bool
-check_stdin (struct mon *m, struct evhttp_request *req, json_object *body, struct command *c)
+check_stdin (struct mon *m, struct mon_refusal *req, json_object *body, struct command *c)
 {
   json_object *v;
   const char *s;
@@ -534,7 +565,7 @@ exec_request (struct mon *m, const struct command *c)
   json_object_object_add (exec, "cwd", json_object_new_string (c->cwd));
   json_object_object_add (exec, "user", json_object_new_string (c->user));
   json_object_object_add (exec, "timeoutMs", json_object_new_int64 (c->timeout));
-  json_object_object_add (exec, "stdin", json_object_new_boolean (c->input_len > 0 || c->stdin_fd >= 0));
+  json_object_object_add (exec, "stdin", json_object_new_boolean (c->input_len > 0 || c->stdin_fd >= 0 || c->live_stdin));
   if (c->pty_cols)
     {
       json_object *pty = json_object_new_object ();
@@ -546,36 +577,83 @@ exec_request (struct mon *m, const struct command *c)
 }
 
 struct mon_exec *
+mon_exec_new (struct mon *m)
+{
+  struct mon_exec *e = calloc (1, sizeof (*e));
+
+  if (e == NULL)
+    return NULL;
+  e->m = m;
+  e->stream = m->next_stream++;
+  e->stdin_fd = -1;
+  e->next = m->execs;
+  m->execs = e;
+  return e;
+}
+
+void
+mon_exec_free (struct mon_exec *e)
+{
+  exec_free (e);
+}
+
+/* What refuses any new stream: a paused sandbox, a guest not reading.  */
+bool
+mon_exec_refused (struct mon *m, struct mon_refusal *r)
+{
+  if (m->stopping)
+    return !mon_refuse (r, 409, "sandbox_not_ready", NULL, "sandbox %s stopped", m->cfg->id);
+  if (m->paused)
+    return !mon_refuse (r, 409, "sandbox_paused", "runtime sandbox wake wakes it", "sandbox %s is paused",
+                        m->cfg->id);
+  if (mon_chan_full (m))
+    return !mon_refuse (r, 409, "sandbox_not_ready", NULL, "sandbox %s is not reading its channel", m->cfg->id);
+  return false;
+}
+
+/* Checks @body (stdin and stdinPath too unless @c->live_stdin) and sends
+   the EXEC.  Return: the exec, or NULL with @r set.  */
+static struct mon_exec *
+command_start (struct mon *m, json_object *body, struct command *c, struct mon_refusal *r)
+{
+  cleanup_json json_object *exec = NULL;
+  struct mon_exec *e;
+
+  if (mon_exec_refused (m, r))
+    return NULL;
+  if (!check_argv_env (r, body, c) || !check_options (r, body, c) || (!c->live_stdin && !check_stdin (m, r, body, c)))
+    return NULL;
+  exec = exec_request (m, c);
+  if (strlen (json_object_to_json_string_ext (exec, JSON_C_TO_STRING_PLAIN)) > RT_FRAME_MAX_PAYLOAD)
+    return (mon_refuse (r, 400, "invalid_request", NULL, "the command and its environment are too large"), NULL);
+  e = mon_exec_new (m);
+  if (e == NULL)
+    return (mon_refuse (r, 500, "internal", NULL, "out of memory"), NULL);
+  mon_chan_queue_json (m, RT_FRAME_EXEC, e->stream, exec);
+  return e;
+}
+
+struct mon_exec *
+mon_exec_open (struct mon *m, json_object *body, struct mon_refusal *r)
+{
+  cleanup_command struct command c = { .cwd = m->cfg->workdir ? m->cfg->workdir : "/workspace",
+                                       .user = "runtime",
+                                       .stdin_fd = -1,
+                                       .live_stdin = true };
+  return command_start (m, body, &c, r);
+}
+
+struct mon_exec *
 mon_exec_start (struct mon *m, struct evhttp_request *req, json_object *body)
 {
   cleanup_command struct command c
       = { .cwd = m->cfg->workdir ? m->cfg->workdir : "/workspace", .user = "runtime", .stdin_fd = -1 };
-  cleanup_json json_object *exec = NULL;
-  struct mon_exec *e;
+  struct mon_refusal r;
+  struct mon_exec *e = command_start (m, body, &c, &r);
 
-  if (m->paused)
-    return (mon_reply_error (req, 409, "sandbox_paused", "runtime sandbox wake wakes it", "sandbox %s is paused",
-                             m->cfg->id),
-            NULL);
-  if (mon_chan_full (m))
-    return (mon_reply_error (req, 409, "sandbox_not_ready", NULL, "sandbox %s is not reading its channel",
-                             m->cfg->id),
-            NULL);
-  if (!check_argv_env (req, body, &c) || !check_options (req, body, &c) || !check_stdin (m, req, body, &c))
-    return NULL;
-  exec = exec_request (m, &c);
-  if (strlen (json_object_to_json_string_ext (exec, JSON_C_TO_STRING_PLAIN)) > RT_FRAME_MAX_PAYLOAD)
-    return (mon_reply_error (req, 400, "invalid_request", NULL, "the command and its environment are too large"),
-            NULL);
-  e = calloc (1, sizeof (*e));
   if (e == NULL)
-    return (mon_reply_error (req, 500, "internal", NULL, "out of memory"), NULL);
-  e->m = m;
-  e->stream = m->next_stream++;
+    return (reply_refusal (req, &r), NULL);
   e->stdin_fd = steal_fd (&c.stdin_fd);
-  e->next = m->execs;
-  m->execs = e;
-  mon_chan_queue_json (m, RT_FRAME_EXEC, e->stream, exec);
   for (size_t off = 0; off < c.input_len; off += 65536)
     mon_chan_queue (m, RT_FRAME_STDIN, e->stream, c.input + off, c.input_len - off < 65536 ? c.input_len - off : 65536);
   if (c.input_len)

@@ -8,6 +8,29 @@
 
 #include "monitor/monitor-internal.h"
 
+/* Why a request was refused: an HTTP reply (status) or a session's ERROR
+   frame (monitor/session.h).  */
+struct mon_refusal
+{
+  int status;
+  const char *code, *hint; /* static strings */
+  char msg[256];
+};
+/* Fills @r.  Return: false (for `return mon_refuse (…)` in checks).  */
+bool mon_refuse (struct mon_refusal *r, int status, const char *code, const char *hint, const char *fmt, ...)
+    RT_PRINTF (5, 6);
+/* True, with @r set, when no new stream may start (stopping, paused, the
+   guest not reading its channel).  */
+bool mon_exec_refused (struct mon *m, struct mon_refusal *r);
+/* A new exec on a new stream, linked, nothing sent; NULL when out of
+   memory.  */
+struct mon_exec *mon_exec_new (struct mon *m);
+/* Unlinks and frees @e (its stream's later frames are ignored).  */
+void mon_exec_free (struct mon_exec *e);
+/* Checks a session's EXEC request (the :exec body less stdin and
+   stdinPath: the session's client sends stdin) and sends the EXEC.
+   Return: the exec, or NULL with @r set.  */
+struct mon_exec *mon_exec_open (struct mon *m, json_object *body, struct mon_refusal *r);
 /* Checks a command request, starts it in the guest and returns its exec;
    NULL after replying the error.  */
 struct mon_exec *mon_exec_start (struct mon *m, struct evhttp_request *req, json_object *body);

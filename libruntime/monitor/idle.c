@@ -60,7 +60,7 @@ static bool
 command_running (struct mon *m)
 {
   for (struct mon_exec *e = m->execs; e; e = e->next)
-    if (e->proc == NULL && e->req != NULL)
+    if (e->proc == NULL && (e->req != NULL || e->sess != NULL))
       return true;
   return false;
 }

@@ -15,6 +15,8 @@
  *   capture.c    snapshot, fork and pause to disk: the guest quiesced,
  *                saved, resumed or ended
  *   idle.c       the idle pause, :update
+ *   session.c    session.sock: a command with live stdin, or a TCP
+ *                connection into the guest, relayed as frames
  */
 #ifndef RT_MONITOR_INTERNAL_H
 #define RT_MONITOR_INTERNAL_H
@@ -43,6 +45,7 @@
 
 struct mon;
 struct mon_proc;
+struct mon_session;
 
 /* A command running in the guest, one agent stream.  */
 struct mon_exec
@@ -63,6 +66,8 @@ struct mon_exec
   int stdin_fd;               /* streamed stdin (stdinPath), or -1 */
   struct event *ev_stdin;
   uint32_t stdin_inflight;    /* sent to the guest, not yet taken */
+  struct mon_session *sess;   /* the session.sock client relaying this
+                                 stream (monitor/session.h), or NULL */
   struct mon_exec *next;
 };
 
@@ -112,6 +117,9 @@ struct mon
   struct evhttp *http;
   struct mon_exec *execs;
   struct mon_proc *procs;
+  struct mon_session *sessions; /* session.sock's clients (session.c) */
+  unsigned n_sessions;
+  struct evconnlistener *session_listener;
   uint32_t next_stream;
   int64_t expires_ms;
   bool stopping, paused;

@@ -24,6 +24,7 @@
 #include "monitor/idle.h"
 #include "monitor/lifecycle.h"
 #include "monitor/privs.h"
+#include "monitor/session.h"
 #include "monitor/procs.h"
 #include "monitor/reply.h"
 #include "monitor/routes.h"
@@ -391,6 +392,8 @@ serve_api (struct mon *m, rt_error **err)
   evhttp_set_gencb (m->http, mon_handle_request, m);
   if (evhttp_accept_socket (m->http, api_fd) < 0)
     return rt_error_set (err, EIO, "startup_failed", "cannot serve '%s'", m->api_sock);
+  if (mon_session_listen (m, err) < 0)
+    return -1;
   m->trial = m->cfg->net.trial;
   m->proxy = rt_proxy_new (m->base, &m->net, &m->cfg->net, m->cfg->egress_log, m->resolve,
                            m->intercept, err);

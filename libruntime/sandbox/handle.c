@@ -142,8 +142,8 @@ const rt_exec_opts rt_no_exec_opts = { .cancel_fd = -1 };
 /* A monitor that cannot be reached may just be booting (--no-wait), or
    gone with the sandbox paused to disk: say that rather than "cannot
    reach".  */
-static int
-not_ready_yet (rt_sandbox *sb, int ret, rt_error **err)
+int
+rt_sandbox_not_ready_yet (rt_sandbox *sb, int ret, rt_error **err)
 {
   cleanup_json json_object *state = NULL;
   cleanup_free char *path = NULL;
@@ -181,7 +181,7 @@ rt_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *o
   req = rt_command_request (argv, opts, err);
   if (req == NULL)
     return -EINVAL;
-  return not_ready_yet (sb, rt_api_stream (sb->sock, sb->id, "exec", req, opts, res, NULL, err), err);
+  return rt_sandbox_not_ready_yet (sb, rt_api_stream (sb->sock, sb->id, "exec", req, opts, res, NULL, err), err);
 }
 
 int
@@ -199,7 +199,7 @@ rt_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *
   req = rt_command_request (argv, opts ? opts : &rt_no_exec_opts, err);
   if (req == NULL)
     return -EINVAL;
-  ret = not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "spawn", req, &reply, err), err);
+  ret = rt_sandbox_not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "spawn", req, &reply, err), err);
   if (ret < 0)
     return ret;
   if (!json_object_object_get_ex (reply, "process", &v))
@@ -217,7 +217,7 @@ rt_sandbox_ps_json (rt_sandbox *sb, char **json, rt_error **err)
   int ret = rt_sandbox_auto_wake (sb, err);
 
   if (ret == 0)
-    ret = not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "ps", NULL, &reply, err), err);
+    ret = rt_sandbox_not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "ps", NULL, &reply, err), err);
   if (ret < 0)
     return ret;
   *json = strdup (json_object_to_json_string_ext (reply, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -239,7 +239,7 @@ rt_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow, const rt_exec_op
   json_object_object_add (req, "process", json_object_new_int64 (process));
   json_object_object_add (req, "follow", json_object_new_boolean (follow));
   ret = rt_api_stream (sb->sock, sb->id, "logs", req, opts ? opts : &rt_no_exec_opts, res, exited, err);
-  return not_ready_yet (sb, ret, err);
+  return rt_sandbox_not_ready_yet (sb, ret, err);
 }
 
 int
@@ -253,7 +253,7 @@ rt_sandbox_output (rt_sandbox *sb, uint32_t process, uint64_t cursor, bool follo
   json_object_object_add (req, "process", json_object_new_int64 (process));
   json_object_object_add (req, "follow", json_object_new_boolean (follow));
   json_object_object_add (req, "cursor", json_object_new_int64 ((int64_t) cursor));
-  return not_ready_yet (sb, rt_api_events (sb->sock, sb->id, "logs", req, on_event, data, err), err);
+  return rt_sandbox_not_ready_yet (sb, rt_api_events (sb->sock, sb->id, "logs", req, on_event, data, err), err);
 }
 
 int
@@ -267,7 +267,7 @@ rt_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err)
     return -EAGAIN;
   json_object_object_add (req, "process", json_object_new_int64 (process));
   json_object_object_add (req, "signal", json_object_new_int (signal));
-  return not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "kill", req, NULL, err), err);
+  return rt_sandbox_not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "kill", req, NULL, err), err);
 }
 
 static int

@@ -24,6 +24,10 @@ cleanup_sandboxp (rt_sandbox **sb)
 }
 #define cleanup_sandbox __attribute__ ((cleanup (cleanup_sandboxp)))
 
+/* @ret and @err of a request to the monitor, but a monitor that cannot be
+   reached while the sandbox starts, or is paused to disk, says so.  */
+int rt_sandbox_not_ready_yet (rt_sandbox *sb, int ret, rt_error **err);
+
 /* What a NULL rt_exec_opts stands for.  */
 extern const rt_exec_opts rt_no_exec_opts;
 

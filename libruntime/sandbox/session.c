@@ -1,13 +1,19 @@
 /* session.c - the public rt_session functions: checks, then the
    implementation's ops (session.h).  rt_sandbox_write and
-   rt_sandbox_resize are here until built.  No header of its own beyond
-   session.h's interface.  */
+   rt_sandbox_resize are here until built; the local sessions are
+   session-local.c's.  No header of its own beyond session.h's
+   interface.  */
 #include <errno.h>
 
 #include "runtime.h"
 
 #include "common/proto.h"
 #include "core/context.h"
+#include "remote/exec.h"
+#include "remote/http.h"
+#include "sandbox/fork.h"
+#include "sandbox/handle.h"
+#include "sandbox/session-local.h"
 #include "sandbox/session.h"
 
 #define NOT_YET(err) rt_error_set (err, ENOSYS, "unsupported", "not built yet")
@@ -31,15 +37,40 @@ int
 rt_sandbox_attach (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_session **out,
                    rt_error **err)
 {
-  (void) sb, (void) argv, (void) opts, (void) out;
-  return NOT_YET (err);
+  cleanup_json json_object *req = NULL;
+  rt_exec_opts o;
+
+  *out = NULL;
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_attach (sb, argv, opts, out, err);
+  o = opts ? *opts : rt_no_exec_opts;
+  /* Its stdin is the session's.  */
+  o.stdin_data = NULL;
+  o.stdin_len = 0;
+  o.keep_stdin = false;
+  req = rt_command_request (argv, &o, err);
+  if (req == NULL)
+    return -EINVAL;
+  if (rt_sandbox_auto_wake (sb, err) < 0)
+    return -EAGAIN;
+  return rt_session_local_open (sb, RT_FRAME_EXEC, req, o.pty_cols > 0, out, err);
 }
 
 int
 rt_sandbox_connect (rt_sandbox *sb, unsigned port, rt_session **out, rt_error **err)
 {
-  (void) sb, (void) port, (void) out;
-  return NOT_YET (err);
+  cleanup_json json_object *req = NULL;
+
+  *out = NULL;
+  if (sb->ctx->remote)
+    return rt_remote_unsupported (err, "a connection into a sandbox");
+  if (port < 1 || port > 65535)
+    return rt_error_set (err, EINVAL, "usage", "port must be 1 to 65535");
+  if (rt_sandbox_auto_wake (sb, err) < 0)
+    return -EAGAIN;
+  req = json_object_new_object ();
+  json_object_object_add (req, "port", json_object_new_int64 (port));
+  return rt_session_local_open (sb, RT_FRAME_CONNECT, req, false, out, err);
 }
 
 int

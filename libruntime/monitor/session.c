@@ -1,0 +1,426 @@
+/* session.c - session.sock's clients, each relaying one agent stream (see
+   session.h).  */
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "monitor/channel.h"
+#include "monitor/exec.h"
+#include "monitor/idle.h"
+#include "monitor/session.h"
+
+/* A guest's error message is cut to this (it is shown to the user).  */
+#define GUEST_MSG_MAX 1024
+
+struct mon_session
+{
+  struct mon *m;
+  struct bufferevent *bev;
+  struct evbuffer_cb_entry *drain_cb;
+  struct mon_exec *e; /* its stream; NULL before the first frame and after the end */
+  bool opened;        /* the first frame came */
+  bool input_closed;  /* an empty STDIN came */
+  bool closing;       /* the last frame is queued: freed once written */
+  uint32_t owed;      /* output handed to the socket, not yet credited */
+  struct mon_session *next;
+};
+
+static void
+session_free (struct mon_session *s)
+{
+  struct mon *m = s->m;
+
+  for (struct mon_session **p = &m->sessions; *p; p = &(*p)->next)
+    if (*p == s)
+      {
+        *p = s->next;
+        break;
+      }
+  m->n_sessions--;
+  evbuffer_remove_cb_entry (bufferevent_get_output (s->bev), s->drain_cb);
+  bufferevent_free (s->bev);
+  free (s);
+}
+
+/* The stream is left to exec.c (its later output credited at once, its
+   exit freeing it), owed its credit.  */
+static void
+detach (struct mon_session *s)
+{
+  if (s->e == NULL)
+    return;
+  s->e->sess = NULL;
+  if (s->owed)
+    mon_chan_credit (s->m, s->e, s->owed);
+  s->owed = 0;
+  s->e = NULL;
+}
+
+/* The client left, or broke the protocol: what it ran must not run on
+   unseen (a connection closes on any signal).  */
+static void
+session_gone (struct mon_session *s)
+{
+  if (s->e)
+    mon_chan_signal (s->m, s->e->stream, SIGKILL);
+  detach (s);
+  session_free (s);
+}
+
+static void
+send_frame (struct mon_session *s, uint8_t type, const void *data, size_t len)
+{
+  uint8_t hdr[RT_FRAME_HEADER];
+  struct evbuffer *out = bufferevent_get_output (s->bev);
+
+  rt_frame_encode_header (hdr, type, 0, len);
+  evbuffer_add (out, hdr, sizeof (hdr));
+  if (len)
+    evbuffer_add (out, data, len);
+}
+
+static void
+send_json (struct mon_session *s, uint8_t type, json_object *o)
+{
+  size_t len;
+  const char *str = json_object_to_json_string_length (o, JSON_C_TO_STRING_PLAIN, &len);
+  send_frame (s, type, str, len);
+}
+
+/* The last frame: the client gets it, then the socket closes.  */
+static void
+finish (struct mon_session *s, uint8_t type, json_object *o)
+{
+  send_json (s, type, o);
+  s->closing = true;
+  if (evbuffer_get_length (bufferevent_get_output (s->bev)) == 0)
+    session_free (s);
+}
+
+static void
+finish_error (struct mon_session *s, const char *code, const char *hint, const char *msg)
+{
+  cleanup_json json_object *o = json_object_new_object ();
+
+  json_object_object_add (o, "code", json_object_new_string (code));
+  json_object_object_add (o, "message", json_object_new_string (msg));
+  if (hint)
+    json_object_object_add (o, "hint", json_object_new_string (hint));
+  detach (s);
+  finish (s, RT_FRAME_ERROR, o);
+}
+
+static json_object *
+parse_object (const uint8_t *payload, uint32_t len)
+{
+  json_tokener *tok = json_tokener_new ();
+  json_object *obj = tok ? json_tokener_parse_ex (tok, (const char *) payload, len) : NULL;
+
+  if (obj && (json_tokener_get_error (tok) != json_tokener_success || !json_object_is_type (obj, json_type_object)))
+    {
+      json_object_put (obj);
+      obj = NULL;
+    }
+  json_tokener_free (tok);
+  return obj;
+}
+
+/* An integer member in [lo, hi], else -1.  */
+static int64_t
+int_in (json_object *o, const char *key, int64_t lo, int64_t hi)
+{
+  json_object *v;
+  int64_t n;
+
+  if (o == NULL || !json_object_object_get_ex (o, key, &v) || !json_object_is_type (v, json_type_int))
+    return -1;
+  n = json_object_get_int64 (v);
+  return n >= lo && n <= hi ? n : -1;
+}
+
+/* The first frame: EXEC or CONNECT.  Return: false when @s is gone.  */
+static bool
+open_stream (struct mon_session *s, const struct rt_frame_header *h, const uint8_t *payload)
+{
+  cleanup_json json_object *body = parse_object (payload, h->len);
+  struct mon_refusal r;
+  uint8_t zero[4];
+  int64_t port;
+
+  s->opened = true;
+  if (body == NULL || (h->type != RT_FRAME_EXEC && h->type != RT_FRAME_CONNECT))
+    return finish_error (s, "invalid_request", NULL, "a session starts with EXEC or CONNECT"), false;
+  if (h->type == RT_FRAME_EXEC)
+    s->e = mon_exec_open (s->m, body, &r);
+  else if ((port = int_in (body, "port", 1, 65535)) < 0)
+    return finish_error (s, "usage", NULL, "port must be 1 to 65535"), false;
+  else if (!mon_exec_refused (s->m, &r) && (s->e = mon_exec_new (s->m)) == NULL)
+    mon_refuse (&r, 500, "internal", NULL, "out of memory");
+  else if (s->e)
+    {
+      cleanup_json json_object *c = json_object_new_object ();
+      json_object_object_add (c, "port", json_object_new_int64 (port));
+      mon_chan_queue_json (s->m, RT_FRAME_CONNECT, s->e->stream, c);
+    }
+  if (s->e == NULL)
+    return finish_error (s, r.code, r.hint, r.msg), false;
+  s->e->sess = s;
+  /* Opened: the client waits for this before it returns.  */
+  rt_put_u32 (zero, 0);
+  send_frame (s, RT_FRAME_WINDOW, zero, sizeof (zero));
+  return true;
+}
+
+/* A frame from the client.  Return: false when @s is gone.  */
+static bool
+client_frame (struct mon_session *s, const struct rt_frame_header *h, const uint8_t *payload)
+{
+  cleanup_json json_object *o = NULL;
+  int64_t a, b;
+
+  mon_idle_touch (s->m);
+  if (!s->opened)
+    return open_stream (s, h, payload);
+  if (s->closing || s->e == NULL)
+    return true;
+  switch (h->type)
+    {
+    case RT_FRAME_STDIN:
+      /* Past its window, or after its end: a client that ignores the
+         protocol is dropped rather than buffered for.  */
+      if (s->input_closed || h->len > RT_WINDOW_INITIAL - s->e->stdin_inflight)
+        return session_gone (s), false;
+      s->input_closed = h->len == 0;
+      s->e->stdin_inflight += h->len;
+      mon_chan_queue (s->m, RT_FRAME_STDIN, s->e->stream, payload, h->len);
+      return true;
+    case RT_FRAME_RESIZE:
+      o = parse_object (payload, h->len);
+      if ((a = int_in (o, "cols", 1, RT_PTY_MAX_SIDE)) < 0 || (b = int_in (o, "rows", 1, RT_PTY_MAX_SIDE)) < 0)
+        return session_gone (s), false;
+      json_object_put (steal_pointer (&o));
+      o = json_object_new_object ();
+      json_object_object_add (o, "cols", json_object_new_int64 (a));
+      json_object_object_add (o, "rows", json_object_new_int64 (b));
+      mon_chan_queue_json (s->m, RT_FRAME_RESIZE, s->e->stream, o);
+      return true;
+    case RT_FRAME_SIGNAL:
+      o = parse_object (payload, h->len);
+      if ((a = int_in (o, "signal", 1, 64)) < 0)
+        return session_gone (s), false;
+      mon_chan_signal (s->m, s->e->stream, (int) a);
+      return true;
+    case RT_FRAME_WINDOW:
+      return true;
+    default:
+      return session_gone (s), false;
+    }
+}
+
+static void
+on_client_read (struct bufferevent *bev, void *arg)
+{
+  struct mon_session *s = arg;
+  struct evbuffer *in = bufferevent_get_input (bev);
+  uint8_t hdr[RT_FRAME_HEADER];
+  struct rt_frame_header h;
+
+  while (evbuffer_copyout (in, hdr, sizeof (hdr)) == sizeof (hdr))
+    {
+      const uint8_t *payload;
+      bool alive;
+
+      if (rt_frame_decode_header (hdr, &h) < 0)
+        return session_gone (s);
+      if (evbuffer_get_length (in) < RT_FRAME_HEADER + (size_t) h.len)
+        return;
+      payload = evbuffer_pullup (in, RT_FRAME_HEADER + h.len);
+      if (payload == NULL)
+        return session_gone (s);
+      alive = client_frame (s, &h, payload + RT_FRAME_HEADER);
+      if (!alive)
+        return;
+      evbuffer_drain (in, RT_FRAME_HEADER + h.len);
+    }
+}
+
+static void
+on_client_written (struct bufferevent *bev, void *arg)
+{
+  struct mon_session *s = arg;
+  (void) bev;
+  if (s->closing)
+    session_free (s);
+}
+
+static void
+on_client_event (struct bufferevent *bev, short what, void *arg)
+{
+  (void) bev;
+  if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+    session_gone (arg);
+}
+
+/* The client's socket took bytes: as much of the guest's output is
+   credited back (all of it once nothing waits; headers count as output
+   until then, which only credits early by a few bytes a frame).  */
+static void
+on_drained (struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+  struct mon_session *s = arg;
+  uint32_t c;
+
+  if (info->n_deleted == 0 || s->e == NULL || s->owed == 0)
+    return;
+  c = evbuffer_get_length (buf) == 0 || info->n_deleted > s->owed ? s->owed : (uint32_t) info->n_deleted;
+  s->owed -= c;
+  mon_chan_credit (s->m, s->e, c);
+}
+
+void
+mon_session_output (struct mon_session *s, uint8_t stream, const uint8_t *data, uint32_t len)
+{
+  s->owed += len;
+  send_frame (s, stream == 1 ? RT_FRAME_STDOUT : RT_FRAME_STDERR, data, len);
+}
+
+/* The guest's last frame, re-made from what is known to be safe to show.  */
+static json_object *
+last_frame (const struct rt_frame_header *h, const uint8_t *payload)
+{
+  cleanup_json json_object *in = parse_object (payload, h->len);
+  json_object *o = json_object_new_object (), *v;
+  const char *code = rt_json_str (in, "code"), *msg = rt_json_str (in, "message");
+
+  if (h->type == RT_FRAME_EXIT)
+    {
+      json_object_object_add (o, "exitCode", json_object_new_int64 (rt_json_i64 (in, "exitCode")));
+      json_object_object_add (o, "signal", json_object_new_int64 (rt_json_i64 (in, "signal")));
+      json_object_object_add (o, "durationMs", json_object_new_int64 (rt_json_i64 (in, "durationMs")));
+      json_object_object_add (o, "timedOut", json_object_new_boolean (in && json_object_object_get_ex (in, "timedOut", &v)
+                                                                      && json_object_get_boolean (v)));
+      return o;
+    }
+  /* Only codes the product documents reach the user.  */
+  if (code == NULL
+      || (strcmp (code, "file_not_found") != 0 && strcmp (code, "invalid_env") != 0
+          && strcmp (code, "invalid_request") != 0 && strcmp (code, "connection_refused") != 0
+          && strcmp (code, "too_many_commands") != 0))
+    code = "internal";
+  json_object_object_add (o, "code", json_object_new_string (code));
+  json_object_object_add (o, "message", json_object_new_string_len (msg ? msg : "the agent refused the request",
+                                                                    msg ? (int) strnlen (msg, GUEST_MSG_MAX) : 29));
+  return o;
+}
+
+void
+mon_session_frame (struct mon_session *s, const struct rt_frame_header *h, const uint8_t *payload)
+{
+  switch (h->type)
+    {
+    case RT_FRAME_WINDOW:
+      if (h->len == 4)
+        {
+          uint32_t n = rt_get_u32 (payload);
+          uint8_t out[4];
+          n = n < s->e->stdin_inflight ? n : s->e->stdin_inflight;
+          s->e->stdin_inflight -= n;
+          rt_put_u32 (out, n);
+          send_frame (s, RT_FRAME_WINDOW, out, sizeof (out));
+        }
+      break;
+    case RT_FRAME_EXIT:
+    case RT_FRAME_ERROR:
+      {
+        cleanup_json json_object *o = last_frame (h, payload);
+        struct mon_exec *e = s->e;
+        s->e = NULL;
+        mon_exec_free (e);
+        finish (s, h->type, o);
+      }
+      break;
+    default:
+      break;
+    }
+}
+
+void
+mon_session_end_all (struct mon *m, const char *code, const char *msg)
+{
+  struct mon_session *s = m->sessions, *next;
+
+  for (; s; s = next)
+    {
+      next = s->next;
+      if (!s->closing)
+        finish_error (s, code, NULL, msg);
+    }
+}
+
+/* Beyond the cap a client is told so at once, without a buffer of its
+   own (best effort: the socket is new and empty).  */
+static void
+refuse_client (evutil_socket_t fd)
+{
+  static const char body[] = "{\"code\":\"too_many_sessions\",\"message\":\"the sandbox has as many "
+                             "sessions open as it takes\"}";
+  uint8_t frame[RT_FRAME_HEADER + sizeof (body) - 1];
+
+  rt_frame_encode_header (frame, RT_FRAME_ERROR, 0, sizeof (body) - 1);
+  memcpy (frame + RT_FRAME_HEADER, body, sizeof (body) - 1);
+  if (write (fd, frame, sizeof (frame)) < 0)
+    {
+      /* Nothing to do: it is closed either way.  */
+    }
+  close (fd);
+}
+
+static void
+on_accept (struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int socklen, void *arg)
+{
+  struct mon *m = arg;
+  struct mon_session *s;
+  (void) l, (void) sa, (void) socklen;
+
+  if (m->n_sessions >= MON_MAX_SESSIONS || (s = calloc (1, sizeof (*s))) == NULL)
+    return refuse_client (fd);
+  s->m = m;
+  s->bev = bufferevent_socket_new (m->base, fd, BEV_OPT_CLOSE_ON_FREE);
+  if (s->bev == NULL)
+    {
+      free (s);
+      return refuse_client (fd);
+    }
+  s->drain_cb = evbuffer_add_cb (bufferevent_get_output (s->bev), on_drained, s);
+  /* At most one frame is read ahead of what is handled.  */
+  bufferevent_setwatermark (s->bev, EV_READ, 0, RT_FRAME_HEADER + RT_FRAME_MAX_PAYLOAD);
+  bufferevent_setcb (s->bev, on_client_read, on_client_written, on_client_event, s);
+  bufferevent_enable (s->bev, EV_READ | EV_WRITE);
+  s->next = m->sessions;
+  m->sessions = s;
+  m->n_sessions++;
+}
+
+int
+mon_session_listen (struct mon *m, rt_error **err)
+{
+  cleanup_free char *path = rt_strdup_printf ("%s/session.sock", m->cfg->dir);
+  int fd;
+
+  if (path == NULL)
+    return rt_error_oom (err);
+  fd = rt_listen_unix (path, SOCK_NONBLOCK, err);
+  if (fd < 0)
+    return fd;
+  m->session_listener
+      = evconnlistener_new (m->base, on_accept, m, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+  if (m->session_listener == NULL)
+    {
+      close (fd);
+      return rt_error_set (err, EIO, "startup_failed", "cannot serve '%s'", path);
+    }
+  return 0;
+}

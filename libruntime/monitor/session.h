@@ -1,0 +1,43 @@
+/* session.h - session.sock: clients that drive one agent stream each, a
+ * command with its stdin open (rt_sandbox_attach) or a TCP connection to
+ * a port in the guest (rt_sandbox_connect), in common/proto.h's frames.
+ *
+ * The client's first frame opens the stream (its stream number is
+ * ignored; every frame of the session uses 0):
+ *   EXEC     the body of POST :exec (argv, env, cwd, user, timeoutMs,
+ *            pty) less stdin/stdinPath: checked as :exec checks it
+ *   CONNECT  {"port":N}, 1..65535
+ * An accepted first frame is answered by WINDOW 0 (a refused one by
+ * ERROR, as below), then the client sends STDIN (empty: end of input),
+ * RESIZE {cols, rows}, SIGNAL {signal}.
+ * The monitor sends STDOUT, STDERR, WINDOW (stdin the guest took: the
+ * client may have at most RT_WINDOW_INITIAL bytes of STDIN not yet
+ * acknowledged, more and it is dropped), then one EXIT {exitCode, signal,
+ * timedOut, durationMs} or ERROR {code, message, hint?} and closes.
+ *
+ * Flow control: guest output is credited back to the guest only as the
+ * client's socket takes it (the client sends no WINDOW; one it sends is
+ * ignored), so a client that does not read holds the guest back and the
+ * monitor keeps at most the guest's window per session.  A client that
+ * goes away kills its command (SIGKILL) or closes its connection, and
+ * what it was owed is credited.  At most MON_MAX_SESSIONS clients; the
+ * next one gets ERROR too_many_sessions.
+ */
+#ifndef RT_MONITOR_SESSION_H
+#define RT_MONITOR_SESSION_H
+
+#include "monitor/monitor-internal.h"
+
+#define MON_MAX_SESSIONS 256
+
+/* Listens on <state dir>/session.sock, on the monitor's event loop.  */
+int mon_session_listen (struct mon *m, rt_error **err);
+/* A frame from the agent for a session's stream, but output.  */
+void mon_session_frame (struct mon_session *s, const struct rt_frame_header *h, const uint8_t *payload);
+/* Output from the agent, within the stream's window (exec.c checked).  */
+void mon_session_output (struct mon_session *s, uint8_t stream, const uint8_t *data, uint32_t len);
+/* Ends every session with ERROR {@code, @msg} (the sandbox stops or is
+   paused to disk); their streams are left to exec.c as orphans.  */
+void mon_session_end_all (struct mon *m, const char *code, const char *msg);
+
+#endif
