@@ -462,11 +462,3 @@ rt_remote_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error *
   json_object_object_add (b, "signal", rt_remote_signal (signal));
   return rt_remote_json (sb->ctx, "POST", path, b, NULL, NULL, err);
 }
-
-int
-rt_remote_sandbox_attach (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_session **out,
-                          rt_error **err)
-{
-  (void) sb, (void) argv, (void) opts, (void) out;
-  return rt_remote_unsupported (err, "a command with its stdin open");
-}

@@ -13,10 +13,6 @@ int rt_remote_sandbox_ps_json (rt_sandbox *sb, char **json, rt_error **err);
 int rt_remote_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow, const rt_exec_opts *opts,
                             rt_exec_result *res, bool *exited, rt_error **err);
 int rt_remote_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err);
-/* rt_sandbox_attach through the API (a stub answering
-   "unsupported_remote" until built).  */
-int rt_remote_sandbox_attach (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_session **out,
-                              rt_error **err);
 
 /* @sig as the API names it: "SIGKILL" for the names it knows, else the
    number.  */

@@ -9,6 +9,7 @@
 
 #include "common/proto.h"
 #include "core/context.h"
+#include "remote/attach.h"
 #include "remote/exec.h"
 #include "remote/http.h"
 #include "sandbox/fork.h"

@@ -1,0 +1,473 @@
+/* attach.c - an interactive command in client mode (see attach.h).
+ *
+ * Two threads of the session's own do the HTTP: one follows the output
+ * (rt_remote_sandbox_logs, resumed by cursor as every exec is) and writes
+ * it as records into a socketpair whose other end is rt_session_fd; one
+ * sends what rt_session_write queued as :write calls with offsets, so a
+ * retry never repeats a byte, and says when the queue has room again.
+ * The caller's thread only reads records and queues bytes: it never
+ * waits for the server, except for a resize or a signal.
+ *
+ * A record is a byte of type, a u32 length (little endian) and the
+ * payload: output of stream 1 or 2; ROOM (empty); END (an rt_exec_result
+ * as four i64s); FAIL (the error's code, a NUL, its message).
+ */
+#include <errno.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/proto.h"
+#include "remote/attach.h"
+#include "remote/exec.h"
+#include "remote/http.h"
+#include "remote/sandboxes.h"
+#include "sandbox/handle.h"
+#include "sandbox/session.h"
+
+#define WRITE_MAX (256u * 1024u) /* queued input, and one :write's bytes */
+#define FULL_RETRY_MS 50         /* the server held all it would: again after */
+
+enum
+{
+  REC_STDOUT = 1,
+  REC_STDERR = 2,
+  REC_ROOM = 3,
+  REC_END = 4,
+  REC_FAIL = 5,
+};
+
+struct remote_session
+{
+  struct rt_session base;
+  rt_sandbox *sb;
+  uint32_t pid;
+  int thread_fd; /* the threads' end of the socketpair */
+  pthread_t reader, writer;
+  bool reader_started, writer_started;
+  /* The input queue, shared with the writer thread.  */
+  pthread_mutex_t lock;
+  pthread_cond_t wake;
+  uint8_t *queue;
+  size_t queued;
+  uint64_t offset;     /* the stdin offset of queue[0] */
+  bool eof_asked, eof_sent, closing, write_failed;
+  /* The caller's side of the records.  */
+  uint8_t hdr[5];
+  size_t hdr_have;
+  uint32_t left;       /* payload bytes of the current record still to read */
+  int type;
+  bool ended;
+  rt_exec_result res;
+  rt_error *fail;
+};
+
+/* send() in full, without SIGPIPE when the caller's end is gone.  */
+static int
+send_all (int fd, const void *buf, size_t len)
+{
+  const uint8_t *p = buf;
+
+  while (len > 0)
+    {
+      ssize_t n = send (fd, p, len, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return -1;
+      p += n;
+      len -= n;
+    }
+  return 0;
+}
+
+static int
+put_record (struct remote_session *r, int type, const void *data, size_t len)
+{
+  uint8_t hdr[5] = { (uint8_t) type };
+
+  rt_put_u32 (hdr + 1, (uint32_t) len);
+  return send_all (r->thread_fd, hdr, sizeof hdr) < 0 || (len && send_all (r->thread_fd, data, len) < 0) ? -1 : 0;
+}
+
+static int
+on_output (void *data, int stream, const char *buf, size_t len)
+{
+  return put_record (data, stream == 2 ? REC_STDERR : REC_STDOUT, buf, len);
+}
+
+/* The output thread: follows the process to its end.  */
+static void *
+read_output (void *arg)
+{
+  struct remote_session *r = arg;
+  rt_exec_opts opts = { .cancel_fd = -1, .on_output = on_output, .data = r };
+  rt_exec_result res = { 0 };
+  cleanup_error rt_error *err = NULL;
+  bool exited = false;
+
+  if (rt_remote_sandbox_logs (r->sb, r->pid, true, &opts, &res, &exited, &err) < 0 || !exited)
+    {
+      const char *code = err ? err->code : "internal";
+      const char *msg = err ? err->msg : "lost the stream of the command before it ended";
+      size_t cl = strlen (code), ml = strlen (msg);
+      cleanup_free char *buf = malloc (cl + 1 + ml);
+      if (buf)
+        {
+          memcpy (buf, code, cl + 1);
+          memcpy (buf + cl + 1, msg, ml);
+          put_record (r, REC_FAIL, buf, cl + 1 + ml);
+        }
+    }
+  else
+    {
+      int64_t v[4] = { res.exit_code, res.signal, res.timed_out, (int64_t) res.duration_ms };
+      put_record (r, REC_END, v, sizeof v);
+    }
+  return NULL;
+}
+
+/* One :write of @len bytes at @offset (eof when @eof).  Return: the
+   accepted end, or <0 (the input cannot go on).  */
+static int64_t
+post_write (struct remote_session *r, const uint8_t *data, size_t len, uint64_t offset, bool eof)
+{
+  cleanup_free char *suffix = rt_strdup_printf ("/processes/%u:write", r->pid);
+  cleanup_free char *path = suffix ? rt_remote_sandbox_path (r->sb->id, suffix) : NULL;
+  cleanup_free char *b64 = malloc (4 * ((len + 2) / 3) + 1);
+  cleanup_json json_object *body = json_object_new_object (), *reply = NULL;
+  cleanup_error rt_error *err = NULL;
+
+  if (path == NULL || b64 == NULL || body == NULL)
+    return -ENOMEM;
+  EVP_EncodeBlock ((unsigned char *) b64, data, (int) len);
+  json_object_object_add (body, "base64", json_object_new_string (b64));
+  json_object_object_add (body, "offset", json_object_new_int64 ((int64_t) offset));
+  if (eof)
+    json_object_object_add (body, "eof", json_object_new_boolean (true));
+  if (rt_remote_json (r->sb->ctx, "POST", path, body, NULL, &reply, &err) < 0)
+    return -EIO;
+  return rt_json_i64 (reply, "offset");
+}
+
+/* Sends the head of the queue; the lock is held on entry and exit.
+   Return: false when the input failed.  */
+static bool
+write_some (struct remote_session *r)
+{
+  size_t n = r->queued < WRITE_MAX ? r->queued : WRITE_MAX;
+  cleanup_free uint8_t *chunk = malloc (n ? n : 1);
+  uint64_t at = r->offset;
+  bool eof = r->eof_asked && n == r->queued;
+  int64_t end;
+
+  if (chunk == NULL)
+    return false;
+  memcpy (chunk, r->queue, n);
+  pthread_mutex_unlock (&r->lock);
+  end = post_write (r, chunk, n, at, eof);
+  pthread_mutex_lock (&r->lock);
+  if (end < (int64_t) at || end > (int64_t) (at + n))
+    return false;
+  memmove (r->queue, r->queue + (end - at), r->queued - (end - at));
+  r->queued -= end - at;
+  r->offset = end;
+  if (eof && (uint64_t) end == at + n)
+    r->eof_sent = true;
+  if ((uint64_t) end < at + n)
+    {
+      /* The sandbox holds all it will until the process reads.  */
+      pthread_mutex_unlock (&r->lock);
+      usleep (FULL_RETRY_MS * 1000);
+      pthread_mutex_lock (&r->lock);
+    }
+  return true;
+}
+
+/* The input thread.  */
+static void *
+write_input (void *arg)
+{
+  struct remote_session *r = arg;
+
+  pthread_mutex_lock (&r->lock);
+  while (!r->closing)
+    {
+      if (r->queued == 0 && !(r->eof_asked && !r->eof_sent))
+        {
+          pthread_cond_wait (&r->wake, &r->lock);
+          continue;
+        }
+      if (!write_some (r))
+        {
+          r->write_failed = true;
+          r->queued = 0;
+          break;
+        }
+      if (r->queued == 0)
+        {
+          pthread_mutex_unlock (&r->lock);
+          put_record (r, REC_ROOM, NULL, 0);
+          pthread_mutex_lock (&r->lock);
+        }
+    }
+  pthread_mutex_unlock (&r->lock);
+  return NULL;
+}
+
+/* The record's payload beyond output: END's numbers, FAIL's error.  */
+static void
+take_last (struct remote_session *r, const uint8_t *p, size_t len)
+{
+  if (r->type == REC_END && len == 4 * sizeof (int64_t))
+    {
+      int64_t v[4];
+      memcpy (v, p, sizeof v);
+      r->res = (rt_exec_result){ .exit_code = (int) v[0], .signal = (int) v[1], .timed_out = v[2] != 0,
+                                 .duration_ms = (uint64_t) v[3] };
+    }
+  else
+    {
+      const char *code = len ? (const char *) p : "internal";
+      size_t cl = len ? strnlen (code, len) : 0;
+      cleanup_free char *msg = cl < len ? strndup ((const char *) p + cl + 1, len - cl - 1) : NULL;
+      rt_error_set (&r->fail, EIO, cl && cl < len ? code : "internal", "%s",
+                    msg ? msg : "the command's stream ended with an error");
+    }
+  r->ended = true;
+}
+
+static long
+s_read (rt_session *s, int *stream, void *buf, size_t size, rt_error **err)
+{
+  struct remote_session *r = (struct remote_session *) s;
+  ssize_t n;
+
+  for (;;)
+    {
+      if (r->ended)
+        return 0;
+      if (r->left == 0 && r->hdr_have == sizeof r->hdr)
+        r->hdr_have = 0;
+      if (r->hdr_have < sizeof r->hdr)
+        {
+          n = recv (s->fd, r->hdr + r->hdr_have, sizeof r->hdr - r->hdr_have, MSG_DONTWAIT);
+          if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return -EAGAIN;
+          if (n <= 0)
+            return rt_error_set (err, EIO, "internal", "the session's output thread went away");
+          r->hdr_have += n;
+          if (r->hdr_have < sizeof r->hdr)
+            return -EAGAIN;
+          r->type = r->hdr[0];
+          r->left = rt_get_u32 (r->hdr + 1);
+          if (r->type == REC_ROOM)
+            return -EAGAIN;
+          if (r->type == REC_END || r->type == REC_FAIL)
+            {
+              /* Small and last: read whole, blocking is brief.  */
+              cleanup_free uint8_t *p = malloc (r->left ? r->left : 1);
+              if (p == NULL || recv (s->fd, p, r->left, MSG_WAITALL) != (ssize_t) r->left)
+                return rt_error_set (err, EIO, "internal", "the session's output thread went away");
+              take_last (r, p, r->left);
+              r->left = 0;
+              return 0;
+            }
+          continue;
+        }
+      n = recv (s->fd, buf, size < r->left ? size : r->left, MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return -EAGAIN;
+      if (n <= 0)
+        return rt_error_set (err, EIO, "internal", "the session's output thread went away");
+      r->left -= n;
+      *stream = r->type == REC_STDERR ? 2 : 1;
+      return n;
+    }
+}
+
+static size_t
+s_writable (rt_session *s)
+{
+  struct remote_session *r = (struct remote_session *) s;
+  size_t room;
+
+  pthread_mutex_lock (&r->lock);
+  room = r->write_failed || r->eof_asked || r->ended ? 0 : WRITE_MAX - r->queued;
+  pthread_mutex_unlock (&r->lock);
+  return room;
+}
+
+static int
+s_write (rt_session *s, const void *buf, size_t len, rt_error **err)
+{
+  struct remote_session *r = (struct remote_session *) s;
+
+  pthread_mutex_lock (&r->lock);
+  if (r->write_failed || r->eof_asked || r->queued + len > WRITE_MAX)
+    {
+      pthread_mutex_unlock (&r->lock);
+      return rt_error_set (err, EPIPE, "stdin_closed", "the command's input is closed");
+    }
+  memcpy (r->queue + r->queued, buf, len);
+  r->queued += len;
+  pthread_cond_signal (&r->wake);
+  pthread_mutex_unlock (&r->lock);
+  return 0;
+}
+
+static int
+s_close_input (rt_session *s, rt_error **err)
+{
+  struct remote_session *r = (struct remote_session *) s;
+  (void) err;
+
+  pthread_mutex_lock (&r->lock);
+  r->eof_asked = true;
+  pthread_cond_signal (&r->wake);
+  pthread_mutex_unlock (&r->lock);
+  return 0;
+}
+
+static int
+s_resize (rt_session *s, unsigned cols, unsigned rows, rt_error **err)
+{
+  struct remote_session *r = (struct remote_session *) s;
+  cleanup_free char *suffix = rt_strdup_printf ("/processes/%u:resize", r->pid);
+  cleanup_free char *path = suffix ? rt_remote_sandbox_path (r->sb->id, suffix) : NULL;
+  cleanup_json json_object *body = json_object_new_object ();
+
+  if (path == NULL || body == NULL)
+    return rt_error_oom (err);
+  json_object_object_add (body, "cols", json_object_new_int ((int) cols));
+  json_object_object_add (body, "rows", json_object_new_int ((int) rows));
+  return rt_remote_json (r->sb->ctx, "POST", path, body, NULL, NULL, err);
+}
+
+static int
+s_signal (rt_session *s, int sig, rt_error **err)
+{
+  struct remote_session *r = (struct remote_session *) s;
+  return rt_remote_sandbox_kill (r->sb, r->pid, sig, err);
+}
+
+static int
+s_result (rt_session *s, rt_exec_result *res, rt_error **err)
+{
+  struct remote_session *r = (struct remote_session *) s;
+
+  if (!r->ended)
+    return rt_error_set (err, EINVAL, "usage", "the session has not ended");
+  if (r->fail)
+    return rt_error_set (err, EIO, r->fail->code, "%s", r->fail->msg);
+  *res = r->res;
+  return 0;
+}
+
+static void
+s_free (rt_session *s)
+{
+  struct remote_session *r = (struct remote_session *) s;
+
+  /* Nobody will see its output: it must not run on unseen (as a local
+     session's command).  Then the output thread's next record fails. */
+  if (!r->ended && r->reader_started)
+    rt_remote_sandbox_kill (r->sb, r->pid, SIGKILL, NULL);
+  if (s->fd >= 0)
+    close (s->fd);
+  pthread_mutex_lock (&r->lock);
+  r->closing = true;
+  pthread_cond_signal (&r->wake);
+  pthread_mutex_unlock (&r->lock);
+  if (r->writer_started)
+    pthread_join (r->writer, NULL);
+  if (r->reader_started)
+    pthread_join (r->reader, NULL);
+  if (r->thread_fd >= 0)
+    close (r->thread_fd);
+  pthread_mutex_destroy (&r->lock);
+  pthread_cond_destroy (&r->wake);
+  rt_error_free (r->fail);
+  free (r->queue);
+  free (r);
+}
+
+static const struct rt_session_ops remote_ops = {
+  .read = s_read,
+  .writable = s_writable,
+  .write = s_write,
+  .close_input = s_close_input,
+  .resize = s_resize,
+  .signal = s_signal,
+  .result = s_result,
+  .free = s_free,
+};
+
+/* POST …/processes with stdinMode "pipe" (and the pty): the process.  */
+static int
+start_process (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, uint32_t *pid, rt_error **err)
+{
+  rt_exec_opts o = *opts;
+  cleanup_json json_object *body = NULL, *env = NULL, *info = NULL;
+  cleanup_free char *path = rt_remote_sandbox_path (sb->id, "/processes");
+  const char *id;
+  int ret;
+
+  o.stdin_data = NULL;
+  o.stdin_len = 0;
+  o.keep_stdin = false;
+  if (path == NULL)
+    return rt_error_oom (err);
+  if ((body = rt_command_request (argv, &o, err)) == NULL || (env = rt_remote_pairs (o.env, true, err)) == NULL)
+    return -EINVAL;
+  json_object_object_add (body, "env", steal_pointer (&env));
+  if (o.timeout_ms == 0)
+    json_object_object_del (body, "timeoutMs");
+  json_object_object_add (body, "stdinMode", json_object_new_string ("pipe"));
+  ret = rt_remote_json (sb->ctx, "POST", path, body, NULL, &info, err);
+  if (ret < 0)
+    return ret;
+  id = rt_json_str (info, "id");
+  if (id == NULL || *id < '0' || *id > '9')
+    return rt_error_set (err, EIO, "internal", "%s did not name the process", sb->ctx->api_url);
+  *pid = (uint32_t) strtoul (id, NULL, 10);
+  return 0;
+}
+
+int
+rt_remote_sandbox_attach (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_session **out,
+                          rt_error **err)
+{
+  struct remote_session *r = calloc (1, sizeof *r);
+  cleanup_session rt_session *s = r ? &r->base : NULL;
+  int sv[2];
+
+  if (r == NULL)
+    return rt_error_oom (err);
+  r->base.ops = &remote_ops;
+  r->base.fd = r->thread_fd = -1;
+  r->base.pty = opts->pty_cols > 0;
+  r->sb = sb;
+  pthread_mutex_init (&r->lock, NULL);
+  pthread_cond_init (&r->wake, NULL);
+  if ((r->queue = malloc (WRITE_MAX)) == NULL)
+    return rt_error_oom (err);
+  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    return rt_error_set (err, errno, "internal", "socketpair: %s", strerror (errno));
+  r->base.fd = sv[0];
+  r->thread_fd = sv[1];
+  if (start_process (sb, argv, opts, &r->pid, err) < 0)
+    return -EIO;
+  if (pthread_create (&r->reader, NULL, read_output, r) != 0)
+    return rt_error_set (err, EAGAIN, "internal", "cannot start the session's output thread");
+  r->reader_started = true;
+  if (pthread_create (&r->writer, NULL, write_input, r) != 0)
+    return rt_error_set (err, EAGAIN, "internal", "cannot start the session's input thread");
+  r->writer_started = true;
+  *out = steal_pointer (&s);
+  return 0;
+}
