@@ -3,11 +3,13 @@
 # a terminal (a tmux pane on a private server), read off its screen.  One
 # sandbox for everything; every wait polls the screen against a deadline.
 . "$(dirname "$0")/libtest.sh"
+. "$(dirname "$0")/libremote.sh"
 
 sock="rt-tty-$$"
 T() { tmux -L "$sock" -f /dev/null "$@"; }
 id=
-trap 'T kill-server 2>/dev/null; [ -n "$id" ] && runtime sandbox rm "$id" >/dev/null 2>&1; cleanup' EXIT
+rid=
+trap 'stop_server; T kill-server 2>/dev/null; for s in $id $rid; do runtime sandbox rm "$s" >/dev/null 2>&1; done; cleanup' EXIT
 
 # screen: what the pane shows now, trailing blanks dropped.
 screen() { T capture-pane -p -t tty | sed 's/ *$//'; }
@@ -122,6 +124,22 @@ wait_for "SIGTERM to the CLI: the command is stopped, exit 130" '^rc=130$' 30
 type_line "stty -a > $tmp/stty.term; echo saved-three"
 wait_for "the host terminal's settings saved after SIGTERM" '^saved-three$'
 is "… and are as before" "$(diff <(settings "$tmp/stty.before") <(settings "$tmp/stty.term"))" ""
+
+# -- client mode: the same library call through `runtime serve`
+if start_server && rid=$(runtime sandbox create --timeout 600) && [ -n "$rid" ]; then
+    head -c $((1024 * 1024 + 1)) "$tmp/in" >"$tmp/in1"
+    is "client mode: exec -i, 1 MiB and a byte piped in reach it whole" \
+        "$(runtime sandbox exec -i "$rid" -- sha256sum <"$tmp/in1" | cut -d' ' -f1)" "$(sha256sum <"$tmp/in1" | cut -d' ' -f1)"
+    type_line "clear; RUNTIME_API_URL=$RUNTIME_API_URL RUNTIME_API_KEY=$RUNTIME_API_KEY runtime sandbox exec -it $rid -- bash -c 'stty size; read -r l; echo \"got-\$l\"; exit 4'; echo \"rc=\$?\""
+    wait_for "client mode: exec -it on a terminal the window's size" '^40 120$' 60
+    type_line "typed-in"
+    wait_for "… what is typed reaches it" '^got-typed-in$'
+    wait_for "… and its exit code comes back (4)" '^rc=4$'
+    runtime sandbox rm "$rid" >/dev/null && rid=
+else
+    fail "client mode: runtime serve and a sandbox of its tenant"
+fi
+stop_server
 
 T kill-server
 check "no tmux server left" sh -c '! tmux -L "$1" -f /dev/null has-session 2>/dev/null' sh "$sock"
