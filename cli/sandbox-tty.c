@@ -35,8 +35,7 @@ add_term (struct job *j)
     if (strncmp (j->env[n], "TERM=", 5) == 0)
       return 0;
   j->tty_env = calloc (n + 2, sizeof (char *));
-  if (j->tty_env == NULL
-      || asprintf (&j->term_var, "TERM=%s", term && *term ? term : DEFAULT_TERM) < 0)
+  if (j->tty_env == NULL || asprintf (&j->term_var, "TERM=%s", term && *term ? term : DEFAULT_TERM) < 0)
     {
       j->term_var = NULL;
       return -1;
@@ -94,8 +93,8 @@ struct pump
 {
   rt_session *s;
   struct job *j;
-  bool in_open;    /* our stdin is still read */
-  int stop_sig;    /* the first stop signal we got, or 0 */
+  bool in_open;     /* our stdin is still read */
+  int stop_sig;     /* the first stop signal we got, or 0 */
   uint64_t kill_at; /* CLOCK_MONOTONIC ms of the SIGKILL to send, or 0 */
   rt_error *err;
   int poll_errno;
@@ -242,8 +241,8 @@ pump_loop (struct pump *p)
 int
 attach_run (rt_sandbox *sb, struct job *j)
 {
-  rt_exec_opts opts = { .cwd = j->cwd, .user = j->user, .env = j->env, .timeout_ms = j->timeout_s * 1000ULL,
-                        .cancel_fd = -1 };
+  rt_exec_opts opts
+      = { .cwd = j->cwd, .user = j->user, .env = j->env, .timeout_ms = j->timeout_s * 1000ULL, .cancel_fd = -1 };
   struct pump p = { .j = j, .in_open = j->interactive };
   rt_exec_result res = { 0 };
   int ret;

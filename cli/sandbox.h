@@ -72,7 +72,7 @@ struct job
   size_t input_len;
   int sfd;
   struct output o;
-  bool attach;       /* set before job_prepare: stdin is streamed, not read here */
+  bool attach;           /* set before job_prepare: stdin is streamed, not read here */
   bool tty, interactive; /* -t, -i */
   const char **tty_env;  /* env with TERM added (sandbox-tty.c) */
   char *term_var;

@@ -59,7 +59,8 @@ restored_after (int fd, const struct termios *before, int how)
       _exit (4);
     }
   waitpid (pid, &status, 0);
-  if (how == 0 ? !(WIFEXITED (status) && WEXITSTATUS (status) == 0) : !(WIFSIGNALED (status) && WTERMSIG (status) == how))
+  if (how == 0 ? !(WIFEXITED (status) && WEXITSTATUS (status) == 0)
+               : !(WIFSIGNALED (status) && WTERMSIG (status) == how))
     return false;
   return same (fd, before);
 }
