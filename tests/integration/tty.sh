@@ -94,6 +94,20 @@ else
     fail "sleep 100 started in the sandbox"
 fi
 
+# Ctrl-Z and Ctrl-\ are the guest's too: its shell's job control, a quit.
+type_line 'clear; sleep 200'
+if until_true 30 runtime sandbox exec "$id" -- pgrep -x sleep >/dev/null; then
+    T send-keys -t tty C-z
+    wait_for "Ctrl-Z stops the guest's job (its shell's job control)" 'Stopped +sleep 200'
+    type_line 'fg'
+    until_true 10 sh -c "runtime sandbox exec $id -- ps -o stat= -C sleep | grep -q '^S'"
+    T send-keys -t tty -H 1c
+    type_line 'echo "quit-$?-$G"'
+    wait_for "fg, then Ctrl-\\ (0x1c) quits it (SIGQUIT, 131)" '^quit-131-guest-7$' 20
+else
+    fail "sleep 200 started in the sandbox"
+fi
+
 type_line 'seq 1 3000 > /tmp/long.txt && less /tmp/long.txt'
 wait_for "less draws a screenful" '^39$'
 check "… the whole screen: no prompt left on it" sh -c '! echo "$1" | grep -q "[$] *$"' sh "$(screen)"
@@ -113,6 +127,20 @@ is "the host terminal is as before (stty -a)" "$(diff <(settings "$tmp/stty.befo
 
 type_line "runtime sandbox exec -it $id -- bash -c 'exit 3'; echo \"rc=\$?\""
 wait_for "exec -it: the command's exit code (3)" '^rc=3$' 60
+
+type_line "clear; runtime sandbox exec -it $id -- seq 1 200000; echo \"rc=\$?\""
+wait_for "exec -it: 200000 lines of output through the terminal, to the last" '^200000$' 60
+wait_for "… and exit 0" '^rc=0$'
+type_line "clear; runtime sandbox exec -it --timeout 2 $id -- sleep 100; echo \"rc=\$?\""
+wait_for "exec -it --timeout 2: the timeout's line at the start of a line" '^runtime: timed out after 2 s' 30
+wait_for "… and exit 124" '^rc=124$'
+
+# -t alone: a terminal in the guest, but no keyboard read, so ^C is ours
+# and stops the command as exec's Ctrl-C does.
+type_line "clear; runtime sandbox exec -t $id -- sleep 300; echo \"rc=\$?\""
+until_true 60 runtime sandbox exec "$id" -- pgrep -x sleep >/dev/null
+T send-keys -t tty C-c
+wait_for "exec -t alone: Ctrl-C stops the command, exit 130" '^rc=130$' 30
 
 # A signal to the CLI itself: the terminal comes back all the same.
 type_line "clear; runtime sandbox exec -it $id -- sleep 100; echo \"rc=\$?\""
