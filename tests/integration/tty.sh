@@ -140,7 +140,7 @@ wait_for "… and exit 124" '^rc=124$'
 type_line "clear; runtime sandbox exec -t $id -- sleep 300; echo \"rc=\$?\""
 until_true 60 runtime sandbox exec "$id" -- pgrep -x sleep >/dev/null
 T send-keys -t tty C-c
-wait_for "exec -t alone: Ctrl-C stops the command, exit 130" '^rc=130$' 30
+wait_for "exec -t alone: Ctrl-C stops the command, exit 130" '^(\^C)?rc=130$' 30
 
 # A signal to the CLI itself: the terminal comes back all the same.
 type_line "clear; runtime sandbox exec -it $id -- sleep 100; echo \"rc=\$?\""
