@@ -27,11 +27,11 @@ struct conn
 {
   int tcp;
   rt_session *s;
-  uint8_t *up, *down;    /* host → sandbox, sandbox → host */
+  uint8_t *up, *down; /* host → sandbox, sandbox → host */
   size_t up_off, up_len, down_off, down_len;
-  bool tcp_eof;          /* the host side sent all it will */
-  bool input_closed;     /* and the sandbox side was told */
-  bool ended;            /* the sandbox side ended */
+  bool tcp_eof;      /* the host side sent all it will */
+  bool input_closed; /* and the sandbox side was told */
+  bool ended;        /* the sandbox side ended */
 };
 
 struct forward
@@ -43,9 +43,9 @@ struct forward
   int listener, sigfd;
   struct conn *conns[MAX_CONNS];
   size_t n;
-  bool check_now;        /* a session failed: look at the sandbox at once */
-  rt_error *fatal;       /* a library error that ends the forward */
-  const char *end_code;  /* or the sandbox's end: code, message, hint */
+  bool check_now;       /* a session failed: look at the sandbox at once */
+  rt_error *fatal;      /* a library error that ends the forward */
+  const char *end_code; /* or the sandbox's end: code, message, hint */
   char end_msg[160], end_hint[160];
 };
 
@@ -115,8 +115,7 @@ listen_on (struct spec *sp)
       int e = errno;
       close (fd);
       if (e == EADDRINUSE)
-        return cli_usage_error ("pick another LOCAL port, or 0 for a free one", "%s:%u is in use", sp->addr,
-                                sp->local),
+        return cli_usage_error ("pick another LOCAL port, or 0 for a free one", "%s:%u is in use", sp->addr, sp->local),
                -1;
       return cli_fail ("usage", NULL, "cannot listen on %s:%u: %s", sp->addr, sp->local, strerror (e)), -1;
     }
@@ -211,7 +210,16 @@ pump_down (struct forward *f, struct conn *c)
         }
       c->ended = true;
       if (n == 0 && rt_session_result (c->s, &res, &err) == 0)
-        continue;
+        {
+          /* A connection that failed in the guest (refused after bytes
+             were sent to it, reset) ends with exit code 1.  */
+          if (res.exit_code != 0)
+            fprintf (stderr,
+                     "runtime: a connection was closed: the connection to port %u in the sandbox failed "
+                     "(nothing listens there?)\n",
+                     f->remote);
+          continue;
+        }
       fprintf (stderr, "runtime: a connection was closed: %s\n", err ? err->msg : "the session failed");
       if (err == NULL || strcmp (err->code, "connection_refused") != 0)
         f->check_now = true;
@@ -395,13 +403,17 @@ sandbox_forward (struct cli_command *cmd, int argc, char **argv)
   sigset_t mask;
   int code;
 
-  if (!open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
+  rt_error *err = NULL;
+
+  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
     return code;
   if (parse_spec (a.pos[1], &sp) < 0)
     return cli_usage_error ("[[ADDR:]LOCAL:]REMOTE, e.g. 8000, 8080:8000 or 0.0.0.0:8080:8000; ADDR an IPv4 "
                             "address, LOCAL 0 a free port",
                             "bad port spec '%s'", a.pos[1]);
-  f = (struct forward){ .ctx = ctx, .sb = sb, .ref = a.pos[0], .remote = sp.remote, .listener = -1, .sigfd = -1 };
+  if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
+    return cli_lib_fail (err);
+  f = (struct forward){ .ctx = ctx, .sb = sb, .ref = rt_sandbox_id (sb), .remote = sp.remote, .listener = -1, .sigfd = -1 };
   check_sandbox (&f);
   if (f.fatal || f.end_code)
     {
@@ -412,8 +424,9 @@ sandbox_forward (struct cli_command *cmd, int argc, char **argv)
   if ((f.listener = listen_on (&sp)) < 0)
     return 1;
   if (strncmp (sp.addr, "127.", 4) != 0)
-    fprintf (stderr, "runtime: warning: %s is not a loopback address: anyone who reaches it reaches port %u in "
-                     "the sandbox\n",
+    fprintf (stderr,
+             "runtime: warning: %s is not a loopback address: anyone who reaches it reaches port %u in "
+             "the sandbox\n",
              sp.addr, sp.remote);
   block_stop_signals (&mask);
   f.sigfd = signalfd (-1, &mask, SFD_CLOEXEC);

@@ -501,8 +501,9 @@ static struct cli_command sandbox_cmds[] = {
   { "files", sandbox_files, "List files in the sandbox: TYPE (d, l or -) SIZE PATH per entry.",
     "ID [PATH] [--depth N]", "runtime sandbox files dev /workspace --depth 2", files_opts, false, 1, 2, NULL },
   { "forward", sandbox_forward,
-    "Forward a host port to a port inside the sandbox over the agent channel (no route, no egress rule); print "
-    "the bound address, relay until Ctrl-C or until the sandbox ends.",
+    "Forward a host port to a port inside the sandbox over the agent channel (no route, no egress rule change); "
+    "listen on 127.0.0.1 unless ADDR (LOCAL left out: REMOTE; 0: a free port), print the bound address, relay "
+    "until Ctrl-C or until the sandbox ends.",
     "ID [[ADDR:]LOCAL:]REMOTE", "runtime sandbox forward dev 8080:8000", no_opts, false, 2, 2, NULL },
   { "extend", sandbox_extend, "Move a sandbox's lease end SECONDS later (at most 1 h from now); print the new end.",
     "ID SECONDS", "runtime sandbox extend dev 600", no_opts, false, 2, 2, NULL },

@@ -11,6 +11,7 @@
 #include "monitor/exec.h"
 #include "monitor/idle.h"
 #include "monitor/session.h"
+#include "vmm/channel.h"
 
 /* A guest's error message is cut to this (it is shown to the user).  */
 #define GUEST_MSG_MAX 1024
@@ -113,21 +114,6 @@ finish_error (struct mon_session *s, const char *code, const char *hint, const c
   finish (s, RT_FRAME_ERROR, o);
 }
 
-static json_object *
-parse_object (const uint8_t *payload, uint32_t len)
-{
-  json_tokener *tok = json_tokener_new ();
-  json_object *obj = tok ? json_tokener_parse_ex (tok, (const char *) payload, len) : NULL;
-
-  if (obj && (json_tokener_get_error (tok) != json_tokener_success || !json_object_is_type (obj, json_type_object)))
-    {
-      json_object_put (obj);
-      obj = NULL;
-    }
-  json_tokener_free (tok);
-  return obj;
-}
-
 /* An integer member in [lo, hi], else -1.  */
 static int64_t
 int_in (json_object *o, const char *key, int64_t lo, int64_t hi)
@@ -145,7 +131,7 @@ int_in (json_object *o, const char *key, int64_t lo, int64_t hi)
 static bool
 open_stream (struct mon_session *s, const struct rt_frame_header *h, const uint8_t *payload)
 {
-  cleanup_json json_object *body = parse_object (payload, h->len);
+  cleanup_json json_object *body = rt_channel_parse_json (payload, h->len);
   struct mon_refusal r;
   uint8_t zero[4];
   int64_t port;
@@ -198,7 +184,7 @@ client_frame (struct mon_session *s, const struct rt_frame_header *h, const uint
       mon_chan_queue (s->m, RT_FRAME_STDIN, s->e->stream, payload, h->len);
       return true;
     case RT_FRAME_RESIZE:
-      o = parse_object (payload, h->len);
+      o = rt_channel_parse_json (payload, h->len);
       if ((a = int_in (o, "cols", 1, RT_PTY_MAX_SIDE)) < 0 || (b = int_in (o, "rows", 1, RT_PTY_MAX_SIDE)) < 0)
         return session_gone (s), false;
       json_object_put (steal_pointer (&o));
@@ -208,7 +194,7 @@ client_frame (struct mon_session *s, const struct rt_frame_header *h, const uint
       mon_chan_queue_json (s->m, RT_FRAME_RESIZE, s->e->stream, o);
       return true;
     case RT_FRAME_SIGNAL:
-      o = parse_object (payload, h->len);
+      o = rt_channel_parse_json (payload, h->len);
       if ((a = int_in (o, "signal", 1, 64)) < 0)
         return session_gone (s), false;
       mon_chan_signal (s->m, s->e->stream, (int) a);
@@ -291,7 +277,7 @@ mon_session_output (struct mon_session *s, uint8_t stream, const uint8_t *data, 
 static json_object *
 last_frame (const struct rt_frame_header *h, const uint8_t *payload)
 {
-  cleanup_json json_object *in = parse_object (payload, h->len);
+  cleanup_json json_object *in = rt_channel_parse_json (payload, h->len);
   json_object *o = json_object_new_object (), *v;
   const char *code = rt_json_str (in, "code"), *msg = rt_json_str (in, "message");
 

@@ -12,6 +12,7 @@
 #include "core/context.h"
 #include "sandbox/handle.h"
 #include "sandbox/session-local.h"
+#include "vmm/channel.h"
 
 /* How long an open waits for the monitor's answer (it answers at once
    unless it is stuck).  */
@@ -21,14 +22,14 @@ struct local_session
 {
   rt_session base;
   struct rt_frame_reader *reader;
-  const uint8_t *out;   /* output not yet handed out (in the reader) */
+  const uint8_t *out; /* output not yet handed out (in the reader) */
   size_t out_len;
   int out_stream;
-  uint32_t inflight;    /* stdin sent, not yet taken by the guest */
+  uint32_t inflight; /* stdin sent, not yet taken by the guest */
   bool input_closed;
   bool ended;
   rt_exec_result res;
-  rt_error *end_err;    /* what ended it instead of an exit */
+  rt_error *end_err; /* what ended it instead of an exit */
 };
 
 /* Writes all of a frame: the monitor reads its clients at all times, so
@@ -54,8 +55,7 @@ send_frame (struct local_session *ls, uint8_t type, const void *data, size_t len
           continue;
         }
       if (n < 0)
-        return rt_error_set (err, errno, "sandbox_not_ready", "the sandbox's monitor went away: %s",
-                             strerror (errno));
+        return rt_error_set (err, errno, "sandbox_not_ready", "the sandbox's monitor went away: %s", strerror (errno));
       for (int i = 0; i < 2 && n > 0; i++)
         {
           size_t take = (size_t) n < iov[i].iov_len ? (size_t) n : iov[i].iov_len;
@@ -77,26 +77,11 @@ send_json (struct local_session *ls, uint8_t type, json_object *o, rt_error **er
   return send_frame (ls, type, s, len, err);
 }
 
-static json_object *
-parse_object (const uint8_t *payload, uint32_t len)
-{
-  json_tokener *tok = json_tokener_new ();
-  json_object *obj = tok ? json_tokener_parse_ex (tok, (const char *) payload, len) : NULL;
-
-  if (obj && (json_tokener_get_error (tok) != json_tokener_success || !json_object_is_type (obj, json_type_object)))
-    {
-      json_object_put (obj);
-      obj = NULL;
-    }
-  json_tokener_free (tok);
-  return obj;
-}
-
 /* The last frame: EXIT fills the result, ERROR becomes the end's error.  */
 static void
 take_end (struct local_session *ls, const struct rt_frame_header *h, const uint8_t *payload)
 {
-  cleanup_json json_object *o = parse_object (payload, h->len);
+  cleanup_json json_object *o = rt_channel_parse_json (payload, h->len);
   const char *code = rt_json_str (o, "code"), *msg = rt_json_str (o, "message"), *hint = rt_json_str (o, "hint");
   json_object *v;
 
@@ -337,8 +322,7 @@ wait_opened (struct local_session *ls, rt_error **err)
 }
 
 int
-rt_session_local_open (rt_sandbox *sb, uint8_t type, json_object *request, bool pty, rt_session **out,
-                       rt_error **err)
+rt_session_local_open (rt_sandbox *sb, uint8_t type, json_object *request, bool pty, rt_session **out, rt_error **err)
 {
   struct local_session *ls = calloc (1, sizeof (*ls));
   int fd;
