@@ -5,8 +5,9 @@
 . "$(dirname "$0")/libtest.sh"
 . "$(dirname "$0")/libremote.sh"
 
-sock="rt-tty-$$"
-T() { tmux -L "$sock" -f /dev/null "$@"; }
+# The server's socket in $tmp: nothing of it outlives the test.
+sock="$tmp/tmux.sock"
+T() { tmux -S "$sock" -f /dev/null "$@"; }
 id=
 rid=
 trap 'stop_server; T kill-server 2>/dev/null; for s in $id $rid; do runtime sandbox rm "$s" >/dev/null 2>&1; done; cleanup' EXIT
@@ -175,7 +176,7 @@ fi
 stop_server
 
 T kill-server
-check "no tmux server left" sh -c '! tmux -L "$1" -f /dev/null has-session 2>/dev/null' sh "$sock"
+check "no tmux server left" sh -c '! tmux -S "$1" -f /dev/null has-session 2>/dev/null' sh "$sock"
 runtime sandbox rm "$id" >/dev/null
 id=
 check_no_leaks "tty"
