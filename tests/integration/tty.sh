@@ -68,6 +68,8 @@ is "exec -i: 5 MiB piped in reach the command whole (sha256)" "$got" "$want"
 got=$(cat "$tmp/in" | runtime sandbox exec -i "$id" -- cat | sha256sum | cut -d' ' -f1)
 is "… and come back out of cat byte for byte" "$got" "$want"
 is "exec -i: stdin's end closes the command's stdin" "$(printf 'a\nb\n' | runtime sandbox exec -i "$id" -- wc -l)" 2
+is "exec -i --json: exec's result object" \
+    "$(printf 'a\nb\n' | runtime sandbox exec -i "$id" --json -- wc -l | json_get '(o["stdout"], o["exitCode"])')" "('2\\n', 0)"
 
 # -- a terminal: a tmux pane 100x30 running a plain bash
 T new-session -d -s tty -x 100 -y 30 "env PS1='OUTER> ' TERM=screen bash --norc --noprofile"
