@@ -55,6 +55,12 @@ int cli_group_dispatch (const char *group, struct cli_command *cmds, int argc, c
    and returns -1; after --help prints help and returns 1; else 0.  */
 int cli_parse (struct cli_command *cmd, int argc, char **argv, struct cli_args *a);
 void cli_args_free (struct cli_args *a);
+/* Single-letter flags as `docker exec -it`: each word before "--" made of
+   "-" and letters of @letters only ("-i", "-t", "-it") becomes one word
+   per letter, @names[k] (say "--tty") for @letters[k].  Returns a new
+   NULL-terminated argv sharing the other words (free it alone) with its
+   count in *out_argc; NULL without memory.  */
+char **cli_short_flags (int argc, char **argv, const char *letters, const char *const *names, int *out_argc);
 const char *cli_opt (struct cli_command *cmd, struct cli_args *a, const char *name);
 /* Every value of a repeatable option, NULL-terminated, or NULL; their
    number in *n when @n is not NULL.  */

@@ -645,3 +645,45 @@ cli_start (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, r
   *code = 1;
   return *ctx != NULL;
 }
+
+/* True when @w is "-" and one or more of @letters, nothing else.  */
+static bool
+short_cluster (const char *w, const char *letters)
+{
+  if (w[0] != '-' || w[1] == '\0' || w[1] == '-')
+    return false;
+  for (const char *c = w + 1; *c; c++)
+    if (strchr (letters, *c) == NULL)
+      return false;
+  return true;
+}
+
+char **
+cli_short_flags (int argc, char **argv, const char *letters, const char *const *names, int *out_argc)
+{
+  size_t cap = (size_t) argc + 1;
+  char **out;
+  int n = 0;
+  bool dash = false;
+
+  for (int i = 0; i < argc; i++)
+    if (short_cluster (argv[i], letters))
+      cap += strlen (argv[i]);
+  out = calloc (cap, sizeof (char *));
+  if (out == NULL)
+    return NULL;
+  for (int i = 0; i < argc; i++)
+    {
+      dash = dash || strcmp (argv[i], "--") == 0;
+      if (dash || i == 0 || !short_cluster (argv[i], letters))
+        {
+          out[n++] = argv[i];
+          continue;
+        }
+      for (const char *c = argv[i] + 1; *c; c++)
+        out[n++] = (char *) names[strchr (letters, *c) - letters];
+    }
+  out[n] = NULL;
+  *out_argc = n;
+  return out;
+}

@@ -1,5 +1,6 @@
-/* sandbox-exec.c - `runtime sandbox exec, spawn, ps, logs, kill, write`: commands
-   in a running sandbox, and the path of one command `run` shares.  */
+/* sandbox-exec.c - `runtime sandbox exec, spawn, ps, logs, kill, write`:
+   commands in a running sandbox, and the path of one command `run` shares
+   (exec -i and -t go on in sandbox-tty.c).  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -111,7 +112,7 @@ read_stdin (char **out, size_t *len)
 }
 
 static void
-print_json_result (struct output *o, const rt_exec_result *res, int code)
+print_json_result (const struct output *o, const rt_exec_result *res, int code)
 {
   json_object *r = json_object_new_object ();
   json_object_object_add (r, "exitCode", json_object_new_int (code));
@@ -128,11 +129,13 @@ print_json_result (struct output *o, const rt_exec_result *res, int code)
 int
 job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct job *j)
 {
+  bool attach = j->attach;
   sigset_t mask;
   int ret;
 
   memset (j, 0, sizeof (*j));
   j->sfd = -1;
+  j->attach = attach;
   if (cli_opt_uint (cmd, a, "timeout", 1, RT_MAX_EXEC_TIMEOUT_S, &j->timeout_s) < 0)
     return -1;
   j->cwd = cli_opt (cmd, a, "cwd");
@@ -169,7 +172,8 @@ job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct 
   if (a->json && j->timeout_s == 0)
     j->timeout_s = DEFAULT_JSON_TIMEOUT_S;
   j->o.out.cap = j->o.err.cap = j->timeout_s > 0 && j->timeout_s <= 60 ? JSON_SMALL_CAP : JSON_LARGE_CAP;
-  ret = read_stdin (&j->input, &j->input_len);
+  /* Streamed (exec -i, shell): nothing is read before the command runs.  */
+  ret = j->attach ? 0 : read_stdin (&j->input, &j->input_len);
   if (ret < 0)
     {
       if (ret == -1)
@@ -195,7 +199,6 @@ job_run (rt_sandbox *sb, struct job *j)
                         .on_output = on_output, .data = &j->o };
   rt_exec_result res = { 0 };
   rt_error *err = NULL;
-  int code;
 
   if (rt_sandbox_exec (sb, j->argv, &opts, &res, &err) < 0)
     {
@@ -206,12 +209,20 @@ job_run (rt_sandbox *sb, struct job *j)
         }
       return cli_lib_fail (err);
     }
-  if (res.timed_out)
+  return job_finish (j, &res);
+}
+
+int
+job_finish (struct job *j, const rt_exec_result *res)
+{
+  int code;
+
+  if (res->timed_out)
     fprintf (stderr, "runtime: timed out after %lu s; the command's process group was killed.\n",
              j->timeout_s ? j->timeout_s : (unsigned long) RT_MAX_EXEC_TIMEOUT_S);
-  code = res.interrupted ? 130 : res.timed_out ? 124 : res.exit_code;
+  code = res->interrupted ? 130 : res->timed_out ? 124 : res->exit_code;
   if (j->o.json)
-    print_json_result (&j->o, &res, code);
+    print_json_result (&j->o, res, code);
   if (j->o.lost)
     code = 1;
   return code;
@@ -221,6 +232,8 @@ void
 job_free (struct job *j)
 {
   free (j->input);
+  free (j->tty_env);
+  free (j->term_var);
   free (j->o.out.buf);
   free (j->o.err.buf);
   if (j->sfd >= 0)
@@ -230,22 +243,31 @@ job_free (struct job *j)
 int
 sandbox_exec (struct cli_command *cmd, int argc, char **argv)
 {
+  static const char *const longs[] = { "--interactive", "--tty" };
   cleanup_cli_args struct cli_args a;
   struct job j = { .sfd = -1 };
   cleanup_context rt_context *ctx = NULL;
   cleanup_sandbox rt_sandbox *sb = NULL;
   rt_error *err = NULL;
+  cleanup_free char **args = NULL;
+  bool tty, interactive;
   int code;
 
-  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
+  /* -i, -t and -it, as docker exec and kubectl exec take them.  */
+  if ((args = cli_short_flags (argc, argv, "it", longs, &argc)) == NULL)
+    return cli_fail ("internal", NULL, "out of memory");
+  if (!cli_start (cmd, argc, args, &a, &ctx, &code))
     return code;
+  tty = has_opt (cmd, &a, "tty");
+  interactive = has_opt (cmd, &a, "interactive");
+  j.attach = tty || interactive;
   /* The command's own arguments are checked before the sandbox.  */
-  if (job_prepare (cmd, &a, true, &j) < 0)
+  if (job_prepare (cmd, &a, true, &j) < 0 || (j.attach && attach_prepare (cmd, &a, &j, tty, interactive) < 0))
     code = 1;
   else if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
     code = cli_lib_fail (err);
   else
-    code = job_run (sb, &j);
+    code = j.attach ? attach_run (sb, &j) : job_run (sb, &j);
   job_free (&j);
   return code;
 }
@@ -524,6 +546,9 @@ sandbox_write (struct cli_command *cmd, int argc, char **argv)
 }
 
 const struct cli_opt exec_opts[] = {
+  { "interactive", NULL, "keep stdin open and stream it to the command, any size (also -i)", NULL, false },
+  { "tty", NULL, "run it on a terminal in the sandbox; with -i this terminal turns raw, ^C goes in (also -t)", NULL,
+    false },
   { "cwd", "DIR", "working directory (absolute)", "/workspace", false },
   { "user", "NAME", "run as runtime (uid 1000) or root", "runtime", false },
   { "env", "K=V", "an environment variable for this command", NULL, true },

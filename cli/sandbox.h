@@ -72,6 +72,10 @@ struct job
   size_t input_len;
   int sfd;
   struct output o;
+  bool attach;           /* set before job_prepare: stdin is streamed, not read here */
+  bool tty, interactive; /* -t, -i */
+  const char **tty_env;  /* env with TERM added (sandbox-tty.c) */
+  char *term_var;
 };
 
 /* Reads and checks the command's options and stdin; -1 after printing a
@@ -79,7 +83,19 @@ struct job
 int job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct job *j);
 /* Runs the job; returns the exit code `run` and `exec` end with.  */
 int job_run (rt_sandbox *sb, struct job *j);
+/* The exit code for how the command ended, after the timeout's message
+   and, with --json, the result object.  */
+int job_finish (struct job *j, const rt_exec_result *res);
 void job_free (struct job *j);
+
+/* sandbox-tty.c: exec -i/-t and shell, a command with its stdin open.  */
+/* After job_prepare: checks -t (a terminal, no --json), adds TERM, and
+   watches SIGWINCH and SIGCONT too; -1 after printing an error.  */
+int attach_prepare (struct cli_command *cmd, struct cli_args *a, struct job *j, bool tty, bool interactive);
+/* Runs it; returns the exit code, as job_run.  */
+int attach_run (rt_sandbox *sb, struct job *j);
+int sandbox_shell (struct cli_command *cmd, int argc, char **argv);
+extern const struct cli_opt shell_opts[];
 
 /* The commands, each with its option table.  */
 int sandbox_exec (struct cli_command *cmd, int argc, char **argv);

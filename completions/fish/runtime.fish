@@ -114,7 +114,7 @@ complete -c runtime -f
 complete -c runtime -n __runtime_needs_group -a '(__runtime_section Groups) help --help --version'
 complete -c runtime -n __runtime_needs_command -a '(__runtime_section Commands (__runtime_args)[1])'
 complete -c runtime -n __runtime_in_command -a '(__runtime_options (__runtime_args)[1..2])'
-complete -c runtime -n '__runtime_first_arg sandbox exec spawn ps logs kill cat files stop pause wake extend network metrics snapshot fork update' -a '(__runtime_sandboxes)'
+complete -c runtime -n '__runtime_first_arg sandbox exec shell spawn write forward ps logs kill cat files stop pause wake extend network metrics snapshot fork update' -a '(__runtime_sandboxes)'
 complete -c runtime -n '__runtime_first_arg sandbox get rm' -a '(__runtime_sandboxes --all)'
 # cp: ID: of a live sandbox, or a local path (either side).
 complete -c runtime -n '__runtime_cmd_is sandbox cp' -F -a '(__runtime_sandboxes | sed "s/\$/:/")'

@@ -1,0 +1,26 @@
+/* term.h - the host terminal of `exec -t` and `shell`: raw mode, put back
+   on every way out of the process, and the window's size.  */
+#ifndef RT_CLI_TERM_H
+#define RT_CLI_TERM_H
+
+#include <stdbool.h>
+
+/* Saves @fd's terminal settings, then makes it raw (as cfmakeraw: no echo,
+   no line editing, ^C ^Z ^\ are bytes, no output processing).  From then
+   on the saved settings come back by term_restore, at exit (atexit) and on
+   a crash (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT: put back, then the
+   signal's default).  -1 with errno when @fd is not a terminal.  */
+int term_raw (int fd);
+/* Puts the saved settings back (once; later calls do nothing).  Safe in a
+   signal handler.  */
+void term_restore (void);
+/* Raw again after a term_restore (after SIGCONT: the shell that stopped us
+   reset the terminal).  */
+void term_reraw (void);
+/* Whether term_raw is in force.  */
+bool term_is_raw (void);
+/* The window size of @fd, else of stdout, else 80x24; each side clamped
+   to 1..@max.  */
+void term_size (int fd, unsigned max, unsigned *cols, unsigned *rows);
+
+#endif

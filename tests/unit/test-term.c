@@ -1,0 +1,143 @@
+/* test-term.c - the terminal of `exec -t` (cli/term.c) on a pseudo-terminal
+   of our own: raw mode, and the settings put back by term_restore, at exit
+   and after a crash; and -i/-t/-it spelled out (cli_short_flags).  */
+#include <fcntl.h>
+#include <stdio.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "tap.h"
+#include "term.h"
+
+static int
+open_pty (void)
+{
+  int m = posix_openpt (O_RDWR | O_NOCTTY);
+  struct winsize ws = { .ws_row = 30, .ws_col = 100 };
+  int s;
+
+  if (m < 0 || grantpt (m) < 0 || unlockpt (m) < 0)
+    return -1;
+  s = open (ptsname (m), O_RDWR | O_NOCTTY);
+  ioctl (s, TIOCSWINSZ, &ws);
+  /* The master stays open for the test's life: a pty whose master closed
+     takes no settings.  */
+  return s;
+}
+
+static bool
+same (int fd, const struct termios *want)
+{
+  struct termios t;
+  return tcgetattr (fd, &t) == 0 && t.c_iflag == want->c_iflag && t.c_oflag == want->c_oflag
+         && t.c_cflag == want->c_cflag && t.c_lflag == want->c_lflag && memcmp (t.c_cc, want->c_cc, NCCS) == 0;
+}
+
+/* In a child: raw, then @how ends it; the settings after, back in ours.  */
+static bool
+restored_after (int fd, const struct termios *before, int how)
+{
+  pid_t pid;
+  int status;
+
+  /* The child's exit() must not print our buffered lines again.  */
+  fflush (stdout);
+  pid = fork ();
+  if (pid == 0)
+    {
+      if (term_raw (fd) < 0)
+        _exit (3);
+      if (how == 0)
+        exit (0); /* atexit */
+      raise (how);
+      _exit (4);
+    }
+  waitpid (pid, &status, 0);
+  if (how == 0 ? !(WIFEXITED (status) && WEXITSTATUS (status) == 0)
+               : !(WIFSIGNALED (status) && WTERMSIG (status) == how))
+    return false;
+  return same (fd, before);
+}
+
+static void
+test_terminal (void)
+{
+  struct termios before, t;
+  unsigned cols = 0, rows = 0;
+  int fd = open_pty ();
+
+  ok (fd >= 0, "a pseudo-terminal to test on");
+  if (fd < 0)
+    return;
+  tcgetattr (fd, &before);
+  ok (!term_is_raw (), "not raw before term_raw");
+  ok (term_raw (fd) == 0 && term_is_raw (), "term_raw on a terminal");
+  tcgetattr (fd, &t);
+  ok (!(t.c_lflag & (ICANON | ECHO | ISIG | IEXTEN)), "raw: no line editing, no echo, ^C ^Z ^\\ are bytes");
+  ok (!(t.c_iflag & (IXON | ICRNL)) && !(t.c_oflag & OPOST), "raw: no ^S/^Q, no CR/NL mapping, no output processing");
+  ok (t.c_cc[VMIN] == 1 && t.c_cc[VTIME] == 0, "raw: a read returns each byte");
+  term_restore ();
+  ok (!term_is_raw () && same (fd, &before), "term_restore puts every setting back");
+  term_restore ();
+  ok (same (fd, &before), "a second term_restore changes nothing");
+  term_reraw ();
+  tcgetattr (fd, &t);
+  ok (term_is_raw () && !(t.c_lflag & ICANON), "term_reraw: raw again (after SIGCONT)");
+  term_restore ();
+  ok (restored_after (fd, &before, 0), "exit() puts the terminal back (atexit)");
+  ok (restored_after (fd, &before, SIGSEGV), "a crash (SIGSEGV) puts it back, and still dies of it");
+  ok (restored_after (fd, &before, SIGABRT), "abort() puts it back, and still dies of it");
+  term_size (fd, 1000, &cols, &rows);
+  ok (cols == 100 && rows == 30, "term_size reads the window (100x30)");
+  term_size (fd, 50, &cols, &rows);
+  ok (cols == 50 && rows == 30, "term_size clamps a side to the maximum");
+  {
+    int null = open ("/dev/null", O_RDWR);
+    ok (term_raw (null) < 0 && !term_is_raw (), "term_raw refuses what is not a terminal");
+    close (null);
+  }
+  close (fd);
+}
+
+static int
+expand (const char *const *in, const char *want)
+{
+  static const char *const longs[] = { "--interactive", "--tty" };
+  char **out;
+  char got[256] = "";
+  int argc = 0, n = 0;
+
+  while (in[argc])
+    argc++;
+  out = cli_short_flags (argc, (char **) in, "it", longs, &n);
+  if (out == NULL)
+    return 0;
+  for (int i = 0; i < n; i++)
+    snprintf (got + strlen (got), sizeof (got) - strlen (got), "%s%s", i ? " " : "", out[i]);
+  free (out);
+  if (strcmp (got, want) != 0)
+    printf ("# got '%s', want '%s'\n", got, want);
+  return strcmp (got, want) == 0;
+}
+
+int
+main (void)
+{
+  test_terminal ();
+  ok (expand ((const char *[]){ "exec", "-it", "dev", "--", "bash", NULL }, "exec --interactive --tty dev -- bash"),
+      "-it is -i -t");
+  ok (expand ((const char *[]){ "exec", "-ti", "-i", "dev", NULL }, "exec --tty --interactive --interactive dev"),
+      "-ti and -i");
+  ok (expand ((const char *[]){ "exec", "dev", "-t", "--cwd", "/", "--", "ls", "-it", NULL },
+              "exec dev --tty --cwd / -- ls -it"),
+      "after -- the words are the command's");
+  ok (expand ((const char *[]){ "exec", "-ix", "-", "--tty", "-f", NULL }, "exec -ix - --tty -f"),
+      "other letters, a lone - and long options stay as they are");
+  return tap_done ();
+}
