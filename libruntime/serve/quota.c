@@ -70,14 +70,33 @@ refuse (struct srv_req *r, const char *limit, int64_t max, int64_t held, int64_t
   return -1;
 }
 
-int
-srv_quota_reserve (struct srv_req *r, unsigned sandboxes, unsigned vcpu)
+/* What the reservation of @sandboxes and @vcpu would exceed: NULL when
+   it fits, else the limit's name with its max and what is held.  */
+static const char *
+over (const struct rt_token_info *t, const struct rt_tenant_usage *u, unsigned ps, unsigned pv, unsigned sandboxes,
+      unsigned vcpu, int64_t *max, int64_t *held, int64_t *asked)
+{
+  if (t->max_cost_micros && u->charged_micros >= t->max_cost_micros)
+    return *max = t->max_cost_micros, *held = u->charged_micros, *asked = 0, "maxCostMicros";
+  if (t->max_sandboxes && u->sandboxes + ps + sandboxes > t->max_sandboxes)
+    return *max = t->max_sandboxes, *held = u->sandboxes + ps, *asked = sandboxes, "maxSandboxes";
+  if (t->max_vcpu && u->vcpu + pv + vcpu > t->max_vcpu)
+    return *max = t->max_vcpu, *held = u->vcpu + pv, *asked = vcpu, "maxVcpu";
+  return NULL;
+}
+
+/* srv_quota_reserve, or with @quiet 1 and nothing replied when a limit is
+   reached.  */
+static int
+reserve (struct srv_req *r, unsigned sandboxes, unsigned vcpu, bool quiet)
 {
   const struct rt_token_info *t = srv_token (r);
   cleanup_error rt_error *err = NULL;
   struct rt_tenant_usage u;
-  unsigned ps, pv;
+  unsigned ps = 0, pv = 0;
   struct srv_pending *p;
+  int64_t max, held, asked;
+  const char *limit;
   rt_context *ctx;
 
   if (!limited (t))
@@ -106,20 +125,22 @@ srv_quota_reserve (struct srv_req *r, unsigned sandboxes, unsigned vcpu)
       srv_reply_rt_error (r, err);
       return -1;
     }
-  if (t->max_cost_micros && u.charged_micros >= t->max_cost_micros)
-    {
-      srv_quota_release (r, sandboxes, vcpu);
-      return refuse (r, "maxCostMicros", t->max_cost_micros, u.charged_micros, 0, "3600");
-    }
-  if (t->max_sandboxes && u.sandboxes + ps + sandboxes > t->max_sandboxes)
-    {
-      srv_quota_release (r, sandboxes, vcpu);
-      return refuse (r, "maxSandboxes", t->max_sandboxes, u.sandboxes + ps, sandboxes, ps ? "10" : "60");
-    }
-  if (t->max_vcpu && u.vcpu + pv + vcpu > t->max_vcpu)
-    {
-      srv_quota_release (r, sandboxes, vcpu);
-      return refuse (r, "maxVcpu", t->max_vcpu, u.vcpu + pv, vcpu, pv ? "10" : "60");
-    }
-  return 0;
+  if ((limit = over (t, &u, ps, pv, sandboxes, vcpu, &max, &held, &asked)) == NULL)
+    return 0;
+  srv_quota_release (r, sandboxes, vcpu);
+  if (quiet)
+    return 1;
+  return refuse (r, limit, max, held, asked, strcmp (limit, "maxCostMicros") == 0 ? "3600" : ps || pv ? "10" : "60");
+}
+
+int
+srv_quota_reserve (struct srv_req *r, unsigned sandboxes, unsigned vcpu)
+{
+  return reserve (r, sandboxes, vcpu, false);
+}
+
+int
+srv_quota_try (struct srv_req *r, unsigned sandboxes, unsigned vcpu)
+{
+  return reserve (r, sandboxes, vcpu, true);
 }

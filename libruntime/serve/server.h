@@ -93,6 +93,9 @@ bool srv_stopping (struct srv_req *r);
    progress: 0 and the reservation counted until srv_quota_release, or -1
    after replying 429 quota_exceeded (quota.c).  */
 int srv_quota_reserve (struct srv_req *r, unsigned sandboxes, unsigned vcpu);
+/* The same, but 1 with nothing replied nor reserved when a limit is
+   reached (the caller may still answer without creating).  */
+int srv_quota_try (struct srv_req *r, unsigned sandboxes, unsigned vcpu);
 void srv_quota_release (struct srv_req *r, unsigned sandboxes, unsigned vcpu);
 
 /* Answers.  Exactly one per request; a handler that returns without one

@@ -137,7 +137,7 @@ check "… a message naming the limit" grep -q maxVcpu "$tmp/api.body"
 qpids=
 for i in 1 2; do
     curl -sS --noproxy '*' --max-time 120 -o "$tmp/q$i.body" -w '%{http_code}' -H "Authorization: Bearer $TOKEN_Q" \
-        -H 'Prefer: wait=0' --data-binary '{"vcpu": 1, "memoryMiB": 512}' "$API/v1/sandboxes" >"$tmp/q$i.status" &
+        -H 'Prefer: wait=0' --data-binary '{"vcpu": 1, "memoryMiB": 512, "name": "q'$i'"}' "$API/v1/sandboxes" >"$tmp/q$i.status" &
     qpids="$qpids $!"
 done
 # Those two only: the server is a job of this shell too.
@@ -148,6 +148,11 @@ API_TOKEN=$TOKEN_Q api GET "/v1/sandboxes/$Q?waitFor=running&timeoutSeconds=120"
 is "… the one made runs" "$(bj 'o["state"]')" running
 API_TOKEN=$TOKEN_Q api POST /v1/sandboxes '{"vcpu": 1, "memoryMiB": 512}' >/dev/null
 answer "a third create: 429 quota_exceeded" 429 quota_exceeded
+QN=$(API_TOKEN=$TOKEN_Q api GET "/v1/sandboxes/$Q" | json_get 'o["name"]')
+API_TOKEN=$TOKEN_Q api POST /v1/sandboxes '{"vcpu": 1, "memoryMiB": 512, "getOrCreate": true, "name": "'"$QN"'"}' >/dev/null
+is "getOrCreate of its live sandbox at the limit: 200, reused, the same" "$status $(bj 'o["reused"], o["id"] == "'"$Q"'"')" "200 True True"
+API_TOKEN=$TOKEN_Q api POST /v1/sandboxes '{"vcpu": 1, "memoryMiB": 512, "getOrCreate": true, "name": "q-other"}' >/dev/null
+answer "getOrCreate of another name at the limit: 429 (every create path reserves)" 429 quota_exceeded
 API_TOKEN=$TOKEN_Q api POST "/v1/sandboxes/$Q:fork" '{}' >/dev/null
 answer ":fork over the limit: 429 quota_exceeded" 429 quota_exceeded
 API_TOKEN=$TOKEN_Q api DELETE "/v1/sandboxes/$Q" >/dev/null
