@@ -112,8 +112,7 @@ info_aside (struct srv_req *r, const char *id, rt_error **err)
   rt_context *ctx = NULL;
   json_object *info = NULL;
 
-  if (rt_context_new (&ctx, err) == 0
-      && (srv_token (r) == NULL || rt_context_set_tenant (ctx, srv_token (r)->name, err) == 0))
+  if (srv_ctx_new (r, &ctx, err) == 0)
     info = srv_sandbox_info (ctx, id, err);
   rt_context_free (ctx);
   return info;

@@ -61,6 +61,10 @@ const struct rt_token_info *srv_token (struct srv_req *r);
 /* A context acting as the token's tenant, made on first use and freed with
    the request; NULL after replying the error.  */
 rt_context *srv_ctx (struct srv_req *r);
+/* Another such context, the caller's (rt_context_free), for a thread of
+   the handler's own that may outlive the request; refused for a request
+   without a token: such a thread never acts as the host.  */
+int srv_ctx_new (struct srv_req *r, rt_context **out, rt_error **err);
 /* The live sandbox `{id}` names, the tenant's; NULL after replying the
    error (404 for anyone else's).  Close it with rt_sandbox_close.  */
 rt_sandbox *srv_sandbox_open (struct srv_req *r);
