@@ -11,6 +11,7 @@
 
 #include "common/util.h"
 #include "serve/idem.h"
+#include "serve/sweep.h"
 
 struct srv_idem
 {
@@ -22,18 +23,7 @@ struct srv_idem
 void
 srv_idem_sweep (struct srv_idem *s)
 {
-  DIR *d = opendir (s->dir);
-  struct dirent *de;
-  time_t now = time (NULL);
-  struct stat st;
-
-  if (d == NULL)
-    return;
-  while ((de = readdir (d)))
-    if (de->d_name[0] != '.' && fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0
-        && now - st.st_mtime > SRV_IDEM_KEEP_S)
-      unlinkat (dirfd (d), de->d_name, 0);
-  closedir (d);
+  srv_sweep_dir (s->dir, time (NULL), SRV_IDEM_KEEP_S, 0, NULL, NULL);
 }
 
 int
@@ -49,7 +39,6 @@ srv_idem_open (const char *dir, struct srv_idem **out, rt_error **err)
       free (s);
       return rt_error_oom (err);
     }
-  srv_idem_sweep (s);
   *out = s;
   return 0;
 }

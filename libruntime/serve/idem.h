@@ -23,7 +23,9 @@ enum srv_idem_state
 
 int srv_idem_open (const char *dir, struct srv_idem **out, rt_error **err);
 void srv_idem_free (struct srv_idem *s);
-/* Removes the answers older than SRV_IDEM_KEEP_S (at open and hourly).  */
+/* Removes the answers older than SRV_IDEM_KEEP_S (sweep.c: at the
+   server's start and hourly, off the loop thread; reads only the dir's
+   name, so it may run beside the loop's calls).  */
 void srv_idem_sweep (struct srv_idem *s);
 /* The id of a key: a hash of tenant, method, path and key (hex, free()).  */
 char *srv_idem_id (const char *tenant, const char *method, const char *path, const char *key);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "serve/listen.h"
+#include "serve/sweep.h"
 #include "serve/workers.h"
 #include "serve/server-internal.h"
 #include "remote/http.h"
@@ -549,7 +550,7 @@ on_sweep (evutil_socket_t fd, short what, void *arg)
 
   (void) fd;
   (void) what;
-  srv_idem_sweep (s->idem);
+  srv_sweep_start (s);
 }
 
 static void
@@ -671,6 +672,9 @@ rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
       srv_free (s);
       return -1;
     }
+  /* Old files go at start too: a server restarted more often than hourly
+     would never sweep.  */
+  srv_sweep_start (s);
   event_base_dispatch (s->base);
   pthread_mutex_lock (&s->mu);
   idle = s->workers == 0;
