@@ -1,4 +1,4 @@
-/* quota.c - a token's limits at create and fork (server.h): what its
+/* quota.c - a token's limits at create, fork and snapshot (server.h): what its
    tenant holds (rt_tenant_usage_get) plus the creates it has in progress,
    counted here because a sandbox being made is not in the usage yet.
    A reservation is released only once the sandbox is in the store (or
@@ -22,7 +22,7 @@ pending_of (struct srv *s, const char *name, bool make)
       struct srv_pending *p = &s->pending[i];
       if (strcmp (p->name, name) == 0)
         return p;
-      if (free_slot == NULL && p->sandboxes == 0 && p->vcpu == 0)
+      if (free_slot == NULL && p->sandboxes == 0 && p->vcpu == 0 && p->snapshots == 0)
         free_slot = p;
     }
   if (make && free_slot)
@@ -54,8 +54,9 @@ srv_quota_release (struct srv_req *r, unsigned sandboxes, unsigned vcpu)
   pthread_mutex_unlock (&r->srv->mu);
 }
 
-static int
-refuse (struct srv_req *r, const char *limit, int64_t max, int64_t held, int64_t asked, const char *retry)
+static void
+refuse_with (struct srv_req *r, const char *limit, int64_t max, int64_t held, int64_t asked, const char *retry,
+             const char *hint)
 {
   json_object *d = json_object_new_object ();
 
@@ -64,9 +65,16 @@ refuse (struct srv_req *r, const char *limit, int64_t max, int64_t held, int64_t
   json_object_object_add (d, "held", json_object_new_int64 (held));
   json_object_object_add (d, "requested", json_object_new_int64 (asked));
   srv_add_header (r, "Retry-After", retry);
-  srv_reply_error (r, 429, "quota_exceeded", "stop or delete a sandbox of this token first, or ask for a larger limit",
-                   d, "token %s's %s is %lld; it holds %lld (with the creates in progress) and asked for %lld more",
+  srv_reply_error (r, 429, "quota_exceeded", hint, d,
+                   "token %s's %s is %lld; it holds %lld (with those in progress) and asked for %lld more",
                    srv_token (r)->name, limit, (long long) max, (long long) held, (long long) asked);
+}
+
+static int
+refuse (struct srv_req *r, const char *limit, int64_t max, int64_t held, int64_t asked, const char *retry)
+{
+  refuse_with (r, limit, max, held, asked, retry,
+               "stop or delete a sandbox of this token first, or ask for a larger limit");
   return -1;
 }
 
@@ -143,4 +151,56 @@ int
 srv_quota_try (struct srv_req *r, unsigned sandboxes, unsigned vcpu)
 {
   return reserve (r, sandboxes, vcpu, true);
+}
+
+void
+srv_quota_snapshot_done (struct srv_req *r)
+{
+  struct srv_pending *p;
+
+  pthread_mutex_lock (&r->srv->mu);
+  p = pending_of (r->srv, srv_token (r)->name, false);
+  if (p && p->snapshots)
+    p->snapshots--;
+  pthread_mutex_unlock (&r->srv->mu);
+}
+
+int
+srv_quota_snapshot (struct srv_req *r)
+{
+  const struct rt_token_info *t = srv_token (r);
+  unsigned max = t->max_snapshots ? t->max_snapshots : RT_TOKEN_DEFAULT_SNAPSHOTS, pending = 0;
+  cleanup_error rt_error *err = NULL;
+  cleanup_free char *text = NULL;
+  cleanup_json json_object *all = NULL;
+  struct srv_pending *p;
+  rt_context *ctx;
+  size_t held;
+
+  pthread_mutex_lock (&r->srv->mu);
+  if ((p = pending_of (r->srv, t->name, true)))
+    pending = p->snapshots++;
+  pthread_mutex_unlock (&r->srv->mu);
+  if (p == NULL)
+    {
+      srv_add_header (r, "Retry-After", "5");
+      srv_reply_error (r, 503, "unavailable", NULL, NULL, "too many tokens are creating at once");
+      return -1;
+    }
+  if ((ctx = srv_ctx (r)) == NULL)
+    return srv_quota_snapshot_done (r), -1;
+  if (rt_snapshot_list_json (ctx, &text, &err) < 0)
+    {
+      srv_quota_snapshot_done (r);
+      srv_reply_rt_error (r, err);
+      return -1;
+    }
+  all = json_tokener_parse (text);
+  held = (all && json_object_is_type (all, json_type_array) ? json_object_array_length (all) : 0) + pending;
+  if (held + 1 <= max)
+    return 0;
+  srv_quota_snapshot_done (r);
+  refuse_with (r, "maxSnapshots", max, (int64_t) held, 1, pending ? "10" : "60",
+               "delete a snapshot of this token first, or ask for a larger --max-snapshots");
+  return -1;
 }

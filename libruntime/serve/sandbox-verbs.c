@@ -288,11 +288,16 @@ snapshot_verb (struct srv_req *r, rt_sandbox *sb, json_object *body)
   cleanup_error rt_error *err = NULL;
   cleanup_free char *json = NULL;
   json_object *o;
+  int ret;
 
   labels = srv_pairs_of (json_object_object_get (body, "labels"), "labels", issues);
   if (srv_reply_issues (r, issues))
     return;
-  if (rt_sandbox_snapshot (sb, rt_json_str (body, "name"), (const char *const *) labels, &json, &err) < 0)
+  if (srv_quota_snapshot (r) < 0)
+    return;
+  ret = rt_sandbox_snapshot (sb, rt_json_str (body, "name"), (const char *const *) labels, &json, &err);
+  srv_quota_snapshot_done (r);
+  if (ret < 0)
     return srv_reply_rt_error (r, err);
   if ((o = snapshot_of (json)) == NULL)
     return srv_reply_error (r, 500, "internal", NULL, NULL, "the snapshot could not be read");

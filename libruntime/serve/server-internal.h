@@ -34,12 +34,12 @@ struct srv_bucket
   double last_s;
 };
 
-/* A tenant's sandbox creates in progress (quota.c): not yet in the
+/* A tenant's sandbox creates and snapshots in progress (quota.c): not yet in the
    library's usage, counted so concurrent creates do not overshoot.  */
 struct srv_pending
 {
   char name[33];
-  unsigned sandboxes, vcpu;
+  unsigned sandboxes, vcpu, snapshots;
 };
 
 struct srv

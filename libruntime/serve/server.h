@@ -101,6 +101,12 @@ int srv_quota_reserve (struct srv_req *r, unsigned sandboxes, unsigned vcpu);
    reached (the caller may still answer without creating).  */
 int srv_quota_try (struct srv_req *r, unsigned sandboxes, unsigned vcpu);
 void srv_quota_release (struct srv_req *r, unsigned sandboxes, unsigned vcpu);
+/* One more snapshot for the token: at most its max_snapshots
+   (RT_TOKEN_DEFAULT_SNAPSHOTS when 0) with those being made; 0 and counted
+   as being made until srv_quota_snapshot_done, or -1 after replying 429
+   quota_exceeded.  */
+int srv_quota_snapshot (struct srv_req *r);
+void srv_quota_snapshot_done (struct srv_req *r);
 
 /* Answers.  Exactly one per request; a handler that returns without one
    answers 500.  */

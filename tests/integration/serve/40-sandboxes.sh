@@ -128,8 +128,10 @@ check ":wake of a stopped one: refused (4xx)" test "${status:0:1}" = 4
 api DELETE "/v1/sandboxes/$P" >/dev/null
 
 # -- the token's limits
-TOKEN_Q=$(runtime token create tenant-q --max-sandboxes 1 --max-vcpu 1 --rate 1000 2>"$tmp/err" | tail -1)
-check "a token with --max-sandboxes 1 --max-vcpu 1" test -n "$TOKEN_Q"
+TOKEN_Q=$(runtime token create tenant-q --max-sandboxes 1 --max-vcpu 1 --max-snapshots 1 --rate 1000 2>"$tmp/err" | tail -1)
+check "a token with --max-sandboxes 1 --max-vcpu 1 --max-snapshots 1" test -n "$TOKEN_Q"
+is "/v1/me: its limits" "$(API_TOKEN=$TOKEN_Q api GET /v1/me | json_get '[o["limits"][k] for k in ("maxSandboxes", "maxSnapshots")]')" "[1, 1]"
+is "… and another token's default of 32 snapshots" "$(api GET /v1/me | json_get 'o["limits"]["maxSnapshots"]')" 32
 API_TOKEN=$TOKEN_Q api POST /v1/sandboxes '{"vcpu": 2, "memoryMiB": 512}' >/dev/null
 answer "2 vCPUs over maxVcpu 1: 429 quota_exceeded" 429 quota_exceeded
 check "… with Retry-After" test -n "$(hdr Retry-After)"
@@ -155,6 +157,14 @@ API_TOKEN=$TOKEN_Q api POST /v1/sandboxes '{"vcpu": 1, "memoryMiB": 512, "getOrC
 answer "getOrCreate of another name at the limit: 429 (every create path reserves)" 429 quota_exceeded
 API_TOKEN=$TOKEN_Q api POST "/v1/sandboxes/$Q:fork" '{}' >/dev/null
 answer ":fork over the limit: 429 quota_exceeded" 429 quota_exceeded
+API_TOKEN=$TOKEN_Q api POST "/v1/sandboxes/$Q:snapshot" '{}' >/dev/null
+QS=$(bj 'o.get("id", "")')
+is ":snapshot under maxSnapshots 1: made" "$status $(bj 'o["kind"]')" "200 snapshot"
+API_TOKEN=$TOKEN_Q api POST "/v1/sandboxes/$Q:snapshot" '{}' >/dev/null
+answer "a second :snapshot: 429 quota_exceeded" 429 quota_exceeded
+check "… naming maxSnapshots" grep -q maxSnapshots "$tmp/api.body"
+API_TOKEN=$TOKEN_Q api DELETE "/v1/snapshots/$QS" >/dev/null
+is "… its snapshot deleted" "$status" 200
 API_TOKEN=$TOKEN_Q api DELETE "/v1/sandboxes/$Q" >/dev/null
 is "its sandbox deleted" "$status" 200
 runtime token rm tenant-q >/dev/null 2>&1
