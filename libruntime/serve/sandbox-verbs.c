@@ -118,6 +118,29 @@ info_aside (struct srv_req *r, const char *id, rt_error **err)
   return info;
 }
 
+/* Waits for the job at most 200 ms and up to @end (under j->mu): true
+   once @end passed.  */
+static bool
+timed_out (struct job *j, const struct timespec *end)
+{
+  struct timespec now, until;
+
+  clock_gettime (CLOCK_REALTIME, &now);
+  if (now.tv_sec > end->tv_sec || (now.tv_sec == end->tv_sec && now.tv_nsec >= end->tv_nsec))
+    return true;
+  until = now;
+  until.tv_nsec += 200 * 1000 * 1000;
+  if (until.tv_nsec >= 1000000000)
+    {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000;
+    }
+  if (until.tv_sec > end->tv_sec || (until.tv_sec == end->tv_sec && until.tv_nsec > end->tv_nsec))
+    until = *end;
+  pthread_cond_timedwait (&j->cond, &j->mu, &until);
+  return false;
+}
+
 /* Runs a state change: to its end when @wait < 0, else at most @wait s
    before answering the state then (the change goes on: this worker waits
    for it after answering).  */
@@ -148,7 +171,8 @@ state_change (struct srv_req *r, rt_context *ctx, rt_sandbox *sb, enum verb v, i
   clock_gettime (CLOCK_REALTIME, &end);
   end.tv_sec += wait;
   pthread_mutex_lock (&j.mu);
-  while (!j.done && pthread_cond_timedwait (&j.cond, &j.mu, &end) != ETIMEDOUT)
+  /* In slices: a client gone meanwhile is answered (to no one) at once.  */
+  while (!j.done && !timed_out (&j, &end) && !srv_gone (r))
     ;
   done = j.done;
   pthread_mutex_unlock (&j.mu);

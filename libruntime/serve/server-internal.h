@@ -78,6 +78,7 @@ struct srv_req
      gone.  */
   struct evhttp_request *req;
   struct event *wake; /* a worker wakes the loop to flush */
+  struct event *peer; /* loop thread: the client's end closing (EV_CLOSED) */
   pthread_mutex_t mu; /* everything from here to `request` */
   pthread_cond_t cond;
   int refs;

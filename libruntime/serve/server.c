@@ -84,6 +84,9 @@ loop_release (struct srv_req *r, int status)
     r->bucket->inflight--;
   r->bucket = NULL;
   r->req = NULL;
+  if (r->peer)
+    event_free (r->peer);
+  r->peer = NULL;
   log_request (r, status);
   idem_done (r, false, NULL, 0);
   srv_req_unref (r);
@@ -94,10 +97,15 @@ on_complete (struct evhttp_request *req, void *arg)
 {
   struct srv_req *r = arg;
   struct evhttp_connection *evcon = evhttp_request_get_connection (req);
+  bool gone;
 
   if (evcon)
     evhttp_connection_set_closecb (evcon, NULL, NULL);
-  loop_release (r, r->status);
+  pthread_mutex_lock (&r->mu);
+  gone = r->gone;
+  pthread_mutex_unlock (&r->mu);
+  /* Written into a connection its client had closed (on_peer_closed).  */
+  loop_release (r, gone ? 499 : r->status);
 }
 
 static void
@@ -111,6 +119,10 @@ on_close (struct evhttp_connection *evcon, void *arg)
   r->gone = true;
   pthread_cond_broadcast (&r->cond);
   pthread_mutex_unlock (&r->mu);
+  /* Its fd closes now: no watch may stay on a number reused next.  */
+  if (r->peer)
+    event_free (r->peer);
+  r->peer = NULL;
   sent = r->start_sent;
   /* A whole answer being written goes with its connection.  A request
      not answered yet, or a stream (whose start is not the end of the
@@ -123,6 +135,45 @@ on_close (struct evhttp_connection *evcon, void *arg)
     }
   if (sent)
     loop_release (r, 499);
+}
+
+/* The client closed its end while its request is handled: evhttp reads
+   nothing then (it would take more bytes for a request of the wrong
+   time), so a wait or a quiet stream would go on to its end.  Marked
+   gone, the handler ends early; its answer then meets the closed
+   connection, whose close callback lets the request go.  A client that
+   only shuts down its sending side counts as gone too.  */
+static void
+on_peer_closed (evutil_socket_t fd, short what, void *arg)
+{
+  struct srv_req *r = arg;
+
+  (void) fd;
+  (void) what;
+  pthread_mutex_lock (&r->mu);
+  r->gone = true;
+  pthread_cond_broadcast (&r->cond);
+  pthread_mutex_unlock (&r->mu);
+}
+
+/* Watches the connection for its client's close while the request may
+   wait: not for a plain GET (answered at once; the most frequent).  */
+static void
+watch_peer (struct srv_req *r, struct evhttp_request *req)
+{
+  struct evhttp_connection *evcon = evhttp_request_get_connection (req);
+  struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent (evcon) : NULL;
+  evutil_socket_t fd = bev ? bufferevent_getfd (bev) : -1;
+
+  if (fd < 0 || (r->route->flags & SRV_INLINE) || (r->method == EVHTTP_REQ_GET && TAILQ_EMPTY (&r->query))
+      || !(event_base_get_features (r->srv->base) & EV_FEATURE_EARLY_CLOSE))
+    return;
+  r->peer = event_new (r->srv->base, fd, EV_CLOSED, on_peer_closed, r);
+  if (r->peer && event_add (r->peer, NULL) < 0)
+    {
+      event_free (r->peer);
+      r->peer = NULL;
+    }
 }
 
 static void
@@ -520,6 +571,7 @@ on_request (struct evhttp_request *req, void *arg)
     return;
   if (!(r->route->flags & SRV_NO_AUTH) && (!authenticate (r) || !within_rate (r)))
     return;
+  watch_peer (r, req);
   dispatch_idem (r);
 }
 
