@@ -55,6 +55,9 @@ struct srv
   double stop_deadline;
   struct srv_req *waiters; /* for the first answer to their key */
   unsigned serial;          /* of request ids */
+  struct event *accept_timer; /* conns.c: fds short, accepting paused */
+  unsigned fd_limit;
+  bool accept_paused;
   uint32_t seed;
   struct srv_bucket buckets[SRV_MAX_BUCKETS];
   size_t nbuckets;

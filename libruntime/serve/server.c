@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "serve/conns.h"
 #include "serve/listen.h"
 #include "serve/sweep.h"
 #include "serve/workers.h"
@@ -635,6 +636,8 @@ srv_free (struct srv *s)
     event_free (s->stop_timer);
   if (s->sweep_timer)
     event_free (s->sweep_timer);
+  if (s->accept_timer)
+    event_free (s->accept_timer);
   if (s->http)
     evhttp_free (s->http);
   if (s->base)
@@ -672,14 +675,13 @@ srv_setup (struct srv *s, rt_context *ctx, const rt_serve_opts *opts, int fd, rt
   evhttp_set_max_headers_size (s->http, 64 << 10);
   evhttp_set_timeout (s->http, 300);
   evhttp_set_gencb (s->http, on_request, s);
-  if (s->ssl)
-    evhttp_set_bevcb (s->http, srv_tls_bev, s->ssl);
+  evhttp_set_bevcb (s->http, srv_conn_bev, s);
   s->bound = evhttp_accept_socket_with_handle (s->http, fd);
   s->sigterm = evsignal_new (s->base, SIGTERM, on_signal, s);
   s->sigint = evsignal_new (s->base, SIGINT, on_signal, s);
   s->stop_timer = evtimer_new (s->base, on_stop_tick, s);
   s->sweep_timer = event_new (s->base, -1, EV_PERSIST, on_sweep, s);
-  if (s->bound == NULL || s->sigterm == NULL || s->sigint == NULL || s->stop_timer == NULL || s->sweep_timer == NULL
+  if (s->bound == NULL || srv_conns_setup (s) < 0 || s->sigterm == NULL || s->sigint == NULL || s->stop_timer == NULL || s->sweep_timer == NULL
       || evsignal_add (s->sigterm, NULL) < 0 || evsignal_add (s->sigint, NULL) < 0
       || event_add (s->sweep_timer, &sweep_every) < 0)
     return rt_error_set (err, EIO, "internal", "cannot start the server's event loop");
