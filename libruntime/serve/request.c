@@ -397,6 +397,16 @@ srv_add_header (struct srv_req *r, const char *name, const char *value)
 void
 srv_reply_bytes (struct srv_req *r, int status, const char *ctype, const void *data, size_t len)
 {
+  bool first;
+
+  pthread_mutex_lock (&r->mu);
+  first = !r->whole && !r->started;
+  pthread_mutex_unlock (&r->mu);
+  /* Kept here, off the loop thread (an fsync), before the loop can send
+     the answer and let a retry waiting for it read it.  The loop reads
+     idem_id only once the answer is there.  */
+  if (first && r->idem_id && srv_idem_keepable (status, ctype, len))
+    srv_idem_store (r->srv->idem, r->idem_id, r->body_sha, status, ctype, data, len);
   pthread_mutex_lock (&r->mu);
   if (!r->whole && !r->started)
     {

@@ -61,16 +61,17 @@ log_request (struct srv_req *r, int status)
 
 static void resume_waiters (struct srv *s, const char *id);
 
-/* The request's stored answer is no longer awaited.  */
+/* The request's key is no longer being answered (its answer, when kept,
+   was stored by the worker: srv_reply_bytes).  */
 static void
-idem_done (struct srv_req *r, bool keep, const void *body, size_t len)
+idem_done (struct srv_req *r)
 {
   cleanup_free char *id = r->idem_id;
 
   if (id == NULL)
     return;
   r->idem_id = NULL;
-  srv_idem_finish (r->srv->idem, id, r->body_sha, keep, r->status, r->ctype, body, len);
+  srv_idem_finish (r->srv->idem, id, r->body_sha, false, 0, NULL, NULL, 0);
   resume_waiters (r->srv, id);
 }
 
@@ -89,7 +90,7 @@ loop_release (struct srv_req *r, int status)
     event_free (r->peer);
   r->peer = NULL;
   log_request (r, status);
-  idem_done (r, false, NULL, 0);
+  idem_done (r);
   srv_req_unref (r);
 }
 
@@ -202,18 +203,13 @@ add_head (struct srv_req *r)
   evhttp_add_header (h, kv->key, kv->value);
 }
 
-/* A whole answer: kept for its Idempotency-Key, then sent.  */
+/* A whole answer: its Idempotency-Key's time ends (the worker kept the
+   answer: srv_reply_bytes), then it is sent.  */
 static void
 send_whole (struct srv_req *r)
 {
-  /* What a retry would get again: not a conflict of the moment (busy,
-     not ready), a limit or a failure.  */
-  bool keep = r->status < 500 && r->status != 409 && r->status != 429 && r->ctype
-              && strcmp (r->ctype, "application/json") == 0;
-  size_t len = evbuffer_get_length (r->out);
-
   if (r->idem_id)
-    idem_done (r, keep, evbuffer_pullup (r->out, -1), len);
+    idem_done (r);
   add_head (r);
   evhttp_send_reply (r->req, r->status, r->status < 400 ? "OK" : "Error", r->out);
 }
@@ -270,7 +266,7 @@ srv_req_flush (struct srv_req *r)
     }
   if (end)
     {
-      idem_done (r, false, NULL, 0);
+      idem_done (r);
       evhttp_send_reply_end (r->req);
     }
 }
