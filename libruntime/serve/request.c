@@ -173,8 +173,7 @@ ctx_make (struct srv_req *r, rt_context **out, rt_error **err)
 {
   rt_context *ctx = NULL;
 
-  if (rt_context_dup (r->srv->ctx, &ctx, err) < 0
-      || (r->authed && rt_context_set_tenant (ctx, r->token.name, err) < 0))
+  if (rt_context_dup (r->srv->ctx, &ctx, err) < 0 || (r->authed && rt_context_set_tenant (ctx, r->token.name, err) < 0))
     {
       rt_context_free (ctx);
       return -1;

@@ -70,7 +70,7 @@ struct srv
   unsigned nidle;    /* of them waiting for work */
   unsigned nqueued;  /* requests in the queue */
   bool stopping, exiting;
-  bool sweeping; /* a sweep thread runs (sweep.c) */
+  bool sweeping;                               /* a sweep thread runs (sweep.c) */
   struct srv_pending pending[SRV_MAX_BUCKETS]; /* creates in progress, per tenant */
 };
 

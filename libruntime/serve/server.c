@@ -677,8 +677,8 @@ srv_setup (struct srv *s, rt_context *ctx, const rt_serve_opts *opts, int fd, rt
   s->sigint = evsignal_new (s->base, SIGINT, on_signal, s);
   s->stop_timer = evtimer_new (s->base, on_stop_tick, s);
   s->sweep_timer = event_new (s->base, -1, EV_PERSIST, on_sweep, s);
-  if (s->bound == NULL || srv_conns_setup (s) < 0 || s->sigterm == NULL || s->sigint == NULL || s->stop_timer == NULL || s->sweep_timer == NULL
-      || evsignal_add (s->sigterm, NULL) < 0 || evsignal_add (s->sigint, NULL) < 0
+  if (s->bound == NULL || srv_conns_setup (s) < 0 || s->sigterm == NULL || s->sigint == NULL || s->stop_timer == NULL
+      || s->sweep_timer == NULL || evsignal_add (s->sigterm, NULL) < 0 || evsignal_add (s->sigint, NULL) < 0
       || event_add (s->sweep_timer, &sweep_every) < 0)
     return rt_error_set (err, EIO, "internal", "cannot start the server's event loop");
   return 0;
