@@ -14,7 +14,7 @@ token_create (struct cli_command *cmd, int argc, char **argv)
   cleanup_context rt_context *ctx = NULL;
   cleanup_free char *token = NULL;
   rt_token_limits lim = { 0 };
-  unsigned long sandboxes = 0, vcpu = 0, rate = 0;
+  unsigned long sandboxes = 0, vcpu = 0, rate = 0, snapshots = 0;
   rt_error *err = NULL;
   int code;
 
@@ -23,11 +23,13 @@ token_create (struct cli_command *cmd, int argc, char **argv)
   if (cli_opt_uint (cmd, &a, "max-sandboxes", 1, 100000, &sandboxes) < 0
       || cli_opt_uint (cmd, &a, "max-vcpu", 1, 1000000, &vcpu) < 0
       || cli_opt_uint (cmd, &a, "rate", 1, 100000, &rate) < 0
+      || cli_opt_uint (cmd, &a, "max-snapshots", 1, 100000, &snapshots) < 0
       || cli_opt_usd (cmd, &a, "max-cost", &lim.max_cost_micros) < 0)
     return 1;
   lim.max_sandboxes = sandboxes;
   lim.max_vcpu = vcpu;
   lim.rate = rate;
+  lim.max_snapshots = snapshots;
   ctx = cli_context ();
   if (ctx == NULL)
     return 1;
@@ -97,6 +99,7 @@ static const struct cli_opt create_opts[] = {
   { "max-vcpu", "N", "vCPUs summed over its live sandboxes", "no limit", false },
   { "max-cost", "USD", "dollars charged to it in all, after which creates are refused", "no limit", false },
   { "rate", "N", "requests a second (bursts of twice as many)", "50, bursts of 100", false },
+  { "max-snapshots", "N", "snapshots it may keep at once", "32", false },
   { NULL, NULL, NULL, NULL, false },
 };
 
@@ -107,7 +110,7 @@ static struct cli_command token_cmds[] = {
     "Make an API token for runtime serve and print it once (only its SHA-256 is kept, in the data dir's "
     "tokens.json, mode 0600). The token is a tenant: it sees only the sandboxes, images, secrets and usage it "
     "made; its limits are refused with 429 quota_exceeded. NAME: 1-32 of a-z, 0-9, '_', '-'.",
-    "NAME [--max-sandboxes N] [--max-vcpu N] [--max-cost USD] [--rate N]",
+    "NAME [--max-sandboxes N] [--max-vcpu N] [--max-cost USD] [--rate N] [--max-snapshots N]",
     "runtime token create ci --max-sandboxes 8 --max-cost 20", create_opts, false, 1, 1, NULL },
   { "ls", token_ls, "List the tokens: name, first characters, limits (never a token or its hash).", "",
     "runtime token ls", no_opts, false, 0, 0, NULL },

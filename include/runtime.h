@@ -185,6 +185,9 @@ int rt_context_set_tenant (rt_context *ctx, const char *tenant, rt_error **err);
  * @max_cost_micros: microdollars charged to it in all
  * @rate:            requests per second; 0 is the default, 50/s with a
  *                   burst of 100 (RT_TOKEN_DEFAULT_RATE, _BURST)
+ * @max_snapshots:   snapshots it keeps at once; 0 is the default, 32
+ *                   (RT_TOKEN_DEFAULT_SNAPSHOTS): each holds a VM's disk
+ *                   and RAM on the host, so there is always a limit
  */
 typedef struct rt_token_limits
 {
@@ -192,10 +195,12 @@ typedef struct rt_token_limits
   unsigned max_vcpu;
   int64_t max_cost_micros;
   unsigned rate;
+  unsigned max_snapshots;
 } rt_token_limits;
 
-#define RT_TOKEN_DEFAULT_RATE 50   /* rt_token_limits.rate 0: requests a second */
-#define RT_TOKEN_DEFAULT_BURST 100 /* and the burst the server allows */
+#define RT_TOKEN_DEFAULT_RATE 50      /* rt_token_limits.rate 0: requests a second */
+#define RT_TOKEN_DEFAULT_BURST 100    /* and the burst the server allows */
+#define RT_TOKEN_DEFAULT_SNAPSHOTS 32 /* rt_token_limits.max_snapshots 0 */
 
 /**
  * rt_token_create - make an API token, which is a tenant of that name
@@ -215,7 +220,7 @@ int rt_token_create (rt_context *ctx, const char *name, const rt_token_limits *l
  * rt_token_list_json - the API tokens, never their hashes
  * @ctx:  the context (the host view)
  * @json: [{name, createdAt, maxSandboxes, maxVcpu, maxCostMicros, rate,
- *        prefix (the token's first 7 characters)}] oldest first (free())
+ *        maxSnapshots (0: the default), prefix (the token's first 7 characters)}] oldest first (free())
  * @err:  "permission_denied" (a tenant context), "internal"
  * Return: 0, or <0 with @err set.
  */

@@ -15,6 +15,8 @@ srv_me (struct srv_req *r)
   json_object_object_add (lim, "maxSandboxes", t->max_sandboxes ? json_object_new_int (t->max_sandboxes) : NULL);
   json_object_object_add (lim, "maxVcpu", t->max_vcpu ? json_object_new_int (t->max_vcpu) : NULL);
   json_object_object_add (lim, "maxCostMicros", t->max_cost_micros ? json_object_new_int64 (t->max_cost_micros) : NULL);
+  json_object_object_add (lim, "maxSnapshots",
+                          json_object_new_int (t->max_snapshots ? t->max_snapshots : RT_TOKEN_DEFAULT_SNAPSHOTS));
   json_object_object_add (lim, "ratePerSecond", json_object_new_int (t->rate ? t->rate : RT_TOKEN_DEFAULT_RATE));
   json_object_object_add (o, "limits", lim);
   srv_reply_json (r, 200, o);

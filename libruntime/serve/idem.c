@@ -11,6 +11,7 @@
 
 #include "common/util.h"
 #include "serve/idem.h"
+#include "serve/sweep.h"
 
 struct srv_idem
 {
@@ -22,18 +23,7 @@ struct srv_idem
 void
 srv_idem_sweep (struct srv_idem *s)
 {
-  DIR *d = opendir (s->dir);
-  struct dirent *de;
-  time_t now = time (NULL);
-  struct stat st;
-
-  if (d == NULL)
-    return;
-  while ((de = readdir (d)))
-    if (de->d_name[0] != '.' && fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0
-        && now - st.st_mtime > SRV_IDEM_KEEP_S)
-      unlinkat (dirfd (d), de->d_name, 0);
-  closedir (d);
+  srv_sweep_dir (s->dir, time (NULL), SRV_IDEM_KEEP_S, 0, NULL, NULL);
 }
 
 int
@@ -49,7 +39,6 @@ srv_idem_open (const char *dir, struct srv_idem **out, rt_error **err)
       free (s);
       return rt_error_oom (err);
     }
-  srv_idem_sweep (s);
   *out = s;
   return 0;
 }
@@ -138,6 +127,30 @@ srv_idem_begin (struct srv_idem *s, const char *id, const char *body_sha, int *s
   return SRV_IDEM_NEW;
 }
 
+bool
+srv_idem_keepable (int status, const char *ctype, size_t len)
+{
+  return status < 500 && status != 409 && status != 429 && ctype && strcmp (ctype, "application/json") == 0
+         && len <= SRV_IDEM_MAX_KEEP;
+}
+
+void
+srv_idem_store (struct srv_idem *s, const char *id, const char *body_sha, int status, const char *ctype,
+                const void *body, size_t len)
+{
+  cleanup_free char *path = rt_strdup_printf ("%s/%s.json", s->dir, id);
+  cleanup_json json_object *o = json_object_new_object ();
+  const char *text;
+
+  json_object_object_add (o, "bodySha256", json_object_new_string (body_sha));
+  json_object_object_add (o, "status", json_object_new_int (status));
+  json_object_object_add (o, "contentType", json_object_new_string (ctype ? ctype : "application/json"));
+  json_object_object_add (o, "body", json_object_new_string_len (body, (int) len));
+  text = json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN);
+  if (path)
+    rt_write_file_atomic (path, text, strlen (text), 0600, NULL);
+}
+
 void
 srv_idem_finish (struct srv_idem *s, const char *id, const char *body_sha, bool keep, int status, const char *ctype,
                  const void *body, size_t len)
@@ -150,17 +163,5 @@ srv_idem_finish (struct srv_idem *s, const char *id, const char *body_sha, bool 
       s->busy[i] = s->busy[--s->nbusy];
     }
   if (keep)
-    {
-      cleanup_free char *path = rt_strdup_printf ("%s/%s.json", s->dir, id);
-      cleanup_json json_object *o = json_object_new_object ();
-      const char *text;
-
-      json_object_object_add (o, "bodySha256", json_object_new_string (body_sha));
-      json_object_object_add (o, "status", json_object_new_int (status));
-      json_object_object_add (o, "contentType", json_object_new_string (ctype ? ctype : "application/json"));
-      json_object_object_add (o, "body", json_object_new_string_len (body, (int) len));
-      text = json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN);
-      if (path)
-        rt_write_file_atomic (path, text, strlen (text), 0600, NULL);
-    }
+    srv_idem_store (s, id, body_sha, status, ctype, body, len);
 }

@@ -32,6 +32,7 @@
 struct build
 {
   char *data_dir, *tenant, *dir, *id;
+  rt_context *ctx; /* the request's tenant's (srv_ctx_new), the thread's */
   rt_build_opts o;
   char **apt, **pip, **npm, **run, **files, **env;
   char *from, *name, *workdir;
@@ -44,6 +45,7 @@ build_free (struct build *b)
 
   for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++)
     cleanup_strvp (&vs[i]);
+  rt_context_free (b->ctx);
   free (b->data_dir);
   free (b->tenant);
   free (b->dir);
@@ -125,10 +127,9 @@ build_main (void *arg)
   cleanup_free char *text = NULL, *image = NULL, *rpath = path_of (b->dir, b->id, ".json");
   cleanup_json json_object *rec = NULL;
   cleanup_close int lockfd = -1, logfd = -1;
-  rt_context *ctx = NULL;
   rt_error *err = NULL;
   size_t len;
-  int ret = -1;
+  int ret;
 
   if (rpath && rt_read_file (rpath, &text, &len, NULL) == 0)
     rec = json_tokener_parse (text);
@@ -141,9 +142,7 @@ build_main (void *arg)
   record_set (b->dir, b->id, rec, "building");
   logfd = log ? open (log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600) : -1;
   b->o.log_fd = logfd;
-  if (rt_context_new (&ctx, &err) == 0 && (b->tenant == NULL || rt_context_set_tenant (ctx, b->tenant, &err) == 0))
-    ret = rt_image_build (ctx, &b->o, &image, &err);
-  rt_context_free (ctx);
+  ret = rt_image_build (b->ctx, &b->o, &image, &err);
   if (ret == 0)
     json_object_object_add (rec, "imageId", json_object_new_string (image));
   else
@@ -366,7 +365,7 @@ srv_image_build (struct srv_req *r)
   b = build_new (ctx, tenant, rt_json_str (body, "name") ? rt_json_str (body, "name") : "image");
   if (b == NULL)
     return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
-  if (rt_mkdir_p (b->dir, 0700, &err) < 0)
+  if (srv_ctx_new (r, &b->ctx, &err) < 0 || rt_mkdir_p (b->dir, 0700, &err) < 0)
     return build_free (b), srv_reply_rt_error (r, err);
   if (builds_in_flight (b->dir) >= SRV_MAX_BUILDS)
     {

@@ -1,6 +1,7 @@
 /* request.c - a request as its handler sees it, and its answer on the way
    back to the loop thread (see server.h).
    (no header of its own: server.h and server-internal.h declare it).  */
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/http.h>
@@ -165,24 +166,44 @@ srv_token (struct srv_req *r)
   return r->authed ? &r->token : NULL;
 }
 
+/* A context of the host's, acting as the token's tenant when there is
+   one (always on an authenticated route), quiet.  */
+static int
+ctx_make (struct srv_req *r, rt_context **out, rt_error **err)
+{
+  rt_context *ctx = NULL;
+
+  if (rt_context_dup (r->srv->ctx, &ctx, err) < 0 || (r->authed && rt_context_set_tenant (ctx, r->token.name, err) < 0))
+    {
+      rt_context_free (ctx);
+      return -1;
+    }
+  /* The library's progress lines are a person's, not the request log's.  */
+  rt_context_set_progress (ctx, NULL, NULL);
+  *out = ctx;
+  return 0;
+}
+
 rt_context *
 srv_ctx (struct srv_req *r)
 {
   cleanup_error rt_error *err = NULL;
 
-  if (r->ctx)
-    return r->ctx;
-  if (rt_context_dup (r->srv->ctx, &r->ctx, &err) < 0
-      || (r->authed && rt_context_set_tenant (r->ctx, r->token.name, &err) < 0))
+  if (r->ctx == NULL && ctx_make (r, &r->ctx, &err) < 0)
     {
-      rt_context_free (r->ctx);
-      r->ctx = NULL;
       srv_reply_rt_error (r, err);
       return NULL;
     }
-  /* The library's progress lines are a person's, not the request log's.  */
-  rt_context_set_progress (r->ctx, NULL, NULL);
   return r->ctx;
+}
+
+int
+srv_ctx_new (struct srv_req *r, rt_context **out, rt_error **err)
+{
+  /* Never the host's view for a thread acting for a request.  */
+  if (!r->authed)
+    return rt_error_set (err, EPERM, "internal", "no tenant for %s %s", srv_method (r), r->path);
+  return ctx_make (r, out, err);
 }
 
 rt_sandbox *
@@ -375,6 +396,16 @@ srv_add_header (struct srv_req *r, const char *name, const char *value)
 void
 srv_reply_bytes (struct srv_req *r, int status, const char *ctype, const void *data, size_t len)
 {
+  bool first;
+
+  pthread_mutex_lock (&r->mu);
+  first = !r->whole && !r->started;
+  pthread_mutex_unlock (&r->mu);
+  /* Kept here, off the loop thread (an fsync), before the loop can send
+     the answer and let a retry waiting for it read it.  The loop reads
+     idem_id only once the answer is there.  */
+  if (first && r->idem_id && srv_idem_keepable (status, ctype, len))
+    srv_idem_store (r->srv->idem, r->idem_id, r->body_sha, status, ctype, data, len);
   pthread_mutex_lock (&r->mu);
   if (!r->whole && !r->started)
     {

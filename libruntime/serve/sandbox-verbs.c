@@ -112,11 +112,33 @@ info_aside (struct srv_req *r, const char *id, rt_error **err)
   rt_context *ctx = NULL;
   json_object *info = NULL;
 
-  if (rt_context_new (&ctx, err) == 0
-      && (srv_token (r) == NULL || rt_context_set_tenant (ctx, srv_token (r)->name, err) == 0))
+  if (srv_ctx_new (r, &ctx, err) == 0)
     info = srv_sandbox_info (ctx, id, err);
   rt_context_free (ctx);
   return info;
+}
+
+/* Waits for the job at most 200 ms and up to @end (under j->mu): true
+   once @end passed.  */
+static bool
+timed_out (struct job *j, const struct timespec *end)
+{
+  struct timespec now, until;
+
+  clock_gettime (CLOCK_REALTIME, &now);
+  if (now.tv_sec > end->tv_sec || (now.tv_sec == end->tv_sec && now.tv_nsec >= end->tv_nsec))
+    return true;
+  until = now;
+  until.tv_nsec += 200 * 1000 * 1000;
+  if (until.tv_nsec >= 1000000000)
+    {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000;
+    }
+  if (until.tv_sec > end->tv_sec || (until.tv_sec == end->tv_sec && until.tv_nsec > end->tv_nsec))
+    until = *end;
+  pthread_cond_timedwait (&j->cond, &j->mu, &until);
+  return false;
 }
 
 /* Runs a state change: to its end when @wait < 0, else at most @wait s
@@ -149,7 +171,8 @@ state_change (struct srv_req *r, rt_context *ctx, rt_sandbox *sb, enum verb v, i
   clock_gettime (CLOCK_REALTIME, &end);
   end.tv_sec += wait;
   pthread_mutex_lock (&j.mu);
-  while (!j.done && pthread_cond_timedwait (&j.cond, &j.mu, &end) != ETIMEDOUT)
+  /* In slices: a client gone meanwhile is answered (to no one) at once.  */
+  while (!j.done && !timed_out (&j, &end) && !srv_gone (r))
     ;
   done = j.done;
   pthread_mutex_unlock (&j.mu);
@@ -289,11 +312,16 @@ snapshot_verb (struct srv_req *r, rt_sandbox *sb, json_object *body)
   cleanup_error rt_error *err = NULL;
   cleanup_free char *json = NULL;
   json_object *o;
+  int ret;
 
   labels = srv_pairs_of (json_object_object_get (body, "labels"), "labels", issues);
   if (srv_reply_issues (r, issues))
     return;
-  if (rt_sandbox_snapshot (sb, rt_json_str (body, "name"), (const char *const *) labels, &json, &err) < 0)
+  if (srv_quota_snapshot (r) < 0)
+    return;
+  ret = rt_sandbox_snapshot (sb, rt_json_str (body, "name"), (const char *const *) labels, &json, &err);
+  srv_quota_snapshot_done (r);
+  if (ret < 0)
     return srv_reply_rt_error (r, err);
   if ((o = snapshot_of (json)) == NULL)
     return srv_reply_error (r, 500, "internal", NULL, NULL, "the snapshot could not be read");

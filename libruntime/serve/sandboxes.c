@@ -186,6 +186,34 @@ srv_sandbox_wait (struct srv_req *r, rt_context *ctx, const char *ref, const cha
     }
 }
 
+/* The id of the live (not stopped) sandbox named @name, or NULL.  */
+static char *
+live_id (rt_context *ctx, const char *name)
+{
+  cleanup_free char *text = NULL;
+  cleanup_json json_object *o = NULL;
+  const char *st;
+
+  if (name == NULL || rt_sandbox_get_json (ctx, name, &text, NULL) < 0 || (o = json_tokener_parse (text)) == NULL)
+    return NULL;
+  st = rt_json_str (o, "state");
+  return st && strcmp (st, "stopped") != 0 && rt_json_str (o, "id") ? strdup (rt_json_str (o, "id")) : NULL;
+}
+
+/* The create's answer: @id as it is now, or once settled (Prefer: wait).  */
+static void
+reply_created (struct srv_req *r, rt_context *ctx, const char *id, int wait, bool get_or_create, bool reused)
+{
+  cleanup_error rt_error *err = NULL;
+  json_object *info = wait > 0 ? srv_sandbox_wait (r, ctx, id, NULL, wait, &err) : srv_sandbox_info (ctx, id, &err);
+
+  if (info == NULL)
+    return srv_reply_rt_error (r, err);
+  if (get_or_create)
+    json_object_object_add (info, "reused", json_object_new_boolean (reused));
+  srv_reply_json (r, reused ? 200 : 201, info);
+}
+
 void
 srv_sandbox_create (struct srv_req *r)
 {
@@ -193,13 +221,13 @@ srv_sandbox_create (struct srv_req *r)
   cleanup_json json_object *body = srv_body_json_into (r, create_fields, issues);
   cleanup_strv char **labels = NULL, **env = NULL, **allow = NULL, **deny = NULL;
   cleanup_error rt_error *err = NULL;
+  cleanup_free char *before = NULL;
   rt_sandbox_config cfg = { 0 };
   rt_sandbox *sb = NULL;
   rt_context *ctx;
-  bool reused = false;
-  json_object *info;
   int wait = srv_prefer_wait (r), ret;
   unsigned vcpu;
+  bool reused;
 
   if (body == NULL || (ctx = srv_ctx (r)) == NULL || !create_parse (r, body, issues, &cfg, &labels, &env, &allow, &deny))
     return;
@@ -207,26 +235,30 @@ srv_sandbox_create (struct srv_req *r)
      for the boot is ours, bounded.  */
   cfg.no_wait = wait >= 0;
   if (cfg.get_or_create && cfg.name)
-    {
-      cleanup_free char *text = NULL;
-      reused = rt_sandbox_get_json (ctx, cfg.name, &text, NULL) == 0 && strstr (text, "\"state\":\"stopped\"") == NULL;
-    }
-  vcpu = reused ? 0 : create_vcpu (ctx, &cfg);
-  if (!reused && srv_quota_reserve (r, 1, vcpu) < 0)
+    before = live_id (ctx, cfg.name);
+  vcpu = create_vcpu (ctx, &cfg);
+  /* Every create reserves, getOrCreate too: the sandbox it found may be
+     gone by the time the library looks, and then it makes one.  At the
+     limit, a getOrCreate whose sandbox is live answers it without
+     creating.  */
+  ret = before ? srv_quota_try (r, 1, vcpu) : srv_quota_reserve (r, 1, vcpu);
+  if (ret < 0)
     return;
+  if (ret > 0)
+    {
+      cleanup_free char *now = live_id (ctx, cfg.name);
+      if (now)
+        return reply_created (r, ctx, now, wait, true, true);
+      if (srv_quota_reserve (r, 1, vcpu) < 0)
+        return;
+    }
   ret = rt_sandbox_create (ctx, &cfg, &sb, &err);
-  if (!reused)
-    srv_quota_release (r, 1, vcpu);
+  srv_quota_release (r, 1, vcpu);
   if (ret < 0)
     return srv_reply_rt_error (r, err);
-  info = wait > 0 ? srv_sandbox_wait (r, ctx, rt_sandbox_id (sb), NULL, wait, &err)
-                  : srv_sandbox_info (ctx, rt_sandbox_id (sb), &err);
+  reused = before && strcmp (before, rt_sandbox_id (sb)) == 0;
+  reply_created (r, ctx, rt_sandbox_id (sb), wait, cfg.get_or_create, reused);
   rt_sandbox_close (sb);
-  if (info == NULL)
-    return srv_reply_rt_error (r, err);
-  if (cfg.get_or_create)
-    json_object_object_add (info, "reused", json_object_new_boolean (reused));
-  srv_reply_json (r, reused ? 200 : 201, info);
 }
 
 static bool

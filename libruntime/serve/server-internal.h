@@ -34,12 +34,12 @@ struct srv_bucket
   double last_s;
 };
 
-/* A tenant's sandbox creates in progress (quota.c): not yet in the
+/* A tenant's sandbox creates and snapshots in progress (quota.c): not yet in the
    library's usage, counted so concurrent creates do not overshoot.  */
 struct srv_pending
 {
   char name[33];
-  unsigned sandboxes, vcpu;
+  unsigned sandboxes, vcpu, snapshots;
 };
 
 struct srv
@@ -55,6 +55,9 @@ struct srv
   double stop_deadline;
   struct srv_req *waiters; /* for the first answer to their key */
   unsigned serial;          /* of request ids */
+  struct event *accept_timer; /* conns.c: fds short, accepting paused */
+  unsigned fd_limit;
+  bool accept_paused;
   uint32_t seed;
   struct srv_bucket buckets[SRV_MAX_BUCKETS];
   size_t nbuckets;
@@ -67,6 +70,7 @@ struct srv
   unsigned nidle;    /* of them waiting for work */
   unsigned nqueued;  /* requests in the queue */
   bool stopping, exiting;
+  bool sweeping;                               /* a sweep thread runs (sweep.c) */
   struct srv_pending pending[SRV_MAX_BUCKETS]; /* creates in progress, per tenant */
 };
 
@@ -77,6 +81,7 @@ struct srv_req
      gone.  */
   struct evhttp_request *req;
   struct event *wake; /* a worker wakes the loop to flush */
+  struct event *peer; /* loop thread: the client's end closing (EV_CLOSED) */
   pthread_mutex_t mu; /* everything from here to `request` */
   pthread_cond_t cond;
   int refs;

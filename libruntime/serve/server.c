@@ -19,7 +19,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "serve/conns.h"
 #include "serve/listen.h"
+#include "serve/sweep.h"
 #include "serve/workers.h"
 #include "serve/server-internal.h"
 #include "remote/http.h"
@@ -59,16 +61,17 @@ log_request (struct srv_req *r, int status)
 
 static void resume_waiters (struct srv *s, const char *id);
 
-/* The request's stored answer is no longer awaited.  */
+/* The request's key is no longer being answered (its answer, when kept,
+   was stored by the worker: srv_reply_bytes).  */
 static void
-idem_done (struct srv_req *r, bool keep, const void *body, size_t len)
+idem_done (struct srv_req *r)
 {
   cleanup_free char *id = r->idem_id;
 
   if (id == NULL)
     return;
   r->idem_id = NULL;
-  srv_idem_finish (r->srv->idem, id, r->body_sha, keep, r->status, r->ctype, body, len);
+  srv_idem_finish (r->srv->idem, id, r->body_sha, false, 0, NULL, NULL, 0);
   resume_waiters (r->srv, id);
 }
 
@@ -83,8 +86,11 @@ loop_release (struct srv_req *r, int status)
     r->bucket->inflight--;
   r->bucket = NULL;
   r->req = NULL;
+  if (r->peer)
+    event_free (r->peer);
+  r->peer = NULL;
   log_request (r, status);
-  idem_done (r, false, NULL, 0);
+  idem_done (r);
   srv_req_unref (r);
 }
 
@@ -93,10 +99,15 @@ on_complete (struct evhttp_request *req, void *arg)
 {
   struct srv_req *r = arg;
   struct evhttp_connection *evcon = evhttp_request_get_connection (req);
+  bool gone;
 
   if (evcon)
     evhttp_connection_set_closecb (evcon, NULL, NULL);
-  loop_release (r, r->status);
+  pthread_mutex_lock (&r->mu);
+  gone = r->gone;
+  pthread_mutex_unlock (&r->mu);
+  /* Written into a connection its client had closed (on_peer_closed).  */
+  loop_release (r, gone ? 499 : r->status);
 }
 
 static void
@@ -110,6 +121,10 @@ on_close (struct evhttp_connection *evcon, void *arg)
   r->gone = true;
   pthread_cond_broadcast (&r->cond);
   pthread_mutex_unlock (&r->mu);
+  /* Its fd closes now: no watch may stay on a number reused next.  */
+  if (r->peer)
+    event_free (r->peer);
+  r->peer = NULL;
   sent = r->start_sent;
   /* A whole answer being written goes with its connection.  A request
      not answered yet, or a stream (whose start is not the end of the
@@ -122,6 +137,45 @@ on_close (struct evhttp_connection *evcon, void *arg)
     }
   if (sent)
     loop_release (r, 499);
+}
+
+/* The client closed its end while its request is handled: evhttp reads
+   nothing then (it would take more bytes for a request of the wrong
+   time), so a wait or a quiet stream would go on to its end.  Marked
+   gone, the handler ends early; its answer then meets the closed
+   connection, whose close callback lets the request go.  A client that
+   only shuts down its sending side counts as gone too.  */
+static void
+on_peer_closed (evutil_socket_t fd, short what, void *arg)
+{
+  struct srv_req *r = arg;
+
+  (void) fd;
+  (void) what;
+  pthread_mutex_lock (&r->mu);
+  r->gone = true;
+  pthread_cond_broadcast (&r->cond);
+  pthread_mutex_unlock (&r->mu);
+}
+
+/* Watches the connection for its client's close while the request may
+   wait: not for a plain GET (answered at once; the most frequent).  */
+static void
+watch_peer (struct srv_req *r, struct evhttp_request *req)
+{
+  struct evhttp_connection *evcon = evhttp_request_get_connection (req);
+  struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent (evcon) : NULL;
+  evutil_socket_t fd = bev ? bufferevent_getfd (bev) : -1;
+
+  if (fd < 0 || (r->route->flags & SRV_INLINE) || (r->method == EVHTTP_REQ_GET && TAILQ_EMPTY (&r->query))
+      || !(event_base_get_features (r->srv->base) & EV_FEATURE_EARLY_CLOSE))
+    return;
+  r->peer = event_new (r->srv->base, fd, EV_CLOSED, on_peer_closed, r);
+  if (r->peer && event_add (r->peer, NULL) < 0)
+    {
+      event_free (r->peer);
+      r->peer = NULL;
+    }
 }
 
 static void
@@ -149,18 +203,13 @@ add_head (struct srv_req *r)
   evhttp_add_header (h, kv->key, kv->value);
 }
 
-/* A whole answer: kept for its Idempotency-Key, then sent.  */
+/* A whole answer: its Idempotency-Key's time ends (the worker kept the
+   answer: srv_reply_bytes), then it is sent.  */
 static void
 send_whole (struct srv_req *r)
 {
-  /* What a retry would get again: not a conflict of the moment (busy,
-     not ready), a limit or a failure.  */
-  bool keep = r->status < 500 && r->status != 409 && r->status != 429 && r->ctype
-              && strcmp (r->ctype, "application/json") == 0;
-  size_t len = evbuffer_get_length (r->out);
-
   if (r->idem_id)
-    idem_done (r, keep, evbuffer_pullup (r->out, -1), len);
+    idem_done (r);
   add_head (r);
   evhttp_send_reply (r->req, r->status, r->status < 400 ? "OK" : "Error", r->out);
 }
@@ -217,7 +266,7 @@ srv_req_flush (struct srv_req *r)
     }
   if (end)
     {
-      idem_done (r, false, NULL, 0);
+      idem_done (r);
       evhttp_send_reply_end (r->req);
     }
 }
@@ -519,6 +568,7 @@ on_request (struct evhttp_request *req, void *arg)
     return;
   if (!(r->route->flags & SRV_NO_AUTH) && (!authenticate (r) || !within_rate (r)))
     return;
+  watch_peer (r, req);
   dispatch_idem (r);
 }
 
@@ -549,7 +599,7 @@ on_sweep (evutil_socket_t fd, short what, void *arg)
 
   (void) fd;
   (void) what;
-  srv_idem_sweep (s->idem);
+  srv_sweep_start (s);
 }
 
 static void
@@ -582,6 +632,8 @@ srv_free (struct srv *s)
     event_free (s->stop_timer);
   if (s->sweep_timer)
     event_free (s->sweep_timer);
+  if (s->accept_timer)
+    event_free (s->accept_timer);
   if (s->http)
     evhttp_free (s->http);
   if (s->base)
@@ -619,15 +671,14 @@ srv_setup (struct srv *s, rt_context *ctx, const rt_serve_opts *opts, int fd, rt
   evhttp_set_max_headers_size (s->http, 64 << 10);
   evhttp_set_timeout (s->http, 300);
   evhttp_set_gencb (s->http, on_request, s);
-  if (s->ssl)
-    evhttp_set_bevcb (s->http, srv_tls_bev, s->ssl);
+  evhttp_set_bevcb (s->http, srv_conn_bev, s);
   s->bound = evhttp_accept_socket_with_handle (s->http, fd);
   s->sigterm = evsignal_new (s->base, SIGTERM, on_signal, s);
   s->sigint = evsignal_new (s->base, SIGINT, on_signal, s);
   s->stop_timer = evtimer_new (s->base, on_stop_tick, s);
   s->sweep_timer = event_new (s->base, -1, EV_PERSIST, on_sweep, s);
-  if (s->bound == NULL || s->sigterm == NULL || s->sigint == NULL || s->stop_timer == NULL || s->sweep_timer == NULL
-      || evsignal_add (s->sigterm, NULL) < 0 || evsignal_add (s->sigint, NULL) < 0
+  if (s->bound == NULL || srv_conns_setup (s) < 0 || s->sigterm == NULL || s->sigint == NULL || s->stop_timer == NULL
+      || s->sweep_timer == NULL || evsignal_add (s->sigterm, NULL) < 0 || evsignal_add (s->sigint, NULL) < 0
       || event_add (s->sweep_timer, &sweep_every) < 0)
     return rt_error_set (err, EIO, "internal", "cannot start the server's event loop");
   return 0;
@@ -671,6 +722,9 @@ rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
       srv_free (s);
       return -1;
     }
+  /* Old files go at start too: a server restarted more often than hourly
+     would never sweep.  */
+  srv_sweep_start (s);
   event_base_dispatch (s->base);
   pthread_mutex_lock (&s->mu);
   idle = s->workers == 0;

@@ -61,6 +61,10 @@ const struct rt_token_info *srv_token (struct srv_req *r);
 /* A context acting as the token's tenant, made on first use and freed with
    the request; NULL after replying the error.  */
 rt_context *srv_ctx (struct srv_req *r);
+/* Another such context, the caller's (rt_context_free), for a thread of
+   the handler's own that may outlive the request; refused for a request
+   without a token: such a thread never acts as the host.  */
+int srv_ctx_new (struct srv_req *r, rt_context **out, rt_error **err);
 /* The live sandbox `{id}` names, the tenant's; NULL after replying the
    error (404 for anyone else's).  Close it with rt_sandbox_close.  */
 rt_sandbox *srv_sandbox_open (struct srv_req *r);
@@ -93,7 +97,16 @@ bool srv_stopping (struct srv_req *r);
    progress: 0 and the reservation counted until srv_quota_release, or -1
    after replying 429 quota_exceeded (quota.c).  */
 int srv_quota_reserve (struct srv_req *r, unsigned sandboxes, unsigned vcpu);
+/* The same, but 1 with nothing replied nor reserved when a limit is
+   reached (the caller may still answer without creating).  */
+int srv_quota_try (struct srv_req *r, unsigned sandboxes, unsigned vcpu);
 void srv_quota_release (struct srv_req *r, unsigned sandboxes, unsigned vcpu);
+/* One more snapshot for the token: at most its max_snapshots
+   (RT_TOKEN_DEFAULT_SNAPSHOTS when 0) with those being made; 0 and counted
+   as being made until srv_quota_snapshot_done, or -1 after replying 429
+   quota_exceeded.  */
+int srv_quota_snapshot (struct srv_req *r);
+void srv_quota_snapshot_done (struct srv_req *r);
 
 /* Answers.  Exactly one per request; a handler that returns without one
    answers 500.  */

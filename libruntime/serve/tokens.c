@@ -185,6 +185,7 @@ new_entry (const char *name, const rt_token_limits *l, const char *token)
   json_object_object_add (o, "maxVcpu", json_object_new_int64 (l->max_vcpu));
   json_object_object_add (o, "maxCostMicros", json_object_new_int64 (l->max_cost_micros));
   json_object_object_add (o, "rate", json_object_new_int64 (l->rate));
+  json_object_object_add (o, "maxSnapshots", json_object_new_int64 (l->max_snapshots));
   return o;
 }
 
@@ -245,7 +246,7 @@ rt_token_list_json (rt_context *ctx, char **json, rt_error **err)
   cleanup_free char *path = store_path (ctx);
   cleanup_json json_object *store = NULL, *out = json_object_new_array ();
   static const char *const shown[]
-      = { "name", "createdAt", "maxSandboxes", "maxVcpu", "maxCostMicros", "rate", "prefix", NULL };
+      = { "name", "createdAt", "maxSandboxes", "maxVcpu", "maxCostMicros", "rate", "maxSnapshots", "prefix", NULL };
   struct stat st;
   int ret = rt_tenant_refuse (ctx, "managing tokens", err);
 
@@ -377,6 +378,7 @@ take_entries (struct rt_tokens *t, json_object *store)
       v[k].info.max_vcpu = (unsigned) rt_json_i64 (o, "maxVcpu");
       v[k].info.max_cost_micros = rt_json_i64 (o, "maxCostMicros");
       v[k].info.rate = (unsigned) rt_json_i64 (o, "rate");
+      v[k].info.max_snapshots = (unsigned) rt_json_i64 (o, "maxSnapshots");
       k++;
     }
   free (t->v);

@@ -4,7 +4,7 @@
  * <data>/tokens.json (mode 0600, written atomically under tokens.lock):
  * {"tokens": [{name, sha256 (hex of the whole token), prefix (its first 7
  * characters, for people), createdAt, maxSandboxes, maxVcpu,
- * maxCostMicros, rate}]}.  A token is "rt_" and 40 base32 characters
+ * maxCostMicros, rate, maxSnapshots}]}.  A token is "rt_" and 40 base32 characters
  * (200 bits from getrandom): a plain SHA-256 of it cannot be reversed, and
  * the token itself is written nowhere.
  */
@@ -19,7 +19,7 @@
 struct rt_token_info
 {
   char name[33];
-  unsigned max_sandboxes, max_vcpu, rate;
+  unsigned max_sandboxes, max_vcpu, rate, max_snapshots; /* max_snapshots 0: the default */
   int64_t max_cost_micros;
 };
 

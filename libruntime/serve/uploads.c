@@ -10,6 +10,8 @@
  * streams data into the sandbox (sandbox/fileops.h) and removes the
  * upload.  Bounded: UPLOAD_MAX_SIZE each, UPLOAD_MAX_OPEN per tenant, and
  * one untouched for UPLOAD_TTL_S is removed by the tenant's next begin.
+ * A begin needs room on the host's disk for its size beside what every
+ * open upload (every tenant's) was promised and has not received yet.
  * (no header of its own: handlers.h declares its routes).
  */
 #include <dirent.h>
@@ -73,6 +75,54 @@ sweep (const char *dir)
         left++;
     }
   return left;
+}
+
+/* The bytes open uploads under @dir (one tenant's) were promised and have
+   not taken yet: their data files are sparse until their chunks come.  */
+static uint64_t
+owed_in (const char *dir)
+{
+  cleanup_dir DIR *d = opendir (dir);
+  struct dirent *de;
+  uint64_t owed = 0;
+
+  while (d && (de = readdir (d)))
+    {
+      cleanup_free char *m = NULL, *data = NULL, *text = NULL;
+      cleanup_json json_object *meta = NULL;
+      struct stat st;
+      uint64_t size, have;
+      if (!upload_id_ok (de->d_name))
+        continue;
+      m = rt_strdup_printf ("%s/%s/meta.json", dir, de->d_name);
+      data = rt_strdup_printf ("%s/%s/data", dir, de->d_name);
+      if (m == NULL || data == NULL || rt_read_file (m, &text, NULL, NULL) < 0
+          || (meta = json_tokener_parse (text)) == NULL)
+        continue;
+      size = (uint64_t) rt_json_i64 (meta, "size");
+      have = stat (data, &st) == 0 ? (uint64_t) st.st_blocks * 512 : 0;
+      owed += size > have ? size - have : 0;
+    }
+  return owed;
+}
+
+/* What every tenant's open uploads still need on the host's disk: each
+   begin reserves its size against the room the others left.  */
+static uint64_t
+owed_all (const char *uploads)
+{
+  cleanup_dir DIR *d = opendir (uploads);
+  struct dirent *de;
+  uint64_t owed = 0;
+
+  while (d && (de = readdir (d)))
+    {
+      cleanup_free char *dir = NULL;
+      if (de->d_name[0] == '.' || (dir = rt_strdup_printf ("%s/%s", uploads, de->d_name)) == NULL)
+        continue;
+      owed += owed_in (dir);
+    }
+  return owed;
 }
 
 static const struct srv_field begin_fields[] = {
@@ -144,12 +194,12 @@ srv_upload_begin (struct srv_req *r)
   cleanup_sandbox rt_sandbox *sb = srv_sandbox_open (r);
   unsigned mode = 0644;
   cleanup_json json_object *body = sb ? begin_body (r, &mode) : NULL;
-  cleanup_free char *dir = tenant_dir (r), *path = NULL;
+  cleanup_free char *dir = tenant_dir (r), *path = NULL, *root = NULL;
   cleanup_error rt_error *err = NULL;
   cleanup_close int lock = -1;
   unsigned char rnd[8];
   struct statvfs vfs;
-  uint64_t size;
+  uint64_t size, owed;
   json_object *meta, *o;
   char created[32];
 
@@ -162,9 +212,12 @@ srv_upload_begin (struct srv_req *r)
   if (sweep (dir) >= UPLOAD_MAX_OPEN)
     return srv_reply_error (r, 429, "quota_exceeded", "commit or abort one first", NULL,
                             "a token has at most %d uploads open", UPLOAD_MAX_OPEN);
-  if (statvfs (dir, &vfs) == 0 && (uint64_t) vfs.f_bavail * vfs.f_frsize < size + UPLOAD_SPARE)
-    return srv_reply_error (r, 507, "insufficient_storage", NULL, NULL, "no room for %llu bytes on the server",
-                            (unsigned long long) size);
+  root = rt_strdup_printf ("%s/serve/uploads", srv_ctx (r)->data_dir);
+  owed = root ? owed_all (root) : 0;
+  if (statvfs (dir, &vfs) == 0 && (uint64_t) vfs.f_bavail * vfs.f_frsize < size + owed + UPLOAD_SPARE)
+    return srv_reply_error (r, 507, "insufficient_storage", "commit or abort an open upload, or free disk", NULL,
+                            "no room for %llu bytes on the server beside the %llu the open uploads still need",
+                            (unsigned long long) size, (unsigned long long) owed);
   if (getrandom (rnd, sizeof (rnd), 0) != sizeof (rnd))
     return srv_reply_error (r, 500, "internal", NULL, NULL, "getrandom: %s", strerror (errno));
   path = rt_strdup_printf ("%s/up-%02x%02x%02x%02x%02x%02x%02x%02x", dir, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],

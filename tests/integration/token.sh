@@ -16,12 +16,13 @@ expect_error "--max-sandboxes not a number" usage runtime token create a --max-s
 expect_error "--max-cost negative" usage runtime token create a --max-cost -1
 expect_error "--max-cost not dollars" usage runtime token create a --max-cost 5usd
 expect_error "--rate 0" usage runtime token create a --rate 0
+expect_error "--max-snapshots 0" usage runtime token create a --max-snapshots 0
 expect_error "an unknown option" usage runtime token create a --max-cpu 2
 expect_error "an unknown command" usage runtime token make a
 is "nothing was stored by refused commands" "$(ls "$RUNTIME_DATA_DIR" 2>/dev/null | grep -c tokens.json)" "0"
 
 umask 000
-tok=$(runtime token create ci --max-sandboxes 2 --max-vcpu 4 --max-cost 1.5 --rate 20 2>"$tmp/said")
+tok=$(runtime token create ci --max-sandboxes 2 --max-vcpu 4 --max-cost 1.5 --rate 20 --max-snapshots 5 2>"$tmp/said")
 check "the token on stdout: rt_ and 40 base32 characters" grep -qxE 'rt_[a-z2-7]{40}' <<<"$tok"
 check "stderr says it will not be shown again" grep -q "will not be shown again" "$tmp/said"
 is "tokens.json is 0600 under umask 000" "$(stat -c %a "$store")" "600"
@@ -33,8 +34,8 @@ is "--json: the name and the token" "$(json_get 'o["name"], len(o["token"])' <<<
 
 ls_json=$(runtime token ls --json)
 is "ls --json: both, oldest first" "$(json_get '[t["name"] for t in o]' <<<"$ls_json")" "['ci', 'ci2']"
-is "ls --json: the limits" "$(json_get '[o[0][k] for k in ("maxSandboxes", "maxVcpu", "maxCostMicros", "rate")]' <<<"$ls_json")" \
-    "[2, 4, 1500000, 20]"
+is "ls --json: the limits" "$(json_get '[o[0][k] for k in ("maxSandboxes", "maxVcpu", "maxCostMicros", "rate", "maxSnapshots")]' <<<"$ls_json")" \
+    "[2, 4, 1500000, 20, 5]"
 is "ls --json: the prefix, first 7 characters" "$(json_get 'o[0]["prefix"]' <<<"$ls_json")" "${tok:0:7}"
 check "ls never shows a hash" bash -c '! grep -qi sha256 <<<"$1"' bash "$ls_json"
 check "ls: a table with the name" sh -c 'runtime token ls | grep -q "^ci  "'

@@ -61,6 +61,22 @@ main (void)
   ok (srv_idem_begin (s, id, "cc", &status, &ctype, &body, &len) == SRV_IDEM_NEW, "unkept: the retry runs again");
   srv_idem_finish (s, id, "cc", false, 0, NULL, NULL, 0);
   free (id);
+  id = srv_idem_id ("alice", "POST", "/v1/sandboxes", "k3");
+  ok (srv_idem_keepable (201, "application/json", 10) && !srv_idem_keepable (503, "application/json", 10)
+          && !srv_idem_keepable (409, "application/json", 10) && !srv_idem_keepable (429, "application/json", 10)
+          && !srv_idem_keepable (200, "application/x-ndjson", 10)
+          && !srv_idem_keepable (200, "application/json", SRV_IDEM_MAX_KEEP + 1),
+      "kept: JSON answers up to 1 MiB but 409, 429 and 5xx");
+  ok (srv_idem_begin (s, id, "dd", &status, &ctype, &body, &len) == SRV_IDEM_NEW, "a worker's key goes on");
+  srv_idem_store (s, id, "dd", 201, "application/json", "{}", 2);
+  ok (srv_idem_begin (s, id, "dd", &status, &ctype, &body, &len) == SRV_IDEM_BUSY,
+      "stored by the worker: still busy until the loop ends it");
+  srv_idem_finish (s, id, "dd", false, 0, NULL, NULL, 0);
+  ok (srv_idem_begin (s, id, "dd", &status, &ctype, &body, &len) == SRV_IDEM_REPLAY && status == 201,
+      "then the worker's stored answer replays");
+  free (body);
+  free (ctype);
+  free (id);
   srv_idem_free (s);
   rt_rm_rf (dir, NULL);
   return tap_done ();

@@ -160,6 +160,25 @@ api POST "$u30/$up:commit" >/dev/null
 is "… the upload is gone after its commit: 404" "$status" 404
 is "… and nothing of it is left on the host" "$(ls -A "$RUNTIME_DATA_DIR/serve/uploads/"*/ 2>/dev/null | grep -v '^\.lock$')" ""
 
+# -- open uploads reserve the host's disk: 10 GiB uploads (sparse until
+# their chunks come) are refused 507 once their sizes pass the free room
+free=$(df -B1 --output=avail "$RUNTIME_DATA_DIR" | tail -1)
+if [ "$free" -lt $((70 << 30)) ]; then
+    ups=() sts=
+    for i in 1 2 3 4 5 6 7 8; do
+        api POST "$u30" "{\"path\": \"/workspace/t30/big$i\", \"size\": $((10 << 30)), \"sha256\": \"$(printf '0%.0s' $(seq 64))\"}" >/dev/null
+        sts="$sts $status"
+        [ "$status" = 201 ] && ups+=("$(bj 'o["uploadId"]')")
+        [ "$status" = 201 ] || break
+    done
+    is "10 GiB uploads begun until their sizes pass the $((free >> 30)) GiB free: then 507" \
+        "${#ups[@]} ${sts##* }" "$(( (free - (256 << 20)) / (10 << 30) )) 507"
+    for id in "${ups[@]}"; do api POST "$u30/$id:abort" >/dev/null; done
+    is "… aborted, nothing left" "$(ls -A "$RUNTIME_DATA_DIR/serve/uploads/"*/ 2>/dev/null | grep -v '^\.lock$')" ""
+else
+    ok "open uploads reserve the disk # SKIP over 70 GiB free"
+fi
+
 api POST "$u30" "{\"path\": \"/workspace/t30/up/bad.bin\", \"size\": $size, \"sha256\": \"$(printf '0%.0s' $(seq 64))\"}" >/dev/null
 up=$(bj 'o["uploadId"]')
 put_chunks "$up" "$tmp/f30-up" $offsets >/dev/null

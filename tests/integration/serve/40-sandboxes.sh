@@ -128,8 +128,10 @@ check ":wake of a stopped one: refused (4xx)" test "${status:0:1}" = 4
 api DELETE "/v1/sandboxes/$P" >/dev/null
 
 # -- the token's limits
-TOKEN_Q=$(runtime token create tenant-q --max-sandboxes 1 --max-vcpu 1 --rate 1000 2>"$tmp/err" | tail -1)
-check "a token with --max-sandboxes 1 --max-vcpu 1" test -n "$TOKEN_Q"
+TOKEN_Q=$(runtime token create tenant-q --max-sandboxes 1 --max-vcpu 1 --max-snapshots 1 --rate 1000 2>"$tmp/err" | tail -1)
+check "a token with --max-sandboxes 1 --max-vcpu 1 --max-snapshots 1" test -n "$TOKEN_Q"
+is "/v1/me: its limits" "$(API_TOKEN=$TOKEN_Q api GET /v1/me | json_get '[o["limits"][k] for k in ("maxSandboxes", "maxSnapshots")]')" "[1, 1]"
+is "… and another token's default of 32 snapshots" "$(api GET /v1/me | json_get 'o["limits"]["maxSnapshots"]')" 32
 API_TOKEN=$TOKEN_Q api POST /v1/sandboxes '{"vcpu": 2, "memoryMiB": 512}' >/dev/null
 answer "2 vCPUs over maxVcpu 1: 429 quota_exceeded" 429 quota_exceeded
 check "… with Retry-After" test -n "$(hdr Retry-After)"
@@ -137,7 +139,7 @@ check "… a message naming the limit" grep -q maxVcpu "$tmp/api.body"
 qpids=
 for i in 1 2; do
     curl -sS --noproxy '*' --max-time 120 -o "$tmp/q$i.body" -w '%{http_code}' -H "Authorization: Bearer $TOKEN_Q" \
-        -H 'Prefer: wait=0' --data-binary '{"vcpu": 1, "memoryMiB": 512}' "$API/v1/sandboxes" >"$tmp/q$i.status" &
+        -H 'Prefer: wait=0' --data-binary '{"vcpu": 1, "memoryMiB": 512, "name": "q'$i'"}' "$API/v1/sandboxes" >"$tmp/q$i.status" &
     qpids="$qpids $!"
 done
 # Those two only: the server is a job of this shell too.
@@ -148,8 +150,21 @@ API_TOKEN=$TOKEN_Q api GET "/v1/sandboxes/$Q?waitFor=running&timeoutSeconds=120"
 is "… the one made runs" "$(bj 'o["state"]')" running
 API_TOKEN=$TOKEN_Q api POST /v1/sandboxes '{"vcpu": 1, "memoryMiB": 512}' >/dev/null
 answer "a third create: 429 quota_exceeded" 429 quota_exceeded
+QN=$(API_TOKEN=$TOKEN_Q api GET "/v1/sandboxes/$Q" | json_get 'o["name"]')
+API_TOKEN=$TOKEN_Q api POST /v1/sandboxes '{"vcpu": 1, "memoryMiB": 512, "getOrCreate": true, "name": "'"$QN"'"}' >/dev/null
+is "getOrCreate of its live sandbox at the limit: 200, reused, the same" "$status $(bj 'o["reused"], o["id"] == "'"$Q"'"')" "200 True True"
+API_TOKEN=$TOKEN_Q api POST /v1/sandboxes '{"vcpu": 1, "memoryMiB": 512, "getOrCreate": true, "name": "q-other"}' >/dev/null
+answer "getOrCreate of another name at the limit: 429 (every create path reserves)" 429 quota_exceeded
 API_TOKEN=$TOKEN_Q api POST "/v1/sandboxes/$Q:fork" '{}' >/dev/null
 answer ":fork over the limit: 429 quota_exceeded" 429 quota_exceeded
+API_TOKEN=$TOKEN_Q api POST "/v1/sandboxes/$Q:snapshot" '{}' >/dev/null
+QS=$(bj 'o.get("id", "")')
+is ":snapshot under maxSnapshots 1: made" "$status $(bj 'o["kind"]')" "200 snapshot"
+API_TOKEN=$TOKEN_Q api POST "/v1/sandboxes/$Q:snapshot" '{}' >/dev/null
+answer "a second :snapshot: 429 quota_exceeded" 429 quota_exceeded
+check "… naming maxSnapshots" grep -q maxSnapshots "$tmp/api.body"
+API_TOKEN=$TOKEN_Q api DELETE "/v1/snapshots/$QS" >/dev/null
+is "… its snapshot deleted" "$status" 200
 API_TOKEN=$TOKEN_Q api DELETE "/v1/sandboxes/$Q" >/dev/null
 is "its sandbox deleted" "$status" 200
 runtime token rm tenant-q >/dev/null 2>&1

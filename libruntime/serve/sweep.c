@@ -1,0 +1,125 @@
+/* sweep.c - old server files removed (see sweep.h).  */
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "sandbox/store.h"
+#include "serve/server-internal.h"
+#include "serve/sweep.h"
+
+size_t
+srv_sweep_dir (const char *dir, time_t now, time_t age_s, int depth, bool (*keep) (const char *name, void *arg),
+               void *arg)
+{
+  DIR *d = opendir (dir);
+  struct dirent *de;
+  struct stat st;
+  size_t n = 0;
+
+  if (d == NULL)
+    return 0;
+  while ((de = readdir (d)))
+    {
+      if (de->d_name[0] == '.' || fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        continue;
+      if (depth > 0 && S_ISDIR (st.st_mode))
+        {
+          cleanup_free char *sub = rt_strdup_printf ("%s/%s", dir, de->d_name);
+          if (sub)
+            n += srv_sweep_dir (sub, now, age_s, depth - 1, keep, arg);
+          continue;
+        }
+      if (S_ISREG (st.st_mode) && now - st.st_mtime > age_s && !(keep && keep (de->d_name, arg))
+          && unlinkat (dirfd (d), de->d_name, 0) == 0)
+        n++;
+    }
+  closedir (d);
+  return n;
+}
+
+struct sweep
+{
+  struct srv *srv;
+  rt_context *ctx;
+};
+
+/* A sandbox named @name still is: live (its state dir) or recorded.  */
+static bool
+sandbox_is (const char *name, void *arg)
+{
+  struct sweep *w = arg;
+  cleanup_free char *dir = rt_sandbox_dir (w->ctx, name), *rec = rt_record_path (w->ctx, name);
+  struct stat st;
+
+  /* Unsure (out of memory): kept, the next sweep decides.  */
+  return dir == NULL || rec == NULL || lstat (dir, &st) == 0 || lstat (rec, &st) == 0;
+}
+
+static void *
+sweep_main (void *arg)
+{
+  struct sweep *w = arg;
+  struct srv *s = w->srv;
+  cleanup_free char *deleted = rt_strdup_printf ("%s/serve/deleted", w->ctx->data_dir);
+  cleanup_free char *network = rt_strdup_printf ("%s/serve/network", w->ctx->data_dir);
+  time_t now = time (NULL);
+
+  srv_idem_sweep (s->idem);
+  if (deleted)
+    srv_sweep_dir (deleted, now, SRV_SWEEP_KEEP_S, 1, sandbox_is, w);
+  if (network)
+    srv_sweep_dir (network, now, SRV_SWEEP_KEEP_S, 0, sandbox_is, w);
+  rt_context_free (w->ctx);
+  free (w);
+  pthread_mutex_lock (&s->mu);
+  s->sweeping = false;
+  s->workers--;
+  pthread_cond_broadcast (&s->idle);
+  pthread_mutex_unlock (&s->mu);
+  return NULL;
+}
+
+void
+srv_sweep_start (struct srv *s)
+{
+  struct sweep *w = calloc (1, sizeof (*w));
+  pthread_attr_t attr;
+  pthread_t t;
+  bool go;
+
+  if (w == NULL || rt_context_dup (s->ctx, &w->ctx, NULL) < 0)
+    {
+      free (w);
+      return;
+    }
+  w->srv = s;
+  pthread_mutex_lock (&s->mu);
+  go = !s->sweeping && !s->stopping;
+  if (go)
+    {
+      s->sweeping = true;
+      s->workers++;
+    }
+  pthread_mutex_unlock (&s->mu);
+  pthread_attr_init (&attr);
+  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
+  if (go && pthread_create (&t, &attr, sweep_main, w) == 0)
+    w = NULL;
+  else if (go)
+    {
+      pthread_mutex_lock (&s->mu);
+      s->sweeping = false;
+      s->workers--;
+      pthread_mutex_unlock (&s->mu);
+    }
+  pthread_attr_destroy (&attr);
+  if (w)
+    {
+      rt_context_free (w->ctx);
+      free (w);
+    }
+}
