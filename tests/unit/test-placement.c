@@ -1,14 +1,13 @@
 /* test-placement.c - where a new sandbox goes among many hosts
    (libruntime/cluster/placement.c): hosts without room, lost ones, a
-   spare preferred, the retry order, determinism, and balance: 10,000
-   creates over 100 hosts of three sizes, placed from reports refreshed
-   only every 100 creates by two replicas that each know only their own
-   placements since, leave the most loaded host within 1.2 times the mean
-   load.  */
+   spare preferred, the retry order, determinism, and balance: place-sim.h's
+   10,000 creates over 100 hosts from stale reports leave the most loaded
+   host within 1.2 times the mean load.  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cluster/placement.h"
+#include "place-sim.h"
 #include "tap.h"
 
 static const struct rt_place_shape small = { 1, 512 };
@@ -64,52 +63,6 @@ test_rank (void)
   }
 }
 
-/* 10,000 creates over 100 hosts of 32, 64 and 128 vCPUs, two replicas,
-   reports refreshed every 100 creates.  Return: max/mean load.  */
-static double
-simulate (unsigned sample)
-{
-  enum { HOSTS = 100, CREATES = 10000, REFRESH = 100 };
-  static struct rt_node_report truth[HOSTS], view[2][HOSTS];
-  uint64_t rng = 12345;
-  size_t order[HOSTS];
-  double max = 0, sum = 0;
-
-  for (int i = 0; i < HOSTS; i++)
-    {
-      unsigned vcpu = i % 3 == 0 ? 32 : i % 3 == 1 ? 64 : 128;
-      truth[i] = node (vcpu * 4, (uint64_t) vcpu * 8192, 0, 0); /* 4x overcommitted vCPUs */
-    }
-  for (int c = 0; c < CREATES; c++)
-    {
-      int r = c % 2;
-      if (c % REFRESH == 0)
-        for (int k = 0; k < 2; k++)
-          memcpy (view[k], truth, sizeof truth);
-      if (rt_place (view[r], HOSTS, &small, sample, &rng, order, HOSTS) == 0)
-        return 99;
-      /* The host itself refuses what it has no room for: the next one.  */
-      for (size_t k = 0; k < HOSTS; k++)
-        {
-          struct rt_node_report *t = &truth[order[k]];
-          if (t->vcpu_free < small.vcpu || t->mem_free_mib < small.memory_mib)
-            continue;
-          t->vcpu_free -= small.vcpu;
-          t->mem_free_mib -= small.memory_mib;
-          view[r][order[k]].vcpu_free -= small.vcpu;
-          view[r][order[k]].mem_free_mib -= small.memory_mib;
-          break;
-        }
-    }
-  for (int i = 0; i < HOSTS; i++)
-    {
-      double l = rt_place_load (&truth[i], &(struct rt_place_shape){ 0, 0 });
-      max = l > max ? l : max;
-      sum += l;
-    }
-  return max / (sum / HOSTS);
-}
-
 int
 main (void)
 {
@@ -117,7 +70,7 @@ main (void)
 
   test_room ();
   test_rank ();
-  ratio = simulate (RT_PLACE_SAMPLE);
+  ratio = place_sim (RT_PLACE_SAMPLE, 12345, NULL);
   ok (ratio <= 1.2, "10,000 creates over 100 hosts from stale reports: max/mean load %.3f <= 1.2", ratio);
   return tap_done ();
 }
