@@ -13,6 +13,7 @@
  * as four i64s); FAIL (the error's code, a NUL, its message).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
@@ -30,7 +31,8 @@
 #include "sandbox/session.h"
 
 #define WRITE_MAX (256u * 1024u) /* queued input, and one :write's bytes */
-#define FULL_RETRY_MS 50         /* the server held all it would: again after */
+#define FULL_RETRY_MS 50         /* the server held all it would: again after, */
+#define FULL_RETRY_MAX_MS 1000   /* doubling up to this while nothing is taken */
 
 enum
 {
@@ -47,6 +49,8 @@ struct remote_session
   rt_sandbox *sb;
   uint32_t pid;
   int thread_fd; /* the threads' end of the socketpair */
+  pthread_mutex_t send_lock; /* one record at a time on it, from either thread */
+  int abort_pipe[2];         /* written at free: the output thread's follow ends */
   pthread_t reader, writer;
   bool reader_started, writer_started;
   /* The input queue, shared with the writer thread.  */
@@ -56,6 +60,7 @@ struct remote_session
   size_t queued;
   uint64_t offset;     /* the stdin offset of queue[0] */
   bool eof_asked, eof_sent, closing, write_failed;
+  unsigned retry_ms;   /* the writer's wait before asking again, 0: none */
   /* The caller's side of the records.  */
   uint8_t hdr[5];
   size_t hdr_have;
@@ -89,9 +94,13 @@ static int
 put_record (struct remote_session *r, int type, const void *data, size_t len)
 {
   uint8_t hdr[5] = { (uint8_t) type };
+  int ret;
 
   rt_put_u32 (hdr + 1, (uint32_t) len);
-  return send_all (r->thread_fd, hdr, sizeof hdr) < 0 || (len && send_all (r->thread_fd, data, len) < 0) ? -1 : 0;
+  pthread_mutex_lock (&r->send_lock);
+  ret = send_all (r->thread_fd, hdr, sizeof hdr) < 0 || (len && send_all (r->thread_fd, data, len) < 0) ? -1 : 0;
+  pthread_mutex_unlock (&r->send_lock);
+  return ret;
 }
 
 static int
@@ -110,7 +119,7 @@ read_output (void *arg)
   cleanup_error rt_error *err = NULL;
   bool exited = false;
 
-  if (rt_remote_sandbox_logs (r->sb, r->pid, true, &opts, &res, &exited, &err) < 0 || !exited)
+  if (rt_remote_follow (r->sb, r->pid, true, &opts, r->abort_pipe[0], &res, &exited, &err) < 0 || !exited)
     {
       const char *code = err ? err->code : "internal";
       const char *msg = err ? err->msg : "lost the stream of the command before it ended";
@@ -180,11 +189,18 @@ write_some (struct remote_session *r)
     r->eof_sent = true;
   if ((uint64_t) end < at + n)
     {
-      /* The sandbox holds all it will until the process reads.  */
+      /* The sandbox holds all it will until the process reads: ask again
+         later, less often while it takes nothing (each ask is a request
+         against the token's rate).  */
+      r->retry_ms = (uint64_t) end > at ? FULL_RETRY_MS
+                    : r->retry_ms ? (r->retry_ms * 2 < FULL_RETRY_MAX_MS ? r->retry_ms * 2 : FULL_RETRY_MAX_MS)
+                                  : FULL_RETRY_MS;
       pthread_mutex_unlock (&r->lock);
-      usleep (FULL_RETRY_MS * 1000);
+      usleep (r->retry_ms * 1000);
       pthread_mutex_lock (&r->lock);
     }
+  else
+    r->retry_ms = 0;
   return true;
 }
 
@@ -375,8 +391,11 @@ s_free (rt_session *s)
 
   /* Nobody will see its output: it must not run on unseen (as a local
      session's command).  Then the output thread's next record fails. */
-  if (!r->ended && r->reader_started)
+  if (!r->ended && r->pid)
     rt_remote_sandbox_kill (r->sb, r->pid, SIGKILL, NULL);
+  /* The follow ends now, whether or not the kill got through.  */
+  if (r->abort_pipe[1] >= 0 && write (r->abort_pipe[1], "x", 1) < 0)
+    r->closing = true;
   if (s->fd >= 0)
     close (s->fd);
   pthread_mutex_lock (&r->lock);
@@ -389,7 +408,11 @@ s_free (rt_session *s)
     pthread_join (r->reader, NULL);
   if (r->thread_fd >= 0)
     close (r->thread_fd);
+  for (int i = 0; i < 2; i++)
+    if (r->abort_pipe[i] >= 0)
+      close (r->abort_pipe[i]);
   pthread_mutex_destroy (&r->lock);
+  pthread_mutex_destroy (&r->send_lock);
   pthread_cond_destroy (&r->wake);
   rt_error_free (r->fail);
   free (r->queue);
@@ -430,13 +453,16 @@ rt_remote_sandbox_attach (rt_sandbox *sb, const char *const argv[], const rt_exe
   if (r == NULL)
     return rt_error_oom (err);
   r->base.ops = &remote_ops;
-  r->base.fd = r->thread_fd = -1;
+  r->base.fd = r->thread_fd = r->abort_pipe[0] = r->abort_pipe[1] = -1;
   r->base.pty = opts->pty_cols > 0;
   r->sb = sb;
   pthread_mutex_init (&r->lock, NULL);
+  pthread_mutex_init (&r->send_lock, NULL);
   pthread_cond_init (&r->wake, NULL);
   if ((r->queue = malloc (WRITE_MAX)) == NULL)
     return rt_error_oom (err);
+  if (pipe2 (r->abort_pipe, O_CLOEXEC) < 0)
+    return rt_error_set (err, errno, "internal", "pipe: %s", strerror (errno));
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
     return rt_error_set (err, errno, "internal", "socketpair: %s", strerror (errno));
   r->base.fd = sv[0];

@@ -32,6 +32,8 @@ struct stream
   bool only_start;     /* spawn: the stream is left once it named the process */
   bool cancelled, term_sent;
   uint64_t kill_at;
+  int abort_fd;        /* > 0: readable ends the stream at once, unfinished */
+  bool aborted;
 };
 
 json_object *
@@ -247,9 +249,15 @@ stream_once (struct stream *s, const char *method, const char *path, const char 
   struct rt_remote_answer ans = { 0 };
   int ret;
 
+  if (s->abort_fd > 0)
+    {
+      req.watch_fd = s->abort_fd;
+      req.abort_on_watch = true;
+    }
   s->lines.len = 0;
   s->resume = false;
   ret = rt_remote_send (s->sb->ctx, &req, &ans, s->err);
+  s->aborted = s->aborted || ans.interrupted;
   rt_remote_answer_clear (&ans);
   return ret;
 }
@@ -261,7 +269,7 @@ follow (struct stream *s, bool follow_on, int ret)
 {
   int quiet = 0;
 
-  while (ret >= 0 && !s->ended && !s->output_failed && *s->pid && (ret == 1 || s->resume))
+  while (ret >= 0 && !s->ended && !s->output_failed && !s->aborted && *s->pid && (ret == 1 || s->resume))
     {
       uint64_t before = s->seen;
       cleanup_free char *suffix = rt_strdup_printf ("/processes/%s/output?cursor=%llu%s", s->pid,
@@ -407,6 +415,9 @@ rt_remote_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec
       if (ret == 0 && at == before)
         nanosleep (&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
     }
+  /* Its input cut short: it must not run on with part of it.  */
+  if (ret < 0)
+    rt_remote_sandbox_kill (sb, *process, SIGKILL, NULL);
   return ret;
 }
 
@@ -449,8 +460,15 @@ int
 rt_remote_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow_on, const rt_exec_opts *opts,
                         rt_exec_result *res, bool *exited, rt_error **err)
 {
+  return rt_remote_follow (sb, process, follow_on, opts, -1, res, exited, err);
+}
+
+int
+rt_remote_follow (rt_sandbox *sb, uint32_t process, bool follow_on, const rt_exec_opts *opts, int abort_fd,
+                  rt_exec_result *res, bool *exited, rt_error **err)
+{
   struct stream s = { .sb = sb, .opts = opts ? opts : &rt_no_exec_opts, .res = res, .err = err,
-                      .lines = { .on_line = on_line } };
+                      .lines = { .on_line = on_line }, .abort_fd = abort_fd };
   cleanup_free char *suffix = rt_strdup_printf ("/processes/%u/output?cursor=0%s", process,
                                                 follow_on ? "&follow=true" : "");
   cleanup_free char *path = suffix ? rt_remote_sandbox_path (sb->id, suffix) : NULL;
