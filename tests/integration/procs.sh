@@ -71,6 +71,14 @@ runtime sandbox write "$id" "$pw" --eof <"$tmp/in3"; is "write of 3 MB with --eo
 for _ in $(seq 100); do runtime sandbox ps "$id" | grep -qE "^$pw +exited" && break; sleep 0.1; done
 is "… arrives whole, once (held back while the process did not read)" "$(runtime sandbox logs "$id" "$pw" | cut -d' ' -f1)" \
     "$(sha256sum <"$tmp/in3" | cut -d' ' -f1)"
+# keepStdin and a pty are :spawn's: on :exec nothing would write to its
+# stdin, end it or resize the pty.
+is ":exec with keepStdin: 400 invalid_request, naming it" \
+    "$(mon exec '{"argv":["cat"],"keepStdin":true}' | json_get '[o["error"]["code"], "keepStdin" in o["error"]["message"]]')" \
+    "['invalid_request', True]"
+is ":exec with a pty: 400 invalid_request, naming it" \
+    "$(mon exec '{"argv":["cat"],"pty":{"cols":80,"rows":24}}' | json_get '[o["error"]["code"], "pty" in o["error"]["message"]]')" \
+    "['invalid_request', True]"
 # A pty (through the monitor's API: the CLI's terminal is exec -it).
 pt=$(mon spawn '{"argv":["bash","-c","stty size; read l; stty size; echo got $l"],"pty":{"cols":80,"rows":24},"keepStdin":true}' | json_get 'o["process"]')
 is "a process on a pty shows its size" "$(ps_of "$pt" '["pty","stdinOpen"]')" "[{'cols': 80, 'rows': 24}, True]"
