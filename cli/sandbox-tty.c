@@ -95,9 +95,9 @@ struct pump
 {
   rt_session *s;
   struct job *j;
-  bool in_open;     /* our stdin is still read */
-  int stop_sig;     /* the first stop signal we got, or 0 */
-  uint64_t kill_at; /* CLOCK_MONOTONIC ms of the SIGKILL to send, or 0 */
+  bool in_open;        /* our stdin is still read */
+  int stop_sig;        /* the first stop signal we got, or 0 */
+  uint64_t kill_at;    /* CLOCK_MONOTONIC ms of the SIGKILL to send, or 0 */
   uint64_t give_up_at; /* CLOCK_MONOTONIC ms to stop waiting for the end, or 0 */
   bool gave_up;
   rt_error *err;

@@ -175,9 +175,9 @@ rt_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *o
   /* Nothing would write to a kept stdin or end it, nor resize a pty:
      those are a background process's or a session's.  */
   if (opts && (opts->keep_stdin || opts->pty_cols || opts->pty_rows))
-    return rt_error_set (err, EINVAL, "usage", "%s", opts->keep_stdin ? "keep_stdin is for rt_sandbox_spawn, not exec"
-                                                                       : "a pty is for rt_sandbox_spawn and "
-                                                                         "rt_sandbox_attach, not exec");
+    return rt_error_set (err, EINVAL, "usage", "%s",
+                         opts->keep_stdin ? "keep_stdin is for rt_sandbox_spawn, not exec"
+                                          : "a pty is for rt_sandbox_spawn and rt_sandbox_attach, not exec");
   if (sb->ctx->remote)
     return rt_remote_sandbox_exec (sb, argv, opts, res, err);
   if (opts == NULL)
