@@ -104,7 +104,8 @@ main (int argc, char **argv)
               "in the sandbox over its agent channel: no route, no egress rule change.\n.PP\n"
               "\\fBsandbox spawn\\fR \\fIID\\fR \\-\\-stdin \\-\\- \\fICMD\\fR keeps the process's stdin "
               "open; \\fBsandbox write\\fR \\fIID\\fR \\fIPID\\fR [\\-\\-eof] sends it what write reads on "
-              "its own stdin (\\-\\-eof: then closes it).\n");
+              "its own stdin (\\-\\-eof: then closes it); one writer at a time per process: bytes sent over "
+              "what another writer wrote since are refused (invalid_offset, exit 1), not interleaved.\n");
       printf (".SH ENVIRONMENT\n.TP\n.B RUNTIME_STATE_DIR\nwhere live sandboxes keep their sockets, pids and "
               "small state; their disks are in RUNTIME_DATA_DIR (default: see FILES)\n"
               ".TP\n.B RUNTIME_DATA_DIR\nimages, the ledger, secrets and the egress CA (default: see FILES)\n"

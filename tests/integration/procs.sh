@@ -49,6 +49,9 @@ is "write --json names the accepted end" "$(printf 'three\n' | runtime sandbox w
 is "a retry at an old offset is taken without repeating a byte" \
     "$(mon write "{\"process\":$pc,\"data\":\"$(printf 'two\nthree\n' | base64 -w0)\",\"offset\":4}" | json_get 'o')" \
     "{'process': $pc, 'offset': 14, 'stdinOpen': True}"
+is "other bytes at an old offset (a second writer's, its offset stale): invalid_offset, nothing taken" \
+    "$(mon write "{\"process\":$pc,\"data\":\"$(printf 'TWO\n' | base64 -w0)\",\"offset\":4}" | json_get '[o["error"]["code"], "other bytes" in o["error"]["message"]]')" \
+    "['invalid_offset', True]"
 is "an offset past the end is invalid_offset, naming where it ends" \
     "$(mon write "{\"process\":$pc,\"data\":\"eA==\",\"offset\":20}" | json_get '[o["error"]["code"], "at 14" in o["error"]["message"]]')" \
     "['invalid_offset', True]"
@@ -79,6 +82,34 @@ is ":exec with keepStdin: 400 invalid_request, naming it" \
 is ":exec with a pty: 400 invalid_request, naming it" \
     "$(mon exec '{"argv":["cat"],"pty":{"cols":80,"rows":24}}' | json_get '[o["error"]["code"], "pty" in o["error"]["message"]]')" \
     "['invalid_request', True]"
+# Two writers at once: never interleaved, never dropped unsaid; one whose
+# offset went stale while the other wrote is refused.
+pr=$(runtime sandbox spawn "$id" --stdin -- cat)
+head -c 200000 /dev/zero | tr '\0' a >"$tmp/wa"
+head -c 200000 /dev/zero | tr '\0' b >"$tmp/wb"
+runtime sandbox write "$id" "$pr" <"$tmp/wa" 2>"$tmp/ea" & wa=$!
+runtime sandbox write "$id" "$pr" <"$tmp/wb" 2>"$tmp/eb" & wb=$!
+wait $wa; ra=$?; wait $wb; rb=$?
+runtime sandbox write "$id" "$pr" --eof </dev/null
+for _ in $(seq 100); do runtime sandbox ps "$id" | grep -qE "^$pr +exited" && break; sleep 0.1; done
+runtime sandbox logs "$id" "$pr" >"$tmp/wout"
+is "two writers at once: both whole in turn, or the stale one refused (invalid_offset) and only the other's taken" \
+    "$(python3 - "$tmp" "$ra" "$rb" <<'PY'
+import sys
+t, ra, rb = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rd = lambda n: open(f"{t}/{n}", "rb").read()
+out, a, b, ea, eb = rd("wout"), rd("wa"), rd("wb"), rd("ea"), rd("eb")
+if ra == 0 and rb == 0:
+    print(out in (a + b, b + a))
+elif ra == 0:
+    print(rb == 1 and b"invalid_offset" in eb and out == a)
+elif rb == 0:
+    print(ra == 1 and b"invalid_offset" in ea and out == b)
+else:
+    print(False, ea, eb)
+PY
+)" "True"
+diag "writers: $ra $rb $(head -c 200 "$tmp/ea") $(head -c 200 "$tmp/eb")"
 # A pty (through the monitor's API: the CLI's terminal is exec -it).
 pt=$(mon spawn '{"argv":["bash","-c","stty size; read l; stty size; echo got $l"],"pty":{"cols":80,"rows":24},"keepStdin":true}' | json_get 'o["process"]')
 is "a process on a pty shows its size" "$(ps_of "$pt" '["pty","stdinOpen"]')" "[{'cols': 80, 'rows': 24}, True]"
