@@ -3,8 +3,8 @@
    guest with -t, driven by one poll() loop over our stdin, the session and
    a signalfd (stop signals, SIGWINCH, SIGCONT).  With -it our terminal is
    raw, so ^C ^Z ^\ are bytes for the guest's terminal (term.c puts it
-   back on every way out).  A sandbox that does not answer a stop (paused
-   under us, its agent stuck) is given up on 5 s after the SIGKILL.  */
+   back on every way out).  A sandbox that does not answer a stop (its VM
+   stopped, its agent stuck) is given up on 5 s after the SIGKILL.  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
