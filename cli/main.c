@@ -96,14 +96,16 @@ main (int argc, char **argv)
               "on a pseudo\\-terminal in the guest, sized like the window and resized with it; the host terminal "
               "is raw meanwhile, so Ctrl\\-C, Ctrl\\-Z and Ctrl\\-\\e reach the program, and is put back on "
               "every way out (the end, an error, SIGTERM, SIGHUP or SIGINT to runtime: the command then gets "
-              "SIGTERM, SIGKILL 5 s later, exit 130). TERM is passed on (xterm\\-256color when unset). \\-t "
+              "SIGTERM, SIGKILL 5 s later, exit 130; a sandbox that has not answered 5 s after the SIGKILL is given up on: "
+              "cleanup_failed, exit 1). TERM is passed on (xterm\\-256color when unset). \\-t "
               "needs a terminal on stdin; \\-i alone streams stdin, any size, until its end.\n.PP\n"
               "\\fBsandbox forward\\fR \\fIID\\fR [[\\fIADDR\\fR:]\\fILOCAL\\fR:]\\fIREMOTE\\fR listens "
               "on the host (127.0.0.1 unless \\fIADDR\\fR) and carries each connection to 127.0.0.1:\\fIREMOTE\\fR "
               "in the sandbox over its agent channel: no route, no egress rule change.\n.PP\n"
               "\\fBsandbox spawn\\fR \\fIID\\fR \\-\\-stdin \\-\\- \\fICMD\\fR keeps the process's stdin "
               "open; \\fBsandbox write\\fR \\fIID\\fR \\fIPID\\fR [\\-\\-eof] sends it what write reads on "
-              "its own stdin (\\-\\-eof: then closes it).\n");
+              "its own stdin (\\-\\-eof: then closes it); one writer at a time per process: bytes sent over "
+              "what another writer wrote since are refused (invalid_offset, exit 1), not interleaved.\n");
       printf (".SH ENVIRONMENT\n.TP\n.B RUNTIME_STATE_DIR\nwhere live sandboxes keep their sockets, pids and "
               "small state; their disks are in RUNTIME_DATA_DIR (default: see FILES)\n"
               ".TP\n.B RUNTIME_DATA_DIR\nimages, the ledger, secrets and the egress CA (default: see FILES)\n"

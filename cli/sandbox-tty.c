@@ -3,7 +3,8 @@
    guest with -t, driven by one poll() loop over our stdin, the session and
    a signalfd (stop signals, SIGWINCH, SIGCONT).  With -it our terminal is
    raw, so ^C ^Z ^\ are bytes for the guest's terminal (term.c puts it
-   back on every way out).  */
+   back on every way out).  A sandbox that does not answer a stop (its VM
+   stopped, its agent stuck) is given up on 5 s after the SIGKILL.  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -20,6 +21,7 @@
 
 #define PUMP_BUF (64 * 1024)
 #define KILL_AFTER_MS 5000
+#define GIVE_UP_AFTER_MS 5000 /* after the SIGKILL: the guest does not answer */
 #define DEFAULT_TERM "xterm-256color"
 #define PTY_MAX_SIDE 1000 /* rt_exec_opts.pty_cols and pty_rows */
 
@@ -93,9 +95,11 @@ struct pump
 {
   rt_session *s;
   struct job *j;
-  bool in_open;     /* our stdin is still read */
-  int stop_sig;     /* the first stop signal we got, or 0 */
-  uint64_t kill_at; /* CLOCK_MONOTONIC ms of the SIGKILL to send, or 0 */
+  bool in_open;        /* our stdin is still read */
+  int stop_sig;        /* the first stop signal we got, or 0 */
+  uint64_t kill_at;    /* CLOCK_MONOTONIC ms of the SIGKILL to send, or 0 */
+  uint64_t give_up_at; /* CLOCK_MONOTONIC ms to stop waiting for the end, or 0 */
+  bool gave_up;
   rt_error *err;
   int poll_errno;
 };
@@ -106,6 +110,16 @@ now_ms (void)
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* SIGKILL to the command's group; its end is awaited only so long.  */
+static int
+send_kill (struct pump *p)
+{
+  p->kill_at = 0;
+  if (p->give_up_at == 0)
+    p->give_up_at = now_ms () + GIVE_UP_AFTER_MS;
+  return rt_session_signal (p->s, SIGKILL, &p->err);
 }
 
 static int
@@ -125,10 +139,7 @@ static int
 on_stop (struct pump *p, int sig)
 {
   if (p->stop_sig)
-    {
-      p->kill_at = 0;
-      return rt_session_signal (p->s, SIGKILL, &p->err);
-    }
+    return send_kill (p);
   p->stop_sig = sig;
   p->in_open = false;
   p->kill_at = now_ms () + KILL_AFTER_MS;
@@ -209,20 +220,22 @@ pump_loop (struct pump *p)
         { p->j->sfd, POLLIN, 0 },
         { p->in_open && rt_session_writable (p->s) > 0 ? STDIN_FILENO : -1, POLLIN, 0 },
       };
+      uint64_t now = now_ms (), next = p->kill_at ? p->kill_at : p->give_up_at;
       int timeout = -1, ret;
 
-      if (p->kill_at)
+      if (p->give_up_at && now >= p->give_up_at)
         {
-          uint64_t now = now_ms ();
-          if (now >= p->kill_at)
-            {
-              p->kill_at = 0;
-              if (rt_session_signal (p->s, SIGKILL, &p->err) < 0)
-                return -1;
-              continue;
-            }
-          timeout = (int) (p->kill_at - now);
+          p->gave_up = true;
+          return -1;
         }
+      if (p->kill_at && now >= p->kill_at)
+        {
+          if (send_kill (p) < 0)
+            return -1;
+          continue;
+        }
+      if (next)
+        timeout = (int) (next - now);
       if (poll (fds, 3, timeout) < 0 && errno != EINTR)
         {
           p->poll_errno = errno;
@@ -265,6 +278,11 @@ attach_run (rt_sandbox *sb, struct job *j)
   term_restore ();
   if (ret < 0)
     {
+      if (p.gave_up)
+        return cli_fail ("cleanup_failed",
+                         "runtime sandbox get ID shows its state; runtime sandbox stop ID ends all that runs in it",
+                         "sandbox %s did not answer within %d s of SIGKILL to the command: it may still run",
+                         rt_sandbox_id (sb), GIVE_UP_AFTER_MS / 1000);
       if (p.err)
         return cli_lib_fail (p.err);
       if (p.poll_errno)

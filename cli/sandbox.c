@@ -492,7 +492,8 @@ static struct cli_command sandbox_cmds[] = {
     "runtime sandbox kill dev 1 --signal INT", kill_opts, false, 2, 2, NULL },
   { "write", sandbox_write,
     "Send what this command reads on its stdin to a background process's stdin (spawn --stdin); a retry "
-    "never repeats bytes.",
+    "never repeats bytes. One writer at a time per process: bytes sent over what another writer wrote since "
+    "are refused (invalid_offset).",
     "ID PROCESS [--eof]", "echo hello | runtime sandbox write dev 1 --eof", write_opts, false, 2, 2, NULL },
   { "cp", sandbox_cp,
     "Copy a file or a whole directory into or out of a sandbox (modes kept; out: no devices, FIFOs, setuid or "

@@ -1,7 +1,8 @@
 /* term.c - the host terminal in raw mode for `exec -t` and `shell`, and
    put back whatever way the process ends: the caller's restore, exit
-   (atexit), a crash (a handler that restores and re-raises).  Process
-   state, as a terminal is the process's: the CLI's, not the library's.  */
+   (atexit), a crash or any other signal whose default ends the process (a
+   handler that restores and re-raises).  Process state, as a terminal is
+   the process's: the CLI's, not the library's.  */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 static struct termios saved, raw;
 static int term_fd = -1;
+static pid_t term_pid; /* a child forked since does not own the terminal */
 static volatile sig_atomic_t raw_on;
 
 void
@@ -43,12 +45,12 @@ term_is_raw (void)
 }
 
 static void
-on_crash (int sig)
+on_fatal (int sig)
 {
   int saved_errno = errno;
 
   /* At once: a crash may be with output stuck behind ^S.  */
-  if (raw_on)
+  if (raw_on && getpid () == term_pid)
     tcsetattr (term_fd, TCSANOW, &saved);
   raw_on = 0;
   errno = saved_errno;
@@ -60,19 +62,30 @@ static void
 arm_exit_paths (void)
 {
   static bool armed;
-  static const int crashes[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
-  struct sigaction sa;
+  /* Every signal whose default action ends the process (SIGKILL aside).
+     INT, TERM and HUP are blocked and read by the commands' signalfd:
+     the handler is for when they are not.  */
+  static const int fatal[]
+      = { SIGSEGV, SIGBUS,  SIGFPE,  SIGILL,  SIGABRT, SIGTRAP,   SIGSYS,  SIGXCPU, SIGXFSZ, SIGHUP,  SIGINT,
+          SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGPIPE, SIGIO,   SIGPWR, SIGSTKFLT };
+  struct sigaction sa, old;
 
   if (armed)
     return;
   armed = true;
   atexit (term_restore);
   memset (&sa, 0, sizeof (sa));
-  sa.sa_handler = on_crash;
+  sa.sa_handler = on_fatal;
   sa.sa_flags = SA_RESETHAND | SA_NODEFER;
   sigemptyset (&sa.sa_mask);
-  for (size_t i = 0; i < sizeof (crashes) / sizeof (crashes[0]); i++)
-    sigaction (crashes[i], &sa, NULL);
+  /* A signal someone ignores or handles (SIGPIPE, ignored by the
+     commands) stays theirs.  */
+  for (size_t i = 0; i < sizeof (fatal) / sizeof (fatal[0]); i++)
+    if (sigaction (fatal[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+      sigaction (fatal[i], &sa, NULL);
+  for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+    if (sigaction (sig, NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+      sigaction (sig, &sa, NULL);
 }
 
 int
@@ -88,6 +101,7 @@ term_raw (int fd)
   raw.c_cc[VMIN] = 1;
   raw.c_cc[VTIME] = 0;
   term_fd = fd;
+  term_pid = getpid ();
   arm_exit_paths ();
   if (tcsetattr (fd, TCSADRAIN, &raw) < 0)
     return -1;

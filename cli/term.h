@@ -8,8 +8,10 @@
 /* Saves @fd's terminal settings, then makes it raw (as cfmakeraw: no echo,
    no line editing, ^C ^Z ^\ are bytes, no output processing).  From then
    on the saved settings come back by term_restore, at exit (atexit) and on
-   a crash (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT: put back, then the
-   signal's default).  -1 with errno when @fd is not a terminal.  */
+   every signal whose default ends the process (a crash, SIGQUIT, SIGUSR1,
+   SIGALRM, …, SIGTERM when not blocked: put back, then the signal's
+   default), unless the signal is ignored or handled already.  -1 with
+   errno when @fd is not a terminal.  */
 int term_raw (int fd);
 /* Puts the saved settings back (once; later calls do nothing).  Safe in a
    signal handler.  */

@@ -435,9 +435,11 @@ typedef struct rt_exec_result
  * rt_sandbox_exec - run a command in the sandbox and wait for it
  * @sb:   the sandbox
  * @argv: NULL-terminated argument vector, run without a shell
- * @opts: options, or NULL for the defaults
+ * @opts: options, or NULL for the defaults (keep_stdin and a pty are
+ *        refused: rt_sandbox_spawn's and rt_sandbox_attach's)
  * @res:  filled when the command ended (also on timeout or cancel)
- * @err:  set on failure of the sandbox or of the channel
+ * @err:  set on failure of the sandbox or of the channel; "usage" for
+ *        keep_stdin or a pty
  *
  * When the command's main process ends, every process in its group is
  * killed.

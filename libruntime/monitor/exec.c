@@ -51,6 +51,7 @@ struct command
   int stdin_fd;               /* stdinPath, or -1 */
   bool keep_stdin;            /* keepStdin: no end after the inline stdin */
   bool live_stdin;            /* a session's: its client sends stdin */
+  bool spawn;                 /* :spawn's, a background process */
 };
 
 static void
@@ -478,7 +479,9 @@ check_argv_env (struct mon_refusal *req, json_object *body, struct command *c)
   return true;
 }
 
-/* cwd, user, timeoutMs, pty.  */
+/* cwd, user, timeoutMs; keepStdin (:spawn's), pty (:spawn's and a
+   session's: on :exec nothing would write to its stdin, end it or
+   resize it).  */
 static bool
 check_options (struct mon_refusal *req, json_object *body, struct command *c)
 {
@@ -500,6 +503,12 @@ check_options (struct mon_refusal *req, json_object *body, struct command *c)
     c->timeout = json_object_get_int64 (v);
   if (c->timeout < 0)
     return reply_error_false (req, 400, "invalid_request", NULL, "timeoutMs must not be negative");
+  if (json_object_object_get_ex (body, "keepStdin", &v) && v && !c->spawn)
+    return reply_error_false (req, 400, "invalid_request", NULL, "keepStdin is for :spawn only: %s",
+                              c->live_stdin ? "a session sends its own stdin" : "nothing would write to it or end it");
+  if (json_object_object_get_ex (body, "pty", &v) && v && !c->spawn && !c->live_stdin)
+    return reply_error_false (req, 400, "invalid_request", NULL,
+                              "pty is for :spawn and sessions only: nothing would type into it or resize it");
   if (json_object_object_get_ex (body, "keepStdin", &v) && v)
     {
       if (!json_object_is_type (v, json_type_boolean))
@@ -655,10 +664,11 @@ mon_exec_open (struct mon *m, json_object *body, struct mon_refusal *r)
 }
 
 struct mon_exec *
-mon_exec_start (struct mon *m, struct evhttp_request *req, json_object *body)
+mon_exec_start (struct mon *m, struct evhttp_request *req, json_object *body, bool spawn)
 {
-  cleanup_command struct command c
-      = { .cwd = m->cfg->workdir ? m->cfg->workdir : "/workspace", .user = "runtime", .stdin_fd = -1 };
+  cleanup_command struct command c = {
+    .cwd = m->cfg->workdir ? m->cfg->workdir : "/workspace", .user = "runtime", .stdin_fd = -1, .spawn = spawn
+  };
   struct mon_refusal r;
   struct mon_exec *e = command_start (m, body, &c, &r);
 
@@ -683,7 +693,7 @@ mon_exec_start (struct mon *m, struct evhttp_request *req, json_object *body)
 void
 mon_handle_exec (struct mon *m, struct evhttp_request *req, json_object *body)
 {
-  struct mon_exec *e = mon_exec_start (m, req, body);
+  struct mon_exec *e = mon_exec_start (m, req, body, false);
   json_object *start;
 
   if (e == NULL)

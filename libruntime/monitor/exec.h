@@ -31,9 +31,10 @@ void mon_exec_free (struct mon_exec *e);
    stdinPath: the session's client sends stdin) and sends the EXEC.
    Return: the exec, or NULL with @r set.  */
 struct mon_exec *mon_exec_open (struct mon *m, json_object *body, struct mon_refusal *r);
-/* Checks a command request, starts it in the guest and returns its exec;
-   NULL after replying the error.  */
-struct mon_exec *mon_exec_start (struct mon *m, struct evhttp_request *req, json_object *body);
+/* Checks a command request (@spawn: :spawn's, which may keep its stdin
+   open and have a pty), starts it in the guest and returns its exec; NULL
+   after replying the error.  */
+struct mon_exec *mon_exec_start (struct mon *m, struct evhttp_request *req, json_object *body, bool spawn);
 struct mon_exec *mon_exec_find (struct mon *m, uint32_t stream);
 /* A frame from the agent for one of the execs.  */
 void mon_exec_frame (struct mon *m, const struct rt_frame_header *h, const uint8_t *payload);

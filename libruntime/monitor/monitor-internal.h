@@ -104,6 +104,8 @@ struct mon_proc
   bool stdin_closed;          /* the empty STDIN went out */
   uint64_t stdin_offset;      /* the accepted end of its whole stdin */
   struct evbuffer *stdin_pending; /* accepted, not yet sent to the guest */
+  uint8_t *stdin_recent;          /* the last bytes accepted, up to its end */
+  size_t stdin_recent_len;
   unsigned pty_cols, pty_rows;    /* its pty's size, or 0 */
   struct mon_proc *next;
 };

@@ -14,6 +14,9 @@
    the bytes here, within STDIN_PENDING_MAX, not in the channel's queue.  */
 #define STDIN_CHUNK (64 * 1024)
 #define STDIN_CHAN_LOW (256 * 1024)
+/* The last bytes accepted that are kept to tell a retry (the same bytes
+   again) from a second writer whose offset is stale (others).  */
+#define STDIN_RECENT (64 * 1024)
 
 static size_t
 pending_len (const struct mon_proc *p)
@@ -95,6 +98,9 @@ mon_proc_stdin_end (struct mon_proc *p)
   if (p->stdin_pending)
     evbuffer_free (p->stdin_pending);
   p->stdin_pending = NULL;
+  free (p->stdin_recent);
+  p->stdin_recent = NULL;
+  p->stdin_recent_len = 0;
 }
 
 void
@@ -171,6 +177,43 @@ room_for (struct mon *m, const struct mon_proc *p)
   return STDIN_PENDING_MAX - mine < STDIN_PENDING_TOTAL - all ? STDIN_PENDING_MAX - mine : STDIN_PENDING_TOTAL - all;
 }
 
+/* Whether the bytes of @data before the accepted end are those taken
+   there, as far as they are still known: a retry's are, a stale
+   writer's (another wrote there since it read the offset) are not.  */
+static bool
+same_as_taken (const struct mon_proc *p, const uint8_t *data, size_t len, uint64_t offset)
+{
+  uint64_t known = p->stdin_offset - p->stdin_recent_len;
+  uint64_t from = offset > known ? offset : known;
+  uint64_t to = offset + len < p->stdin_offset ? offset + len : p->stdin_offset;
+
+  return from >= to || memcmp (data + (from - offset), p->stdin_recent + (from - known), to - from) == 0;
+}
+
+/* Keeps the last STDIN_RECENT bytes taken, @data the newest; without
+   memory, none (a later check can tell nothing).  */
+static void
+remember (struct mon_proc *p, const uint8_t *data, size_t len)
+{
+  size_t keep;
+
+  if (p->stdin_recent == NULL && (p->stdin_recent = malloc (STDIN_RECENT)) == NULL)
+    {
+      p->stdin_recent_len = 0;
+      return;
+    }
+  if (len >= STDIN_RECENT)
+    {
+      memcpy (p->stdin_recent, data + len - STDIN_RECENT, STDIN_RECENT);
+      p->stdin_recent_len = STDIN_RECENT;
+      return;
+    }
+  keep = p->stdin_recent_len + len > STDIN_RECENT ? STDIN_RECENT - len : p->stdin_recent_len;
+  memmove (p->stdin_recent, p->stdin_recent + p->stdin_recent_len - keep, keep);
+  memcpy (p->stdin_recent + keep, data, len);
+  p->stdin_recent_len = keep + len;
+}
+
 /* Takes the bytes of @data from the accepted end on, as many as fit.  */
 static int
 accept_bytes (struct mon *m, struct mon_proc *p, const uint8_t *data, size_t len, uint64_t offset, bool eof)
@@ -184,6 +227,8 @@ accept_bytes (struct mon *m, struct mon_proc *p, const uint8_t *data, size_t len
     return -ENOMEM;
   if (take > 0 && evbuffer_add (p->stdin_pending, data + skip, take) < 0)
     return -ENOMEM;
+  if (take > 0)
+    remember (p, data + skip, take);
   p->stdin_offset += take;
   /* The end only once every byte before it is in.  */
   if (eof && skip + take == len)
@@ -227,6 +272,11 @@ mon_handle_write (struct mon *m, struct evhttp_request *req, json_object *body)
     return mon_reply_error (req, 409, "invalid_offset", NULL,
                             "offset %lld is past the end of process %u's stdin: the next byte is at %llu",
                             (long long) offset, p->id, (unsigned long long) p->stdin_offset);
+  if (!same_as_taken (p, data, len, (uint64_t) offset))
+    return mon_reply_error (req, 409, "invalid_offset", "one writer at a time: read stdinOffset again and resend",
+                            "process %u's stdin took other bytes at offset %lld: another writer's, written since "
+                            "this offset was read (the next byte is at %llu)",
+                            p->id, (long long) offset, (unsigned long long) p->stdin_offset);
   /* After the end, only a retry of what came before it.  */
   if (p->stdin_eof && (uint64_t) offset + len > p->stdin_offset)
     return mon_reply_error (req, 409, "stdin_closed", NULL, "process %u's stdin is closed", p->id);

@@ -209,7 +209,7 @@ mon_handle_spawn (struct mon *m, struct evhttp_request *req, json_object *body)
       free (p);
       return mon_reply_error (req, 500, "internal", NULL, "out of memory");
     }
-  e = mon_exec_start (m, req, body);
+  e = mon_exec_start (m, req, body, true);
   if (e == NULL)
     {
       evbuffer_free (p->log);

@@ -170,10 +170,16 @@ rt_sandbox_not_ready_yet (rt_sandbox *sb, int ret, rt_error **err)
 int
 rt_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_exec_result *res, rt_error **err)
 {
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_exec (sb, argv, opts, res, err);
   cleanup_json json_object *req = NULL;
 
+  /* Nothing would write to a kept stdin or end it, nor resize a pty:
+     those are a background process's or a session's.  */
+  if (opts && (opts->keep_stdin || opts->pty_cols || opts->pty_rows))
+    return rt_error_set (err, EINVAL, "usage", "%s",
+                         opts->keep_stdin ? "keep_stdin is for rt_sandbox_spawn, not exec"
+                                          : "a pty is for rt_sandbox_spawn and rt_sandbox_attach, not exec");
+  if (sb->ctx->remote)
+    return rt_remote_sandbox_exec (sb, argv, opts, res, err);
   if (opts == NULL)
     opts = &rt_no_exec_opts;
   memset (res, 0, sizeof (*res));

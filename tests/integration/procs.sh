@@ -49,6 +49,9 @@ is "write --json names the accepted end" "$(printf 'three\n' | runtime sandbox w
 is "a retry at an old offset is taken without repeating a byte" \
     "$(mon write "{\"process\":$pc,\"data\":\"$(printf 'two\nthree\n' | base64 -w0)\",\"offset\":4}" | json_get 'o')" \
     "{'process': $pc, 'offset': 14, 'stdinOpen': True}"
+is "other bytes at an old offset (a second writer's, its offset stale): invalid_offset, nothing taken" \
+    "$(mon write "{\"process\":$pc,\"data\":\"$(printf 'TWO\n' | base64 -w0)\",\"offset\":4}" | json_get '[o["error"]["code"], "other bytes" in o["error"]["message"]]')" \
+    "['invalid_offset', True]"
 is "an offset past the end is invalid_offset, naming where it ends" \
     "$(mon write "{\"process\":$pc,\"data\":\"eA==\",\"offset\":20}" | json_get '[o["error"]["code"], "at 14" in o["error"]["message"]]')" \
     "['invalid_offset', True]"
@@ -71,6 +74,29 @@ runtime sandbox write "$id" "$pw" --eof <"$tmp/in3"; is "write of 3 MB with --eo
 for _ in $(seq 100); do runtime sandbox ps "$id" | grep -qE "^$pw +exited" && break; sleep 0.1; done
 is "… arrives whole, once (held back while the process did not read)" "$(runtime sandbox logs "$id" "$pw" | cut -d' ' -f1)" \
     "$(sha256sum <"$tmp/in3" | cut -d' ' -f1)"
+# keepStdin and a pty are :spawn's: on :exec nothing would write to its
+# stdin, end it or resize the pty.
+is ":exec with keepStdin: 400 invalid_request, naming it" \
+    "$(mon exec '{"argv":["cat"],"keepStdin":true}' | json_get '[o["error"]["code"], "keepStdin" in o["error"]["message"]]')" \
+    "['invalid_request', True]"
+is ":exec with a pty: 400 invalid_request, naming it" \
+    "$(mon exec '{"argv":["cat"],"pty":{"cols":80,"rows":24}}' | json_get '[o["error"]["code"], "pty" in o["error"]["message"]]')" \
+    "['invalid_request', True]"
+# Two writers at once: the second reads the offset, then its stdin for
+# 3 s, while the first writes there; its offset stale, it is refused, not
+# dropped unsaid or interleaved.
+pr=$(runtime sandbox spawn "$id" --stdin -- cat)
+head -c 200000 /dev/zero | tr '\0' a >"$tmp/wa"
+head -c 200000 /dev/zero | tr '\0' b >"$tmp/wb"
+{ sleep 3; cat "$tmp/wb"; } | runtime sandbox write "$id" "$pr" 2>"$tmp/eb" & wb=$!
+sleep 1
+runtime sandbox write "$id" "$pr" <"$tmp/wa"; ra=$?
+wait $wb; rb=$?
+is "two writers at once: the first's bytes taken (exit 0), the stale second refused (exit 1)" "$ra $rb" "0 1"
+check "… with invalid_offset, saying another writer wrote there" grep -q "^Error \[invalid_offset\]: .*another writer" "$tmp/eb"
+runtime sandbox write "$id" "$pr" --eof </dev/null
+for _ in $(seq 100); do runtime sandbox ps "$id" | grep -qE "^$pr +exited" && break; sleep 0.1; done
+is "… the process read the first's bytes only, once" "$(runtime sandbox logs "$id" "$pr" | sha256sum)" "$(sha256sum <"$tmp/wa")"
 # A pty (through the monitor's API: the CLI's terminal is exec -it).
 pt=$(mon spawn '{"argv":["bash","-c","stty size; read l; stty size; echo got $l"],"pty":{"cols":80,"rows":24},"keepStdin":true}' | json_get 'o["process"]')
 is "a process on a pty shows its size" "$(ps_of "$pt" '["pty","stdinOpen"]')" "[{'cols': 80, 'rows': 24}, True]"

@@ -156,6 +156,29 @@ type_line "stty -a > $tmp/stty.term; echo saved-three"
 wait_for "the host terminal's settings saved after SIGTERM" '^saved-three$'
 is "… and are as before" "$(diff <(settings "$tmp/stty.before") <(settings "$tmp/stty.term"))" ""
 
+# A sandbox that does not answer (its VM stopped on the host: the guest
+# takes neither the SIGTERM nor the SIGKILL, and never says the command
+# ended): the CLI gives up 5 s after its SIGKILL, the terminal put back.
+type_line "clear; runtime sandbox exec -it $id -- sleep 100; echo \"rc=\$?\""
+until_true 60 runtime sandbox exec "$id" -- pgrep -x sleep >/dev/null
+cli=$(pane_child)
+qemu=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$id/qemu.pid")
+if [ -n "$cli" ] && [ -n "$qemu" ] && kill -STOP "$qemu"; then
+    t0=$SECONDS
+    kill -TERM "$cli"
+    wait_for "a sandbox that does not answer: SIGTERM to the CLI, one error line" \
+        '^Error \[cleanup_failed\]: sandbox [^ ]+ did not answer within 5 s' 30
+    wait_for "… and exit 1" '^rc=1$' 5
+    check "… within 15 s (SIGKILL after 5 s, given up 5 s later)" test $((SECONDS - t0)) -le 15
+    kill -CONT "$qemu"
+else
+    fail "the CLI and the sandbox's QEMU to stop"
+fi
+type_line "stty -a > $tmp/stty.hang; echo saved-four"
+wait_for "the host terminal's settings saved after giving up" '^saved-four$'
+is "… and are as before" "$(diff <(settings "$tmp/stty.before") <(settings "$tmp/stty.hang"))" ""
+is "the sandbox answers again once its VM goes on" "$(runtime sandbox exec "$id" -- echo back)" "back"
+
 # -- client mode: the same library call through `runtime serve`
 if start_server && rid=$(runtime sandbox create --timeout 600) && [ -n "$rid" ]; then
     head -c $((1024 * 1024 + 1)) "$tmp/in" >"$tmp/in1"

@@ -276,6 +276,21 @@ test_exec (rt_context *ctx)
                  == 0,
       "files: FileEntry in the local shape, sorted: %s", json ? json : "");
   free (json);
+  {
+    rt_exec_opts kept = { .cancel_fd = -1, .keep_stdin = true }, pty = { .cancel_fd = -1, .pty_cols = 80, .pty_rows = 24 };
+    rt_error *e1 = NULL, *e2 = NULL;
+    json_object_put (s);
+    s = seen (ctx);
+    json_object_put (s);
+    ok (rt_sandbox_exec (sb, argv, &kept, &res, &e1) < 0 && code_is (e1, "usage") && strstr (e1->msg, "keep_stdin"),
+        "exec with keep_stdin: a usage error naming it (spawn's)");
+    ok (rt_sandbox_exec (sb, argv, &pty, &res, &e2) < 0 && code_is (e2, "usage") && strstr (e2->msg, "pty"),
+        "exec with a pty: a usage error naming it (spawn's and attach's)");
+    s = seen (ctx);
+    ok (json_object_array_length (s) == 0, "… nothing sent");
+    rt_error_free (e1);
+    rt_error_free (e2);
+  }
   rt_sandbox_close (sb);
 }
 

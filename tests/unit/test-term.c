@@ -1,12 +1,14 @@
 /* test-term.c - the terminal of `exec -t` (cli/term.c) on a pseudo-terminal
-   of our own: raw mode, and the settings put back by term_restore, at exit
-   and after a crash; and -i/-t/-it spelled out (cli_short_flags).  */
+   of our own: raw mode, and the settings put back by term_restore, at exit,
+   after a crash and after any signal that ends the process; and -i/-t/-it
+   spelled out (cli_short_flags).  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -51,6 +53,8 @@ restored_after (int fd, const struct termios *before, int how)
   pid = fork ();
   if (pid == 0)
     {
+      /* No core files of ours (SIGQUIT, SIGSEGV, …).  */
+      setrlimit (RLIMIT_CORE, &(struct rlimit){ 0, 0 });
       if (term_raw (fd) < 0)
         _exit (3);
       if (how == 0)
@@ -63,6 +67,28 @@ restored_after (int fd, const struct termios *before, int how)
                : !(WIFSIGNALED (status) && WTERMSIG (status) == how))
     return false;
   return same (fd, before);
+}
+
+/* In a child: SIGUSR2 ignored before term_raw is still ignored after.  */
+static bool
+ignored_stays (int fd)
+{
+  pid_t pid;
+  int status;
+
+  fflush (stdout);
+  pid = fork ();
+  if (pid == 0)
+    {
+      signal (SIGUSR2, SIG_IGN);
+      if (term_raw (fd) < 0)
+        _exit (3);
+      raise (SIGUSR2);
+      /* Still here, still raw: put it back ourselves.  */
+      _exit (term_is_raw () ? (term_restore (), 5) : 4);
+    }
+  waitpid (pid, &status, 0);
+  return WIFEXITED (status) && WEXITSTATUS (status) == 5;
 }
 
 static void
@@ -93,6 +119,19 @@ test_terminal (void)
   ok (restored_after (fd, &before, 0), "exit() puts the terminal back (atexit)");
   ok (restored_after (fd, &before, SIGSEGV), "a crash (SIGSEGV) puts it back, and still dies of it");
   ok (restored_after (fd, &before, SIGABRT), "abort() puts it back, and still dies of it");
+  {
+    static const struct
+    {
+      int sig;
+      const char *name;
+    } ends[] = { { SIGQUIT, "SIGQUIT" }, { SIGUSR1, "SIGUSR1" }, { SIGUSR2, "SIGUSR2" }, { SIGALRM, "SIGALRM" },
+                 { SIGHUP, "SIGHUP" },   { SIGTERM, "SIGTERM" }, { SIGINT, "SIGINT" },   { SIGPIPE, "SIGPIPE" },
+                 { SIGXCPU, "SIGXCPU" }, { SIGPROF, "SIGPROF" } };
+    for (size_t i = 0; i < sizeof (ends) / sizeof (ends[0]); i++)
+      ok (restored_after (fd, &before, ends[i].sig), "%s puts it back, and still ends the process", ends[i].name);
+    ok (restored_after (fd, &before, SIGRTMIN + 3), "a real-time signal (SIGRTMIN+3) too");
+  }
+  ok (ignored_stays (fd), "a signal the program ignores stays ignored: raw on, the process lives");
   term_size (fd, 1000, &cols, &rows);
   ok (cols == 100 && rows == 30, "term_size reads the window (100x30)");
   term_size (fd, 50, &cols, &rows);

@@ -168,6 +168,9 @@ is "a cursor older than what is kept: truncated, then the kept bytes to the end"
 api POST "$X:exec" '{"argv":["true"],"bogus":1,"stdin":7}' >/dev/null
 is "unknown fields and wrong types: 400, each named" "$status $(bj '[i["path"] for i in o["error"]["details"]["issues"]]')" \
     "400 ['bogus', 'stdin']"
+api POST "$X:exec" '{"argv":["cat"],"stdinMode":"pipe","keepStdin":true,"pty":{"cols":80,"rows":24}}' >/dev/null
+is ":spawn's stdinMode, keepStdin and pty on :exec: 400, each named" \
+    "$status $(bj '[i["path"] for i in o["error"]["details"]["issues"]]')" "400 ['stdinMode', 'keepStdin', 'pty']"
 api POST "$X:exec" '{"argv":[]}' >/dev/null
 is "an empty argv: 400" "$status $(bj 'o["error"]["code"]')" "400 invalid_request"
 api POST "$X:exec" '{"argv":["true"],"command":"true"}' >/dev/null
