@@ -7,9 +7,11 @@
    create is a conflict), refuses a stale update, lists by prefix,
    deletes, refuses keys outside its scheme; with the server the client is
    connected to killed, the client reconnects to another and the catalog
-   and requests go on.  */
+   and requests go on; an unsubscribe called while the handler runs
+   returns only once it has returned, so its data may be freed then.  */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +63,47 @@ echo (void *data, const struct rt_bus_msg *m)
   int n = snprintf (out, sizeof out, "echo:%.*s", (int) m->len, (const char *) m->data);
   if (m->reply)
     rt_bus_publish (b, m->reply, out, n, NULL);
+}
+
+/* A handler that takes its time, writing to its data at the end: freed
+   too early, the write lands in freed memory (and ASan or valgrind say
+   so) and `finished` is not yet set when unsubscribe returns.  */
+struct slow
+{
+  atomic_int started, finished;
+  char scratch[64];
+};
+
+static void
+slow_handler (void *data, const struct rt_bus_msg *m)
+{
+  struct slow *sl = data;
+  (void) m;
+
+  atomic_store (&sl->started, 1);
+  usleep (400 * 1000);
+  memset (sl->scratch, 'x', sizeof sl->scratch);
+  atomic_store (&sl->finished, 1);
+}
+
+static void
+test_unsubscribe_waits (rt_bus *b)
+{
+  struct slow *sl = calloc (1, sizeof *sl);
+  rt_error *e = NULL;
+  rt_bus_sub *sub = NULL;
+  int finished = 0;
+
+  ok (sl && rt_bus_subscribe (b, "rt.test.slow", NULL, slow_handler, sl, &sub, &e) == 0, "a slow subscriber");
+  ok (rt_bus_publish (b, "rt.test.slow", "go", 2, &e) == 0, "a message to it");
+  for (int i = 0; i < 100 && sl && !atomic_load (&sl->started); i++)
+    usleep (20 * 1000);
+  ok (sl && atomic_load (&sl->started), "its handler is running");
+  rt_bus_unsubscribe (sub);
+  finished = sl ? atomic_load (&sl->finished) : 0;
+  ok (finished, "unsubscribe returned only after the handler did");
+  free (sl);
+  rt_error_free (e);
 }
 
 static void
@@ -194,6 +237,7 @@ main (int argc, char **argv)
   ok (rt_bus_request (b, "rt.test.nobody", "x", 1, 2000, &reply, &len, &e) < 0 && has_code (e, "node_unreachable"),
       "a request nobody subscribes to is node_unreachable");
   rt_error_free (e), e = NULL;
+  test_unsubscribe_waits (b);
   ok (rt_catalog_open (b, 3, &c, &e) == 0, "the catalog opened with 3 replicas%s%s", e ? ": " : "", e ? e->msg : "");
   if (c)
     {
