@@ -146,7 +146,7 @@ test_catalog (rt_catalog *c)
       "an update from the revision read is taken");
   ok (rt_catalog_create (c, "sb.sb-2", "{}", NULL, &e) == 0 && rt_catalog_create (c, "idem.t1.abc", "{}", NULL, &e) == 0,
       "more entries");
-  ok (rt_catalog_keys (c, "sb.", &keys, &n, &e) == 0 && n == 2, "the keys under a prefix: %zu", n);
+  ok (rt_catalog_keys (c, "sb.", &keys, &n, &e) == 0 && n == 2 && keys[2] == NULL, "the keys under a prefix: %zu", n);
   for (size_t i = 0; i < n; i++)
     free (keys[i]);
   free (keys);
@@ -154,7 +154,17 @@ test_catalog (rt_catalog *c)
           && has_code (e, "not_found"),
       "a deleted entry is not_found");
   rt_error_free (e), e = NULL;
-  ok (rt_catalog_create (c, "sb.sb-2", "{\"again\":1}", NULL, &e) == 0, "and can be made again");
+  ok (rt_catalog_create (c, "sb.sb-2", "{\"again\":1}", &rev, &e) == 0, "and can be made again");
+  ok (rt_catalog_create (c, "sb.sb-2", "{}", NULL, &e) < 0 && has_code (e, "conflict"),
+      "but only once after its delete");
+  rt_error_free (e), e = NULL;
+  ok (rt_catalog_delete (c, "sb.sb-2", &e) == 0
+          && rt_catalog_update (c, "sb.sb-2", "{}", rev, NULL, &e) < 0 && has_code (e, "conflict"),
+      "an update of a deleted entry from its old revision is a conflict");
+  rt_error_free (e), e = NULL;
+  ok (rt_catalog_update (c, "sb.none", "{}", 3, NULL, &e) < 0 && has_code (e, "conflict"),
+      "an update of an entry never made is a conflict");
+  rt_error_free (e), e = NULL;
   ok (!rt_catalog_key_valid ("sb.a b") && !rt_catalog_key_valid ("") && !rt_catalog_key_valid (".sb")
           && !rt_catalog_key_valid ("sb..x") && !rt_catalog_key_valid ("sb.") && !rt_catalog_key_valid ("sb.*")
           && !rt_catalog_key_valid ("sb.>") && rt_catalog_key_valid ("idem.tenant-a.0f_9"),
@@ -239,8 +249,14 @@ main (int argc, char **argv)
   rt_error_free (e), e = NULL;
   test_unsubscribe_waits (b);
   ok (rt_catalog_open (b, 3, &c, &e) == 0, "the catalog opened with 3 replicas%s%s", e ? ": " : "", e ? e->msg : "");
+  rt_error_free (e), e = NULL;
   if (c)
     {
+      rt_catalog *c1 = NULL;
+      ok (rt_catalog_open (b, 1, &c1, &e) < 0 && has_code (e, "usage") && e->hint && strstr (e->msg, "3 replicas"),
+          "opened again asking for 1 replica: refused, %s", e ? e->msg : "(no error)");
+      rt_error_free (e), e = NULL;
+      rt_catalog_free (c1);
       test_catalog (c);
       test_server_lost (b, c);
     }
