@@ -20,6 +20,7 @@
 #include "cluster/bus.h"
 #include "cluster/catalog.h"
 #include "common/util.h"
+#include "nats-fixture.h"
 #include "tap.h"
 
 static char dir[256];
@@ -28,25 +29,13 @@ static const char *fixture;
 static void
 stop_cluster (void)
 {
-  char cmd[600];
-  snprintf (cmd, sizeof cmd, "%s stop %s", fixture, dir);
-  if (system (cmd) != 0)
-    fprintf (stderr, "# could not stop the cluster\n");
+  nats_fixture_stop (fixture, dir);
 }
 
 static char *
 start_cluster (void)
 {
-  char cmd[600], *urls = malloc (4096);
-  FILE *p;
-
-  snprintf (cmd, sizeof cmd, "%s start %s 3", fixture, dir);
-  p = popen (cmd, "r");
-  if (p == NULL || urls == NULL || fgets (urls, 4096, p) == NULL)
-    return NULL;
-  pclose (p);
-  urls[strcspn (urls, "\n")] = '\0';
-  return urls;
+  return nats_fixture_start (fixture, dir);
 }
 
 static bool
@@ -192,18 +181,10 @@ test_catalog (rt_catalog *c)
 static void
 test_server_lost (rt_bus *b, rt_catalog *c)
 {
-  char path[300], *reply = NULL, *v = NULL;
+  char *reply = NULL, *v = NULL;
   size_t len = 0;
-  FILE *f;
-  int pid = 0;
+  int pid = nats_fixture_read_int (dir, "pid.1");
 
-  /* The client connects to the first URL it is given: server 1.  */
-  snprintf (path, sizeof path, "%s/pid.1", dir);
-  f = fopen (path, "r");
-  if (f && fscanf (f, "%d", &pid) != 1)
-    pid = 0;
-  if (f)
-    fclose (f);
   ok (pid > 0 && kill (pid, SIGKILL) == 0, "one of the three NATS servers killed");
   ok (EVENTUALLY (rt_catalog_create (c, "sb.sb-3", "{}", NULL, err) == 0 || (*err && has_code (*err, "conflict"))),
       "the catalog takes a new entry through the two left");
