@@ -151,6 +151,7 @@ int cmd_usage (int argc, char **argv);
 int cmd_chat (int argc, char **argv);
 int cmd_secrets (int argc, char **argv);
 int cmd_serve (int argc, char **argv);
+int cmd_node (int argc, char **argv);
 int cmd_pool (int argc, char **argv);
 int cmd_snapshot (int argc, char **argv);
 int cmd_token (int argc, char **argv);

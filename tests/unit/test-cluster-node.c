@@ -1,0 +1,267 @@
+/* test-cluster-node.c - `runtime node` (libruntime/cluster/node.c) as a
+   user runs it, against three real nats-servers on loopback (arguments:
+   tests/fixtures/nats-cluster.sh, the built runtime).  No VM: its state,
+   data and cache dirs are empty ones of its own, RUNTIME_ACCEL=tcg spares
+   it the probe.  Checked: capacity reports arrive about every 2 s with
+   the host's figures; it answers a ping; node.NAME appears in the catalog
+   as "up"; a second node of the same name is refused; with the NATS
+   server it is connected to killed, reports go on and the catalog entry
+   moves on; SIGTERM ends it with 0 and the entry says "stopped".  */
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cluster/bus.h"
+#include "cluster/catalog.h"
+#include "common/cleanup.h"
+#include "common/sys.h"
+#include "common/util.h"
+#include "nats-fixture.h"
+#include "tap.h"
+
+#define MAX_BEATS 256
+
+static char top[64], dir[128];
+static const char *fixture, *runtime;
+
+/* What the test's subscriber saw.  */
+static struct
+{
+  pthread_mutex_t mu;
+  uint64_t at[MAX_BEATS]; /* CLOCK_MONOTONIC ms */
+  int n;
+  char last[4096];
+} seen = { PTHREAD_MUTEX_INITIALIZER };
+
+static void
+on_capacity (void *data, const struct rt_bus_msg *m)
+{
+  (void) data;
+  pthread_mutex_lock (&seen.mu);
+  if (seen.n < MAX_BEATS)
+    seen.at[seen.n++] = rt_now_ms ();
+  snprintf (seen.last, sizeof seen.last, "%.*s", (int) m->len, (const char *) m->data);
+  pthread_mutex_unlock (&seen.mu);
+}
+
+static int
+beats (void)
+{
+  pthread_mutex_lock (&seen.mu);
+  int n = seen.n;
+  pthread_mutex_unlock (&seen.mu);
+  return n;
+}
+
+/* Waits up to @ms for the count of reports to reach @n.  */
+static bool
+wait_beats (int n, int ms)
+{
+  for (int waited = 0; waited < ms; waited += 50)
+    {
+      if (beats () >= n)
+        return true;
+      usleep (50 * 1000);
+    }
+  return beats () >= n;
+}
+
+static pid_t
+start_node (const char *urls, const char *name, const char *log)
+{
+  pid_t pid = fork ();
+
+  if (pid == 0)
+    {
+      char state[200], data[200], cache[200];
+      int fd = open (log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+      snprintf (state, sizeof state, "%s/state", top);
+      snprintf (data, sizeof data, "%s/data", top);
+      snprintf (cache, sizeof cache, "%s/cache", top);
+      setenv ("RUNTIME_STATE_DIR", state, 1);
+      setenv ("RUNTIME_DATA_DIR", data, 1);
+      setenv ("RUNTIME_CACHE_DIR", cache, 1);
+      setenv ("RUNTIME_ACCEL", "tcg", 1);
+      if (fd >= 0)
+        dup2 (fd, 2);
+      execl (runtime, runtime, "node", "--nats", urls, "--name", name, (char *) NULL);
+      _exit (127);
+    }
+  return pid;
+}
+
+/* The exit status of @pid within @ms, or -1 (then it is killed).  */
+static int
+wait_exit (pid_t pid, int ms)
+{
+  int status = 0;
+
+  for (int waited = 0; waited < ms; waited += 50)
+    {
+      if (waitpid (pid, &status, WNOHANG) == pid)
+        return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+      usleep (50 * 1000);
+    }
+  kill (pid, SIGKILL);
+  waitpid (pid, &status, 0);
+  return -1;
+}
+
+/* The field @key of the catalog entry node.t1 (a string or a number as
+   text), or "" when there is none.  */
+static void
+entry_field (rt_catalog *c, const char *key, char *out, size_t size)
+{
+  cleanup_free char *v = NULL;
+  cleanup_json json_object *o = NULL;
+  json_object *f = NULL;
+  rt_error *e = NULL;
+
+  *out = '\0';
+  if (rt_catalog_get (c, "node.t1", &v, NULL, &e) == 0 && (o = json_tokener_parse (v))
+      && json_object_object_get_ex (o, key, &f))
+    snprintf (out, size, "%s", json_object_get_string (f));
+  rt_error_free (e);
+}
+
+/* The server whose monitoring page lists the connection
+   runtime-node-t1, or 0.  */
+static int
+server_of_node (void)
+{
+  for (int k = 1; k <= 3; k++)
+    {
+      char file[16], cmd[256], buf[8192];
+      size_t len;
+      FILE *p;
+      snprintf (file, sizeof file, "mon.%d", k);
+      snprintf (cmd, sizeof cmd, "curl -sf 'http://127.0.0.1:%d/connz?limit=64'", nats_fixture_read_int (dir, file));
+      if ((p = popen (cmd, "r")) == NULL)
+        continue;
+      len = fread (buf, 1, sizeof buf - 1, p);
+      buf[len] = '\0';
+      pclose (p);
+      if (strstr (buf, "\"runtime-node-t1\""))
+        return k;
+    }
+  return 0;
+}
+
+static void
+check_reports (void)
+{
+  cleanup_json json_object *r = NULL;
+  json_object *v = NULL, *total = NULL;
+  uint64_t gap_min = UINT64_MAX, gap_max = 0;
+  int n;
+
+  ok (wait_beats (1, 8000), "a capacity report within 8 s of the start");
+  ok (wait_beats (4, 8000), "and 3 more: %d", beats ());
+  pthread_mutex_lock (&seen.mu);
+  n = seen.n;
+  for (int i = 1; i < n; i++)
+    {
+      uint64_t gap = seen.at[i] - seen.at[i - 1];
+      gap_min = gap < gap_min ? gap : gap_min;
+      gap_max = gap > gap_max ? gap : gap_max;
+    }
+  r = json_tokener_parse (seen.last);
+  pthread_mutex_unlock (&seen.mu);
+  ok (n >= 2 && gap_min >= 1500 && gap_max <= 2600, "about 2 s apart: %llu to %llu ms", (unsigned long long) gap_min,
+      (unsigned long long) gap_max);
+  ok (r && json_object_object_get_ex (r, "name", &v) && strcmp (json_object_get_string (v), "t1") == 0
+          && json_object_object_get_ex (r, "accelerator", &v) && strcmp (json_object_get_string (v), "tcg") == 0,
+      "a report names the node and its accelerator");
+  ok (r && json_object_object_get_ex (r, "vcpus", &v) && json_object_object_get_ex (v, "total", &total)
+          && json_object_get_int (total) == (int) sysconf (_SC_NPROCESSORS_ONLN)
+          && json_object_object_get_ex (r, "sandboxes", &v) && json_object_object_get_ex (v, "total", &total)
+          && json_object_get_int (total) == 0,
+      "the host's vCPUs, no sandboxes");
+}
+
+static void
+check_server_lost (rt_catalog *c)
+{
+  char seq_before[32], seq_after[32], file[16];
+  int k = server_of_node (), pid, before;
+
+  ok (k > 0, "the node's NATS server found: n%d", k);
+  snprintf (file, sizeof file, "pid.%d", k);
+  pid = k ? nats_fixture_read_int (dir, file) : 0;
+  entry_field (c, "seq", seq_before, sizeof seq_before);
+  before = beats ();
+  ok (pid > 0 && kill (pid, SIGKILL) == 0, "that server killed");
+  ok (wait_beats (before + 3, 12000), "reports go on: %d more", beats () - before);
+  for (int i = 0; i < 50; i++)
+    {
+      entry_field (c, "seq", seq_after, sizeof seq_after);
+      if (*seq_after && atoi (seq_after) > atoi (seq_before))
+        break;
+      usleep (200 * 1000);
+    }
+  ok (atoi (seq_after) > atoi (seq_before), "and the catalog entry moves on: seq %s to %s", seq_before, seq_after);
+}
+
+int
+main (int argc, char **argv)
+{
+  cleanup_free char *urls = NULL, *reply = NULL;
+  char log[200], log2[200], field[64], cmd[300];
+  rt_error *e = NULL;
+  rt_bus *b = NULL;
+  rt_bus_sub *sub = NULL;
+  rt_catalog *c = NULL;
+  size_t len = 0;
+  pid_t node;
+
+  snprintf (top, sizeof top, "/tmp/rt-node.XXXXXX");
+  if (argc < 3 || mkdtemp (top) == NULL)
+    return 1;
+  fixture = argv[1];
+  runtime = argv[2];
+  snprintf (dir, sizeof dir, "%s/cluster", top);
+  snprintf (log, sizeof log, "%s/node.log", top);
+  snprintf (log2, sizeof log2, "%s/node2.log", top);
+  urls = nats_fixture_start (fixture, dir);
+  ok (urls && rt_bus_connect (&(struct rt_bus_opts){ .urls = urls, .name = "test" }, &b, &e) == 0,
+      "three NATS servers clustered on loopback, connected");
+  if (b == NULL || rt_bus_subscribe (b, "runtime.node.t1.capacity", NULL, on_capacity, NULL, &sub, &e) < 0)
+    {
+      nats_fixture_stop (fixture, dir);
+      return tap_done () | 1;
+    }
+  node = start_node (urls, "t1", log);
+  check_reports ();
+  ok (rt_bus_request (b, "runtime.node.t1.ping", "", 0, 2000, &reply, &len, &e) == 0 && strstr (reply, "\"t1\""),
+      "it answers a ping: %.60s", reply ? reply : "(none)");
+  ok (rt_catalog_open (b, 3, &c, &e) == 0, "the catalog opened");
+  if (c)
+    entry_field (c, "state", field, sizeof field);
+  ok (c && strcmp (field, "up") == 0, "node.t1 in the catalog: %s", field);
+  ok (wait_exit (start_node (urls, "t1", log2), 10000) == 1, "a second node named t1 exits 1");
+  snprintf (cmd, sizeof cmd, "grep -q name_taken %s", log2);
+  ok (system (cmd) == 0, "saying name_taken");
+  if (c)
+    check_server_lost (c);
+  ok (kill (node, SIGTERM) == 0 && wait_exit (node, 15000) == 0, "SIGTERM ends it with 0");
+  if (c)
+    entry_field (c, "state", field, sizeof field);
+  ok (c && strcmp (field, "stopped") == 0, "its catalog entry says so: %s", field);
+  snprintf (cmd, sizeof cmd, "sed 's/^/# /' %s", log);
+  if (tap_failed && system (cmd) != 0)
+    fprintf (stderr, "# no log\n");
+  rt_error_free (e);
+  rt_catalog_free (c);
+  rt_bus_unsubscribe (sub);
+  rt_bus_free (b);
+  nats_fixture_stop (fixture, dir);
+  snprintf (cmd, sizeof cmd, "rm -rf %s", top);
+  if (system (cmd) != 0)
+    fprintf (stderr, "# could not remove %s\n", top);
+  return tap_done ();
+}
