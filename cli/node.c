@@ -5,8 +5,8 @@
 #include "cli.h"
 
 static const struct cli_opt node_opts[] = {
-  { "nats", "URLS", "the NATS servers (nats:// or tls://), comma-separated; all of a cluster's, for failover",
-    NULL, false },
+  { "nats", "URLS", "the NATS servers (nats:// or tls://), comma-separated; all of a cluster's, for failover", NULL,
+    false },
   { "name", "NAME", "this host's name in the cluster: letters, digits, _ and -", "the host name", false },
   { "replicas", "N", "the catalog's copies if this node makes it: 1, 3 or 5", "3", false },
   { NULL, NULL, NULL, NULL, false },
@@ -42,7 +42,8 @@ static struct cli_command node_cmd = {
   node_run,
   "Serve this host to a cluster of many hosts (in progress): publish its capacity every 2 s on NATS "
   "(runtime.node.NAME.capacity), keep it in the cluster's catalog (JetStream key-value bucket runtime-catalog, "
-  "key node.NAME) and answer pings. Survives a NATS server going away. Stops on SIGTERM or Ctrl-C; sandboxes keep "
+  "key node.NAME), answer pings, and answer API calls for its sandboxes on runtime.node.NAME.api with runtime serve's "
+  "handlers and this host's tokens. Survives a NATS server going away. Stops on SIGTERM or Ctrl-C; sandboxes keep "
   "running.",
   "--nats URL[,URL…] [--name NAME] [--replicas N]",
   "runtime node --nats nats://10.0.0.1:4222,nats://10.0.0.2:4222,nats://10.0.0.3:4222 --name host-a",

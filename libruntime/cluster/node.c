@@ -21,6 +21,7 @@
 #include "common/util.h"
 #include "core/context.h"
 #include "sandbox/store.h"
+#include "serve/nats.h"
 
 #define PING_TIMEOUT_MS 500
 #define DEFAULT_REPLICAS 3
@@ -33,6 +34,7 @@ struct node
   char name[RT_NODE_NAME_MAX + 1];
   char capacity_subject[RT_NODE_NAME_MAX + 32];
   char ping_subject[RT_NODE_NAME_MAX + 32];
+  char api_subject[RT_NODE_NAME_MAX + 32];
   char key[RT_NODE_NAME_MAX + 8];
   char instance[33];
   char started[32];
@@ -223,6 +225,7 @@ node_init (struct node *n, rt_context *ctx, const rt_node_opts *o, rt_error **er
     return -EINVAL;
   snprintf (n->capacity_subject, sizeof n->capacity_subject, "runtime.node.%s.capacity", n->name);
   snprintf (n->ping_subject, sizeof n->ping_subject, "runtime.node.%s.ping", n->name);
+  snprintf (n->api_subject, sizeof n->api_subject, "runtime.node.%s.api", n->name);
   snprintf (n->key, sizeof n->key, "node.%s", n->name);
   if (getrandom (raw, sizeof raw, 0) != sizeof raw)
     return rt_error_set (err, errno, "internal", "getrandom: %s", strerror (errno));
@@ -241,7 +244,7 @@ node_init (struct node *n, rt_context *ctx, const rt_node_opts *o, rt_error **er
 }
 
 static int
-node_join (struct node *n, const rt_node_opts *o, rt_bus_sub **ping, rt_error **err)
+node_join (struct node *n, const rt_node_opts *o, rt_bus_sub **ping, struct srv_nats **api, rt_error **err)
 {
   cleanup_free char *conn_name = rt_strdup_printf ("runtime-node-%s", n->name);
   struct rt_bus_opts bo = { .urls = o->nats, .name = conn_name };
@@ -250,7 +253,8 @@ node_join (struct node *n, const rt_node_opts *o, rt_bus_sub **ping, rt_error **
     return rt_error_oom (err);
   if (rt_bus_connect (&bo, &n->bus, err) < 0 || check_name_free (n, err) < 0
       || rt_catalog_open (n->bus, o->replicas ? o->replicas : DEFAULT_REPLICAS, &n->cat, err) < 0
-      || rt_bus_subscribe (n->bus, n->ping_subject, NULL, on_ping, n, ping, err) < 0)
+      || rt_bus_subscribe (n->bus, n->ping_subject, NULL, on_ping, n, ping, err) < 0
+      || srv_nats_start (n->ctx, n->bus, n->api_subject, api, err) < 0)
     return -EIO;
   return 0;
 }
@@ -350,6 +354,7 @@ rt_node (rt_context *ctx, const rt_node_opts *opts, rt_error **err)
 {
   struct node n = { 0 };
   rt_bus_sub *ping = NULL;
+  struct srv_nats *api = NULL;
   sigset_t set, old, pending;
   pthread_t thread;
   bool started = false;
@@ -367,13 +372,15 @@ rt_node (rt_context *ctx, const rt_node_opts *opts, rt_error **err)
   pthread_cond_init (&n.cond, NULL);
   ret = node_init (&n, ctx, opts, err);
   if (ret == 0)
-    ret = node_join (&n, opts, &ping, err);
+    ret = node_join (&n, opts, &ping, &api, err);
   if (ret == 0 && (ret = -pthread_create (&thread, NULL, writer, &n)) < 0)
     rt_error_set (err, -ret, "internal", "cannot start the catalog writer: %s", strerror (-ret));
   started = ret == 0;
   if (started)
     node_loop (&n, &set, opts->nats);
-  /* Pings first: their handler reads n.latest.  */
+  /* API requests end first (their streams cut), then pings: their
+     handler reads n.latest.  */
+  srv_nats_stop (api);
   rt_bus_unsubscribe (ping);
   if (started)
     {

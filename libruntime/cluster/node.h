@@ -4,6 +4,7 @@
  *   runtime.node.<name>.capacity   its capacity report (cluster/report.h),
  *                                  published every RT_NODE_HEARTBEAT_MS
  *   runtime.node.<name>.ping       a request: answered with the latest report
+ *   runtime.node.<name>.api        a request: an API call (serve/nats.h)
  *   node.<name> (catalog)          that report plus {state "up" or
  *                                  "stopped", instance, startedAt}, written
  *                                  by compare-and-set at each report

@@ -6,8 +6,12 @@
    the host's figures; it answers a ping; node.NAME appears in the catalog
    as "up"; a second node of the same name is refused; with the NATS
    server it is connected to killed, reports go on and the catalog entry
-   moves on; SIGTERM ends it with 0 and the entry says "stopped".  */
+   moves on; API calls over NATS (runtime.node.NAME.api) are answered by
+   the route handlers: 401 without a token, a tenant's empty list, 404 for
+   a sandbox it does not have, 400 for a message that is not a request;
+   SIGTERM ends it with 0 and the entry says "stopped".  */
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -71,6 +75,87 @@ wait_beats (int n, int ms)
   return beats () >= n;
 }
 
+static void
+set_env (void)
+{
+  char state[200], data[200], cache[200];
+
+  snprintf (state, sizeof state, "%s/state", top);
+  snprintf (data, sizeof data, "%s/data", top);
+  snprintf (cache, sizeof cache, "%s/cache", top);
+  setenv ("RUNTIME_STATE_DIR", state, 1);
+  setenv ("RUNTIME_DATA_DIR", data, 1);
+  setenv ("RUNTIME_CACHE_DIR", cache, 1);
+  setenv ("RUNTIME_ACCEL", "tcg", 1);
+}
+
+/* An API token of the node's data dir, made by `runtime token create`.  */
+static char *
+make_token (void)
+{
+  char cmd[400], *tok = calloc (1, 128);
+  FILE *p;
+
+  snprintf (cmd, sizeof cmd, "%s token create alice 2>/dev/null", runtime);
+  p = popen (cmd, "r");
+  if (p == NULL || tok == NULL || fgets (tok, 128, p) == NULL)
+    *tok = '\0';
+  if (p)
+    pclose (p);
+  tok[strcspn (tok, "\n")] = '\0';
+  return tok;
+}
+
+/* An API call to the node over NATS: its status (-1: no answer) and its
+   body's text in @body.  */
+static int
+api (rt_bus *b, const char *request, char *body, size_t size)
+{
+  cleanup_free char *reply = NULL;
+  cleanup_json json_object *o = NULL;
+  const char *b64;
+  size_t len = 0;
+  rt_error *e = NULL;
+  int n;
+
+  *body = '\0';
+  if (rt_bus_request (b, "runtime.node.t1.api", request, strlen (request), 5000, &reply, &len, &e) < 0)
+    {
+      printf ("# %s\n", e->msg);
+      rt_error_free (e);
+      return -1;
+    }
+  o = json_tokener_parse (reply);
+  b64 = rt_json_str (o, "body");
+  if (b64 && strlen (b64) / 4 * 3 < size)
+    {
+      n = EVP_DecodeBlock ((unsigned char *) body, (const unsigned char *) b64, (int) strlen (b64));
+      body[n > 0 ? n : 0] = '\0';
+    }
+  return o ? (int) rt_json_i64 (o, "status") : -1;
+}
+
+static void
+check_api (rt_bus *b, const char *token)
+{
+  char req[512], body[4096];
+
+  ok (api (b, "{\"method\":\"GET\",\"path\":\"/v1/sandboxes\"}", body, sizeof body) == 401
+          && strstr (body, "unauthorized"),
+      "an API call without a token: 401 (%.60s)", body);
+  snprintf (req, sizeof req, "{\"method\":\"GET\",\"path\":\"/v1/sandboxes\",\"token\":\"%s\"}", token);
+  ok (*token && api (b, req, body, sizeof body) == 200 && strstr (body, "\"data\":[]"),
+      "with a token: the tenant's sandboxes, none (%.60s)", body);
+  snprintf (req, sizeof req,
+            "{\"method\":\"POST\",\"path\":\"/v1/sandboxes/sb-none:exec\",\"token\":\"%s\","
+            "\"query\":{\"x\":[\"1\",\"2\"]},\"headers\":{\"x-request-id\":\"nats-test-1\"},"
+            "\"body\":\"eyJhcmd2IjpbInRydWUiXX0=\"}",
+            token);
+  ok (api (b, req, body, sizeof body) == 404 && strstr (body, "not_found") && strstr (body, "nats-test-1"),
+      "an exec in a sandbox it does not have: 404 with the request id (%.60s)", body);
+  ok (api (b, "not json", body, sizeof body) == 400, "a message that is no request: 400");
+}
+
 static pid_t
 start_node (const char *urls, const char *name, const char *log)
 {
@@ -78,15 +163,7 @@ start_node (const char *urls, const char *name, const char *log)
 
   if (pid == 0)
     {
-      char state[200], data[200], cache[200];
       int fd = open (log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-      snprintf (state, sizeof state, "%s/state", top);
-      snprintf (data, sizeof data, "%s/data", top);
-      snprintf (cache, sizeof cache, "%s/cache", top);
-      setenv ("RUNTIME_STATE_DIR", state, 1);
-      setenv ("RUNTIME_DATA_DIR", data, 1);
-      setenv ("RUNTIME_CACHE_DIR", cache, 1);
-      setenv ("RUNTIME_ACCEL", "tcg", 1);
       if (fd >= 0)
         dup2 (fd, 2);
       execl (runtime, runtime, "node", "--nats", urls, "--name", name, (char *) NULL);
@@ -210,7 +287,7 @@ check_server_lost (rt_catalog *c)
 int
 main (int argc, char **argv)
 {
-  cleanup_free char *urls = NULL, *reply = NULL;
+  cleanup_free char *urls = NULL, *reply = NULL, *token = NULL;
   char log[200], log2[200], field[64], cmd[300];
   rt_error *e = NULL;
   rt_bus *b = NULL;
@@ -235,6 +312,9 @@ main (int argc, char **argv)
       nats_fixture_stop (fixture, dir);
       return tap_done () | 1;
     }
+  set_env ();
+  token = make_token ();
+  ok (*token, "an API token made for the node's data dir");
   node = start_node (urls, "t1", log);
   check_reports ();
   ok (rt_bus_request (b, "runtime.node.t1.ping", "", 0, 2000, &reply, &len, &e) == 0 && strstr (reply, "\"t1\""),
@@ -243,6 +323,7 @@ main (int argc, char **argv)
   if (c)
     entry_field (c, "state", field, sizeof field);
   ok (c && strcmp (field, "up") == 0, "node.t1 in the catalog: %s", field);
+  check_api (b, token);
   ok (wait_exit (start_node (urls, "t1", log2), 10000) == 1, "a second node named t1 exits 1");
   snprintf (cmd, sizeof cmd, "grep -q name_taken %s", log2);
   ok (system (cmd) == 0, "saying name_taken");
