@@ -8,9 +8,7 @@
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/strutil.h"
@@ -229,20 +227,13 @@ int
 srv_nats_start (rt_context *ctx, rt_bus *bus, const char *subject, struct srv_nats **out, rt_error **err)
 {
   struct srv_nats *n = calloc (1, sizeof *n);
-  struct srv *s = calloc (1, sizeof *s);
+  struct srv *s = n ? srv_alloc (ctx) : NULL;
 
-  if (n == NULL || s == NULL)
+  if (s == NULL)
     {
       free (n);
-      free (s);
       return rt_error_oom (err);
     }
-  pthread_mutex_init (&s->mu, NULL);
-  pthread_cond_init (&s->idle, NULL);
-  pthread_cond_init (&s->work, NULL);
-  if (getrandom (&s->seed, sizeof s->seed, 0) != sizeof s->seed)
-    s->seed = (uint32_t) getpid ();
-  s->ctx = ctx;
   n->srv = s;
   n->bus = bus;
   if (rt_tokens_open (ctx, &s->tokens, err) < 0
@@ -281,9 +272,5 @@ srv_nats_stop (struct srv_nats *n)
   if (!idle)
     return;
   srv_workers_end (s);
-  rt_tokens_free (s->tokens);
-  pthread_cond_destroy (&s->idle);
-  pthread_cond_destroy (&s->work);
-  pthread_mutex_destroy (&s->mu);
-  free (s);
+  srv_free (s);
 }

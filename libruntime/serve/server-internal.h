@@ -127,7 +127,11 @@ struct srv_req
   void (*transport_free) (void *transport); /* with the request */
 };
 
-/* server.c: the route for the request (its params filled), NULL after
+/* server.c: a server's common part (its locks, request id seed, @ctx),
+   and its end (what it has of libevent, tokens, idempotency store).  */
+struct srv *srv_alloc (rt_context *ctx);
+void srv_free (struct srv *s);
+/* The route for the request (its params filled), NULL after
    answering 404 or 405; its Bearer token checked, false after answering
    401; r->request_id from x-request-id when sane, else a new one.  */
 const struct srv_route *srv_find_route (struct srv_req *r);

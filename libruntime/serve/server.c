@@ -627,7 +627,23 @@ on_signal (evutil_socket_t sig, short what, void *arg)
   on_stop_tick (-1, 0, s);
 }
 
-static void
+struct srv *
+srv_alloc (rt_context *ctx)
+{
+  struct srv *s = calloc (1, sizeof (*s));
+
+  if (s == NULL)
+    return NULL;
+  pthread_mutex_init (&s->mu, NULL);
+  pthread_cond_init (&s->idle, NULL);
+  pthread_cond_init (&s->work, NULL);
+  if (getrandom (&s->seed, sizeof s->seed, 0) != sizeof s->seed)
+    s->seed = (uint32_t) getpid ();
+  s->ctx = ctx;
+  return s;
+}
+
+void
 srv_free (struct srv *s)
 {
   if (s->sigterm)
@@ -710,17 +726,12 @@ rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
     }
   if (srv_listen (opts, opts->tls_cert != NULL, &fd, err) < 0)
     return -1;
-  s = calloc (1, sizeof (*s));
+  s = srv_alloc (ctx);
   if (s == NULL)
     {
       close (fd);
       return rt_error_oom (err);
     }
-  pthread_mutex_init (&s->mu, NULL);
-  pthread_cond_init (&s->idle, NULL);
-  pthread_cond_init (&s->work, NULL);
-  if (getrandom (&s->seed, sizeof s->seed, 0) != sizeof s->seed)
-    s->seed = (uint32_t) getpid ();
   if (srv_setup (s, ctx, opts, fd, err) < 0)
     {
       if (s->bound == NULL)
