@@ -1,7 +1,5 @@
 /* node.c - `runtime node`: this host in a cluster of many hosts, over NATS
    (rt_node).  */
-#include <string.h>
-
 #include "cli.h"
 
 static const struct cli_opt node_opts[] = {
@@ -38,29 +36,19 @@ node_run (struct cli_command *cmd, int argc, char **argv)
 }
 
 static struct cli_command node_cmd = {
-  "node",
-  node_run,
+  "node", node_run,
   "Serve this host to a cluster of many hosts (in progress): publish its capacity every 2 s on NATS "
   "(runtime.node.NAME.capacity), keep it in the cluster's catalog (JetStream key-value bucket runtime-catalog, "
-  "key node.NAME), answer pings, and answer API calls for its sandboxes on runtime.node.NAME.api with runtime serve's "
-  "handlers and this host's tokens. Survives a NATS server going away. Stops on SIGTERM or Ctrl-C; sandboxes keep "
-  "running.",
+  "key node.NAME), answer pings, and answer API calls for its sandboxes on runtime.node.NAME.api with runtime "
+  "serve's handlers and this host's tokens. Survives a NATS server going away. Stops on SIGTERM or Ctrl-C; "
+  "sandboxes keep running.",
   "--nats URL[,URL…] [--name NAME] [--replicas N]",
-  "runtime node --nats nats://10.0.0.1:4222,nats://10.0.0.2:4222,nats://10.0.0.3:4222 --name host-a",
-  node_opts,
-  false,
-  0,
-  0,
-  "",
+  "runtime node --nats nats://10.0.0.1:4222,nats://10.0.0.2:4222,nats://10.0.0.3:4222 --name host-a", node_opts,
+  false, 0, 0, "",
 };
 
 int
 cmd_node (int argc, char **argv)
 {
-  if (argc == 2 && strcmp (argv[1], "--roff") == 0)
-    {
-      cli_print_roff (&node_cmd);
-      return 0;
-    }
-  return node_cmd.run (&node_cmd, argc, argv);
+  return cli_run_single (&node_cmd, argc, argv);
 }
