@@ -1329,8 +1329,11 @@ typedef struct rt_node_opts
  * Publishes the host's capacity (vCPUs and memory total, used and free,
  * sandboxes running and paused, ready spares per shape, the accelerator)
  * every 2 s on runtime.node.NAME.capacity, keeps it under node.NAME in
- * the cluster's catalog (a JetStream key-value bucket, compare-and-set),
- * and answers runtime.node.NAME.ping with it.  A NATS server lost is left
+ * the cluster's catalog (a JetStream key-value bucket, compare-and-set)
+ * when its NATS user may (else it says so and reports on NATS only,
+ * trying the catalog again every 30 s), answers runtime.node.NAME.ping
+ * with it, and answers API calls for this host's sandboxes on
+ * runtime.node.NAME.api with runtime serve's route handlers.  A NATS server lost is left
  * for another of @nats, for ever.  SIGTERM and SIGINT are blocked in the
  * calling thread meanwhile (threads it starts inherit that) and taken by
  * sigtimedwait: on one it marks its catalog entry "stopped" and returns;

@@ -25,12 +25,17 @@
 
 #define PING_TIMEOUT_MS 500
 #define DEFAULT_REPLICAS 3
+/* A catalog not reached is tried again this often.  */
+#define CATALOG_RETRY_MS 30000
 
 struct node
 {
   rt_context *ctx;
   rt_bus *bus;
-  rt_catalog *cat;
+  rt_catalog *cat; /* NULL while not reached: the writer's after start */
+  unsigned replicas;
+  uint64_t catalog_retry_at;
+  bool catalog_said;
   char name[RT_NODE_NAME_MAX + 1];
   char capacity_subject[RT_NODE_NAME_MAX + 32];
   char ping_subject[RT_NODE_NAME_MAX + 32];
@@ -167,6 +172,36 @@ put_entry (struct node *n, const char *value, rt_error **err)
   return rt_error_set (err, EAGAIN, "conflict", "'%s' keeps changing under this node", n->key);
 }
 
+/* The catalog, when this node may and can use it.  With the per-role
+   credentials of docs/cluster/nats-auth.conf a node has no JetStream at
+   all (the catalog is the serve replicas'): it then reports on NATS only.
+   A catalog not reached for another reason (JetStream still electing) is
+   tried again every CATALOG_RETRY_MS.  Return: <0 only for a catalog
+   refused as configured ("usage": other replicas than asked).  */
+static int
+open_catalog (struct node *n, rt_error **err)
+{
+  cleanup_error rt_error *e = NULL;
+
+  if (rt_catalog_open (n->bus, n->replicas, &n->cat, &e) == 0)
+    {
+      if (n->catalog_said)
+        fprintf (stderr, "runtime node: the catalog reached: keeping %s there\n", n->key);
+      return 0;
+    }
+  if (strcmp (e->code, "usage") == 0)
+    {
+      rt_error_set (err, e->status, e->code, "%s", e->msg);
+      return e->hint ? rt_error_hint (err, "%s", e->hint) : -EINVAL;
+    }
+  if (!n->catalog_said)
+    fprintf (stderr, "runtime node: no catalog (%s): reporting on NATS only, trying again every %d s\n", e->msg,
+             CATALOG_RETRY_MS / 1000);
+  n->catalog_said = true;
+  n->catalog_retry_at = rt_now_ms () + CATALOG_RETRY_MS;
+  return 0;
+}
+
 static void *
 writer (void *arg)
 {
@@ -186,8 +221,13 @@ writer (void *arg)
         }
       n->pending = NULL;
       pthread_mutex_unlock (&n->mu);
+      if (n->cat == NULL && rt_now_ms () >= n->catalog_retry_at && open_catalog (n, &e) < 0)
+        {
+          fprintf (stderr, "runtime node: %s\n", e->msg);
+          rt_error_free (e), e = NULL;
+        }
       /* Said once per run of failures: a NATS server away costs a few.  */
-      if (put_entry (n, value, &e) < 0 && !failing)
+      if (n->cat && put_entry (n, value, &e) < 0 && !failing)
         fprintf (stderr, "runtime node: cannot write %s in the catalog (will retry): %s\n", n->key, e->msg);
       failing = e != NULL;
       rt_error_free (e);
@@ -249,10 +289,11 @@ node_join (struct node *n, const rt_node_opts *o, rt_bus_sub **ping, struct srv_
   cleanup_free char *conn_name = rt_strdup_printf ("runtime-node-%s", n->name);
   struct rt_bus_opts bo = { .urls = o->nats, .name = conn_name };
 
+  n->replicas = o->replicas ? o->replicas : DEFAULT_REPLICAS;
+
   if (conn_name == NULL)
     return rt_error_oom (err);
-  if (rt_bus_connect (&bo, &n->bus, err) < 0 || check_name_free (n, err) < 0
-      || rt_catalog_open (n->bus, o->replicas ? o->replicas : DEFAULT_REPLICAS, &n->cat, err) < 0
+  if (rt_bus_connect (&bo, &n->bus, err) < 0 || check_name_free (n, err) < 0 || open_catalog (n, err) < 0
       || rt_bus_subscribe (n->bus, n->ping_subject, NULL, on_ping, n, ping, err) < 0
       || srv_nats_start (n->ctx, n->bus, n->api_subject, api, err) < 0)
     return -EIO;
@@ -320,7 +361,7 @@ mark_stopped (struct node *n)
   cleanup_json json_object *r = n->latest ? json_tokener_parse (n->latest) : NULL;
   rt_error *e = NULL;
 
-  if (r == NULL)
+  if (r == NULL || n->cat == NULL)
     return;
   json_object_object_add (r, "state", json_object_new_string ("stopped"));
   if (put_entry (n, json_object_to_json_string_ext (r, JSON_C_TO_STRING_PLAIN), &e) < 0)

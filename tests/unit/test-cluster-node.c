@@ -9,13 +9,19 @@
    moves on; API calls over NATS (runtime.node.NAME.api) are answered by
    the route handlers: 401 without a token, a tenant's empty list, 404 for
    a sandbox it does not have, 400 for a message that is not a request;
-   SIGTERM ends it with 0 and the entry says "stopped".  */
+   SIGTERM ends it with 0 and the entry says "stopped".  Against a
+   nats-server without JetStream (as a node with the per-role credentials
+   of docs/cluster/nats-auth.conf sees the cluster: no catalog), it
+   reports all the same and says it has no catalog.  */
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -284,6 +290,74 @@ check_server_lost (rt_catalog *c)
   ok (atoi (seq_after) > atoi (seq_before), "and the catalog entry moves on: seq %s to %s", seq_before, seq_after);
 }
 
+/* A loopback port free now, or 0.  */
+static int
+free_port (void)
+{
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  socklen_t len = sizeof a;
+  int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = 0;
+
+  if (fd >= 0 && bind (fd, (struct sockaddr *) &a, sizeof a) == 0
+      && getsockname (fd, (struct sockaddr *) &a, &len) == 0)
+    port = ntohs (a.sin_port);
+  if (fd >= 0)
+    close (fd);
+  return port;
+}
+
+static void
+on_t2 (void *data, const struct rt_bus_msg *m)
+{
+  (void) m;
+  __atomic_add_fetch ((int *) data, 1, __ATOMIC_SEQ_CST);
+}
+
+/* One nats-server without JetStream: no catalog to be had.  */
+static void
+check_no_catalog (void)
+{
+  char url[64], port_s[16], log[200], cmd[300];
+  rt_bus *b = NULL;
+  rt_bus_sub *sub = NULL;
+  rt_error *e = NULL;
+  int port = free_port (), reports = 0;
+  pid_t server, node = -1;
+
+  snprintf (port_s, sizeof port_s, "%d", port);
+  snprintf (url, sizeof url, "nats://127.0.0.1:%d", port);
+  snprintf (log, sizeof log, "%s/node3.log", top);
+  server = fork ();
+  if (server == 0)
+    {
+      int null = open ("/dev/null", O_WRONLY | O_CLOEXEC);
+      if (null >= 0)
+        dup2 (null, 2);
+      execlp ("nats-server", "nats-server", "-a", "127.0.0.1", "-p", port_s, (char *) NULL);
+      _exit (127);
+    }
+  for (int i = 0; i < 50 && b == NULL; i++)
+    if (rt_bus_connect (&(struct rt_bus_opts){ .urls = url }, &b, &e) < 0)
+      {
+        rt_error_free (e), e = NULL;
+        usleep (100 * 1000);
+      }
+  if (b && rt_bus_subscribe (b, "runtime.node.t2.capacity", NULL, on_t2, &reports, &sub, &e) == 0)
+    node = start_node (url, "t2", log);
+  for (int i = 0; i < 150 && __atomic_load_n (&reports, __ATOMIC_SEQ_CST) < 2; i++)
+    usleep (100 * 1000);
+  ok (__atomic_load_n (&reports, __ATOMIC_SEQ_CST) >= 2, "without JetStream, reports all the same: %d",
+      __atomic_load_n (&reports, __ATOMIC_SEQ_CST));
+  snprintf (cmd, sizeof cmd, "grep -q 'no catalog' %s", log);
+  ok (system (cmd) == 0, "saying it has no catalog");
+  ok (node > 0 && kill (node, SIGTERM) == 0 && wait_exit (node, 15000) == 0, "and SIGTERM ends it with 0");
+  rt_error_free (e);
+  rt_bus_unsubscribe (sub);
+  rt_bus_free (b);
+  kill (server, SIGTERM);
+  wait_exit (server, 5000);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -333,6 +407,7 @@ main (int argc, char **argv)
   if (c)
     entry_field (c, "state", field, sizeof field);
   ok (c && strcmp (field, "stopped") == 0, "its catalog entry says so: %s", field);
+  check_no_catalog ();
   snprintf (cmd, sizeof cmd, "sed 's/^/# /' %s", log);
   if (tap_failed && system (cmd) != 0)
     fprintf (stderr, "# no log\n");
