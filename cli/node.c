@@ -7,6 +7,9 @@ static const struct cli_opt node_opts[] = {
     false },
   { "name", "NAME", "this host's name in the cluster: letters, digits, _ and -", "the host name", false },
   { "replicas", "N", "the catalog's copies if this node makes it: 1, 3 or 5", "3", false },
+  { "nats-ca", "FILE", "the NATS servers' CA (PEM) for tls:// URLs", "the system's", false },
+  { "nats-cert", "FILE", "this node's client certificate (PEM), when the servers ask for one", "none", false },
+  { "nats-key", "FILE", "its private key (PEM)", "in --nats-cert", false },
   { NULL, NULL, NULL, NULL, false },
 };
 
@@ -29,6 +32,9 @@ node_run (struct cli_command *cmd, int argc, char **argv)
     .nats = cli_opt (cmd, &a, "nats"),
     .name = cli_opt (cmd, &a, "name"),
     .replicas = (unsigned) replicas,
+    .ca_file = cli_opt (cmd, &a, "nats-ca"),
+    .cert_file = cli_opt (cmd, &a, "nats-cert"),
+    .key_file = cli_opt (cmd, &a, "nats-key"),
   };
   if (rt_node (ctx, &opts, &err) < 0)
     return cli_lib_fail (err);
@@ -42,7 +48,7 @@ static struct cli_command node_cmd = {
   "key node.NAME), answer pings, and answer API calls for its sandboxes on runtime.node.NAME.api with runtime "
   "serve's handlers and this host's tokens. Survives a NATS server going away. Stops on SIGTERM or Ctrl-C; "
   "sandboxes keep running.",
-  "--nats URL[,URL…] [--name NAME] [--replicas N]",
+  "--nats URL[,URL…] [--name NAME] [--replicas N] [--nats-ca FILE [--nats-cert FILE --nats-key FILE]]",
   "runtime node --nats nats://10.0.0.1:4222,nats://10.0.0.2:4222,nats://10.0.0.3:4222 --name host-a", node_opts,
   false, 0, 0, "",
 };

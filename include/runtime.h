@@ -1309,12 +1309,18 @@ int rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err);
  *            for the host name up to its first dot
  * @replicas: the catalog's copies when this node makes it: 1, 3 or 5 (0:
  *            3); an existing catalog must have as many
+ * @ca_file:  TLS: the NATS servers' CA (PEM), or NULL
+ * @cert_file: TLS: this node's client certificate (PEM), or NULL
+ * @key_file: its private key (NULL: in @cert_file)
  */
 typedef struct rt_node_opts
 {
   const char *nats;
   const char *name;
   unsigned replicas;
+  const char *ca_file;
+  const char *cert_file;
+  const char *key_file;
 } rt_node_opts;
 
 /**

@@ -287,7 +287,8 @@ static int
 node_join (struct node *n, const rt_node_opts *o, rt_bus_sub **ping, struct srv_nats **api, rt_error **err)
 {
   cleanup_free char *conn_name = rt_strdup_printf ("runtime-node-%s", n->name);
-  struct rt_bus_opts bo = { .urls = o->nats, .name = conn_name };
+  struct rt_bus_opts bo
+      = { .urls = o->nats, .name = conn_name, .ca_file = o->ca_file, .cert_file = o->cert_file, .key_file = o->key_file };
 
   n->replicas = o->replicas ? o->replicas : DEFAULT_REPLICAS;
 

@@ -12,7 +12,12 @@
    SIGTERM ends it with 0 and the entry says "stopped".  Against a
    nats-server without JetStream (as a node with the per-role credentials
    of docs/cluster/nats-auth.conf sees the cluster: no catalog), it
-   reports all the same and says it has no catalog.  */
+   reports all the same and says it has no catalog.
+   With a third argument (docs/cluster/nats-auth.conf), only this: on
+   three TLS servers with those users and permissions, the node as user
+   node-host1 with --nats-ca reports to serve, answers serve's ping and
+   API call through its reply permission, says it has no catalog (a node
+   user has no JetStream), and exits 0 on SIGTERM.  */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -163,7 +168,7 @@ check_api (rt_bus *b, const char *token)
 }
 
 static pid_t
-start_node (const char *urls, const char *name, const char *log)
+start_node_ca (const char *urls, const char *name, const char *log, const char *ca)
 {
   pid_t pid = fork ();
 
@@ -172,10 +177,19 @@ start_node (const char *urls, const char *name, const char *log)
       int fd = open (log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
       if (fd >= 0)
         dup2 (fd, 2);
-      execl (runtime, runtime, "node", "--nats", urls, "--name", name, (char *) NULL);
+      if (ca)
+        execl (runtime, runtime, "node", "--nats", urls, "--name", name, "--nats-ca", ca, (char *) NULL);
+      else
+        execl (runtime, runtime, "node", "--nats", urls, "--name", name, (char *) NULL);
       _exit (127);
     }
   return pid;
+}
+
+static pid_t
+start_node (const char *urls, const char *name, const char *log)
+{
+  return start_node_ca (urls, name, log, NULL);
 }
 
 /* The exit status of @pid within @ms, or -1 (then it is killed).  */
@@ -358,6 +372,78 @@ check_no_catalog (void)
   wait_exit (server, 5000);
 }
 
+static void
+on_host1 (void *data, const struct rt_bus_msg *m)
+{
+  (void) m;
+  __atomic_add_fetch ((int *) data, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The node as user node-host1 of @auth on three TLS servers.  */
+static int
+roles_main (const char *auth)
+{
+  char cmd[800], url[300], ca[300], log[200], body[512];
+  cleanup_free char *urls = malloc (4096), *reply = NULL;
+  const char *colon;
+  rt_bus *serve = NULL;
+  rt_bus_sub *sub = NULL;
+  rt_error *e = NULL;
+  int reports = 0, port = 0;
+  size_t len = 0;
+  pid_t node = -1;
+  FILE *p;
+
+  /* The servers read the passwords from their environment.  */
+  setenv ("RT_NATS_SERVE_PASS", "serve-pass-0123", 1);
+  setenv ("RT_NATS_NODE_HOST1_PASS", "host1-pass-4567", 1);
+  setenv ("RT_NATS_NODE_HOST2_PASS", "host2-pass-89ab", 1);
+  setenv ("RT_NATS_NODE_HOST3_PASS", "host3-pass-cdef", 1);
+  snprintf (cmd, sizeof cmd, "NATS_AUTH='%s' NATS_TLS=1 %s start %s 3", auth, fixture, dir);
+  p = popen (cmd, "r");
+  if (p == NULL || urls == NULL || fgets (urls, 4096, p) == NULL)
+    *urls = '\0';
+  if (p)
+    pclose (p);
+  colon = strchr (urls, ':') ? strchr (strchr (urls, ':') + 1, ':') : NULL;
+  port = colon ? atoi (colon + 1) : 0;
+  snprintf (ca, sizeof ca, "%s/tls/ca.pem", dir);
+  snprintf (log, sizeof log, "%s/node.log", top);
+  snprintf (url, sizeof url, "tls://serve:serve-pass-0123@127.0.0.1:%d", port);
+  ok (port > 0 && rt_bus_connect (&(struct rt_bus_opts){ .urls = url, .name = "serve", .ca_file = ca }, &serve, &e) == 0
+          && rt_bus_subscribe (serve, "runtime.node.host1.capacity", NULL, on_host1, &reports, &sub, &e) == 0,
+      "three TLS servers with the example's users; serve connected and listening%s%s", e ? ": " : "", e ? e->msg : "");
+  snprintf (url, sizeof url, "tls://node-host1:host1-pass-4567@127.0.0.1:%d", port);
+  if (serve)
+    node = start_node_ca (url, "host1", log, ca);
+  for (int i = 0; i < 200 && __atomic_load_n (&reports, __ATOMIC_SEQ_CST) < 2; i++)
+    usleep (100 * 1000);
+  ok (__atomic_load_n (&reports, __ATOMIC_SEQ_CST) >= 2, "runtime node as node-host1 (--nats-ca) reports to serve: %d",
+      __atomic_load_n (&reports, __ATOMIC_SEQ_CST));
+  snprintf (cmd, sizeof cmd, "grep -q 'no catalog' %s", log);
+  ok (system (cmd) == 0, "saying it has no catalog (a node user has no JetStream)");
+  ok (serve && rt_bus_request (serve, "runtime.node.host1.ping", "", 0, 3000, &reply, &len, &e) == 0
+          && strstr (reply, "\"host1\""),
+      "it answers serve's ping");
+  free (reply), reply = NULL;
+  snprintf (body, sizeof body, "{\"method\":\"GET\",\"path\":\"/v1/sandboxes\"}");
+  ok (serve && rt_bus_request (serve, "runtime.node.host1.api", body, strlen (body), 5000, &reply, &len, &e) == 0
+          && strstr (reply, "\"status\":401"),
+      "and serve's API call (401: no token)");
+  ok (node > 0 && kill (node, SIGTERM) == 0 && wait_exit (node, 15000) == 0, "SIGTERM ends it with 0");
+  snprintf (cmd, sizeof cmd, "sed 's/^/# /' %s", log);
+  if (tap_failed && system (cmd) != 0)
+    fprintf (stderr, "# no log\n");
+  rt_error_free (e);
+  rt_bus_unsubscribe (sub);
+  rt_bus_free (serve);
+  nats_fixture_stop (fixture, dir);
+  snprintf (cmd, sizeof cmd, "rm -rf %s", top);
+  if (system (cmd) != 0)
+    fprintf (stderr, "# could not remove %s\n", top);
+  return tap_done ();
+}
+
 int
 main (int argc, char **argv)
 {
@@ -378,6 +464,11 @@ main (int argc, char **argv)
   snprintf (dir, sizeof dir, "%s/cluster", top);
   snprintf (log, sizeof log, "%s/node.log", top);
   snprintf (log2, sizeof log2, "%s/node2.log", top);
+  if (argc > 3)
+    {
+      set_env ();
+      return roles_main (argv[3]);
+    }
   urls = nats_fixture_start (fixture, dir);
   ok (urls && rt_bus_connect (&(struct rt_bus_opts){ .urls = urls, .name = "test" }, &b, &e) == 0,
       "three NATS servers clustered on loopback, connected");
