@@ -304,6 +304,29 @@ check_server_lost (rt_catalog *c)
   ok (atoi (seq_after) > atoi (seq_before), "and the catalog entry moves on: seq %s to %s", seq_before, seq_after);
 }
 
+static void
+show_log_if_failed (const char *log)
+{
+  char cmd[300];
+
+  snprintf (cmd, sizeof cmd, "sed 's/^/# /' %s", log);
+  if (tap_failed && system (cmd) != 0)
+    fprintf (stderr, "# no log\n");
+}
+
+/* The cluster stopped, the test's dir removed, the plan printed.  */
+static int
+finish (void)
+{
+  char cmd[200];
+
+  nats_fixture_stop (fixture, dir);
+  snprintf (cmd, sizeof cmd, "rm -rf %s", top);
+  if (system (cmd) != 0)
+    fprintf (stderr, "# could not remove %s\n", top);
+  return tap_done ();
+}
+
 /* A loopback port free now, or 0.  */
 static int
 free_port (void)
@@ -320,8 +343,9 @@ free_port (void)
   return port;
 }
 
+/* Counts the messages in the int at @data.  */
 static void
-on_t2 (void *data, const struct rt_bus_msg *m)
+count_msg (void *data, const struct rt_bus_msg *m)
 {
   (void) m;
   __atomic_add_fetch ((int *) data, 1, __ATOMIC_SEQ_CST);
@@ -356,7 +380,7 @@ check_no_catalog (void)
         rt_error_free (e), e = NULL;
         usleep (100 * 1000);
       }
-  if (b && rt_bus_subscribe (b, "runtime.node.t2.capacity", NULL, on_t2, &reports, &sub, &e) == 0)
+  if (b && rt_bus_subscribe (b, "runtime.node.t2.capacity", NULL, count_msg, &reports, &sub, &e) == 0)
     node = start_node (url, "t2", log);
   for (int i = 0; i < 150 && __atomic_load_n (&reports, __ATOMIC_SEQ_CST) < 2; i++)
     usleep (100 * 1000);
@@ -370,13 +394,6 @@ check_no_catalog (void)
   rt_bus_free (b);
   kill (server, SIGTERM);
   wait_exit (server, 5000);
-}
-
-static void
-on_host1 (void *data, const struct rt_bus_msg *m)
-{
-  (void) m;
-  __atomic_add_fetch ((int *) data, 1, __ATOMIC_SEQ_CST);
 }
 
 /* The node as user node-host1 of @auth on three TLS servers.  */
@@ -411,7 +428,7 @@ roles_main (const char *auth)
   snprintf (log, sizeof log, "%s/node.log", top);
   snprintf (url, sizeof url, "tls://serve:serve-pass-0123@127.0.0.1:%d", port);
   ok (port > 0 && rt_bus_connect (&(struct rt_bus_opts){ .urls = url, .name = "serve", .ca_file = ca }, &serve, &e) == 0
-          && rt_bus_subscribe (serve, "runtime.node.host1.capacity", NULL, on_host1, &reports, &sub, &e) == 0,
+          && rt_bus_subscribe (serve, "runtime.node.host1.capacity", NULL, count_msg, &reports, &sub, &e) == 0,
       "three TLS servers with the example's users; serve connected and listening%s%s", e ? ": " : "", e ? e->msg : "");
   snprintf (url, sizeof url, "tls://node-host1:host1-pass-4567@127.0.0.1:%d", port);
   if (serve)
@@ -431,17 +448,11 @@ roles_main (const char *auth)
           && strstr (reply, "\"status\":401"),
       "and serve's API call (401: no token)");
   ok (node > 0 && kill (node, SIGTERM) == 0 && wait_exit (node, 15000) == 0, "SIGTERM ends it with 0");
-  snprintf (cmd, sizeof cmd, "sed 's/^/# /' %s", log);
-  if (tap_failed && system (cmd) != 0)
-    fprintf (stderr, "# no log\n");
+  show_log_if_failed (log);
   rt_error_free (e);
   rt_bus_unsubscribe (sub);
   rt_bus_free (serve);
-  nats_fixture_stop (fixture, dir);
-  snprintf (cmd, sizeof cmd, "rm -rf %s", top);
-  if (system (cmd) != 0)
-    fprintf (stderr, "# could not remove %s\n", top);
-  return tap_done ();
+  return finish ();
 }
 
 int
@@ -499,16 +510,10 @@ main (int argc, char **argv)
     entry_field (c, "state", field, sizeof field);
   ok (c && strcmp (field, "stopped") == 0, "its catalog entry says so: %s", field);
   check_no_catalog ();
-  snprintf (cmd, sizeof cmd, "sed 's/^/# /' %s", log);
-  if (tap_failed && system (cmd) != 0)
-    fprintf (stderr, "# no log\n");
+  show_log_if_failed (log);
   rt_error_free (e);
   rt_catalog_free (c);
   rt_bus_unsubscribe (sub);
   rt_bus_free (b);
-  nats_fixture_stop (fixture, dir);
-  snprintf (cmd, sizeof cmd, "rm -rf %s", top);
-  if (system (cmd) != 0)
-    fprintf (stderr, "# could not remove %s\n", top);
-  return tap_done ();
+  return finish ();
 }
