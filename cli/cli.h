@@ -90,6 +90,9 @@ const char *cli_suggest (const char *word, const char *const *names);
 void cli_print_help (struct cli_command *cmd);
 /* The command's section of runtime.1.  */
 void cli_print_roff (struct cli_command *cmd);
+/* A group that is one command (serve, usage, node): its section of
+   runtime.1 for "--roff", else the command run.  */
+int cli_run_single (struct cli_command *cmd, int argc, char **argv);
 void cli_progress (void *data, const char *line);
 /* A context with progress on stderr; prints the error and returns NULL.  */
 rt_context *cli_context (void);
@@ -151,6 +154,7 @@ int cmd_usage (int argc, char **argv);
 int cmd_chat (int argc, char **argv);
 int cmd_secrets (int argc, char **argv);
 int cmd_serve (int argc, char **argv);
+int cmd_node (int argc, char **argv);
 int cmd_pool (int argc, char **argv);
 int cmd_snapshot (int argc, char **argv);
 int cmd_token (int argc, char **argv);

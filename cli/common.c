@@ -459,6 +459,17 @@ roff (const char *s)
     }
 }
 
+int
+cli_run_single (struct cli_command *cmd, int argc, char **argv)
+{
+  if (argc == 2 && strcmp (argv[1], "--roff") == 0)
+    {
+      cli_print_roff (cmd);
+      return 0;
+    }
+  return cmd->run (cmd, argc, argv);
+}
+
 void
 cli_print_roff (struct cli_command *cmd)
 {

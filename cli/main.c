@@ -21,6 +21,7 @@ static const struct group groups[] = {
   { "token", cmd_token, "API tokens for runtime serve: each one a tenant with limits" },
   { "usage", cmd_usage, "what sandboxes used and cost, trial hours left" },
   { "serve", cmd_serve, "the HTTP API for this machine's sandboxes (runtime serve --help)" },
+  { "node", cmd_node, "this host in a cluster of many hosts over NATS (in progress; runtime node --help)" },
   { "chat", cmd_chat, "ask a model whose Python runs in sandboxes (deepseek)" },
   { NULL, NULL, NULL },
 };

@@ -1,7 +1,6 @@
 /* serve.c - `runtime serve`: the HTTP API of docs/API.md on this machine.  */
 #include <signal.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "cli.h"
 
@@ -46,10 +45,5 @@ static struct cli_command serve_cmd = {
 int
 cmd_serve (int argc, char **argv)
 {
-  if (argc == 2 && strcmp (argv[1], "--roff") == 0)
-    {
-      cli_print_roff (&serve_cmd);
-      return 0;
-    }
-  return serve_cmd.run (&serve_cmd, argc, argv);
+  return cli_run_single (&serve_cmd, argc, argv);
 }

@@ -111,10 +111,5 @@ static struct cli_command usage_cmd = {
 int
 cmd_usage (int argc, char **argv)
 {
-  if (argc == 2 && strcmp (argv[1], "--roff") == 0)
-    {
-      cli_print_roff (&usage_cmd);
-      return 0;
-    }
-  return usage_cmd.run (&usage_cmd, argc, argv);
+  return cli_run_single (&usage_cmd, argc, argv);
 }

@@ -1303,6 +1303,53 @@ typedef struct rt_serve_opts
  */
 int rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err);
 
+/**
+ * rt_node_opts - how `runtime node` joins the cluster of many hosts
+ * @nats:     the NATS servers' URLs, comma-separated (nats://HOST:PORT, or
+ *            tls://; credentials as nats://USER:PASS@HOST:PORT)
+ * @name:     this host's name in the cluster, [A-Za-z0-9_-]{1,64}; NULL
+ *            for the host name up to its first dot
+ * @replicas: the catalog's copies when this node makes it: 1, 3 or 5 (0:
+ *            3); an existing catalog must have as many
+ * @ca_file:  TLS: the NATS servers' CA (PEM), or NULL
+ * @cert_file: TLS: this node's client certificate (PEM), or NULL
+ * @key_file: its private key (NULL: in @cert_file)
+ */
+typedef struct rt_node_opts
+{
+  const char *nats;
+  const char *name;
+  unsigned replicas;
+  const char *ca_file;
+  const char *cert_file;
+  const char *key_file;
+} rt_node_opts;
+
+/**
+ * rt_node - serve this host to the cluster until SIGTERM or SIGINT
+ * @ctx:  the context (the host's view)
+ * @opts: the cluster and the name
+ * @err:  "usage" (no or a bad URL, a bad name or replica count, a
+ *        catalog with other replicas), "cluster_unavailable" (no NATS
+ *        server answered), "name_taken" (a node of that name answers
+ *        already)
+ *
+ * Publishes the host's capacity (vCPUs and memory total, used and free,
+ * sandboxes running and paused, ready spares per shape, the accelerator)
+ * every 2 s on runtime.node.NAME.capacity, keeps it under node.NAME in
+ * the cluster's catalog (a JetStream key-value bucket, compare-and-set)
+ * when its NATS user may (else it says so and reports on NATS only,
+ * trying the catalog again every 30 s), answers runtime.node.NAME.ping
+ * with it, and answers API calls for this host's sandboxes on
+ * runtime.node.NAME.api with runtime serve's route handlers.  A NATS server lost is left
+ * for another of @nats, for ever.  SIGTERM and SIGINT are blocked in the
+ * calling thread meanwhile (threads it starts inherit that) and taken by
+ * sigtimedwait: on one it marks its catalog entry "stopped" and returns;
+ * sandboxes keep running.  Prints "runtime node: …" lines on stderr.
+ * Return: 0 after a signal, or <0 with @err set.
+ */
+int rt_node (rt_context *ctx, const rt_node_opts *opts, rt_error **err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,7 @@
 /* bus.c - the NATS connection (see bus.h), on nats.c.  */
 #include <errno.h>
 #include <nats/nats.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,11 @@ struct rt_bus_sub
   natsSubscription *sub;
   rt_bus_handler fn;
   void *data;
+  /* Set by the subscription's thread once it has run its last handler
+     and will touch nothing of ours again.  */
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  bool done;
 };
 
 static int
@@ -152,6 +158,28 @@ on_msg (natsConnection *nc, natsSubscription *sub, natsMsg *m, void *closure)
   natsMsg_Destroy (m);
 }
 
+/* nats.c calls this on the subscription's own thread as it ends, after
+   its last message handler returned: drained, unsubscribed or closed.  */
+static void
+on_complete (void *closure)
+{
+  rt_bus_sub *s = closure;
+
+  pthread_mutex_lock (&s->mu);
+  s->done = true;
+  pthread_cond_signal (&s->cond);
+  pthread_mutex_unlock (&s->mu);
+}
+
+static void
+sub_free (rt_bus_sub *s)
+{
+  natsSubscription_Destroy (s->sub);
+  pthread_cond_destroy (&s->cond);
+  pthread_mutex_destroy (&s->mu);
+  free (s);
+}
+
 int
 rt_bus_subscribe (rt_bus *b, const char *subject, const char *queue, rt_bus_handler fn, void *data,
                   rt_bus_sub **out, rt_error **err)
@@ -163,17 +191,31 @@ rt_bus_subscribe (rt_bus *b, const char *subject, const char *queue, rt_bus_hand
     return rt_error_oom (err);
   s->fn = fn;
   s->data = data;
+  pthread_mutex_init (&s->mu, NULL);
+  pthread_cond_init (&s->cond, NULL);
   st = queue ? natsConnection_QueueSubscribe (&s->sub, b->nc, subject, queue, on_msg, s)
              : natsConnection_Subscribe (&s->sub, b->nc, subject, on_msg, s);
-  /* Subscribed once the server has it: a request right after must find
-     it.  */
-  if (st == NATS_OK)
-    st = natsConnection_Flush (b->nc);
   if (st != NATS_OK)
     {
-      natsSubscription_Destroy (s->sub);
-      free (s);
+      sub_free (s);
       return nats_error (err, st, "cluster_unavailable", "cannot subscribe");
+    }
+  st = natsSubscription_SetOnCompleteCB (s->sub, on_complete, s);
+  if (st != NATS_OK)
+    {
+      /* Nothing would say when its thread is done with @s: leave @s to
+         it rather than free what a handler may read.  */
+      natsSubscription_Unsubscribe (s->sub);
+      return nats_error (err, st, "cluster_unavailable", "cannot subscribe");
+    }
+  /* Subscribed once the server has it: a request right after must find
+     it.  */
+  st = natsConnection_Flush (b->nc);
+  if (st != NATS_OK)
+    {
+      int ret = nats_error (err, st, "cluster_unavailable", "cannot subscribe");
+      rt_bus_unsubscribe (s);
+      return ret;
     }
   *out = s;
   return 0;
@@ -184,10 +226,18 @@ rt_bus_unsubscribe (rt_bus_sub *s)
 {
   if (s == NULL)
     return;
-  natsSubscription_Unsubscribe (s->sub);
-  /* Waits for a handler still running on the subscription's thread.  */
-  natsSubscription_Destroy (s->sub);
-  free (s);
+  /* Drained: the server stops sending, what already arrived is handled,
+     then the thread ends.  If the drain cannot start (the connection
+     closed or down), an unsubscribe closes it: the thread ends after the
+     handler it may be running.  Either way nats.c calls on_complete last,
+     and only then may @s and the caller's data go.  */
+  if (natsSubscription_Drain (s->sub) != NATS_OK)
+    natsSubscription_Unsubscribe (s->sub);
+  pthread_mutex_lock (&s->mu);
+  while (!s->done)
+    pthread_cond_wait (&s->cond, &s->mu);
+  pthread_mutex_unlock (&s->mu);
+  sub_free (s);
 }
 
 int

@@ -50,6 +50,10 @@ typedef struct rt_bus_sub rt_bus_sub;
    of the bus's own; with @queue, one member of the queue group gets each.  */
 int rt_bus_subscribe (rt_bus *b, const char *subject, const char *queue, rt_bus_handler fn, void *data,
                       rt_bus_sub **out, rt_error **err);
+/* Stops @s: messages already received are still handled, then it waits
+   until its handler has returned for the last time, so the caller may
+   free the handler's data afterwards.  Never call it from @s's own
+   handler (it would wait for itself).  */
 void rt_bus_unsubscribe (rt_bus_sub *s);
 
 /* Sends @data to @subject and waits for one answer, at most @timeout_ms.

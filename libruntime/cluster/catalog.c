@@ -11,10 +11,15 @@
 #include "core/context.h"
 
 #define KEY_MAX 200
+/* The bucket's stream, and the subject of a key in it (nats.c's own
+   scheme, no JetStream domain).  */
+#define STREAM "KV_" RT_CATALOG_BUCKET
+#define SUBJECT_PREFIX "$KV." RT_CATALOG_BUCKET "."
 
 struct rt_catalog
 {
   kvStore *kv;
+  jsCtx *js;
 };
 
 static int
@@ -51,6 +56,30 @@ check_key (const char *key, rt_error **err)
   return 0;
 }
 
+/* An existing bucket is taken only with the replicas asked: fewer
+   copies than the operator wanted would lose the catalog with fewer
+   servers than they planned for.  */
+static int
+check_replicas (kvStore *kv, unsigned replicas, rt_error **err)
+{
+  kvStatus *st = NULL;
+  natsStatus s = kvStore_Status (&st, kv);
+  int have;
+
+  if (s != NATS_OK)
+    return kv_error (err, s, "cannot read the catalog's configuration");
+  have = (int) kvStatus_Replicas (st);
+  kvStatus_Destroy (st);
+  if (have != (int) replicas)
+    {
+      rt_error_set (err, EINVAL, "usage", "the catalog (bucket '%s') has %d replica%s, not the %u asked",
+                    RT_CATALOG_BUCKET, have, have == 1 ? "" : "s", replicas);
+      return rt_error_hint (err, "ask for %d, or remove the stream '%s' to make it again (its entries are lost)",
+                            have, STREAM);
+    }
+  return 0;
+}
+
 int
 rt_catalog_open (rt_bus *bus, unsigned replicas, rt_catalog **out, rt_error **err)
 {
@@ -63,6 +92,7 @@ rt_catalog_open (rt_bus *bus, unsigned replicas, rt_catalog **out, rt_error **er
     return rt_error_set (err, EINVAL, "usage", "the catalog's replicas are 1, 3 or 5, not %u", replicas);
   if ((c = calloc (1, sizeof *c)) == NULL)
     return rt_error_oom (err);
+  c->js = js;
   s = js_KeyValue (&c->kv, js, RT_CATALOG_BUCKET);
   if (s == NATS_NOT_FOUND)
     {
@@ -80,6 +110,11 @@ rt_catalog_open (rt_bus *bus, unsigned replicas, rt_catalog **out, rt_error **er
       free (c);
       return kv_error (err, s, "cannot open the catalog");
     }
+  if (check_replicas (c->kv, replicas, err) < 0)
+    {
+      rt_catalog_free (c);
+      return -EINVAL;
+    }
   *out = c;
   return 0;
 }
@@ -93,30 +128,83 @@ rt_catalog_free (rt_catalog *c)
   free (c);
 }
 
-/* A refused compare-and-set: the key's revision was not the one asked
-   for (or, for a create, it exists).  */
-static bool
-is_conflict (natsStatus s)
+/* @value under @key if the key's last revision is @last (0: it has
+   none), as kvStore_Update does, but through js_Publish, which hands back
+   JetStream's error code: kvStore_Update and kvStore_Create keep it to
+   themselves.  Return: 0, 1 when JetStream refused (the revision was not
+   @last: error 10071, the only sign of a lost compare-and-set), or <0
+   with @err set.  */
+static int
+put_if (rt_catalog *c, const char *key, const char *value, uint64_t last, uint64_t *rev, rt_error **err)
 {
-  /* JetStream says so in text only (its code 10071 is not passed on by
-     the key-value calls).  */
-  const char *detail = nats_GetLastError (NULL);
-  return s == NATS_ERR && detail && strstr (detail, "wrong last sequence") != NULL;
+  char subject[sizeof SUBJECT_PREFIX + KEY_MAX];
+  jsPubAck *pa = NULL;
+  jsErrCode code = 0;
+  jsPubOptions po;
+  natsStatus s;
+
+  snprintf (subject, sizeof subject, SUBJECT_PREFIX "%s", key);
+  jsPubOptions_Init (&po);
+  if (last == 0)
+    po.ExpectNoMessage = true;
+  else
+    po.ExpectLastSubjectSeq = last;
+  s = js_Publish (&pa, c->js, subject, value, (int) strlen (value), &po, &code);
+  if (s == NATS_OK && rev)
+    *rev = pa->Sequence;
+  jsPubAck_Destroy (pa);
+  if (s == NATS_OK)
+    return 0;
+  if (code == JSStreamWrongLastSequenceErr)
+    return 1;
+  return kv_error (err, s, "cannot write the catalog");
+}
+
+/* The revision of @key's delete or purge marker in *rev (0 when its last
+   message is a value, or it has none).  */
+static int
+tombstone (rt_catalog *c, const char *key, uint64_t *rev, rt_error **err)
+{
+  char subject[sizeof SUBJECT_PREFIX + KEY_MAX];
+  const char *op = NULL;
+  jsErrCode code = 0;
+  natsMsg *m = NULL;
+  natsStatus s;
+
+  *rev = 0;
+  snprintf (subject, sizeof subject, SUBJECT_PREFIX "%s", key);
+  s = js_GetLastMsg (&m, c->js, STREAM, subject, NULL, &code);
+  if (s == NATS_NOT_FOUND || code == JSNoMessageFoundErr)
+    return 0;
+  if (s != NATS_OK)
+    return kv_error (err, s, "cannot read the catalog");
+  if (natsMsgHeader_Get (m, "KV-Operation", &op) == NATS_OK && op
+      && (strcmp (op, "DEL") == 0 || strcmp (op, "PURGE") == 0))
+    *rev = natsMsg_GetSequence (m);
+  natsMsg_Destroy (m);
+  return 0;
 }
 
 int
 rt_catalog_create (rt_catalog *c, const char *key, const char *value, uint64_t *rev, rt_error **err)
 {
-  uint64_t r = 0;
-  natsStatus s;
+  uint64_t r = 0, dead = 0;
+  int ret;
 
   if (check_key (key, err) < 0)
     return -EINVAL;
-  s = kvStore_Create (&r, c->kv, key, value, (int) strlen (value));
-  if (s != NATS_OK && is_conflict (s))
+  ret = put_if (c, key, value, 0, &r, err);
+  /* A deleted key keeps its marker: absent all the same, so written from
+     the marker's revision (still compare-and-set: a create racing ours
+     moves it).  */
+  if (ret == 1 && tombstone (c, key, &dead, err) < 0)
+    return -EIO;
+  if (ret == 1 && dead > 0)
+    ret = put_if (c, key, value, dead, &r, err);
+  if (ret == 1)
     return rt_error_set (err, EEXIST, "conflict", "'%s' is already in the catalog", key);
-  if (s != NATS_OK)
-    return kv_error (err, s, "cannot write the catalog");
+  if (ret < 0)
+    return ret;
   if (rev)
     *rev = r;
   return 0;
@@ -156,15 +244,17 @@ rt_catalog_update (rt_catalog *c, const char *key, const char *value, uint64_t r
                    rt_error **err)
 {
   uint64_t r = 0;
-  natsStatus s;
+  int ret;
 
   if (check_key (key, err) < 0)
     return -EINVAL;
-  s = kvStore_Update (&r, c->kv, key, value, (int) strlen (value), rev);
-  if (s != NATS_OK && is_conflict (s))
+  if (rev == 0)
+    return rt_error_set (err, EINVAL, "usage", "an update of '%s' needs the revision read", key);
+  ret = put_if (c, key, value, rev, &r, err);
+  if (ret == 1)
     return rt_error_set (err, EAGAIN, "conflict", "'%s' changed since revision %llu", key, (unsigned long long) rev);
-  if (s != NATS_OK)
-    return kv_error (err, s, "cannot write the catalog");
+  if (ret < 0)
+    return ret;
   if (new_rev)
     *new_rev = r;
   return 0;
@@ -203,8 +293,15 @@ rt_catalog_keys (rt_catalog *c, const char *prefix, char ***keys, size_t *n, rt_
       return rt_error_oom (err);
     }
   for (int i = 0; i < list.Count; i++)
-    if (strncmp (list.Keys[i], prefix, plen) == 0)
-      (*keys)[k++] = strdup (list.Keys[i]);
+    if (strncmp (list.Keys[i], prefix, plen) == 0 && ((*keys)[k++] = strdup (list.Keys[i])) == NULL)
+      {
+        for (size_t j = 0; j + 1 < k; j++)
+          free ((*keys)[j]);
+        free (*keys);
+        *keys = NULL;
+        kvKeysList_Destroy (&list);
+        return rt_error_oom (err);
+      }
   *n = k;
   kvKeysList_Destroy (&list);
   return 0;

@@ -20,7 +20,11 @@
 
 typedef struct rt_catalog rt_catalog;
 
-/* Opens (or makes, with @replicas copies: 1, 3 or 5) the bucket.  */
+/* Opens (or makes, with @replicas copies: 1, 3 or 5) the bucket.  An
+   existing bucket with another number of replicas is refused ("usage",
+   with a hint), never used as it is: the operator planned for that many
+   servers lost.  A conflict is known by JetStream's error code (10071,
+   wrong last sequence), not its text.  */
 int rt_catalog_open (rt_bus *bus, unsigned replicas, rt_catalog **out, rt_error **err);
 void rt_catalog_free (rt_catalog *c);
 
@@ -33,7 +37,8 @@ bool rt_catalog_key_valid (const char *key);
 int rt_catalog_create (rt_catalog *c, const char *key, const char *value, uint64_t *rev, rt_error **err);
 /* *value (free it) and *rev of @key.  @err: "not_found".  */
 int rt_catalog_get (rt_catalog *c, const char *key, char **value, uint64_t *rev, rt_error **err);
-/* @value under @key if its revision is still @rev.  @err: "conflict".  */
+/* @value under @key if its revision is still @rev (a deleted or missing
+   key has none: "conflict").  @err: "conflict", "usage" (@rev 0).  */
 int rt_catalog_update (rt_catalog *c, const char *key, const char *value, uint64_t rev, uint64_t *new_rev,
                        rt_error **err);
 /* Removes @key (absent is fine).  */

@@ -33,6 +33,18 @@ srv_method_name (int method)
     }
 }
 
+int
+srv_method_code (const char *name)
+{
+  static const int codes[] = { EVHTTP_REQ_GET,    EVHTTP_REQ_POST, EVHTTP_REQ_PUT,
+                               EVHTTP_REQ_DELETE, EVHTTP_REQ_HEAD, EVHTTP_REQ_PATCH };
+
+  for (size_t i = 0; name && i < sizeof codes / sizeof codes[0]; i++)
+    if (strcmp (srv_method_name (codes[i]), name) == 0)
+      return codes[i];
+  return -1;
+}
+
 static void
 on_wake (evutil_socket_t fd, short what, void *arg)
 {
@@ -59,9 +71,9 @@ srv_req_new (struct srv *s, struct evhttp_request *req)
   TAILQ_INIT (&r->query);
   TAILQ_INIT (&r->headers);
   r->out = evbuffer_new ();
-  r->wake = event_new (s->base, -1, 0, on_wake, r);
+  r->wake = s->base ? event_new (s->base, -1, 0, on_wake, r) : NULL;
   clock_gettime (CLOCK_MONOTONIC, &r->t0);
-  if (r->out == NULL || r->wake == NULL)
+  if (r->out == NULL || (s->base && r->wake == NULL))
     {
       srv_req_unref (r);
       return NULL;
@@ -79,6 +91,8 @@ srv_req_unref (struct srv_req *r)
   pthread_mutex_unlock (&r->mu);
   if (!last)
     return;
+  if (r->transport_free)
+    r->transport_free (r->transport);
   if (r->wake)
     event_free (r->wake);
   if (r->out)
@@ -104,7 +118,10 @@ srv_req_unref (struct srv_req *r)
 void
 srv_req_wake (struct srv_req *r)
 {
-  event_active (r->wake, 0, 0);
+  if (r->on_answer)
+    r->on_answer (r);
+  else
+    event_active (r->wake, 0, 0);
 }
 
 /* The request.  */

@@ -117,14 +117,36 @@ struct srv_req
   rt_context *ctx;
   char *idem_id;        /* the stored answer's id, when kept */
   char body_sha[65];
+
+  /* Another transport than evhttp (serve/nats.c): called instead of
+     waking the loop whenever a handler queued something (a whole answer,
+     a stream's start, bytes, its end), on the handler's thread, without
+     r->mu held.  */
+  void (*on_answer) (struct srv_req *r);
+  void *transport;
+  void (*transport_free) (void *transport); /* with the request */
 };
 
-/* request.c */
+/* server.c: a server's common part (its locks, request id seed, @ctx),
+   and its end (what it has of libevent, tokens, idempotency store).  */
+struct srv *srv_alloc (rt_context *ctx);
+void srv_free (struct srv *s);
+/* The route for the request (its params filled), NULL after
+   answering 404 or 405; its Bearer token checked, false after answering
+   401; r->request_id from x-request-id when sane, else a new one.  */
+const struct srv_route *srv_find_route (struct srv_req *r);
+bool srv_authenticate (struct srv_req *r);
+void srv_set_request_id (struct srv_req *r);
+
+/* request.c; a request of a server without an event base (serve/nats.c)
+   has no wake event and needs on_answer.  */
 struct srv_req *srv_req_new (struct srv *s, struct evhttp_request *req);
 void srv_req_unref (struct srv_req *r);
 /* The loop's side: send what a handler queued.  */
 void srv_req_flush (struct srv_req *r);
 void srv_req_wake (struct srv_req *r);
 const char *srv_method_name (int method);
+/* The evhttp_cmd_type of "GET", "POST"…, or -1.  */
+int srv_method_code (const char *name);
 
 #endif

@@ -396,9 +396,8 @@ clear_params (struct srv_req *r)
   r->nparams = 0;
 }
 
-/* The route for the request; NULL after answering 404 or 405.  */
-static const struct srv_route *
-find_route (struct srv_req *r)
+const struct srv_route *
+srv_find_route (struct srv_req *r)
 {
   bool other_method = false;
 
@@ -429,8 +428,8 @@ find_route (struct srv_req *r)
   return NULL;
 }
 
-static bool
-authenticate (struct srv_req *r)
+bool
+srv_authenticate (struct srv_req *r)
 {
   const char *h = srv_header (r, "Authorization");
 
@@ -512,13 +511,24 @@ sane_id (const char *s)
   return n >= 1 && n <= 64 && strspn (s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
+void
+srv_set_request_id (struct srv_req *r)
+{
+  const char *rid = srv_header (r, "x-request-id");
+
+  if (sane_id (rid))
+    snprintf (r->request_id, sizeof r->request_id, "%s", rid);
+  else
+    snprintf (r->request_id, sizeof r->request_id, "req_%08x%08x", r->srv->seed, ++r->srv->serial);
+}
+
 /* Reads what the handler needs out of libevent's request.  */
 static int
 read_request (struct srv_req *r, struct evhttp_request *req)
 {
   const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri (req);
   struct evbuffer *in = evhttp_request_get_input_buffer (req);
-  const char *q, *rid;
+  const char *q;
 
   r->method = evhttp_request_get_command (req);
   r->path = strdup (uri && evhttp_uri_get_path (uri) ? evhttp_uri_get_path (uri) : "/");
@@ -526,11 +536,7 @@ read_request (struct srv_req *r, struct evhttp_request *req)
   if (r->path == NULL || (q && evhttp_parse_query_str (q, &r->query) < 0))
     return -1;
   copy_headers (&r->headers, evhttp_request_get_input_headers (req));
-  rid = srv_header (r, "x-request-id");
-  if (sane_id (rid))
-    snprintf (r->request_id, sizeof r->request_id, "%s", rid);
-  else
-    snprintf (r->request_id, sizeof r->request_id, "req_%08x%08x", r->srv->seed, ++r->srv->serial);
+  srv_set_request_id (r);
   r->body_len = evbuffer_get_length (in);
   if (r->body_len)
     {
@@ -563,10 +569,10 @@ on_request (struct evhttp_request *req, void *arg)
       return srv_reply_error (r, 503, "unavailable", "retry: a restarted server answers", NULL,
                               "the server is stopping");
     }
-  r->route = find_route (r);
+  r->route = srv_find_route (r);
   if (r->route == NULL)
     return;
-  if (!(r->route->flags & SRV_NO_AUTH) && (!authenticate (r) || !within_rate (r)))
+  if (!(r->route->flags & SRV_NO_AUTH) && (!srv_authenticate (r) || !within_rate (r)))
     return;
   watch_peer (r, req);
   dispatch_idem (r);
@@ -621,7 +627,23 @@ on_signal (evutil_socket_t sig, short what, void *arg)
   on_stop_tick (-1, 0, s);
 }
 
-static void
+struct srv *
+srv_alloc (rt_context *ctx)
+{
+  struct srv *s = calloc (1, sizeof (*s));
+
+  if (s == NULL)
+    return NULL;
+  pthread_mutex_init (&s->mu, NULL);
+  pthread_cond_init (&s->idle, NULL);
+  pthread_cond_init (&s->work, NULL);
+  if (getrandom (&s->seed, sizeof s->seed, 0) != sizeof s->seed)
+    s->seed = (uint32_t) getpid ();
+  s->ctx = ctx;
+  return s;
+}
+
+void
 srv_free (struct srv *s)
 {
   if (s->sigterm)
@@ -704,17 +726,12 @@ rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
     }
   if (srv_listen (opts, opts->tls_cert != NULL, &fd, err) < 0)
     return -1;
-  s = calloc (1, sizeof (*s));
+  s = srv_alloc (ctx);
   if (s == NULL)
     {
       close (fd);
       return rt_error_oom (err);
     }
-  pthread_mutex_init (&s->mu, NULL);
-  pthread_cond_init (&s->idle, NULL);
-  pthread_cond_init (&s->work, NULL);
-  if (getrandom (&s->seed, sizeof s->seed, 0) != sizeof s->seed)
-    s->seed = (uint32_t) getpid ();
   if (srv_setup (s, ctx, opts, fd, err) < 0)
     {
       if (s->bound == NULL)

@@ -26,7 +26,7 @@ check "zsh completion file parses" zsh -n "$src/zsh/_runtime"
 check "fish completion file parses" fish -n "$src/fish/runtime.fish"
 
 out=$(complete_bash runtime "")
-check "bash: the groups" sh -c 'for g in sandbox image secrets usage chat; do echo "$1" | grep -qx $g || exit 1; done' sh "$out"
+check "bash: the groups" sh -c 'for g in sandbox image secrets usage chat node; do echo "$1" | grep -qx $g || exit 1; done' sh "$out"
 
 # bash's lists are written by hand: they must match every command's --help
 # (options, short forms, which take a value) and every group's commands.
@@ -48,6 +48,7 @@ for g in sandbox image snapshot secrets token chat; do
 done
 [ "$(complete_bash runtime usage -- | sort)" = "$(help_opts usage)" ] || drift="$drift [usage's options]"
 [ "$(complete_bash runtime serve -- | sort)" = "$(help_opts serve)" ] || drift="$drift [serve's options]"
+[ "$(complete_bash runtime node -- | sort)" = "$(help_opts node)" ] || drift="$drift [node's options]"
 is "bash: every command and option of --help, no more" "$drift" ""
 is "bash: sandbox cp offers ID: and local paths" \
     "$(cd "$tmp" && touch cp-file && complete_bash runtime sandbox cp cp- | tr '\n' ' ')" "cp-file "
@@ -64,7 +65,7 @@ out=$(complete_bash runtime chat deepseek --)
 check "bash: chat deepseek's options" sh -c 'echo "$1" | grep -qx -- --max-turns' sh "$out"
 
 out=$(complete_fish "runtime ")
-check "fish: the groups" sh -c 'for g in sandbox image secrets usage chat; do echo "$1" | grep -qx $g || exit 1; done' sh "$out"
+check "fish: the groups" sh -c 'for g in sandbox image secrets usage chat node; do echo "$1" | grep -qx $g || exit 1; done' sh "$out"
 is "fish: nothing of ours after --" "$(complete_fish "runtime sandbox exec x -- --")" ""
 is "fish: no options where a value goes" "$(complete_fish "runtime sandbox create --name -")" ""
 is "fish: --state values" "$(complete_fish "runtime sandbox ls --state pa" | tr '\n' ' ')" "paused pausing "
@@ -86,6 +87,8 @@ for g in sandbox image snapshot chat secrets; do
 done
 runtime --roff | grep -q '^\.SS "runtime usage"' || missing="$missing usage"
 runtime --roff | grep -q '^\.SS "runtime serve"' || missing="$missing serve"
+runtime --roff | grep -q '^\.SS "runtime node"' || missing="$missing node"
+runtime node --help | grep -q '^Example:' || noexample="$noexample node"
 runtime usage --help | grep -q '^Example:' || noexample="$noexample usage"
 runtime help | grep -q '^Example:' || noexample="$noexample help"
 is "the man page has a section for every command" "$missing" ""

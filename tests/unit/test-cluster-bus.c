@@ -7,9 +7,11 @@
    create is a conflict), refuses a stale update, lists by prefix,
    deletes, refuses keys outside its scheme; with the server the client is
    connected to killed, the client reconnects to another and the catalog
-   and requests go on.  */
+   and requests go on; an unsubscribe called while the handler runs
+   returns only once it has returned, so its data may be freed then.  */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 #include "cluster/bus.h"
 #include "cluster/catalog.h"
 #include "common/util.h"
+#include "nats-fixture.h"
 #include "tap.h"
 
 static char dir[256];
@@ -26,25 +29,13 @@ static const char *fixture;
 static void
 stop_cluster (void)
 {
-  char cmd[600];
-  snprintf (cmd, sizeof cmd, "%s stop %s", fixture, dir);
-  if (system (cmd) != 0)
-    fprintf (stderr, "# could not stop the cluster\n");
+  nats_fixture_stop (fixture, dir);
 }
 
 static char *
 start_cluster (void)
 {
-  char cmd[600], *urls = malloc (4096);
-  FILE *p;
-
-  snprintf (cmd, sizeof cmd, "%s start %s 3", fixture, dir);
-  p = popen (cmd, "r");
-  if (p == NULL || urls == NULL || fgets (urls, 4096, p) == NULL)
-    return NULL;
-  pclose (p);
-  urls[strcspn (urls, "\n")] = '\0';
-  return urls;
+  return nats_fixture_start (fixture, dir);
 }
 
 static bool
@@ -61,6 +52,47 @@ echo (void *data, const struct rt_bus_msg *m)
   int n = snprintf (out, sizeof out, "echo:%.*s", (int) m->len, (const char *) m->data);
   if (m->reply)
     rt_bus_publish (b, m->reply, out, n, NULL);
+}
+
+/* A handler that takes its time, writing to its data at the end: freed
+   too early, the write lands in freed memory (and ASan or valgrind say
+   so) and `finished` is not yet set when unsubscribe returns.  */
+struct slow
+{
+  atomic_int started, finished;
+  char scratch[64];
+};
+
+static void
+slow_handler (void *data, const struct rt_bus_msg *m)
+{
+  struct slow *sl = data;
+  (void) m;
+
+  atomic_store (&sl->started, 1);
+  usleep (400 * 1000);
+  memset (sl->scratch, 'x', sizeof sl->scratch);
+  atomic_store (&sl->finished, 1);
+}
+
+static void
+test_unsubscribe_waits (rt_bus *b)
+{
+  struct slow *sl = calloc (1, sizeof *sl);
+  rt_error *e = NULL;
+  rt_bus_sub *sub = NULL;
+  int finished = 0;
+
+  ok (sl && rt_bus_subscribe (b, "rt.test.slow", NULL, slow_handler, sl, &sub, &e) == 0, "a slow subscriber");
+  ok (rt_bus_publish (b, "rt.test.slow", "go", 2, &e) == 0, "a message to it");
+  for (int i = 0; i < 100 && sl && !atomic_load (&sl->started); i++)
+    usleep (20 * 1000);
+  ok (sl && atomic_load (&sl->started), "its handler is running");
+  rt_bus_unsubscribe (sub);
+  finished = sl ? atomic_load (&sl->finished) : 0;
+  ok (finished, "unsubscribe returned only after the handler did");
+  free (sl);
+  rt_error_free (e);
 }
 
 static void
@@ -103,7 +135,7 @@ test_catalog (rt_catalog *c)
       "an update from the revision read is taken");
   ok (rt_catalog_create (c, "sb.sb-2", "{}", NULL, &e) == 0 && rt_catalog_create (c, "idem.t1.abc", "{}", NULL, &e) == 0,
       "more entries");
-  ok (rt_catalog_keys (c, "sb.", &keys, &n, &e) == 0 && n == 2, "the keys under a prefix: %zu", n);
+  ok (rt_catalog_keys (c, "sb.", &keys, &n, &e) == 0 && n == 2 && keys[2] == NULL, "the keys under a prefix: %zu", n);
   for (size_t i = 0; i < n; i++)
     free (keys[i]);
   free (keys);
@@ -111,7 +143,17 @@ test_catalog (rt_catalog *c)
           && has_code (e, "not_found"),
       "a deleted entry is not_found");
   rt_error_free (e), e = NULL;
-  ok (rt_catalog_create (c, "sb.sb-2", "{\"again\":1}", NULL, &e) == 0, "and can be made again");
+  ok (rt_catalog_create (c, "sb.sb-2", "{\"again\":1}", &rev, &e) == 0, "and can be made again");
+  ok (rt_catalog_create (c, "sb.sb-2", "{}", NULL, &e) < 0 && has_code (e, "conflict"),
+      "but only once after its delete");
+  rt_error_free (e), e = NULL;
+  ok (rt_catalog_delete (c, "sb.sb-2", &e) == 0
+          && rt_catalog_update (c, "sb.sb-2", "{}", rev, NULL, &e) < 0 && has_code (e, "conflict"),
+      "an update of a deleted entry from its old revision is a conflict");
+  rt_error_free (e), e = NULL;
+  ok (rt_catalog_update (c, "sb.none", "{}", 3, NULL, &e) < 0 && has_code (e, "conflict"),
+      "an update of an entry never made is a conflict");
+  rt_error_free (e), e = NULL;
   ok (!rt_catalog_key_valid ("sb.a b") && !rt_catalog_key_valid ("") && !rt_catalog_key_valid (".sb")
           && !rt_catalog_key_valid ("sb..x") && !rt_catalog_key_valid ("sb.") && !rt_catalog_key_valid ("sb.*")
           && !rt_catalog_key_valid ("sb.>") && rt_catalog_key_valid ("idem.tenant-a.0f_9"),
@@ -139,18 +181,10 @@ test_catalog (rt_catalog *c)
 static void
 test_server_lost (rt_bus *b, rt_catalog *c)
 {
-  char path[300], *reply = NULL, *v = NULL;
+  char *reply = NULL, *v = NULL;
   size_t len = 0;
-  FILE *f;
-  int pid = 0;
+  int pid = nats_fixture_read_int (dir, "pid.1");
 
-  /* The client connects to the first URL it is given: server 1.  */
-  snprintf (path, sizeof path, "%s/pid.1", dir);
-  f = fopen (path, "r");
-  if (f && fscanf (f, "%d", &pid) != 1)
-    pid = 0;
-  if (f)
-    fclose (f);
   ok (pid > 0 && kill (pid, SIGKILL) == 0, "one of the three NATS servers killed");
   ok (EVENTUALLY (rt_catalog_create (c, "sb.sb-3", "{}", NULL, err) == 0 || (*err && has_code (*err, "conflict"))),
       "the catalog takes a new entry through the two left");
@@ -194,9 +228,16 @@ main (int argc, char **argv)
   ok (rt_bus_request (b, "rt.test.nobody", "x", 1, 2000, &reply, &len, &e) < 0 && has_code (e, "node_unreachable"),
       "a request nobody subscribes to is node_unreachable");
   rt_error_free (e), e = NULL;
+  test_unsubscribe_waits (b);
   ok (rt_catalog_open (b, 3, &c, &e) == 0, "the catalog opened with 3 replicas%s%s", e ? ": " : "", e ? e->msg : "");
+  rt_error_free (e), e = NULL;
   if (c)
     {
+      rt_catalog *c1 = NULL;
+      ok (rt_catalog_open (b, 1, &c1, &e) < 0 && has_code (e, "usage") && e->hint && strstr (e->msg, "3 replicas"),
+          "opened again asking for 1 replica: refused, %s", e ? e->msg : "(no error)");
+      rt_error_free (e), e = NULL;
+      rt_catalog_free (c1);
       test_catalog (c);
       test_server_lost (b, c);
     }

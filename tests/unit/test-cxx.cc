@@ -98,6 +98,7 @@ const entry table[] = {
   FN (rt_secret_list_json),
   FN (rt_secret_remove),
   FN (rt_serve),
+  FN (rt_node),
 };
 
 int n_tests, n_failed;

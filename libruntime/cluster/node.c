@@ -1,0 +1,448 @@
+/* node.c - `runtime node` (rt_node, runtime.h; subjects in node.h): the
+   heartbeat loop on the caller's thread, catalog writes on a thread of
+   their own (a JetStream write waits out a leader election, seconds, and
+   heartbeats must not), pings on nats.c's.  */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cluster/bus.h"
+#include "cluster/catalog.h"
+#include "cluster/node.h"
+#include "cluster/report.h"
+#include "common/cleanup.h"
+#include "common/strutil.h"
+#include "common/util.h"
+#include "core/context.h"
+#include "sandbox/store.h"
+#include "serve/nats.h"
+
+#define PING_TIMEOUT_MS 500
+#define DEFAULT_REPLICAS 3
+/* A catalog not reached is tried again this often.  */
+#define CATALOG_RETRY_MS 30000
+
+struct node
+{
+  rt_context *ctx;
+  rt_bus *bus;
+  rt_catalog *cat; /* NULL while not reached: the writer's after start */
+  unsigned replicas;
+  uint64_t catalog_retry_at;
+  bool catalog_said;
+  char name[RT_NODE_NAME_MAX + 1];
+  char capacity_subject[RT_NODE_NAME_MAX + 32];
+  char ping_subject[RT_NODE_NAME_MAX + 32];
+  char api_subject[RT_NODE_NAME_MAX + 32];
+  char key[RT_NODE_NAME_MAX + 8];
+  char instance[33];
+  char started[32];
+  const char *accel;
+
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  char *latest;  /* the last report, for pings */
+  char *pending; /* the next catalog entry, for the writer */
+  bool stopping;
+  uint64_t rev; /* the writer's: the entry's revision it wrote last */
+};
+
+bool
+rt_node_name_valid (const char *name)
+{
+  size_t len = name ? strlen (name) : 0;
+
+  if (len == 0 || len > RT_NODE_NAME_MAX)
+    return false;
+  for (size_t i = 0; i < len; i++)
+    if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') || (name[i] >= '0' && name[i] <= '9')
+          || name[i] == '_' || name[i] == '-'))
+      return false;
+  return true;
+}
+
+static int
+pick_name (const char *asked, char out[RT_NODE_NAME_MAX + 1], rt_error **err)
+{
+  char host[256] = "";
+
+  if (asked == NULL)
+    {
+      if (gethostname (host, sizeof host - 1) < 0)
+        return rt_error_set (err, errno, "internal", "cannot read the host name: %s", strerror (errno));
+      host[strcspn (host, ".")] = '\0';
+      asked = host;
+    }
+  if (!rt_node_name_valid (asked))
+    {
+      rt_error_set (err, EINVAL, "usage", "'%.80s' is not a node name", asked);
+      return rt_error_hint (err, "give --name: letters, digits, '_' and '-', at most %d", RT_NODE_NAME_MAX);
+    }
+  snprintf (out, RT_NODE_NAME_MAX + 1, "%s", asked);
+  return 0;
+}
+
+/* What the host has: vCPUs online, MemTotal and MemAvailable.  */
+static void
+host_facts (struct rt_node_host *h)
+{
+  cleanup_file FILE *f = fopen ("/proc/meminfo", "re");
+  char line[256];
+  unsigned long long kb;
+  long cpus = sysconf (_SC_NPROCESSORS_ONLN);
+
+  h->vcpu_total = cpus > 0 ? (unsigned) cpus : 1;
+  while (f && fgets (line, sizeof line, f))
+    {
+      if (sscanf (line, "MemTotal: %llu kB", &kb) == 1)
+        h->mem_total = kb * 1024;
+      else if (sscanf (line, "MemAvailable: %llu kB", &kb) == 1)
+        h->mem_available = kb * 1024;
+    }
+}
+
+/* The report now, as text, with what the catalog entry adds.  */
+static int
+build_report (struct node *n, uint64_t seq, char **out, rt_error **err)
+{
+  struct rt_node_host h = { n->name, n->accel, rt_version (), 0, 0, 0, rt_epoch_ms (), seq };
+  cleanup_free char *sandboxes = NULL, *pools = NULL;
+  cleanup_json json_object *sb = NULL, *pl = NULL, *r = NULL;
+
+  host_facts (&h);
+  if (rt_sandbox_list_json (n->ctx, false, &sandboxes, err) < 0)
+    return -EIO;
+  /* No pools is no spares, not a failure of the report.  */
+  if (rt_pool_list_json (n->ctx, &pools, NULL) == 0)
+    pl = json_tokener_parse (pools);
+  sb = json_tokener_parse (sandboxes);
+  if (rt_node_report_build (&h, sb, pl, &r, err) < 0)
+    return -EIO;
+  json_object_object_add (r, "state", json_object_new_string ("up"));
+  json_object_object_add (r, "instance", json_object_new_string (n->instance));
+  json_object_object_add (r, "startedAt", json_object_new_string (n->started));
+  *out = strdup (json_object_to_json_string_ext (r, JSON_C_TO_STRING_PLAIN));
+  return *out ? 0 : rt_error_oom (err);
+}
+
+static void
+on_ping (void *data, const struct rt_bus_msg *m)
+{
+  struct node *n = data;
+  cleanup_free char *answer = NULL;
+
+  if (m->reply == NULL)
+    return;
+  pthread_mutex_lock (&n->mu);
+  answer = n->latest ? strdup (n->latest) : NULL;
+  pthread_mutex_unlock (&n->mu);
+  if (answer == NULL)
+    answer = rt_strdup_printf ("{\"name\":\"%s\",\"state\":\"up\"}", n->name);
+  if (answer)
+    rt_bus_publish (n->bus, m->reply, answer, strlen (answer), NULL);
+}
+
+/* @value under node.<name>, from the revision this node wrote last.  The
+   key is this node's: one another wrote meanwhile (a serve replica that
+   took it for lost, an operator, this node's previous run) is read for
+   its revision and written over.  */
+static int
+put_entry (struct node *n, const char *value, rt_error **err)
+{
+  for (int attempt = 0; attempt < 3; attempt++)
+    {
+      cleanup_error rt_error *e = NULL;
+      cleanup_free char *old = NULL;
+      int ret = n->rev ? rt_catalog_update (n->cat, n->key, value, n->rev, &n->rev, &e)
+                       : rt_catalog_create (n->cat, n->key, value, &n->rev, &e);
+      if (ret == 0)
+        return 0;
+      if (strcmp (e->code, "conflict") != 0)
+        return rt_error_set (err, e->status, e->code, "%s", e->msg);
+      rt_error_free (e), e = NULL;
+      if (rt_catalog_get (n->cat, n->key, &old, &n->rev, &e) < 0)
+        n->rev = 0;
+    }
+  return rt_error_set (err, EAGAIN, "conflict", "'%s' keeps changing under this node", n->key);
+}
+
+/* The catalog, when this node may and can use it.  With the per-role
+   credentials of docs/cluster/nats-auth.conf a node has no JetStream at
+   all (the catalog is the serve replicas'): it then reports on NATS only.
+   A catalog not reached for another reason (JetStream still electing) is
+   tried again every CATALOG_RETRY_MS.  Return: <0 only for a catalog
+   refused as configured ("usage": other replicas than asked).  */
+static int
+open_catalog (struct node *n, rt_error **err)
+{
+  cleanup_error rt_error *e = NULL;
+
+  if (rt_catalog_open (n->bus, n->replicas, &n->cat, &e) == 0)
+    {
+      if (n->catalog_said)
+        fprintf (stderr, "runtime node: the catalog reached: keeping %s there\n", n->key);
+      return 0;
+    }
+  if (strcmp (e->code, "usage") == 0)
+    {
+      rt_error_set (err, e->status, e->code, "%s", e->msg);
+      return e->hint ? rt_error_hint (err, "%s", e->hint) : -EINVAL;
+    }
+  if (!n->catalog_said)
+    fprintf (stderr, "runtime node: no catalog (%s): reporting on NATS only, trying again every %d s\n", e->msg,
+             CATALOG_RETRY_MS / 1000);
+  n->catalog_said = true;
+  n->catalog_retry_at = rt_now_ms () + CATALOG_RETRY_MS;
+  return 0;
+}
+
+static void *
+writer (void *arg)
+{
+  struct node *n = arg;
+  bool failing = false;
+
+  pthread_mutex_lock (&n->mu);
+  while (!n->stopping)
+    {
+      char *value = n->pending;
+      rt_error *e = NULL;
+
+      if (value == NULL)
+        {
+          pthread_cond_wait (&n->cond, &n->mu);
+          continue;
+        }
+      n->pending = NULL;
+      pthread_mutex_unlock (&n->mu);
+      if (n->cat == NULL && rt_now_ms () >= n->catalog_retry_at && open_catalog (n, &e) < 0)
+        {
+          fprintf (stderr, "runtime node: %s\n", e->msg);
+          rt_error_free (e), e = NULL;
+        }
+      /* Said once per run of failures: a NATS server away costs a few.  */
+      if (n->cat && put_entry (n, value, &e) < 0 && !failing)
+        fprintf (stderr, "runtime node: cannot write %s in the catalog (will retry): %s\n", n->key, e->msg);
+      failing = e != NULL;
+      rt_error_free (e);
+      free (value);
+      pthread_mutex_lock (&n->mu);
+    }
+  pthread_mutex_unlock (&n->mu);
+  return NULL;
+}
+
+/* A node of this name that answers its ping is up elsewhere.  */
+static int
+check_name_free (struct node *n, rt_error **err)
+{
+  cleanup_free char *reply = NULL;
+  size_t len = 0;
+
+  if (rt_bus_request (n->bus, n->ping_subject, "", 0, PING_TIMEOUT_MS, &reply, &len, NULL) == 0)
+    {
+      rt_error_set (err, EEXIST, "name_taken", "a node named '%s' is up in this cluster", n->name);
+      return rt_error_hint (err, "give this host another --name");
+    }
+  return 0;
+}
+
+static int
+node_init (struct node *n, rt_context *ctx, const rt_node_opts *o, rt_error **err)
+{
+  unsigned char raw[16];
+  const char *accel = NULL;
+  rt_error *e = NULL;
+
+  n->ctx = ctx;
+  if (pick_name (o->name, n->name, err) < 0)
+    return -EINVAL;
+  snprintf (n->capacity_subject, sizeof n->capacity_subject, "runtime.node.%s.capacity", n->name);
+  snprintf (n->ping_subject, sizeof n->ping_subject, "runtime.node.%s.ping", n->name);
+  snprintf (n->api_subject, sizeof n->api_subject, "runtime.node.%s.api", n->name);
+  snprintf (n->key, sizeof n->key, "node.%s", n->name);
+  if (getrandom (raw, sizeof raw, 0) != sizeof raw)
+    return rt_error_set (err, errno, "internal", "getrandom: %s", strerror (errno));
+  for (size_t i = 0; i < sizeof raw; i++)
+    snprintf (n->instance + 2 * i, 3, "%02x", raw[i]);
+  rt_format_time (rt_epoch_ms (), n->started);
+  /* Reported, not needed: a node whose probe fails still has sandboxes
+     to answer for.  */
+  if (rt_context_accel (ctx, &accel, &e) < 0)
+    {
+      fprintf (stderr, "runtime node: accelerator unknown: %s\n", e->msg);
+      rt_error_free (e);
+    }
+  n->accel = accel;
+  return 0;
+}
+
+static int
+node_join (struct node *n, const rt_node_opts *o, rt_bus_sub **ping, struct srv_nats **api, rt_error **err)
+{
+  cleanup_free char *conn_name = rt_strdup_printf ("runtime-node-%s", n->name);
+  struct rt_bus_opts bo
+      = { .urls = o->nats, .name = conn_name, .ca_file = o->ca_file, .cert_file = o->cert_file, .key_file = o->key_file };
+
+  n->replicas = o->replicas ? o->replicas : DEFAULT_REPLICAS;
+
+  if (conn_name == NULL)
+    return rt_error_oom (err);
+  if (rt_bus_connect (&bo, &n->bus, err) < 0 || check_name_free (n, err) < 0 || open_catalog (n, err) < 0
+      || rt_bus_subscribe (n->bus, n->ping_subject, NULL, on_ping, n, ping, err) < 0
+      || srv_nats_start (n->ctx, n->bus, n->api_subject, api, err) < 0)
+    return -EIO;
+  return 0;
+}
+
+/* Waits for SIGTERM or SIGINT until @deadline (CLOCK_MONOTONIC ms).
+   Return: the signal, or 0 at the deadline.  */
+static int
+wait_signal (const sigset_t *set, uint64_t deadline)
+{
+  for (;;)
+    {
+      uint64_t now = rt_now_ms ();
+      struct timespec ts;
+      int sig;
+      if (now >= deadline)
+        return 0;
+      ts.tv_sec = (time_t) ((deadline - now) / 1000);
+      ts.tv_nsec = (long) ((deadline - now) % 1000) * 1000000L;
+      sig = sigtimedwait (set, NULL, &ts);
+      if (sig > 0)
+        return sig;
+      if (errno == EAGAIN)
+        return 0;
+    }
+}
+
+/* One heartbeat: the report published, kept for pings, handed to the
+   writer.  */
+static void
+beat (struct node *n, uint64_t seq, bool *failing)
+{
+  cleanup_free char *report = NULL;
+  rt_error *e = NULL;
+
+  if (build_report (n, seq, &report, &e) == 0
+      && rt_bus_publish (n->bus, n->capacity_subject, report, strlen (report), &e) == 0)
+    {
+      if (*failing)
+        fprintf (stderr, "runtime node: reporting again\n");
+      *failing = false;
+    }
+  else if (!*failing)
+    {
+      fprintf (stderr, "runtime node: cannot report (will retry): %s\n", e ? e->msg : "?");
+      *failing = true;
+    }
+  rt_error_free (e);
+  if (report == NULL)
+    return;
+  pthread_mutex_lock (&n->mu);
+  free (n->latest);
+  n->latest = strdup (report);
+  free (n->pending);
+  n->pending = steal_pointer (&report);
+  pthread_cond_signal (&n->cond);
+  pthread_mutex_unlock (&n->mu);
+}
+
+/* The catalog entry marked "stopped", from the last report.  */
+static void
+mark_stopped (struct node *n)
+{
+  cleanup_json json_object *r = n->latest ? json_tokener_parse (n->latest) : NULL;
+  rt_error *e = NULL;
+
+  if (r == NULL || n->cat == NULL)
+    return;
+  json_object_object_add (r, "state", json_object_new_string ("stopped"));
+  if (put_entry (n, json_object_to_json_string_ext (r, JSON_C_TO_STRING_PLAIN), &e) < 0)
+    fprintf (stderr, "runtime node: cannot mark %s stopped: %s\n", n->key, e->msg);
+  rt_error_free (e);
+}
+
+static void
+node_loop (struct node *n, const sigset_t *set, const char *urls)
+{
+  uint64_t next = rt_now_ms (), seq = 0;
+  bool failing = false;
+  int sig;
+
+  fprintf (stderr, "runtime node: %s in the cluster at %s, reporting every %d ms\n", n->name, urls,
+           RT_NODE_HEARTBEAT_MS);
+  do
+    {
+      beat (n, ++seq, &failing);
+      next += RT_NODE_HEARTBEAT_MS;
+      /* Late (a slow list): the next one now, not a burst to catch up.  */
+      if (next < rt_now_ms ())
+        next = rt_now_ms ();
+    }
+  while ((sig = wait_signal (set, next)) == 0);
+  fprintf (stderr, "runtime node: %s, stopping (sandboxes keep running)\n", strsignal (sig));
+}
+
+int
+rt_node (rt_context *ctx, const rt_node_opts *opts, rt_error **err)
+{
+  struct node n = { 0 };
+  rt_bus_sub *ping = NULL;
+  struct srv_nats *api = NULL;
+  sigset_t set, old, pending;
+  pthread_t thread;
+  bool started = false;
+  int ret;
+
+  if (opts == NULL || opts->nats == NULL || *opts->nats == '\0')
+    return rt_error_set (err, EINVAL, "usage", "no NATS URL given");
+  /* Before any thread of nats.c exists, so that all of them inherit it:
+     a signal is then only ever taken here.  */
+  sigemptyset (&set);
+  sigaddset (&set, SIGTERM);
+  sigaddset (&set, SIGINT);
+  pthread_sigmask (SIG_BLOCK, &set, &old);
+  pthread_mutex_init (&n.mu, NULL);
+  pthread_cond_init (&n.cond, NULL);
+  ret = node_init (&n, ctx, opts, err);
+  if (ret == 0)
+    ret = node_join (&n, opts, &ping, &api, err);
+  if (ret == 0 && (ret = -pthread_create (&thread, NULL, writer, &n)) < 0)
+    rt_error_set (err, -ret, "internal", "cannot start the catalog writer: %s", strerror (-ret));
+  started = ret == 0;
+  if (started)
+    node_loop (&n, &set, opts->nats);
+  /* API requests end first (their streams cut), then pings: their
+     handler reads n.latest.  */
+  srv_nats_stop (api);
+  rt_bus_unsubscribe (ping);
+  if (started)
+    {
+      pthread_mutex_lock (&n.mu);
+      n.stopping = true;
+      pthread_cond_signal (&n.cond);
+      pthread_mutex_unlock (&n.mu);
+      pthread_join (thread, NULL);
+      mark_stopped (&n);
+    }
+  rt_catalog_free (n.cat);
+  rt_bus_free (n.bus);
+  free (n.latest);
+  free (n.pending);
+  pthread_cond_destroy (&n.cond);
+  pthread_mutex_destroy (&n.mu);
+  /* A second signal while stopping is taken here, not by the default
+     action once unblocked.  */
+  while (sigpending (&pending) == 0 && (sigismember (&pending, SIGTERM) || sigismember (&pending, SIGINT)))
+    sigwaitinfo (&set, NULL);
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
+  return ret < 0 ? ret : 0;
+}

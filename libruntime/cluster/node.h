@@ -1,0 +1,26 @@
+/* node.h - `runtime node` (rt_node, runtime.h): this host in the cluster
+ * of many hosts (issue 21).  Subjects and catalog key, <name> the node's:
+ *
+ *   runtime.node.<name>.capacity   its capacity report (cluster/report.h),
+ *                                  published every RT_NODE_HEARTBEAT_MS
+ *   runtime.node.<name>.ping       a request: answered with the latest report
+ *   runtime.node.<name>.api        a request: an API call (serve/nats.h)
+ *   node.<name> (catalog)          that report plus {state "up" or
+ *                                  "stopped", instance, startedAt}, written
+ *                                  by compare-and-set at each report
+ */
+#ifndef RT_CLUSTER_NODE_H
+#define RT_CLUSTER_NODE_H
+
+#include <stdbool.h>
+
+#include "runtime.h"
+
+#define RT_NODE_HEARTBEAT_MS 2000
+#define RT_NODE_NAME_MAX 64
+
+/* Whether @name is a node's name: [A-Za-z0-9_-]{1,64}, a word of both a
+   NATS subject and a catalog key.  */
+bool rt_node_name_valid (const char *name);
+
+#endif

@@ -1,0 +1,59 @@
+/* nats-fixture.h - three nats-servers clustered on loopback for a test
+   (tests/fixtures/nats-cluster.sh, its path given by the test's first
+   argument): started under @dir, their client URLs returned
+   comma-separated; server K's pid in @dir/pid.K, its monitoring port in
+   @dir/mon.K.  */
+#ifndef RT_TESTS_NATS_FIXTURE_H
+#define RT_TESTS_NATS_FIXTURE_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+nats_fixture_stop (const char *fixture, const char *dir)
+{
+  char cmd[600];
+  snprintf (cmd, sizeof cmd, "%s stop %s", fixture, dir);
+  if (system (cmd) != 0)
+    fprintf (stderr, "# could not stop the cluster\n");
+}
+
+static char *
+nats_fixture_start (const char *fixture, const char *dir)
+{
+  char cmd[600], *urls = malloc (4096);
+  FILE *p;
+
+  snprintf (cmd, sizeof cmd, "%s start %s 3", fixture, dir);
+  p = popen (cmd, "r");
+  if (p == NULL || urls == NULL || fgets (urls, 4096, p) == NULL)
+    {
+      free (urls);
+      if (p)
+        pclose (p);
+      return NULL;
+    }
+  pclose (p);
+  urls[strcspn (urls, "\n")] = '\0';
+  return urls;
+}
+
+/* The number in @dir/@file, or 0.  */
+static int
+nats_fixture_read_int (const char *dir, const char *file)
+{
+  char path[400];
+  int v = 0;
+  FILE *f;
+
+  snprintf (path, sizeof path, "%s/%s", dir, file);
+  f = fopen (path, "r");
+  if (f && fscanf (f, "%d", &v) != 1)
+    v = 0;
+  if (f)
+    fclose (f);
+  return v;
+}
+
+#endif
