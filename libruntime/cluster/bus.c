@@ -140,6 +140,12 @@ rt_bus_connected (rt_bus *b)
 }
 
 int
+rt_bus_server_url (rt_bus *b, char *buf, size_t len)
+{
+  return natsConnection_GetConnectedUrl (b->nc, buf, len) == NATS_OK && *buf ? 0 : -1;
+}
+
+int
 rt_bus_publish (rt_bus *b, const char *subject, const void *data, size_t len, rt_error **err)
 {
   natsStatus s = natsConnection_Publish (b->nc, subject, data, (int) len);

@@ -32,6 +32,10 @@ void rt_bus_free (rt_bus *b);
 /* Whether the connection is up now (between a disconnect and its
    reconnect it is not).  */
 bool rt_bus_connected (rt_bus *b);
+/* The URL of the server it is connected to now (nats.c picks one of the
+   list at random), without credentials, in @buf; 0, or <0 when not
+   connected.  */
+int rt_bus_server_url (rt_bus *b, char *buf, size_t len);
 
 int rt_bus_publish (rt_bus *b, const char *subject, const void *data, size_t len, rt_error **err);
 

@@ -181,11 +181,27 @@ test_catalog (rt_catalog *c)
 static void
 test_server_lost (rt_bus *b, rt_catalog *c)
 {
-  char *reply = NULL, *v = NULL;
+  char *reply = NULL, *v = NULL, url[256] = "", file[16];
   size_t len = 0;
-  int pid = nats_fixture_read_int (dir, "pid.1");
+  int pid = 0;
 
-  ok (pid > 0 && kill (pid, SIGKILL) == 0, "one of the three NATS servers killed");
+  /* The server the client is on (nats.c shuffles the list): server K's
+     client port is the one in the URL it is connected to.  */
+  if (rt_bus_server_url (b, url, sizeof url) == 0 && strrchr (url, ':'))
+    for (int k = 1; k <= 3 && pid == 0; k++)
+      {
+        char want[512];
+        snprintf (want, sizeof want, "%s/url.%d", dir, k);
+        FILE *f = fopen (want, "r");
+        if (f && fgets (want, sizeof want, f) && strstr (want, strrchr (url, ':')))
+          {
+            snprintf (file, sizeof file, "pid.%d", k);
+            pid = nats_fixture_read_int (dir, file);
+          }
+        if (f)
+          fclose (f);
+      }
+  ok (pid > 0 && kill (pid, SIGKILL) == 0, "the NATS server the client is on (%s) killed", url);
   ok (EVENTUALLY (rt_catalog_create (c, "sb.sb-3", "{}", NULL, err) == 0 || (*err && has_code (*err, "conflict"))),
       "the catalog takes a new entry through the two left");
   ok (EVENTUALLY (rt_catalog_get (c, "sb.sb-1", &v, NULL, err) == 0), "and reads the old ones");
