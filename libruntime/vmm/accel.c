@@ -70,6 +70,7 @@ rt_context_accel (rt_context *ctx, const char **out, rt_error **err)
   cleanup_free char *cache = NULL, *cached = NULL, *key = NULL;
   cleanup_error rt_error *tmp = NULL;
   struct utsname u;
+  struct stat st;
   int fd, ret;
 
   if (ctx->accel)
@@ -88,16 +89,20 @@ rt_context_accel (rt_context *ctx, const char **out, rt_error **err)
       return 0;
     }
   fd = open ("/dev/kvm", O_RDWR | O_CLOEXEC);
-  if (fd < 0)
+  if (fd < 0 || fstat (fd, &st) < 0)
     {
+      if (fd >= 0)
+        close (fd);
       *out = ctx->accel = "tcg";
       return 0;
     }
   close (fd);
 
-  /* The answer depends on the host kernel and QEMU: key the cache on both.  */
+  /* The answer depends on the host kernel, QEMU and who may open the node:
+     key the cache on all three (a node made open later is probed again). */
   uname (&u);
-  key = rt_strdup_printf ("%s %s %s", u.release, u.version, ctx->qemu ? ctx->qemu : "-");
+  key = rt_strdup_printf ("%s %s %s %04o:%u", u.release, u.version, ctx->qemu ? ctx->qemu : "-",
+                          (unsigned) (st.st_mode & 07777), (unsigned) st.st_gid);
   cache = rt_strdup_printf ("%s/accel", ctx->cache_dir);
   if (key == NULL || cache == NULL)
     return rt_error_oom (err);
@@ -114,9 +119,24 @@ rt_context_accel (rt_context *ctx, const char **out, rt_error **err)
             }
         }
     }
-  ret = probe_kvm (ctx, out, err);
-  if (ret < 0)
-    return ret;
+  if (!ctx->unsafe_no_jail && !rt_kvm_node_open_to_jail (&st, NULL))
+    {
+      /* Root could use it, but QEMU runs as a uid of its own: said once
+         (the answer is cached), with the fix, rather than failing every
+         start.  */
+      rt_progress (ctx,
+                   "KVM is not used: /dev/kvm (mode %04o, group %u) is not open to QEMU's own uid; "
+                   "guests run on TCG (slower). Give /dev/kvm a group of its own with rw "
+                   "(root:kvm 0660, as Debian's udev rule does) to use it.",
+                   (unsigned) (st.st_mode & 07777), (unsigned) st.st_gid);
+      *out = "tcg";
+    }
+  else
+    {
+      ret = probe_kvm (ctx, out, err);
+      if (ret < 0)
+        return ret;
+    }
   ctx->accel = *out;
   {
     cleanup_free char *data = rt_strdup_printf ("%s\n%s", *out, key);
@@ -124,6 +144,22 @@ rt_context_accel (rt_context *ctx, const char **out, rt_error **err)
       rt_write_file_atomic (cache, data, strlen (data), 0644, NULL);
   }
   return 0;
+}
+
+bool
+rt_kvm_node_open_to_jail (const struct stat *st, gid_t *gid)
+{
+  if (gid)
+    *gid = 0;
+  if ((st->st_mode & (S_IROTH | S_IWOTH)) == (S_IROTH | S_IWOTH))
+    return true;
+  if ((st->st_mode & (S_IRGRP | S_IWGRP)) == (S_IRGRP | S_IWGRP) && st->st_gid != 0)
+    {
+      if (gid)
+        *gid = st->st_gid;
+      return true;
+    }
+  return false;
 }
 
 unsigned long

@@ -257,13 +257,8 @@ kvm_group (const struct rt_vm_config *cfg, struct rt_jail *j, rt_error **err)
     return 0;
   if (stat ("/dev/kvm", &st) < 0)
     return rt_error_set (err, errno, "startup_failed", "the jail could not be set up: /dev/kvm: %s", strerror (errno));
-  if ((st.st_mode & (S_IROTH | S_IWOTH)) == (S_IROTH | S_IWOTH))
+  if (rt_kvm_node_open_to_jail (&st, &j->kvm_gid))
     return 0;
-  if ((st.st_mode & (S_IRGRP | S_IWGRP)) == (S_IRGRP | S_IWGRP) && st.st_gid != 0)
-    {
-      j->kvm_gid = st.st_gid;
-      return 0;
-    }
   rt_error_set (err, EACCES, "startup_failed",
                 "the jail could not be set up: /dev/kvm (mode %04o, group %u) is not open to QEMU's own uid",
                 (unsigned) (st.st_mode & 07777), (unsigned) st.st_gid);
