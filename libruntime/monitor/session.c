@@ -40,6 +40,7 @@ struct mon_session
   bool opened;           /* the first frame came */
   bool input_closed;     /* an empty STDIN came */
   bool closing;          /* the last frame is queued: freed once written */
+  bool paused;           /* not read while the agent channel is full */
   struct mon_session *next;
 };
 
@@ -305,6 +306,14 @@ on_client_read (struct bufferevent *bev, void *arg)
         return session_gone (s);
       if (evbuffer_get_length (in) < RT_FRAME_HEADER + (size_t) h.len)
         return;
+      /* Frames for the guest wait while its channel is full: the client
+         is not read meanwhile (mon_session_chan_room reads it again).  */
+      if (s->opened && mon_chan_full (s->m))
+        {
+          s->paused = true;
+          bufferevent_disable (bev, EV_READ);
+          return;
+        }
       payload = evbuffer_pullup (in, RT_FRAME_HEADER + h.len);
       if (payload == NULL)
         return session_gone (s);
@@ -429,6 +438,23 @@ mon_session_frame (struct mon_session *s, const struct rt_frame_header *h, const
       break;
     default:
       break;
+    }
+}
+
+void
+mon_session_chan_room (struct mon *m)
+{
+  struct mon_session *s, *next;
+
+  for (s = m->sessions; s && !mon_chan_full (m); s = next)
+    {
+      next = s->next;
+      if (!s->paused)
+        continue;
+      s->paused = false;
+      bufferevent_enable (s->bev, EV_READ);
+      /* Its next frame may be read already: no read event would come.  */
+      on_client_read (s->bev, s);
     }
 }
 

@@ -24,7 +24,9 @@
  * records: past that, reached only by output switching between stdout and
  * stderr, the session ends with ERROR internal and its command is killed),
  * MON_SESSION_OUT_LOW and a frame in the socket buffer, and one frame read
- * ahead.  The client sends no WINDOW (one it sends is ignored).  A client that
+ * ahead.  The client sends no WINDOW (one it sends is ignored).  Its
+ * frames for the guest wait while the agent channel is full
+ * (mon_chan_full): it is not read until there is room.  A client that
  * goes away kills its command (SIGKILL) or closes its connection, and
  * what it was owed is credited.  At most MON_MAX_SESSIONS clients; the
  * next one gets ERROR too_many_sessions.
@@ -47,6 +49,9 @@ void mon_session_frame (struct mon_session *s, const struct rt_frame_header *h, 
 /* Output from the agent, within the stream's window (exec.c checked):
    held, and handed on as the client's socket takes it.  */
 void mon_session_output (struct mon_session *s, uint8_t stream, const uint8_t *data, uint32_t len);
+/* The agent channel took bytes: clients paused while it was full are
+   read again, while it has room.  */
+void mon_session_chan_room (struct mon *m);
 /* Ends every session with ERROR {@code, @msg} (the sandbox stops or is
    paused to disk); their streams are left to exec.c as orphans.  */
 void mon_session_end_all (struct mon *m, const char *code, const char *msg);

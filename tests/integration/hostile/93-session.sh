@@ -5,7 +5,8 @@
 # monitor whether the client reads slowly or not at all, and one that
 # switches stdout and stderr a byte at a time ends its session; a session
 # client that sends stdin past its window is dropped while its sandbox goes
-# on.
+# on; one that writes stdin and RESIZE as fast as it can does not grow the
+# monitor.
 
 sess_cap_kib=$((64 * 1024))
 client=$RUNTIME_TEST_SESSION_CLIENT
@@ -103,6 +104,24 @@ if [ -n "$sother" ]; then
     sleep 1
     is "… with the dropped session's command killed" \
         "$(runtime sandbox exec "$sother" -- sh -c 'pgrep -xf "sleep 3600" | wc -l' 2>&1)" "0"
+fi
+
+# A client writing as fast as it can: 1 MiB of stdin to a command that
+# never reads, then RESIZE frames without end.  Its frames wait for the
+# guest's channel; while that is full the client is not read.
+if [ -n "$sother" ]; then
+    rmpid=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$sother/monitor.pid")
+    rbase=$(awk '/^VmRSS/ {print $2}' "/proc/$rmpid/status")
+    "$client" resize-flood "$RUNTIME_STATE_DIR/$sother/session.sock" 10 >"$tmp/rflood.out" 2>&1 &
+    rpeak=$(rss_peak "$rmpid" $!)
+    diag "stdin and RESIZE flood: $(cat "$tmp/rflood.out"); monitor VmRSS $rbase KiB before, peak $rpeak KiB"
+    check "session: a client writing stdin and RESIZE as fast as it can grows the monitor by at most 16 MiB ($((rpeak - rbase)) KiB)" \
+        test "$rpeak" -gt 0 -a $((rpeak - rbase)) -le $((16 * 1024))
+    for _ in $(seq 60); do
+        ralive=$(runtime sandbox exec "$sother" -- echo alive 2>&1) && break
+        sleep 0.5
+    done
+    is "… and its sandbox goes on" "$ralive" "alive"
 fi
 
 # A client opening sessions without end: the 257th is told no, the sandbox
