@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -415,6 +416,9 @@ sandbox_forward (struct cli_command *cmd, int argc, char **argv)
   if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
     return cli_lib_fail (err);
   f = (struct forward){ .ctx = ctx, .sb = sb, .ref = rt_sandbox_id (sb), .remote = sp.remote, .listener = -1, .sigfd = -1 };
+  /* A client that resets its connection must not end the forward: a write
+     to it fails with EPIPE instead.  */
+  signal (SIGPIPE, SIG_IGN);
   /* Port 0 is refused before anything is opened, "unsupported_remote"
      first: a forward that could never carry a connection says so now.  */
   if (rt_sandbox_connect (sb, 0, &probe, &err) < 0 && strcmp (err->code, "unsupported_remote") == 0)

@@ -45,6 +45,27 @@ done
 is "20 parallel downloads of 4 MiB through the forward all have the right sha256" "$good/$wait_ok" "20/1"
 rm -f "$tmp"/dl.*
 
+# -- clients that reset mid-download (SO_LINGER 0), some after ending their
+# side: the forward's next write to them fails (EPIPE after a half-close),
+# which must end that connection only
+python3 - "$port" <<'PY'
+import socket, struct, sys, time
+for i in range(4):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(b"GET /blob HTTP/1.0\r\n\r\n")
+    if i % 2 == 0:
+        s.shutdown(socket.SHUT_WR)
+    s.recv(65536)
+    time.sleep(0.3)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+    time.sleep(0.5)
+PY
+sleep 1
+check "clients resetting mid-download leave the forward running" kill -0 "$fpid"
+is "… and it still serves a full download" \
+    "$(curl -s --max-time 60 "http://127.0.0.1:$port/blob" | sha256sum | cut -d' ' -f1)" "$want"
+
 # -- a port nobody listens on: the client's connection closes, the forward goes on
 runtime sandbox forward "$id" 0:9 --json >"$tmp/f9.json" 2>"$tmp/f9.err" &
 f9=$!
