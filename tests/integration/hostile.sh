@@ -16,6 +16,16 @@ hostile_sandbox() {
     cat "$tmp/shared_sb"
 }
 
+# A private cache at $1 for a sandbox booted with the flooding agent
+# (RUNTIME_CACHE_DIR=$1 RUNTIME_AGENT=$RUNTIME_TEST_FLOOD_AGENT): its
+# initramfs is the only thing that differs (the kernel copied, the disks
+# shared read-only).
+flood_cache() {
+    local shared=${RUNTIME_CACHE_DIR:-/var/cache/runtime}
+    mkdir -p "$1" && cp -a "$shared/kernel" "$1/"
+    for d in base disks accel; do ln -s "$shared/$d" "$1/$d"; done
+}
+
 for part in "$here"/*.sh; do
     [ -e "$part" ] || continue
     echo "# part: $(basename "$part" .sh)"

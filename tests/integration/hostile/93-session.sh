@@ -16,9 +16,7 @@ sother=$(hostile_sandbox)
 # frames; the client reads nothing for a while, so the output can only
 # wait in the guest's window.
 scache="$tmp/session-flood-cache"
-shared_cache=${RUNTIME_CACHE_DIR:-/var/cache/runtime}
-mkdir -p "$scache" && cp -a "$shared_cache/kernel" "$scache/"
-for d in base disks accel; do ln -s "$shared_cache/$d" "$scache/$d"; done
+flood_cache "$scache"
 sfid=$(RUNTIME_CACHE_DIR="$scache" RUNTIME_AGENT="$RUNTIME_TEST_FLOOD_AGENT" \
     runtime sandbox create --timeout 900 </dev/null 2>"$tmp/sflood-create.err")
 check "session: a sandbox boots with an agent that floods a CONNECT's stream" test -n "$sfid"
@@ -66,8 +64,7 @@ sess_grow_kib=$((8 * 1024))
 # the client reads nothing or reads slowly (each frame read crediting 13
 # bytes grew the monitor by 12 a frame, without end).
 wcache="$tmp/session-window-cache"
-mkdir -p "$wcache" && cp -a "$shared_cache/kernel" "$wcache/"
-for d in base disks accel; do ln -s "$shared_cache/$d" "$wcache/$d"; done
+flood_cache "$wcache"
 wid=$(RUNTIME_CACHE_DIR="$wcache" RUNTIME_AGENT="$RUNTIME_TEST_FLOOD_AGENT" \
     runtime sandbox create --timeout 900 </dev/null 2>"$tmp/swin-create.err")
 check "session: a sandbox boots with an agent that floods one-byte frames within its window" test -n "$wid"
