@@ -11,9 +11,7 @@ check "monitor: the other sandbox runs" test -n "$other"
 
 # The flooding agent boots from a private cache (flood_cache, hostile.sh).
 fcache="$tmp/flood-cache"
-flood_cache "$fcache"
-fid=$(RUNTIME_CACHE_DIR="$fcache" RUNTIME_AGENT="$RUNTIME_TEST_FLOOD_AGENT" \
-    runtime sandbox create --timeout 900 </dev/null 2>"$tmp/flood-create.err")
+fid=$(flood_sandbox "$fcache" "$tmp/flood-create.err")
 check "monitor: a sandbox boots with an agent that floods one-byte frames and reads nothing" test -n "$fid"
 if [ -n "$fid" ]; then
     mpid=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$fid/monitor.pid")

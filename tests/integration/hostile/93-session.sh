@@ -16,9 +16,7 @@ sother=$(hostile_sandbox)
 # frames; the client reads nothing for a while, so the output can only
 # wait in the guest's window.
 scache="$tmp/session-flood-cache"
-flood_cache "$scache"
-sfid=$(RUNTIME_CACHE_DIR="$scache" RUNTIME_AGENT="$RUNTIME_TEST_FLOOD_AGENT" \
-    runtime sandbox create --timeout 900 </dev/null 2>"$tmp/sflood-create.err")
+sfid=$(flood_sandbox "$scache" "$tmp/sflood-create.err")
 check "session: a sandbox boots with an agent that floods a CONNECT's stream" test -n "$sfid"
 if [ -n "$sfid" ]; then
     smpid=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$sfid/monitor.pid")
@@ -64,9 +62,7 @@ sess_grow_kib=$((8 * 1024))
 # the client reads nothing or reads slowly (each frame read crediting 13
 # bytes grew the monitor by 12 a frame, without end).
 wcache="$tmp/session-window-cache"
-flood_cache "$wcache"
-wid=$(RUNTIME_CACHE_DIR="$wcache" RUNTIME_AGENT="$RUNTIME_TEST_FLOOD_AGENT" \
-    runtime sandbox create --timeout 900 </dev/null 2>"$tmp/swin-create.err")
+wid=$(flood_sandbox "$wcache" "$tmp/swin-create.err")
 check "session: a sandbox boots with an agent that floods one-byte frames within its window" test -n "$wid"
 if [ -n "$wid" ]; then
     wmpid=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$wid/monitor.pid")
