@@ -141,7 +141,15 @@ conn_free (struct conn *c)
     return;
   rt_session_free (c->s);
   if (c->tcp >= 0)
-    close (c->tcp);
+    {
+      /* Bytes left unread make close() reset the connection, and the
+         client may then lose the end it was sent (a refused connection's
+         request is often there): up to 1 MiB of them is read and dropped.  */
+      uint8_t sink[16384];
+      for (int i = 0; i < 64 && read (c->tcp, sink, sizeof (sink)) > 0; i++)
+        ;
+      close (c->tcp);
+    }
   free (c->up);
   free (c->down);
   free (c);
