@@ -3,14 +3,18 @@
    in the sandbox (rt_sandbox_connect), relayed by one poll() loop.  Each
    direction holds at most one buffer: a side is read only when the other
    took what was read before, so a slow peer slows its own connection
-   only.  */
+   only.  Connections are capped by the fds the process may open; past the
+   cap, or when accept() runs out of fds, new ones wait in the listen
+   backlog (the listener is not polled) until one ends.  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -20,6 +24,11 @@
 
 #define MAX_CONNS 512
 #define BUF_SIZE (64 * 1024)
+/* Fds kept for all but the connections (stdio, the listener, the
+   signalfd, the library's look at the sandbox); each connection takes
+   two (its TCP socket, its session's).  */
+#define FD_RESERVE 16
+#define FDS_PER_CONN 2
 /* How often the sandbox's state is looked at, to end with it.  */
 #define CHECK_MS 1000
 
@@ -42,7 +51,8 @@ struct forward
   unsigned remote;
   int listener, sigfd;
   struct conn *conns[MAX_CONNS];
-  size_t n;
+  size_t n, max;        /* open connections, and how many the fds allow */
+  bool accept_paused;   /* accept() ran out of fds: not polled until one ends */
   bool check_now;       /* a session failed: look at the sandbox at once */
   rt_error *fatal;      /* a library error that ends the forward */
   const char *end_code; /* or the sandbox's end: code, message, hint */
@@ -131,7 +141,15 @@ conn_free (struct conn *c)
     return;
   rt_session_free (c->s);
   if (c->tcp >= 0)
-    close (c->tcp);
+    {
+      /* Bytes left unread make close() reset the connection, and the
+         client may then lose the end it was sent (a refused connection's
+         request is often there): up to 1 MiB of them is read and dropped.  */
+      uint8_t sink[16384];
+      for (int i = 0; i < 64 && read (c->tcp, sink, sizeof (sink)) > 0; i++)
+        ;
+      close (c->tcp);
+    }
   free (c->up);
   free (c->down);
   free (c);
@@ -144,8 +162,17 @@ on_accept (struct forward *f)
   struct conn *c;
   int fd;
 
-  while (f->n < MAX_CONNS && (fd = accept4 (f->listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0)
+  while (f->n < f->max)
     {
+      fd = accept4 (f->listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0)
+        {
+          /* Out of fds: the pending connection stays readable, so polling
+             the listener again would spin.  */
+          if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            f->accept_paused = true;
+          return;
+        }
       c = calloc (1, sizeof (*c));
       if (c == NULL || (c->up = malloc (BUF_SIZE)) == NULL || (c->down = malloc (BUF_SIZE)) == NULL)
         {
@@ -325,7 +352,7 @@ fill_pollfds (struct forward *f, struct pollfd *p)
   size_t k = 0;
 
   p[k++] = (struct pollfd){ .fd = f->sigfd, .events = POLLIN };
-  p[k++] = (struct pollfd){ .fd = f->n < MAX_CONNS ? f->listener : -1, .events = POLLIN };
+  p[k++] = (struct pollfd){ .fd = f->n < f->max && !f->accept_paused ? f->listener : -1, .events = POLLIN };
   for (size_t i = 0; i < f->n; i++)
     {
       struct conn *c = f->conns[i];
@@ -354,25 +381,59 @@ relay (struct forward *f)
         return cli_fail ("internal", NULL, "poll: %s", strerror (errno));
       if (r > 0 && p[0].revents)
         return 0;
-      /* Connections first: pump() may drop one and move the last in.  */
+      /* Connections first: one may end and the last move in.  A host side
+         that broke (an error, or hung up both ways) takes and gives no
+         more: after one pump its connection ends, or poll() would report
+         it again at once while the window is shut.  */
       for (size_t i = n; i-- > 0;)
-        if (r > 0 && (p[2 + 2 * i].revents || p[3 + 2 * i].revents) && !pump (f, f->conns[i]))
-          {
-            conn_free (f->conns[i]);
-            f->conns[i] = f->conns[--f->n];
-          }
+        {
+          short tcp = r > 0 ? p[2 + 2 * i].revents : 0;
+          if ((tcp || (r > 0 && p[3 + 2 * i].revents))
+              && (!pump (f, f->conns[i]) || (tcp & (POLLERR | POLLHUP | POLLNVAL))))
+            {
+              conn_free (f->conns[i]);
+              f->conns[i] = f->conns[--f->n];
+              f->accept_paused = false;
+            }
+        }
       if (r > 0 && p[1].revents)
         on_accept (f);
       clock_gettime (CLOCK_MONOTONIC, &ts);
       now = (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
       if (f->fatal == NULL && f->end_code == NULL && (f->check_now || now >= next_check))
         {
+          /* Fds freed elsewhere: accept() is tried again at each check.  */
+          if (now >= next_check)
+            f->accept_paused = false;
           check_sandbox (f);
           next_check = now + CHECK_MS;
         }
       if (f->fatal || f->end_code)
         return forward_end (f);
     }
+}
+
+/* The open-files limit raised to its hard limit.  Return: how many
+   connections it leaves room for (at least one).  */
+static size_t
+conns_allowed (void)
+{
+  struct rlimit rl;
+  rlim_t fds;
+
+  if (getrlimit (RLIMIT_NOFILE, &rl) < 0)
+    return MAX_CONNS;
+  if (rl.rlim_cur < rl.rlim_max)
+    {
+      rl.rlim_cur = rl.rlim_max;
+      if (setrlimit (RLIMIT_NOFILE, &rl) < 0)
+        getrlimit (RLIMIT_NOFILE, &rl);
+    }
+  fds = rl.rlim_cur == RLIM_INFINITY ? (rlim_t) MAX_CONNS * FDS_PER_CONN + FD_RESERVE : rl.rlim_cur;
+  if (fds < FD_RESERVE + FDS_PER_CONN)
+    return 1;
+  fds = (fds - FD_RESERVE) / FDS_PER_CONN;
+  return fds < MAX_CONNS ? (size_t) fds : MAX_CONNS;
 }
 
 static void
@@ -414,7 +475,12 @@ sandbox_forward (struct cli_command *cmd, int argc, char **argv)
                             "bad port spec '%s'", a.pos[1]);
   if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
     return cli_lib_fail (err);
-  f = (struct forward){ .ctx = ctx, .sb = sb, .ref = rt_sandbox_id (sb), .remote = sp.remote, .listener = -1, .sigfd = -1 };
+  f = (struct forward){
+    .ctx = ctx, .sb = sb, .ref = rt_sandbox_id (sb), .remote = sp.remote, .listener = -1, .sigfd = -1, .max = conns_allowed ()
+  };
+  /* A client that resets its connection must not end the forward: a write
+     to it fails with EPIPE instead.  */
+  signal (SIGPIPE, SIG_IGN);
   /* Port 0 is refused before anything is opened, "unsupported_remote"
      first: a forward that could never carry a connection says so now.  */
   if (rt_sandbox_connect (sb, 0, &probe, &err) < 0 && strcmp (err->code, "unsupported_remote") == 0)

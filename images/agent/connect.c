@@ -103,6 +103,10 @@ connect_finish (struct agent *ag, struct cmd *c)
   if (err == 0)
     {
       c->connecting = false;
+      /* An end of input that came while connecting waited for this: with
+         no bytes queued, nothing else would shut the write side.  */
+      if (c->stdin_eof)
+        cmd_write_stdin (ag, c);
       return;
     }
   /* ERROR must be the stream's last frame: no EXIT follows.  */

@@ -5,6 +5,7 @@
 #include "monitor/channel.h"
 #include "monitor/exec.h"
 #include "monitor/proc-stdin.h"
+#include "monitor/session.h"
 
 void
 mon_chan_queue (struct mon *m, uint8_t type, uint32_t stream, const void *payload, size_t len)
@@ -76,8 +77,10 @@ mon_on_chan_write (evutil_socket_t fd, short what, void *arg)
     return;
   for (struct mon_exec *e = m->execs; e; e = e->next)
     flush_credit (m, e);
-  /* Processes' stdin waits for room in the channel too.  */
+  /* Processes' stdin waits for room in the channel too, as do sessions'
+     frames.  */
   mon_procs_stdin_pump (m);
+  mon_session_chan_room (m);
   if (evbuffer_get_length (m->chan_out) > 0)
     event_add (m->ev_write, NULL);
 }

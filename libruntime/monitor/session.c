@@ -15,17 +15,32 @@
 
 /* A guest's error message is cut to this (it is shown to the user).  */
 #define GUEST_MSG_MAX 1024
+/* Held output goes to the client in frames of at most this.  */
+#define OUT_FRAME (64 * 1024)
+
+/* A run of held output: bytes of one stream.  */
+struct run
+{
+  uint8_t stream;
+  uint32_t len;
+};
 
 struct mon_session
 {
   struct mon *m;
   struct bufferevent *bev;
-  struct evbuffer_cb_entry *drain_cb;
-  struct mon_exec *e; /* its stream; NULL before the first frame and after the end */
-  bool opened;        /* the first frame came */
-  bool input_closed;  /* an empty STDIN came */
-  bool closing;       /* the last frame is queued: freed once written */
-  uint32_t owed;      /* output handed to the socket, not yet credited */
+  struct mon_exec *e;    /* its stream; NULL before the first frame and after the end */
+  struct evbuffer *held; /* output not yet in the socket's buffer: payload only */
+  struct evbuffer *runs; /* its runs but the last, struct run each */
+  struct run run;        /* the last run: a stream's output merged */
+  uint32_t owed;         /* held output not yet credited to the guest */
+  uint32_t acked;        /* stdin the guest took, not yet told to the client */
+  json_object *last;     /* the EXIT or ERROR body, sent after the held output */
+  uint8_t last_type;
+  bool opened;           /* the first frame came */
+  bool input_closed;     /* an empty STDIN came */
+  bool closing;          /* the last frame is queued: freed once written */
+  bool paused;           /* not read while the agent channel is full */
   struct mon_session *next;
 };
 
@@ -41,8 +56,12 @@ session_free (struct mon_session *s)
         break;
       }
   m->n_sessions--;
-  evbuffer_remove_cb_entry (bufferevent_get_output (s->bev), s->drain_cb);
   bufferevent_free (s->bev);
+  if (s->held)
+    evbuffer_free (s->held);
+  if (s->runs)
+    evbuffer_free (s->runs);
+  json_object_put (s->last);
   free (s);
 }
 
@@ -91,14 +110,78 @@ send_json (struct mon_session *s, uint8_t type, json_object *o)
   send_frame (s, type, str, len);
 }
 
-/* The last frame: the client gets it, then the socket closes.  */
+/* Takes the first held run's bytes off the run records, at most
+   OUT_FRAME of them.  Return: their count (the first of s->held).  */
+static uint32_t
+take_run (struct mon_session *s, uint8_t *stream)
+{
+  struct run r;
+  bool closed = evbuffer_remove (s->runs, &r, sizeof (r)) == sizeof (r);
+  uint32_t n;
+
+  if (!closed)
+    r = s->run;
+  n = r.len < OUT_FRAME ? r.len : OUT_FRAME;
+  *stream = r.stream;
+  r.len -= n;
+  if (!closed)
+    s->run = r;
+  else if (r.len > 0)
+    evbuffer_prepend (s->runs, &r, sizeof (r));
+  return n;
+}
+
+/* Hands held output to the client's socket buffer while that holds less
+   than MON_SESSION_OUT_LOW, crediting the guest for it (its payload only:
+   the window is bytes of output, whatever their frames); then the stdin
+   the guest took, as one WINDOW; then, all output out, the last frame.
+   Return: false when @s is gone.  */
+static bool
+pump (struct mon_session *s)
+{
+  struct evbuffer *out = bufferevent_get_output (s->bev);
+  uint32_t credit = 0, n;
+  uint8_t stream, hdr[RT_FRAME_HEADER], ack[4];
+
+  while (evbuffer_get_length (out) < MON_SESSION_OUT_LOW && (n = take_run (s, &stream)) > 0)
+    {
+      rt_frame_encode_header (hdr, stream == 1 ? RT_FRAME_STDOUT : RT_FRAME_STDERR, 0, n);
+      evbuffer_add (out, hdr, sizeof (hdr));
+      evbuffer_remove_buffer (s->held, out, n);
+      credit += n;
+    }
+  credit = credit < s->owed ? credit : s->owed;
+  if (credit && s->e)
+    {
+      s->owed -= credit;
+      mon_chan_credit (s->m, s->e, credit);
+    }
+  if (s->acked && evbuffer_get_length (out) < MON_SESSION_OUT_LOW)
+    {
+      rt_put_u32 (ack, s->acked);
+      s->acked = 0;
+      send_frame (s, RT_FRAME_WINDOW, ack, sizeof (ack));
+    }
+  if (s->last == NULL || evbuffer_get_length (s->held) > 0)
+    return true;
+  send_json (s, s->last_type, s->last);
+  json_object_put (steal_pointer (&s->last));
+  s->closing = true;
+  /* Freed once all of it is written: the write callback comes at empty.  */
+  bufferevent_setwatermark (s->bev, EV_WRITE, 0, 0);
+  if (evbuffer_get_length (out) == 0)
+    return session_free (s), false;
+  return true;
+}
+
+/* The last frame: the client gets it after the held output, then the
+   socket closes.  */
 static void
 finish (struct mon_session *s, uint8_t type, json_object *o)
 {
-  send_json (s, type, o);
-  s->closing = true;
-  if (evbuffer_get_length (bufferevent_get_output (s->bev)) == 0)
-    session_free (s);
+  s->last = json_object_get (o);
+  s->last_type = type;
+  pump (s);
 }
 
 static void
@@ -223,6 +306,14 @@ on_client_read (struct bufferevent *bev, void *arg)
         return session_gone (s);
       if (evbuffer_get_length (in) < RT_FRAME_HEADER + (size_t) h.len)
         return;
+      /* Frames for the guest wait while its channel is full: the client
+         is not read meanwhile (mon_session_chan_room reads it again).  */
+      if (s->opened && mon_chan_full (s->m))
+        {
+          s->paused = true;
+          bufferevent_disable (bev, EV_READ);
+          return;
+        }
       payload = evbuffer_pullup (in, RT_FRAME_HEADER + h.len);
       if (payload == NULL)
         return session_gone (s);
@@ -233,13 +324,16 @@ on_client_read (struct bufferevent *bev, void *arg)
     }
 }
 
+/* The client's buffer is under MON_SESSION_OUT_LOW (empty once closing).  */
 static void
 on_client_written (struct bufferevent *bev, void *arg)
 {
   struct mon_session *s = arg;
-  (void) bev;
-  if (s->closing)
+
+  if (s->closing && evbuffer_get_length (bufferevent_get_output (bev)) == 0)
     session_free (s);
+  else if (!s->closing)
+    pump (s);
 }
 
 static void
@@ -250,27 +344,39 @@ on_client_event (struct bufferevent *bev, short what, void *arg)
     session_gone (arg);
 }
 
-/* The client's socket took bytes: as much of the guest's output is
-   credited back (all of it once nothing waits; headers count as output
-   until then, which only credits early by a few bytes a frame).  */
+/* Held output past MON_SESSION_HELD_MAX: only a command that switches
+   between stdout and stderr (a run record each time) while its client
+   does not read gets there.  The session ends rather than grow, the
+   command killed, what was held dropped.  */
 static void
-on_drained (struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+overflow (struct mon_session *s)
 {
-  struct mon_session *s = arg;
-  uint32_t c;
-
-  if (info->n_deleted == 0 || s->e == NULL || s->owed == 0)
-    return;
-  c = evbuffer_get_length (buf) == 0 || info->n_deleted > s->owed ? s->owed : (uint32_t) info->n_deleted;
-  s->owed -= c;
-  mon_chan_credit (s->m, s->e, c);
+  mon_chan_signal (s->m, s->e->stream, SIGKILL);
+  evbuffer_drain (s->held, evbuffer_get_length (s->held));
+  evbuffer_drain (s->runs, evbuffer_get_length (s->runs));
+  s->run.len = 0;
+  finish_error (s, "internal", NULL,
+                "the client fell too far behind output switching between stdout and stderr: the command "
+                "was killed");
 }
 
 void
 mon_session_output (struct mon_session *s, uint8_t stream, const uint8_t *data, uint32_t len)
 {
+  /* A stream's output is merged into one run; a run ends only where the
+     other stream's output begins.  */
+  if (s->run.len > 0 && s->run.stream != stream)
+    {
+      evbuffer_add (s->runs, &s->run, sizeof (s->run));
+      s->run.len = 0;
+    }
+  s->run.stream = stream;
+  s->run.len += len;
+  evbuffer_add (s->held, data, len);
   s->owed += len;
-  send_frame (s, stream == 1 ? RT_FRAME_STDOUT : RT_FRAME_STDERR, data, len);
+  if (evbuffer_get_length (s->held) + evbuffer_get_length (s->runs) > MON_SESSION_HELD_MAX)
+    return overflow (s);
+  pump (s);
 }
 
 /* The guest's last frame, re-made from what is known to be safe to show.  */
@@ -311,11 +417,12 @@ mon_session_frame (struct mon_session *s, const struct rt_frame_header *h, const
       if (h->len == 4)
         {
           uint32_t n = rt_get_u32 (payload);
-          uint8_t out[4];
           n = n < s->e->stdin_inflight ? n : s->e->stdin_inflight;
           s->e->stdin_inflight -= n;
-          rt_put_u32 (out, n);
-          send_frame (s, RT_FRAME_WINDOW, out, sizeof (out));
+          /* Told as one number once the client's buffer has room: a
+             client that writes but does not read gets no frame each.  */
+          s->acked += n;
+          pump (s);
         }
       break;
     case RT_FRAME_EXIT:
@@ -324,12 +431,30 @@ mon_session_frame (struct mon_session *s, const struct rt_frame_header *h, const
         cleanup_json json_object *o = last_frame (h, payload);
         struct mon_exec *e = s->e;
         s->e = NULL;
+        s->owed = 0;
         mon_exec_free (e);
         finish (s, h->type, o);
       }
       break;
     default:
       break;
+    }
+}
+
+void
+mon_session_chan_room (struct mon *m)
+{
+  struct mon_session *s, *next;
+
+  for (s = m->sessions; s && !mon_chan_full (m); s = next)
+    {
+      next = s->next;
+      if (!s->paused)
+        continue;
+      s->paused = false;
+      bufferevent_enable (s->bev, EV_READ);
+      /* Its next frame may be read already: no read event would come.  */
+      on_client_read (s->bev, s);
     }
 }
 
@@ -341,7 +466,7 @@ mon_session_end_all (struct mon *m, const char *code, const char *msg)
   for (; s; s = next)
     {
       next = s->next;
-      if (!s->closing)
+      if (!s->closing && s->last == NULL)
         finish_error (s, code, NULL, msg);
     }
 }
@@ -374,15 +499,22 @@ on_accept (struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, in
   if (m->n_sessions >= MON_MAX_SESSIONS || (s = calloc (1, sizeof (*s))) == NULL)
     return refuse_client (fd);
   s->m = m;
-  s->bev = bufferevent_socket_new (m->base, fd, BEV_OPT_CLOSE_ON_FREE);
+  s->held = evbuffer_new ();
+  s->runs = evbuffer_new ();
+  s->bev = s->held && s->runs ? bufferevent_socket_new (m->base, fd, BEV_OPT_CLOSE_ON_FREE) : NULL;
   if (s->bev == NULL)
     {
+      if (s->held)
+        evbuffer_free (s->held);
+      if (s->runs)
+        evbuffer_free (s->runs);
       free (s);
       return refuse_client (fd);
     }
-  s->drain_cb = evbuffer_add_cb (bufferevent_get_output (s->bev), on_drained, s);
-  /* At most one frame is read ahead of what is handled.  */
+  /* At most one frame is read ahead of what is handled; held output moves
+     on whenever the client's buffer drains under MON_SESSION_OUT_LOW.  */
   bufferevent_setwatermark (s->bev, EV_READ, 0, RT_FRAME_HEADER + RT_FRAME_MAX_PAYLOAD);
+  bufferevent_setwatermark (s->bev, EV_WRITE, MON_SESSION_OUT_LOW, 0);
   bufferevent_setcb (s->bev, on_client_read, on_client_written, on_client_event, s);
   bufferevent_enable (s->bev, EV_READ | EV_WRITE);
   s->next = m->sessions;

@@ -45,6 +45,54 @@ done
 is "20 parallel downloads of 4 MiB through the forward all have the right sha256" "$good/$wait_ok" "20/1"
 rm -f "$tmp"/dl.*
 
+# -- clients that reset mid-download (SO_LINGER 0), some after ending their
+# side: the forward's next write to them fails (EPIPE after a half-close),
+# which must end that connection only
+python3 - "$port" <<'PY'
+import socket, struct, sys, time
+for i in range(4):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(b"GET /blob HTTP/1.0\r\n\r\n")
+    if i % 2 == 0:
+        s.shutdown(socket.SHUT_WR)
+    s.recv(65536)
+    time.sleep(0.3)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+    time.sleep(0.5)
+PY
+sleep 1
+check "clients resetting mid-download leave the forward running" kill -0 "$fpid"
+is "… and it still serves a full download" \
+    "$(curl -s --max-time 60 "http://127.0.0.1:$port/blob" | sha256sum | cut -d' ' -f1)" "$want"
+
+# -- out of fds: a forward limited to 32 or 33 (soft and hard; one of the
+# two leaves accept() the last fd) takes what it has room for and leaves
+# the rest waiting, without spinning on accept() or dropping any
+for lim in 32 33; do
+    prlimit --nofile=$lim:$lim runtime sandbox forward "$id" 0:8000 --json >"$tmp/flim.json" 2>"$tmp/flim.err" &
+    flim=$!
+    for _ in $(seq 50); do [ -s "$tmp/flim.json" ] && break; sleep 0.1; done
+    plim=$(json_get 'o["port"]' <"$tmp/flim.json" 2>/dev/null)
+    python3 - "$plim" <<'PY' &
+import socket, sys, time
+held = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(40)]
+time.sleep(5)
+PY
+    hpid=$!
+    sleep 1
+    c0=$(awk '{print $14 + $15}' "/proc/$flim/stat"); sleep 3; c1=$(awk '{print $14 + $15}' "/proc/$flim/stat")
+    wait "$hpid"
+    diag "forward with $lim fds and 40 connections: $((c1 - c0)) clock ticks of CPU in 3 s"
+    check "40 connections to a forward with $lim fds do not make it spin ($((c1 - c0)) ticks in 3 s)" \
+        test -n "$c1" -a $((c1 - c0)) -le 30
+    is "… which then serves a full download" \
+        "$(curl -s --max-time 60 "http://127.0.0.1:$plim/blob" | sha256sum | cut -d' ' -f1)" "$want"
+    kill -INT "$flim"; wait "$flim"
+    is "… ends on Ctrl-C with exit 0" "$?" 0
+    is "… and dropped no connection for want of fds (nothing on stderr)" "$(cat "$tmp/flim.err")" ""
+done
+
 # -- a port nobody listens on: the client's connection closes, the forward goes on
 runtime sandbox forward "$id" 0:9 --json >"$tmp/f9.json" 2>"$tmp/f9.err" &
 f9=$!

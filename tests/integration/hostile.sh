@@ -16,6 +16,23 @@ hostile_sandbox() {
     cat "$tmp/shared_sb"
 }
 
+# A private cache at $1 for a sandbox booted with the flooding agent
+# (RUNTIME_CACHE_DIR=$1 RUNTIME_AGENT=$RUNTIME_TEST_FLOOD_AGENT): its
+# initramfs is the only thing that differs (the kernel copied, the disks
+# shared read-only).
+flood_cache() {
+    local shared=${RUNTIME_CACHE_DIR:-/var/cache/runtime}
+    mkdir -p "$1" && cp -a "$shared/kernel" "$1/"
+    for d in base disks accel; do ln -s "$shared/$d" "$1/$d"; done
+}
+# A sandbox booted with the flooding agent from the private cache $1 (see
+# flood_cache), `sandbox create`'s stderr in $2: prints its id, or nothing.
+flood_sandbox() {
+    flood_cache "$1"
+    RUNTIME_CACHE_DIR="$1" RUNTIME_AGENT="$RUNTIME_TEST_FLOOD_AGENT" \
+        runtime sandbox create --timeout 900 </dev/null 2>"$2"
+}
+
 for part in "$here"/*.sh; do
     [ -e "$part" ] || continue
     echo "# part: $(basename "$part" .sh)"

@@ -6,8 +6,8 @@
    command sees its size and a terminal, gets typed input, follows a
    RESIZE, dies of a typed ^C (130), and ignores an empty STDIN; a bad
    "pty" is refused; CONNECT carries bytes both ways, shuts the guest
-   side's writing at an empty STDIN, ends with EXIT when the guest side
-   closes, closes at a SIGNAL, is refused with connection_refused where
+   side's writing at an empty STDIN (one that came while connecting too),
+   ends with EXIT when the guest side closes, closes at a SIGNAL, is refused with connection_refused where
    nothing listens, and refuses a bad port.  */
 #include <errno.h>
 #include <fcntl.h>
@@ -276,6 +276,15 @@ test_connect (void)
   ok (peer >= 0 && read_turning (peer, buf, sizeof buf) == 0, "a SIGNAL closes the connection");
   ok (exit_code (8) == 0, "and the stream ends with EXIT");
   close (peer);
+
+  /* Right behind the CONNECT, the end of input comes while connecting.  */
+  send_str (RT_FRAME_CONNECT, 14, port_json);
+  send_frame_raw (RT_FRAME_STDIN, 14, NULL, 0);
+  peer = accept_turning (lfd);
+  ok (peer >= 0 && read_turning (peer, buf, sizeof buf) == 0,
+      "an empty STDIN right behind the CONNECT shuts its write side once connected");
+  close (peer);
+  ok (exit_code (14) == 0, "… and its close ends the stream with EXIT");
   close (lfd);
 
   /* The port is free again: nothing listens there.  */

@@ -9,14 +9,9 @@ console_cap=$((1024 * 1024))
 other=$(hostile_sandbox)
 check "monitor: the other sandbox runs" test -n "$other"
 
-# The flooding agent boots from a private cache: its initramfs is the only
-# thing that differs (kernel copied, disks shared read-only).
-shared_cache=${RUNTIME_CACHE_DIR:-/var/cache/runtime}
+# The flooding agent boots from a private cache (flood_cache, hostile.sh).
 fcache="$tmp/flood-cache"
-mkdir -p "$fcache" && cp -a "$shared_cache/kernel" "$fcache/"
-for d in base disks accel; do ln -s "$shared_cache/$d" "$fcache/$d"; done
-fid=$(RUNTIME_CACHE_DIR="$fcache" RUNTIME_AGENT="$RUNTIME_TEST_FLOOD_AGENT" \
-    runtime sandbox create --timeout 900 </dev/null 2>"$tmp/flood-create.err")
+fid=$(flood_sandbox "$fcache" "$tmp/flood-create.err")
 check "monitor: a sandbox boots with an agent that floods one-byte frames and reads nothing" test -n "$fid"
 if [ -n "$fid" ]; then
     mpid=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$fid/monitor.pid")

@@ -33,10 +33,8 @@ sn_fails_fast() {
 # -- An agent that ignores QUIESCE: the flood agent greets and reads
 #    frames until its first EXEC, so it never answers (or floods) here.
 sn_t=$(date +%s)
-shared_cache=${RUNTIME_CACHE_DIR:-/var/cache/runtime}
 sn_cache="$tmp/quiet-cache"
-mkdir -p "$sn_cache" && cp -a "$shared_cache/kernel" "$sn_cache/"
-for d in base disks accel; do ln -s "$shared_cache/$d" "$sn_cache/$d"; done
+flood_cache "$sn_cache"
 sn_quiet=$(RUNTIME_CACHE_DIR="$sn_cache" RUNTIME_AGENT="$RUNTIME_TEST_FLOOD_AGENT" \
     sn_create --memory 512 2>"$tmp/quiet-create.err")
 check "snapshot: a sandbox boots with an agent that never answers QUIESCE" test -n "$sn_quiet"

@@ -1,8 +1,12 @@
 # 93-session.sh - sessions (monitor/session.h): a guest that answers a
 # CONNECT with output past its window is stopped with guest_protocol_error
 # while the monitor stays bounded and the session's client gets an end; a
-# session client that sends stdin past its window is dropped while its
-# sandbox goes on.
+# guest that keeps to its window in one-byte frames does not grow the
+# monitor whether the client reads slowly or not at all, and one that
+# switches stdout and stderr a byte at a time ends its session; a session
+# client that sends stdin past its window is dropped while its sandbox goes
+# on; one that writes stdin and RESIZE as fast as it can does not grow the
+# monitor.
 
 sess_cap_kib=$((64 * 1024))
 client=$RUNTIME_TEST_SESSION_CLIENT
@@ -12,11 +16,7 @@ sother=$(hostile_sandbox)
 # frames; the client reads nothing for a while, so the output can only
 # wait in the guest's window.
 scache="$tmp/session-flood-cache"
-shared_cache=${RUNTIME_CACHE_DIR:-/var/cache/runtime}
-mkdir -p "$scache" && cp -a "$shared_cache/kernel" "$scache/"
-for d in base disks accel; do ln -s "$shared_cache/$d" "$scache/$d"; done
-sfid=$(RUNTIME_CACHE_DIR="$scache" RUNTIME_AGENT="$RUNTIME_TEST_FLOOD_AGENT" \
-    runtime sandbox create --timeout 900 </dev/null 2>"$tmp/sflood-create.err")
+sfid=$(flood_sandbox "$scache" "$tmp/sflood-create.err")
 check "session: a sandbox boots with an agent that floods a CONNECT's stream" test -n "$sfid"
 if [ -n "$sfid" ]; then
     smpid=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$sfid/monitor.pid")
@@ -43,6 +43,52 @@ if [ -n "$sfid" ]; then
 fi
 rm -rf "$scache"
 
+# The peak VmRSS (KiB) of process $1 while process $2 runs.
+rss_peak() {
+    local peak=0 v
+    while kill -0 "$2" 2>/dev/null; do
+        v=$(awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null)
+        [ -n "$v" ] && [ "$v" -gt "$peak" ] && peak=$v
+        sleep 0.1
+    done
+    echo "$peak"
+}
+sess_grow_kib=$((8 * 1024))
+
+# The flooding agent's windowed mode: it answers a CONNECT to port 1 with
+# one-byte STDOUT frames as far as its credit goes (to port 2, STDOUT and
+# STDERR in turn).  The window is payload, credited as the client's socket
+# buffer takes it: frame headers must not pile up in the monitor, whether
+# the client reads nothing or reads slowly (each frame read crediting 13
+# bytes grew the monitor by 12 a frame, without end).
+wcache="$tmp/session-window-cache"
+wid=$(flood_sandbox "$wcache" "$tmp/swin-create.err")
+check "session: a sandbox boots with an agent that floods one-byte frames within its window" test -n "$wid"
+if [ -n "$wid" ]; then
+    wmpid=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$wid/monitor.pid")
+    wbase=$(awk '/^VmRSS/ {print $2}' "/proc/$wmpid/status")
+    "$client" trickle "$wid" 1 15 0 >"$tmp/swin-none.out" 2>&1 &
+    wnone=$(rss_peak "$wmpid" $!)
+    "$client" trickle "$wid" 1 20 262144 >"$tmp/swin-slow.out" 2>&1 &
+    wslow=$(rss_peak "$wmpid" $!)
+    "$client" trickle "$wid" 2 10 0 >"$tmp/swin-alt.out" 2>&1 &
+    walt=$(rss_peak "$wmpid" $!)
+    diag "monitor VmRSS $wbase KiB before; peaks: $wnone KiB (client not reading: $(cat "$tmp/swin-none.out")), $wslow KiB (256 KiB/s: $(cat "$tmp/swin-slow.out")), $walt KiB (stdout and stderr in turn: $(cat "$tmp/swin-alt.out"))"
+    check "session: one-byte frames to a client that reads nothing grow the monitor by at most 8 MiB ($((wnone - wbase)) KiB)" \
+        test "$wnone" -gt 0 -a $((wnone - wbase)) -le "$sess_grow_kib"
+    check "… nor to one that reads 256 KiB/s ($((wslow - wbase)) KiB)" \
+        test "$wslow" -gt 0 -a $((wslow - wbase)) -le "$sess_grow_kib"
+    check "… which gets its bytes" grep -qE '^read [0-9]{7,}, then open$' "$tmp/swin-slow.out"
+    is "session: output switching stdout and stderr a byte at a time to a client that reads nothing ends the session" \
+        "$(sed 's/^read [0-9]*, then //' "$tmp/swin-alt.out")" "internal"
+    check "… with the monitor grown by at most 8 MiB ($((walt - wbase)) KiB)" \
+        test "$walt" -gt 0 -a $((walt - wbase)) -le "$sess_grow_kib"
+    check "… and the sandbox goes on: a new session gets its bytes" \
+        grep -qE '^read [1-9]' <("$client" trickle "$wid" 1 1 1000000)
+    runtime sandbox rm "$wid" >/dev/null 2>&1
+fi
+rm -rf "$wcache"
+
 # A client sending stdin past its window, with no regard for WINDOW.
 if [ -n "$sother" ]; then
     is "session: a client sending stdin past its window is dropped" \
@@ -51,6 +97,24 @@ if [ -n "$sother" ]; then
     sleep 1
     is "… with the dropped session's command killed" \
         "$(runtime sandbox exec "$sother" -- sh -c 'pgrep -xf "sleep 3600" | wc -l' 2>&1)" "0"
+fi
+
+# A client writing as fast as it can: 1 MiB of stdin to a command that
+# never reads, then RESIZE frames without end.  Its frames wait for the
+# guest's channel; while that is full the client is not read.
+if [ -n "$sother" ]; then
+    rmpid=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$sother/monitor.pid")
+    rbase=$(awk '/^VmRSS/ {print $2}' "/proc/$rmpid/status")
+    "$client" resize-flood "$RUNTIME_STATE_DIR/$sother/session.sock" 10 >"$tmp/rflood.out" 2>&1 &
+    rpeak=$(rss_peak "$rmpid" $!)
+    diag "stdin and RESIZE flood: $(cat "$tmp/rflood.out"); monitor VmRSS $rbase KiB before, peak $rpeak KiB"
+    check "session: a client writing stdin and RESIZE as fast as it can grows the monitor by at most 16 MiB ($((rpeak - rbase)) KiB)" \
+        test "$rpeak" -gt 0 -a $((rpeak - rbase)) -le $((16 * 1024))
+    for _ in $(seq 60); do
+        ralive=$(runtime sandbox exec "$sother" -- echo alive 2>&1) && break
+        sleep 0.5
+    done
+    is "… and its sandbox goes on" "$ralive" "alive"
 fi
 
 # A client opening sessions without end: the 257th is told no, the sandbox
