@@ -3,9 +3,10 @@
 # sandboxes (runtime.node.NAME.api, serve/nats.c): three nats-servers on
 # loopback with nats-server's default max_payload (1 MB), one node, a
 # tenant's sandbox created, exec'd (whole, streamed, a stream cut to fit
-# max_payload), a file written and read back, one too big for a reply
-# answered 502, deleted, all as request messages naming the tenant (no
-# token); SIGTERM ends the node with 0; nothing left.
+# max_payload, a whole answer too big for a reply answered 502), a file
+# written and read back (one too big for a reply: cut), deleted, all as
+# request messages naming the tenant (no token); SIGTERM ends the node
+# with 0; nothing left.
 . "$(dirname "$0")/libtest.sh"
 cluster=$tmp/nats
 node_pid=
@@ -70,6 +71,9 @@ check "cut at a line's end: every line JSON" lines_json
 
 api POST "/v1/sandboxes/$id:exec" '{"argv":["true"]}'
 is "and the next call is answered" "$status" "200"
+api POST "/v1/sandboxes/$id:exec" '{"argv":["python3","-c","import sys; sys.stdout.write(\"a\" * 2000000)"]}'
+is "an answer too big for a reply (1 MiB of stdout kept, base64'd): 502, not silence" "$status" "502"
+is "bad_gateway" "$(json_get 'o["error"]["code"]' <<<"$body")" "bad_gateway"
 
 api PUT "/v1/sandboxes/$id/files/content?path=/workspace/n.txt" "from nats"
 is "a file written: $status" "$status" "200"
@@ -78,7 +82,7 @@ is "and read back" "$body" "from nats"
 api POST "/v1/sandboxes/$id:exec" '{"argv":["sh","-c","head -c 2000000 /dev/zero >/workspace/big"]}'
 api GET "/v1/sandboxes/$id/files/content?path=/workspace/big"
 code=$(head -c 300 <<<"$body" | grep -o bad_gateway)
-check "a file too big for a reply: 502 bad_gateway, or cut ($status, truncated $truncated)" \
+check "a file too big for a reply (a stream): cut, or 502 bad_gateway ($status, truncated $truncated)" \
     sh -c '{ [ "$1" = 502 ] && [ "$3" = bad_gateway ]; } || [ "$2" = True ]' sh "$status" "$truncated" "$code"
 
 api DELETE "/v1/sandboxes/$id"

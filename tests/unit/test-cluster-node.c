@@ -240,6 +240,9 @@ check_deadline (rt_bus *b, pid_t node)
   unlink (path);
 }
 
+/* runtime node with --nats and --name; with @ca, as runtime-node.service
+   starts it instead: every setting from the environment, only `runtime
+   node` on the command line.  */
 static pid_t
 start_node_ca (const char *urls, const char *name, const char *log, const char *ca)
 {
@@ -250,27 +253,8 @@ start_node_ca (const char *urls, const char *name, const char *log, const char *
       int fd = open (log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
       if (fd >= 0)
         dup2 (fd, 2);
-      if (ca)
-        execl (runtime, runtime, "node", "--nats", urls, "--name", name, "--nats-ca", ca, (char *) NULL);
-      else
+      if (ca == NULL)
         execl (runtime, runtime, "node", "--nats", urls, "--name", name, (char *) NULL);
-      _exit (127);
-    }
-  return pid;
-}
-
-/* As runtime-node.service starts it: every setting from the environment,
-   only `runtime node` on the command line.  */
-static pid_t
-start_node_env (const char *urls, const char *name, const char *log, const char *ca)
-{
-  pid_t pid = fork ();
-
-  if (pid == 0)
-    {
-      int fd = open (log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-      if (fd >= 0)
-        dup2 (fd, 2);
       setenv ("RUNTIME_NODE_NATS", urls, 1);
       setenv ("RUNTIME_NODE_NAME", name, 1);
       setenv ("RUNTIME_NODE_NATS_CA", ca, 1);
@@ -555,7 +539,7 @@ roles_main (const char *auth)
       "three TLS servers with the example's users; serve connected and listening%s%s", e ? ": " : "", e ? e->msg : "");
   snprintf (url, sizeof url, "tls://node-host1:host1-pass-4567@127.0.0.1:%d", port);
   if (serve)
-    node = start_node_env (url, "host1", log, ca);
+    node = start_node_ca (url, "host1", log, ca);
   for (int i = 0; i < 200 && __atomic_load_n (&reports, __ATOMIC_SEQ_CST) < 2; i++)
     usleep (100 * 1000);
   ok (__atomic_load_n (&reports, __ATOMIC_SEQ_CST) >= 2,
