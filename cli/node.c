@@ -1,17 +1,35 @@
 /* node.c - `runtime node`: this host in a cluster of many hosts, over NATS
    (rt_node).  */
+#include <stdlib.h>
+
 #include "cli.h"
 
 static const struct cli_opt node_opts[] = {
-  { "nats", "URLS", "the NATS servers (nats:// or tls://), comma-separated; all of a cluster's, for failover", NULL,
+  { "nats", "URLS",
+    "the NATS servers (nats:// or tls://), comma-separated; all of a cluster's, for failover. With a password in "
+    "them, prefer RUNTIME_NODE_NATS: a command line is readable by every user of the host",
+    "$RUNTIME_NODE_NATS", false },
+  { "name", "NAME", "this host's name in the cluster: letters, digits, _ and -", "$RUNTIME_NODE_NAME, or the host name",
     false },
-  { "name", "NAME", "this host's name in the cluster: letters, digits, _ and -", "the host name", false },
   { "replicas", "N", "the catalog's copies if this node makes it: 1, 3 or 5", "3", false },
-  { "nats-ca", "FILE", "the NATS servers' CA (PEM) for tls:// URLs", "the system's", false },
-  { "nats-cert", "FILE", "this node's client certificate (PEM), when the servers ask for one", "none", false },
-  { "nats-key", "FILE", "its private key (PEM)", "in --nats-cert", false },
+  { "nats-ca", "FILE", "the NATS servers' CA (PEM) for tls:// URLs", "$RUNTIME_NODE_NATS_CA, or the system's", false },
+  { "nats-cert", "FILE", "this node's client certificate (PEM), when the servers ask for one",
+    "$RUNTIME_NODE_NATS_CERT, or none", false },
+  { "nats-key", "FILE", "its private key (PEM)", "$RUNTIME_NODE_NATS_KEY, or in --nats-cert", false },
   { NULL, NULL, NULL, NULL, false },
 };
+
+/* --@opt, else the environment's @var when set and not empty (a unit's
+   EnvironmentFile leaves a setting out as empty).  */
+static const char *
+opt_or_env (struct cli_command *cmd, struct cli_args *a, const char *opt, const char *var)
+{
+  const char *v = cli_opt (cmd, a, opt);
+
+  if (v == NULL && (v = getenv (var)) != NULL && *v == '\0')
+    v = NULL;
+  return v;
+}
 
 static int
 node_run (struct cli_command *cmd, int argc, char **argv)
@@ -24,17 +42,18 @@ node_run (struct cli_command *cmd, int argc, char **argv)
 
   if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
     return code;
-  if (cli_opt (cmd, &a, "nats") == NULL)
-    return cli_usage_error ("give --nats nats://HOST:PORT[,…]", "runtime node needs the NATS cluster");
+  if (opt_or_env (cmd, &a, "nats", "RUNTIME_NODE_NATS") == NULL)
+    return cli_usage_error ("give --nats nats://HOST:PORT[,…] or set RUNTIME_NODE_NATS",
+                            "runtime node needs the NATS cluster");
   if (cli_opt_uint (cmd, &a, "replicas", 1, 5, &replicas) < 0)
     return 1;
   rt_node_opts opts = {
-    .nats = cli_opt (cmd, &a, "nats"),
-    .name = cli_opt (cmd, &a, "name"),
+    .nats = opt_or_env (cmd, &a, "nats", "RUNTIME_NODE_NATS"),
+    .name = opt_or_env (cmd, &a, "name", "RUNTIME_NODE_NAME"),
     .replicas = (unsigned) replicas,
-    .ca_file = cli_opt (cmd, &a, "nats-ca"),
-    .cert_file = cli_opt (cmd, &a, "nats-cert"),
-    .key_file = cli_opt (cmd, &a, "nats-key"),
+    .ca_file = opt_or_env (cmd, &a, "nats-ca", "RUNTIME_NODE_NATS_CA"),
+    .cert_file = opt_or_env (cmd, &a, "nats-cert", "RUNTIME_NODE_NATS_CERT"),
+    .key_file = opt_or_env (cmd, &a, "nats-key", "RUNTIME_NODE_NATS_KEY"),
   };
   if (rt_node (ctx, &opts, &err) < 0)
     return cli_lib_fail (err);
@@ -46,9 +65,11 @@ static struct cli_command node_cmd = {
   "Serve this host to a cluster of many hosts (in progress): publish its capacity every 2 s on NATS "
   "(runtime.node.NAME.capacity), keep it in the cluster's catalog (JetStream key-value bucket runtime-catalog, "
   "key node.NAME), answer pings, and answer API calls for its sandboxes on runtime.node.NAME.api with runtime "
-  "serve's handlers and this host's tokens. Survives a NATS server going away. Stops on SIGTERM or Ctrl-C; "
+  "serve's handlers, acting as the tenant each names (one of this host's tokens). Settings may come from the "
+  "environment instead (RUNTIME_NODE_NATS, RUNTIME_NODE_NAME, RUNTIME_NODE_NATS_CA, RUNTIME_NODE_NATS_CERT, "
+  "RUNTIME_NODE_NATS_KEY; an option wins), which keeps a password off the command line. Survives a NATS server going away. Stops on SIGTERM or Ctrl-C; "
   "sandboxes keep running.",
-  "--nats URL[,URL…] [--name NAME] [--replicas N] [--nats-ca FILE [--nats-cert FILE --nats-key FILE]]",
+  "[--nats URL[,URL…]] [--name NAME] [--replicas N] [--nats-ca FILE [--nats-cert FILE --nats-key FILE]]",
   "runtime node --nats nats://10.0.0.1:4222,nats://10.0.0.2:4222,nats://10.0.0.3:4222 --name host-a", node_opts,
   false, 0, 0, "",
 };

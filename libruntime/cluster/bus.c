@@ -50,7 +50,12 @@ split_urls (char *copy, const char *out[MAX_SERVERS], int *n, rt_error **err)
       if (*n == MAX_SERVERS)
         return rt_error_set (err, EINVAL, "usage", "at most %d NATS URLs", MAX_SERVERS);
       if (strncmp (u, "nats://", 7) != 0 && strncmp (u, "tls://", 6) != 0)
-        return rt_error_set (err, EINVAL, "usage", "'%s' is not a nats:// or tls:// URL", u);
+        {
+          /* Said without what may be a password (user:pass@).  */
+          const char *at = strrchr (u, '@');
+          return rt_error_set (err, EINVAL, "usage", "'%s%.80s' is not a nats:// or tls:// URL", at ? "…@" : "",
+                               at ? at + 1 : u);
+        }
       out[(*n)++] = u;
     }
   if (*n == 0)
@@ -142,7 +147,25 @@ rt_bus_connected (rt_bus *b)
 int
 rt_bus_server_url (rt_bus *b, char *buf, size_t len)
 {
-  return natsConnection_GetConnectedUrl (b->nc, buf, len) == NATS_OK && *buf ? 0 : -1;
+  char *host, *at;
+
+  if (natsConnection_GetConnectedUrl (b->nc, buf, len) != NATS_OK || *buf == '\0')
+    return -1;
+  /* nats.c gives it as it was given: user:pass@ dropped, the caller
+     prints it.  */
+  host = strstr (buf, "://");
+  host = host ? host + 3 : buf;
+  at = strrchr (host, '@');
+  if (at)
+    memmove (host, at + 1, strlen (at + 1) + 1);
+  return 0;
+}
+
+size_t
+rt_bus_max_payload (rt_bus *b)
+{
+  int64_t n = natsConnection_GetMaxPayload (b->nc);
+  return n > 0 ? (size_t) n : 0;
 }
 
 int

@@ -37,6 +37,9 @@ bool rt_bus_connected (rt_bus *b);
    connected.  */
 int rt_bus_server_url (rt_bus *b, char *buf, size_t len);
 
+/* The largest message the server connected to takes (its max_payload,
+   1 MiB by default), or 0 when not known (not connected).  */
+size_t rt_bus_max_payload (rt_bus *b);
 int rt_bus_publish (rt_bus *b, const char *subject, const void *data, size_t len, rt_error **err);
 
 /* A message handed to a subscription's handler: valid during the call.  */

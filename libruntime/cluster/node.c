@@ -20,6 +20,7 @@
 #include "common/strutil.h"
 #include "common/util.h"
 #include "core/context.h"
+#include "remote/http.h"
 #include "sandbox/store.h"
 #include "serve/nats.h"
 
@@ -27,6 +28,8 @@
 #define DEFAULT_REPLICAS 3
 /* A catalog not reached is tried again this often.  */
 #define CATALOG_RETRY_MS 30000
+/* serve's sweep of old files (serve/sweep.h), as runtime serve's.  */
+#define SWEEP_MS (3600 * 1000)
 
 struct node
 {
@@ -371,17 +374,27 @@ mark_stopped (struct node *n)
 }
 
 static void
-node_loop (struct node *n, const sigset_t *set, const char *urls)
+node_loop (struct node *n, const sigset_t *set, struct srv_nats *api)
 {
-  uint64_t next = rt_now_ms (), seq = 0;
+  uint64_t next = rt_now_ms (), seq = 0, sweep = next + SWEEP_MS;
   bool failing = false;
+  char url[256] = "";
   int sig;
 
-  fprintf (stderr, "runtime node: %s in the cluster at %s, reporting every %d ms\n", n->name, urls,
+  /* The server reached, without credentials: the list given has them
+     (this line goes to the journal).  */
+  if (rt_bus_server_url (n->bus, url, sizeof url) < 0)
+    snprintf (url, sizeof url, "(reconnecting)");
+  fprintf (stderr, "runtime node: %s in the cluster (via %s), reporting every %d ms\n", n->name, url,
            RT_NODE_HEARTBEAT_MS);
   do
     {
       beat (n, ++seq, &failing);
+      if (rt_now_ms () >= sweep)
+        {
+          srv_nats_sweep (api);
+          sweep = rt_now_ms () + SWEEP_MS;
+        }
       next += RT_NODE_HEARTBEAT_MS;
       /* Late (a slow list): the next one now, not a burst to catch up.  */
       if (next < rt_now_ms ())
@@ -399,9 +412,12 @@ rt_node (rt_context *ctx, const rt_node_opts *opts, rt_error **err)
   struct srv_nats *api = NULL;
   sigset_t set, old, pending;
   pthread_t thread;
-  bool started = false;
+  bool started = false, idle;
   int ret;
 
+  /* Its requests' contexts would be clients of a server again.  */
+  if (ctx->remote)
+    return rt_remote_unsupported (err, "runtime node");
   if (opts == NULL || opts->nats == NULL || *opts->nats == '\0')
     return rt_error_set (err, EINVAL, "usage", "no NATS URL given");
   /* Before any thread of nats.c exists, so that all of them inherit it:
@@ -419,10 +435,10 @@ rt_node (rt_context *ctx, const rt_node_opts *opts, rt_error **err)
     rt_error_set (err, -ret, "internal", "cannot start the catalog writer: %s", strerror (-ret));
   started = ret == 0;
   if (started)
-    node_loop (&n, &set, opts->nats);
+    node_loop (&n, &set, api);
   /* API requests end first (their streams cut), then pings: their
      handler reads n.latest.  */
-  srv_nats_stop (api);
+  idle = srv_nats_stop (api);
   rt_bus_unsubscribe (ping);
   if (started)
     {
@@ -434,7 +450,11 @@ rt_node (rt_context *ctx, const rt_node_opts *opts, rt_error **err)
       mark_stopped (&n);
     }
   rt_catalog_free (n.cat);
-  rt_bus_free (n.bus);
+  /* A handler still running replies on the bus: left to the exit.  */
+  if (idle)
+    rt_bus_free (n.bus);
+  else
+    fprintf (stderr, "runtime node: a request still runs; leaving it to the exit\n");
   free (n.latest);
   free (n.pending);
   pthread_cond_destroy (&n.cond);

@@ -6,14 +6,28 @@
  *
  * A request is one NATS request message, JSON:
  *   {method, path, query {NAME: VALUE or [VALUE…]}, headers {NAME: VALUE},
- *    body (base64, optional), token (the API token, optional)}
+ *    body (base64, optional), tenant (the token's name, optional),
+ *    timeoutMs (optional: SRV_NATS_DEADLINE_MS, at most
+ *    SRV_NATS_MAX_DEADLINE_MS)}
  * and its answer the reply, JSON:
  *   {status, contentType, headers {NAME: VALUE}, body (base64),
- *    truncated (a stream cut at SRV_STREAM_HIGH)}
+ *    truncated (a stream cut, or ended by its deadline)}
+ * The tenant is named, not proved: no bearer token reaches a node (one
+ * broken into by a guest would collect them), and an Authorization header
+ * is dropped.  The name is trusted because only the NATS user of the serve
+ * replicas may publish on runtime.node.<host>.api
+ * (docs/cluster/nats-auth.conf); it must be a token of this host's own
+ * store (<data>/tokens.json, the same file on every host), whose limits
+ * apply; another is answered 401.
  * A stream (exec, logs -f, a wait) is gathered and sent whole when it
- * ends; past SRV_STREAM_HIGH bytes it is cut (the handler sees a client
- * gone) and the reply says truncated.  Not done here (the replica's
- * work): rate limits and Idempotency-Key.
+ * ends; past what fits the server's max_payload (at most SRV_STREAM_HIGH
+ * bytes) it is cut (the handler sees a client gone) and the reply says
+ * truncated.  Every request counts as gone at its deadline, so that no
+ * follow holds a worker longer; the replica waits for the reply a little
+ * longer than timeoutMs.  An answer NATS does not take is replaced by a
+ * small 502 (bad_gateway).  A tenant has SRV_MAX_INFLIGHT requests at
+ * once (429 past that).  Not done here (the replica's work): the rate of
+ * requests a second and Idempotency-Key.
  */
 #ifndef RT_SERVE_NATS_H
 #define RT_SERVE_NATS_H
@@ -21,14 +35,26 @@
 #include "cluster/bus.h"
 #include "core/context.h"
 
+#include <stdbool.h>
+
+/* A request's deadline when it names none, and the most it may name: the
+   reply permission of docs/cluster/nats-auth.conf's nodes
+   (allow_responses expires 2m) must outlast it.  */
+#define SRV_NATS_DEADLINE_MS 30000
+#define SRV_NATS_MAX_DEADLINE_MS 100000
+
 struct srv_nats;
 
 /* Answers requests on @subject of @bus with @ctx's sandboxes (the host's
-   view; each request acts as its token's tenant).  @ctx and @bus must
-   outlive it.  */
+   view, copied; each request acts as its tenant).  @bus must outlive it
+   (see srv_nats_stop).  Sweeps old files once (sweep.h).  */
 int srv_nats_start (rt_context *ctx, rt_bus *bus, const char *subject, struct srv_nats **out, rt_error **err);
+/* The hourly sweep of sweep.h: the caller's clock says when.  */
+void srv_nats_sweep (struct srv_nats *n);
 /* Stops taking requests, ends streams (handlers see srv_stopping), waits
-   for the handlers running, frees @n.  */
-void srv_nats_stop (struct srv_nats *n);
+   for the handlers running, frees @n.  Return: false when a handler still
+   runs after the wait: @n is then left, and the bus must be too (the
+   handler's reply goes on it) until the process exits.  */
+bool srv_nats_stop (struct srv_nats *n);
 
 #endif

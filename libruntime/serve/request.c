@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/sys.h"
 #include "serve/server-internal.h"
 
 const char *
@@ -268,6 +269,11 @@ srv_gone (struct srv_req *r)
   bool gone;
 
   pthread_mutex_lock (&r->mu);
+  if (!r->gone && r->deadline_ms && rt_now_ms () >= r->deadline_ms)
+    {
+      r->gone = r->timed_out = true;
+      pthread_cond_broadcast (&r->cond);
+    }
   gone = r->gone;
   pthread_mutex_unlock (&r->mu);
   return gone || srv_stopping (r);

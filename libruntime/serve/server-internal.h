@@ -86,6 +86,7 @@ struct srv_req
   pthread_cond_t cond;
   int refs;
   bool gone;     /* client left (or never answered: closing) */
+  bool timed_out; /* gone since deadline_ms passed */
   bool whole;    /* a whole answer waits in out */
   bool started;  /* a stream's head waits or went */
   bool ended;    /* a stream's end waits or went */
@@ -124,6 +125,9 @@ struct srv_req
      r->mu held.  */
   void (*on_answer) (struct srv_req *r);
   void *transport;
+  /* CLOCK_MONOTONIC ms after which the request counts as gone (srv_gone),
+     0 for none: a transport without a client that can leave (nats.c).  */
+  uint64_t deadline_ms;
   void (*transport_free) (void *transport); /* with the request */
 };
 

@@ -68,7 +68,9 @@ sweep_main (void *arg)
   cleanup_free char *network = rt_strdup_printf ("%s/serve/network", w->ctx->data_dir);
   time_t now = time (NULL);
 
-  srv_idem_sweep (s->idem);
+  /* None over NATS: the replica keeps Idempotency-Key (nats.h).  */
+  if (s->idem)
+    srv_idem_sweep (s->idem);
   if (deleted)
     srv_sweep_dir (deleted, now, SRV_SWEEP_KEEP_S, 1, sandbox_is, w);
   if (network)

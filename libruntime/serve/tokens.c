@@ -452,6 +452,21 @@ rt_tokens_check (struct rt_tokens *t, const char *bearer, struct rt_token_info *
 }
 
 int
+rt_tokens_named (struct rt_tokens *t, const char *name, struct rt_token_info *info)
+{
+  if (name == NULL || *name == '\0')
+    return 0;
+  reload (t);
+  for (size_t i = 0; i < t->n; i++)
+    if (strcmp (t->v[i].info.name, name) == 0)
+      {
+        *info = t->v[i].info;
+        return 1;
+      }
+  return 0;
+}
+
+int
 rt_tenant_usage_get (rt_context *ctx, const char *tenant, struct rt_tenant_usage *u, rt_error **err)
 {
   cleanup_json json_object *live = NULL, *rows = NULL;

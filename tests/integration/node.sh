@@ -1,9 +1,12 @@
 #!/bin/bash
 # node.sh - `runtime node` answering API calls over NATS for its own
 # sandboxes (runtime.node.NAME.api, serve/nats.c): three nats-servers on
-# loopback, one node, a tenant's sandbox created, exec'd (whole, streamed,
-# a stream cut past 1 MiB), a file written and read back, deleted, all as
-# request messages; SIGTERM ends the node with 0; nothing left.
+# loopback with nats-server's default max_payload (1 MB), one node, a
+# tenant's sandbox created, exec'd (whole, streamed, a stream cut to fit
+# max_payload, a whole answer too big for a reply answered 502), a file
+# written and read back (one too big for a reply: cut), deleted, all as
+# request messages naming the tenant (no token); SIGTERM ends the node
+# with 0; nothing left.
 . "$(dirname "$0")/libtest.sh"
 cluster=$tmp/nats
 node_pid=
@@ -16,8 +19,8 @@ finish() {
 }
 trap finish EXIT
 
-urls=$("$RUNTIME_TEST_NATS_CLUSTER" start "$cluster" 3)
-token=$(runtime token create "$tok")
+urls=$(NATS_MAX_PAYLOAD=1MB "$RUNTIME_TEST_NATS_CLUSTER" start "$cluster" 3)
+runtime token create "$tok" >/dev/null
 runtime node --nats "$urls" --name it1 2>"$tmp/node.log" &
 node_pid=$!
 for _ in $(seq 100); do
@@ -32,9 +35,9 @@ api() {
     reply=$(python3 -c '
 import base64, json, sys, urllib.parse
 path, _, q = sys.argv[2].partition("?")
-print(json.dumps({"method": sys.argv[1], "path": path, "token": sys.argv[3],
+print(json.dumps({"method": sys.argv[1], "path": path, "tenant": sys.argv[3], "timeoutMs": 100000,
                   "query": urllib.parse.parse_qs(q),
-                  "body": base64.b64encode(sys.argv[4].encode()).decode()}))' "$1" "$2" "$token" "${3-}" |
+                  "body": base64.b64encode(sys.argv[4].encode()).decode()}))' "$1" "$2" "$tok" "${3-}" |
         "$RUNTIME_TEST_NATS_REQUEST" "$urls" runtime.node.it1.api 180000)
     status=$(json_get 'o["status"]' <<<"$reply")
     truncated=$(json_get 'o["truncated"]' <<<"$reply")
@@ -62,14 +65,25 @@ print(",".join(e["type"] + ("=" + e["data"].strip() if "data" in e else "") + ("
 is "not truncated" "$truncated" "False"
 
 api POST "/v1/sandboxes/$id:exec" '{"argv":["python3","-c","import sys; sys.stdout.write(\"a\" * 3000000)"],"stream":true}'
-is "a stream past 1 MiB is cut: truncated" "$truncated" "True"
+is "a stream past what fits 1 MB is cut: truncated" "$truncated" "True"
+lines_json() { python3 -c 'import json, sys; [json.loads(l) for l in sys.stdin if l.strip()]' <<<"$body"; }
+check "cut at a line's end: every line JSON" lines_json
+
 api POST "/v1/sandboxes/$id:exec" '{"argv":["true"]}'
 is "and the next call is answered" "$status" "200"
+api POST "/v1/sandboxes/$id:exec" '{"argv":["python3","-c","import sys; sys.stdout.write(\"a\" * 2000000)"]}'
+is "an answer too big for a reply (1 MiB of stdout kept, base64'd): 502, not silence" "$status" "502"
+is "bad_gateway" "$(json_get 'o["error"]["code"]' <<<"$body")" "bad_gateway"
 
 api PUT "/v1/sandboxes/$id/files/content?path=/workspace/n.txt" "from nats"
 is "a file written: $status" "$status" "200"
 api GET "/v1/sandboxes/$id/files/content?path=/workspace/n.txt"
 is "and read back" "$body" "from nats"
+api POST "/v1/sandboxes/$id:exec" '{"argv":["sh","-c","head -c 2000000 /dev/zero >/workspace/big"]}'
+api GET "/v1/sandboxes/$id/files/content?path=/workspace/big"
+code=$(head -c 300 <<<"$body" | grep -o bad_gateway)
+check "a file too big for a reply (a stream): cut, or 502 bad_gateway ($status, truncated $truncated)" \
+    sh -c '{ [ "$1" = 502 ] && [ "$3" = bad_gateway ]; } || [ "$2" = True ]' sh "$status" "$truncated" "$code"
 
 api DELETE "/v1/sandboxes/$id"
 is "deleted: $status" "$status" "200"

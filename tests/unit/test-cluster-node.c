@@ -153,20 +153,96 @@ check_api (rt_bus *b, const char *token)
 
   ok (api (b, "{\"method\":\"GET\",\"path\":\"/v1/sandboxes\"}", body, sizeof body) == 401
           && strstr (body, "unauthorized"),
-      "an API call without a token: 401 (%.60s)", body);
-  snprintf (req, sizeof req, "{\"method\":\"GET\",\"path\":\"/v1/sandboxes\",\"token\":\"%s\"}", token);
-  ok (*token && api (b, req, body, sizeof body) == 200 && strstr (body, "\"data\":[]"),
-      "with a token: the tenant's sandboxes, none (%.60s)", body);
+      "an API call naming no tenant: 401 (%.60s)", body);
+  /* A token is no way in: a node takes none (serve/nats.h).  */
   snprintf (req, sizeof req,
-            "{\"method\":\"POST\",\"path\":\"/v1/sandboxes/sb-none:exec\",\"token\":\"%s\","
-            "\"query\":{\"x\":[\"1\",\"2\"]},\"headers\":{\"x-request-id\":\"nats-test-1\"},"
-            "\"body\":\"eyJhcmd2IjpbInRydWUiXX0=\"}",
+            "{\"method\":\"GET\",\"path\":\"/v1/sandboxes\",\"headers\":{\"Authorization\":\"Bearer %s\"}}",
             token);
+  ok (api (b, req, body, sizeof body) == 401, "with alice's token but no tenant named: 401 (%.60s)", body);
+  ok (api (b, "{\"method\":\"GET\",\"path\":\"/v1/sandboxes\",\"tenant\":\"mallory\"}", body, sizeof body) == 401
+          && strstr (body, "mallory"),
+      "naming a tenant this host has no token of: 401 (%.60s)", body);
+  ok (*token && api (b, "{\"method\":\"GET\",\"path\":\"/v1/sandboxes\",\"tenant\":\"alice\"}", body, sizeof body) == 200
+          && strstr (body, "\"data\":[]"),
+      "naming tenant alice: her sandboxes, none (%.60s)", body);
+  snprintf (req, sizeof req,
+            "{\"method\":\"POST\",\"path\":\"/v1/sandboxes/sb-none:exec\",\"tenant\":\"alice\","
+            "\"query\":{\"x\":[\"1\",\"2\"]},\"headers\":{\"x-request-id\":\"nats-test-1\"},"
+            "\"body\":\"eyJhcmd2IjpbInRydWUiXX0=\"}");
   ok (api (b, req, body, sizeof body) == 404 && strstr (body, "not_found") && strstr (body, "nats-test-1"),
       "an exec in a sandbox it does not have: 404 with the request id (%.60s)", body);
   ok (api (b, "not json", body, sizeof body) == 400, "a message that is no request: 400");
 }
 
+/* A follow of an image build's log that never ends: a record "building"
+   by the node's own pid, as images.c keeps one.  */
+#define FOLLOW_REQ                                                                                                    \
+  "{\"method\":\"GET\",\"path\":\"/v1/images/bld-0123456789abcdef/logs\",\"query\":{\"follow\":\"true\"},"          \
+  "\"tenant\":\"alice\",\"timeoutMs\":%d}"
+#define CONCURRENT 64 /* SRV_MAX_INFLIGHT */
+
+static rt_bus *follow_bus;
+
+static void *
+follow_one (void *arg)
+{
+  char req[256], body[512];
+  int *status = arg;
+
+  snprintf (req, sizeof req, FOLLOW_REQ, 4000);
+  *status = api (follow_bus, req, body, sizeof body);
+  return NULL;
+}
+
+static void
+check_deadline (rt_bus *b, pid_t node)
+{
+  char path[300], req[256], body[512];
+  cleanup_free char *reply = NULL;
+  pthread_t t[CONCURRENT];
+  int status[CONCURRENT], all = 0;
+  size_t len = 0;
+  uint64_t t0;
+  FILE *f;
+
+  snprintf (path, sizeof path, "mkdir -p %s/data/serve/builds/alice", top);
+  if (system (path) != 0)
+    return;
+  snprintf (path, sizeof path, "%s/data/serve/builds/alice/bld-0123456789abcdef.json", top);
+  f = fopen (path, "w");
+  if (f)
+    {
+      fprintf (f, "{\"state\":\"building\",\"pid\":%d}\n", (int) node);
+      fclose (f);
+    }
+  snprintf (req, sizeof req, FOLLOW_REQ, 1500);
+  t0 = rt_now_ms ();
+  ok (rt_bus_request (b, "runtime.node.t1.api", req, strlen (req), 10000, &reply, &len, NULL) == 0
+          && strstr (reply, "\"status\":200") && strstr (reply, "\"truncated\":true") && rt_now_ms () - t0 >= 1400
+          && rt_now_ms () - t0 < 4000,
+      "a log follow that never ends is answered at its deadline (timeoutMs 1500: %llu ms), truncated",
+      (unsigned long long) (rt_now_ms () - t0));
+  follow_bus = b;
+  for (int i = 0; i < CONCURRENT; i++)
+    if (pthread_create (&t[i], NULL, follow_one, &status[i]) != 0)
+      status[i] = -2;
+  usleep (1000 * 1000);
+  ok (api (b, "{\"method\":\"GET\",\"path\":\"/v1/sandboxes\",\"tenant\":\"alice\"}", body, sizeof body) == 429,
+      "with %d of alice's follows running, her next request: 429 (%.60s)", CONCURRENT, body);
+  for (int i = 0; i < CONCURRENT; i++)
+    if (status[i] != -2)
+      pthread_join (t[i], NULL);
+  for (int i = 0; i < CONCURRENT; i++)
+    all += status[i] == 200;
+  ok (all == CONCURRENT, "and those %d end by their deadline: %d answered", CONCURRENT, all);
+  ok (api (b, "{\"method\":\"GET\",\"path\":\"/v1/sandboxes\",\"tenant\":\"alice\"}", body, sizeof body) == 200,
+      "then she is served again");
+  unlink (path);
+}
+
+/* runtime node with --nats and --name; with @ca, as runtime-node.service
+   starts it instead: every setting from the environment, only `runtime
+   node` on the command line.  */
 static pid_t
 start_node_ca (const char *urls, const char *name, const char *log, const char *ca)
 {
@@ -177,10 +253,13 @@ start_node_ca (const char *urls, const char *name, const char *log, const char *
       int fd = open (log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
       if (fd >= 0)
         dup2 (fd, 2);
-      if (ca)
-        execl (runtime, runtime, "node", "--nats", urls, "--name", name, "--nats-ca", ca, (char *) NULL);
-      else
+      if (ca == NULL)
         execl (runtime, runtime, "node", "--nats", urls, "--name", name, (char *) NULL);
+      setenv ("RUNTIME_NODE_NATS", urls, 1);
+      setenv ("RUNTIME_NODE_NAME", name, 1);
+      setenv ("RUNTIME_NODE_NATS_CA", ca, 1);
+      setenv ("RUNTIME_NODE_NATS_CERT", "", 1); /* left out in node.env */
+      execl (runtime, runtime, "node", (char *) NULL);
       _exit (127);
     }
   return pid;
@@ -351,6 +430,32 @@ count_msg (void *data, const struct rt_bus_msg *m)
   __atomic_add_fetch ((int *) data, 1, __ATOMIC_SEQ_CST);
 }
 
+/* A stream longer than nats-server's default max_payload (1 MB): a done
+   build's log of 3 MB, read without follow, is cut to fit; the reply
+   arrives, says truncated, and is under the limit.  */
+static void
+check_cut (rt_bus *b, pid_t node)
+{
+  char path[300], cmd[400];
+  const char *req = "{\"method\":\"GET\",\"path\":\"/v1/images/bld-00000000000000ff/logs\",\"tenant\":\"alice\"}";
+  cleanup_free char *reply = NULL;
+  size_t len = 0;
+  FILE *f;
+
+  snprintf (path, sizeof path, "%s/data/serve/builds/alice/bld-00000000000000ff.json", top);
+  f = fopen (path, "w");
+  if (f)
+    {
+      fprintf (f, "{\"state\":\"ready\",\"pid\":%d}\n", (int) node);
+      fclose (f);
+    }
+  snprintf (cmd, sizeof cmd, "yes 'a line of the build log, over and over' | head -c 3000000 >%s/data/serve/builds/alice/"
+            "bld-00000000000000ff.log", top);
+  ok (system (cmd) == 0 && rt_bus_request (b, "runtime.node.t2.api", req, strlen (req), 10000, &reply, &len, NULL) == 0
+          && strstr (reply, "\"status\":200") && strstr (reply, "\"truncated\":true") && len <= 1024 * 1024,
+      "on a server with the default max_payload, a 3 MB log is cut to fit: %zu bytes, truncated", len);
+}
+
 /* One nats-server without JetStream: no catalog to be had.  */
 static void
 check_no_catalog (void)
@@ -388,6 +493,8 @@ check_no_catalog (void)
       __atomic_load_n (&reports, __ATOMIC_SEQ_CST));
   snprintf (cmd, sizeof cmd, "grep -q 'no catalog' %s", log);
   ok (system (cmd) == 0, "saying it has no catalog");
+  if (b)
+    check_cut (b, node);
   ok (node > 0 && kill (node, SIGTERM) == 0 && wait_exit (node, 15000) == 0, "and SIGTERM ends it with 0");
   rt_error_free (e);
   rt_bus_unsubscribe (sub);
@@ -435,7 +542,8 @@ roles_main (const char *auth)
     node = start_node_ca (url, "host1", log, ca);
   for (int i = 0; i < 200 && __atomic_load_n (&reports, __ATOMIC_SEQ_CST) < 2; i++)
     usleep (100 * 1000);
-  ok (__atomic_load_n (&reports, __ATOMIC_SEQ_CST) >= 2, "runtime node as node-host1 (--nats-ca) reports to serve: %d",
+  ok (__atomic_load_n (&reports, __ATOMIC_SEQ_CST) >= 2,
+      "runtime node as node-host1, its settings in RUNTIME_NODE_NATS, _NAME, _NATS_CA, reports to serve: %d",
       __atomic_load_n (&reports, __ATOMIC_SEQ_CST));
   snprintf (cmd, sizeof cmd, "grep -q 'no catalog' %s", log);
   ok (system (cmd) == 0, "saying it has no catalog (a node user has no JetStream)");
@@ -446,8 +554,10 @@ roles_main (const char *auth)
   snprintf (body, sizeof body, "{\"method\":\"GET\",\"path\":\"/v1/sandboxes\"}");
   ok (serve && rt_bus_request (serve, "runtime.node.host1.api", body, strlen (body), 5000, &reply, &len, &e) == 0
           && strstr (reply, "\"status\":401"),
-      "and serve's API call (401: no token)");
+      "and serve's API call (401: no tenant)");
   ok (node > 0 && kill (node, SIGTERM) == 0 && wait_exit (node, 15000) == 0, "SIGTERM ends it with 0");
+  snprintf (cmd, sizeof cmd, "grep -q 'via tls://127.0.0.1:' %s && ! grep -q host1-pass %s", log, log);
+  ok (system (cmd) == 0, "its log names the server reached, never the password");
   show_log_if_failed (log);
   rt_error_free (e);
   rt_bus_unsubscribe (sub);
@@ -500,6 +610,7 @@ main (int argc, char **argv)
     entry_field (c, "state", field, sizeof field);
   ok (c && strcmp (field, "up") == 0, "node.t1 in the catalog: %s", field);
   check_api (b, token);
+  check_deadline (b, node);
   ok (wait_exit (start_node (urls, "t1", log2), 10000) == 1, "a second node named t1 exits 1");
   snprintf (cmd, sizeof cmd, "grep -q name_taken %s", log2);
   ok (system (cmd) == 0, "saying name_taken");
@@ -510,6 +621,9 @@ main (int argc, char **argv)
     entry_field (c, "state", field, sizeof field);
   ok (c && strcmp (field, "stopped") == 0, "its catalog entry says so: %s", field);
   check_no_catalog ();
+  snprintf (cmd, sizeof cmd, "! RUNTIME_API_URL=http://127.0.0.1:1 %s node --nats nats://127.0.0.1:1 2>%s/remote.log "
+            "&& grep -q unsupported_remote %s/remote.log", runtime, top, top);
+  ok (system (cmd) == 0, "on a remote context (RUNTIME_API_URL) it refuses to start: unsupported_remote");
   show_log_if_failed (log);
   rt_error_free (e);
   rt_catalog_free (c);
