@@ -136,6 +136,7 @@ if kill -0 "$fpid" 2>/dev/null; then fail "the forward ends when its sandbox is 
 wait "$fpid"
 is "… with exit 1" "$?" 1
 is "… and one error line (JSON, with --json)" "$(grep -c '^{"error":{"code":"not_found"' "$tmp/fwd.err")/$(wc -l <"$tmp/fwd.err")" 1/1
+[ "$(wc -l <"$tmp/fwd.err")" = 1 ] || diag "$(cat "$tmp/fwd.err")"
 fpid=
 
 done_testing
