@@ -32,7 +32,7 @@ struct stream
   bool only_start;     /* spawn: the stream is left once it named the process */
   bool cancelled, term_sent;
   uint64_t kill_at;
-  int abort_fd;        /* > 0: readable ends the stream at once, unfinished */
+  int abort_fd;        /* >= 0: readable ends the stream at once, unfinished */
   bool aborted;
 };
 
@@ -249,7 +249,7 @@ stream_once (struct stream *s, const char *method, const char *path, const char 
   struct rt_remote_answer ans = { 0 };
   int ret;
 
-  if (s->abort_fd > 0)
+  if (s->abort_fd >= 0)
     {
       req.watch_fd = s->abort_fd;
       req.abort_on_watch = true;
@@ -333,7 +333,7 @@ rt_remote_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_
                         rt_error **err)
 {
   struct stream s = { .sb = sb, .opts = opts ? opts : &rt_no_exec_opts, .res = res, .err = err,
-                      .lines = { .on_line = on_line } };
+                      .lines = { .on_line = on_line }, .abort_fd = -1 };
   cleanup_json json_object *body = NULL;
   cleanup_free char *path = rt_remote_sandbox_path (sb->id, ":exec");
   int ret;
@@ -358,7 +358,7 @@ static int
 spawn_with_stdin (rt_sandbox *sb, json_object *body, const rt_exec_opts *opts, uint32_t *process, rt_error **err)
 {
   struct stream s = { .sb = sb, .opts = opts, .res = &(rt_exec_result){ 0 }, .err = err, .only_start = true,
-                      .lines = { .on_line = on_line } };
+                      .lines = { .on_line = on_line }, .abort_fd = -1 };
   cleanup_free char *path = rt_remote_sandbox_path (sb->id, ":exec");
   int ret;
 

@@ -14,7 +14,7 @@ int rt_remote_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow, const
                             rt_exec_result *res, bool *exited, rt_error **err);
 int rt_remote_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err);
 /* rt_remote_sandbox_logs that ends at once, unfinished (*exited false),
-   when @abort_fd (> 0) becomes readable.  */
+   when @abort_fd (>= 0; -1: none) becomes readable.  */
 int rt_remote_follow (rt_sandbox *sb, uint32_t process, bool follow, const rt_exec_opts *opts, int abort_fd,
                       rt_exec_result *res, bool *exited, rt_error **err);
 

@@ -225,7 +225,7 @@ perform (CURL *c, const struct rt_remote_req *req, struct rt_remote_answer *ans)
   CURLMsg *msg;
   CURLcode rc = CURLE_OK;
   int running = 1, left;
-  bool watch = req->watch_fd > 0;
+  bool watch = req->watch_fd >= 0;
 
   if (req->on_tick == NULL && !watch)
     return curl_easy_perform (c);
@@ -336,7 +336,7 @@ retry_after (const struct rt_remote_req *req, const struct exchange *x, CURLcode
 static bool
 backoff (const struct rt_remote_req *req, long ms)
 {
-  struct pollfd p = { .fd = req->watch_fd > 0 ? req->watch_fd : -1, .events = POLLIN };
+  struct pollfd p = { .fd = req->watch_fd, .events = POLLIN };
   int r;
 
   do
@@ -476,7 +476,7 @@ rt_remote_json (rt_context *ctx, const char *method, const char *path, json_obje
 {
   const char *text = body ? json_object_to_json_string_ext (body, JSON_C_TO_STRING_PLAIN) : NULL;
   struct rt_remote_req req = { .method = method, .path = path, .body = text, .body_len = text ? strlen (text) : 0,
-                               .prefer = prefer };
+                               .prefer = prefer, .watch_fd = -1 };
   struct rt_remote_answer ans = { 0 };
   json_object *o;
   int ret = rt_remote_send (ctx, &req, &ans, err);

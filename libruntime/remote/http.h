@@ -30,9 +30,9 @@ struct rt_remote_req
   int (*on_data) (void *data, const char *buf, size_t len);
   void *data;
   /* Called about every 100 ms while a streamed answer runs, with whether
-     @watch_fd (> 0) became readable; returns whether to go on watching it.  */
+     @watch_fd became readable; returns whether to go on watching it.  */
   bool (*on_tick) (void *data, bool watch_ready);
-  int watch_fd;
+  int watch_fd;        /* >= 0, or -1: none (0 is stdin, not none) */
   bool abort_on_watch; /* @watch_fd readable ends the transfer at once
                           (ans->interrupted) */
   off_t body_off;      /* where the @body_fd bytes start */
