@@ -6,7 +6,10 @@
  * sends what rt_session_write queued as :write calls with offsets, so a
  * retry never repeats a byte, and says when the queue has room again.
  * The caller's thread only reads records and queues bytes: it never
- * waits for the server, except for a resize or a signal.
+ * waits for the server, except for a resize or a signal.  Every call the
+ * session makes ends within RT_REMOTE_CALL_TIMEOUT_MS, and the threads'
+ * at once when rt_session_free writes the abort pipe, so a server that
+ * stopped answering cannot hold the caller.
  *
  * A record is a byte of type, a u32 length (little endian) and the
  * payload: output of stream 1 or 2; ROOM (empty); END (an rt_exec_result
@@ -14,7 +17,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -26,7 +28,7 @@
 #include "remote/attach.h"
 #include "remote/exec.h"
 #include "remote/http.h"
-#include "remote/sandboxes.h"
+#include "remote/stdin.h"
 #include "sandbox/handle.h"
 #include "sandbox/session.h"
 
@@ -50,7 +52,8 @@ struct remote_session
   uint32_t pid;
   int thread_fd; /* the threads' end of the socketpair */
   pthread_mutex_t send_lock; /* one record at a time on it, from either thread */
-  int abort_pipe[2];         /* written at free: the output thread's follow ends */
+  int abort_pipe[2];         /* written at free: the threads' requests end */
+  struct rt_remote_bound bound; /* of every call: the timeout, the abort pipe */
   pthread_t reader, writer;
   bool reader_started, writer_started;
   /* The input queue, shared with the writer thread.  */
@@ -145,22 +148,12 @@ read_output (void *arg)
 static int64_t
 post_write (struct remote_session *r, const uint8_t *data, size_t len, uint64_t offset, bool eof)
 {
-  cleanup_free char *suffix = rt_strdup_printf ("/processes/%u:write", r->pid);
-  cleanup_free char *path = suffix ? rt_remote_sandbox_path (r->sb->id, suffix) : NULL;
-  cleanup_free char *b64 = malloc (4 * ((len + 2) / 3) + 1);
-  cleanup_json json_object *body = json_object_new_object (), *reply = NULL;
   cleanup_error rt_error *err = NULL;
+  uint64_t end = 0;
 
-  if (path == NULL || b64 == NULL || body == NULL)
-    return -ENOMEM;
-  EVP_EncodeBlock ((unsigned char *) b64, data, (int) len);
-  json_object_object_add (body, "base64", json_object_new_string (b64));
-  json_object_object_add (body, "offset", json_object_new_int64 ((int64_t) offset));
-  if (eof)
-    json_object_object_add (body, "eof", json_object_new_boolean (true));
-  if (rt_remote_json (r->sb->ctx, "POST", path, body, NULL, &reply, &err) < 0)
+  if (rt_remote_sandbox_write (r->sb, r->pid, data, len, offset, eof, &r->bound, &end, &err) < 0)
     return -EIO;
-  return rt_json_i64 (reply, "offset");
+  return (int64_t) end;
 }
 
 /* Sends the head of the queue; the lock is held on entry and exit.
@@ -353,22 +346,14 @@ static int
 s_resize (rt_session *s, unsigned cols, unsigned rows, rt_error **err)
 {
   struct remote_session *r = (struct remote_session *) s;
-  cleanup_free char *suffix = rt_strdup_printf ("/processes/%u:resize", r->pid);
-  cleanup_free char *path = suffix ? rt_remote_sandbox_path (r->sb->id, suffix) : NULL;
-  cleanup_json json_object *body = json_object_new_object ();
-
-  if (path == NULL || body == NULL)
-    return rt_error_oom (err);
-  json_object_object_add (body, "cols", json_object_new_int ((int) cols));
-  json_object_object_add (body, "rows", json_object_new_int ((int) rows));
-  return rt_remote_json (r->sb->ctx, "POST", path, body, NULL, NULL, err);
+  return rt_remote_sandbox_resize (r->sb, r->pid, cols, rows, &r->bound, err);
 }
 
 static int
 s_signal (rt_session *s, int sig, rt_error **err)
 {
   struct remote_session *r = (struct remote_session *) s;
-  return rt_remote_sandbox_kill (r->sb, r->pid, sig, err);
+  return rt_remote_sandbox_kill (r->sb, r->pid, sig, &r->bound, err);
 }
 
 static int
@@ -389,19 +374,21 @@ s_free (rt_session *s)
 {
   struct remote_session *r = (struct remote_session *) s;
 
-  /* Nobody will see its output: it must not run on unseen (as a local
-     session's command).  Then the output thread's next record fails. */
-  if (!r->ended && r->pid)
-    rt_remote_sandbox_kill (r->sb, r->pid, SIGKILL, NULL);
-  /* The follow ends now, whether or not the kill got through.  */
+  /* First the threads' requests end (the follow, a :write the server
+     holds), so that they are joined at once whatever the kill does.  */
   if (r->abort_pipe[1] >= 0 && write (r->abort_pipe[1], "x", 1) < 0)
-    r->closing = true;
-  if (s->fd >= 0)
-    close (s->fd);
+    r->closing = true; /* cannot be: the pipe is empty */
   pthread_mutex_lock (&r->lock);
   r->closing = true;
   pthread_cond_signal (&r->wake);
   pthread_mutex_unlock (&r->lock);
+  /* Nobody will see its output: it must not run on unseen (as a local
+     session's command).  Not cut short by the pipe, but bounded.  */
+  if (!r->ended && r->pid)
+    rt_remote_sandbox_kill (r->sb, r->pid, SIGKILL, &(struct rt_remote_bound){ RT_REMOTE_CALL_TIMEOUT_MS, -1 },
+                            NULL);
+  if (s->fd >= 0)
+    close (s->fd);
   if (r->writer_started)
     pthread_join (r->writer, NULL);
   if (r->reader_started)
@@ -463,6 +450,7 @@ rt_remote_sandbox_attach (rt_sandbox *sb, const char *const argv[], const rt_exe
     return rt_error_oom (err);
   if (pipe2 (r->abort_pipe, O_CLOEXEC) < 0)
     return rt_error_set (err, errno, "internal", "pipe: %s", strerror (errno));
+  r->bound = (struct rt_remote_bound){ RT_REMOTE_CALL_TIMEOUT_MS, r->abort_pipe[0] };
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
     return rt_error_set (err, errno, "internal", "socketpair: %s", strerror (errno));
   r->base.fd = sv[0];

@@ -410,14 +410,14 @@ rt_remote_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec
     {
       uint64_t before = at;
       ret = rt_remote_sandbox_write (sb, *process, (const char *) opts->stdin_data + at, opts->stdin_len - at, at,
-                                     false, &at, err);
+                                     false, NULL, &at, err);
       /* The server holds all it will: the process takes some first.  */
       if (ret == 0 && at == before)
         nanosleep (&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
     }
   /* Its input cut short: it must not run on with part of it.  */
   if (ret < 0)
-    rt_remote_sandbox_kill (sb, *process, SIGKILL, NULL);
+    rt_remote_sandbox_kill (sb, *process, SIGKILL, NULL, NULL);
   return ret;
 }
 
@@ -488,7 +488,8 @@ rt_remote_follow (rt_sandbox *sb, uint32_t process, bool follow_on, const rt_exe
 }
 
 int
-rt_remote_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err)
+rt_remote_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, const struct rt_remote_bound *bound,
+                        rt_error **err)
 {
   cleanup_free char *suffix = rt_strdup_printf ("/processes/%u:signal", process);
   cleanup_free char *path = suffix ? rt_remote_sandbox_path (sb->id, suffix) : NULL;
@@ -499,5 +500,5 @@ rt_remote_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error *
   if (signal < 1 || signal >= NSIG)
     return rt_error_set (err, EINVAL, "usage", "no such signal: %d", signal);
   json_object_object_add (b, "signal", rt_remote_signal (signal));
-  return rt_remote_json (sb->ctx, "POST", path, b, NULL, NULL, err);
+  return rt_remote_json_within (sb->ctx, "POST", path, b, bound, NULL, err);
 }
