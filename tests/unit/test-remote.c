@@ -574,10 +574,30 @@ got (rt_context *ctx, const char *suffix)
   return false;
 }
 
-/* A session of @argv with a :write the server holds, freed: how long that
-   took (ms), or -1 when it did not start.  */
+/* How many of the requests the stub saw since the last look were
+   :signal calls, and whether all were SIGKILL.  */
+static size_t
+kills_seen (rt_context *ctx, bool *all_kill)
+{
+  cleanup_json json_object *s = seen (ctx);
+  size_t n = 0;
+
+  *all_kill = true;
+  for (size_t i = 0; i < json_object_array_length (s); i++)
+    if (strstr (seen_str (s, i, "path"), ":signal"))
+      {
+        n++;
+        *all_kill = *all_kill && strcmp (seen_str (s, i, "body"), "{\"signal\":\"SIGKILL\"}") == 0;
+      }
+  return n;
+}
+
+/* A session of @argv with a :write the server holds, then @sig (0:
+   none) asked for, freed: how long that took (ms), or -1 when it did not
+   start; *sig_ms: how long the signal took to ask.  */
 static long
-held_write_freed (rt_context *ctx, rt_sandbox *sb, const char *const *argv, const char *write_path)
+held_write_freed (rt_context *ctx, rt_sandbox *sb, const char *const *argv, const char *write_path, int sig,
+                  long *sig_ms)
 {
   rt_exec_opts opts = { .cancel_fd = -1 };
   rt_session *s = NULL;
@@ -591,6 +611,14 @@ held_write_freed (rt_context *ctx, rt_sandbox *sb, const char *const *argv, cons
       return -1;
     }
   t0 = rt_now_ms ();
+  if (sig && rt_session_signal (s, sig, NULL) < 0)
+    {
+      rt_session_free (s);
+      return -1;
+    }
+  if (sig_ms)
+    *sig_ms = (long) (rt_now_ms () - t0);
+  t0 = rt_now_ms ();
   rt_session_free (s);
   return (long) (rt_now_ms () - t0);
 }
@@ -603,7 +631,8 @@ test_hang (rt_context *ctx)
   rt_error *e = NULL;
   int before = threads (), p[2], saved;
   uint64_t t0;
-  long ms;
+  long ms, sig_ms = -1;
+  bool all_kill;
 
   rt_sandbox_open (ctx, "sb-000000000001", &sb, NULL);
   json_object_put (seen (ctx));
@@ -626,23 +655,36 @@ test_hang (rt_context *ctx)
       close (p[1]);
     }
 
-  ms = held_write_freed (ctx, sb, hang_write, "/processes/6:write");
+  {
+    rt_exec_opts opts = { .cancel_fd = -1 };
+    rt_session *s = NULL;
+    ok (rt_sandbox_attach (sb, hang_write, &opts, &s, NULL) == 0 && rt_session_signal (s, SIGTERM, NULL) == 0
+            && got (ctx, "/processes/6:signal"),
+        "a session's signal: sent as :signal by its input thread");
+    rt_session_free (s);
+  }
+  ms = held_write_freed (ctx, sb, hang_write, "/processes/6:write", 0, NULL);
   ok (ms >= 0 && ms < 2000, "a session whose :write the server holds: freed at once (%ld ms)", ms);
   ok (threads () == before, "… no thread left (%d, %d before)", threads (), before);
 
   /* pipe2 gives the session's abort pipe fd 0: it is watched all the same. */
   saved = dup (0);
   close (0);
-  ms = held_write_freed (ctx, sb, hang_write, "/processes/6:write");
+  ms = held_write_freed (ctx, sb, hang_write, "/processes/6:write", 0, NULL);
   dup2 (saved, 0);
   close (saved);
   ok (ms >= 0 && ms < 2000, "… with stdin closed (the abort pipe on fd 0) too (%ld ms)", ms);
 
-  ms = held_write_freed (ctx, sb, hang_all, "/processes/5:write");
-  ok (ms >= 0 && ms < RT_REMOTE_CALL_TIMEOUT_MS + 2000,
-      "a session whose server answers nothing, not even the kill: freed within the bound (%ld ms)", ms);
-  ok (got (ctx, "/processes/5:signal"), "… after trying the kill");
+  ms = held_write_freed (ctx, sb, hang_all, "/processes/5:write", SIGTERM, &sig_ms);
+  ok (ms >= 0 && sig_ms < 200, "a session whose server answers nothing: a signal asked for at once (%ld ms)", sig_ms);
+  ok (ms < RT_REMOTE_CALL_TIMEOUT_MS + 2000, "… freed within the bound, not even its kill answered (%ld ms)", ms);
+  ok (kills_seen (ctx, &all_kill) == 1 && all_kill,
+      "… after trying the kill (the SIGTERM behind the held :write dropped)");
   ok (threads () == before, "… no thread left (%d, %d before)", threads (), before);
+
+  ms = held_write_freed (ctx, sb, hang_write, "/processes/6:write", SIGKILL, &sig_ms);
+  ok (ms >= 0 && ms < 2000 && kills_seen (ctx, &all_kill) == 1 && all_kill,
+      "a SIGKILL asked for behind a held :write: freed at once (%ld ms), the kill sent once, by free", ms);
   rt_sandbox_close (sb);
 }
 
