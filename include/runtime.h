@@ -638,7 +638,8 @@ int rt_session_resize (rt_session *s, unsigned cols, unsigned rows, rt_error **e
  * connection closes)
  * @s:      the session
  * @signal: 1..64
- * @err:    set on failure
+ * @err:    set on failure (in client mode the session's thread sends it
+ *          and this does not wait: a failure there is not reported)
  * Return: 0, or <0 with @err set.
  */
 int rt_session_signal (rt_session *s, int signal, rt_error **err);

@@ -4,9 +4,13 @@
  * (rt_remote_sandbox_logs, resumed by cursor as every exec is) and writes
  * it as records into a socketpair whose other end is rt_session_fd; one
  * sends what rt_session_write queued as :write calls with offsets, so a
- * retry never repeats a byte, and says when the queue has room again.
- * The caller's thread only reads records and queues bytes: it never
- * waits for the server, except for a resize or a signal.
+ * retry never repeats a byte, says when the queue has room again, and
+ * sends the signals rt_session_signal asked for.  The caller's thread only
+ * reads records and queues bytes and signals: it never waits for the
+ * server, except for a resize.  Every call the session makes ends within
+ * RT_REMOTE_CALL_TIMEOUT_MS, and the threads' at once when rt_session_free
+ * writes the abort pipe, so a server that stopped answering cannot hold
+ * the caller (sandbox-tty.c gives up 5 s after its SIGKILL).
  *
  * A record is a byte of type, a u32 length (little endian) and the
  * payload: output of stream 1 or 2; ROOM (empty); END (an rt_exec_result
@@ -14,19 +18,20 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/proto.h"
+#include "common/sys.h"
 #include "remote/attach.h"
 #include "remote/exec.h"
 #include "remote/http.h"
-#include "remote/sandboxes.h"
+#include "remote/stdin.h"
 #include "sandbox/handle.h"
 #include "sandbox/session.h"
 
@@ -50,12 +55,15 @@ struct remote_session
   uint32_t pid;
   int thread_fd; /* the threads' end of the socketpair */
   pthread_mutex_t send_lock; /* one record at a time on it, from either thread */
-  int abort_pipe[2];         /* written at free: the output thread's follow ends */
+  int abort_pipe[2];         /* written at free: the threads' requests end */
+  struct rt_remote_bound bound; /* of every call: the timeout, the abort pipe */
   pthread_t reader, writer;
   bool reader_started, writer_started;
-  /* The input queue, shared with the writer thread.  */
+  /* The input queue and the signals, shared with the writer thread.  */
   pthread_mutex_t lock;
-  pthread_cond_t wake;
+  pthread_cond_t wake;       /* on CLOCK_MONOTONIC */
+  uint64_t sigs;             /* asked for, not sent yet: bit N-1 for signal N */
+  bool killed;               /* the server took a SIGKILL */
   uint8_t *queue;
   size_t queued;
   uint64_t offset;     /* the stdin offset of queue[0] */
@@ -145,22 +153,12 @@ read_output (void *arg)
 static int64_t
 post_write (struct remote_session *r, const uint8_t *data, size_t len, uint64_t offset, bool eof)
 {
-  cleanup_free char *suffix = rt_strdup_printf ("/processes/%u:write", r->pid);
-  cleanup_free char *path = suffix ? rt_remote_sandbox_path (r->sb->id, suffix) : NULL;
-  cleanup_free char *b64 = malloc (4 * ((len + 2) / 3) + 1);
-  cleanup_json json_object *body = json_object_new_object (), *reply = NULL;
   cleanup_error rt_error *err = NULL;
+  uint64_t end = 0;
 
-  if (path == NULL || b64 == NULL || body == NULL)
-    return -ENOMEM;
-  EVP_EncodeBlock ((unsigned char *) b64, data, (int) len);
-  json_object_object_add (body, "base64", json_object_new_string (b64));
-  json_object_object_add (body, "offset", json_object_new_int64 ((int64_t) offset));
-  if (eof)
-    json_object_object_add (body, "eof", json_object_new_boolean (true));
-  if (rt_remote_json (r->sb->ctx, "POST", path, body, NULL, &reply, &err) < 0)
+  if (rt_remote_sandbox_write (r->sb, r->pid, data, len, offset, eof, &r->bound, &end, &err) < 0)
     return -EIO;
-  return rt_json_i64 (reply, "offset");
+  return (int64_t) end;
 }
 
 /* Sends the head of the queue; the lock is held on entry and exit.
@@ -192,16 +190,41 @@ write_some (struct remote_session *r)
       /* The sandbox holds all it will until the process reads: ask again
          later, less often while it takes nothing (each ask is a request
          against the token's rate).  */
+      uint64_t until;
       r->retry_ms = (uint64_t) end > at ? FULL_RETRY_MS
                     : r->retry_ms ? (r->retry_ms * 2 < FULL_RETRY_MAX_MS ? r->retry_ms * 2 : FULL_RETRY_MAX_MS)
                                   : FULL_RETRY_MS;
-      pthread_mutex_unlock (&r->lock);
-      usleep (r->retry_ms * 1000);
-      pthread_mutex_lock (&r->lock);
+      /* A signal or the end does not wait for it.  */
+      until = rt_now_ms () + r->retry_ms;
+      while (!r->closing && !r->sigs && rt_now_ms () < until)
+        pthread_cond_timedwait (&r->wake, &r->lock,
+                                &(struct timespec){ (time_t) (until / 1000), (long) (until % 1000) * 1000000 });
     }
   else
     r->retry_ms = 0;
   return true;
+}
+
+/* Sends the signals asked for, in order of number, or SIGKILL alone when
+   it is one; the lock is held on entry and exit.  A failure is not
+   reported: the output's end, or its loss, says what became of the
+   command.  */
+static void
+send_signals (struct remote_session *r)
+{
+  uint64_t sigs = r->sigs;
+  uint64_t kill_bit = UINT64_C (1) << (SIGKILL - 1);
+  bool killed = false;
+
+  r->sigs = 0;
+  if (sigs & kill_bit)
+    sigs = kill_bit;
+  pthread_mutex_unlock (&r->lock);
+  for (int sig = 1; sig <= 64; sig++)
+    if ((sigs & (UINT64_C (1) << (sig - 1))) && rt_remote_sandbox_kill (r->sb, r->pid, sig, &r->bound, NULL) == 0)
+      killed = killed || sig == SIGKILL;
+  pthread_mutex_lock (&r->lock);
+  r->killed = r->killed || killed;
 }
 
 /* The input thread.  */
@@ -213,16 +236,22 @@ write_input (void *arg)
   pthread_mutex_lock (&r->lock);
   while (!r->closing)
     {
-      if (r->queued == 0 && !(r->eof_asked && !r->eof_sent))
+      if (r->sigs)
+        {
+          send_signals (r);
+          continue;
+        }
+      if (r->write_failed || (r->queued == 0 && !(r->eof_asked && !r->eof_sent)))
         {
           pthread_cond_wait (&r->wake, &r->lock);
           continue;
         }
+      /* After a failure the thread stays, for the signals.  */
       if (!write_some (r))
         {
           r->write_failed = true;
           r->queued = 0;
-          break;
+          continue;
         }
       if (r->queued == 0)
         {
@@ -353,22 +382,22 @@ static int
 s_resize (rt_session *s, unsigned cols, unsigned rows, rt_error **err)
 {
   struct remote_session *r = (struct remote_session *) s;
-  cleanup_free char *suffix = rt_strdup_printf ("/processes/%u:resize", r->pid);
-  cleanup_free char *path = suffix ? rt_remote_sandbox_path (r->sb->id, suffix) : NULL;
-  cleanup_json json_object *body = json_object_new_object ();
-
-  if (path == NULL || body == NULL)
-    return rt_error_oom (err);
-  json_object_object_add (body, "cols", json_object_new_int ((int) cols));
-  json_object_object_add (body, "rows", json_object_new_int ((int) rows));
-  return rt_remote_json (r->sb->ctx, "POST", path, body, NULL, NULL, err);
+  return rt_remote_sandbox_resize (r->sb, r->pid, cols, rows, &r->bound, err);
 }
 
+/* Handed to the input thread: the caller's loop goes on (sandbox-tty.c
+   times its give-up from the SIGKILL it asks for).  */
 static int
 s_signal (rt_session *s, int sig, rt_error **err)
 {
   struct remote_session *r = (struct remote_session *) s;
-  return rt_remote_sandbox_kill (r->sb, r->pid, sig, err);
+  (void) err;
+
+  pthread_mutex_lock (&r->lock);
+  r->sigs |= UINT64_C (1) << (sig - 1);
+  pthread_cond_signal (&r->wake);
+  pthread_mutex_unlock (&r->lock);
+  return 0;
 }
 
 static int
@@ -388,20 +417,26 @@ static void
 s_free (rt_session *s)
 {
   struct remote_session *r = (struct remote_session *) s;
+  bool killed;
 
-  /* Nobody will see its output: it must not run on unseen (as a local
-     session's command).  Then the output thread's next record fails. */
-  if (!r->ended && r->pid)
-    rt_remote_sandbox_kill (r->sb, r->pid, SIGKILL, NULL);
-  /* The follow ends now, whether or not the kill got through.  */
-  if (r->abort_pipe[1] >= 0 && write (r->abort_pipe[1], "x", 1) < 0)
-    r->closing = true;
-  if (s->fd >= 0)
-    close (s->fd);
+  /* The input thread stops after its call, sending no signal more; then
+     the threads' requests end (the follow, a call the server holds), so
+     that they are joined at once whatever the kill below does.  */
   pthread_mutex_lock (&r->lock);
   r->closing = true;
+  killed = r->killed;
   pthread_cond_signal (&r->wake);
   pthread_mutex_unlock (&r->lock);
+  if (r->abort_pipe[1] >= 0 && write (r->abort_pipe[1], "x", 1) != 1)
+    killed = false; /* cannot be (an empty pipe); the kill is sent anyway */
+  /* Nobody will see its output: it must not run on unseen (as a local
+     session's command), unless a SIGKILL got through already.  Not cut
+     short by the pipe, but bounded.  */
+  if (!r->ended && r->pid && !killed)
+    rt_remote_sandbox_kill (r->sb, r->pid, SIGKILL, &(struct rt_remote_bound){ RT_REMOTE_CALL_TIMEOUT_MS, -1 },
+                            NULL);
+  if (s->fd >= 0)
+    close (s->fd);
   if (r->writer_started)
     pthread_join (r->writer, NULL);
   if (r->reader_started)
@@ -458,11 +493,18 @@ rt_remote_sandbox_attach (rt_sandbox *sb, const char *const argv[], const rt_exe
   r->sb = sb;
   pthread_mutex_init (&r->lock, NULL);
   pthread_mutex_init (&r->send_lock, NULL);
-  pthread_cond_init (&r->wake, NULL);
+  {
+    pthread_condattr_t a;
+    pthread_condattr_init (&a);
+    pthread_condattr_setclock (&a, CLOCK_MONOTONIC);
+    pthread_cond_init (&r->wake, &a);
+    pthread_condattr_destroy (&a);
+  }
   if ((r->queue = malloc (WRITE_MAX)) == NULL)
     return rt_error_oom (err);
   if (pipe2 (r->abort_pipe, O_CLOEXEC) < 0)
     return rt_error_set (err, errno, "internal", "pipe: %s", strerror (errno));
+  r->bound = (struct rt_remote_bound){ RT_REMOTE_CALL_TIMEOUT_MS, r->abort_pipe[0] };
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
     return rt_error_set (err, errno, "internal", "socketpair: %s", strerror (errno));
   r->base.fd = sv[0];

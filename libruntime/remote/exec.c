@@ -32,7 +32,7 @@ struct stream
   bool only_start;     /* spawn: the stream is left once it named the process */
   bool cancelled, term_sent;
   uint64_t kill_at;
-  int abort_fd;        /* > 0: readable ends the stream at once, unfinished */
+  int abort_fd;        /* >= 0: readable ends the stream at once, unfinished */
   bool aborted;
 };
 
@@ -249,7 +249,7 @@ stream_once (struct stream *s, const char *method, const char *path, const char 
   struct rt_remote_answer ans = { 0 };
   int ret;
 
-  if (s->abort_fd > 0)
+  if (s->abort_fd >= 0)
     {
       req.watch_fd = s->abort_fd;
       req.abort_on_watch = true;
@@ -333,7 +333,7 @@ rt_remote_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_
                         rt_error **err)
 {
   struct stream s = { .sb = sb, .opts = opts ? opts : &rt_no_exec_opts, .res = res, .err = err,
-                      .lines = { .on_line = on_line } };
+                      .lines = { .on_line = on_line }, .abort_fd = -1 };
   cleanup_json json_object *body = NULL;
   cleanup_free char *path = rt_remote_sandbox_path (sb->id, ":exec");
   int ret;
@@ -358,7 +358,7 @@ static int
 spawn_with_stdin (rt_sandbox *sb, json_object *body, const rt_exec_opts *opts, uint32_t *process, rt_error **err)
 {
   struct stream s = { .sb = sb, .opts = opts, .res = &(rt_exec_result){ 0 }, .err = err, .only_start = true,
-                      .lines = { .on_line = on_line } };
+                      .lines = { .on_line = on_line }, .abort_fd = -1 };
   cleanup_free char *path = rt_remote_sandbox_path (sb->id, ":exec");
   int ret;
 
@@ -410,14 +410,14 @@ rt_remote_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec
     {
       uint64_t before = at;
       ret = rt_remote_sandbox_write (sb, *process, (const char *) opts->stdin_data + at, opts->stdin_len - at, at,
-                                     false, &at, err);
+                                     false, NULL, &at, err);
       /* The server holds all it will: the process takes some first.  */
       if (ret == 0 && at == before)
         nanosleep (&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
     }
   /* Its input cut short: it must not run on with part of it.  */
   if (ret < 0)
-    rt_remote_sandbox_kill (sb, *process, SIGKILL, NULL);
+    rt_remote_sandbox_kill (sb, *process, SIGKILL, NULL, NULL);
   return ret;
 }
 
@@ -488,7 +488,8 @@ rt_remote_follow (rt_sandbox *sb, uint32_t process, bool follow_on, const rt_exe
 }
 
 int
-rt_remote_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err)
+rt_remote_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, const struct rt_remote_bound *bound,
+                        rt_error **err)
 {
   cleanup_free char *suffix = rt_strdup_printf ("/processes/%u:signal", process);
   cleanup_free char *path = suffix ? rt_remote_sandbox_path (sb->id, suffix) : NULL;
@@ -499,5 +500,5 @@ rt_remote_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error *
   if (signal < 1 || signal >= NSIG)
     return rt_error_set (err, EINVAL, "usage", "no such signal: %d", signal);
   json_object_object_add (b, "signal", rt_remote_signal (signal));
-  return rt_remote_json (sb->ctx, "POST", path, b, NULL, NULL, err);
+  return rt_remote_json_within (sb->ctx, "POST", path, b, bound, NULL, err);
 }

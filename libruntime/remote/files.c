@@ -51,7 +51,7 @@ rt_remote_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opt
     return rt_error_oom (err);
   req.path = url;
   req.data = (void *) opts;
-  req.watch_fd = opts->cancel_fd;
+  req.watch_fd = opts->cancel_fd > 0 ? opts->cancel_fd : -1;
   ret = rt_remote_send (sb->ctx, &req, &ans, err);
   if (ret == 1)
     ret = rt_error_set (err, EIO, "internal", "the server cut %s short", path);
@@ -97,6 +97,13 @@ rt_remote_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, 
   return rt_remote_text (out, json, err);
 }
 
+/* A copy's Ctrl-C fd as a request watches it: 0 means none here.  */
+static int
+cancel_fd (const rt_copy_opts *opts)
+{
+  return opts && opts->cancel_fd > 0 ? opts->cancel_fd : -1;
+}
+
 static int
 to_sink (void *data, const char *buf, size_t len)
 {
@@ -110,7 +117,7 @@ rt_remote_copy_out (rt_sandbox *sb, const char *src, const char *dst, const rt_c
   cleanup_free char *url = NULL;
   struct rt_copy_sink *k = NULL;
   struct rt_remote_req req = { .method = "GET", .accept = "application/x-tar", .on_data = to_sink,
-                               .abort_on_watch = true, .watch_fd = opts ? opts->cancel_fd : -1 };
+                               .abort_on_watch = true, .watch_fd = cancel_fd (opts) };
   struct rt_remote_answer ans = { 0 };
   rt_exec_result res = { 0 };
   int ret = rt_check_guest_path (src, err);
@@ -187,7 +194,7 @@ upload_fd (rt_sandbox *sb, const char *method, const char *url, int fd, off_t of
 {
   struct rt_remote_req req = { .method = method, .path = url, .body_fd = fd, .body_off = off, .body_len = len,
                                .content_type = type, .abort_on_watch = true,
-                               .watch_fd = opts ? opts->cancel_fd : -1 };
+                               .watch_fd = cancel_fd (opts) };
   struct rt_remote_answer ans = { 0 };
   int ret = rt_remote_send (sb->ctx, &req, &ans, err);
 

@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "common/sys.h"
 #include "remote/http.h"
 
 #define CONNECT_TIMEOUT_MS 15000
@@ -225,7 +226,7 @@ perform (CURL *c, const struct rt_remote_req *req, struct rt_remote_answer *ans)
   CURLMsg *msg;
   CURLcode rc = CURLE_OK;
   int running = 1, left;
-  bool watch = req->watch_fd > 0;
+  bool watch = req->watch_fd >= 0;
 
   if (req->on_tick == NULL && !watch)
     return curl_easy_perform (c);
@@ -259,9 +260,10 @@ perform (CURL *c, const struct rt_remote_req *req, struct rt_remote_answer *ans)
   return rc;
 }
 
-/* One try of @req with Idempotency-Key @key.  */
+/* One try of @req with Idempotency-Key @key, at most @timeout_ms (0:
+   no limit).  */
 static CURLcode
-try_once (rt_context *ctx, const struct rt_remote_req *req, const char *key, struct exchange *x)
+try_once (rt_context *ctx, const struct rt_remote_req *req, const char *key, long timeout_ms, struct exchange *x)
 {
   cleanup_free char *url = rt_strdup_printf ("%s%s", ctx->api_url, req->path);
   struct curl_slist *hdrs = headers_for (ctx, req, key);
@@ -288,8 +290,8 @@ try_once (rt_context *ctx, const struct rt_remote_req *req, const char *key, str
   curl_easy_setopt (c, CURLOPT_WRITEDATA, x);
   curl_easy_setopt (c, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt (c, CURLOPT_HEADERDATA, x);
-  if (req->timeout_ms > 0)
-    curl_easy_setopt (c, CURLOPT_TIMEOUT_MS, req->timeout_ms);
+  if (timeout_ms > 0)
+    curl_easy_setopt (c, CURLOPT_TIMEOUT_MS, timeout_ms);
   if (req->body_fd > 0)
     {
       curl_easy_setopt (c, CURLOPT_UPLOAD, 1L);
@@ -336,7 +338,7 @@ retry_after (const struct rt_remote_req *req, const struct exchange *x, CURLcode
 static bool
 backoff (const struct rt_remote_req *req, long ms)
 {
-  struct pollfd p = { .fd = req->watch_fd > 0 ? req->watch_fd : -1, .events = POLLIN };
+  struct pollfd p = { .fd = req->watch_fd, .events = POLLIN };
   int r;
 
   do
@@ -378,15 +380,20 @@ rt_remote_send (rt_context *ctx, const struct rt_remote_req *req, struct rt_remo
   CURLcode rc;
   long delay = 0;
   int ret = rt_remote_check (ctx, err);
+  uint64_t deadline = req->timeout_ms > 0 ? rt_now_ms () + (uint64_t) req->timeout_ms : 0;
 
   memset (ans, 0, sizeof (*ans));
   if (ret < 0 || (keyed && (ret = uuid4 (key, err)) < 0))
     return ret;
   for (int tries = 1;; tries++)
     {
+      uint64_t now = rt_now_ms ();
       rt_remote_answer_clear (ans);
-      rc = try_once (ctx, req, keyed ? key : NULL, &x);
+      rc = try_once (ctx, req, keyed ? key : NULL, deadline ? (deadline > now ? (long) (deadline - now) : 1L) : 0, &x);
       if (!retry_after (req, &x, rc, tries, &delay))
+        break;
+      /* No try that could not end in time.  */
+      if (deadline && rt_now_ms () + (uint64_t) delay + 1 >= deadline)
         break;
       if (!backoff (req, delay))
         break;
@@ -402,6 +409,9 @@ rt_remote_send (rt_context *ctx, const struct rt_remote_req *req, struct rt_remo
       ans->transport = rc;
       if (ans->streamed)
         return 1;
+      if (rc == CURLE_OPERATION_TIMEDOUT && deadline)
+        return rt_error_set (err, ETIMEDOUT, "unavailable", "%s did not answer %s %s within %ld s", ctx->api_url,
+                             req->method, req->path, (req->timeout_ms + 999) / 1000);
       rt_error_set (err, EIO, "unavailable", "cannot reach %s: %s", ctx->api_url, curl_easy_strerror (rc));
       return rt_error_hint (err, "is `runtime serve` running there? (or unset RUNTIME_API_URL to use this machine)");
     }
@@ -470,26 +480,32 @@ rt_ndjson_feed (struct rt_ndjson *j, const char *buf, size_t n)
   return 0;
 }
 
-int
-rt_remote_json (rt_context *ctx, const char *method, const char *path, json_object *body, const char *prefer,
-                json_object **reply, rt_error **err)
+/* @req (its method, path, prefer, bounds) with @body, as rt_remote_json.  */
+static int
+json_call (rt_context *ctx, struct rt_remote_req *req, json_object *body, json_object **reply, rt_error **err)
 {
   const char *text = body ? json_object_to_json_string_ext (body, JSON_C_TO_STRING_PLAIN) : NULL;
-  struct rt_remote_req req = { .method = method, .path = path, .body = text, .body_len = text ? strlen (text) : 0,
-                               .prefer = prefer };
   struct rt_remote_answer ans = { 0 };
   json_object *o;
-  int ret = rt_remote_send (ctx, &req, &ans, err);
+  bool interrupted;
+  int ret;
 
+  req->body = text;
+  req->body_len = text ? strlen (text) : 0;
+  ret = rt_remote_send (ctx, req, &ans, err);
   if (ret < 0)
     {
       rt_remote_answer_clear (&ans);
       return ret;
     }
-  o = ans.body ? json_tokener_parse (ans.body) : NULL;
+  interrupted = ans.interrupted;
+  o = ans.body && !interrupted ? json_tokener_parse (ans.body) : NULL;
   rt_remote_answer_clear (&ans);
+  if (interrupted)
+    return rt_error_set (err, EINTR, "interrupted", "%s %s was cut short", req->method, req->path);
   if (o == NULL && reply)
-    return rt_error_set (err, EIO, "internal", "%s answered %s %s without JSON", ctx->api_url, method, path);
+    return rt_error_set (err, EIO, "internal", "%s answered %s %s without JSON", ctx->api_url, req->method,
+                         req->path);
   if (json_object_is_type (o, json_type_object))
     json_object_object_del (o, "replayed");
   if (reply)
@@ -497,6 +513,29 @@ rt_remote_json (rt_context *ctx, const char *method, const char *path, json_obje
   else
     json_object_put (o);
   return 0;
+}
+
+int
+rt_remote_json (rt_context *ctx, const char *method, const char *path, json_object *body, const char *prefer,
+                json_object **reply, rt_error **err)
+{
+  struct rt_remote_req req = { .method = method, .path = path, .prefer = prefer, .watch_fd = -1 };
+  return json_call (ctx, &req, body, reply, err);
+}
+
+int
+rt_remote_json_within (rt_context *ctx, const char *method, const char *path, json_object *body,
+                       const struct rt_remote_bound *bound, json_object **reply, rt_error **err)
+{
+  struct rt_remote_req req = { .method = method, .path = path, .watch_fd = -1 };
+
+  if (bound)
+    {
+      req.timeout_ms = bound->timeout_ms;
+      req.watch_fd = bound->abort_fd;
+      req.abort_on_watch = bound->abort_fd >= 0;
+    }
+  return json_call (ctx, &req, body, reply, err);
 }
 
 int

@@ -13,6 +13,9 @@
 /* Reconnects in a row without a new byte before a followed stream (exec
    output, a build's log) is given up.  */
 #define RT_REMOTE_RECONNECTS 4
+/* A call a session makes in its caller's stead (a signal, :write,
+   :resize) ends within this, retries included, answered or not.  */
+#define RT_REMOTE_CALL_TIMEOUT_MS 10000
 
 struct rt_remote_req
 {
@@ -24,15 +27,15 @@ struct rt_remote_req
   const char *content_type; /* of the body; default application/json */
   const char *accept;       /* default application/json */
   const char *prefer;       /* a Prefer header's value ("wait=0"), or NULL */
-  long timeout_ms;          /* the whole exchange; 0: none */
+  long timeout_ms;          /* the whole exchange, retries included; 0: none */
   /* A streamed answer: a 2xx answer's bytes as they arrive; <0 stops the
      transfer.  NULL: the answer is collected.  */
   int (*on_data) (void *data, const char *buf, size_t len);
   void *data;
   /* Called about every 100 ms while a streamed answer runs, with whether
-     @watch_fd (> 0) became readable; returns whether to go on watching it.  */
+     @watch_fd became readable; returns whether to go on watching it.  */
   bool (*on_tick) (void *data, bool watch_ready);
-  int watch_fd;
+  int watch_fd;        /* >= 0, or -1: none (0 is stdin, not none) */
   bool abort_on_watch; /* @watch_fd readable ends the transfer at once
                           (ans->interrupted) */
   off_t body_off;      /* where the @body_fd bytes start */
@@ -65,6 +68,18 @@ int rt_remote_send (rt_context *ctx, const struct rt_remote_req *req, struct rt_
    in *reply (NULL allowed), without the "replayed" mark.  */
 int rt_remote_json (rt_context *ctx, const char *method, const char *path, json_object *body, const char *prefer,
                     json_object **reply, rt_error **err);
+
+/* What ends a call early: its time, retries included (0: none), and an
+   fd whose readability cuts it short, "interrupted" (-1: none).  */
+struct rt_remote_bound
+{
+  long timeout_ms;
+  int abort_fd;
+};
+
+/* rt_remote_json within @bound (NULL: none), without Prefer.  */
+int rt_remote_json_within (rt_context *ctx, const char *method, const char *path, json_object *body,
+                           const struct rt_remote_bound *bound, json_object **reply, rt_error **err);
 
 /* Every item of a list: the pages' "data" (or @key's array) from
    GET @path, following nextCursor, as one array.  */

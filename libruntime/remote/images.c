@@ -203,7 +203,7 @@ await_build (rt_context *ctx, const char *build, int log_fd, char **id, rt_error
       char suffix[64];
       cleanup_free char *path = NULL;
       struct rt_remote_req req = { .method = "GET", .accept = "application/x-ndjson", .on_data = on_log,
-                                   .data = &lines };
+                                   .data = &lines, .watch_fd = -1 };
       struct rt_remote_answer ans = { 0 };
       uint64_t before = l.cursor;
 

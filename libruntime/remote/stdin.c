@@ -14,7 +14,7 @@
 
 int
 rt_remote_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, size_t len, uint64_t offset, bool eof,
-                         uint64_t *accepted, rt_error **err)
+                         const struct rt_remote_bound *bound, uint64_t *accepted, rt_error **err)
 {
   cleanup_free char *suffix = rt_strdup_printf ("/processes/%u:write", process);
   cleanup_free char *path = suffix ? rt_remote_sandbox_path (sb->id, suffix) : NULL;
@@ -35,7 +35,7 @@ rt_remote_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, siz
   json_object_object_add (b, "offset", json_object_new_int64 ((int64_t) offset));
   if (eof)
     json_object_object_add (b, "eof", json_object_new_boolean (true));
-  ret = rt_remote_json (sb->ctx, "POST", path, b, NULL, &reply, err);
+  ret = rt_remote_json_within (sb->ctx, "POST", path, b, bound, &reply, err);
   if (ret < 0)
     return ret;
   if (!json_object_object_get_ex (reply, "offset", &v) || !json_object_is_type (v, json_type_int)
@@ -47,7 +47,8 @@ rt_remote_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, siz
 }
 
 int
-rt_remote_sandbox_resize (rt_sandbox *sb, uint32_t process, unsigned cols, unsigned rows, rt_error **err)
+rt_remote_sandbox_resize (rt_sandbox *sb, uint32_t process, unsigned cols, unsigned rows,
+                          const struct rt_remote_bound *bound, rt_error **err)
 {
   cleanup_free char *suffix = rt_strdup_printf ("/processes/%u:resize", process);
   cleanup_free char *path = suffix ? rt_remote_sandbox_path (sb->id, suffix) : NULL;
@@ -57,5 +58,5 @@ rt_remote_sandbox_resize (rt_sandbox *sb, uint32_t process, unsigned cols, unsig
     return rt_error_oom (err);
   json_object_object_add (b, "cols", json_object_new_int ((int) cols));
   json_object_object_add (b, "rows", json_object_new_int ((int) rows));
-  return rt_remote_json (sb->ctx, "POST", path, b, NULL, NULL, err);
+  return rt_remote_json_within (sb->ctx, "POST", path, b, bound, NULL, err);
 }

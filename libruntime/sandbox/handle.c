@@ -267,7 +267,7 @@ int
 rt_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err)
 {
   if (sb->ctx->remote)
-    return rt_remote_sandbox_kill (sb, process, signal, err);
+    return rt_remote_sandbox_kill (sb, process, signal, NULL, err);
   cleanup_json json_object *req = json_object_new_object ();
 
   if (rt_sandbox_auto_wake (sb, err) < 0)
@@ -284,7 +284,7 @@ rt_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, size_t len
   if (len > RT_MAX_STDIN || (data == NULL && len > 0) || offset > INT64_MAX - RT_MAX_STDIN)
     return rt_error_set (err, EINVAL, "usage", "at most 1 MiB a write, at an offset under 2^63");
   if (sb->ctx->remote)
-    return rt_remote_sandbox_write (sb, process, data, len, offset, eof, accepted, err);
+    return rt_remote_sandbox_write (sb, process, data, len, offset, eof, NULL, accepted, err);
   cleanup_json json_object *req = json_object_new_object ();
   cleanup_json json_object *reply = NULL;
   cleanup_free char *b64 = malloc (4 * ((len + 2) / 3) + 1);
@@ -316,7 +316,7 @@ rt_sandbox_resize (rt_sandbox *sb, uint32_t process, unsigned cols, unsigned row
   if (cols < 1 || cols > RT_PTY_MAX_SIDE || rows < 1 || rows > RT_PTY_MAX_SIDE)
     return rt_error_set (err, EINVAL, "usage", "a terminal's columns and rows must be 1 to %u", RT_PTY_MAX_SIDE);
   if (sb->ctx->remote)
-    return rt_remote_sandbox_resize (sb, process, cols, rows, err);
+    return rt_remote_sandbox_resize (sb, process, cols, rows, NULL, err);
   cleanup_json json_object *req = json_object_new_object ();
 
   if (rt_sandbox_auto_wake (sb, err) < 0)

@@ -2,7 +2,10 @@
 """remote-stub.py - a scripted stand-in for `runtime serve` on 127.0.0.1,
 for test-remote.c: it answers a few fixed routes the way docs/API.md says
 (and some the way a failing server would) and records what it was sent.
-Prints its port on stdout, then serves until stdin closes."""
+Prints its port on stdout, then serves until stdin closes.  Processes 5
+and 6 (spawned as "hang-all" and "hang-write") are of a server that stopped
+answering: their output, :write and :resize never answer, nor 5's
+:signal."""
 import base64
 import hashlib
 import io
@@ -19,6 +22,7 @@ tries = {}         # per path: how many times it was asked
 uploads = {}       # upload id: [declared size, declared sha256, bytes]
 stdin9 = [0]       # process 9's accepted stdin end (it takes 4 bytes a call)
 lock = threading.Lock()
+done = threading.Event()  # set at the end: the calls held forever give up
 
 
 def ndjson(events):
@@ -112,8 +116,16 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(200, ndjson(ev), ctype="application/x-ndjson")
         if p == "/v1/sandboxes/" + SB + "/processes/7:signal":
             return self.obj(200, {})
+        if p.startswith("/v1/sandboxes/" + SB + "/processes/5") or (
+                p.startswith("/v1/sandboxes/" + SB + "/processes/6") and not p.endswith(":signal")):
+            done.wait()
+            self.close_connection = True
+            return None
+        if p == "/v1/sandboxes/" + SB + "/processes/6:signal":
+            return self.obj(200, {})
         if p == "/v1/sandboxes/" + SB + "/processes" and self.command == "POST":
-            return self.obj(201, {"id": "9", "kind": "process", "state": "running", "stdinOpen": True,
+            pid = {"hang-all": "5", "hang-write": "6"}.get(json.loads(body)["argv"][0], "9")
+            return self.obj(201, {"id": pid, "kind": "process", "state": "running", "stdinOpen": True,
                                   "stdinOffset": 0, "pty": None})
         if p == "/v1/sandboxes/" + SB + "/processes/9:write":
             return self.write9(json.loads(body))
@@ -225,6 +237,7 @@ def main():
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     print(srv.server_address[1], flush=True)
     sys.stdin.read()
+    done.set()
     srv.shutdown()
 
 

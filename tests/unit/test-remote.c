@@ -2,8 +2,10 @@
    stand-in server on 127.0.0.1 (remote-stub.py, its path in argv[1]):
    the URL and key rules, headers, idempotency keys kept across retries,
    Retry-After, the error object, pages, an exec stream cut midway and
-   resumed by cursor with no byte lost or repeated, and a process's stdin
-   written with offsets.  */
+   resumed by cursor with no byte lost or repeated, a process's stdin
+   written with offsets, and a session whose server stopped answering
+   freed within the bound.  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -12,8 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/sys.h"
 #include "remote/http.h"
 #include "remote/exec.h"
+#include "remote/stdin.h"
 #include "tap.h"
 
 static char url[64];
@@ -535,6 +539,155 @@ test_stdin (rt_context *ctx)
   rt_sandbox_close (sb);
 }
 
+/* The threads of this process.  */
+static int
+threads (void)
+{
+  DIR *d = opendir ("/proc/self/task");
+  struct dirent *e;
+  int n = 0;
+
+  while (d && (e = readdir (d)))
+    n += e->d_name[0] != '.';
+  if (d)
+    closedir (d);
+  return n;
+}
+
+/* Whether the stub got a request whose path ends with @suffix, within 3 s
+   (what it saw is taken).  */
+static bool
+got (rt_context *ctx, const char *suffix)
+{
+  for (int i = 0; i < 60; i++)
+    {
+      cleanup_json json_object *s = seen (ctx);
+      for (size_t j = 0; j < json_object_array_length (s); j++)
+        {
+          const char *p = seen_str (s, j, "path");
+          size_t n = strlen (p), m = strlen (suffix);
+          if (n >= m && strcmp (p + n - m, suffix) == 0)
+            return true;
+        }
+      usleep (50 * 1000);
+    }
+  return false;
+}
+
+/* How many of the requests the stub saw since the last look were
+   :signal calls, and whether all were SIGKILL.  */
+static size_t
+kills_seen (rt_context *ctx, bool *all_kill)
+{
+  cleanup_json json_object *s = seen (ctx);
+  size_t n = 0;
+
+  *all_kill = true;
+  for (size_t i = 0; i < json_object_array_length (s); i++)
+    if (strstr (seen_str (s, i, "path"), ":signal"))
+      {
+        n++;
+        *all_kill = *all_kill && strcmp (seen_str (s, i, "body"), "{\"signal\":\"SIGKILL\"}") == 0;
+      }
+  return n;
+}
+
+/* A session of @argv with a :write the server holds, then @sig (0:
+   none) asked for, freed: how long that took (ms), or -1 when it did not
+   start; *sig_ms: how long the signal took to ask.  */
+static long
+held_write_freed (rt_context *ctx, rt_sandbox *sb, const char *const *argv, const char *write_path, int sig,
+                  long *sig_ms)
+{
+  rt_exec_opts opts = { .cancel_fd = -1 };
+  rt_session *s = NULL;
+  uint64_t t0;
+
+  if (rt_sandbox_attach (sb, argv, &opts, &s, NULL) < 0)
+    return -1;
+  if (rt_session_write (s, "x", 1, NULL) < 0 || !got (ctx, write_path))
+    {
+      rt_session_free (s);
+      return -1;
+    }
+  t0 = rt_now_ms ();
+  if (sig && rt_session_signal (s, sig, NULL) < 0)
+    {
+      rt_session_free (s);
+      return -1;
+    }
+  if (sig_ms)
+    *sig_ms = (long) (rt_now_ms () - t0);
+  t0 = rt_now_ms ();
+  rt_session_free (s);
+  return (long) (rt_now_ms () - t0);
+}
+
+static void
+test_hang (rt_context *ctx)
+{
+  static const char *const hang_all[] = { "hang-all", NULL }, *const hang_write[] = { "hang-write", NULL };
+  rt_sandbox *sb = NULL;
+  rt_error *e = NULL;
+  int before = threads (), p[2], saved;
+  uint64_t t0;
+  long ms, sig_ms = -1;
+  bool all_kill;
+
+  rt_sandbox_open (ctx, "sb-000000000001", &sb, NULL);
+  json_object_put (seen (ctx));
+  t0 = rt_now_ms ();
+  ok (sb && rt_remote_sandbox_resize (sb, 5, 80, 24, &(struct rt_remote_bound){ 400, -1 }, &e) < 0
+          && code_is (e, "unavailable") && strstr (e->msg, "within"),
+      "a bounded call the server holds: unavailable, did not answer within …");
+  ok (rt_now_ms () - t0 < 1500, "… when its time is up, retries included (%llu ms)",
+      (unsigned long long) (rt_now_ms () - t0));
+  rt_error_free (steal_pointer (&e));
+  if (pipe (p) == 0)
+    {
+      t0 = rt_now_ms ();
+      ok (write (p[1], "x", 1) == 1
+              && rt_remote_sandbox_kill (sb, 5, SIGKILL, &(struct rt_remote_bound){ 60000, p[0] }, &e) < 0
+              && code_is (e, "interrupted") && rt_now_ms () - t0 < 1500,
+          "a call whose abort fd is readable: interrupted at once");
+      rt_error_free (steal_pointer (&e));
+      close (p[0]);
+      close (p[1]);
+    }
+
+  {
+    rt_exec_opts opts = { .cancel_fd = -1 };
+    rt_session *s = NULL;
+    ok (rt_sandbox_attach (sb, hang_write, &opts, &s, NULL) == 0 && rt_session_signal (s, SIGTERM, NULL) == 0
+            && got (ctx, "/processes/6:signal"),
+        "a session's signal: sent as :signal by its input thread");
+    rt_session_free (s);
+  }
+  ms = held_write_freed (ctx, sb, hang_write, "/processes/6:write", 0, NULL);
+  ok (ms >= 0 && ms < 2000, "a session whose :write the server holds: freed at once (%ld ms)", ms);
+  ok (threads () == before, "… no thread left (%d, %d before)", threads (), before);
+
+  /* pipe2 gives the session's abort pipe fd 0: it is watched all the same. */
+  saved = dup (0);
+  close (0);
+  ms = held_write_freed (ctx, sb, hang_write, "/processes/6:write", 0, NULL);
+  dup2 (saved, 0);
+  close (saved);
+  ok (ms >= 0 && ms < 2000, "… with stdin closed (the abort pipe on fd 0) too (%ld ms)", ms);
+
+  ms = held_write_freed (ctx, sb, hang_all, "/processes/5:write", SIGTERM, &sig_ms);
+  ok (ms >= 0 && sig_ms < 200, "a session whose server answers nothing: a signal asked for at once (%ld ms)", sig_ms);
+  ok (ms < RT_REMOTE_CALL_TIMEOUT_MS + 2000, "… freed within the bound, not even its kill answered (%ld ms)", ms);
+  ok (kills_seen (ctx, &all_kill) == 1 && all_kill,
+      "… after trying the kill (the SIGTERM behind the held :write dropped)");
+  ok (threads () == before, "… no thread left (%d, %d before)", threads (), before);
+
+  ms = held_write_freed (ctx, sb, hang_write, "/processes/6:write", SIGKILL, &sig_ms);
+  ok (ms >= 0 && ms < 2000 && kills_seen (ctx, &all_kill) == 1 && all_kill,
+      "a SIGKILL asked for behind a held :write: freed at once (%ld ms), the kill sent once, by free", ms);
+  rt_sandbox_close (sb);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -559,6 +712,7 @@ main (int argc, char **argv)
   test_calls (ctx);
   test_exec (ctx);
   test_stdin (ctx);
+  test_hang (ctx);
   test_files (ctx);
   test_image_build (ctx);
   test_unsupported (ctx);
