@@ -41,6 +41,7 @@ struct conn
   bool tcp_eof;      /* the host side sent all it will */
   bool input_closed; /* and the sandbox side was told */
   bool ended;        /* the sandbox side ended */
+  bool hup;          /* poll() said POLLHUP of the host side */
 };
 
 struct forward
@@ -357,7 +358,9 @@ fill_pollfds (struct forward *f, struct pollfd *p)
     {
       struct conn *c = f->conns[i];
       short tcp = (c->down_len > c->down_off ? POLLOUT : 0) | (!c->tcp_eof && c->up_len == 0 ? POLLIN : 0);
-      p[k++] = (struct pollfd){ .fd = c->tcp, .events = tcp };
+      /* POLLHUP comes whatever is asked: a hung-up side is left out
+         while it is waited for (the window shut), or poll() would spin.  */
+      p[k++] = (struct pollfd){ .fd = c->hup && tcp == 0 ? -1 : c->tcp, .events = tcp };
       p[k++] = (struct pollfd){ .fd = c->ended || c->down_len ? -1 : rt_session_fd (c->s), .events = POLLIN };
     }
   return k;
@@ -382,14 +385,17 @@ relay (struct forward *f)
       if (r > 0 && p[0].revents)
         return 0;
       /* Connections first: one may end and the last move in.  A host side
-         that broke (an error, or hung up both ways) takes and gives no
-         more: after one pump its connection ends, or poll() would report
-         it again at once while the window is shut.  */
+         that broke (an error) gives no more: after one pump its
+         connection ends.  One that hung up may still hold bytes (in the
+         socket, or waiting for the window): it is read until its EOF,
+         then ends as a half-closed one does (its next write fails).  */
       for (size_t i = n; i-- > 0;)
         {
           short tcp = r > 0 ? p[2 + 2 * i].revents : 0;
+          if (tcp & POLLHUP)
+            f->conns[i]->hup = true;
           if ((tcp || (r > 0 && p[3 + 2 * i].revents))
-              && (!pump (f, f->conns[i]) || (tcp & (POLLERR | POLLHUP | POLLNVAL))))
+              && (!pump (f, f->conns[i]) || (tcp & (POLLERR | POLLNVAL))))
             {
               conn_free (f->conns[i]);
               f->conns[i] = f->conns[--f->n];

@@ -128,6 +128,7 @@ struct mon
   struct mon_exec *execs;
   struct mon_proc *procs;
   struct mon_session *sessions; /* session.sock's clients (session.c) */
+  struct mon_session *resume_next; /* the first a full channel's room resumes; NULL: the list's head */
   unsigned n_sessions;
   struct evconnlistener *session_listener;
   uint32_t next_stream;

@@ -316,26 +316,42 @@ mon_handle_resize (struct mon *m, struct evhttp_request *req, json_object *body)
 
 /* ---- across a capture (procs.c's mon_procs_save) ----------------------- */
 
+/* @len bytes of @data as a base64 string, or NULL without memory.  */
+static json_object *
+b64_json (const uint8_t *data, size_t len)
+{
+  cleanup_free char *b64 = malloc (4 * ((len + 2) / 3) + 1);
+
+  if (b64 == NULL)
+    return NULL;
+  EVP_EncodeBlock ((unsigned char *) b64, len ? data : (const unsigned char *) "", (int) len);
+  return json_object_new_string (b64);
+}
+
 json_object *
 mon_proc_stdin_save (const struct mon_proc *p, uint32_t inflight)
 {
   size_t len = pending_len (p);
-  cleanup_free char *b64 = NULL;
-  json_object *o;
+  json_object *o, *pending, *recent;
 
   if (!p->stdin_kept && p->pty_cols == 0)
     return NULL;
-  b64 = malloc (4 * ((len + 2) / 3) + 1);
-  o = b64 ? json_object_new_object () : NULL;
+  pending = b64_json (len ? evbuffer_pullup (p->stdin_pending, -1) : NULL, len);
+  /* The last bytes taken: a stale writer is still refused after a wake.  */
+  recent = pending ? b64_json (p->stdin_recent, p->stdin_recent_len) : NULL;
+  o = recent ? json_object_new_object () : NULL;
   if (o == NULL)
-    return NULL;
-  EVP_EncodeBlock ((unsigned char *) b64, len ? evbuffer_pullup (p->stdin_pending, -1) : (unsigned char *) "",
-                   (int) len);
+    {
+      json_object_put (pending);
+      json_object_put (recent);
+      return NULL;
+    }
   json_object_object_add (o, "kept", json_object_new_boolean (p->stdin_kept));
   json_object_object_add (o, "eof", json_object_new_boolean (p->stdin_eof));
   json_object_object_add (o, "closed", json_object_new_boolean (p->stdin_closed));
   json_object_object_add (o, "offset", json_object_new_int64 ((int64_t) p->stdin_offset));
-  json_object_object_add (o, "pending", json_object_new_string (b64));
+  json_object_object_add (o, "pending", pending);
+  json_object_object_add (o, "recent", recent);
   json_object_object_add (o, "inflight", json_object_new_int64 (inflight));
   json_object_object_add (o, "pty", pty_json (p));
   return o;
@@ -365,4 +381,10 @@ mon_proc_stdin_load (struct mon_proc *p, json_object *o, uint32_t *inflight)
       && b64_decode (json_object_get_string (v), (size_t) json_object_get_string_len (v), &data, &len) == 0 && len > 0
       && len <= STDIN_PENDING_MAX && (p->stdin_pending = evbuffer_new ()) != NULL)
     evbuffer_add (p->stdin_pending, data, len);
+  free (steal_pointer (&data));
+  /* Older saves have none: the check then starts afresh at the offset.  */
+  if (json_object_object_get_ex (o, "recent", &v) && json_object_is_type (v, json_type_string)
+      && b64_decode (json_object_get_string (v), (size_t) json_object_get_string_len (v), &data, &len) == 0 && len > 0
+      && len <= STDIN_RECENT && len <= p->stdin_offset)
+    remember (p, data, len);
 }

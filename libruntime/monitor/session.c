@@ -41,6 +41,7 @@ struct mon_session
   bool input_closed;     /* an empty STDIN came */
   bool closing;          /* the last frame is queued: freed once written */
   bool paused;           /* not read while the agent channel is full */
+  struct event *peer;    /* while paused: the client's close (EV_CLOSED) */
   struct mon_session *next;
 };
 
@@ -55,7 +56,11 @@ session_free (struct mon_session *s)
         *p = s->next;
         break;
       }
+  if (m->resume_next == s)
+    m->resume_next = s->next;
   m->n_sessions--;
+  if (s->peer)
+    event_free (s->peer);
   bufferevent_free (s->bev);
   if (s->held)
     evbuffer_free (s->held);
@@ -289,6 +294,39 @@ client_frame (struct mon_session *s, const struct rt_frame_header *h, const uint
     }
 }
 
+/* The client closed while it is not read: no event of its bufferevent
+   would say so, and its command and slot would wait on the guest.  */
+static void
+on_peer_closed (evutil_socket_t fd, short what, void *arg)
+{
+  (void) fd, (void) what;
+  session_gone (arg);
+}
+
+/* Reading stops until mon_session_chan_room; the client's close is
+   watched meanwhile (best effort: a base without EV_CLOSED does not).  */
+static void
+pause_client (struct mon_session *s)
+{
+  struct event_base *base = s->m->base;
+
+  s->paused = true;
+  bufferevent_disable (s->bev, EV_READ);
+  if (s->peer == NULL && (event_base_get_features (base) & EV_FEATURE_EARLY_CLOSE))
+    s->peer = event_new (base, bufferevent_getfd (s->bev), EV_CLOSED, on_peer_closed, s);
+  if (s->peer)
+    event_add (s->peer, NULL);
+}
+
+static void
+resume_client (struct mon_session *s)
+{
+  s->paused = false;
+  if (s->peer)
+    event_del (s->peer);
+  bufferevent_enable (s->bev, EV_READ);
+}
+
 static void
 on_client_read (struct bufferevent *bev, void *arg)
 {
@@ -309,11 +347,7 @@ on_client_read (struct bufferevent *bev, void *arg)
       /* Frames for the guest wait while its channel is full: the client
          is not read meanwhile (mon_session_chan_room reads it again).  */
       if (s->opened && mon_chan_full (s->m))
-        {
-          s->paused = true;
-          bufferevent_disable (bev, EV_READ);
-          return;
-        }
+        return pause_client (s);
       payload = evbuffer_pullup (in, RT_FRAME_HEADER + h.len);
       if (payload == NULL)
         return session_gone (s);
@@ -441,18 +475,20 @@ mon_session_frame (struct mon_session *s, const struct rt_frame_header *h, const
     }
 }
 
+/* Paused sessions are resumed in turn, from the one after the last
+   resumed: those late in the list are not starved by those before.  */
 void
 mon_session_chan_room (struct mon *m)
 {
-  struct mon_session *s, *next;
-
-  for (s = m->sessions; s && !mon_chan_full (m); s = next)
+  /* Each visited at most once; resume_next stays valid whatever frees.  */
+  for (unsigned n = m->n_sessions; n > 0 && m->sessions && !mon_chan_full (m); n--)
     {
-      next = s->next;
+      struct mon_session *s = m->resume_next ? m->resume_next : m->sessions;
+
+      m->resume_next = s->next;
       if (!s->paused)
         continue;
-      s->paused = false;
-      bufferevent_enable (s->bev, EV_READ);
+      resume_client (s);
       /* Its next frame may be read already: no read event would come.  */
       on_client_read (s->bev, s);
     }

@@ -117,6 +117,9 @@ runtime sandbox write "$id" "$pp" <"$tmp/in15"
 runtime sandbox pause "$id" >/dev/null && runtime sandbox wake "$id" >/dev/null
 is "after pause and wake its stdin is still open where it was" "$(ps_of "$pp" '["state","stdinOpen","stdinOffset"]')" \
     "['running', True, 1572864]"
+is "… and a stale writer's other bytes before its end are still invalid_offset" \
+    "$(mon write "{\"process\":$pp,\"data\":\"$(printf 'TWO\n' | base64 -w0)\",\"offset\":1572860}" | json_get 'o["error"]["code"]')" \
+    "invalid_offset"
 printf 'after\n' | runtime sandbox write "$id" "$pp" --eof
 runtime sandbox exec "$id" -- touch /tmp/go
 for _ in $(seq 100); do runtime sandbox ps "$id" | grep -qE "^$pp +exited" && break; sleep 0.1; done

@@ -6,7 +6,8 @@
 # switches stdout and stderr a byte at a time ends its session; a session
 # client that sends stdin past its window is dropped while its sandbox goes
 # on; one that writes stdin and RESIZE as fast as it can does not grow the
-# monitor.
+# monitor, and one left unread behind a guest's full channel is let go when
+# it closes.
 
 sess_cap_kib=$((64 * 1024))
 client=$RUNTIME_TEST_SESSION_CLIENT
@@ -88,6 +89,30 @@ if [ -n "$wid" ]; then
     runtime sandbox rm "$wid" >/dev/null 2>&1
 fi
 rm -rf "$wcache"
+
+# The flooding agent after a first CONNECT to port 3 never reads its
+# channel again.  A client writing into that fills the channel and is not
+# read any more; when it closes, its session must end then (its command
+# killed, its slot of 256 let go), not when the guest drains the channel.
+dcache="$tmp/session-deaf-cache"
+did=$(flood_sandbox "$dcache" "$tmp/sdeaf-create.err")
+check "session: a sandbox boots with an agent that stops reading its channel" test -n "$did"
+if [ -n "$did" ]; then
+    dmpid=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$did/monitor.pid")
+    "$client" connect "$did" 3 >"$tmp/sdeaf-connect.out" 2>&1
+    dbase=$(ls "/proc/$dmpid/fd" | wc -l)
+    "$client" resize-flood "$RUNTIME_STATE_DIR/$did/session.sock" 6 >"$tmp/sdeaf.out" 2>&1
+    for _ in $(seq 50); do
+        dfds=$(ls "/proc/$dmpid/fd" | wc -l)
+        [ "$dfds" -le "$dbase" ] && break
+        sleep 0.1
+    done
+    diag "deaf guest: first CONNECT $(cat "$tmp/sdeaf-connect.out"); client $(cat "$tmp/sdeaf.out"); monitor fds $dbase before, $dfds after"
+    check "session: a client not read while the guest's channel is full is let go when it closes ($dfds <= $dbase fds)" \
+        test "$dfds" -le "$dbase"
+    runtime sandbox rm "$did" >/dev/null 2>&1
+fi
+rm -rf "$dcache"
 
 # A client sending stdin past its window, with no regard for WINDOW.
 if [ -n "$sother" ]; then
