@@ -119,8 +119,10 @@ rt_context_accel (rt_context *ctx, const char **out, rt_error **err)
             }
         }
     }
-  /* Without QEMU the probe reports it and nothing is cached.  */
-  if (ctx->qemu && !ctx->unsafe_no_jail && !rt_kvm_node_open_to_jail (&st, NULL))
+  /* Without QEMU the probe reports it and nothing is cached.  The rule is
+     the jail's even for an unjailed test run, so that both read one
+     cached verdict.  */
+  if (ctx->qemu && !rt_kvm_node_open_to_jail (&st, NULL))
     {
       /* Root could use it, but QEMU runs as a uid of its own: said once
          (the answer is cached), with the fix, rather than failing every

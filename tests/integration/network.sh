@@ -347,9 +347,14 @@ mon=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$id/monitor.pid")
 qemu=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$id/qemu.pid")
 ns=$(ns_of "$qemu")
 kill -9 "$mon"
+# QEMU dies with its monitor; its exit (freeing the guest's memory) can
+# take seconds on a slow kernel: the sweep below needs it gone.
+for _ in $(seq 300); do kill -0 "$qemu" 2>/dev/null || break; sleep 0.1; done
+check "kill -9 of the monitor: its QEMU is gone" sh -c "! kill -0 $qemu 2>/dev/null"
 for _ in $(seq 50); do ns_alive "$ns" || break; sleep 0.1; done
 check "kill -9 of the monitor: the namespace is gone" sh -c "! lsns -t net -n -o NS | grep -qx $(echo "$ns" | tr -dc 0-9)"
 runtime sandbox ls >/dev/null
+[ -z "$(our_cgroups)" ] || diag "cgroups after the reap: $(our_cgroups); QEMUs: $(pgrep -x qemu-system-x86 | tr '\n' ' ')"
 is "… and the sandbox is reaped as host_stopped" "$(runtime sandbox get "$id" --json | json_get 'o["stopReason"]')" "host_stopped"
 check_no_leaks "network"
 done_testing

@@ -168,6 +168,19 @@ expand (const char *const *in, const char *want)
 int
 main (void)
 {
+  sigset_t none;
+
+  /* Every signal at its default and unblocked, whatever we inherited: a
+     background job of a shell without job control ignores SIGINT and
+     SIGQUIT, and term_raw rightly leaves an ignored signal alone.  */
+  for (int sig = 1; sig < NSIG; sig++)
+    {
+      struct sigaction sa;
+      if (sigaction (sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+        signal (sig, SIG_DFL);
+    }
+  sigemptyset (&none);
+  sigprocmask (SIG_SETMASK, &none, NULL);
   test_terminal ();
   ok (expand ((const char *[]){ "exec", "-it", "dev", "--", "bash", NULL }, "exec --interactive --tty dev -- bash"),
       "-it is -i -t");
