@@ -95,3 +95,17 @@ rt_pid_exited_within (int pid, int timeout_ms)
   close (pfd);
   return r > 0;
 }
+
+void
+rt_iov2_advance (struct msghdr *msg, struct iovec iov[2], size_t n)
+{
+  for (int i = 0; i < 2; i++)
+    {
+      size_t take = n < iov[i].iov_len ? n : iov[i].iov_len;
+      iov[i].iov_base = (uint8_t *) iov[i].iov_base + take;
+      iov[i].iov_len -= take;
+      n -= take;
+    }
+  msg->msg_iov = iov[0].iov_len ? iov : iov + 1;
+  msg->msg_iovlen = iov[0].iov_len ? 2 : 1;
+}

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 /* Writes all of buf, retrying EINTR and waiting out EAGAIN.  Return: 0, or
    a negative errno.  */
@@ -20,5 +21,9 @@ uint64_t rt_now_ms (void);
 /* False when process @pid still runs after @timeout_ms (a pidfd polled);
    true when it exited, or is no more.  */
 bool rt_pid_exited_within (int pid, int timeout_ms);
+
+/* After a sendmsg of @msg's two iovecs (a frame's header and payload)
+   took @n bytes: both moved past them, and @msg on what is left.  */
+void rt_iov2_advance (struct msghdr *msg, struct iovec iov[2], size_t n);
 
 #endif

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/proto.h"
+#include "common/sys.h"
 #include "core/context.h"
 #include "sandbox/handle.h"
 #include "sandbox/session-local.h"
@@ -56,15 +57,7 @@ send_frame (struct local_session *ls, uint8_t type, const void *data, size_t len
         }
       if (n < 0)
         return rt_error_set (err, errno, "sandbox_not_ready", "the sandbox's monitor went away: %s", strerror (errno));
-      for (int i = 0; i < 2 && n > 0; i++)
-        {
-          size_t take = (size_t) n < iov[i].iov_len ? (size_t) n : iov[i].iov_len;
-          iov[i].iov_base = (uint8_t *) iov[i].iov_base + take;
-          iov[i].iov_len -= take;
-          n -= take;
-        }
-      msg.msg_iov = iov[0].iov_len ? iov : iov + 1;
-      msg.msg_iovlen = iov[0].iov_len ? 2 : 1;
+      rt_iov2_advance (&msg, iov, (size_t) n);
     }
   return 0;
 }

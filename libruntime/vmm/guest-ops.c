@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "common/sys.h"
 #include "vmm/guest-ops.h"
 
 #define GUEST_TEXT_MAX 200
@@ -91,15 +92,7 @@ op_send (struct op *op, uint8_t type, uint32_t stream, const void *payload, uint
             return ret;
           continue;
         }
-      for (int i = 0; i < 2; i++)
-        {
-          size_t k = (size_t) n < iov[i].iov_len ? (size_t) n : iov[i].iov_len;
-          iov[i].iov_base = (uint8_t *) iov[i].iov_base + k;
-          iov[i].iov_len -= k;
-          n -= k;
-        }
-      msg.msg_iov = iov[0].iov_len ? iov : iov + 1;
-      msg.msg_iovlen = iov[0].iov_len ? 2 : 1;
+      rt_iov2_advance (&msg, iov, (size_t) n);
     }
   return 0;
 }
