@@ -491,6 +491,7 @@ sandbox_forward (struct cli_command *cmd, int argc, char **argv)
      first: a forward that could never carry a connection says so now.  */
   if (rt_sandbox_connect (sb, 0, &probe, &err) < 0 && strcmp (err->code, "unsupported_remote") == 0)
     return cli_lib_fail (err);
+  rt_session_free (probe);
   rt_error_free (err);
   err = NULL;
   check_sandbox (&f);

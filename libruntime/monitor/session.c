@@ -437,8 +437,9 @@ last_frame (const struct rt_frame_header *h, const uint8_t *payload)
           && strcmp (code, "too_many_commands") != 0))
     code = "internal";
   json_object_object_add (o, "code", json_object_new_string (code));
-  json_object_object_add (o, "message", json_object_new_string_len (msg ? msg : "the agent refused the request",
-                                                                    msg ? (int) strnlen (msg, GUEST_MSG_MAX) : 29));
+  if (msg == NULL)
+    msg = "the agent refused the request";
+  json_object_object_add (o, "message", json_object_new_string_len (msg, (int) strnlen (msg, GUEST_MSG_MAX)));
   return o;
 }
 

@@ -93,11 +93,8 @@ srv_sweep_start (struct srv *s)
   pthread_t t;
   bool go;
 
-  if (w == NULL || rt_context_dup (s->ctx, &w->ctx, NULL) < 0)
-    {
-      free (w);
-      return;
-    }
+  if (w == NULL)
+    return;
   w->srv = s;
   pthread_mutex_lock (&s->mu);
   go = !s->sweeping && !s->stopping;
@@ -107,18 +104,23 @@ srv_sweep_start (struct srv *s)
       s->workers++;
     }
   pthread_mutex_unlock (&s->mu);
-  pthread_attr_init (&attr);
-  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
-  if (go && pthread_create (&t, &attr, sweep_main, w) == 0)
-    w = NULL;
-  else if (go)
+  /* The context only for a sweep that goes.  */
+  if (go && rt_context_dup (s->ctx, &w->ctx, NULL) == 0)
+    {
+      pthread_attr_init (&attr);
+      pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
+      if (pthread_create (&t, &attr, sweep_main, w) == 0)
+        w = NULL;
+      pthread_attr_destroy (&attr);
+    }
+  if (go && w)
     {
       pthread_mutex_lock (&s->mu);
       s->sweeping = false;
       s->workers--;
+      pthread_cond_broadcast (&s->idle);
       pthread_mutex_unlock (&s->mu);
     }
-  pthread_attr_destroy (&attr);
   if (w)
     {
       rt_context_free (w->ctx);

@@ -122,7 +122,7 @@ is "… and a stale writer's other bytes before its end are still invalid_offset
     "invalid_offset"
 printf 'after\n' | runtime sandbox write "$id" "$pp" --eof
 runtime sandbox exec "$id" -- touch /tmp/go
-for _ in $(seq 100); do runtime sandbox ps "$id" | grep -qE "^$pp +exited" && break; sleep 0.1; done
+for _ in $(seq 300); do runtime sandbox ps "$id" | grep -qE "^$pp +exited" && break; sleep 0.1; done
 is "… and the process read every byte once, in order" "$(runtime sandbox logs "$id" "$pp" | cut -d' ' -f1)" \
     "$( (cat "$tmp/in15"; printf 'after\n') | sha256sum | cut -d' ' -f1)"
 # Forked: each child goes on with the same stdin, then its own.
