@@ -441,13 +441,14 @@ srv_cluster_place (struct srv_cluster *c, unsigned vcpu, unsigned long memory_mi
       struct member *m = &c->members[i];
       if (m->lost || m->report == NULL)
         continue;
+      unsigned total = (unsigned) json_object_get_int64 (path_get (m->report, "vcpus", "total")) * SRV_VCPU_OVERCOMMIT;
+      unsigned used = (unsigned) json_object_get_int64 (path_get (m->report, "vcpus", "used"));
       reps[n] = (struct rt_node_report){
-        .vcpu_total = (unsigned) json_object_get_int64 (path_get (m->report, "vcpus", "total")),
-        .vcpu_free = (unsigned) json_object_get_int64 (path_get (m->report, "vcpus", "free")),
+        .vcpu_total = total,
+        .vcpu_free = used < total ? total - used : 0,
         .mem_total_mib = (uint64_t) json_object_get_int64 (path_get (m->report, "memory", "totalBytes")) >> 20,
         .mem_free_mib = (uint64_t) json_object_get_int64 (path_get (m->report, "memory", "freeBytes")) >> 20,
         .spares = spares_of (m->report, vcpu, memory_mib, image),
-        /* Silent longer than two beats: tried last, not first.  */
         .lost = false,
       };
       snprintf (known[n], sizeof known[n], "%s", m->name);
