@@ -1322,6 +1322,8 @@ int rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err);
  * @json: *json gets the text (free it)
  * @err:  "usage" (a context of this machine: it has no cluster), or the
  *        server's error
+ *
+ * Return: 0, or <0 with @err set.
  */
 int rt_node_list_json (rt_context *ctx, char **json, rt_error **err);
 
