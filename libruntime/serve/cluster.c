@@ -124,6 +124,8 @@ b64_decode (const char *b64, unsigned char **out, size_t *len)
       return -1;
     }
   *len = (size_t) got - (b64[n - 1] == '=') - (b64[n - 2] == '=');
+  /* Read as text (JSON) by callers.  */
+  (*out)[*len] = '\0';
   return 0;
 }
 
@@ -180,7 +182,11 @@ parse_answer (const char *text, size_t len, struct srv_node_answer *a, rt_error 
   ctype = rt_json_str (o, "contentType");
   a->status = (int) rt_json_i64 (o, "status");
   if (o == NULL || a->status < 100 || a->status > 599 || (body && b64_decode (body, &a->body, &a->len) < 0))
-    return rt_error_set (err, EPROTO, "bad_gateway", "the node's answer is not one");
+    {
+      /* Nothing of it is taken: a caller reads a->status as "answered".  */
+      srv_node_answer_clear (a);
+      return rt_error_set (err, EPROTO, "bad_gateway", "the node's answer is not one");
+    }
   a->ctype = strdup (ctype ? ctype : "application/json");
   h = json_object_object_get (o, "headers");
   a->headers = json_object_is_type (h, json_type_object) ? json_object_get (h) : json_object_new_object ();
