@@ -153,28 +153,16 @@ read_message (struct srv_req *r, const struct rt_bus_msg *m, json_object **out)
   return true;
 }
 
-/* The reply message of @r's whole answer (under r->mu).  */
-static char *
-answer_of (struct srv_req *r, struct nats_req *x)
+/* {status, contentType, headers} of @r's answer (under r->mu).  */
+static json_object *
+head_json (struct srv_req *r)
 {
-  cleanup_json json_object *o = json_object_new_object ();
-  json_object *h = json_object_new_object ();
-  size_t len = evbuffer_get_length (r->out);
-  const char *data = (const char *) evbuffer_pullup (r->out, -1);
-  cleanup_free char *b64 = NULL;
+  json_object *o = json_object_new_object (), *h = json_object_new_object ();
   struct evkeyval *kv;
-  char *text;
 
-  /* A stream past the cut keeps its whole lines up to it.  */
-  if (r->started && len > x->cut)
+  if (o == NULL || h == NULL)
     {
-      const char *nl = memrchr (data, '\n', x->cut);
-      len = nl ? (size_t) (nl - data) + 1 : x->cut;
-      x->truncated = true;
-    }
-  b64 = b64_encode (data, len);
-  if (o == NULL || h == NULL || b64 == NULL)
-    {
+      json_object_put (o);
       json_object_put (h);
       return NULL;
     }
@@ -184,10 +172,31 @@ answer_of (struct srv_req *r, struct nats_req *x)
   json_object_object_add (o, "status", json_object_new_int (r->status));
   json_object_object_add (o, "contentType", json_object_new_string (r->ctype ? r->ctype : "application/json"));
   json_object_object_add (o, "headers", h);
+  return o;
+}
+
+/* The reply message of @r's whole answer (under r->mu).  */
+static char *
+answer_of (struct srv_req *r, struct nats_req *x)
+{
+  cleanup_json json_object *o = head_json (r);
+  size_t len = evbuffer_get_length (r->out);
+  const char *data = (const char *) evbuffer_pullup (r->out, -1);
+  cleanup_free char *b64 = NULL;
+
+  /* A stream past the cut keeps its whole lines up to it.  */
+  if (r->started && len > x->cut)
+    {
+      const char *nl = memrchr (data, '\n', x->cut);
+      len = nl ? (size_t) (nl - data) + 1 : x->cut;
+      x->truncated = true;
+    }
+  b64 = b64_encode (data, len);
+  if (o == NULL || b64 == NULL)
+    return NULL;
   json_object_object_add (o, "body", json_object_new_string (b64));
   json_object_object_add (o, "truncated", json_object_new_boolean (x->truncated || r->timed_out));
-  text = strdup (json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-  return text;
+  return strdup (json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 /* A small error reply, for when the answer itself cannot be sent.  */
@@ -219,26 +228,15 @@ send_error (rt_bus *bus, const char *reply, int status, const char *code, const 
     rt_bus_publish (bus, reply, text, strlen (text), NULL);
 }
 
-/* A stream's head for a pulled stream: {status, contentType, headers,
-   stream} (under r->mu).  */
+/* A pulled stream's head: {status, contentType, headers, stream}
+   (under r->mu).  */
 static char *
 head_of (struct srv_req *r, struct nats_req *x)
 {
-  cleanup_json json_object *o = json_object_new_object ();
-  json_object *h = json_object_new_object ();
-  struct evkeyval *kv;
+  cleanup_json json_object *o = head_json (r);
 
-  if (o == NULL || h == NULL)
-    {
-      json_object_put (h);
-      return NULL;
-    }
-  TAILQ_FOREACH (kv, &r->out_headers, next)
-  json_object_object_add (h, kv->key, json_object_new_string (kv->value));
-  json_object_object_add (h, "x-request-id", json_object_new_string (r->request_id));
-  json_object_object_add (o, "status", json_object_new_int (r->status));
-  json_object_object_add (o, "contentType", json_object_new_string (r->ctype ? r->ctype : "application/json"));
-  json_object_object_add (o, "headers", h);
+  if (o == NULL)
+    return NULL;
   json_object_object_add (o, "stream", json_object_new_string (x->sid));
   return strdup (json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
