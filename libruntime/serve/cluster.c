@@ -222,6 +222,15 @@ call (struct srv_cluster *c, struct srv_req *r, const char *node, int method, co
   json_object_object_add (m, "headers", h);
   json_object_object_add (m, "body", json_object_new_string (b64));
   json_object_object_add (m, "tenant", json_object_new_string (r->token.name));
+  /* The token's limits go with its name: the hosts need no token store
+     of their own (serve/nats.h).  */
+  json_object *lim = json_object_new_object ();
+  json_object_object_add (lim, "maxSandboxes", json_object_new_int64 (r->token.max_sandboxes));
+  json_object_object_add (lim, "maxVcpu", json_object_new_int64 (r->token.max_vcpu));
+  json_object_object_add (lim, "rate", json_object_new_int64 (r->token.rate));
+  json_object_object_add (lim, "maxSnapshots", json_object_new_int64 (r->token.max_snapshots));
+  json_object_object_add (lim, "maxCostMicros", json_object_new_int64 (r->token.max_cost_micros));
+  json_object_object_add (m, "limits", lim);
   json_object_object_add (m, "timeoutMs", json_object_new_int (timeout_ms));
   if (stream)
     json_object_object_add (m, "stream", json_object_new_boolean (true));

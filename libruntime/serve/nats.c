@@ -15,6 +15,7 @@
 #include "common/strutil.h"
 #include "common/sys.h"
 #include "common/util.h"
+#include "core/context.h"
 #include "serve/nats.h"
 #include "serve/server-internal.h"
 #include "serve/sweep.h"
@@ -483,13 +484,34 @@ nats_req_free (void *data)
   free (x);
 }
 
-/* The tenant named by the request, from this host's token store: its
-   limits are this host's, an unknown name is refused.  */
+/* The tenant named by the request, with the limits the replica sends
+   (it has the token: nats.h), else from this host's token store: an
+   unknown name is refused.  */
 static bool
 tenant_known (struct srv_nats *n, struct srv_req *r, json_object *o)
 {
   const char *name = rt_json_str (o, "tenant");
+  json_object *lim = json_object_object_get (o, "limits");
 
+  if (name && rt_tenant_name_ok (name) && json_object_is_type (lim, json_type_object))
+    {
+      int64_t v[5];
+      const char *keys[5] = { "maxSandboxes", "maxVcpu", "rate", "maxSnapshots", "maxCostMicros" };
+      for (size_t i = 0; i < 5; i++)
+        {
+          v[i] = rt_json_i64 (lim, keys[i]);
+          if (v[i] < 0 || (i < 4 && v[i] > UINT32_MAX))
+            v[i] = 0;
+        }
+      memset (&r->token, 0, sizeof r->token);
+      snprintf (r->token.name, sizeof r->token.name, "%s", name);
+      r->token.max_sandboxes = (unsigned) v[0];
+      r->token.max_vcpu = (unsigned) v[1];
+      r->token.rate = (unsigned) v[2];
+      r->token.max_snapshots = (unsigned) v[3];
+      r->token.max_cost_micros = v[4];
+      return r->authed = true;
+    }
   if (name && rt_tokens_named (n->srv->tokens, name, &r->token) == 1)
     return r->authed = true;
   srv_reply_error (r, 401, "unauthorized", "the serve replica names a tenant this host has (runtime token create)",
