@@ -181,16 +181,13 @@ stamp (json_object *entry, json_object *old)
   json_object_object_add (entry, "updatedAt", json_object_new_string (now));
 }
 
-static int
-secret_set_local (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,
-                  char **placeholder, rt_error **err)
+int
+rt_secret_check (const char *name, const char *value, size_t len, const rt_secret_opts *opts, json_object **hosts_out,
+                 json_object **rules_out, rt_error **err)
 {
-  cleanup_json json_object *store = NULL;
-  cleanup_close int lockfd = -1;
-  json_object *entry, *old = NULL, *list, *rules;
   const char *const *hosts = opts->hosts;
   const char *header = opts->header, *format = opts->format;
-  char ph[7 + 32 + 1];
+  json_object *list, *rules;
   size_t n = 0;
   int ret;
 
@@ -249,6 +246,25 @@ secret_set_local (rt_context *ctx, const char *name, const char *value, size_t l
         }
       json_object_array_add (list, json_object_new_string (norm));
     }
+  *hosts_out = list;
+  *rules_out = rules;
+  return 0;
+}
+
+static int
+secret_set_local (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,
+                  char **placeholder, rt_error **err)
+{
+  cleanup_json json_object *store = NULL;
+  cleanup_close int lockfd = -1;
+  json_object *entry, *old = NULL, *list, *rules;
+  const char *header = opts->header, *format = opts->format;
+  char ph[7 + 32 + 1];
+  int ret;
+
+  ret = rt_secret_check (name, value, len, opts, &list, &rules, err);
+  if (ret < 0)
+    return ret;
   ret = lock (ctx, &lockfd, err);
   if (ret == 0)
     ret = load (ctx, &store, err);

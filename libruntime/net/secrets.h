@@ -2,7 +2,16 @@
 #ifndef RT_SECRETS_H
 #define RT_SECRETS_H
 
+#include <json-c/json.h>
+
 #include "core/context.h"
+
+/* Whether @name, @value (@len bytes) and @opts make a secret, as
+   rt_secret_set_opts takes one: its hosts normalized (*hosts, a JSON
+   array) and its rules (*rules); both the caller's to put.  Also what a
+   `runtime serve --nats` replica checks before keeping one.  */
+int rt_secret_check (const char *name, const char *value, size_t len, const rt_secret_opts *opts, json_object **hosts,
+                     json_object **rules, rt_error **err);
 
 /* "NAME=<placeholder>" for every secret, NULL-terminated (free each).  */
 int rt_secret_env (rt_context *ctx, char ***env, rt_error **err);

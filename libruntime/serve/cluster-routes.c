@@ -388,7 +388,7 @@ cl_nodes (struct srv_req *r)
 static void
 cl_not_here (struct srv_req *r)
 {
-  srv_reply_error (r, 501, "not_supported", "use each host's own runtime (runtime image build, runtime secret set)",
+  srv_reply_error (r, 501, "not_supported", "build it on each host (runtime image build)",
                    NULL, "%s %s is not served across many hosts yet", srv_method (r), r->path);
 }
 
@@ -559,6 +559,13 @@ create_on (struct srv_req *r, char (*names)[65], size_t n, struct srv_node_answe
       rt_error *err = NULL;
 
       srv_node_answer_clear (a);
+      /* The tenant's secrets first: every sandbox made has them.  */
+      if (srv_cluster_push_secrets (r, names[i]) < 0)
+        {
+          fprintf (stderr, "runtime serve: %s: host '%s' did not take the tenant's secrets%s\n", r->request_id,
+                   names[i], i + 1 < n ? "; trying another" : "");
+          continue;
+        }
       if (srv_cluster_call (cl (r), r, names[i], EVHTTP_REQ_POST, NULL, NULL, r->body, r->body_len,
                             CREATE_TIMEOUT_MS, a, &err)
           < 0)
@@ -688,8 +695,8 @@ const struct srv_route srv_cluster_routes[] = {
   { EVHTTP_REQ_GET, "/v1/images/{id}/logs", cl_held, 0 },
   { EVHTTP_REQ_POST, "/v1/images/{id}:{verb}", cl_held, 0 },
 
-  { EVHTTP_REQ_GET, "/v1/egress-secrets", cl_not_here, 0 },
-  { EVHTTP_REQ_PUT, "/v1/egress-secrets/{name}", cl_not_here, 0 },
-  { EVHTTP_REQ_DELETE, "/v1/egress-secrets/{name}", cl_not_here, 0 },
+  { EVHTTP_REQ_GET, "/v1/egress-secrets", srv_cluster_secret_list, 0 },
+  { EVHTTP_REQ_PUT, "/v1/egress-secrets/{name}", srv_cluster_secret_put, 0 },
+  { EVHTTP_REQ_DELETE, "/v1/egress-secrets/{name}", srv_cluster_secret_delete, 0 },
   { 0, NULL, NULL, 0 },
 };

@@ -22,7 +22,9 @@
  *                info (the SandboxInfo the create answered)}
  *   host.<name> {state "up"|"lost", since, lostAt}
  *   idem.<tenant>.<sha256 of the key> {state "pending"|"done", body (its
- *                sha256), at, id}
+ *                sha256), at, status, answer}
+ *   secrets.<tenant> {NAME: {body (the PUT's), createdAt, updatedAt,
+ *                nodes (the hosts that have the value)}}
  */
 #ifndef RT_SERVE_CLUSTER_H
 #define RT_SERVE_CLUSTER_H
@@ -55,6 +57,16 @@ struct srv_cluster_opts
    of lost hosts.  */
 int srv_cluster_start (struct srv *s, const struct srv_cluster_opts *o, struct srv_cluster **out, rt_error **err);
 void srv_cluster_stop (struct srv_cluster *c);
+
+/* Egress secrets (cluster-secrets.c): kept in the catalog, a value sent
+   to a host only when a sandbox of its tenant is made there
+   (srv_cluster_push_secrets, before the create: <0 when the host did not
+   take them, nothing answered), and to those hosts again when it changes
+   or goes.  */
+void srv_cluster_secret_list (struct srv_req *r);
+void srv_cluster_secret_put (struct srv_req *r);
+void srv_cluster_secret_delete (struct srv_req *r);
+int srv_cluster_push_secrets (struct srv_req *r, const char *node);
 
 /* The route table of a replica (cluster-routes.c).  */
 extern const struct srv_route srv_cluster_routes[];

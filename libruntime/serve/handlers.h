@@ -73,6 +73,9 @@ void srv_image_verb (struct srv_req *r); /* :delete */
 /* secrets.c */
 void srv_secret_list (struct srv_req *r);
 void srv_secret_put (struct srv_req *r);
+/* A PUT's body as rt_secret_opts (pointing into *body, *hosts and
+   *rules, the caller's); false after answering 400.  */
+bool srv_secret_parse (struct srv_req *r, json_object **body, rt_secret_opts *opts, char ***hosts, char ***rules);
 void srv_secret_delete (struct srv_req *r);
 
 /* account.c */

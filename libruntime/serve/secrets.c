@@ -49,35 +49,51 @@ static const struct srv_field put_fields[] = {
   { NULL, 0 },
 };
 
-void
-srv_secret_put (struct srv_req *r)
+bool
+srv_secret_parse (struct srv_req *r, json_object **body_out, rt_secret_opts *opts, char ***hosts_out,
+                  char ***rules_out)
 {
   cleanup_json json_object *body = srv_body_json (r, put_fields);
-  cleanup_json json_object *issues = json_object_new_array (), *all = NULL;
+  cleanup_json json_object *issues = json_object_new_array ();
   cleanup_strv char **hosts = NULL, **rules = NULL;
-  cleanup_error rt_error *err = NULL;
-  cleanup_free char *ph = NULL;
-  const char *name = srv_param (r, "name"), *value;
-  rt_secret_opts opts = { 0 };
   json_object *v;
-  rt_context *ctx;
 
-  if (body == NULL || (ctx = srv_ctx (r)) == NULL)
-    return;
-  value = rt_json_str (body, "value");
-  if (value == NULL)
+  if (body == NULL)
+    return false;
+  if (rt_json_str (body, "value") == NULL)
     srv_issue (issues, "value", "required");
   if (!json_object_object_get_ex (body, "hosts", &v) || v == NULL)
     srv_issue (issues, "hosts", "required: 1 to 16 host names");
   hosts = srv_strings_of (v, "hosts", RT_MAX_SECRET_HOSTS, issues);
   rules = srv_strings_of (json_object_object_get (body, "rules"), "rules", RT_MAX_SECRET_RULES, issues);
   if (srv_reply_issues (r, issues))
+    return false;
+  *opts = (rt_secret_opts){ 0 };
+  opts->hosts = (const char *const *) hosts;
+  opts->header = rt_json_str (body, "header");
+  opts->format = rt_json_str (body, "format");
+  opts->in_url = json_object_get_boolean (json_object_object_get (body, "inUrl"));
+  opts->rules = (const char *const *) rules;
+  *hosts_out = steal_pointer (&hosts);
+  *rules_out = steal_pointer (&rules);
+  *body_out = steal_pointer (&body);
+  return true;
+}
+
+void
+srv_secret_put (struct srv_req *r)
+{
+  cleanup_json json_object *body = NULL, *all = NULL;
+  cleanup_strv char **hosts = NULL, **rules = NULL;
+  cleanup_error rt_error *err = NULL;
+  cleanup_free char *ph = NULL;
+  const char *name = srv_param (r, "name"), *value;
+  rt_secret_opts opts;
+  rt_context *ctx;
+
+  if ((ctx = srv_ctx (r)) == NULL || !srv_secret_parse (r, &body, &opts, &hosts, &rules))
     return;
-  opts.hosts = (const char *const *) hosts;
-  opts.header = rt_json_str (body, "header");
-  opts.format = rt_json_str (body, "format");
-  opts.in_url = json_object_get_boolean (json_object_object_get (body, "inUrl"));
-  opts.rules = (const char *const *) rules;
+  value = rt_json_str (body, "value");
   /* Its JSON length: a NUL inside ("\u0000") is the library's to refuse,
      not a place to cut the value silently.  */
   if (rt_secret_set_opts (ctx, name, value, json_object_get_string_len (json_object_object_get (body, "value")), &opts,

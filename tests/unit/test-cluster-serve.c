@@ -49,10 +49,11 @@ static struct
   pthread_mutex_t mu;
   enum mode mode;
   bool reporting;
-  int creates, pulls, lists;
+  int creates, pulls, lists, secret_puts, secret_deletes;
+  bool value_seen;
   char stop_asked[512];
   rt_bus *bus;
-} fa = { PTHREAD_MUTEX_INITIALIZER, M_OK, true, 0, 0, 0, "", NULL };
+} fa = { PTHREAD_MUTEX_INITIALIZER, M_OK, true, 0, 0, 0, 0, 0, false, "", NULL };
 
 static char *
 b64 (const char *s)
@@ -87,6 +88,13 @@ on_api (void *data, const struct rt_bus_msg *m)
   if (memmem (req, m->len, "\"POST\"", 6) && memmem (req, m->len, "\"/v1/sandboxes\"", 15))
     fa.creates++;
   fa.lists += list;
+  if (memmem (req, m->len, "/v1/egress-secrets/API_KEY", 26))
+    {
+      fa.secret_puts += memmem (req, m->len, "\"PUT\"", 5) != NULL;
+      fa.secret_deletes += memmem (req, m->len, "\"DELETE\"", 8) != NULL;
+      /* "s3cret" base64'd within the body's base64: its JSON carries it.  */
+      fa.value_seen |= memmem (req, m->len, "InMzY3JldC", 10) != NULL;
+    }
   pthread_mutex_unlock (&fa.mu);
   /* A list whose pages never end.  */
   if (list && mode == M_OK)
@@ -356,6 +364,55 @@ check_calls (const char *alice, const char *bob)
   pthread_mutex_unlock (&fa.mu);
 }
 
+static int
+counted (int *what)
+{
+  pthread_mutex_lock (&fa.mu);
+  int n = *what;
+  pthread_mutex_unlock (&fa.mu);
+  return n;
+}
+
+static void
+check_secrets (const char *alice)
+{
+  char out[8192];
+
+  ok (http (alice, "PUT", "/v1/egress-secrets/bad-name", "{\"value\":\"x\",\"hosts\":[\"a.example\"]}", NULL, false, out,
+            sizeof out)
+          == 400,
+      "a secret name that is none: 400 (%.60s)", out);
+  ok (http (alice, "PUT", "/v1/egress-secrets/API_KEY", "{\"value\":\"x\",\"hosts\":[\"10.0.0.1\"]}", NULL, false, out,
+            sizeof out)
+          == 400,
+      "a secret bound to an address: 400, checked as a host would (%.60s)", out);
+  ok (http (alice, "PUT", "/v1/egress-secrets/API_KEY", "{\"value\":\"s3cret\",\"hosts\":[\"api.example.com\"]}", NULL,
+            false, out, sizeof out)
+              == 200
+          && strstr (out, "s3cret") == NULL && strstr (out, "api.example.com"),
+      "a secret kept by the replica, its value not answered: %.80s", out);
+  ok (counted (&fa.secret_puts) == 0, "and sent to no host yet");
+  ok (http (alice, "GET", "/v1/egress-secrets", NULL, NULL, false, out, sizeof out) == 200 && strstr (out, "API_KEY")
+          && strstr (out, "s3cret") == NULL,
+      "listed without its value");
+  ok (http (alice, "POST", "/v1/sandboxes", "{\"vcpu\":1,\"memoryMiB\":512}", NULL, false, out, sizeof out) == 201
+          && counted (&fa.secret_puts) == 1 && fa.value_seen,
+      "a create on the host sends it the value first: %d", counted (&fa.secret_puts));
+  ok (http (alice, "POST", "/v1/sandboxes", "{\"vcpu\":1,\"memoryMiB\":512}", NULL, false, out, sizeof out) == 201
+          && counted (&fa.secret_puts) == 1,
+      "once: the next create does not send it again");
+  ok (http (alice, "PUT", "/v1/egress-secrets/API_KEY", "{\"value\":\"n3w\",\"hosts\":[\"api.example.com\"]}", NULL,
+            false, out, sizeof out)
+              == 200
+          && counted (&fa.secret_puts) == 2,
+      "a new value goes to the host that has the old one");
+  ok (http (alice, "DELETE", "/v1/egress-secrets/API_KEY", NULL, NULL, false, out, sizeof out) == 200
+          && counted (&fa.secret_deletes) == 1,
+      "removed: removed from that host too");
+  ok (http (alice, "DELETE", "/v1/egress-secrets/API_KEY", NULL, NULL, false, out, sizeof out) == 404,
+      "removed again: 404");
+}
+
 static void
 check_lost (const char *alice)
 {
@@ -435,6 +492,7 @@ main (int argc, char **argv)
   ok (*alice && *bob, "tokens made for two tenants");
   serve = start_serve (urls, log);
   check_calls (alice, bob);
+  check_secrets (alice);
   check_lost (alice);
   ok (kill (serve, 0) == 0, "the replica is still up after all that");
   kill (serve, SIGTERM);
