@@ -32,6 +32,8 @@ struct srv_cluster
   size_t nmembers;
   uint64_t rng;
   bool stopping, keeper_started;
+  uint64_t last_tick;   /* the keeper's, CLOCK_MONOTONIC ms */
+  uint64_t judge_after; /* no host judged silent before (a deaf spell) */
   pthread_t keeper;
 };
 

@@ -16,6 +16,7 @@
 
 #define KEEP_TICK_MS 500
 #define HOST_TIMEOUT_MS 60000
+#define PING_TIMEOUT_MS 1000
 
 static int64_t
 now_epoch (void)
@@ -148,10 +149,18 @@ reconcile (struct srv_cluster *c, const char *name)
     }
 }
 
-/* host.<name> from @from to @to ("up" or "lost"): true when this replica
-   made the change (and so does what follows it), with *lost_at the time
-   the catalog has.  */
-static bool
+/* host.<name> turned @to ("up" or "lost"), *lost_at the time the catalog
+   has when it was so already.  Return: TURN_FROM_LOST or TURN_MADE when
+   this replica made the change (and so does what follows it), TURN_ALREADY,
+   or <0 when the catalog could not say (try again next round).  */
+enum
+{
+  TURN_ALREADY = 0,
+  TURN_MADE = 1,
+  TURN_FROM_LOST = 2,
+};
+
+static int
 host_turn (struct srv_cluster *c, const char *name, const char *to, int64_t *lost_at)
 {
   cleanup_free char *key = rt_strdup_printf ("host.%s", name);
@@ -163,16 +172,24 @@ host_turn (struct srv_cluster *c, const char *name, const char *to, int64_t *los
       cleanup_json json_object *o = NULL, *n = json_object_new_object ();
       uint64_t rev = 0;
       rt_error *e = NULL;
+      bool was_lost = false;
       int ret;
 
-      if (rt_catalog_get (c->cat, key, &value, &rev, NULL) == 0 && (o = json_tokener_parse (value)))
+      if (rt_catalog_get (c->cat, key, &value, &rev, &e) < 0 && strcmp (e->code, "not_found") != 0)
+        {
+          rt_error_free (e);
+          return -EIO;
+        }
+      rt_error_free (e), e = NULL;
+      if (value && (o = json_tokener_parse (value)))
         {
           const char *st = rt_json_str (o, "state");
           if (st && strcmp (st, to) == 0)
             {
               *lost_at = rt_json_i64 (o, "lostAt");
-              return false;
+              return TURN_ALREADY;
             }
+          was_lost = st && strcmp (st, "lost") == 0;
         }
       json_object_object_add (n, "state", json_object_new_string (to));
       json_object_object_add (n, "since", json_object_new_int64 (now_epoch ()));
@@ -181,13 +198,60 @@ host_turn (struct srv_cluster *c, const char *name, const char *to, int64_t *los
       const char *text = json_object_to_json_string_ext (n, JSON_C_TO_STRING_PLAIN);
       ret = rev ? rt_catalog_update (c->cat, key, text, rev, NULL, &e) : rt_catalog_create (c->cat, key, text, NULL, &e);
       if (ret == 0)
-        return true;
+        return was_lost ? TURN_FROM_LOST : TURN_MADE;
       bool conflict = strcmp (e->code, "conflict") == 0;
       rt_error_free (e);
       if (!conflict)
-        return false;
+        return -EIO;
     }
-  return false;
+  return -EAGAIN;
+}
+
+/* Whether host @name answers its ping: silent on the capacity subject is
+   not dead when it still answers (its reports lost on the way).  */
+static bool
+answers (struct srv_cluster *c, const char *name)
+{
+  char subject[RT_NODE_NAME_MAX + 32];
+  cleanup_free char *reply = NULL;
+  size_t len = 0;
+
+  snprintf (subject, sizeof subject, "runtime.node.%.64s.ping", name);
+  return rt_bus_request (c->bus, subject, "", 0, PING_TIMEOUT_MS, &reply, &len, NULL) == 0;
+}
+
+/* Which members to judge this round (under c->mu): 1 silent, 2 lost but
+   heard again, 3 first heard.  A replica that could not hear (its NATS
+   connection down, or this thread late) judges nobody silent until every
+   host had SRV_NODE_LOST_MS to be heard again.  */
+static size_t
+to_judge (struct srv_cluster *c, char (*names)[RT_NODE_NAME_MAX + 1], int *what, int64_t *seen)
+{
+  uint64_t now = rt_now_ms ();
+  bool deaf = !rt_bus_connected (c->bus) || (c->last_tick && now > c->last_tick + 4 * KEEP_TICK_MS);
+  size_t n = 0;
+
+  c->last_tick = now;
+  if (deaf)
+    c->judge_after = now + SRV_NODE_LOST_MS;
+  for (size_t i = 0; i < c->nmembers; i++)
+    {
+      struct member *m = &c->members[i];
+      int w = 0;
+      if (!m->lost && m->seen_ms + SRV_NODE_LOST_MS < now && now >= c->judge_after)
+        w = 1;
+      else if (m->lost && m->seen_ms > m->lost_ms)
+        w = 2;
+      else if (!m->lost && m->lost_ms == 0 && m->seen_epoch)
+        w = 3;
+      if (w)
+        {
+          snprintf (names[n], RT_NODE_NAME_MAX + 1, "%s", m->name);
+          seen[n] = m->seen_epoch;
+          what[n++] = w;
+        }
+    }
+  return n;
 }
 
 /* One round: silent nodes lost, lost ones heard again back.  */
@@ -197,50 +261,38 @@ keep (struct srv_cluster *c)
   char names[SRV_CLUSTER_MAX_NODES][RT_NODE_NAME_MAX + 1];
   int what[SRV_CLUSTER_MAX_NODES];
   int64_t seen[SRV_CLUSTER_MAX_NODES];
-  size_t n = 0;
-  uint64_t now = rt_now_ms ();
+  size_t n;
 
   pthread_mutex_lock (&c->mu);
-  for (size_t i = 0; i < c->nmembers; i++)
-    {
-      struct member *m = &c->members[i];
-      int w = 0;
-      if (!m->lost && now - m->seen_ms > SRV_NODE_LOST_MS)
-        w = 1;
-      else if (m->lost && m->seen_ms > m->lost_ms)
-        w = 2;
-      /* A node first heard: up in the catalog.  */
-      else if (!m->lost && m->lost_ms == 0 && m->seen_epoch)
-        w = 3;
-      if (w)
-        {
-          snprintf (names[n], sizeof names[n], "%s", m->name);
-          seen[n] = m->seen_epoch;
-          what[n++] = w;
-        }
-    }
+  n = to_judge (c, names, what, seen);
   pthread_mutex_unlock (&c->mu);
   for (size_t i = 0; i < n; i++)
     {
       /* Billed and ended from its last word, not from when it was judged.  */
       int64_t at = seen[i] ? seen[i] : now_epoch () - SRV_NODE_LOST_MS;
-      bool mine = host_turn (c, names[i], what[i] == 1 ? "lost" : "up", &at);
+      bool silent = what[i] == 1;
+      int turn;
       struct member *m;
 
-      if (what[i] == 1 && mine)
+      if (silent && answers (c, names[i]))
+        continue;
+      turn = host_turn (c, names[i], silent ? "lost" : "up", &at);
+      if (turn < 0)
+        continue;
+      if (silent && turn == TURN_MADE)
         {
           fprintf (stderr, "runtime serve: host '%s' silent for %d s: lost, its sandboxes ended (host_lost)\n",
                    names[i], SRV_NODE_LOST_MS / 1000);
           end_all (c, names[i], NULL, "host_lost", at);
         }
-      else if (what[i] == 2 && mine)
+      else if (!silent && turn == TURN_FROM_LOST)
         {
           fprintf (stderr, "runtime serve: host '%s' reports again: reconciling\n", names[i]);
           reconcile (c, names[i]);
         }
       pthread_mutex_lock (&c->mu);
       m = srv_cluster_member (c, names[i], false);
-      if (m && what[i] == 1)
+      if (m && silent)
         {
           m->lost = true;
           m->lost_at = at;

@@ -25,8 +25,9 @@
 #define CREATE_TRIES 3
 #define LIST_PAGES 50
 /* An Idempotency-Key's create in progress on a replica that died is
-   taken over after this.  */
-#define IDEM_STALE_MS 150000
+   taken over after this: longer than any create lasts (CREATE_TRIES
+   hosts of CREATE_TIMEOUT_MS each, and the secrets sent first).  */
+#define IDEM_STALE_MS 400000
 #define IDEM_WAIT_MS 120000
 
 static struct srv_cluster *
@@ -445,7 +446,15 @@ idem_claim (struct srv_req *r, const char *body_sha, char **key_out, json_object
         }
       rt_error_free (err), err = NULL;
       if (rt_catalog_get (cat, ck, &value, &rev, NULL) < 0 || (o = json_tokener_parse (value)) == NULL)
-        continue;
+        {
+          if (rt_now_ms () > deadline || srv_gone (r))
+            {
+              srv_reply_error (r, 503, "cluster_unavailable", "retry", NULL, "the Idempotency-Key cannot be read");
+              return -1;
+            }
+          usleep (200 * 1000);
+          continue;
+        }
       if (rt_json_str (o, "body") == NULL || strcmp (rt_json_str (o, "body"), body_sha) != 0)
         {
           srv_reply_error (r, 409, "idempotency_conflict", "use a new Idempotency-Key for a different request", NULL,
@@ -515,26 +524,44 @@ get_by_name (struct srv_req *r, const char *name)
   return true;
 }
 
-/* The new sandbox's catalog entry; <0 after answering the error (the
-   sandbox then removed again: without its entry no call would find it,
-   and a reconcile would stop it).  A getOrCreate that found an existing
-   one on its node has its entry already.  */
+/* sb.<id> of a new sandbox on @node, @info its SandboxInfo (`node`
+   added to it).  An entry already there is fine (a getOrCreate that found
+   an existing one).  */
 static int
-record (struct srv_req *r, const char *node, json_object *answer)
+put_entry (struct srv_req *r, const char *node, json_object *info, rt_error **err)
 {
   cleanup_json json_object *entry = json_object_new_object ();
-  cleanup_free char *key = rt_strdup_printf ("sb.%s", rt_json_str (answer, "id"));
-  rt_error *err = NULL;
+  cleanup_free char *key = rt_strdup_printf ("sb.%s", rt_json_str (info, "id"));
+  rt_error *e = NULL;
 
-  json_object_object_add (answer, "node", json_object_new_string (node));
+  json_object_object_add (info, "node", json_object_new_string (node));
   json_object_object_add (entry, "node", json_object_new_string (node));
   json_object_object_add (entry, "tenant", json_object_new_string (r->token.name));
   json_object_object_add (entry, "state", json_object_new_string ("live"));
-  json_object_object_add (entry, "info", json_object_get (answer));
-  if (key && rt_catalog_create (srv_cluster_catalog (cl (r)), key,
-                                json_object_to_json_string_ext (entry, JSON_C_TO_STRING_PLAIN), NULL, &err)
-                 < 0
-      && strcmp (err->code, "conflict") != 0)
+  json_object_object_add (entry, "info", json_object_get (info));
+  if (key == NULL || !rt_catalog_key_valid (key))
+    return rt_error_set (err, EINVAL, "bad_gateway", "host '%s' answered a sandbox id that is none", node);
+  if (rt_catalog_create (srv_cluster_catalog (cl (r)), key,
+                         json_object_to_json_string_ext (entry, JSON_C_TO_STRING_PLAIN), NULL, &e)
+          < 0
+      && strcmp (e->code, "conflict") != 0)
+    {
+      *err = e;
+      return -EIO;
+    }
+  rt_error_free (e);
+  return 0;
+}
+
+/* The new sandbox's catalog entry; <0 after answering the error (the
+   sandbox then removed again: without its entry no call would find it,
+   and a reconcile would stop it).  */
+static int
+record (struct srv_req *r, const char *node, json_object *answer)
+{
+  rt_error *err = NULL;
+
+  if (put_entry (r, node, answer, &err) < 0)
     {
       struct srv_node_answer gone = { 0 };
       cleanup_free char *path = rt_strdup_printf ("/v1/sandboxes/%s", rt_json_str (answer, "id"));
@@ -544,9 +571,54 @@ record (struct srv_req *r, const char *node, json_object *answer)
       rt_error_free (err);
       return -1;
     }
-  rt_error_free (err);
   srv_add_header (r, "Runtime-Node", node);
   return 0;
+}
+
+/* :fork makes sandboxes on the parent's host: each recorded there.  */
+static void
+cl_sandbox_fork (struct srv_req *r)
+{
+  cleanup_json json_object *e = entry_of (r, NULL), *o = NULL;
+  struct srv_node_answer a = { 0 };
+  rt_error *err = NULL;
+  const char *node;
+  json_object *list;
+
+  if (e == NULL)
+    return;
+  if (!live (e))
+    return srv_reply_error (r, 409, "sandbox_stopped", "create another", NULL, "sandbox '%s' ended",
+                            srv_param (r, "id"));
+  node = rt_json_str (e, "node");
+  if (srv_cluster_call (cl (r), r, node, EVHTTP_REQ_POST, NULL, NULL, r->body, r->body_len, CREATE_TIMEOUT_MS, &a,
+                        &err)
+      < 0)
+    {
+      srv_reply_rt_error (r, err);
+      rt_error_free (err);
+      return;
+    }
+  o = a.len ? json_tokener_parse ((char *) a.body) : NULL;
+  list = json_object_object_get (o, "sandboxes");
+  for (size_t i = 0; a.status >= 200 && a.status < 300 && json_object_is_type (list, json_type_array)
+                     && i < json_object_array_length (list);
+       i++)
+    {
+      json_object *info = json_object_array_get_idx (list, i);
+      if (rt_json_str (info, "id") && put_entry (r, node, info, &err) < 0)
+        {
+          fprintf (stderr, "runtime serve: %s: fork %s on '%s' not recorded: %s\n", r->request_id,
+                   rt_json_str (info, "id"), node, err->msg);
+          rt_error_free (err), err = NULL;
+        }
+    }
+  srv_add_header (r, "Runtime-Node", node);
+  if (o)
+    srv_reply_json (r, a.status, json_object_get (o));
+  else
+    srv_reply_bytes (r, a.status, a.ctype, a.body, a.len);
+  srv_node_answer_clear (&a);
 }
 
 /* The create sent to @names in turn until one answers other than 5xx:
@@ -665,6 +737,7 @@ const struct srv_route srv_cluster_routes[] = {
   { EVHTTP_REQ_GET, "/v1/sandboxes", cl_list, 0 },
   { EVHTTP_REQ_GET, SB, cl_sandbox_get, 0 },
   { EVHTTP_REQ_DELETE, SB, cl_sandbox_delete, 0 },
+  { EVHTTP_REQ_POST, SB ":fork", cl_sandbox_fork, 0 },
   { EVHTTP_REQ_POST, SB ":{verb}", cl_sandbox_call, 0 },
   { EVHTTP_REQ_GET, SB "/network", cl_sandbox_call, 0 },
   { EVHTTP_REQ_PUT, SB "/network", cl_sandbox_call, 0 },

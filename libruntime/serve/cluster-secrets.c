@@ -236,33 +236,42 @@ int
 srv_cluster_push_secrets (struct srv_req *r, const char *node)
 {
   cleanup_free char *key = key_of (r);
+  cleanup_json json_object *store = NULL, *names = json_object_new_array ();
+  int saved = 1;
 
-  for (int attempt = 0; key && attempt < SAVE_TRIES; attempt++)
+  /* The host listed first, then sent the values: a removal or a change
+     meanwhile then reaches it too.  */
+  for (int attempt = 0; key && saved == 1 && attempt < SAVE_TRIES; attempt++)
     {
-      cleanup_json json_object *store = NULL;
-      bool sent = false;
       uint64_t rev;
-      int saved;
 
+      json_object_put (store);
+      json_object_put (names);
+      names = json_object_new_array ();
       if ((store = load (r, key, &rev, false)) == NULL)
         return -1;
       json_object_object_foreach (store, name, e)
       {
         json_object *nodes = json_object_object_get (e, "nodes");
-        int status;
         if (!json_object_is_type (nodes, json_type_array) || has (nodes, node))
           continue;
-        status = to_host (r, node, EVHTTP_REQ_PUT, name, json_object_object_get (e, "body"));
-        if (status < 200 || status >= 300)
-          return -1;
         json_object_array_add (nodes, json_object_new_string (node));
-        sent = true;
+        json_object_array_add (names, json_object_new_string (name));
       }
-      if (!sent)
+      if (json_object_array_length (names) == 0)
         return 0;
-      /* Which hosts have each value, for a change or a removal later.  */
-      if ((saved = save (r, key, store, rev, false)) <= 0)
-        return saved;
+      if ((saved = save (r, key, store, rev, false)) < 0)
+        return -1;
+    }
+  if (saved != 0)
+    return -1;
+  for (size_t i = 0; i < json_object_array_length (names); i++)
+    {
+      const char *name = json_object_get_string (json_object_array_get_idx (names, i));
+      int status = to_host (r, node, EVHTTP_REQ_PUT, name, json_object_object_get (json_object_object_get (store, name),
+                                                                                   "body"));
+      if (status < 200 || status >= 300)
+        return -1;
     }
   return 0;
 }

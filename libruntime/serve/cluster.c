@@ -277,7 +277,7 @@ static void
 pull (struct srv_cluster *c, struct srv_req *r, const char *node, const char *sid)
 {
   char subject[RT_NODE_NAME_MAX + 32], msg[96];
-  uint64_t seq = 1;
+  uint64_t seq = 1, heard = rt_now_ms ();
   int quick = 0;
 
   snprintf (subject, sizeof subject, "runtime.node.%s.pull", node);
@@ -295,14 +295,19 @@ pull (struct srv_cluster *c, struct srv_req *r, const char *node, const char *si
           rt_error_free (e);
           /* Quiet for PULL_WAIT_MS is a stream with nothing to say; an
              answer refused at once, a node gone.  */
-          if (rt_now_ms () - t0 >= PULL_WAIT_MS / 2)
+          /* The node drops a stream not pulled for 5 min: so long
+             without an answer is a node hung or gone.  */
+          if (rt_now_ms () - t0 >= PULL_WAIT_MS / 2 && rt_now_ms () - heard < 300000)
             continue;
+          if (rt_now_ms () - t0 >= PULL_WAIT_MS / 2)
+            break;
           if (++quick >= 3)
             break;
           usleep (200 * 1000);
           continue;
         }
       quick = 0;
+      heard = rt_now_ms ();
       kind = len ? reply[0] : 'x';
       if (kind == 'x' || (len > 1 && srv_stream_write (r, reply + 1, len - 1) < 0))
         break;

@@ -27,9 +27,11 @@
 /* Room in a reply for its JSON besides the body (status, headers).  */
 #define REPLY_ROOM 8192
 /* A pulled stream's chunk at most, and how long a stream waits for its
-   next pull before it counts as gone (its replica died).  */
+   next pull before it counts as gone (its replica died; or its client
+   stopped reading that long: the replica pulls only what it could pass
+   on).  */
 #define PULL_CHUNK (256u << 10)
-#define PULL_IDLE_MS 60000
+#define PULL_IDLE_MS 300000
 
 struct tenant_count
 {
@@ -252,14 +254,15 @@ chunk_ready (struct srv_req *r)
 /* The next chunk of a pulled stream (under r->mu): a byte 'd' (more to
    come), 'e' (the end) or 't' (the end, cut by its deadline), then up to
    x->chunk bytes; kept as x->last for a pull repeated.  */
-static void
+static bool
 take_chunk (struct srv_req *r, struct nats_req *x, uint64_t seq)
 {
   size_t have = evbuffer_get_length (r->out), n = have < x->chunk ? have : x->chunk;
   unsigned char *c = malloc (n + 1);
 
+  /* Nothing answered: the replica asks the same seq again.  */
   if (c == NULL)
-    return;
+    return false;
   c[0] = r->ended && n == have ? (r->timed_out ? 't' : 'e') : 'd';
   evbuffer_remove (r->out, c + 1, n);
   free (x->last);
@@ -268,6 +271,7 @@ take_chunk (struct srv_req *r, struct nats_req *x, uint64_t seq)
   x->seq = seq;
   /* Room again for the handler's writer.  */
   pthread_cond_broadcast (&r->cond);
+  return true;
 }
 
 static void
@@ -319,10 +323,10 @@ on_answer (struct srv_req *r)
     }
   else if (x->pull && x->sent && x->waiting && chunk_ready (r))
     {
-      take_chunk (r, x, x->waiting_seq);
+      bool took = take_chunk (r, x, x->waiting_seq);
       to = x->waiting;
       x->waiting = NULL;
-      chunk = x->last ? malloc (x->last_len) : NULL;
+      chunk = took && x->last ? malloc (x->last_len) : NULL;
       if (chunk)
         memcpy (chunk, x->last, chunk_len = x->last_len);
     }
@@ -418,8 +422,7 @@ on_pull (void *data, const struct rt_bus_msg *m)
     }
   else if (m->reply && seq == x->seq + 1 && chunk_ready (x->r))
     {
-      take_chunk (x->r, x, seq);
-      if (x->last && (chunk = malloc (x->last_len)))
+      if (take_chunk (x->r, x, seq) && x->last && (chunk = malloc (x->last_len)))
         memcpy (chunk, x->last, len = x->last_len);
     }
   else if (m->reply && seq == x->seq + 1)
@@ -664,9 +667,22 @@ srv_nats_stop (struct srv_nats *n)
   /* Pulled streams end: their handlers see gone.  */
   pthread_mutex_lock (&n->mu);
   for (struct nats_req *x = n->streams; x; x = x->next)
-    x->r->deadline_ms = 1;
+    {
+      pthread_mutex_lock (&x->r->mu);
+      x->r->deadline_ms = 1;
+      pthread_mutex_unlock (&x->r->mu);
+    }
   pthread_mutex_unlock (&n->mu);
-  srv_nats_tick (n);
+  /* 64 a call: until none is left.  */
+  for (;;)
+    {
+      pthread_mutex_lock (&n->mu);
+      bool left = n->streams != NULL;
+      pthread_mutex_unlock (&n->mu);
+      if (!left)
+        break;
+      srv_nats_tick (n);
+    }
   clock_gettime (CLOCK_REALTIME, &until);
   until.tv_sec += STOP_WAIT_S;
   pthread_mutex_lock (&s->mu);

@@ -96,6 +96,9 @@ on_api (void *data, const struct rt_bus_msg *m)
       fa.value_seen |= memmem (req, m->len, "InMzY3JldC", 10) != NULL;
     }
   pthread_mutex_unlock (&fa.mu);
+  if (memmem (req, m->len, ":fork\"", 6) && mode == M_OK)
+    return reply_json (m, 200,
+                       "{\"sandboxes\":[{\"id\":\"sb-fork1\",\"kind\":\"sandbox\",\"state\":\"running\"}]}");
   /* A list whose pages never end.  */
   if (list && mode == M_OK)
     return reply_json (m, 200,
@@ -340,6 +343,11 @@ check_calls (const char *alice, const char *bob)
       "GET routed to its host");
   ok (http (bob, "GET", "/v1/sandboxes/sb-fake1", NULL, NULL, false, out, sizeof out) == 404,
       "another tenant's sandbox: 404");
+  ok (http (alice, "POST", "/v1/sandboxes/sb-fake1:fork", "{}", NULL, false, out, sizeof out) == 200
+          && http (alice, "GET", "/v1/sandboxes/sb-fork1", NULL, NULL, false, out, sizeof out) == 200,
+      "a fork's sandboxes are recorded on the parent's host and found");
+  ok (http (bob, "GET", "/v1/sandboxes/sb-fork1", NULL, NULL, false, out, sizeof out) == 404,
+      "and are the parent's tenant's only");
   ok (http (alice, "GET", "/v1/sandboxes/sb-nope", NULL, NULL, false, out, sizeof out) == 404, "an unknown id: 404");
   ok (http (alice, "GET", "/v1/sandboxes/..%2f..", NULL, NULL, false, out, sizeof out) == 404,
       "an id that is no catalog key: 404");
