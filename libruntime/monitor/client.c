@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include "common/exec-result.h"
 #include "monitor/client.h"
 
 #define KILL_GRACE_MS 5000
@@ -178,14 +179,7 @@ handle_event (struct exec_stream *s, json_object *ev)
     }
   else if (strcmp (type, "exit") == 0)
     {
-      s->res->exit_code = json_object_object_get_ex (ev, "exitCode", &v) ? json_object_get_int (v) : 255;
-      s->res->signal = json_object_object_get_ex (ev, "signal", &v) ? json_object_get_int (v) : 0;
-      s->res->timed_out = json_object_object_get_ex (ev, "timedOut", &v) && json_object_get_boolean (v);
-      s->res->duration_ms = json_object_object_get_ex (ev, "durationMs", &v) ? json_object_get_int64 (v) : 0;
-      if (s->res->exit_code < 0 || s->res->exit_code > 255)
-        s->res->exit_code = 255;
-      if (s->res->timed_out)
-        s->res->exit_code = 124;
+      rt_exec_result_from_json (ev, s->res);
       s->ended = true;
     }
   else if (strcmp (type, "error") == 0)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/exec-result.h"
 #include "monitor/channel.h"
 #include "monitor/exec.h"
 #include "monitor/idle.h"
@@ -379,12 +380,11 @@ last_line (const struct rt_frame_header *h, const uint8_t *payload)
 
   if (h->type == RT_FRAME_EXIT)
     {
+      rt_exec_result res = { 0 };
       line = json_object_new_object ();
       json_object_object_add (line, "type", json_object_new_string ("exit"));
-      for (const char *const *k = (const char *const[]){ "exitCode", "signal", "timedOut", "durationMs", NULL }; *k;
-           k++)
-        if (in && json_object_object_get_ex (in, *k, &v))
-          json_object_object_add (line, *k, json_object_get (v));
+      rt_exec_result_from_json (in, &res);
+      rt_exec_result_to_json (&res, line);
       return line;
     }
   if (in && json_object_object_get_ex (in, "code", &v) && json_object_is_type (v, json_type_string))

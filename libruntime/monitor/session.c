@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/exec-result.h"
 #include "monitor/channel.h"
 #include "monitor/exec.h"
 #include "monitor/idle.h"
@@ -418,16 +419,14 @@ static json_object *
 last_frame (const struct rt_frame_header *h, const uint8_t *payload)
 {
   cleanup_json json_object *in = rt_channel_parse_json (payload, h->len);
-  json_object *o = json_object_new_object (), *v;
+  json_object *o = json_object_new_object ();
   const char *code = rt_json_str (in, "code"), *msg = rt_json_str (in, "message");
 
   if (h->type == RT_FRAME_EXIT)
     {
-      json_object_object_add (o, "exitCode", json_object_new_int64 (rt_json_i64 (in, "exitCode")));
-      json_object_object_add (o, "signal", json_object_new_int64 (rt_json_i64 (in, "signal")));
-      json_object_object_add (o, "durationMs", json_object_new_int64 (rt_json_i64 (in, "durationMs")));
-      json_object_object_add (o, "timedOut", json_object_new_boolean (in && json_object_object_get_ex (in, "timedOut", &v)
-                                                                      && json_object_get_boolean (v)));
+      rt_exec_result res = { 0 };
+      rt_exec_result_from_json (in, &res);
+      rt_exec_result_to_json (&res, o);
       return o;
     }
   /* Only codes the product documents reach the user.  */

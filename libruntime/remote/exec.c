@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/exec-result.h"
 #include "remote/exec.h"
 #include "remote/http.h"
 #include "remote/sandboxes.h"
@@ -52,25 +53,6 @@ rt_remote_signal (int sig)
         return json_object_new_string (buf);
       }
   return json_object_new_int (sig);
-}
-
-/* The number of a signal the server names ("SIGKILL", "KILL" or 9).  */
-static int
-signal_number (json_object *v)
-{
-  const char *s;
-
-  if (v == NULL || json_object_is_type (v, json_type_null))
-    return 0;
-  if (json_object_is_type (v, json_type_int))
-    return json_object_get_int (v);
-  s = json_object_get_string (v);
-  if (strncmp (s, "SIG", 3) == 0)
-    s += 3;
-  for (int i = 1; i < NSIG; i++)
-    if (sigabbrev_np (i) && strcmp (sigabbrev_np (i), s) == 0)
-      return i;
-  return 0;
 }
 
 static void
@@ -142,19 +124,8 @@ exit_event (struct stream *s, json_object *ev)
   rt_exec_result *r = s->res;
   json_object *v;
 
-  r->signal = signal_number (json_object_object_get_ex (ev, "signal", &v) ? v : NULL);
-  if (json_object_object_get_ex (ev, "exitCode", &v) && json_object_is_type (v, json_type_int))
-    r->exit_code = json_object_get_int (v);
-  else
-    r->exit_code = r->signal ? 128 + r->signal : 255;
-  r->timed_out = (json_object_object_get_ex (ev, "timedOut", &v) && json_object_get_boolean (v))
-                 || (rt_json_str (ev, "state") && strcmp (rt_json_str (ev, "state"), "timed_out") == 0);
+  rt_exec_result_from_json (ev, r);
   r->interrupted = r->interrupted || (json_object_object_get_ex (ev, "interrupted", &v) && json_object_get_boolean (v));
-  r->duration_ms = rt_json_i64 (ev, "durationMs");
-  if (r->exit_code < 0 || r->exit_code > 255)
-    r->exit_code = 255;
-  if (r->timed_out)
-    r->exit_code = 124;
   s->ended = true;
 }
 
