@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/b64.h"
 #include "common/exec-result.h"
 #include "monitor/channel.h"
 #include "monitor/exec.h"
@@ -543,17 +544,16 @@ check_stdin (struct mon *m, struct mon_refusal *req, json_object *body, struct c
   if (json_object_object_get_ex (body, "stdin", &v) && v && (s = json_object_get_string (v)) && *s)
     {
       size_t size = strlen (s);
-      int n;
-      if (size / 4 * 3 > RT_MAX_STDIN + 3)
+      ssize_t n;
+      if (RT_B64_DECODED_MAX (size) > RT_MAX_STDIN + 3)
         return reply_error_false (req, 400, "usage", NULL, "standard input is over 1 MiB");
-      c->input = malloc (size / 4 * 3 + 3);
+      c->input = malloc (RT_B64_DECODED_MAX (size) + 1);
       if (c->input == NULL)
         return reply_error_false (req, 500, "internal", NULL, "out of memory");
-      n = EVP_DecodeBlock (c->input, (const unsigned char *) s, (int) size);
-      if (n < 0 || size % 4 != 0)
+      n = rt_b64_decode (s, size, c->input);
+      if (n < 0)
         return reply_error_false (req, 400, "invalid_request", NULL, "stdin must be base64");
-      /* EVP_DecodeBlock counts the padding as data.  */
-      c->input_len = n - (size >= 1 && s[size - 1] == '=') - (size >= 2 && s[size - 2] == '=');
+      c->input_len = (size_t) n;
     }
   if (json_object_object_get_ex (body, "stdinPath", &v) && v)
     {

@@ -1,8 +1,8 @@
 /* proc-stdin.c - a spawned process's stdin and pty (see proc-stdin.h).  */
 #include <event2/buffer.h>
-#include <openssl/evp.h>
 #include <string.h>
 
+#include "common/b64.h"
 #include "monitor/channel.h"
 #include "monitor/exec.h"
 #include "monitor/proc-stdin.h"
@@ -28,26 +28,6 @@ static bool
 stdin_open (const struct mon_proc *p)
 {
   return p->stdin_kept && !p->stdin_eof && p->exit == NULL;
-}
-
-/* @s, @size bytes of base64, decoded into *@out (free it).  Return: 0,
-   -EINVAL when it is not base64, -ENOMEM.  */
-static int
-b64_decode (const char *s, size_t size, uint8_t **out, size_t *len)
-{
-  int n;
-
-  if (size % 4 != 0)
-    return -EINVAL;
-  *out = malloc (size / 4 * 3 + 1);
-  if (*out == NULL)
-    return -ENOMEM;
-  n = EVP_DecodeBlock (*out, (const unsigned char *) s, (int) size);
-  if (n < 0)
-    return -EINVAL;
-  /* EVP_DecodeBlock counts the padding as data.  */
-  *len = (size_t) n - (size >= 1 && s[size - 1] == '=') - (size >= 2 && s[size - 2] == '=');
-  return 0;
 }
 
 static json_object *
@@ -257,7 +237,7 @@ mon_handle_write (struct mon *m, struct evhttp_request *req, json_object *body)
     return mon_reply_error (req, 400, "invalid_request", NULL, "offset must be a byte count (0 or more)");
   if (json_object_object_get_ex (body, "data", &v) && v)
     ret = json_object_is_type (v, json_type_string)
-              ? b64_decode (json_object_get_string (v), (size_t) json_object_get_string_len (v), &data, &len)
+              ? rt_b64_decode_alloc (json_object_get_string (v), (size_t) json_object_get_string_len (v), &data, &len)
               : -EINVAL;
   if (ret == -ENOMEM)
     return mon_reply_error (req, 500, "internal", NULL, "out of memory");
@@ -316,18 +296,6 @@ mon_handle_resize (struct mon *m, struct evhttp_request *req, json_object *body)
 
 /* ---- across a capture (procs.c's mon_procs_save) ----------------------- */
 
-/* @len bytes of @data as a base64 string, or NULL without memory.  */
-static json_object *
-b64_json (const uint8_t *data, size_t len)
-{
-  cleanup_free char *b64 = malloc (4 * ((len + 2) / 3) + 1);
-
-  if (b64 == NULL)
-    return NULL;
-  EVP_EncodeBlock ((unsigned char *) b64, len ? data : (const unsigned char *) "", (int) len);
-  return json_object_new_string (b64);
-}
-
 json_object *
 mon_proc_stdin_save (const struct mon_proc *p, uint32_t inflight)
 {
@@ -336,9 +304,9 @@ mon_proc_stdin_save (const struct mon_proc *p, uint32_t inflight)
 
   if (!p->stdin_kept && p->pty_cols == 0)
     return NULL;
-  pending = b64_json (len ? evbuffer_pullup (p->stdin_pending, -1) : NULL, len);
+  pending = rt_b64_json (len ? evbuffer_pullup (p->stdin_pending, -1) : NULL, len);
   /* The last bytes taken: a stale writer is still refused after a wake.  */
-  recent = pending ? b64_json (p->stdin_recent, p->stdin_recent_len) : NULL;
+  recent = pending ? rt_b64_json (p->stdin_recent, p->stdin_recent_len) : NULL;
   o = recent ? json_object_new_object () : NULL;
   if (o == NULL)
     {
@@ -378,13 +346,13 @@ mon_proc_stdin_load (struct mon_proc *p, json_object *o, uint32_t *inflight)
   if (json_object_object_get_ex (o, "pty", &v) && !pty_size (v, &p->pty_cols, &p->pty_rows))
     p->pty_cols = p->pty_rows = 0;
   if (json_object_object_get_ex (o, "pending", &v) && json_object_is_type (v, json_type_string)
-      && b64_decode (json_object_get_string (v), (size_t) json_object_get_string_len (v), &data, &len) == 0 && len > 0
+      && rt_b64_decode_alloc (json_object_get_string (v), (size_t) json_object_get_string_len (v), &data, &len) == 0 && len > 0
       && len <= STDIN_PENDING_MAX && (p->stdin_pending = evbuffer_new ()) != NULL)
     evbuffer_add (p->stdin_pending, data, len);
   free (steal_pointer (&data));
   /* Older saves have none: the check then starts afresh at the offset.  */
   if (json_object_object_get_ex (o, "recent", &v) && json_object_is_type (v, json_type_string)
-      && b64_decode (json_object_get_string (v), (size_t) json_object_get_string_len (v), &data, &len) == 0 && len > 0
+      && rt_b64_decode_alloc (json_object_get_string (v), (size_t) json_object_get_string_len (v), &data, &len) == 0 && len > 0
       && len <= STDIN_RECENT && len <= p->stdin_offset)
     remember (p, data, len);
 }

@@ -4,11 +4,11 @@
    …/processes/{pid}/output, so no byte is lost or shown twice.  Ctrl-C
    (opts->cancel_fd) becomes :signal SIGTERM, then SIGKILL 5 s later, as
    locally.  */
-#include <openssl/evp.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/b64.h"
 #include "common/exec-result.h"
 #include "remote/exec.h"
 #include "remote/http.h"
@@ -102,17 +102,12 @@ output_event (struct stream *s, json_object *ev, int stream)
   if (json_object_object_get_ex (ev, "dataBase64", &v) || json_object_object_get_ex (ev, "base64", &v))
     {
       const char *b64 = json_object_get_string (v);
-      size_t n = strlen (b64);
-      cleanup_free unsigned char *data = malloc (n / 4 * 3 + 3);
-      int len;
+      size_t n = b64 ? strlen (b64) : 0;
+      cleanup_free unsigned char *data = malloc (RT_B64_DECODED_MAX (n) + 1);
+      ssize_t len = data ? rt_b64_decode (b64, n, data) : -1;
 
-      if (data == NULL || n % 4 != 0)
-        return;
-      len = n ? EVP_DecodeBlock (data, (const unsigned char *) b64, (int) n) : 0;
-      if (len > 0)
-        len -= (b64[n - 1] == '=') + (b64[n - 2] == '=');
       if (len >= 0)
-        output (s, stream, (const char *) data, len, off);
+        output (s, stream, (const char *) data, (size_t) len, off);
     }
   else if (json_object_object_get_ex (ev, "data", &v))
     output (s, stream, json_object_get_string (v), json_object_get_string_len (v), off);
