@@ -518,15 +518,7 @@ check_options (struct mon_refusal *req, json_object *body, struct command *c)
     }
   if (json_object_object_get_ex (body, "pty", &v) && v)
     {
-      json_object *cols = NULL, *rows = NULL;
-      if (json_object_is_type (v, json_type_object))
-        {
-          json_object_object_get_ex (v, "cols", &cols);
-          json_object_object_get_ex (v, "rows", &rows);
-        }
-      c->pty_cols = json_object_is_type (cols, json_type_int) ? (unsigned) json_object_get_int (cols) : 0;
-      c->pty_rows = json_object_is_type (rows, json_type_int) ? (unsigned) json_object_get_int (rows) : 0;
-      if (c->pty_cols < 1 || c->pty_cols > RT_PTY_MAX_SIDE || c->pty_rows < 1 || c->pty_rows > RT_PTY_MAX_SIDE)
+      if (!mon_pty_size (v, &c->pty_cols, &c->pty_rows))
         return reply_error_false (req, 400, "usage", NULL, "pty needs cols and rows of 1 to %u", RT_PTY_MAX_SIDE);
     }
   return true;

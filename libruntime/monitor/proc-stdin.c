@@ -43,18 +43,15 @@ pty_json (const struct mon_proc *p)
   return o;
 }
 
-/* {cols, rows} of 1..RT_PTY_MAX_SIDE in @o, or false.  */
-static bool
-pty_size (json_object *o, unsigned *cols, unsigned *rows)
+bool
+mon_pty_size (json_object *o, unsigned *cols, unsigned *rows)
 {
   json_object *c, *r;
 
   if (!json_object_is_type (o, json_type_object) || !json_object_object_get_ex (o, "cols", &c)
       || !json_object_object_get_ex (o, "rows", &r) || !json_object_is_type (c, json_type_int)
-      || !json_object_is_type (r, json_type_int))
-    return false;
-  if (json_object_get_int64 (c) < 1 || json_object_get_int64 (c) > RT_PTY_MAX_SIDE || json_object_get_int64 (r) < 1
-      || json_object_get_int64 (r) > RT_PTY_MAX_SIDE)
+      || !json_object_is_type (r, json_type_int)
+      || !rt_pty_size_ok (json_object_get_int64 (c), json_object_get_int64 (r)))
     return false;
   *cols = (unsigned) json_object_get_int64 (c);
   *rows = (unsigned) json_object_get_int64 (r);
@@ -68,7 +65,7 @@ mon_proc_stdin_init (struct mon_proc *p, json_object *body, uint64_t offset)
 
   p->stdin_kept = json_object_object_get_ex (body, "keepStdin", &v) && json_object_get_boolean (v);
   p->stdin_offset = offset;
-  if (json_object_object_get_ex (body, "pty", &v) && !pty_size (v, &p->pty_cols, &p->pty_rows))
+  if (json_object_object_get_ex (body, "pty", &v) && !mon_pty_size (v, &p->pty_cols, &p->pty_rows))
     p->pty_cols = p->pty_rows = 0;
 }
 
@@ -277,7 +274,7 @@ mon_handle_resize (struct mon *m, struct evhttp_request *req, json_object *body)
   if (p == NULL)
     return mon_reply_error (req, 404, "not_found", "runtime sandbox ps lists the processes", "no process %lld",
                             (long long) id);
-  if (!pty_size (body, &cols, &rows))
+  if (!mon_pty_size (body, &cols, &rows))
     return mon_reply_error (req, 400, "usage", NULL, "cols and rows must be 1 to %u", RT_PTY_MAX_SIDE);
   if (p->pty_cols == 0)
     return mon_reply_error (req, 400, "usage", NULL, "process %u has no terminal", p->id);
@@ -343,7 +340,7 @@ mon_proc_stdin_load (struct mon_proc *p, json_object *o, uint32_t *inflight)
   p->stdin_offset = n > 0 ? (uint64_t) n : 0;
   n = json_object_object_get_ex (o, "inflight", &v) ? json_object_get_int64 (v) : 0;
   *inflight = n <= 0 ? 0 : n < RT_WINDOW_INITIAL ? (uint32_t) n : RT_WINDOW_INITIAL;
-  if (json_object_object_get_ex (o, "pty", &v) && !pty_size (v, &p->pty_cols, &p->pty_rows))
+  if (json_object_object_get_ex (o, "pty", &v) && !mon_pty_size (v, &p->pty_cols, &p->pty_rows))
     p->pty_cols = p->pty_rows = 0;
   if (json_object_object_get_ex (o, "pending", &v) && json_object_is_type (v, json_type_string)
       && rt_b64_decode_alloc (json_object_get_string (v), (size_t) json_object_get_string_len (v), &data, &len) == 0 && len > 0

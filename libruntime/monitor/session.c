@@ -11,6 +11,7 @@
 #include "monitor/channel.h"
 #include "monitor/exec.h"
 #include "monitor/idle.h"
+#include "monitor/proc-stdin.h"
 #include "monitor/session.h"
 #include "vmm/channel.h"
 
@@ -254,7 +255,7 @@ static bool
 client_frame (struct mon_session *s, const struct rt_frame_header *h, const uint8_t *payload)
 {
   cleanup_json json_object *o = NULL;
-  int64_t a, b;
+  int64_t a;
 
   mon_idle_touch (s->m);
   if (!s->opened)
@@ -274,12 +275,15 @@ client_frame (struct mon_session *s, const struct rt_frame_header *h, const uint
       return true;
     case RT_FRAME_RESIZE:
       o = rt_channel_parse_json (payload, h->len);
-      if ((a = int_in (o, "cols", 1, RT_PTY_MAX_SIDE)) < 0 || (b = int_in (o, "rows", 1, RT_PTY_MAX_SIDE)) < 0)
-        return session_gone (s), false;
-      json_object_put (steal_pointer (&o));
-      o = json_object_new_object ();
-      json_object_object_add (o, "cols", json_object_new_int64 (a));
-      json_object_object_add (o, "rows", json_object_new_int64 (b));
+      {
+        unsigned cols, rows;
+        if (!mon_pty_size (o, &cols, &rows))
+          return session_gone (s), false;
+        json_object_put (steal_pointer (&o));
+        o = json_object_new_object ();
+        json_object_object_add (o, "cols", json_object_new_int64 (cols));
+        json_object_object_add (o, "rows", json_object_new_int64 (rows));
+      }
       mon_chan_queue_json (s->m, RT_FRAME_RESIZE, s->e->stream, o);
       return true;
     case RT_FRAME_SIGNAL:

@@ -92,13 +92,8 @@ rt_command_request (const char *const argv[], const rt_exec_opts *opts, rt_error
       rt_error_set (err, E2BIG, "usage", "standard input is over 1 MiB");
       return NULL;
     }
-  if ((opts->pty_cols || opts->pty_rows)
-      && (opts->pty_cols < 1 || opts->pty_cols > RT_PTY_MAX_SIDE || opts->pty_rows < 1
-          || opts->pty_rows > RT_PTY_MAX_SIDE))
-    {
-      rt_error_set (err, EINVAL, "usage", "a terminal's columns and rows must be 1 to %u", RT_PTY_MAX_SIDE);
-      return NULL;
-    }
+  if ((opts->pty_cols || opts->pty_rows) && rt_pty_size_check (opts->pty_cols, opts->pty_rows, err) < 0)
+    return NULL;
   req = json_object_new_object ();
   arr = json_object_new_array ();
   for (const char *const *a = argv; *a; a++)
@@ -309,11 +304,22 @@ rt_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, size_t len
   return 0;
 }
 
+/* The public limit is the wire's.  */
+_Static_assert (RT_MAX_PTY_SIDE == RT_PTY_MAX_SIDE, "RT_MAX_PTY_SIDE (runtime.h) is RT_PTY_MAX_SIDE (proto.h)");
+
+int
+rt_pty_size_check (unsigned cols, unsigned rows, rt_error **err)
+{
+  if (rt_pty_size_ok (cols, rows))
+    return 0;
+  return rt_error_set (err, EINVAL, "usage", "a terminal's columns and rows must be 1 to %u", RT_PTY_MAX_SIDE);
+}
+
 int
 rt_sandbox_resize (rt_sandbox *sb, uint32_t process, unsigned cols, unsigned rows, rt_error **err)
 {
-  if (cols < 1 || cols > RT_PTY_MAX_SIDE || rows < 1 || rows > RT_PTY_MAX_SIDE)
-    return rt_error_set (err, EINVAL, "usage", "a terminal's columns and rows must be 1 to %u", RT_PTY_MAX_SIDE);
+  if (rt_pty_size_check (cols, rows, err) < 0)
+    return -EINVAL;
   if (sb->ctx->remote)
     return rt_remote_sandbox_resize (sb, process, cols, rows, NULL, err);
   cleanup_json json_object *req = json_object_new_object ();

@@ -20,8 +20,7 @@ parse_size (struct srv_req *r, json_object *o, const char *what, unsigned *cols,
   json_object *c = json_object_object_get (o, "cols"), *w = json_object_object_get (o, "rows");
 
   if (!json_object_is_type (c, json_type_int) || !json_object_is_type (w, json_type_int)
-      || json_object_get_int64 (c) < 1 || json_object_get_int64 (c) > RT_PTY_MAX_SIDE || json_object_get_int64 (w) < 1
-      || json_object_get_int64 (w) > RT_PTY_MAX_SIDE)
+      || !rt_pty_size_ok (json_object_get_int64 (c), json_object_get_int64 (w)))
     return bad_request (r, "%s needs cols and rows, integers 1 to %u", what, RT_PTY_MAX_SIDE);
   *cols = (unsigned) json_object_get_int64 (c);
   *rows = (unsigned) json_object_get_int64 (w);
