@@ -23,7 +23,6 @@
 #define KILL_AFTER_MS 5000
 #define GIVE_UP_AFTER_MS 5000 /* after the SIGKILL: the guest does not answer */
 #define DEFAULT_TERM "xterm-256color"
-#define PTY_MAX_SIDE 1000 /* rt_exec_opts.pty_cols and pty_rows */
 
 /* TERM for the guest: ours, else xterm-256color (the base image knows
    it); the user's own --env TERM wins.  */
@@ -129,7 +128,7 @@ pass_size (struct pump *p)
 
   if (!p->j->tty)
     return 0;
-  term_size (STDIN_FILENO, PTY_MAX_SIDE, &cols, &rows);
+  term_size (STDIN_FILENO, RT_MAX_PTY_SIDE, &cols, &rows);
   return rt_session_resize (p->s, cols, rows, &p->err);
 }
 
@@ -261,7 +260,7 @@ attach_run (rt_sandbox *sb, struct job *j)
   int ret;
 
   if (j->tty)
-    term_size (STDIN_FILENO, PTY_MAX_SIDE, &opts.pty_cols, &opts.pty_rows);
+    term_size (STDIN_FILENO, RT_MAX_PTY_SIDE, &opts.pty_cols, &opts.pty_rows);
   if (rt_sandbox_attach (sb, j->argv, &opts, &p.s, &p.err) < 0)
     return cli_lib_fail (p.err);
   /* -t alone reads no keyboard: ^C stays ours, as exec's.  */

@@ -64,6 +64,7 @@ const char *rt_version (void);
 #define RT_MAX_ENV 32                     /* .env: variables */
 #define RT_MAX_ENV_BYTES (32 * 1024)      /* .env: their bytes together */
 #define RT_MAX_STDIN (1024 * 1024)        /* rt_exec_opts.stdin_len */
+#define RT_MAX_PTY_SIDE 1000              /* rt_exec_opts.pty_cols, .pty_rows, rt_session_resize: 1 to this */
 #define RT_MAX_EXEC_TIMEOUT_S (24 * 3600) /* the longest command timeout the CLI accepts */
 #define RT_MAX_SECRET_NAME 64             /* rt_secret_set: @name, bytes */
 #define RT_MAX_SECRET_VALUE 8192          /* rt_secret_set: @len */

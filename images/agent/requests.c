@@ -41,8 +41,7 @@ parse_size (json_object *o, unsigned *cols, unsigned *rows)
   int64_t cv = json_object_is_type (c, json_type_int) ? json_object_get_int64 (c) : 0;
   int64_t rv = json_object_is_type (r, json_type_int) ? json_object_get_int64 (r) : 0;
 
-  if (!json_object_is_type (o, json_type_object) || cv < 1 || cv > RT_PTY_MAX_SIDE || rv < 1
-      || rv > RT_PTY_MAX_SIDE)
+  if (!json_object_is_type (o, json_type_object) || !rt_pty_size_ok (cv, rv))
     return -1;
   *cols = (unsigned) cv;
   *rows = (unsigned) rv;

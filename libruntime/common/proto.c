@@ -90,3 +90,9 @@ rt_frame_reader_next (struct rt_frame_reader *r, struct rt_frame_header *h, cons
     r->start = r->fill = 0;
   return 1;
 }
+
+bool
+rt_pty_size_ok (int64_t cols, int64_t rows)
+{
+  return cols >= 1 && cols <= RT_PTY_MAX_SIDE && rows >= 1 && rows <= RT_PTY_MAX_SIDE;
+}

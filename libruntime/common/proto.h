@@ -106,6 +106,7 @@
 #ifndef RT_PROTO_H
 #define RT_PROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -114,7 +115,7 @@
 #define RT_FRAME_HEADER 12
 #define RT_FRAME_MAX_PAYLOAD (256u * 1024u)
 #define RT_WINDOW_INITIAL (1024u * 1024u)
-#define RT_PTY_MAX_SIDE 1000u /* a pty's largest cols or rows */
+#define RT_PTY_MAX_SIDE 1000u /* a pty's largest cols or rows (RT_MAX_PTY_SIDE of runtime.h) */
 
 /* Where the guest keeps a HELLO's "trust" certificate, and the bundle it
    is added to (Debian's, which OpenSSL, curl and git read).  */
@@ -180,5 +181,10 @@ int rt_frame_reader_next (struct rt_frame_reader *r, struct rt_frame_header *h, 
 /* WINDOW payload helpers.  */
 void rt_put_u32 (uint8_t out[4], uint32_t v);
 uint32_t rt_get_u32 (const uint8_t in[4]);
+
+/* The one check of a pty's size, wherever one comes in (the API, a
+   session, an EXEC or RESIZE in the guest): both 1..RT_PTY_MAX_SIDE.
+   int64_t, so that a JSON integer is checked before it is narrowed.  */
+bool rt_pty_size_ok (int64_t cols, int64_t rows);
 
 #endif

@@ -1,10 +1,11 @@
 /* client.c - the client of a monitor's api.sock, with libcurl.  */
 #include <curl/curl.h>
-#include <openssl/evp.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
 
+#include "common/b64.h"
+#include "common/exec-result.h"
 #include "monitor/client.h"
 
 #define KILL_GRACE_MS 5000
@@ -149,16 +150,14 @@ handle_event (struct exec_stream *s, json_object *ev)
       const char *b64 = json_object_object_get_ex (ev, "data", &v) ? json_object_get_string (v) : NULL;
       size_t n = b64 ? strlen (b64) : 0;
       unsigned char *data;
-      int len;
+      ssize_t len;
 
       if (n == 0 || n % 4 != 0 || s->output_failed)
         return 0;
-      data = malloc (n / 4 * 3 + 1);
+      data = malloc (RT_B64_DECODED_MAX (n) + 1);
       if (data == NULL)
         return -1;
-      len = EVP_DecodeBlock (data, (const unsigned char *) b64, (int) n);
-      if (len >= 0)
-        len -= (b64[n - 1] == '=') + (b64[n - 2] == '=');
+      len = rt_b64_decode (b64, n, data);
       if (len > 0 && s->opts->on_output
           && s->opts->on_output (s->opts->data, type[3] == 'o' ? 1 : 2, (const char *) data, len) < 0)
         s->output_failed = true;
@@ -178,14 +177,7 @@ handle_event (struct exec_stream *s, json_object *ev)
     }
   else if (strcmp (type, "exit") == 0)
     {
-      s->res->exit_code = json_object_object_get_ex (ev, "exitCode", &v) ? json_object_get_int (v) : 255;
-      s->res->signal = json_object_object_get_ex (ev, "signal", &v) ? json_object_get_int (v) : 0;
-      s->res->timed_out = json_object_object_get_ex (ev, "timedOut", &v) && json_object_get_boolean (v);
-      s->res->duration_ms = json_object_object_get_ex (ev, "durationMs", &v) ? json_object_get_int64 (v) : 0;
-      if (s->res->exit_code < 0 || s->res->exit_code > 255)
-        s->res->exit_code = 255;
-      if (s->res->timed_out)
-        s->res->exit_code = 124;
+      rt_exec_result_from_json (ev, s->res);
       s->ended = true;
     }
   else if (strcmp (type, "error") == 0)
@@ -208,7 +200,8 @@ fast_output (struct exec_stream *s, const char *line, size_t len, int *ret)
   const char *b64;
   size_t n;
   unsigned char *data;
-  int stream, dlen;
+  ssize_t dlen;
+  int stream;
 
   if (len < pre + 2 || memcmp (line + len - 2, "\"}", 2) != 0)
     return false;
@@ -225,15 +218,13 @@ fast_output (struct exec_stream *s, const char *line, size_t len, int *ret)
   *ret = 0;
   if (n == 0 || s->output_failed)
     return true;
-  data = malloc (n / 4 * 3 + 1);
+  data = malloc (RT_B64_DECODED_MAX (n) + 1);
   if (data == NULL)
     {
       *ret = -1;
       return true;
     }
-  dlen = EVP_DecodeBlock (data, (const unsigned char *) b64, (int) n);
-  if (dlen >= 0)
-    dlen -= (b64[n - 1] == '=') + (b64[n - 2] == '=');
+  dlen = rt_b64_decode (b64, n, data);
   if (dlen > 0 && s->opts->on_output && s->opts->on_output (s->opts->data, stream, (const char *) data, dlen) < 0)
     s->output_failed = true;
   free (data);

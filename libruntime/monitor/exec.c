@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/b64.h"
+#include "common/exec-result.h"
 #include "monitor/channel.h"
 #include "monitor/exec.h"
 #include "monitor/idle.h"
@@ -379,12 +381,11 @@ last_line (const struct rt_frame_header *h, const uint8_t *payload)
 
   if (h->type == RT_FRAME_EXIT)
     {
+      rt_exec_result res = { 0 };
       line = json_object_new_object ();
       json_object_object_add (line, "type", json_object_new_string ("exit"));
-      for (const char *const *k = (const char *const[]){ "exitCode", "signal", "timedOut", "durationMs", NULL }; *k;
-           k++)
-        if (in && json_object_object_get_ex (in, *k, &v))
-          json_object_object_add (line, *k, json_object_get (v));
+      rt_exec_result_from_json (in, &res);
+      rt_exec_result_to_json (&res, line);
       return line;
     }
   if (in && json_object_object_get_ex (in, "code", &v) && json_object_is_type (v, json_type_string))
@@ -517,15 +518,7 @@ check_options (struct mon_refusal *req, json_object *body, struct command *c)
     }
   if (json_object_object_get_ex (body, "pty", &v) && v)
     {
-      json_object *cols = NULL, *rows = NULL;
-      if (json_object_is_type (v, json_type_object))
-        {
-          json_object_object_get_ex (v, "cols", &cols);
-          json_object_object_get_ex (v, "rows", &rows);
-        }
-      c->pty_cols = json_object_is_type (cols, json_type_int) ? (unsigned) json_object_get_int (cols) : 0;
-      c->pty_rows = json_object_is_type (rows, json_type_int) ? (unsigned) json_object_get_int (rows) : 0;
-      if (c->pty_cols < 1 || c->pty_cols > RT_PTY_MAX_SIDE || c->pty_rows < 1 || c->pty_rows > RT_PTY_MAX_SIDE)
+      if (!mon_pty_size (v, &c->pty_cols, &c->pty_rows))
         return reply_error_false (req, 400, "usage", NULL, "pty needs cols and rows of 1 to %u", RT_PTY_MAX_SIDE);
     }
   return true;
@@ -543,17 +536,16 @@ check_stdin (struct mon *m, struct mon_refusal *req, json_object *body, struct c
   if (json_object_object_get_ex (body, "stdin", &v) && v && (s = json_object_get_string (v)) && *s)
     {
       size_t size = strlen (s);
-      int n;
-      if (size / 4 * 3 > RT_MAX_STDIN + 3)
+      ssize_t n;
+      if (RT_B64_DECODED_MAX (size) > RT_MAX_STDIN + 3)
         return reply_error_false (req, 400, "usage", NULL, "standard input is over 1 MiB");
-      c->input = malloc (size / 4 * 3 + 3);
+      c->input = malloc (RT_B64_DECODED_MAX (size) + 1);
       if (c->input == NULL)
         return reply_error_false (req, 500, "internal", NULL, "out of memory");
-      n = EVP_DecodeBlock (c->input, (const unsigned char *) s, (int) size);
-      if (n < 0 || size % 4 != 0)
+      n = rt_b64_decode (s, size, c->input);
+      if (n < 0)
         return reply_error_false (req, 400, "invalid_request", NULL, "stdin must be base64");
-      /* EVP_DecodeBlock counts the padding as data.  */
-      c->input_len = n - (size >= 1 && s[size - 1] == '=') - (size >= 2 && s[size - 2] == '=');
+      c->input_len = (size_t) n;
     }
   if (json_object_object_get_ex (body, "stdinPath", &v) && v)
     {

@@ -1,8 +1,8 @@
 /* proc-stdin.c - a spawned process's stdin and pty (see proc-stdin.h).  */
 #include <event2/buffer.h>
-#include <openssl/evp.h>
 #include <string.h>
 
+#include "common/b64.h"
 #include "monitor/channel.h"
 #include "monitor/exec.h"
 #include "monitor/proc-stdin.h"
@@ -30,26 +30,6 @@ stdin_open (const struct mon_proc *p)
   return p->stdin_kept && !p->stdin_eof && p->exit == NULL;
 }
 
-/* @s, @size bytes of base64, decoded into *@out (free it).  Return: 0,
-   -EINVAL when it is not base64, -ENOMEM.  */
-static int
-b64_decode (const char *s, size_t size, uint8_t **out, size_t *len)
-{
-  int n;
-
-  if (size % 4 != 0)
-    return -EINVAL;
-  *out = malloc (size / 4 * 3 + 1);
-  if (*out == NULL)
-    return -ENOMEM;
-  n = EVP_DecodeBlock (*out, (const unsigned char *) s, (int) size);
-  if (n < 0)
-    return -EINVAL;
-  /* EVP_DecodeBlock counts the padding as data.  */
-  *len = (size_t) n - (size >= 1 && s[size - 1] == '=') - (size >= 2 && s[size - 2] == '=');
-  return 0;
-}
-
 static json_object *
 pty_json (const struct mon_proc *p)
 {
@@ -63,18 +43,15 @@ pty_json (const struct mon_proc *p)
   return o;
 }
 
-/* {cols, rows} of 1..RT_PTY_MAX_SIDE in @o, or false.  */
-static bool
-pty_size (json_object *o, unsigned *cols, unsigned *rows)
+bool
+mon_pty_size (json_object *o, unsigned *cols, unsigned *rows)
 {
   json_object *c, *r;
 
   if (!json_object_is_type (o, json_type_object) || !json_object_object_get_ex (o, "cols", &c)
       || !json_object_object_get_ex (o, "rows", &r) || !json_object_is_type (c, json_type_int)
-      || !json_object_is_type (r, json_type_int))
-    return false;
-  if (json_object_get_int64 (c) < 1 || json_object_get_int64 (c) > RT_PTY_MAX_SIDE || json_object_get_int64 (r) < 1
-      || json_object_get_int64 (r) > RT_PTY_MAX_SIDE)
+      || !json_object_is_type (r, json_type_int)
+      || !rt_pty_size_ok (json_object_get_int64 (c), json_object_get_int64 (r)))
     return false;
   *cols = (unsigned) json_object_get_int64 (c);
   *rows = (unsigned) json_object_get_int64 (r);
@@ -88,7 +65,7 @@ mon_proc_stdin_init (struct mon_proc *p, json_object *body, uint64_t offset)
 
   p->stdin_kept = json_object_object_get_ex (body, "keepStdin", &v) && json_object_get_boolean (v);
   p->stdin_offset = offset;
-  if (json_object_object_get_ex (body, "pty", &v) && !pty_size (v, &p->pty_cols, &p->pty_rows))
+  if (json_object_object_get_ex (body, "pty", &v) && !mon_pty_size (v, &p->pty_cols, &p->pty_rows))
     p->pty_cols = p->pty_rows = 0;
 }
 
@@ -257,7 +234,7 @@ mon_handle_write (struct mon *m, struct evhttp_request *req, json_object *body)
     return mon_reply_error (req, 400, "invalid_request", NULL, "offset must be a byte count (0 or more)");
   if (json_object_object_get_ex (body, "data", &v) && v)
     ret = json_object_is_type (v, json_type_string)
-              ? b64_decode (json_object_get_string (v), (size_t) json_object_get_string_len (v), &data, &len)
+              ? rt_b64_decode_alloc (json_object_get_string (v), (size_t) json_object_get_string_len (v), &data, &len)
               : -EINVAL;
   if (ret == -ENOMEM)
     return mon_reply_error (req, 500, "internal", NULL, "out of memory");
@@ -297,7 +274,7 @@ mon_handle_resize (struct mon *m, struct evhttp_request *req, json_object *body)
   if (p == NULL)
     return mon_reply_error (req, 404, "not_found", "runtime sandbox ps lists the processes", "no process %lld",
                             (long long) id);
-  if (!pty_size (body, &cols, &rows))
+  if (!mon_pty_size (body, &cols, &rows))
     return mon_reply_error (req, 400, "usage", NULL, "cols and rows must be 1 to %u", RT_PTY_MAX_SIDE);
   if (p->pty_cols == 0)
     return mon_reply_error (req, 400, "usage", NULL, "process %u has no terminal", p->id);
@@ -316,18 +293,6 @@ mon_handle_resize (struct mon *m, struct evhttp_request *req, json_object *body)
 
 /* ---- across a capture (procs.c's mon_procs_save) ----------------------- */
 
-/* @len bytes of @data as a base64 string, or NULL without memory.  */
-static json_object *
-b64_json (const uint8_t *data, size_t len)
-{
-  cleanup_free char *b64 = malloc (4 * ((len + 2) / 3) + 1);
-
-  if (b64 == NULL)
-    return NULL;
-  EVP_EncodeBlock ((unsigned char *) b64, len ? data : (const unsigned char *) "", (int) len);
-  return json_object_new_string (b64);
-}
-
 json_object *
 mon_proc_stdin_save (const struct mon_proc *p, uint32_t inflight)
 {
@@ -336,9 +301,9 @@ mon_proc_stdin_save (const struct mon_proc *p, uint32_t inflight)
 
   if (!p->stdin_kept && p->pty_cols == 0)
     return NULL;
-  pending = b64_json (len ? evbuffer_pullup (p->stdin_pending, -1) : NULL, len);
+  pending = rt_b64_json (len ? evbuffer_pullup (p->stdin_pending, -1) : NULL, len);
   /* The last bytes taken: a stale writer is still refused after a wake.  */
-  recent = pending ? b64_json (p->stdin_recent, p->stdin_recent_len) : NULL;
+  recent = pending ? rt_b64_json (p->stdin_recent, p->stdin_recent_len) : NULL;
   o = recent ? json_object_new_object () : NULL;
   if (o == NULL)
     {
@@ -375,16 +340,16 @@ mon_proc_stdin_load (struct mon_proc *p, json_object *o, uint32_t *inflight)
   p->stdin_offset = n > 0 ? (uint64_t) n : 0;
   n = json_object_object_get_ex (o, "inflight", &v) ? json_object_get_int64 (v) : 0;
   *inflight = n <= 0 ? 0 : n < RT_WINDOW_INITIAL ? (uint32_t) n : RT_WINDOW_INITIAL;
-  if (json_object_object_get_ex (o, "pty", &v) && !pty_size (v, &p->pty_cols, &p->pty_rows))
+  if (json_object_object_get_ex (o, "pty", &v) && !mon_pty_size (v, &p->pty_cols, &p->pty_rows))
     p->pty_cols = p->pty_rows = 0;
   if (json_object_object_get_ex (o, "pending", &v) && json_object_is_type (v, json_type_string)
-      && b64_decode (json_object_get_string (v), (size_t) json_object_get_string_len (v), &data, &len) == 0 && len > 0
+      && rt_b64_decode_alloc (json_object_get_string (v), (size_t) json_object_get_string_len (v), &data, &len) == 0 && len > 0
       && len <= STDIN_PENDING_MAX && (p->stdin_pending = evbuffer_new ()) != NULL)
     evbuffer_add (p->stdin_pending, data, len);
   free (steal_pointer (&data));
   /* Older saves have none: the check then starts afresh at the offset.  */
   if (json_object_object_get_ex (o, "recent", &v) && json_object_is_type (v, json_type_string)
-      && b64_decode (json_object_get_string (v), (size_t) json_object_get_string_len (v), &data, &len) == 0 && len > 0
+      && rt_b64_decode_alloc (json_object_get_string (v), (size_t) json_object_get_string_len (v), &data, &len) == 0 && len > 0
       && len <= STDIN_RECENT && len <= p->stdin_offset)
     remember (p, data, len);
 }

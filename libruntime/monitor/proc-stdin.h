@@ -13,6 +13,9 @@
 #define STDIN_PENDING_MAX (1024 * 1024)
 #define STDIN_PENDING_TOTAL (8 * 1024 * 1024)
 
+/* {cols, rows} in @o (an API body, a session's RESIZE, a saved pty) into
+   *@cols, *@rows when both are integers rt_pty_size_ok takes; else false.  */
+bool mon_pty_size (json_object *o, unsigned *cols, unsigned *rows);
 /* A process just spawned by @body (checked by mon_exec_start): its pty and
    whether its stdin stays open, from @offset (the inline stdin it got).  */
 void mon_proc_stdin_init (struct mon_proc *p, json_object *body, uint64_t offset);

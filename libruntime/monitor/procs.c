@@ -1,10 +1,10 @@
 /* procs.c - spawned processes (see procs.h).  */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <openssl/evp.h>
 #include <signal.h>
 #include <string.h>
 
+#include "common/b64.h"
 #include "monitor/channel.h"
 #include "monitor/exec.h"
 #include "monitor/proc-stdin.h"
@@ -377,20 +377,19 @@ mon_procs_save (struct mon *m)
     {
       json_object *o = json_object_new_object ();
       size_t len = evbuffer_get_length (p->log);
-      unsigned char *raw = evbuffer_pullup (p->log, -1);
-      cleanup_free char *b64 = malloc (4 * ((len + 2) / 3) + 1);
+      json_object *log = rt_b64_json (evbuffer_pullup (p->log, -1), len);
       struct mon_exec *e = mon_exec_find (m, p->id);
 
-      if (o == NULL || b64 == NULL)
+      if (o == NULL || log == NULL)
         {
           json_object_put (o);
+          json_object_put (log);
           json_object_put (arr);
           return NULL;
         }
-      EVP_EncodeBlock ((unsigned char *) b64, raw ? raw : (unsigned char *) "", (int) len);
       json_object_object_add (o, "id", json_object_new_int64 (p->id));
       json_object_object_add (o, "command", json_object_new_string (p->command ? p->command : ""));
-      json_object_object_add (o, "log", json_object_new_string (b64));
+      json_object_object_add (o, "log", log);
       json_object_object_add (o, "dropped", json_object_new_int64 ((int64_t) p->dropped));
       json_object_object_add (o, "cwd", p->cwd ? json_object_new_string (p->cwd) : NULL);
       json_object_object_add (o, "timeoutMs", json_object_new_int64 (p->timeout_ms));
@@ -431,7 +430,8 @@ proc_load (json_object *o)
   json_object *v;
   struct mon_proc *p = calloc (1, sizeof *p);
   const char *b64;
-  size_t n;
+  cleanup_free uint8_t *raw = NULL;
+  size_t len;
 
   if (p == NULL || (p->log = evbuffer_new ()) == NULL)
     {
@@ -449,19 +449,10 @@ proc_load (json_object *o)
   if (json_object_object_get_ex (o, "exit", &v) && json_object_is_type (v, json_type_object))
     p->exit = json_object_get (v);
   b64 = json_object_object_get_ex (o, "log", &v) ? json_object_get_string (v) : "";
-  n = strlen (b64);
-  if (n > 0)
+  if (rt_b64_decode_alloc (b64, strlen (b64), &raw, &len) == 0 && len > 0)
     {
-      cleanup_free unsigned char *raw = malloc (n);
-      int len = raw ? EVP_DecodeBlock (raw, (const unsigned char *) b64, (int) n) : -1;
-      /* EVP_DecodeBlock counts the padding as data.  */
-      if (len > 0 && n >= 2)
-        len -= (b64[n - 1] == '=') + (b64[n - 2] == '=');
-      if (len > 0)
-        {
-          evbuffer_add (p->log, raw, len);
-          p->log_bytes = len;
-        }
+      evbuffer_add (p->log, raw, len);
+      p->log_bytes = len;
     }
   p->total = p->dropped + log_data_bytes (p->log);
   return p;

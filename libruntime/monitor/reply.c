@@ -1,10 +1,10 @@
 /* reply.c - the monitor's answers on api.sock (see reply.h).  */
 #include <event2/buffer.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "common/b64.h"
 #include "monitor/reply.h"
 
 void
@@ -90,15 +90,14 @@ send_output (struct evhttp_request *req, const char *type, const uint8_t *data, 
 {
   struct evbuffer *buf = evbuffer_new ();
   struct evbuffer_iovec v;
-  size_t b64 = 4 * ((len + 2) / 3);
+  size_t b64 = RT_B64_ENCODED_LEN (len);
 
   if (buf == NULL)
     return;
   evbuffer_add_printf (buf, "{\"type\":\"%s\",\"data\":\"", type);
   if (evbuffer_reserve_space (buf, b64 + 1, &v, 1) == 1)
     {
-      EVP_EncodeBlock (v.iov_base, data, len);
-      v.iov_len = b64;
+      v.iov_len = rt_b64_encode_into (v.iov_base, data, len);
       evbuffer_commit_space (buf, &v, 1);
     }
   if (offset >= 0)

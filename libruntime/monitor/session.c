@@ -7,9 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/exec-result.h"
 #include "monitor/channel.h"
 #include "monitor/exec.h"
 #include "monitor/idle.h"
+#include "monitor/proc-stdin.h"
 #include "monitor/session.h"
 #include "vmm/channel.h"
 
@@ -253,7 +255,7 @@ static bool
 client_frame (struct mon_session *s, const struct rt_frame_header *h, const uint8_t *payload)
 {
   cleanup_json json_object *o = NULL;
-  int64_t a, b;
+  int64_t a;
 
   mon_idle_touch (s->m);
   if (!s->opened)
@@ -273,12 +275,15 @@ client_frame (struct mon_session *s, const struct rt_frame_header *h, const uint
       return true;
     case RT_FRAME_RESIZE:
       o = rt_channel_parse_json (payload, h->len);
-      if ((a = int_in (o, "cols", 1, RT_PTY_MAX_SIDE)) < 0 || (b = int_in (o, "rows", 1, RT_PTY_MAX_SIDE)) < 0)
-        return session_gone (s), false;
-      json_object_put (steal_pointer (&o));
-      o = json_object_new_object ();
-      json_object_object_add (o, "cols", json_object_new_int64 (a));
-      json_object_object_add (o, "rows", json_object_new_int64 (b));
+      {
+        unsigned cols, rows;
+        if (!mon_pty_size (o, &cols, &rows))
+          return session_gone (s), false;
+        json_object_put (steal_pointer (&o));
+        o = json_object_new_object ();
+        json_object_object_add (o, "cols", json_object_new_int64 (cols));
+        json_object_object_add (o, "rows", json_object_new_int64 (rows));
+      }
       mon_chan_queue_json (s->m, RT_FRAME_RESIZE, s->e->stream, o);
       return true;
     case RT_FRAME_SIGNAL:
@@ -418,16 +423,14 @@ static json_object *
 last_frame (const struct rt_frame_header *h, const uint8_t *payload)
 {
   cleanup_json json_object *in = rt_channel_parse_json (payload, h->len);
-  json_object *o = json_object_new_object (), *v;
+  json_object *o = json_object_new_object ();
   const char *code = rt_json_str (in, "code"), *msg = rt_json_str (in, "message");
 
   if (h->type == RT_FRAME_EXIT)
     {
-      json_object_object_add (o, "exitCode", json_object_new_int64 (rt_json_i64 (in, "exitCode")));
-      json_object_object_add (o, "signal", json_object_new_int64 (rt_json_i64 (in, "signal")));
-      json_object_object_add (o, "durationMs", json_object_new_int64 (rt_json_i64 (in, "durationMs")));
-      json_object_object_add (o, "timedOut", json_object_new_boolean (in && json_object_object_get_ex (in, "timedOut", &v)
-                                                                      && json_object_get_boolean (v)));
+      rt_exec_result res = { 0 };
+      rt_exec_result_from_json (in, &res);
+      rt_exec_result_to_json (&res, o);
       return o;
     }
   /* Only codes the product documents reach the user.  */

@@ -4,11 +4,12 @@
    …/processes/{pid}/output, so no byte is lost or shown twice.  Ctrl-C
    (opts->cancel_fd) becomes :signal SIGTERM, then SIGKILL 5 s later, as
    locally.  */
-#include <openssl/evp.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/b64.h"
+#include "common/exec-result.h"
 #include "remote/exec.h"
 #include "remote/http.h"
 #include "remote/sandboxes.h"
@@ -52,25 +53,6 @@ rt_remote_signal (int sig)
         return json_object_new_string (buf);
       }
   return json_object_new_int (sig);
-}
-
-/* The number of a signal the server names ("SIGKILL", "KILL" or 9).  */
-static int
-signal_number (json_object *v)
-{
-  const char *s;
-
-  if (v == NULL || json_object_is_type (v, json_type_null))
-    return 0;
-  if (json_object_is_type (v, json_type_int))
-    return json_object_get_int (v);
-  s = json_object_get_string (v);
-  if (strncmp (s, "SIG", 3) == 0)
-    s += 3;
-  for (int i = 1; i < NSIG; i++)
-    if (sigabbrev_np (i) && strcmp (sigabbrev_np (i), s) == 0)
-      return i;
-  return 0;
 }
 
 static void
@@ -120,17 +102,12 @@ output_event (struct stream *s, json_object *ev, int stream)
   if (json_object_object_get_ex (ev, "dataBase64", &v) || json_object_object_get_ex (ev, "base64", &v))
     {
       const char *b64 = json_object_get_string (v);
-      size_t n = strlen (b64);
-      cleanup_free unsigned char *data = malloc (n / 4 * 3 + 3);
-      int len;
+      size_t n = b64 ? strlen (b64) : 0;
+      cleanup_free unsigned char *data = malloc (RT_B64_DECODED_MAX (n) + 1);
+      ssize_t len = data ? rt_b64_decode (b64, n, data) : -1;
 
-      if (data == NULL || n % 4 != 0)
-        return;
-      len = n ? EVP_DecodeBlock (data, (const unsigned char *) b64, (int) n) : 0;
-      if (len > 0)
-        len -= (b64[n - 1] == '=') + (b64[n - 2] == '=');
       if (len >= 0)
-        output (s, stream, (const char *) data, len, off);
+        output (s, stream, (const char *) data, (size_t) len, off);
     }
   else if (json_object_object_get_ex (ev, "data", &v))
     output (s, stream, json_object_get_string (v), json_object_get_string_len (v), off);
@@ -142,19 +119,8 @@ exit_event (struct stream *s, json_object *ev)
   rt_exec_result *r = s->res;
   json_object *v;
 
-  r->signal = signal_number (json_object_object_get_ex (ev, "signal", &v) ? v : NULL);
-  if (json_object_object_get_ex (ev, "exitCode", &v) && json_object_is_type (v, json_type_int))
-    r->exit_code = json_object_get_int (v);
-  else
-    r->exit_code = r->signal ? 128 + r->signal : 255;
-  r->timed_out = (json_object_object_get_ex (ev, "timedOut", &v) && json_object_get_boolean (v))
-                 || (rt_json_str (ev, "state") && strcmp (rt_json_str (ev, "state"), "timed_out") == 0);
+  rt_exec_result_from_json (ev, r);
   r->interrupted = r->interrupted || (json_object_object_get_ex (ev, "interrupted", &v) && json_object_get_boolean (v));
-  r->duration_ms = rt_json_i64 (ev, "durationMs");
-  if (r->exit_code < 0 || r->exit_code > 255)
-    r->exit_code = 255;
-  if (r->timed_out)
-    r->exit_code = 124;
   s->ended = true;
 }
 

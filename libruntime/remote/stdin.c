@@ -1,8 +1,8 @@
 /* stdin.c - a background process's stdin and pty in client mode (see
    stdin.h).  */
-#include <openssl/evp.h>
 #include <string.h>
 
+#include "common/b64.h"
 #include "remote/http.h"
 #include "remote/sandboxes.h"
 #include "remote/stdin.h"
@@ -18,20 +18,22 @@ rt_remote_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, siz
 {
   cleanup_free char *suffix = rt_strdup_printf ("/processes/%u:write", process);
   cleanup_free char *path = suffix ? rt_remote_sandbox_path (sb->id, suffix) : NULL;
-  cleanup_free char *b64 = malloc (4 * ((len + 2) / 3) + 1);
   cleanup_json json_object *b = json_object_new_object (), *reply = NULL;
-  json_object *v;
+  json_object *v, *b64;
   int ret;
 
-  if (path == NULL || b64 == NULL || b == NULL)
-    return rt_error_oom (err);
   if (len > WRITE_MAX)
     {
       len = WRITE_MAX;
       eof = false;
     }
-  EVP_EncodeBlock ((unsigned char *) b64, len ? data : (const void *) "", (int) len);
-  json_object_object_add (b, "base64", json_object_new_string (b64));
+  b64 = rt_b64_json (data, len);
+  if (path == NULL || b64 == NULL || b == NULL)
+    {
+      json_object_put (b64);
+      return rt_error_oom (err);
+    }
+  json_object_object_add (b, "base64", b64);
   json_object_object_add (b, "offset", json_object_new_int64 ((int64_t) offset));
   if (eof)
     json_object_object_add (b, "eof", json_object_new_boolean (true));

@@ -1,10 +1,10 @@
 /* handle.c - the rt_sandbox handle: opening a sandbox by id or name, and
    its verbs, each a request to its monitor (monitor/client.h).  */
-#include <openssl/evp.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/b64.h"
 #include "common/proto.h"
 #include "monitor/client.h"
 #include "sandbox/create.h"
@@ -92,13 +92,8 @@ rt_command_request (const char *const argv[], const rt_exec_opts *opts, rt_error
       rt_error_set (err, E2BIG, "usage", "standard input is over 1 MiB");
       return NULL;
     }
-  if ((opts->pty_cols || opts->pty_rows)
-      && (opts->pty_cols < 1 || opts->pty_cols > RT_PTY_MAX_SIDE || opts->pty_rows < 1
-          || opts->pty_rows > RT_PTY_MAX_SIDE))
-    {
-      rt_error_set (err, EINVAL, "usage", "a terminal's columns and rows must be 1 to %u", RT_PTY_MAX_SIDE);
-      return NULL;
-    }
+  if ((opts->pty_cols || opts->pty_rows) && rt_pty_size_check (opts->pty_cols, opts->pty_rows, err) < 0)
+    return NULL;
   req = json_object_new_object ();
   arr = json_object_new_array ();
   for (const char *const *a = argv; *a; a++)
@@ -124,16 +119,14 @@ rt_command_request (const char *const argv[], const rt_exec_opts *opts, rt_error
     json_object_object_add (req, "keepStdin", json_object_new_boolean (true));
   if (opts->stdin_len > 0)
     {
-      char *b64 = malloc (4 * ((opts->stdin_len + 2) / 3) + 1);
+      json_object *b64 = rt_b64_json (opts->stdin_data, opts->stdin_len);
       if (b64 == NULL)
         {
           json_object_put (req);
           rt_error_oom (err);
           return NULL;
         }
-      EVP_EncodeBlock ((unsigned char *) b64, opts->stdin_data, opts->stdin_len);
-      json_object_object_add (req, "stdin", json_object_new_string (b64));
-      free (b64);
+      json_object_object_add (req, "stdin", b64);
     }
   return req;
 }
@@ -287,17 +280,18 @@ rt_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, size_t len
     return rt_remote_sandbox_write (sb, process, data, len, offset, eof, NULL, accepted, err);
   cleanup_json json_object *req = json_object_new_object ();
   cleanup_json json_object *reply = NULL;
-  cleanup_free char *b64 = malloc (4 * ((len + 2) / 3) + 1);
-  json_object *v;
+  json_object *v, *b64;
   int ret;
 
-  if (req == NULL || b64 == NULL)
+  if (req == NULL)
     return rt_error_oom (err);
   if (rt_sandbox_auto_wake (sb, err) < 0)
     return -EAGAIN;
-  EVP_EncodeBlock ((unsigned char *) b64, len ? data : (const void *) "", (int) len);
+  b64 = rt_b64_json (data, len);
+  if (b64 == NULL)
+    return rt_error_oom (err);
   json_object_object_add (req, "process", json_object_new_int64 (process));
-  json_object_object_add (req, "data", json_object_new_string (b64));
+  json_object_object_add (req, "data", b64);
   json_object_object_add (req, "offset", json_object_new_int64 ((int64_t) offset));
   json_object_object_add (req, "eof", json_object_new_boolean (eof));
   ret = rt_sandbox_not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "write", req, &reply, err), err);
@@ -310,11 +304,22 @@ rt_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, size_t len
   return 0;
 }
 
+/* The public limit is the wire's.  */
+_Static_assert (RT_MAX_PTY_SIDE == RT_PTY_MAX_SIDE, "RT_MAX_PTY_SIDE (runtime.h) is RT_PTY_MAX_SIDE (proto.h)");
+
+int
+rt_pty_size_check (unsigned cols, unsigned rows, rt_error **err)
+{
+  if (rt_pty_size_ok (cols, rows))
+    return 0;
+  return rt_error_set (err, EINVAL, "usage", "a terminal's columns and rows must be 1 to %u", RT_PTY_MAX_SIDE);
+}
+
 int
 rt_sandbox_resize (rt_sandbox *sb, uint32_t process, unsigned cols, unsigned rows, rt_error **err)
 {
-  if (cols < 1 || cols > RT_PTY_MAX_SIDE || rows < 1 || rows > RT_PTY_MAX_SIDE)
-    return rt_error_set (err, EINVAL, "usage", "a terminal's columns and rows must be 1 to %u", RT_PTY_MAX_SIDE);
+  if (rt_pty_size_check (cols, rows, err) < 0)
+    return -EINVAL;
   if (sb->ctx->remote)
     return rt_remote_sandbox_resize (sb, process, cols, rows, NULL, err);
   cleanup_json json_object *req = json_object_new_object ();

@@ -28,6 +28,9 @@ cleanup_sandboxp (rt_sandbox **sb)
    reached while the sandbox starts, or is paused to disk, says so.  */
 int rt_sandbox_not_ready_yet (rt_sandbox *sb, int ret, rt_error **err);
 
+/* 0 when rt_pty_size_ok takes @cols x @rows, else a usage error.  */
+int rt_pty_size_check (unsigned cols, unsigned rows, rt_error **err);
+
 /* What a NULL rt_exec_opts stands for.  */
 extern const rt_exec_opts rt_no_exec_opts;
 

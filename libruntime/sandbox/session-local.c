@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/exec-result.h"
 #include "common/proto.h"
 #include "common/sys.h"
 #include "core/context.h"
@@ -76,17 +77,10 @@ take_end (struct local_session *ls, const struct rt_frame_header *h, const uint8
 {
   cleanup_json json_object *o = rt_channel_parse_json (payload, h->len);
   const char *code = rt_json_str (o, "code"), *msg = rt_json_str (o, "message"), *hint = rt_json_str (o, "hint");
-  json_object *v;
 
   ls->ended = true;
   if (h->type == RT_FRAME_EXIT)
-    {
-      ls->res.exit_code = (int) rt_json_i64 (o, "exitCode");
-      ls->res.signal = (int) rt_json_i64 (o, "signal");
-      ls->res.duration_ms = (uint64_t) rt_json_i64 (o, "durationMs");
-      ls->res.timed_out = o && json_object_object_get_ex (o, "timedOut", &v) && json_object_get_boolean (v);
-      return;
-    }
+    return rt_exec_result_from_json (o, &ls->res);
   rt_error_set (&ls->end_err, EIO, code ? code : "internal", "%s", msg ? msg : "the session ended in an error");
   if (hint)
     rt_error_hint (&ls->end_err, "%s", hint);

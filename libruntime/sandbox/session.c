@@ -93,8 +93,8 @@ rt_session_resize (rt_session *s, unsigned cols, unsigned rows, rt_error **err)
 {
   if (!s->pty)
     return rt_error_set (err, EINVAL, "usage", "the session has no terminal");
-  if (cols < 1 || cols > RT_PTY_MAX_SIDE || rows < 1 || rows > RT_PTY_MAX_SIDE)
-    return rt_error_set (err, EINVAL, "usage", "a terminal's columns and rows must be 1 to %u", RT_PTY_MAX_SIDE);
+  if (rt_pty_size_check (cols, rows, err) < 0)
+    return -EINVAL;
   return s->ops->resize (s, cols, rows, err);
 }
 

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 
 #include "cluster/node.h"
 #include "cluster/placement.h"
+#include "common/b64.h"
 #include "common/cleanup.h"
 #include "common/strutil.h"
 #include "common/util.h"
@@ -94,41 +94,6 @@ srv_node_answer_clear (struct srv_node_answer *a)
   memset (a, 0, sizeof *a);
 }
 
-static char *
-b64_encode (const void *data, size_t len)
-{
-  char *out = malloc (4 * ((len + 2) / 3) + 1);
-
-  if (out)
-    EVP_EncodeBlock ((unsigned char *) out, len ? data : (const void *) "", (int) len);
-  return out;
-}
-
-static int
-b64_decode (const char *b64, unsigned char **out, size_t *len)
-{
-  size_t n = strlen (b64);
-  int got;
-
-  *out = NULL;
-  *len = 0;
-  if (n == 0)
-    return 0;
-  if (n % 4 != 0 || (*out = malloc (n / 4 * 3 + 1)) == NULL)
-    return -1;
-  got = EVP_DecodeBlock (*out, (const unsigned char *) b64, (int) n);
-  if (got < 0)
-    {
-      free (*out);
-      *out = NULL;
-      return -1;
-    }
-  *len = (size_t) got - (b64[n - 1] == '=') - (b64[n - 2] == '=');
-  /* Read as text (JSON) by callers.  */
-  (*out)[*len] = '\0';
-  return 0;
-}
-
 /* {NAME: VALUE or [VALUE…]} of @q.  */
 static json_object *
 pairs_of (struct evkeyvalq *q, bool headers)
@@ -181,12 +146,16 @@ parse_answer (const char *text, size_t len, struct srv_node_answer *a, rt_error 
   body = rt_json_str (o, "body");
   ctype = rt_json_str (o, "contentType");
   a->status = (int) rt_json_i64 (o, "status");
-  if (o == NULL || a->status < 100 || a->status > 599 || (body && b64_decode (body, &a->body, &a->len) < 0))
+  if (o == NULL || a->status < 100 || a->status > 599
+      || (body && *body && rt_b64_decode_alloc (body, strlen (body), &a->body, &a->len) < 0))
     {
       /* Nothing of it is taken: a caller reads a->status as "answered".  */
       srv_node_answer_clear (a);
       return rt_error_set (err, EPROTO, "bad_gateway", "the node's answer is not one");
     }
+  /* Read as text (JSON) by callers: the spare byte ends it.  */
+  if (a->body)
+    a->body[a->len] = '\0';
   a->ctype = strdup (ctype ? ctype : "application/json");
   h = json_object_object_get (o, "headers");
   a->headers = json_object_is_type (h, json_type_object) ? json_object_get (h) : json_object_new_object ();
@@ -201,7 +170,7 @@ call (struct srv_cluster *c, struct srv_req *r, const char *node, int method, co
       const void *body, size_t len, bool stream, int timeout_ms, struct srv_node_answer *out, rt_error **err)
 {
   cleanup_json json_object *m = json_object_new_object ();
-  cleanup_free char *b64 = b64_encode (body, len), *reply = NULL;
+  cleanup_free char *b64 = rt_b64_encode (body, len), *reply = NULL;
   char subject[RT_NODE_NAME_MAX + 32];
   json_object *q = query ? json_object_get (query) : pairs_of (&r->query, false);
   json_object *h = pairs_of (&r->headers, true);

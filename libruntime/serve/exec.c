@@ -9,10 +9,10 @@
    does not end it, and resumes from its byte cursor with
    GET …/processes/{pid}/output.
    (no header of its own: handlers.h declares its routes).  */
-#include <openssl/evp.h>
 #include <signal.h>
 #include <string.h>
 
+#include "common/b64.h"
 #include "common/sys.h"
 #include "common/util.h"
 #include "sandbox/handle.h"
@@ -122,7 +122,7 @@ srv_parse_bytes (struct srv_req *r, json_object *body, const char *text_key, con
 {
   const char *text = rt_json_str (body, text_key), *b64 = rt_json_str (body, b64_key);
   size_t n;
-  int got;
+  ssize_t got;
 
   *out = NULL;
   *len = 0;
@@ -138,13 +138,13 @@ srv_parse_bytes (struct srv_req *r, json_object *body, const char *text_key, con
     }
   else if (b64 && (n = strlen (b64)) > 0)
     {
-      if (n % 4 != 0 || n / 4 * 3 > RT_MAX_STDIN + 3 || (*out = malloc (n / 4 * 3 + 1)) == NULL)
+      if (n % 4 != 0 || RT_B64_DECODED_MAX (n) > RT_MAX_STDIN + 3
+          || (*out = malloc (RT_B64_DECODED_MAX (n) + 1)) == NULL)
         return bad_request (r, "%s must be base64 of at most 1 MiB", b64_key);
-      got = EVP_DecodeBlock (*out, (const unsigned char *) b64, (int) n);
+      got = rt_b64_decode (b64, n, *out);
       if (got < 0)
         return bad_request (r, "%s must be base64 of at most 1 MiB", b64_key);
-      /* EVP_DecodeBlock counts the padding as data.  */
-      *len = (size_t) got - (b64[n - 1] == '=') - (b64[n - 2] == '=');
+      *len = (size_t) got;
     }
   if (*len > RT_MAX_STDIN)
     return bad_request (r, "%s is over 1 MiB", text_key);
@@ -299,10 +299,7 @@ emit_bytes (struct follow *f, int stream, const uint8_t *data, size_t n, uint64_
   json_object_object_add (o, "offset", json_object_new_int64 ((int64_t) offset));
   if (!valid)
     {
-      cleanup_free char *b64 = malloc (4 * ((n + 2) / 3) + 1);
-      if (b64)
-        EVP_EncodeBlock ((unsigned char *) b64, data, (int) n);
-      json_object_object_add (o, "dataBase64", b64 ? json_object_new_string (b64) : NULL);
+      json_object_object_add (o, "dataBase64", rt_b64_json (data, n));
     }
   f->cursor = offset + n;
   return emit (f, o);
@@ -324,19 +321,17 @@ on_output (struct follow *f, json_object *ev, int stream)
   const char *b64 = rt_json_str (ev, "data");
   int64_t offset = rt_json_i64 (ev, "offset");
   size_t n = b64 ? strlen (b64) : 0, len, whole;
-  cleanup_free uint8_t *buf = malloc (f->tail_len + n / 4 * 3 + 3);
-  int dl;
+  cleanup_free uint8_t *buf = malloc (f->tail_len + RT_B64_DECODED_MAX (n) + 1);
+  ssize_t dl;
 
   if (buf == NULL || n % 4 != 0 || offset < 0)
     return -1;
   if (f->tail_len && (stream != f->tail_stream || (uint64_t) offset != f->cursor + f->tail_len) && flush_tail (f) < 0)
     return -1;
   memcpy (buf, f->tail, f->tail_len);
-  dl = n ? EVP_DecodeBlock (buf + f->tail_len, (const unsigned char *) b64, (int) n) : 0;
+  dl = rt_b64_decode (b64, n, buf + f->tail_len);
   if (dl < 0)
     return -1;
-  if (n)
-    dl -= (b64[n - 1] == '=') + (b64[n - 2] == '=');
   len = f->tail_len + (size_t) dl;
   if (f->tail_len)
     offset = (int64_t) f->cursor;

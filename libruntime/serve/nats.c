@@ -5,12 +5,12 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/http.h>
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
+#include "common/b64.h"
 #include "common/cleanup.h"
 #include "common/strutil.h"
 #include "common/sys.h"
@@ -75,32 +75,21 @@ struct nats_req
   struct nats_req *next;
 };
 
-static char *
-b64_encode (const void *data, size_t len)
-{
-  char *out = malloc (4 * ((len + 2) / 3) + 1);
-
-  if (out)
-    EVP_EncodeBlock ((unsigned char *) out, len ? data : (const void *) "", (int) len);
-  return out;
-}
-
 /* @b64 decoded into r->body; false when it is not base64.  */
 static bool
 set_body (struct srv_req *r, const char *b64)
 {
   size_t n = strlen (b64);
-  int got;
+  ssize_t got;
 
   if (n == 0)
     return true;
-  if (n % 4 != 0 || n / 4 * 3 > SRV_MAX_BODY || (r->body = malloc (n / 4 * 3 + 1)) == NULL)
+  if (n % 4 != 0 || RT_B64_DECODED_MAX (n) > SRV_MAX_BODY || (r->body = malloc (RT_B64_DECODED_MAX (n) + 1)) == NULL)
     return false;
-  got = EVP_DecodeBlock (r->body, (const unsigned char *) b64, (int) n);
+  got = rt_b64_decode (b64, n, r->body);
   if (got < 0)
     return false;
-  /* EVP_DecodeBlock counts the padding as data.  */
-  r->body_len = (size_t) got - (b64[n - 1] == '=') - (b64[n - 2] == '=');
+  r->body_len = (size_t) got;
   return true;
 }
 
@@ -194,7 +183,7 @@ answer_of (struct srv_req *r, struct nats_req *x)
       len = nl ? (size_t) (nl - data) + 1 : x->cut;
       x->truncated = true;
     }
-  b64 = b64_encode (data, len);
+  b64 = rt_b64_encode (data, len);
   if (o == NULL || b64 == NULL)
     return NULL;
   json_object_object_add (o, "body", json_object_new_string (b64));
@@ -222,7 +211,7 @@ send_error (rt_bus *bus, const char *reply, int status, const char *code, const 
   json_object_object_add (e, "details", json_object_new_object ());
   json_object_object_add (o, "error", e);
   body = json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN);
-  b64 = b64_encode (body, strlen (body));
+  b64 = rt_b64_encode (body, strlen (body));
   text = b64 ? rt_strdup_printf ("{\"status\":%d,\"contentType\":\"application/json\",\"headers\":{},\"body\":\"%s\","
                                  "\"truncated\":false}",
                                  status, b64)

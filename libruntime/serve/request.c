@@ -368,19 +368,26 @@ srv_body_json_into (struct srv_req *r, const struct srv_field *fields, json_obje
       srv_reply_error (r, 400, "invalid_request", "send one JSON object", NULL, "the body is not a JSON object");
       return NULL;
     }
-  json_object_object_foreach (body, key, val)
+  srv_fields_check (body, fields, NULL, issues);
+  return body;
+}
+
+void
+srv_fields_check (json_object *o, const struct srv_field *fields, const char *prefix, json_object *issues)
+{
+  json_object_object_foreach (o, key, val)
   {
     const struct srv_field *f;
+    cleanup_free char *path = prefix ? rt_strdup_printf ("%s.%s", prefix, key) : NULL;
 
     for (f = fields; f && f->name; f++)
       if (strcmp (f->name, key) == 0)
         break;
     if (f == NULL || f->name == NULL)
-      add_issue (issues, key, "unknown field");
+      add_issue (issues, path ? path : key, "unknown field");
     else if (!type_ok (val, f->type))
-      add_issue (issues, key, type_name (f->type));
+      add_issue (issues, path ? path : key, type_name (f->type));
   }
-  return body;
 }
 
 json_object *

@@ -87,6 +87,10 @@ json_object *srv_body_json (struct srv_req *r, const struct srv_field *fields);
    (srv_reply_issues); NULL after replying a body that is no JSON object
    or is too large.  */
 json_object *srv_body_json_into (struct srv_req *r, const struct srv_field *fields, json_object *issues);
+/* The check srv_body_json_into makes, of a nested object @o: its wrong
+   fields added to @issues, each path "@prefix.name" (the name alone
+   without @prefix).  */
+void srv_fields_check (json_object *o, const struct srv_field *fields, const char *prefix, json_object *issues);
 /* Prefer: wait=N as N (0–120), or -1 when absent or malformed.  */
 int srv_prefer_wait (struct srv_req *r);
 /* The client has gone or the server is stopping: a stream should end.  */

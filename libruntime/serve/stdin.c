@@ -3,11 +3,10 @@
    :resize (ours).  The monitor keeps the offsets (monitor/proc-stdin.h);
    a retry at an old offset is harmless there.
    (no header of its own: handlers.h declares its routes).  */
-#include <string.h>
-
 #include "common/proto.h"
 #include "common/util.h"
 #include "sandbox/handle.h"
+#include "serve/body.h"
 #include "serve/handlers.h"
 
 #define bad_request(r, ...) (srv_reply_error (r, 400, "invalid_request", NULL, NULL, __VA_ARGS__), false)
@@ -20,32 +19,28 @@ parse_size (struct srv_req *r, json_object *o, const char *what, unsigned *cols,
   json_object *c = json_object_object_get (o, "cols"), *w = json_object_object_get (o, "rows");
 
   if (!json_object_is_type (c, json_type_int) || !json_object_is_type (w, json_type_int)
-      || json_object_get_int64 (c) < 1 || json_object_get_int64 (c) > RT_PTY_MAX_SIDE || json_object_get_int64 (w) < 1
-      || json_object_get_int64 (w) > RT_PTY_MAX_SIDE)
+      || !rt_pty_size_ok (json_object_get_int64 (c), json_object_get_int64 (w)))
     return bad_request (r, "%s needs cols and rows, integers 1 to %u", what, RT_PTY_MAX_SIDE);
   *cols = (unsigned) json_object_get_int64 (c);
   *rows = (unsigned) json_object_get_int64 (w);
   return true;
 }
 
+static const struct srv_field size_fields[] = { { "cols", json_type_int }, { "rows", json_type_int }, { NULL, 0 } };
+
 bool
 srv_parse_pty (struct srv_req *r, json_object *pty, rt_exec_opts *opts)
 {
-  static const char *const known[] = { "cols", "rows", NULL };
+  cleanup_json json_object *issues = NULL;
 
   if (pty == NULL)
     return true;
   if (!json_object_is_type (pty, json_type_object))
     return bad_request (r, "pty must be an object {cols, rows}");
-  json_object_object_foreach (pty, key, val)
-  {
-    size_t i = 0;
-    (void) val;
-    while (known[i] && strcmp (known[i], key) != 0)
-      i++;
-    if (known[i] == NULL)
-      return bad_request (r, "pty has an unknown field '%s'", key);
-  }
+  issues = json_object_new_array ();
+  srv_fields_check (pty, size_fields, "pty", issues);
+  if (srv_reply_issues (r, issues))
+    return false;
   return parse_size (r, pty, "pty", &opts->pty_cols, &opts->pty_rows);
 }
 
@@ -91,8 +86,7 @@ srv_process_write (struct srv_req *r)
 void
 srv_process_resize (struct srv_req *r)
 {
-  static const struct srv_field fields[] = { { "cols", json_type_int }, { "rows", json_type_int }, { NULL, 0 } };
-  cleanup_json json_object *body = srv_body_json (r, fields);
+  cleanup_json json_object *body = srv_body_json (r, size_fields);
   cleanup_error rt_error *err = NULL;
   unsigned cols, rows;
   rt_sandbox *sb;

@@ -6,13 +6,13 @@
    unexpected frames are skipped only RT_GUEST_OPS_MAX_SKIP times, and
    every wait ends by the caller's deadline or when QEMU exits.  */
 #include <json-c/json.h>
-#include <openssl/evp.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 
+#include "common/b64.h"
 #include "common/sys.h"
 #include "vmm/guest-ops.h"
 
@@ -265,14 +265,14 @@ rt_guest_restore_request (const char *hostname, enum rt_restore_mode mode, const
   cleanup_json json_object *o = json_object_new_object ();
   json_object *k = NULL;
   uint8_t entropy[ENTROPY_BYTES];
-  char b64[4 * ((ENTROPY_BYTES + 2) / 3) + 1];
+  char b64[RT_B64_ENCODED_LEN (ENTROPY_BYTES) + 1];
   struct timespec ts;
 
   if (o == NULL || (unsigned) mode > RT_RESTORE_WAKE || hostname == NULL)
     return NULL;
   if (getrandom (entropy, sizeof entropy, 0) != sizeof entropy)
     return NULL;
-  EVP_EncodeBlock ((unsigned char *) b64, entropy, sizeof entropy);
+  rt_b64_encode_into (b64, entropy, sizeof entropy);
   explicit_bzero (entropy, sizeof entropy);
   clock_gettime (CLOCK_REALTIME, &ts);
   json_object_object_add (o, "entropy", json_object_new_string (b64));

@@ -130,5 +130,15 @@ main (void)
   }
 
   ok (rt_get_u32 ((const uint8_t *) "\x01\x02\x03\x04") == 0x04030201, "u32 is little endian");
+
+  ok (rt_pty_size_ok (80, 24) && rt_pty_size_ok (1, 1) && rt_pty_size_ok (RT_PTY_MAX_SIDE, RT_PTY_MAX_SIDE),
+      "a pty of 80x24, 1x1 and the largest is fine");
+  ok (!rt_pty_size_ok (0, 24) && !rt_pty_size_ok (80, 0) && !rt_pty_size_ok (0, 0), "a side of 0 is not");
+  ok (!rt_pty_size_ok (RT_PTY_MAX_SIDE + 1, 24) && !rt_pty_size_ok (80, RT_PTY_MAX_SIDE + 1),
+      "one past the largest is not");
+  ok (!rt_pty_size_ok (-1, 24) && !rt_pty_size_ok (80, -1) && !rt_pty_size_ok (INT64_MIN, 24),
+      "a negative side is not");
+  ok (!rt_pty_size_ok ((int64_t) 1 << 32 | 80, 24) && !rt_pty_size_ok (80, INT64_MAX),
+      "a side that would narrow to a small unsigned is not");
   return tap_done ();
 }

@@ -5,6 +5,7 @@
 
 #include "common/util.h"
 #include "serve/body.h"
+#include "serve/server.h"
 #include "tap.h"
 
 static const char *
@@ -47,6 +48,19 @@ main (void)
   cleanup_strvp (&v);
   ok (srv_pairs_of (NULL, "env", issues) == NULL && srv_strings_of (NULL, "x", 0, issues) == NULL,
       "an absent field is NULL");
+  {
+    static const struct srv_field f[] = { { "cols", json_type_int }, { "rows", json_type_int }, { NULL, 0 } };
+    cleanup_json json_object *pty = json_tokener_parse ("{\"cols\": 80, \"rows\": \"24\", \"x\": 1, \"y\": null}");
+    cleanup_json json_object *nested = json_object_new_array (), *top = json_object_new_array ();
+    srv_fields_check (pty, f, "pty", nested);
+    ok (json_object_array_length (nested) == 3 && strcmp (issue_path (nested, 0), "pty.rows") == 0
+            && strcmp (issue_path (nested, 1), "pty.x") == 0 && strcmp (issue_path (nested, 2), "pty.y") == 0
+            && strcmp (rt_json_str (json_object_array_get_idx (nested, 1), "message"), "unknown field") == 0,
+        "srv_fields_check: a wrong type and unknown fields named under the prefix");
+    srv_fields_check (pty, f, NULL, top);
+    ok (json_object_array_length (top) == 3 && strcmp (issue_path (top, 1), "x") == 0,
+        "… by name alone without one, as in a body");
+  }
   json_object_put (issues);
   json_object_put (arr);
   json_object_put (obj);

@@ -93,4 +93,9 @@ print("".join(json.loads(l).get("data", "") for l in sys.stdin if l.strip()).rep
 api POST "/v1/sandboxes/$SB/processes" '{"argv":["true"],"pty":{"cols":80}}' >/dev/null
 is "a pty without rows: 400" "$status" "400"
 api POST "/v1/sandboxes/$SB/processes" '{"argv":["true"],"pty":{"cols":80,"rows":24,"x":1}}' >/dev/null
-is "a pty with an unknown field: 400" "$status" "400"
+is "a pty with an unknown field: 400, named as the body's are" \
+    "$status $(bj '[i["path"] for i in o["error"]["details"]["issues"]]')" "400 ['pty.x']"
+api POST "/v1/sandboxes/$SB/processes" '{"argv":["true"],"pty":{"cols":1001,"rows":24}}' >/dev/null
+is "a pty past 1000 columns: 400" "$status" "400"
+api POST "/v1/sandboxes/$SB/processes" '{"argv":["true"],"pty":{"cols":4294967376,"rows":24}}' >/dev/null
+is "a pty of 2^32+80 columns (80 once narrowed): 400" "$status" "400"
