@@ -377,7 +377,7 @@ sys.stdout.write("".join(out))
 PY
 )
 is "replica A killed at byte $cursor, resumed through B: every line once, then the exit" "$joined" \
-    "$(for i in $(seq 60); do printf 'line %03d\n' "$i"; done)exit=0"
+    "$(for i in $(seq 60); do printf 'line %03d\n' "$i"; done; echo exit=0)"
 check "replica A back on its port" start_replica A
 
 # --- the lost node back ---
