@@ -92,19 +92,6 @@ stop() {
     pid[$1]=
 }
 
-# Every sandbox of host NAME stopped, its QEMUs gone (libtest.sh's cleanup
-# for one host's state dir).
-host_cleanup() {
-    local RUNTIME_STATE_DIR=$tmp/$1/state p left
-    for p in $(our_monitors); do kill -TERM "$p" 2>/dev/null; done
-    for _ in $(seq 50); do [ -z "$(our_monitors)" ] && break; sleep 0.1; done
-    left=$(our_qemus)
-    if [ -n "$left" ]; then
-        echo "# cleanup: killing $1's leftover QEMU $left"
-        kill -9 $left 2>/dev/null
-    fi
-}
-
 finish() {
     local h f
     if [ "$failed" != 0 ]; then
@@ -114,7 +101,7 @@ finish() {
     fi
     stop rA; stop rB
     for h in $hosts; do stop "$h"; done
-    for h in $hosts; do [ -d "$tmp/$h" ] && host_cleanup "$h"; done
+    for h in $hosts; do [ -d "$tmp/$h" ] && RUNTIME_STATE_DIR=$tmp/$h/state stop_sandboxes; done
     "$RUNTIME_TEST_NATS_CLUSTER" stop "$nats"
     cleanup
 }
