@@ -62,6 +62,9 @@ void cli_args_free (struct cli_args *a);
    count in *out_argc; NULL without memory.  */
 char **cli_short_flags (int argc, char **argv, const char *letters, const char *const *names, int *out_argc);
 const char *cli_opt (struct cli_command *cmd, struct cli_args *a, const char *name);
+/* --@name, else the environment's @var when set and not empty (a unit's
+   EnvironmentFile leaves a setting out as empty).  */
+const char *cli_opt_or_env (struct cli_command *cmd, struct cli_args *a, const char *name, const char *var);
 /* Every value of a repeatable option, NULL-terminated, or NULL; their
    number in *n when @n is not NULL.  */
 const char **cli_opt_list (struct cli_command *cmd, struct cli_args *a, const char *name, int *n);

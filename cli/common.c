@@ -369,6 +369,16 @@ cli_opt (struct cli_command *cmd, struct cli_args *a, const char *name)
   return NULL;
 }
 
+const char *
+cli_opt_or_env (struct cli_command *cmd, struct cli_args *a, const char *name, const char *var)
+{
+  const char *v = cli_opt (cmd, a, name);
+
+  if (v == NULL && (v = getenv (var)) != NULL && *v == '\0')
+    v = NULL;
+  return v;
+}
+
 int
 cli_opt_uint (struct cli_command *cmd, struct cli_args *a, const char *name, unsigned long min, unsigned long max,
               unsigned long *out)

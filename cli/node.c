@@ -19,18 +19,6 @@ static const struct cli_opt node_opts[] = {
   { NULL, NULL, NULL, NULL, false },
 };
 
-/* --@opt, else the environment's @var when set and not empty (a unit's
-   EnvironmentFile leaves a setting out as empty).  */
-static const char *
-opt_or_env (struct cli_command *cmd, struct cli_args *a, const char *opt, const char *var)
-{
-  const char *v = cli_opt (cmd, a, opt);
-
-  if (v == NULL && (v = getenv (var)) != NULL && *v == '\0')
-    v = NULL;
-  return v;
-}
-
 static int
 node_run (struct cli_command *cmd, int argc, char **argv)
 {
@@ -42,18 +30,20 @@ node_run (struct cli_command *cmd, int argc, char **argv)
 
   if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
     return code;
-  if (opt_or_env (cmd, &a, "nats", "RUNTIME_NODE_NATS") == NULL)
+  if (cli_opt_or_env (cmd, &a, "nats", "RUNTIME_NODE_NATS") == NULL)
     return cli_usage_error ("give --nats nats://HOST:PORT[,…] or set RUNTIME_NODE_NATS",
                             "runtime node needs the NATS cluster");
   if (cli_opt_uint (cmd, &a, "replicas", 1, 5, &replicas) < 0)
     return 1;
+  if (replicas != 1 && replicas != 3 && replicas != 5)
+    return cli_usage_error ("give --replicas 1, 3 or 5", "the catalog's copies must be 1, 3 or 5");
   rt_node_opts opts = {
-    .nats = opt_or_env (cmd, &a, "nats", "RUNTIME_NODE_NATS"),
-    .name = opt_or_env (cmd, &a, "name", "RUNTIME_NODE_NAME"),
+    .nats = cli_opt_or_env (cmd, &a, "nats", "RUNTIME_NODE_NATS"),
+    .name = cli_opt_or_env (cmd, &a, "name", "RUNTIME_NODE_NAME"),
     .replicas = (unsigned) replicas,
-    .ca_file = opt_or_env (cmd, &a, "nats-ca", "RUNTIME_NODE_NATS_CA"),
-    .cert_file = opt_or_env (cmd, &a, "nats-cert", "RUNTIME_NODE_NATS_CERT"),
-    .key_file = opt_or_env (cmd, &a, "nats-key", "RUNTIME_NODE_NATS_KEY"),
+    .ca_file = cli_opt_or_env (cmd, &a, "nats-ca", "RUNTIME_NODE_NATS_CA"),
+    .cert_file = cli_opt_or_env (cmd, &a, "nats-cert", "RUNTIME_NODE_NATS_CERT"),
+    .key_file = cli_opt_or_env (cmd, &a, "nats-key", "RUNTIME_NODE_NATS_KEY"),
   };
   if (rt_node (ctx, &opts, &err) < 0)
     return cli_lib_fail (err);

@@ -1278,12 +1278,22 @@ int rt_secret_remove (rt_context *ctx, const char *name, rt_error **err);
  *            port 0 picks a free one); plain HTTP only on a loopback address
  * @tls_cert: a PEM certificate (chain) file: HTTPS; with @tls_key
  * @tls_key:  its PEM private key file
+ * @nats:     many hosts: the NATS servers' URLs (as rt_node_opts's); the
+ *            server is then a replica of the API over the cluster's
+ *            `runtime node`s (docs/ARCHITECTURE.md, "Many hosts"), not
+ *            this machine's sandboxes
+ * @replicas, @nats_ca, @nats_cert, @nats_key: as rt_node_opts's
  */
 typedef struct rt_serve_opts
 {
   const char *listen;
   const char *tls_cert;
   const char *tls_key;
+  const char *nats;
+  unsigned replicas;
+  const char *nats_ca;
+  const char *nats_cert;
+  const char *nats_key;
 } rt_serve_opts;
 
 /**

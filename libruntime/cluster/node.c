@@ -43,6 +43,8 @@ struct node
   char capacity_subject[RT_NODE_NAME_MAX + 32];
   char ping_subject[RT_NODE_NAME_MAX + 32];
   char api_subject[RT_NODE_NAME_MAX + 32];
+  char host_subject[RT_NODE_NAME_MAX + 32];
+  char pull_subject[RT_NODE_NAME_MAX + 32];
   char key[RT_NODE_NAME_MAX + 8];
   char instance[33];
   char started[32];
@@ -149,6 +151,105 @@ on_ping (void *data, const struct rt_bus_msg *m)
     answer = rt_strdup_printf ("{\"name\":\"%s\",\"state\":\"up\"}", n->name);
   if (answer)
     rt_bus_publish (n->bus, m->reply, answer, strlen (answer), NULL);
+}
+
+/* {op "list"}: {sandboxes [{id, tenant, state}]}, every tenant's.  */
+static json_object *
+host_list (rt_context *ctx, rt_error **err)
+{
+  cleanup_free char *text = NULL;
+  cleanup_json json_object *all = NULL;
+  json_object *o = json_object_new_object (), *arr = json_object_new_array ();
+
+  json_object_object_add (o, "sandboxes", arr);
+  if (rt_sandbox_list_json (ctx, false, &text, err) < 0 || (all = json_tokener_parse (text)) == NULL)
+    {
+      json_object_put (o);
+      return NULL;
+    }
+  for (size_t i = 0; json_object_is_type (all, json_type_array) && i < json_object_array_length (all); i++)
+    {
+      json_object *s = json_object_array_get_idx (all, i), *e = json_object_new_object ();
+      for (const char *const *k = (const char *const[]){ "id", "tenant", "state", NULL }; *k; k++)
+        json_object_object_add (e, *k, json_object_get (json_object_object_get (s, *k)));
+      json_object_array_add (arr, e);
+    }
+  return o;
+}
+
+/* {op "stop", ids […]}: each stopped (its record kept, as `sandbox stop`
+   does); {stopped […], failed [{id, error}]}.  */
+static json_object *
+host_stop (rt_context *ctx, json_object *ids)
+{
+  json_object *o = json_object_new_object (), *ok = json_object_new_array (), *bad = json_object_new_array ();
+
+  json_object_object_add (o, "stopped", ok);
+  json_object_object_add (o, "failed", bad);
+  for (size_t i = 0; json_object_is_type (ids, json_type_array) && i < json_object_array_length (ids); i++)
+    {
+      const char *id = json_object_get_string (json_object_array_get_idx (ids, i));
+      rt_sandbox *sb = NULL;
+      rt_error *e = NULL;
+
+      if (rt_sandbox_open (ctx, id, &sb, &e) == 0 && rt_sandbox_stop (sb, &e) == 0)
+        {
+          fprintf (stderr, "runtime node: stopped %s: the cluster's catalog does not give it to this host\n", id);
+          json_object_array_add (ok, json_object_new_string (id));
+        }
+      else
+        {
+          json_object *f = json_object_new_object ();
+          json_object_object_add (f, "id", json_object_new_string (id));
+          json_object_object_add (f, "error", json_object_new_string (e ? e->msg : "?"));
+          json_object_array_add (bad, f);
+        }
+      if (sb)
+        rt_sandbox_close (sb);
+      rt_error_free (e);
+    }
+  return o;
+}
+
+/* runtime.node.<name>.host: what a serve replica asks of the host as a
+   whole when it reconciles it (serve/cluster.h); only the replicas may
+   publish here (docs/cluster/nats-auth.conf).  */
+static void
+on_host (void *data, const struct rt_bus_msg *m)
+{
+  struct node *n = data;
+  cleanup_json json_object *req = NULL, *answer = NULL;
+  json_tokener *tok = json_tokener_new ();
+  rt_context *ctx = NULL;
+  rt_error *e = NULL;
+  const char *op, *text;
+
+  if (m->reply == NULL || tok == NULL)
+    {
+      if (tok)
+        json_tokener_free (tok);
+      return;
+    }
+  req = json_tokener_parse_ex (tok, m->data, (int) m->len);
+  json_tokener_free (tok);
+  op = rt_json_str (req, "op");
+  if (rt_context_dup (n->ctx, &ctx, &e) < 0)
+    answer = NULL;
+  else if (op && strcmp (op, "list") == 0)
+    answer = host_list (ctx, &e);
+  else if (op && strcmp (op, "stop") == 0)
+    answer = host_stop (ctx, json_object_object_get (req, "ids"));
+  else
+    rt_error_set (&e, EINVAL, "invalid_request", "unknown op");
+  if (answer == NULL)
+    {
+      answer = json_object_new_object ();
+      json_object_object_add (answer, "error", json_object_new_string (e ? e->msg : "out of memory"));
+    }
+  rt_error_free (e);
+  rt_context_free (ctx);
+  text = json_object_to_json_string_ext (answer, JSON_C_TO_STRING_PLAIN);
+  rt_bus_publish (n->bus, m->reply, text, strlen (text), NULL);
 }
 
 /* @value under node.<name>, from the revision this node wrote last.  The
@@ -269,6 +370,8 @@ node_init (struct node *n, rt_context *ctx, const rt_node_opts *o, rt_error **er
   snprintf (n->capacity_subject, sizeof n->capacity_subject, "runtime.node.%s.capacity", n->name);
   snprintf (n->ping_subject, sizeof n->ping_subject, "runtime.node.%s.ping", n->name);
   snprintf (n->api_subject, sizeof n->api_subject, "runtime.node.%s.api", n->name);
+  snprintf (n->host_subject, sizeof n->host_subject, "runtime.node.%s.host", n->name);
+  snprintf (n->pull_subject, sizeof n->pull_subject, "runtime.node.%s.pull", n->name);
   snprintf (n->key, sizeof n->key, "node.%s", n->name);
   if (getrandom (raw, sizeof raw, 0) != sizeof raw)
     return rt_error_set (err, errno, "internal", "getrandom: %s", strerror (errno));
@@ -287,7 +390,8 @@ node_init (struct node *n, rt_context *ctx, const rt_node_opts *o, rt_error **er
 }
 
 static int
-node_join (struct node *n, const rt_node_opts *o, rt_bus_sub **ping, struct srv_nats **api, rt_error **err)
+node_join (struct node *n, const rt_node_opts *o, rt_bus_sub **ping, rt_bus_sub **host, struct srv_nats **api,
+           rt_error **err)
 {
   cleanup_free char *conn_name = rt_strdup_printf ("runtime-node-%s", n->name);
   struct rt_bus_opts bo
@@ -299,7 +403,8 @@ node_join (struct node *n, const rt_node_opts *o, rt_bus_sub **ping, struct srv_
     return rt_error_oom (err);
   if (rt_bus_connect (&bo, &n->bus, err) < 0 || check_name_free (n, err) < 0 || open_catalog (n, err) < 0
       || rt_bus_subscribe (n->bus, n->ping_subject, NULL, on_ping, n, ping, err) < 0
-      || srv_nats_start (n->ctx, n->bus, n->api_subject, api, err) < 0)
+      || rt_bus_subscribe (n->bus, n->host_subject, NULL, on_host, n, host, err) < 0
+      || srv_nats_start (n->ctx, n->bus, n->api_subject, n->pull_subject, api, err) < 0)
     return -EIO;
   return 0;
 }
@@ -390,6 +495,7 @@ node_loop (struct node *n, const sigset_t *set, struct srv_nats *api)
   do
     {
       beat (n, ++seq, &failing);
+      srv_nats_tick (api);
       if (rt_now_ms () >= sweep)
         {
           srv_nats_sweep (api);
@@ -408,7 +514,7 @@ int
 rt_node (rt_context *ctx, const rt_node_opts *opts, rt_error **err)
 {
   struct node n = { 0 };
-  rt_bus_sub *ping = NULL;
+  rt_bus_sub *ping = NULL, *host = NULL;
   struct srv_nats *api = NULL;
   sigset_t set, old, pending;
   pthread_t thread;
@@ -430,7 +536,7 @@ rt_node (rt_context *ctx, const rt_node_opts *opts, rt_error **err)
   pthread_cond_init (&n.cond, NULL);
   ret = node_init (&n, ctx, opts, err);
   if (ret == 0)
-    ret = node_join (&n, opts, &ping, &api, err);
+    ret = node_join (&n, opts, &ping, &host, &api, err);
   if (ret == 0 && (ret = -pthread_create (&thread, NULL, writer, &n)) < 0)
     rt_error_set (err, -ret, "internal", "cannot start the catalog writer: %s", strerror (-ret));
   started = ret == 0;
@@ -440,6 +546,7 @@ rt_node (rt_context *ctx, const rt_node_opts *opts, rt_error **err)
      handler reads n.latest.  */
   idle = srv_nats_stop (api);
   rt_bus_unsubscribe (ping);
+  rt_bus_unsubscribe (host);
   if (started)
     {
       pthread_mutex_lock (&n.mu);

@@ -5,6 +5,11 @@
  *                                  published every RT_NODE_HEARTBEAT_MS
  *   runtime.node.<name>.ping       a request: answered with the latest report
  *   runtime.node.<name>.api        a request: an API call (serve/nats.h)
+ *   runtime.node.<name>.pull       a request: a stream's next chunk (serve/nats.h)
+ *   runtime.node.<name>.host       a request of a serve replica about the
+ *                                  host as a whole: {op "list"} (every
+ *                                  tenant's sandboxes) or {op "stop", ids}
+ *                                  (serve/cluster.h reconciles with it)
  *   node.<name> (catalog)          that report plus {state "up" or
  *                                  "stopped", instance, startedAt}, written
  *                                  by compare-and-set at each report

@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "common/cleanup.h"
@@ -24,6 +25,10 @@
 #define STOP_WAIT_S 10
 /* Room in a reply for its JSON besides the body (status, headers).  */
 #define REPLY_ROOM 8192
+/* A pulled stream's chunk at most, and how long a stream waits for its
+   next pull before it counts as gone (its replica died).  */
+#define PULL_CHUNK (256u << 10)
+#define PULL_IDLE_MS 60000
 
 struct tenant_count
 {
@@ -31,11 +36,14 @@ struct tenant_count
   unsigned inflight;
 };
 
+struct nats_req;
+
 struct srv_nats
 {
   struct srv *srv;
   rt_bus *bus;
-  rt_bus_sub *sub;
+  rt_bus_sub *sub, *pull_sub;
+  struct nats_req *streams; /* pulled streams, under mu; each holds its request */
   rt_context *ctx; /* the server's own copy: the caller's may go first */
   /* Requests of each tenant being answered (SRV_MAX_INFLIGHT each).  */
   pthread_mutex_t mu;
@@ -47,10 +55,21 @@ struct srv_nats
 struct nats_req
 {
   struct srv_nats *n;
+  struct srv_req *r;
   char *reply;
   size_t cut; /* a stream's bytes kept at most: the reply fits max_payload */
   struct tenant_count *counted;
   bool sent, truncated;
+  /* A stream the replica pulls (nats.h), under r->mu but `registered`
+     and `next` (n->mu).  */
+  bool pull, registered;
+  char sid[33];
+  uint64_t seq;        /* of the last chunk sent */
+  unsigned char *last; /* that chunk, for a pull repeated */
+  size_t last_len, chunk;
+  char *waiting; /* a pull's reply subject, waiting for bytes */
+  uint64_t waiting_seq;
+  struct nats_req *next;
 };
 
 static char *
@@ -200,18 +219,115 @@ send_error (rt_bus *bus, const char *reply, int status, const char *code, const 
     rt_bus_publish (bus, reply, text, strlen (text), NULL);
 }
 
+/* A stream's head for a pulled stream: {status, contentType, headers,
+   stream} (under r->mu).  */
+static char *
+head_of (struct srv_req *r, struct nats_req *x)
+{
+  cleanup_json json_object *o = json_object_new_object ();
+  json_object *h = json_object_new_object ();
+  struct evkeyval *kv;
+
+  if (o == NULL || h == NULL)
+    {
+      json_object_put (h);
+      return NULL;
+    }
+  TAILQ_FOREACH (kv, &r->out_headers, next)
+  json_object_object_add (h, kv->key, json_object_new_string (kv->value));
+  json_object_object_add (h, "x-request-id", json_object_new_string (r->request_id));
+  json_object_object_add (o, "status", json_object_new_int (r->status));
+  json_object_object_add (o, "contentType", json_object_new_string (r->ctype ? r->ctype : "application/json"));
+  json_object_object_add (o, "headers", h);
+  json_object_object_add (o, "stream", json_object_new_string (x->sid));
+  return strdup (json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* Whether a pulled stream has something for a pull (under r->mu).  */
+static bool
+chunk_ready (struct srv_req *r)
+{
+  return evbuffer_get_length (r->out) > 0 || r->ended;
+}
+
+/* The next chunk of a pulled stream (under r->mu): a byte 'd' (more to
+   come), 'e' (the end) or 't' (the end, cut by its deadline), then up to
+   x->chunk bytes; kept as x->last for a pull repeated.  */
+static void
+take_chunk (struct srv_req *r, struct nats_req *x, uint64_t seq)
+{
+  size_t have = evbuffer_get_length (r->out), n = have < x->chunk ? have : x->chunk;
+  unsigned char *c = malloc (n + 1);
+
+  if (c == NULL)
+    return;
+  c[0] = r->ended && n == have ? (r->timed_out ? 't' : 'e') : 'd';
+  evbuffer_remove (r->out, c + 1, n);
+  free (x->last);
+  x->last = c;
+  x->last_len = n + 1;
+  x->seq = seq;
+  /* Room again for the handler's writer.  */
+  pthread_cond_broadcast (&r->cond);
+}
+
+static void
+stream_register (struct nats_req *x)
+{
+  pthread_mutex_lock (&x->r->mu);
+  x->r->refs++;
+  pthread_mutex_unlock (&x->r->mu);
+  pthread_mutex_lock (&x->n->mu);
+  x->registered = true;
+  x->next = x->n->streams;
+  x->n->streams = x;
+  pthread_mutex_unlock (&x->n->mu);
+}
+
+/* Off the list (under n->mu): the caller then drops its reference.  */
+static bool
+stream_unlink (struct nats_req *x)
+{
+  for (struct nats_req **p = &x->n->streams; *p; p = &(*p)->next)
+    if (*p == x)
+      {
+        *p = x->next;
+        x->registered = false;
+        return true;
+      }
+  return false;
+}
+
 /* request.c calls this whenever the handler queued something: the reply
    goes once the answer is whole (a stream: ended); a stream past x->cut
-   is cut, since nobody drains it before its end.  */
+   is cut, since nobody drains it before its end.  A stream the replica
+   pulls is answered by its head at once, its bytes by the pulls.  */
 static void
 on_answer (struct srv_req *r)
 {
   struct nats_req *x = r->transport;
-  cleanup_free char *text = NULL;
-  size_t max;
+  cleanup_free char *text = NULL, *to = NULL;
+  cleanup_free unsigned char *chunk = NULL;
+  size_t max, chunk_len = 0;
+  bool head = false;
 
   pthread_mutex_lock (&r->mu);
-  if (!x->sent && r->started && !r->ended && evbuffer_get_length (r->out) > x->cut)
+  if (x->pull && !x->sent && r->started && !r->whole)
+    {
+      x->sent = head = true;
+      text = head_of (r, x);
+      r->deadline_ms = rt_now_ms () + PULL_IDLE_MS;
+    }
+  else if (x->pull && x->sent && x->waiting && chunk_ready (r))
+    {
+      take_chunk (r, x, x->waiting_seq);
+      to = x->waiting;
+      x->waiting = NULL;
+      chunk = x->last ? malloc (x->last_len) : NULL;
+      if (chunk)
+        memcpy (chunk, x->last, chunk_len = x->last_len);
+    }
+  else if (!x->pull && !x->sent && r->started && !r->ended && evbuffer_get_length (r->out) > x->cut)
     {
       r->gone = true;
       x->truncated = true;
@@ -223,14 +339,130 @@ on_answer (struct srv_req *r)
       text = answer_of (r, x);
     }
   pthread_mutex_unlock (&r->mu);
+  if (to)
+    {
+      if (chunk)
+        rt_bus_publish (x->n->bus, to, chunk, chunk_len, NULL);
+      return;
+    }
   if (text == NULL || x->reply == NULL)
     return;
+  /* Listed before the head goes: the first pull may come at once.  */
+  if (head)
+    stream_register (x);
   max = rt_bus_max_payload (x->n->bus);
   if ((max && strlen (text) > max) || rt_bus_publish (x->n->bus, x->reply, text, strlen (text), NULL) < 0)
     {
       cleanup_free char *msg = rt_strdup_printf ("the answer (%zu bytes) could not be sent over NATS (max_payload %zu)",
                                                  strlen (text), max);
       send_error (x->n->bus, x->reply, 502, "bad_gateway", msg ? msg : "the answer could not be sent");
+    }
+}
+
+/* runtime.node.<name>.pull: {stream, seq} asks for chunk @seq of a
+   stream (the one after the last, or the last again when its answer was
+   lost); {stream, close: true} ends it (no answer).  An unknown stream
+   is answered 'x'.  */
+static void
+on_pull (void *data, const struct rt_bus_msg *m)
+{
+  struct srv_nats *n = data;
+  cleanup_json json_object *o = NULL;
+  json_tokener *tok = json_tokener_new ();
+  cleanup_free unsigned char *chunk = NULL;
+  struct nats_req *x = NULL;
+  const char *sid;
+  size_t len = 0;
+  uint64_t seq;
+  bool close_it, drop = false;
+
+  if (tok == NULL)
+    return;
+  o = json_tokener_parse_ex (tok, m->data, (int) m->len);
+  json_tokener_free (tok);
+  sid = rt_json_str (o, "stream");
+  seq = (uint64_t) rt_json_i64 (o, "seq");
+  close_it = json_object_get_boolean (json_object_object_get (o, "close"));
+  pthread_mutex_lock (&n->mu);
+  for (struct nats_req *s = n->streams; sid && s && !x; s = s->next)
+    if (strcmp (s->sid, sid) == 0)
+      x = s;
+  if (x && close_it)
+    drop = stream_unlink (x);
+  else if (x)
+    {
+      pthread_mutex_lock (&x->r->mu);
+      x->r->refs++;
+      pthread_mutex_unlock (&x->r->mu);
+    }
+  pthread_mutex_unlock (&n->mu);
+  if (x == NULL || close_it)
+    {
+      if (x == NULL && m->reply)
+        rt_bus_publish (n->bus, m->reply, "x", 1, NULL);
+      if (drop)
+        {
+          pthread_mutex_lock (&x->r->mu);
+          x->r->gone = true;
+          pthread_cond_broadcast (&x->r->cond);
+          pthread_mutex_unlock (&x->r->mu);
+          srv_req_unref (x->r);
+        }
+      return;
+    }
+  pthread_mutex_lock (&x->r->mu);
+  x->r->deadline_ms = rt_now_ms () + PULL_IDLE_MS;
+  if (m->reply && seq == x->seq && x->last)
+    {
+      if ((chunk = malloc (x->last_len)))
+        memcpy (chunk, x->last, len = x->last_len);
+    }
+  else if (m->reply && seq == x->seq + 1 && chunk_ready (x->r))
+    {
+      take_chunk (x->r, x, seq);
+      if (x->last && (chunk = malloc (x->last_len)))
+        memcpy (chunk, x->last, len = x->last_len);
+    }
+  else if (m->reply && seq == x->seq + 1)
+    {
+      free (x->waiting);
+      x->waiting = strdup (m->reply);
+      x->waiting_seq = seq;
+    }
+  else if (m->reply && (chunk = malloc (1)))
+    chunk[0] = 'x', len = 1;
+  pthread_mutex_unlock (&x->r->mu);
+  if (chunk)
+    rt_bus_publish (n->bus, m->reply, chunk, len, NULL);
+  srv_req_unref (x->r);
+}
+
+/* Pulled streams whose replica stopped pulling: gone.  */
+void
+srv_nats_tick (struct srv_nats *n)
+{
+  struct nats_req *idle[64];
+  size_t k = 0;
+  uint64_t now = rt_now_ms ();
+
+  pthread_mutex_lock (&n->mu);
+  for (struct nats_req *s = n->streams, *next; s && k < 64; s = next)
+    {
+      next = s->next;
+      pthread_mutex_lock (&s->r->mu);
+      bool late = s->r->deadline_ms && now >= s->r->deadline_ms;
+      pthread_mutex_unlock (&s->r->mu);
+      if (late && stream_unlink (s))
+        idle[k++] = s;
+    }
+  pthread_mutex_unlock (&n->mu);
+  for (size_t i = 0; i < k; i++)
+    {
+      pthread_mutex_lock (&idle[i]->r->mu);
+      idle[i]->r->gone = idle[i]->r->timed_out = true;
+      pthread_cond_broadcast (&idle[i]->r->cond);
+      pthread_mutex_unlock (&idle[i]->r->mu);
+      srv_req_unref (idle[i]->r);
     }
 }
 
@@ -248,6 +480,8 @@ nats_req_free (void *data)
       pthread_mutex_unlock (&x->n->mu);
     }
   free (x->reply);
+  free (x->last);
+  free (x->waiting);
   free (x);
 }
 
@@ -327,6 +561,8 @@ on_request (void *data, const struct rt_bus_msg *m)
       return;
     }
   x->n = n;
+  x->r = r;
+  x->chunk = max > 1024 && max - 1024 < PULL_CHUNK ? max - 1024 : PULL_CHUNK;
   /* base64 is 4/3 of the bytes.  */
   x->cut = max > REPLY_ROOM ? (max - REPLY_ROOM) / 4 * 3 : SRV_STREAM_HIGH;
   if (x->cut > SRV_STREAM_HIGH)
@@ -337,7 +573,15 @@ on_request (void *data, const struct rt_bus_msg *m)
   pthread_mutex_lock (&n->srv->mu);
   stopping = n->srv->stopping;
   pthread_mutex_unlock (&n->srv->mu);
-  if (!read_message (r, m, &o))
+  bool ok = read_message (r, m, &o);
+  /* A replica that pulls the stream's bytes (nats.h).  */
+  if (ok && json_object_get_boolean (json_object_object_get (o, "stream")))
+    {
+      unsigned char raw[16];
+      x->pull = getrandom (raw, sizeof raw, 0) == sizeof raw;
+      rt_hex (raw, sizeof raw, x->sid);
+    }
+  if (!ok)
     srv_reply_error (r, 400, "invalid_request", "see nats.h for the message", NULL, "the request could not be read");
   else if (stopping)
     srv_reply_error (r, 503, "unavailable", "retry: the node is stopping", NULL, "the node is stopping");
@@ -349,7 +593,8 @@ on_request (void *data, const struct rt_bus_msg *m)
 }
 
 int
-srv_nats_start (rt_context *ctx, rt_bus *bus, const char *subject, struct srv_nats **out, rt_error **err)
+srv_nats_start (rt_context *ctx, rt_bus *bus, const char *subject, const char *pull_subject, struct srv_nats **out,
+                rt_error **err)
 {
   struct srv_nats *n = calloc (1, sizeof *n);
   struct srv *s = NULL;
@@ -365,9 +610,9 @@ srv_nats_start (rt_context *ctx, rt_bus *bus, const char *subject, struct srv_na
   n->srv = s;
   n->bus = bus;
   if (rt_tokens_open (n->ctx, &s->tokens, err) < 0
-      || rt_bus_subscribe (bus, subject, NULL, on_request, n, &n->sub, err) < 0)
+      || rt_bus_subscribe (bus, subject, NULL, on_request, n, &n->sub, err) < 0
+      || rt_bus_subscribe (bus, pull_subject, NULL, on_pull, n, &n->pull_sub, err) < 0)
     {
-      n->sub = NULL;
       srv_nats_stop (n);
       return -1;
     }
@@ -394,6 +639,14 @@ srv_nats_stop (struct srv_nats *n)
     return true;
   s = n->srv;
   rt_bus_unsubscribe (n->sub);
+  rt_bus_unsubscribe (n->pull_sub);
+  n->sub = n->pull_sub = NULL;
+  /* Pulled streams end: their handlers see gone.  */
+  pthread_mutex_lock (&n->mu);
+  for (struct nats_req *x = n->streams; x; x = x->next)
+    x->r->deadline_ms = 1;
+  pthread_mutex_unlock (&n->mu);
+  srv_nats_tick (n);
   clock_gettime (CLOCK_REALTIME, &until);
   until.tv_sec += STOP_WAIT_S;
   pthread_mutex_lock (&s->mu);

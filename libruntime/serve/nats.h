@@ -19,7 +19,18 @@
  * (docs/cluster/nats-auth.conf); it must be a token of this host's own
  * store (<data>/tokens.json, the same file on every host), whose limits
  * apply; another is answered 401.
- * A stream (exec, logs -f, a wait) is gathered and sent whole when it
+ * With stream: true in the request, a stream's answer is its head at
+ * once, {status, contentType, headers, stream (an id)}, and its bytes are
+ * pulled in chunks of at most 256 KiB on <pull_subject>: a request
+ * {stream, seq} (1, 2, …; the same seq again when its answer was lost)
+ * is answered, as soon as there are bytes or the end, with one byte 'd'
+ * (more to come), 'e' (the end) or 't' (the end, cut at its deadline)
+ * and the bytes; 'x' for a stream unknown.  {stream, close: true} ends
+ * it.  The handler writes no further ahead than SRV_STREAM_HIGH, so a
+ * slow client slows the guest's output, never the node's memory; a
+ * stream not pulled for a minute counts as gone (its replica died; the
+ * client resumes through another by cursor).
+ * Otherwise a stream (exec, logs -f, a wait) is gathered and sent whole when it
  * ends; past what fits the server's max_payload (at most SRV_STREAM_HIGH
  * bytes) it is cut (the handler sees a client gone) and the reply says
  * truncated.  Every request counts as gone at its deadline, so that no
@@ -48,7 +59,11 @@ struct srv_nats;
 /* Answers requests on @subject of @bus with @ctx's sandboxes (the host's
    view, copied; each request acts as its tenant).  @bus must outlive it
    (see srv_nats_stop).  Sweeps old files once (sweep.h).  */
-int srv_nats_start (rt_context *ctx, rt_bus *bus, const char *subject, struct srv_nats **out, rt_error **err);
+int srv_nats_start (rt_context *ctx, rt_bus *bus, const char *subject, const char *pull_subject,
+                    struct srv_nats **out, rt_error **err);
+/* Pulled streams not pulled for a minute end (their replica died): the
+   caller's clock says when, every few seconds.  */
+void srv_nats_tick (struct srv_nats *n);
 /* The hourly sweep of sweep.h: the caller's clock says when.  */
 void srv_nats_sweep (struct srv_nats *n);
 /* Stops taking requests, ends streams (handlers see srv_stopping), waits

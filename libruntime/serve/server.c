@@ -23,6 +23,7 @@
 #include "serve/listen.h"
 #include "serve/sweep.h"
 #include "serve/workers.h"
+#include "serve/cluster.h"
 #include "serve/server-internal.h"
 #include "remote/http.h"
 
@@ -327,7 +328,7 @@ dispatch_idem (struct srv_req *r)
   size_t len = 0;
   int status = 0;
 
-  if (r->method == EVHTTP_REQ_GET || key == NULL)
+  if (r->method == EVHTTP_REQ_GET || key == NULL || (r->route->flags & SRV_OWN_IDEM))
     return srv_run_route (r);
   if (*key == '\0' || strlen (key) > 255)
     return srv_reply_error (r, 400, "invalid_request", "send 1 to 255 characters", NULL, "bad Idempotency-Key");
@@ -401,7 +402,7 @@ srv_find_route (struct srv_req *r)
 {
   bool other_method = false;
 
-  for (const struct srv_route *rt = srv_routes; rt->pattern; rt++)
+  for (const struct srv_route *rt = r->srv->routes ? r->srv->routes : srv_routes; rt->pattern; rt++)
     {
       bool ok = match (r, rt->pattern, r->path);
 
@@ -739,6 +740,19 @@ rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
       srv_free (s);
       return -1;
     }
+  if (opts->nats)
+    {
+      struct srv_cluster_opts co = { .nats = opts->nats, .replicas = opts->replicas, .ca_file = opts->nats_ca,
+                                     .cert_file = opts->nats_cert, .key_file = opts->nats_key };
+      s->routes = srv_cluster_routes;
+      if (srv_cluster_start (s, &co, &s->cluster, err) < 0)
+        {
+          srv_cluster_stop (s->cluster);
+          srv_free (s);
+          return -1;
+        }
+      fprintf (stderr, "runtime serve: a replica over the cluster's nodes (NATS)\n");
+    }
   /* Old files go at start too: a server restarted more often than hourly
      would never sweep.  */
   srv_sweep_start (s);
@@ -751,6 +765,7 @@ rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
   if (idle)
     {
       srv_workers_end (s);
+      srv_cluster_stop (s->cluster);
       srv_free (s);
     }
   return 0;

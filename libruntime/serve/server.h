@@ -34,6 +34,7 @@ enum
 {
   SRV_INLINE = 1 << 0,   /* quick and non-blocking: run on the loop thread */
   SRV_NO_AUTH = 1 << 1, /* answered without a token (none yet) */
+  SRV_OWN_IDEM = 1 << 2, /* keeps Idempotency-Key itself (cluster-routes.c) */
 };
 
 struct srv_route

@@ -1,0 +1,695 @@
+/* cluster-routes.c - the API as a `runtime serve --nats` replica answers
+   it (cluster.h): creates placed and recorded in the catalog, a sandbox's
+   calls sent to its node, lists gathered from every node.
+   (no header of its own: cluster.h declares the table.)  */
+#include <errno.h>
+#include <event2/http.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cluster/node.h"
+#include "common/cleanup.h"
+#include "common/strutil.h"
+#include "common/util.h"
+#include "sandbox/store.h"
+#include "serve/cluster.h"
+#include "serve/handlers.h"
+#include "serve/nats.h"
+#include "serve/server-internal.h"
+
+#define SB "/v1/sandboxes/{id}"
+#define CREATE_TIMEOUT_MS 90000
+#define CREATE_TRIES 3
+#define LIST_PAGES 50
+/* An Idempotency-Key's create in progress on a replica that died is
+   taken over after this.  */
+#define IDEM_STALE_MS 150000
+#define IDEM_WAIT_MS 120000
+
+static struct srv_cluster *
+cl (struct srv_req *r)
+{
+  return r->srv->cluster;
+}
+
+/* The catalog's entry of the sandbox `{id}`, the tenant's; NULL after
+   answering 404.  */
+static json_object *
+entry_of (struct srv_req *r, char **key_out)
+{
+  const char *id = srv_param (r, "id");
+  cleanup_free char *key = rt_strdup_printf ("sb.%s", id ? id : ""), *value = NULL;
+  json_object *o = NULL;
+  rt_error *err = NULL;
+
+  if (key && rt_catalog_key_valid (key))
+    {
+      if (rt_catalog_get (srv_cluster_catalog (cl (r)), key, &value, NULL, &err) < 0
+          && strcmp (err->code, "not_found") != 0)
+        {
+          srv_reply_rt_error (r, err);
+          rt_error_free (err);
+          return NULL;
+        }
+      rt_error_free (err);
+      o = value ? json_tokener_parse (value) : NULL;
+    }
+  if (o == NULL || rt_json_str (o, "tenant") == NULL || strcmp (rt_json_str (o, "tenant"), r->token.name) != 0)
+    {
+      json_object_put (o);
+      srv_reply_error (r, 404, "not_found", "runtime sandbox ls lists yours", NULL, "no sandbox '%.80s'",
+                       id ? id : "");
+      return NULL;
+    }
+  if (key_out)
+    *key_out = steal_pointer (&key);
+  return o;
+}
+
+static bool
+live (json_object *entry)
+{
+  const char *st = rt_json_str (entry, "state");
+  return st && strcmp (st, "live") == 0;
+}
+
+/* The sandbox as the catalog last knew it (its host lost).  */
+static json_object *
+ended_info (json_object *entry)
+{
+  json_object *info = json_object_object_get (entry, "info");
+  json_object *o = json_object_is_type (info, json_type_object) ? json_object_get (info) : json_object_new_object ();
+
+  json_object_object_add (o, "state", json_object_new_string ("stopped"));
+  json_object_object_add (o, "stopReason", json_object_get (json_object_object_get (entry, "stopReason")));
+  json_object_object_add (o, "endedAt", json_object_get (json_object_object_get (entry, "endedAt")));
+  json_object_object_add (o, "node", json_object_get (json_object_object_get (entry, "node")));
+  return o;
+}
+
+static void
+cl_sandbox_get (struct srv_req *r)
+{
+  cleanup_json json_object *e = entry_of (r, NULL);
+
+  if (e == NULL)
+    return;
+  if (!live (e))
+    return srv_reply_json (r, 200, ended_info (e));
+  srv_cluster_relay (cl (r), r, rt_json_str (e, "node"), SRV_NATS_MAX_DEADLINE_MS);
+}
+
+static void
+cl_sandbox_delete (struct srv_req *r)
+{
+  cleanup_free char *key = NULL;
+  cleanup_json json_object *e = entry_of (r, &key);
+  json_object *o;
+  int status;
+
+  if (e == NULL)
+    return;
+  if (!live (e))
+    {
+      o = ended_info (e);
+      json_object_object_add (o, "status", json_object_new_string ("deleted"));
+      json_object_object_add (o, "deletedAt", json_object_get (json_object_object_get (e, "endedAt")));
+      rt_catalog_delete (srv_cluster_catalog (cl (r)), key, NULL);
+      return srv_reply_json (r, 200, o);
+    }
+  status = srv_cluster_relay (cl (r), r, rt_json_str (e, "node"), SRV_NATS_MAX_DEADLINE_MS);
+  /* Gone from its host (or never there): forgotten here too.  */
+  if ((status >= 200 && status < 300) || status == 404)
+    rt_catalog_delete (srv_cluster_catalog (cl (r)), key, NULL);
+}
+
+/* Any other call of a sandbox: to its node.  */
+static void
+cl_sandbox_call (struct srv_req *r)
+{
+  cleanup_json json_object *e = entry_of (r, NULL);
+
+  if (e == NULL)
+    return;
+  if (!live (e))
+    return srv_reply_error (r, 409, "sandbox_stopped", "create another", NULL, "sandbox '%s' ended: %s",
+                            srv_param (r, "id"), rt_json_str (e, "stopReason") ? rt_json_str (e, "stopReason") : "");
+  srv_cluster_relay (cl (r), r, rt_json_str (e, "node"), SRV_NATS_MAX_DEADLINE_MS);
+}
+
+/* Gathering from every node.  */
+
+static int
+by_created (const void *a, const void *b)
+{
+  json_object *x = *(json_object *const *) a, *y = *(json_object *const *) b;
+  const char *cx = rt_json_str (x, "createdAt"), *cy = rt_json_str (y, "createdAt");
+  int d = strcmp (cx ? cx : "", cy ? cy : "");
+  const char *ix = rt_json_str (x, "id"), *iy = rt_json_str (y, "id");
+
+  return d ? d : strcmp (ix ? ix : "", iy ? iy : "");
+}
+
+/* Every item of @path's pages on every node up, `node` added to each (with
+   @dedupe, one per id), sorted by createdAt: into @items.  */
+static void
+gather (struct srv_req *r, const char *path, json_object *base, bool dedupe, json_object *items)
+{
+  char names[SRV_CLUSTER_MAX_NODES][65];
+  size_t n = srv_cluster_up (cl (r), names, SRV_CLUSTER_MAX_NODES), count;
+  json_object **all;
+
+  for (size_t i = 0; i < n; i++)
+    {
+      cleanup_free char *cursor = NULL;
+      for (int page = 0; page < LIST_PAGES; page++)
+        {
+          struct srv_node_answer a = { 0 };
+          cleanup_json json_object *q = json_object_new_object (), *o = NULL;
+          json_object *data, *next;
+          rt_error *err = NULL;
+
+          json_object_object_foreach (base, k, v)
+          {
+            if (strcmp (k, "cursor") != 0 && strcmp (k, "limit") != 0)
+              json_object_object_add (q, k, json_object_get (v));
+          }
+          json_object_object_add (q, "limit", json_object_new_string ("100"));
+          if (cursor)
+            json_object_object_add (q, "cursor", json_object_new_string (cursor));
+          if (srv_cluster_call (cl (r), r, names[i], EVHTTP_REQ_GET, path, q, NULL, 0, 30000, &a, &err) < 0)
+            {
+              fprintf (stderr, "runtime serve: %s: host '%s' left out: %s\n", r->request_id, names[i], err->msg);
+              rt_error_free (err);
+              break;
+            }
+          o = a.status == 200 && a.len ? json_tokener_parse ((char *) a.body) : NULL;
+          srv_node_answer_clear (&a);
+          data = json_object_object_get (o, "data");
+          for (size_t j = 0; json_object_is_type (data, json_type_array) && j < json_object_array_length (data); j++)
+            {
+              json_object *it = json_object_array_get_idx (data, j);
+              bool seen = false;
+              for (size_t x = 0; dedupe && x < json_object_array_length (items); x++)
+                seen |= rt_json_str (it, "id") && rt_json_str (json_object_array_get_idx (items, x), "id")
+                        && strcmp (rt_json_str (it, "id"), rt_json_str (json_object_array_get_idx (items, x), "id"))
+                               == 0;
+              if (seen)
+                continue;
+              if (json_object_is_type (it, json_type_object) && rt_json_str (it, "kind")
+                  && strcmp (rt_json_str (it, "kind"), "sandbox") == 0)
+                json_object_object_add (it, "node", json_object_new_string (names[i]));
+              json_object_array_add (items, json_object_get (it));
+            }
+          next = json_object_object_get (o, "nextCursor");
+          free (cursor);
+          cursor = json_object_is_type (next, json_type_string) ? strdup (json_object_get_string (next)) : NULL;
+          if (cursor == NULL)
+            break;
+        }
+    }
+  count = json_object_array_length (items);
+  all = calloc (count ? count : 1, sizeof *all);
+  if (all == NULL)
+    return;
+  for (size_t i = 0; i < count; i++)
+    all[i] = json_object_get (json_object_array_get_idx (items, i));
+  qsort (all, count, sizeof *all, by_created);
+  for (size_t i = 0; i < count; i++)
+    json_object_array_put_idx (items, i, all[i]);
+  free (all);
+}
+
+/* The tenant's sandboxes ended with their host, when the list asks for
+   stopped ones.  */
+static void
+add_ended (struct srv_req *r, json_object *items)
+{
+  const char *inc = srv_query (r, "includeStopped");
+  const char *states[8];
+  size_t ns = srv_query_all (r, "state", states, 8);
+  bool want = inc && strcmp (inc, "true") == 0;
+  char **keys = NULL;
+  size_t n = 0;
+
+  for (size_t i = 0; i < ns; i++)
+    want |= strcmp (states[i], "stopped") == 0;
+  if (!want || rt_catalog_keys (srv_cluster_catalog (cl (r)), "sb.", &keys, &n, NULL) < 0)
+    return;
+  for (size_t i = 0; i < n; i++)
+    {
+      cleanup_free char *value = NULL;
+      cleanup_json json_object *e = NULL;
+
+      if (rt_catalog_get (srv_cluster_catalog (cl (r)), keys[i], &value, NULL, NULL) == 0
+          && (e = json_tokener_parse (value)) && !live (e) && rt_json_str (e, "tenant")
+          && strcmp (rt_json_str (e, "tenant"), r->token.name) == 0)
+        json_object_array_add (items, ended_info (e));
+      free (keys[i]);
+    }
+  free (keys);
+}
+
+static void
+cl_list (struct srv_req *r)
+{
+  json_object *items = json_object_new_array ();
+
+  if (items == NULL)
+    return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
+  cleanup_json json_object *base = srv_cluster_query (r);
+
+  gather (r, "/v1/sandboxes", base, false, items);
+  add_ended (r, items);
+  srv_reply_page (r, items);
+}
+
+static void
+cl_snapshot_list (struct srv_req *r)
+{
+  json_object *items = json_object_new_array ();
+
+  if (items == NULL)
+    return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
+  cleanup_json json_object *base = srv_cluster_query (r);
+
+  gather (r, r->path, base, true, items);
+  srv_reply_page (r, items);
+}
+
+/* A node's resource (a snapshot, an image) where it is: the first node
+   up answering @path other than 404, or NULL after answering 404 (or the
+   error).  */
+static bool
+find_holder (struct srv_req *r, const char *path, char node[65])
+{
+  char names[SRV_CLUSTER_MAX_NODES][65];
+  size_t n = srv_cluster_up (cl (r), names, SRV_CLUSTER_MAX_NODES);
+
+  for (size_t i = 0; i < n; i++)
+    {
+      struct srv_node_answer a = { 0 };
+      cleanup_json json_object *q = json_object_new_object ();
+      rt_error *err = NULL;
+      int status;
+
+      if (srv_cluster_call (cl (r), r, names[i], EVHTTP_REQ_GET, path, q, NULL, 0, 30000, &a, &err) < 0)
+        {
+          rt_error_free (err);
+          continue;
+        }
+      status = a.status;
+      srv_node_answer_clear (&a);
+      if (status != 404)
+        {
+          memcpy (node, names[i], 65);
+          return true;
+        }
+    }
+  srv_reply_error (r, 404, "not_found", NULL, NULL, "no %s on any host up", path);
+  return false;
+}
+
+/* /v1/snapshots/{id} and /v1/images/{id}…: to the node holding it.  */
+static void
+cl_held (struct srv_req *r)
+{
+  const char *id = srv_param (r, "id");
+  bool image = strncmp (r->path, "/v1/images/", 11) == 0;
+  cleanup_free char *path = rt_strdup_printf ("/v1/%s/%s", image ? "images" : "snapshots", id ? id : "");
+  char node[65];
+
+  if (path == NULL)
+    return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
+  if (find_holder (r, path, node))
+    srv_cluster_relay (cl (r), r, node, SRV_NATS_MAX_DEADLINE_MS);
+}
+
+/* Numbers added, objects merged, arrays joined: usage over hosts.  */
+static void
+merge_sum (json_object *into, json_object *from)
+{
+  json_object_object_foreach (from, k, v)
+  {
+    json_object *have = json_object_object_get (into, k);
+    if (have == NULL && !json_object_object_get_ex (into, k, NULL))
+      json_object_object_add (into, k, json_object_get (v));
+    else if (json_object_is_type (have, json_type_int) && json_object_is_type (v, json_type_int))
+      json_object_object_add (into, k, json_object_new_int64 (json_object_get_int64 (have) + json_object_get_int64 (v)));
+    else if (json_object_is_type (have, json_type_double) || json_object_is_type (v, json_type_double))
+      {
+        if ((json_object_is_type (have, json_type_double) || json_object_is_type (have, json_type_int))
+            && (json_object_is_type (v, json_type_double) || json_object_is_type (v, json_type_int)))
+          json_object_object_add (into, k,
+                                  json_object_new_double (json_object_get_double (have) + json_object_get_double (v)));
+      }
+    else if (json_object_is_type (have, json_type_object) && json_object_is_type (v, json_type_object))
+      merge_sum (have, v);
+    else if (json_object_is_type (have, json_type_array) && json_object_is_type (v, json_type_array))
+      for (size_t i = 0; i < json_object_array_length (v); i++)
+        json_object_array_add (have, json_object_get (json_object_array_get_idx (v, i)));
+  }
+}
+
+static void
+cl_usage (struct srv_req *r)
+{
+  char names[SRV_CLUSTER_MAX_NODES][65];
+  size_t n = srv_cluster_up (cl (r), names, SRV_CLUSTER_MAX_NODES);
+  json_object *sum = json_object_new_object ();
+
+  for (size_t i = 0; sum && i < n; i++)
+    {
+      struct srv_node_answer a = { 0 };
+      cleanup_json json_object *o = NULL;
+      rt_error *err = NULL;
+
+      if (srv_cluster_call (cl (r), r, names[i], r->method, NULL, NULL, NULL, 0, 30000, &a, &err) < 0)
+        {
+          rt_error_free (err);
+          continue;
+        }
+      if (a.status == 200 && a.len && (o = json_tokener_parse ((char *) a.body)))
+        merge_sum (sum, o);
+      srv_node_answer_clear (&a);
+    }
+  srv_reply_json (r, 200, sum);
+}
+
+static void
+cl_nodes (struct srv_req *r)
+{
+  srv_reply_page (r, srv_cluster_nodes (cl (r)));
+}
+
+static void
+cl_not_here (struct srv_req *r)
+{
+  srv_reply_error (r, 501, "not_supported", "use each host's own runtime (runtime image build, runtime secret set)",
+                   NULL, "%s %s is not served across many hosts yet", srv_method (r), r->path);
+}
+
+/* Creates.  */
+
+/* The Idempotency-Key's entry: claimed for this create (0, *key set), or
+   answered from an earlier one (1).  */
+static int
+idem_claim (struct srv_req *r, const char *body_sha, char **key_out, json_object **entry)
+{
+  const char *key = srv_header (r, "Idempotency-Key");
+  rt_catalog *cat = srv_cluster_catalog (cl (r));
+  char sha[65];
+  cleanup_free char *ck = NULL;
+  uint64_t deadline = rt_now_ms () + IDEM_WAIT_MS;
+
+  *entry = NULL;
+  if (key == NULL)
+    return 0;
+  if (*key == '\0' || strlen (key) > 255)
+    {
+      srv_reply_error (r, 400, "invalid_request", "send 1 to 255 characters", NULL, "bad Idempotency-Key");
+      return -1;
+    }
+  rt_sha256_hex (key, strlen (key), sha);
+  ck = rt_strdup_printf ("idem.%s.%s", r->token.name, sha);
+  if (ck == NULL || !rt_catalog_key_valid (ck))
+    {
+      srv_reply_error (r, 500, "internal", NULL, NULL, "cannot keep this Idempotency-Key");
+      return -1;
+    }
+  for (;;)
+    {
+      cleanup_json json_object *mine = json_object_new_object (), *o = NULL;
+      cleanup_free char *value = NULL;
+      rt_error *err = NULL;
+      uint64_t rev = 0;
+      const char *text;
+
+      json_object_object_add (mine, "state", json_object_new_string ("pending"));
+      json_object_object_add (mine, "body", json_object_new_string (body_sha));
+      json_object_object_add (mine, "at", json_object_new_int64 (rt_epoch_ms ()));
+      text = json_object_to_json_string_ext (mine, JSON_C_TO_STRING_PLAIN);
+      if (rt_catalog_create (cat, ck, text, NULL, &err) == 0)
+        {
+          *key_out = steal_pointer (&ck);
+          return 0;
+        }
+      if (strcmp (err->code, "conflict") != 0)
+        {
+          srv_reply_rt_error (r, err);
+          rt_error_free (err);
+          return -1;
+        }
+      rt_error_free (err), err = NULL;
+      if (rt_catalog_get (cat, ck, &value, &rev, NULL) < 0 || (o = json_tokener_parse (value)) == NULL)
+        continue;
+      if (rt_json_str (o, "body") == NULL || strcmp (rt_json_str (o, "body"), body_sha) != 0)
+        {
+          srv_reply_error (r, 409, "idempotency_conflict", "use a new Idempotency-Key for a different request", NULL,
+                           "this Idempotency-Key was used with another body");
+          return -1;
+        }
+      if (rt_json_str (o, "state") && strcmp (rt_json_str (o, "state"), "done") == 0)
+        {
+          *entry = steal_pointer (&o);
+          return 1;
+        }
+      /* Its replica died mid-create: this one goes on from it.  */
+      if (rt_epoch_ms () - rt_json_i64 (o, "at") > IDEM_STALE_MS
+          && rt_catalog_update (cat, ck, text, rev, NULL, NULL) == 0)
+        {
+          *key_out = steal_pointer (&ck);
+          return 0;
+        }
+      if (rt_now_ms () > deadline || srv_gone (r))
+        {
+          srv_add_header (r, "Retry-After", "5");
+          srv_reply_error (r, 409, "idempotency_in_progress", "retry later with the same key", NULL,
+                           "a create with this Idempotency-Key is still in progress");
+          return -1;
+        }
+      usleep (200 * 1000);
+    }
+}
+
+static void
+idem_done (struct srv_req *r, const char *key, const char *body_sha, int status, json_object *answer)
+{
+  rt_catalog *cat = srv_cluster_catalog (cl (r));
+  cleanup_json json_object *o = json_object_new_object ();
+  cleanup_free char *value = NULL;
+  uint64_t rev = 0;
+
+  if (key == NULL)
+    return;
+  /* A refusal is not kept: the same key may try again.  */
+  if (status < 200 || status >= 300 || answer == NULL)
+    {
+      rt_catalog_delete (cat, key, NULL);
+      return;
+    }
+  json_object_object_add (o, "state", json_object_new_string ("done"));
+  json_object_object_add (o, "body", json_object_new_string (body_sha));
+  json_object_object_add (o, "at", json_object_new_int64 (rt_epoch_ms ()));
+  json_object_object_add (o, "status", json_object_new_int (status));
+  json_object_object_add (o, "answer", json_object_get (answer));
+  if (rt_catalog_get (cat, key, &value, &rev, NULL) == 0)
+    rt_catalog_update (cat, key, json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN), rev, NULL, NULL);
+}
+
+/* getOrCreate by name: the tenant's sandbox of that name on any host.  */
+static bool
+get_by_name (struct srv_req *r, const char *name)
+{
+  cleanup_json json_object *items = json_object_new_array ();
+  cleanup_json json_object *q = json_object_new_object ();
+
+  json_object_object_add (q, "name", json_object_new_string (name));
+  gather (r, "/v1/sandboxes", q, false, items);
+  if (json_object_array_length (items) == 0)
+    return false;
+  srv_reply_json (r, 200, json_object_get (json_object_array_get_idx (items, 0)));
+  return true;
+}
+
+/* The new sandbox's catalog entry; <0 after answering the error (the
+   sandbox then removed again: without its entry no call would find it,
+   and a reconcile would stop it).  A getOrCreate that found an existing
+   one on its node has its entry already.  */
+static int
+record (struct srv_req *r, const char *node, json_object *answer)
+{
+  cleanup_json json_object *entry = json_object_new_object ();
+  cleanup_free char *key = rt_strdup_printf ("sb.%s", rt_json_str (answer, "id"));
+  rt_error *err = NULL;
+
+  json_object_object_add (answer, "node", json_object_new_string (node));
+  json_object_object_add (entry, "node", json_object_new_string (node));
+  json_object_object_add (entry, "tenant", json_object_new_string (r->token.name));
+  json_object_object_add (entry, "state", json_object_new_string ("live"));
+  json_object_object_add (entry, "info", json_object_get (answer));
+  if (key && rt_catalog_create (srv_cluster_catalog (cl (r)), key,
+                                json_object_to_json_string_ext (entry, JSON_C_TO_STRING_PLAIN), NULL, &err)
+                 < 0
+      && strcmp (err->code, "conflict") != 0)
+    {
+      struct srv_node_answer gone = { 0 };
+      cleanup_free char *path = rt_strdup_printf ("/v1/sandboxes/%s", rt_json_str (answer, "id"));
+      srv_cluster_call (cl (r), r, node, EVHTTP_REQ_DELETE, path, NULL, NULL, 0, 30000, &gone, NULL);
+      srv_node_answer_clear (&gone);
+      srv_reply_rt_error (r, err);
+      rt_error_free (err);
+      return -1;
+    }
+  rt_error_free (err);
+  srv_add_header (r, "Runtime-Node", node);
+  return 0;
+}
+
+/* The create sent to @names in turn until one answers other than 5xx:
+   into @a; how many were tried (the last one answered).  */
+static size_t
+create_on (struct srv_req *r, char (*names)[65], size_t n, struct srv_node_answer *a)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      rt_error *err = NULL;
+
+      srv_node_answer_clear (a);
+      if (srv_cluster_call (cl (r), r, names[i], EVHTTP_REQ_POST, NULL, NULL, r->body, r->body_len,
+                            CREATE_TIMEOUT_MS, a, &err)
+          < 0)
+        {
+          fprintf (stderr, "runtime serve: %s: create on host '%s' failed: %s%s\n", r->request_id, names[i],
+                   err->msg, i + 1 < n ? "; trying another" : "");
+          rt_error_free (err);
+          continue;
+        }
+      if (a->status < 500)
+        return i + 1;
+      fprintf (stderr, "runtime serve: %s: host '%s' refused the create (%d)%s\n", r->request_id, names[i],
+               a->status, i + 1 < n ? "; trying another" : "");
+    }
+  return n;
+}
+
+static void
+cl_create (struct srv_req *r)
+{
+  cleanup_json json_object *body = NULL, *done = NULL;
+  cleanup_free char *idem = NULL;
+  char names[CREATE_TRIES][65], sha[65];
+  struct srv_node_answer a = { 0 };
+  json_object *answer = NULL;
+  const char *image, *snap, *name;
+  unsigned vcpu;
+  unsigned long mib;
+  size_t n;
+  int claimed;
+
+  body = r->body_len ? json_tokener_parse ((const char *) r->body) : json_object_new_object ();
+  if (body == NULL || !json_object_is_type (body, json_type_object))
+    return srv_reply_error (r, 400, "invalid_request", "send a JSON object", NULL, "the body is not a JSON object");
+  vcpu = json_object_object_get (body, "vcpu") ? (unsigned) rt_json_i64 (body, "vcpu") : 2;
+  mib = json_object_object_get (body, "memoryMiB") ? (unsigned long) rt_json_i64 (body, "memoryMiB") : 4096;
+  image = rt_json_str (body, "image");
+  snap = rt_json_str (body, "snapshot");
+  name = rt_json_str (body, "name");
+  rt_sha256_hex (r->body_len ? r->body : (const unsigned char *) "", r->body_len, sha);
+  claimed = idem_claim (r, sha, &idem, &done);
+  if (claimed < 0)
+    return;
+  if (claimed == 1)
+    {
+      json_object *ans = json_object_get (json_object_object_get (done, "answer"));
+      srv_add_header (r, "Idempotency-Replayed", "true");
+      if (json_object_is_type (ans, json_type_object))
+        json_object_object_add (ans, "replayed", json_object_new_boolean (true));
+      return srv_reply_json (r, (int) rt_json_i64 (done, "status"), ans);
+    }
+  if (name && json_object_get_boolean (json_object_object_get (body, "getOrCreate")) && get_by_name (r, name))
+    return idem_done (r, idem, sha, 0, NULL);
+  if (snap)
+    {
+      cleanup_free char *path = rt_strdup_printf ("/v1/snapshots/%s", snap);
+      n = path && find_holder (r, path, names[0]) ? 1 : 0;
+      if (n == 0)
+        return idem_done (r, idem, sha, 0, NULL);
+    }
+  else
+    n = srv_cluster_place (cl (r), vcpu, mib, image, names, CREATE_TRIES);
+  if (n == 0)
+    {
+      idem_done (r, idem, sha, 0, NULL);
+      return srv_reply_error (r, 503, "no_capacity", "retry later, or ask for a smaller shape", NULL,
+                              "no host up has room for %u vCPUs and %lu MiB", vcpu, mib);
+    }
+  n = create_on (r, names, n, &a);
+  if (a.status == 0)
+    {
+      idem_done (r, idem, sha, 0, NULL);
+      return srv_reply_error (r, 503, "node_unreachable", "retry", NULL, "no host took the create");
+    }
+  answer = a.len ? json_tokener_parse ((char *) a.body) : NULL;
+  if (a.status >= 200 && a.status < 300 && rt_json_str (answer, "id") && record (r, names[n - 1], answer) < 0)
+    {
+      srv_node_answer_clear (&a);
+      json_object_put (answer);
+      return idem_done (r, idem, sha, 0, NULL);
+    }
+  idem_done (r, idem, sha, a.status, answer);
+  if (answer)
+    srv_reply_json (r, a.status, answer);
+  else
+    srv_reply_bytes (r, a.status, a.ctype, a.body, a.len);
+  srv_node_answer_clear (&a);
+}
+
+const struct srv_route srv_cluster_routes[] = {
+  { EVHTTP_REQ_GET, "/v1/health", srv_health, SRV_INLINE | SRV_NO_AUTH },
+  { EVHTTP_REQ_GET, "/v1/me", srv_me, SRV_INLINE },
+  { EVHTTP_REQ_GET, "/v1/usage", cl_usage, 0 },
+  { EVHTTP_REQ_GET, "/v1/nodes", cl_nodes, 0 },
+
+  { EVHTTP_REQ_POST, "/v1/sandboxes", cl_create, SRV_OWN_IDEM },
+  { EVHTTP_REQ_GET, "/v1/sandboxes", cl_list, 0 },
+  { EVHTTP_REQ_GET, SB, cl_sandbox_get, 0 },
+  { EVHTTP_REQ_DELETE, SB, cl_sandbox_delete, 0 },
+  { EVHTTP_REQ_POST, SB ":{verb}", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_GET, SB "/network", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_PUT, SB "/network", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_GET, SB "/metrics", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_POST, SB "/processes", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_GET, SB "/processes", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_GET, SB "/processes/{pid}", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_GET, SB "/processes/{pid}/output", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_POST, SB "/processes/{pid}:{verb}", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_GET, SB "/files/content", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_PUT, SB "/files/content", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_GET, SB "/files/list", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_GET, SB "/files/stat", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_POST, SB "/files:{verb}", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_POST, SB "/uploads", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_PUT, SB "/uploads/{upload}", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_POST, SB "/uploads/{upload}:{verb}", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_GET, SB "/files/archive", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_PUT, SB "/files/archive", cl_sandbox_call, 0 },
+
+  { EVHTTP_REQ_GET, "/v1/snapshots", cl_snapshot_list, 0 },
+  { EVHTTP_REQ_GET, "/v1/snapshots/{id}", cl_held, 0 },
+  { EVHTTP_REQ_DELETE, "/v1/snapshots/{id}", cl_held, 0 },
+
+  { EVHTTP_REQ_POST, "/v1/images", cl_not_here, 0 },
+  { EVHTTP_REQ_GET, "/v1/images", cl_snapshot_list, 0 },
+  { EVHTTP_REQ_GET, "/v1/images/{id}", cl_held, 0 },
+  { EVHTTP_REQ_GET, "/v1/images/{id}/logs", cl_held, 0 },
+  { EVHTTP_REQ_POST, "/v1/images/{id}:{verb}", cl_held, 0 },
+
+  { EVHTTP_REQ_GET, "/v1/egress-secrets", cl_not_here, 0 },
+  { EVHTTP_REQ_PUT, "/v1/egress-secrets/{name}", cl_not_here, 0 },
+  { EVHTTP_REQ_DELETE, "/v1/egress-secrets/{name}", cl_not_here, 0 },
+  { 0, NULL, NULL, 0 },
+};

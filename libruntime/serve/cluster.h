@@ -1,0 +1,101 @@
+/* cluster.h - `runtime serve --nats`: a replica of the API for many hosts
+ * (issue 21).  It holds nothing of its own: the hosts are `runtime node`s
+ * heard on NATS (their capacity reports), and which host holds each
+ * sandbox, its tenant and the idempotency keys are in the JetStream
+ * catalog (cluster/catalog.h), so any replica answers any call.
+ *
+ *  - A create is placed (cluster/placement.h) on the reports heard, sent
+ *    to that node (serve/nats.h), retried on the next one when the node
+ *    refuses (5xx) or does not answer; the catalog then gets sb.<id>.
+ *  - Every call for a sandbox goes to its node (catalog), the answer
+ *    passed back with `node` added to a sandbox object and a Runtime-Node
+ *    header; lists are gathered from every node and merged.
+ *  - A node not heard for SRV_NODE_LOST_MS is lost: the first replica to
+ *    say so in the catalog (host.<name>, compare-and-set) ends its
+ *    sandboxes there (stopReason host_lost).  When it reports again it is
+ *    reconciled: what it runs that the catalog has ended, lacks or gives
+ *    to another node is stopped on it (runtime.node.<name>.host), and what
+ *    the catalog has on it that it lacks is ended.
+ *
+ * Catalog values (JSON):
+ *   sb.<id>     {node, tenant, state "live"|"stopped", stopReason, endedAt,
+ *                info (the SandboxInfo the create answered)}
+ *   host.<name> {state "up"|"lost", since, lostAt}
+ *   idem.<tenant>.<sha256 of the key> {state "pending"|"done", body (its
+ *                sha256), at, id}
+ */
+#ifndef RT_SERVE_CLUSTER_H
+#define RT_SERVE_CLUSTER_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "cluster/bus.h"
+#include "cluster/catalog.h"
+#include "serve/server.h"
+
+/* Five missed heartbeats (RT_NODE_HEARTBEAT_MS).  */
+#define SRV_NODE_LOST_MS 10000
+/* The hosts one replica keeps track of.  */
+#define SRV_CLUSTER_MAX_NODES 256
+
+struct srv;
+struct srv_cluster;
+
+struct srv_cluster_opts
+{
+  const char *nats, *ca_file, *cert_file, *key_file;
+  unsigned replicas;
+};
+
+/* Joins the cluster for @s: the bus, the catalog, the reports, the keeper
+   of lost hosts.  */
+int srv_cluster_start (struct srv *s, const struct srv_cluster_opts *o, struct srv_cluster **out, rt_error **err);
+void srv_cluster_stop (struct srv_cluster *c);
+
+/* The route table of a replica (cluster-routes.c).  */
+extern const struct srv_route srv_cluster_routes[];
+
+/* An answer of a node.  */
+struct srv_node_answer
+{
+  int status;
+  char *ctype;
+  json_object *headers; /* {NAME: VALUE} */
+  unsigned char *body;
+  size_t len;
+  bool truncated;
+  char stream[33]; /* a stream to pull (serve/nats.h), or "" */
+};
+void srv_node_answer_clear (struct srv_node_answer *a);
+
+/* @r sent to node @node as @r's tenant (its method, query and body, with
+   @path instead of its own when not NULL), waiting at most @timeout_ms.
+   @err: "node_unreachable", "cluster_unavailable", "bad_gateway" (an
+   answer that is none).  */
+int srv_cluster_call (struct srv_cluster *c, struct srv_req *r, const char *node, int method, const char *path,
+                      json_object *query, const void *body, size_t len, int timeout_ms, struct srv_node_answer *out,
+                      rt_error **err);
+/* The same, a stream's answer left to pull (out->stream).  */
+int srv_cluster_call_stream (struct srv_cluster *c, struct srv_req *r, const char *node, int timeout_ms,
+                             struct srv_node_answer *out, rt_error **err);
+/* @r to @node, the answer passed to @r's client, `node` added to a
+   sandbox object, a stream passed on as it comes (pulled in chunks, as
+   fast as the client reads).  Return: the node's status, or 0 when it did not answer.  */
+int srv_cluster_relay (struct srv_cluster *c, struct srv_req *r, const char *node, int timeout_ms);
+
+/* @r's query as {NAME: VALUE or [VALUE…]} (put it).  */
+json_object *srv_cluster_query (struct srv_req *r);
+/* The nodes up now with their latest reports: a JSON array of {name,
+   state, lastSeenAt, lostAt, report} (put it).  */
+json_object *srv_cluster_nodes (struct srv_cluster *c);
+/* The names of the nodes not lost, at most @max, into @names (each
+   RT_NODE_NAME_MAX + 1).  */
+size_t srv_cluster_up (struct srv_cluster *c, char (*names)[65], size_t max);
+/* Where a create of @vcpu and @memory_mib goes: node names, best first,
+   into @names; how many.  */
+size_t srv_cluster_place (struct srv_cluster *c, unsigned vcpu, unsigned long memory_mib, const char *image,
+                          char (*names)[65], size_t max);
+rt_catalog *srv_cluster_catalog (struct srv_cluster *c);
+
+#endif
