@@ -1,6 +1,8 @@
 /* node.c - `runtime node`: this host in a cluster of many hosts, over NATS
    (rt_node).  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -50,6 +52,55 @@ node_run (struct cli_command *cmd, int argc, char **argv)
   return 0;
 }
 
+static int
+list_nodes (rt_context *ctx, struct cli_args *a, char **json, rt_error **err)
+{
+  (void) a;
+  return rt_node_list_json (ctx, json, err);
+}
+
+static const char *
+field (json_object *o, const char *a, const char *b)
+{
+  json_object *v = json_object_object_get (o, a);
+  return json_object_get_string (b ? json_object_object_get (v, b) : v);
+}
+
+static void
+nodes_table (json_object *arr)
+{
+  printf ("%-20s %-5s %5s %10s %9s %-24s\n", "NAME", "STATE", "VCPUS", "FREE MIB", "SANDBOXES", "LAST SEEN");
+  for (size_t i = 0; i < json_object_array_length (arr); i++)
+    {
+      json_object *o = json_object_array_get_idx (arr, i), *r = json_object_object_get (o, "report");
+      char vcpus[32];
+      long long free_b = json_object_get_int64 (json_object_object_get (json_object_object_get (r, "memory"),
+                                                                         "freeBytes"));
+      snprintf (vcpus, sizeof vcpus, "%s/%s", field (r, "vcpus", "free") ? field (r, "vcpus", "free") : "-",
+                field (r, "vcpus", "total") ? field (r, "vcpus", "total") : "-");
+      printf ("%-20s %-5s %5s %10lld %9s %-24s\n", field (o, "name", NULL), field (o, "state", NULL), vcpus,
+              free_b >> 20, field (r, "sandboxes", "total") ? field (r, "sandboxes", "total") : "-",
+              field (o, "lastSeenAt", NULL) ? field (o, "lastSeenAt", NULL) : "-");
+    }
+}
+
+static int
+node_ls (struct cli_command *cmd, int argc, char **argv)
+{
+  return cli_show_json (cmd, argc, argv, list_nodes, nodes_table);
+}
+
+static const struct cli_opt no_opts[] = { { NULL, NULL, NULL, NULL, false } };
+
+static struct cli_command node_ls_cmds[] = {
+  { "ls", node_ls,
+    "List the hosts of a cluster as a runtime serve --nats replica sees them: state (up, or lost after 10 s "
+    "without a report), vCPUs free of total, memory free, sandboxes, last report. Asks the replica named by "
+    "RUNTIME_API_URL.",
+    "", "RUNTIME_API_URL=http://127.0.0.1:8430 RUNTIME_API_KEY=… runtime node ls", no_opts, false, 0, 0, NULL },
+  { NULL, NULL, NULL, NULL, NULL, NULL, false, 0, 0, NULL },
+};
+
 static struct cli_command node_cmd = {
   "node", node_run,
   "Serve this host to a cluster of many hosts (in progress): publish its capacity every 2 s on NATS "
@@ -58,7 +109,7 @@ static struct cli_command node_cmd = {
   "serve's handlers, acting as the tenant each names (one of this host's tokens). Settings may come from the "
   "environment instead (RUNTIME_NODE_NATS, RUNTIME_NODE_NAME, RUNTIME_NODE_NATS_CA, RUNTIME_NODE_NATS_CERT, "
   "RUNTIME_NODE_NATS_KEY; an option wins), which keeps a password off the command line. Survives a NATS server going away. Stops on SIGTERM or Ctrl-C; "
-  "sandboxes keep running.",
+  "sandboxes keep running. `runtime node ls` lists the cluster's hosts through a runtime serve --nats replica.",
   "[--nats URL[,URL…]] [--name NAME] [--replicas N] [--nats-ca FILE [--nats-cert FILE --nats-key FILE]]",
   "runtime node --nats nats://10.0.0.1:4222,nats://10.0.0.2:4222,nats://10.0.0.3:4222 --name host-a", node_opts,
   false, 0, 0, "",
@@ -67,5 +118,7 @@ static struct cli_command node_cmd = {
 int
 cmd_node (int argc, char **argv)
 {
+  if (argc >= 2 && strcmp (argv[1], "ls") == 0)
+    return cli_group_dispatch ("node", node_ls_cmds, argc, argv);
   return cli_run_single (&node_cmd, argc, argv);
 }

@@ -1315,6 +1315,19 @@ typedef struct rt_serve_opts
 int rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err);
 
 /**
+ * rt_node_list_json - the hosts of a cluster of many hosts, as a `runtime
+ * serve --nats` replica sees them: a JSON array of {name, state ("up" or
+ * "lost"), lastSeenAt, lostAt, report (the host's last capacity report)}
+ * @ctx:  a client context (RUNTIME_API_URL naming a replica)
+ * @json: *json gets the text (free it)
+ * @err:  "usage" (a context of this machine: it has no cluster), or the
+ *        server's error
+ *
+ * Return: 0, or <0 with @err set.
+ */
+int rt_node_list_json (rt_context *ctx, char **json, rt_error **err);
+
+/**
  * rt_node_opts - how `runtime node` joins the cluster of many hosts
  * @nats:     the NATS servers' URLs, comma-separated (nats://HOST:PORT, or
  *            tls://; credentials as nats://USER:PASS@HOST:PORT)

@@ -58,6 +58,17 @@ struct node
   uint64_t rev; /* the writer's: the entry's revision it wrote last */
 };
 
+int
+rt_node_list_json (rt_context *ctx, char **json, rt_error **err)
+{
+  if (!ctx->remote)
+    {
+      rt_error_set (err, EINVAL, "usage", "this machine is not a cluster: runtime node ls asks a runtime serve --nats");
+      return rt_error_hint (err, "set RUNTIME_API_URL and RUNTIME_API_KEY to a replica of the cluster");
+    }
+  return rt_remote_list_text (ctx, "/v1/nodes?limit=100", NULL, json, err);
+}
+
 bool
 rt_node_name_valid (const char *name)
 {

@@ -124,6 +124,8 @@ b64_decode (const char *b64, unsigned char **out, size_t *len)
       return -1;
     }
   *len = (size_t) got - (b64[n - 1] == '=') - (b64[n - 2] == '=');
+  /* Read as text (JSON) by callers.  */
+  (*out)[*len] = '\0';
   return 0;
 }
 
@@ -180,7 +182,11 @@ parse_answer (const char *text, size_t len, struct srv_node_answer *a, rt_error 
   ctype = rt_json_str (o, "contentType");
   a->status = (int) rt_json_i64 (o, "status");
   if (o == NULL || a->status < 100 || a->status > 599 || (body && b64_decode (body, &a->body, &a->len) < 0))
-    return rt_error_set (err, EPROTO, "bad_gateway", "the node's answer is not one");
+    {
+      /* Nothing of it is taken: a caller reads a->status as "answered".  */
+      srv_node_answer_clear (a);
+      return rt_error_set (err, EPROTO, "bad_gateway", "the node's answer is not one");
+    }
   a->ctype = strdup (ctype ? ctype : "application/json");
   h = json_object_object_get (o, "headers");
   a->headers = json_object_is_type (h, json_type_object) ? json_object_get (h) : json_object_new_object ();
@@ -216,6 +222,15 @@ call (struct srv_cluster *c, struct srv_req *r, const char *node, int method, co
   json_object_object_add (m, "headers", h);
   json_object_object_add (m, "body", json_object_new_string (b64));
   json_object_object_add (m, "tenant", json_object_new_string (r->token.name));
+  /* The token's limits go with its name: the hosts need no token store
+     of their own (serve/nats.h).  */
+  json_object *lim = json_object_new_object ();
+  json_object_object_add (lim, "maxSandboxes", json_object_new_int64 (r->token.max_sandboxes));
+  json_object_object_add (lim, "maxVcpu", json_object_new_int64 (r->token.max_vcpu));
+  json_object_object_add (lim, "rate", json_object_new_int64 (r->token.rate));
+  json_object_object_add (lim, "maxSnapshots", json_object_new_int64 (r->token.max_snapshots));
+  json_object_object_add (lim, "maxCostMicros", json_object_new_int64 (r->token.max_cost_micros));
+  json_object_object_add (m, "limits", lim);
   json_object_object_add (m, "timeoutMs", json_object_new_int (timeout_ms));
   if (stream)
     json_object_object_add (m, "stream", json_object_new_boolean (true));
@@ -441,13 +456,14 @@ srv_cluster_place (struct srv_cluster *c, unsigned vcpu, unsigned long memory_mi
       struct member *m = &c->members[i];
       if (m->lost || m->report == NULL)
         continue;
+      unsigned total = (unsigned) json_object_get_int64 (path_get (m->report, "vcpus", "total")) * SRV_VCPU_OVERCOMMIT;
+      unsigned used = (unsigned) json_object_get_int64 (path_get (m->report, "vcpus", "used"));
       reps[n] = (struct rt_node_report){
-        .vcpu_total = (unsigned) json_object_get_int64 (path_get (m->report, "vcpus", "total")),
-        .vcpu_free = (unsigned) json_object_get_int64 (path_get (m->report, "vcpus", "free")),
+        .vcpu_total = total,
+        .vcpu_free = used < total ? total - used : 0,
         .mem_total_mib = (uint64_t) json_object_get_int64 (path_get (m->report, "memory", "totalBytes")) >> 20,
         .mem_free_mib = (uint64_t) json_object_get_int64 (path_get (m->report, "memory", "freeBytes")) >> 20,
         .spares = spares_of (m->report, vcpu, memory_mib, image),
-        /* Silent longer than two beats: tried last, not first.  */
         .lost = false,
       };
       snprintf (known[n], sizeof known[n], "%s", m->name);

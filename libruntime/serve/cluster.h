@@ -36,6 +36,9 @@
 
 /* Five missed heartbeats (RT_NODE_HEARTBEAT_MS).  */
 #define SRV_NODE_LOST_MS 10000
+/* vCPUs placed per vCPU of a host: a sandbox seldom keeps its vCPUs busy
+   (memory, never overcommitted, is what fills a host).  */
+#define SRV_VCPU_OVERCOMMIT 4
 /* The hosts one replica keeps track of.  */
 #define SRV_CLUSTER_MAX_NODES 256
 

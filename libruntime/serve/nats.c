@@ -15,6 +15,7 @@
 #include "common/strutil.h"
 #include "common/sys.h"
 #include "common/util.h"
+#include "core/context.h"
 #include "serve/nats.h"
 #include "serve/server-internal.h"
 #include "serve/sweep.h"
@@ -153,28 +154,16 @@ read_message (struct srv_req *r, const struct rt_bus_msg *m, json_object **out)
   return true;
 }
 
-/* The reply message of @r's whole answer (under r->mu).  */
-static char *
-answer_of (struct srv_req *r, struct nats_req *x)
+/* {status, contentType, headers} of @r's answer (under r->mu).  */
+static json_object *
+head_json (struct srv_req *r)
 {
-  cleanup_json json_object *o = json_object_new_object ();
-  json_object *h = json_object_new_object ();
-  size_t len = evbuffer_get_length (r->out);
-  const char *data = (const char *) evbuffer_pullup (r->out, -1);
-  cleanup_free char *b64 = NULL;
+  json_object *o = json_object_new_object (), *h = json_object_new_object ();
   struct evkeyval *kv;
-  char *text;
 
-  /* A stream past the cut keeps its whole lines up to it.  */
-  if (r->started && len > x->cut)
+  if (o == NULL || h == NULL)
     {
-      const char *nl = memrchr (data, '\n', x->cut);
-      len = nl ? (size_t) (nl - data) + 1 : x->cut;
-      x->truncated = true;
-    }
-  b64 = b64_encode (data, len);
-  if (o == NULL || h == NULL || b64 == NULL)
-    {
+      json_object_put (o);
       json_object_put (h);
       return NULL;
     }
@@ -184,10 +173,31 @@ answer_of (struct srv_req *r, struct nats_req *x)
   json_object_object_add (o, "status", json_object_new_int (r->status));
   json_object_object_add (o, "contentType", json_object_new_string (r->ctype ? r->ctype : "application/json"));
   json_object_object_add (o, "headers", h);
+  return o;
+}
+
+/* The reply message of @r's whole answer (under r->mu).  */
+static char *
+answer_of (struct srv_req *r, struct nats_req *x)
+{
+  cleanup_json json_object *o = head_json (r);
+  size_t len = evbuffer_get_length (r->out);
+  const char *data = (const char *) evbuffer_pullup (r->out, -1);
+  cleanup_free char *b64 = NULL;
+
+  /* A stream past the cut keeps its whole lines up to it.  */
+  if (r->started && len > x->cut)
+    {
+      const char *nl = memrchr (data, '\n', x->cut);
+      len = nl ? (size_t) (nl - data) + 1 : x->cut;
+      x->truncated = true;
+    }
+  b64 = b64_encode (data, len);
+  if (o == NULL || b64 == NULL)
+    return NULL;
   json_object_object_add (o, "body", json_object_new_string (b64));
   json_object_object_add (o, "truncated", json_object_new_boolean (x->truncated || r->timed_out));
-  text = strdup (json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-  return text;
+  return strdup (json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 /* A small error reply, for when the answer itself cannot be sent.  */
@@ -219,26 +229,15 @@ send_error (rt_bus *bus, const char *reply, int status, const char *code, const 
     rt_bus_publish (bus, reply, text, strlen (text), NULL);
 }
 
-/* A stream's head for a pulled stream: {status, contentType, headers,
-   stream} (under r->mu).  */
+/* A pulled stream's head: {status, contentType, headers, stream}
+   (under r->mu).  */
 static char *
 head_of (struct srv_req *r, struct nats_req *x)
 {
-  cleanup_json json_object *o = json_object_new_object ();
-  json_object *h = json_object_new_object ();
-  struct evkeyval *kv;
+  cleanup_json json_object *o = head_json (r);
 
-  if (o == NULL || h == NULL)
-    {
-      json_object_put (h);
-      return NULL;
-    }
-  TAILQ_FOREACH (kv, &r->out_headers, next)
-  json_object_object_add (h, kv->key, json_object_new_string (kv->value));
-  json_object_object_add (h, "x-request-id", json_object_new_string (r->request_id));
-  json_object_object_add (o, "status", json_object_new_int (r->status));
-  json_object_object_add (o, "contentType", json_object_new_string (r->ctype ? r->ctype : "application/json"));
-  json_object_object_add (o, "headers", h);
+  if (o == NULL)
+    return NULL;
   json_object_object_add (o, "stream", json_object_new_string (x->sid));
   return strdup (json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
@@ -485,13 +484,34 @@ nats_req_free (void *data)
   free (x);
 }
 
-/* The tenant named by the request, from this host's token store: its
-   limits are this host's, an unknown name is refused.  */
+/* The tenant named by the request, with the limits the replica sends
+   (it has the token: nats.h), else from this host's token store: an
+   unknown name is refused.  */
 static bool
 tenant_known (struct srv_nats *n, struct srv_req *r, json_object *o)
 {
   const char *name = rt_json_str (o, "tenant");
+  json_object *lim = json_object_object_get (o, "limits");
 
+  if (name && rt_tenant_name_ok (name) && json_object_is_type (lim, json_type_object))
+    {
+      int64_t v[5];
+      const char *keys[5] = { "maxSandboxes", "maxVcpu", "rate", "maxSnapshots", "maxCostMicros" };
+      for (size_t i = 0; i < 5; i++)
+        {
+          v[i] = rt_json_i64 (lim, keys[i]);
+          if (v[i] < 0 || (i < 4 && v[i] > UINT32_MAX))
+            v[i] = 0;
+        }
+      memset (&r->token, 0, sizeof r->token);
+      snprintf (r->token.name, sizeof r->token.name, "%s", name);
+      r->token.max_sandboxes = (unsigned) v[0];
+      r->token.max_vcpu = (unsigned) v[1];
+      r->token.rate = (unsigned) v[2];
+      r->token.max_snapshots = (unsigned) v[3];
+      r->token.max_cost_micros = v[4];
+      return r->authed = true;
+    }
   if (name && rt_tokens_named (n->srv->tokens, name, &r->token) == 1)
     return r->authed = true;
   srv_reply_error (r, 401, "unauthorized", "the serve replica names a tenant this host has (runtime token create)",

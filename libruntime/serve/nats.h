@@ -7,6 +7,8 @@
  * A request is one NATS request message, JSON:
  *   {method, path, query {NAME: VALUE or [VALUE…]}, headers {NAME: VALUE},
  *    body (base64, optional), tenant (the token's name, optional),
+ *    limits (the token's: {maxSandboxes, maxVcpu, rate, maxSnapshots,
+ *    maxCostMicros}, 0 for the default; optional),
  *    timeoutMs (optional: SRV_NATS_DEADLINE_MS, at most
  *    SRV_NATS_MAX_DEADLINE_MS)}
  * and its answer the reply, JSON:
@@ -16,9 +18,10 @@
  * broken into by a guest would collect them), and an Authorization header
  * is dropped.  The name is trusted because only the NATS user of the serve
  * replicas may publish on runtime.node.<host>.api
- * (docs/cluster/nats-auth.conf); it must be a token of this host's own
- * store (<data>/tokens.json, the same file on every host), whose limits
- * apply; another is answered 401.
+ * (docs/cluster/nats-auth.conf).  With limits (what a replica sends) the
+ * tenant is taken as named, its name checked; without, it must be a token
+ * of this host's own store (<data>/tokens.json), whose limits apply, and
+ * another is answered 401.
  * With stream: true in the request, a stream's answer is its head at
  * once, {status, contentType, headers, stream (an id)}, and its bytes are
  * pulled in chunks of at most 256 KiB on <pull_subject>: a request

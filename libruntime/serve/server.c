@@ -725,21 +725,11 @@ rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
       rt_error_set (err, EINVAL, "usage", "--tls-cert and --tls-key go together");
       return rt_error_hint (err, "give both, or neither on a loopback address");
     }
-  if (srv_listen (opts, opts->tls_cert != NULL, &fd, err) < 0)
-    return -1;
   s = srv_alloc (ctx);
   if (s == NULL)
-    {
-      close (fd);
-      return rt_error_oom (err);
-    }
-  if (srv_setup (s, ctx, opts, fd, err) < 0)
-    {
-      if (s->bound == NULL)
-        close (fd);
-      srv_free (s);
-      return -1;
-    }
+    return rt_error_oom (err);
+  /* The cluster first: nothing listens for a replica that cannot reach
+     its hosts.  */
   if (opts->nats)
     {
       struct srv_cluster_opts co = { .nats = opts->nats, .replicas = opts->replicas, .ca_file = opts->nats_ca,
@@ -751,7 +741,22 @@ rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
           srv_free (s);
           return -1;
         }
-      fprintf (stderr, "runtime serve: a replica over the cluster's nodes (NATS)\n");
+    }
+  if (srv_listen (opts, opts->tls_cert != NULL, &fd, err) < 0)
+    {
+      srv_cluster_stop (s->cluster);
+      srv_free (s);
+      return -1;
+    }
+  if (s->cluster)
+    fprintf (stderr, "runtime serve: a replica over the cluster's nodes (NATS)\n");
+  if (srv_setup (s, ctx, opts, fd, err) < 0)
+    {
+      if (s->bound == NULL)
+        close (fd);
+      srv_cluster_stop (s->cluster);
+      srv_free (s);
+      return -1;
     }
   /* Old files go at start too: a server restarted more often than hourly
      would never sweep.  */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void
+static inline void
 nats_fixture_stop (const char *fixture, const char *dir)
 {
   char cmd[600];
@@ -19,7 +19,7 @@ nats_fixture_stop (const char *fixture, const char *dir)
     fprintf (stderr, "# could not stop the cluster\n");
 }
 
-static char *
+static inline char *
 nats_fixture_start (const char *fixture, const char *dir)
 {
   char cmd[600], *urls = malloc (4096);
@@ -40,7 +40,7 @@ nats_fixture_start (const char *fixture, const char *dir)
 }
 
 /* The number in @dir/@file, or 0.  */
-static int
+static inline int
 nats_fixture_read_int (const char *dir, const char *file)
 {
   char path[400];

@@ -172,6 +172,21 @@ check_api (rt_bus *b, const char *token)
   ok (api (b, req, body, sizeof body) == 404 && strstr (body, "not_found") && strstr (body, "nats-test-1"),
       "an exec in a sandbox it does not have: 404 with the request id (%.60s)", body);
   ok (api (b, "not json", body, sizeof body) == 400, "a message that is no request: 400");
+  /* A replica sends the token's limits with its name: no store needed.  */
+  ok (api (b, "{\"method\":\"GET\",\"path\":\"/v1/sandboxes\",\"tenant\":\"zed\",\"limits\":{\"maxSandboxes\":2}}",
+           body, sizeof body)
+              == 200
+          && strstr (body, "\"data\":[]"),
+      "a tenant this host has no token of, with its limits: served (%.60s)", body);
+  ok (api (b, "{\"method\":\"GET\",\"path\":\"/v1/sandboxes\",\"tenant\":\"../x\",\"limits\":{}}", body,
+           sizeof body)
+          == 401,
+      "a tenant name that is none, even with limits: 401");
+  ok (api (b, "{\"method\":\"GET\",\"path\":\"/v1/sandboxes\",\"tenant\":\"zed\",\"limits\":{\"maxVcpu\":-1,"
+              "\"rate\":\"x\",\"maxCostMicros\":1e300}}",
+           body, sizeof body)
+          == 200,
+      "limits out of range (negative, not numbers) do not break the request");
 }
 
 /* A follow of an image build's log that never ends: a record "building"

@@ -165,6 +165,25 @@ main (int argc, char **argv)
       "a node cannot ask another node anything");
   free (reply), reply = NULL;
   rt_error_free (e), e = NULL;
+  /* The pulls of a stream and the host's list and stops: serve's to ask,
+     the node's own to take, no other node's.  */
+  for (const char *const *w = (const char *const[]){ "pull", "host", NULL }; *w; w++)
+    {
+      char subject[64];
+      rt_bus_sub *mine = NULL;
+      snprintf (subject, sizeof subject, "runtime.node.host1.%s", *w);
+      ok (rt_bus_subscribe (host1, subject, NULL, answer, host1, &mine, &e) == 0, "host1 takes its own %s", subject);
+      rt_error_free (e), e = NULL;
+      usleep (200 * 1000);
+      ok (rt_bus_request (serve, subject, "hi", 2, 3000, &reply, &len, &e) == 0, "serve asks %s", subject);
+      free (reply), reply = NULL;
+      rt_error_free (e), e = NULL;
+      ok (rt_bus_request (host2, subject, "hi", 2, 1500, &reply, &len, &e) < 0, "another node cannot ask %s",
+          subject);
+      free (reply), reply = NULL;
+      rt_error_free (e), e = NULL;
+      rt_bus_unsubscribe (mine);
+    }
 
   /* The catalog is serve's alone.  */
   ok (rt_catalog_open (host1, 3, &c, &e) < 0, "a node cannot open the catalog");

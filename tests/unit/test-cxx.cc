@@ -99,6 +99,7 @@ const entry table[] = {
   FN (rt_secret_remove),
   FN (rt_serve),
   FN (rt_node),
+  FN (rt_node_list_json),
 };
 
 int n_tests, n_failed;
