@@ -139,12 +139,6 @@ wait_nodes() {
     done
     return 1
 }
-# free_vcpus NAME: the vCPUs free in the latest report of node NAME.
-free_vcpus() {
-    call A GET /v1/nodes
-    bj '[x["report"]["vcpus"]["free"] for x in o["data"] if x["name"] == "'"$1"'"][0]'
-}
-
 # create R [JSON]: a small sandbox through replica R; sets $sid and $snode.
 small='{"vcpu":1,"memoryMiB":512,"timeoutSeconds":1200}'
 create() {
@@ -248,8 +242,8 @@ TOKEN='' call A GET /v1/nodes
 is "/v1/nodes without a token: 401" "$status $(bj 'o["error"]["code"]')" "401 unauthorized"
 
 # --- a node lost ---
-# The victim: h3; one sandbox kept on each other node, so that they have
-# room for the creates that follow (2 vCPUs a host, 1 a sandbox).
+# The victim: h3; one sandbox kept on each other node (fewer VMs on this
+# small machine for what follows).
 victim=h3
 [ -n "$(for s in "${ids[@]}"; do [ "${node_of[$s]}" = h3 ] && echo y; done)" ] || victim=${node_of[${ids[0]}]}
 declare -A kept=()
@@ -269,9 +263,6 @@ for s in "${ids[@]}"; do
 done
 is "the sandboxes beyond one a surviving node deleted through B" "${#live[@]}" "2"
 [ "${#live[@]}" -gt 0 ] || { fail "no sandbox on a surviving node to go on with"; done_testing; }
-for nd in "${!kept[@]}"; do
-    for _ in $(seq 20); do [ "$(free_vcpus "$nd")" -ge 1 ] 2>/dev/null && break; sleep 0.5; done
-done
 t0=$(date +%s.%N)
 stop "$victim" KILL
 # Meanwhile, a sandbox made on the victim host behind the cluster's back.
@@ -394,7 +385,6 @@ call B GET "/v1/sandboxes/$direct"
 is "the direct one is no tenant's: 404" "$status" "404"
 
 # --- an idempotent create retried across replicas ---
-for _ in $(seq 20); do [ "$(free_vcpus "$victim")" -ge 1 ] 2>/dev/null && break; sleep 0.5; done
 key=cluster-$$-$RANDOM
 call A POST /v1/sandboxes "$small" -H "Idempotency-Key: $key"
 first=$(bj 'o["id"]') fstatus=$status
