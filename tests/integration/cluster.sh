@@ -299,6 +299,7 @@ is "/v1/nodes: $victim lost, with lostAt" \
     "$(bj '[(x["state"], bool(x.get("lostAt"))) for x in o["data"] if x["name"] == "'"$victim"'"]')" "[('lost', True)]"
 create B
 is "a create after the loss: $status, not on $victim ($snode)" "$status $([ "$snode" != "$victim" ] && [ -n "$snode" ] && echo elsewhere)" "201 elsewhere"
+[ "$status" = 201 ] || diag "$body"
 [ "$status" = 201 ] && live+=("$sid") && node_of[$sid]=$snode
 
 # --- a NATS server lost ---
@@ -315,6 +316,7 @@ kill -9 "$(cat "$nats/pid.$k")"
 create $r
 is "NATS server $k killed (the nodes' own): a create through $r at once goes on: $status" \
     "$status $(bj 'o["state"]')" "201 running"
+[ "$status" = 201 ] || diag "$body"
 [ "$status" = 201 ] && live+=("$sid") && node_of[$sid]=$snode
 for r in A B; do
     call $r POST "/v1/sandboxes/${live[0]}:exec" '{"argv":["echo","still"]}'
