@@ -28,7 +28,8 @@ our_qemus() { pgrep -f "qemu-system-x86_64.*$RUNTIME_STATE_DIR" 2>/dev/null || t
 # Sandboxes whose monitors still run in this test's state dir.
 our_monitors() { cat "$RUNTIME_STATE_DIR"/sb-*/monitor.pid 2>/dev/null | cut -d' ' -f1; }
 
-cleanup() {
+# Every sandbox of $RUNTIME_STATE_DIR stopped, its leftover QEMUs killed.
+stop_sandboxes() {
     local left pid
     for pid in $(our_monitors); do kill -TERM "$pid" 2>/dev/null; done
     for _ in $(seq 50); do [ -z "$(our_monitors)" ] && break; sleep 0.1; done
@@ -37,6 +38,10 @@ cleanup() {
         echo "# cleanup: killing leftover QEMU $left"
         kill -9 $left 2>/dev/null
     fi
+}
+
+cleanup() {
+    stop_sandboxes
     rm -rf "$tmp"
 }
 trap cleanup EXIT
