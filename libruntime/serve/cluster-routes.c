@@ -560,8 +560,18 @@ static int
 record (struct srv_req *r, const char *node, json_object *answer)
 {
   rt_error *err = NULL;
+  int ret;
 
-  if (put_entry (r, node, answer, &err) < 0)
+  /* A JetStream leader election takes a few seconds: the sandbox runs,
+     worth waiting for.  */
+  for (int attempt = 0; (ret = put_entry (r, node, answer, &err)) < 0 && attempt < 10; attempt++)
+    {
+      if (strcmp (err->code, "cluster_unavailable") != 0)
+        break;
+      rt_error_free (err), err = NULL;
+      usleep (500 * 1000);
+    }
+  if (ret < 0)
     {
       struct srv_node_answer gone = { 0 };
       cleanup_free char *path = rt_strdup_printf ("/v1/sandboxes/%s", rt_json_str (answer, "id"));
@@ -622,37 +632,52 @@ cl_sandbox_fork (struct srv_req *r)
 }
 
 /* The create sent to @names in turn until one answers other than 5xx:
-   into @a; how many were tried (the last one answered).  */
+   into @a; how many were tried (the last one answered).  First each once;
+   when none answered at all (every node between NATS servers, one of
+   them just lost), the whole round again after a moment, until
+   SRV_RECONNECT_WAIT_MS.  */
 static size_t
 create_on (struct srv_req *r, char (*names)[65], size_t n, struct srv_node_answer *a)
 {
-  for (size_t i = 0; i < n; i++)
-    {
-      rt_error *err = NULL;
+  uint64_t until = rt_now_ms () + SRV_RECONNECT_WAIT_MS;
 
-      srv_node_answer_clear (a);
-      /* The tenant's secrets first: every sandbox made has them.  */
-      if (srv_cluster_push_secrets (r, names[i]) < 0)
+  for (int round = 0;; round++)
+    {
+      bool answered = false;
+
+      for (size_t i = 0; i < n; i++)
         {
-          fprintf (stderr, "runtime serve: %s: host '%s' did not take the tenant's secrets%s\n", r->request_id,
-                   names[i], i + 1 < n ? "; trying another" : "");
-          continue;
+          rt_error *err = NULL;
+
+          srv_node_answer_clear (a);
+          /* The tenant's secrets first: every sandbox made has them.  */
+          if (srv_cluster_push_secrets (r, names[i]) < 0)
+            {
+              fprintf (stderr, "runtime serve: %s: host '%s' did not take the tenant's secrets%s\n", r->request_id,
+                       names[i], i + 1 < n ? "; trying another" : "");
+              continue;
+            }
+          if (srv_cluster_call_once (cl (r), r, names[i], EVHTTP_REQ_POST, r->body, r->body_len, CREATE_TIMEOUT_MS,
+                                     a, &err)
+              < 0)
+            {
+              answered |= strcmp (err->code, "node_unreachable") != 0;
+              if (round == 0)
+                fprintf (stderr, "runtime serve: %s: create on host '%s' failed: %s%s\n", r->request_id, names[i],
+                         err->msg, i + 1 < n ? "; trying another" : "");
+              rt_error_free (err);
+              continue;
+            }
+          answered = true;
+          if (a->status < 500)
+            return i + 1;
+          fprintf (stderr, "runtime serve: %s: host '%s' refused the create (%d)%s\n", r->request_id, names[i],
+                   a->status, i + 1 < n ? "; trying another" : "");
         }
-      if (srv_cluster_call (cl (r), r, names[i], EVHTTP_REQ_POST, NULL, NULL, r->body, r->body_len,
-                            CREATE_TIMEOUT_MS, a, &err)
-          < 0)
-        {
-          fprintf (stderr, "runtime serve: %s: create on host '%s' failed: %s%s\n", r->request_id, names[i],
-                   err->msg, i + 1 < n ? "; trying another" : "");
-          rt_error_free (err);
-          continue;
-        }
-      if (a->status < 500)
-        return i + 1;
-      fprintf (stderr, "runtime serve: %s: host '%s' refused the create (%d)%s\n", r->request_id, names[i],
-               a->status, i + 1 < n ? "; trying another" : "");
+      if (answered || rt_now_ms () >= until || srv_gone (r))
+        return n;
+      usleep (250 * 1000);
     }
-  return n;
 }
 
 static void

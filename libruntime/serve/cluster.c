@@ -167,7 +167,8 @@ parse_answer (const char *text, size_t len, struct srv_node_answer *a, rt_error 
 
 static int
 call (struct srv_cluster *c, struct srv_req *r, const char *node, int method, const char *path, json_object *query,
-      const void *body, size_t len, bool stream, int timeout_ms, struct srv_node_answer *out, rt_error **err)
+      const void *body, size_t len, bool stream, bool patient, int timeout_ms, struct srv_node_answer *out,
+      rt_error **err)
 {
   cleanup_json json_object *m = json_object_new_object ();
   cleanup_free char *b64 = rt_b64_encode (body, len), *reply = NULL;
@@ -205,9 +206,25 @@ call (struct srv_cluster *c, struct srv_req *r, const char *node, int method, co
     json_object_object_add (m, "stream", json_object_new_boolean (true));
   text = json_object_to_json_string_ext (m, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
   snprintf (subject, sizeof subject, "runtime.node.%s.api", node);
-  /* The node gives up at timeout_ms; its answer may take a little more.  */
-  if (rt_bus_request (c->bus, subject, text, strlen (text), timeout_ms + 2000, &reply, &reply_len, err) < 0)
-    return -EIO;
+  /* The node gives up at timeout_ms; its answer may take a little more.
+     Nobody subscribed, at once, is a node between two NATS servers (one
+     of them just lost: it reconnects within a second or two) or a dead
+     one; the request reached nobody, so asking again is safe.  */
+  for (uint64_t until = rt_now_ms () + (patient ? SRV_RECONNECT_WAIT_MS : 0);;)
+    {
+      uint64_t t0 = rt_now_ms ();
+      rt_error *e = NULL;
+
+      if (rt_bus_request (c->bus, subject, text, strlen (text), timeout_ms + 2000, &reply, &reply_len, &e) == 0)
+        break;
+      if (rt_now_ms () - t0 > 1000 || rt_now_ms () >= until || strcmp (e->code, "node_unreachable") != 0)
+        {
+          *err = e;
+          return -EIO;
+        }
+      rt_error_free (e);
+      usleep (250 * 1000);
+    }
   return parse_answer (reply, reply_len, out, err);
 }
 
@@ -230,14 +247,21 @@ srv_cluster_call (struct srv_cluster *c, struct srv_req *r, const char *node, in
                   json_object *query, const void *body, size_t len, int timeout_ms, struct srv_node_answer *out,
                   rt_error **err)
 {
-  return call (c, r, node, method, path, query, body, len, false, timeout_ms, out, err);
+  return call (c, r, node, method, path, query, body, len, false, true, timeout_ms, out, err);
+}
+
+int
+srv_cluster_call_once (struct srv_cluster *c, struct srv_req *r, const char *node, int method, const void *body,
+                       size_t len, int timeout_ms, struct srv_node_answer *out, rt_error **err)
+{
+  return call (c, r, node, method, NULL, NULL, body, len, false, false, timeout_ms, out, err);
 }
 
 int
 srv_cluster_call_stream (struct srv_cluster *c, struct srv_req *r, const char *node, int timeout_ms,
                          struct srv_node_answer *out, rt_error **err)
 {
-  return call (c, r, node, r->method, NULL, NULL, r->body, r->body_len, true, timeout_ms, out, err);
+  return call (c, r, node, r->method, NULL, NULL, r->body, r->body_len, true, true, timeout_ms, out, err);
 }
 
 /* A stream's bytes pulled from @node to @r's client until its end, the

@@ -91,6 +91,11 @@ void srv_node_answer_clear (struct srv_node_answer *a);
 int srv_cluster_call (struct srv_cluster *c, struct srv_req *r, const char *node, int method, const char *path,
                       json_object *query, const void *body, size_t len, int timeout_ms, struct srv_node_answer *out,
                       rt_error **err);
+/* A node nobody answers for at once is asked again for up to this long
+   (it is between NATS servers); srv_cluster_call_once asks once.  */
+#define SRV_RECONNECT_WAIT_MS 3000
+int srv_cluster_call_once (struct srv_cluster *c, struct srv_req *r, const char *node, int method, const void *body,
+                           size_t len, int timeout_ms, struct srv_node_answer *out, rt_error **err);
 /* The same, a stream's answer left to pull (out->stream).  */
 int srv_cluster_call_stream (struct srv_cluster *c, struct srv_req *r, const char *node, int timeout_ms,
                              struct srv_node_answer *out, rt_error **err);

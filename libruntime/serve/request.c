@@ -524,6 +524,9 @@ srv_status_for (const char *code)
     { "download_incomplete", 502 },
     { "insufficient_storage", 507 },
     { "unavailable", 503 },
+    { "cluster_unavailable", 503 },
+    { "node_unreachable", 503 },
+    { "bad_gateway", 502 },
   };
 
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
