@@ -4,6 +4,7 @@
 #include <nats/nats.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cluster/catalog.h"
 #include "common/cleanup.h"
@@ -119,6 +120,34 @@ rt_catalog_open (rt_bus *bus, unsigned replicas, rt_catalog **out, rt_error **er
   return 0;
 }
 
+/* A JetStream that cannot answer now (its stream's leader being elected
+   after a server was lost, seconds) rather than one that said no: asked
+   again, for up to PATIENCE_MS in all, so that one server lost of three
+   costs a wait, not an error.  */
+#define PATIENCE_MS 10000
+
+static bool
+transient (natsStatus s)
+{
+  return s == NATS_TIMEOUT || s == NATS_NO_RESPONDERS || s == NATS_CONNECTION_DISCONNECTED
+         || s == NATS_CONNECTION_CLOSED;
+}
+
+/* Whether to ask again after @s, sleeping a little first; *until set on
+   the first call.  */
+static bool
+again (natsStatus s, uint64_t *until)
+{
+  if (!transient (s))
+    return false;
+  if (*until == 0)
+    *until = rt_now_ms () + PATIENCE_MS;
+  if (rt_now_ms () >= *until)
+    return false;
+  usleep (250 * 1000);
+  return true;
+}
+
 void
 rt_catalog_free (rt_catalog *c)
 {
@@ -149,7 +178,14 @@ put_if (rt_catalog *c, const char *key, const char *value, uint64_t last, uint64
     po.ExpectNoMessage = true;
   else
     po.ExpectLastSubjectSeq = last;
-  s = js_Publish (&pa, c->js, subject, value, (int) strlen (value), &po, &code);
+  for (uint64_t until = 0;;)
+    {
+      s = js_Publish (&pa, c->js, subject, value, (int) strlen (value), &po, &code);
+      if (s == NATS_OK || code == JSStreamWrongLastSequenceErr || !again (s, &until))
+        break;
+      jsPubAck_Destroy (pa);
+      pa = NULL;
+    }
   if (s == NATS_OK && rev)
     *rev = pa->Sequence;
   jsPubAck_Destroy (pa);
@@ -173,7 +209,12 @@ tombstone (rt_catalog *c, const char *key, uint64_t *rev, rt_error **err)
 
   *rev = 0;
   snprintf (subject, sizeof subject, SUBJECT_PREFIX "%s", key);
-  s = js_GetLastMsg (&m, c->js, STREAM, subject, NULL, &code);
+  for (uint64_t until = 0;;)
+    {
+      s = js_GetLastMsg (&m, c->js, STREAM, subject, NULL, &code);
+      if (s == NATS_OK || code == JSNoMessageFoundErr || !again (s, &until))
+        break;
+    }
   if (s == NATS_NOT_FOUND || code == JSNoMessageFoundErr)
     return 0;
   if (s != NATS_OK)
@@ -219,7 +260,8 @@ rt_catalog_get (rt_catalog *c, const char *key, char **value, uint64_t *rev, rt_
 
   if (check_key (key, err) < 0)
     return -EINVAL;
-  s = kvStore_Get (&e, c->kv, key);
+  for (uint64_t until = 0; (s = kvStore_Get (&e, c->kv, key)) != NATS_OK && again (s, &until);)
+    ;
   if (s == NATS_NOT_FOUND)
     return rt_error_set (err, ENOENT, "not_found", "'%s' is not in the catalog", key);
   if (s != NATS_OK)
@@ -267,7 +309,8 @@ rt_catalog_delete (rt_catalog *c, const char *key, rt_error **err)
 
   if (check_key (key, err) < 0)
     return -EINVAL;
-  s = kvStore_Purge (c->kv, key, NULL);
+  for (uint64_t until = 0; (s = kvStore_Purge (c->kv, key, NULL)) != NATS_OK && again (s, &until);)
+    ;
   if (s != NATS_OK && s != NATS_NOT_FOUND)
     return kv_error (err, s, "cannot write the catalog");
   return 0;
@@ -278,7 +321,10 @@ rt_catalog_keys (rt_catalog *c, const char *prefix, char ***keys, size_t *n, rt_
 {
   kvKeysList list = { 0 };
   size_t plen = strlen (prefix), k = 0;
-  natsStatus s = kvStore_Keys (&list, c->kv, NULL);
+  natsStatus s;
+
+  for (uint64_t until = 0; (s = kvStore_Keys (&list, c->kv, NULL)) != NATS_OK && again (s, &until);)
+    ;
 
   *keys = NULL;
   *n = 0;

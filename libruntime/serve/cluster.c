@@ -23,6 +23,8 @@
 #include "serve/cluster-internal.h"
 #include "serve/server-internal.h"
 
+/* How long a replica starting waits for JetStream.  */
+#define CATALOG_WAIT_MS 30000
 /* A pull waits this long for bytes before it is asked again.  */
 #define PULL_WAIT_MS 20000
 
@@ -477,6 +479,34 @@ srv_cluster_place (struct srv_cluster *c, unsigned vcpu, unsigned long memory_mi
   return got < max ? got : max;
 }
 
+/* The catalog, waiting up to CATALOG_WAIT_MS while JetStream is not
+   ready (a leader being elected: servers just started, or one lost):
+   a replica is nothing without it.  */
+static int
+open_catalog (struct srv_cluster *c, unsigned replicas, rt_error **err)
+{
+  uint64_t until = rt_now_ms () + CATALOG_WAIT_MS;
+  bool said = false;
+
+  for (;;)
+    {
+      rt_error *e = NULL;
+
+      if (rt_catalog_open (c->bus, replicas, &c->cat, &e) == 0)
+        return 0;
+      if (strcmp (e->code, "cluster_unavailable") != 0 || rt_now_ms () >= until)
+        {
+          *err = e;
+          return -EIO;
+        }
+      if (!said)
+        fprintf (stderr, "runtime serve: waiting for the catalog (%s)\n", e->msg);
+      said = true;
+      rt_error_free (e);
+      usleep (500 * 1000);
+    }
+}
+
 int
 srv_cluster_start (struct srv *s, const struct srv_cluster_opts *o, struct srv_cluster **out, rt_error **err)
 {
@@ -493,7 +523,7 @@ srv_cluster_start (struct srv *s, const struct srv_cluster_opts *o, struct srv_c
   if (getrandom (&c->rng, sizeof c->rng, 0) != sizeof c->rng || c->rng == 0)
     c->rng = (uint64_t) rt_now_ms () | 1;
   *out = c;
-  if (rt_bus_connect (&bo, &c->bus, err) < 0 || rt_catalog_open (c->bus, o->replicas ? o->replicas : 3, &c->cat, err) < 0
+  if (rt_bus_connect (&bo, &c->bus, err) < 0 || open_catalog (c, o->replicas ? o->replicas : 3, err) < 0
       || rt_bus_subscribe (c->bus, "runtime.node.*.capacity", NULL, on_report, c, &c->reports, err) < 0)
     return -EIO;
   ret = pthread_create (&c->keeper, NULL, srv_cluster_keeper, c);
