@@ -6,6 +6,10 @@
  * Idempotency-Key: one wins, the other gets "conflict"), and updated only
  * from the revision read (a stale update gets "conflict").
  *
+ * A read may come from a replica a moment behind the last write (the
+ * bucket's direct gets): every decision is a compare-and-set, never a
+ * read alone.
+ *
  * Keys are dot-separated words of [A-Za-z0-9_-]: "sb.<id>", "idem.<tenant>.<sha256>", "node.<name>".
  */
 #ifndef RT_CLUSTER_CATALOG_H

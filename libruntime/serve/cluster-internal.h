@@ -40,6 +40,22 @@ struct srv_cluster
 /* The member named @name, added when @add and unknown (NULL when full);
    under c->mu.  */
 struct member *srv_cluster_member (struct srv_cluster *c, const char *name, bool add);
+/* cluster-routes.c: a catalog entry's sandbox is live; the sandbox as
+   the catalog last knew it, ended (its host lost).  */
+bool srv_cluster_live (json_object *entry);
+json_object *srv_cluster_ended_info (json_object *entry);
+
+/* cluster-lists.c: every item of @path's pages on every host up (@base
+   its query), `node` added, with @dedupe one per id, sorted by createdAt,
+   into @items; the first host up answering @path other than 404 into
+   @node (false after answering 404); and the route handlers.  */
+void srv_cluster_gather (struct srv_req *r, const char *path, json_object *base, bool dedupe, json_object *items);
+bool srv_cluster_find_holder (struct srv_req *r, const char *path, char node[65]);
+void srv_cluster_list (struct srv_req *r);
+void srv_cluster_snapshot_list (struct srv_req *r);
+void srv_cluster_held (struct srv_req *r);
+void srv_cluster_usage (struct srv_req *r);
+
 /* The keeper thread: silent hosts lost, returning ones reconciled.  */
 void *srv_cluster_keeper (void *arg);
 

@@ -15,7 +15,7 @@
 #include "common/strutil.h"
 #include "common/util.h"
 #include "sandbox/store.h"
-#include "serve/cluster.h"
+#include "serve/cluster-internal.h"
 #include "serve/handlers.h"
 #include "serve/nats.h"
 #include "serve/server-internal.h"
@@ -23,7 +23,6 @@
 #define SB "/v1/sandboxes/{id}"
 #define CREATE_TIMEOUT_MS 90000
 #define CREATE_TRIES 3
-#define LIST_PAGES 50
 /* An Idempotency-Key's create in progress on a replica that died is
    taken over after this: longer than any create lasts (CREATE_TRIES
    hosts of CREATE_TIMEOUT_MS each, and the secrets sent first).  */
@@ -70,16 +69,16 @@ entry_of (struct srv_req *r, char **key_out)
   return o;
 }
 
-static bool
-live (json_object *entry)
+bool
+srv_cluster_live (json_object *entry)
 {
   const char *st = rt_json_str (entry, "state");
   return st && strcmp (st, "live") == 0;
 }
 
 /* The sandbox as the catalog last knew it (its host lost).  */
-static json_object *
-ended_info (json_object *entry)
+json_object *
+srv_cluster_ended_info (json_object *entry)
 {
   json_object *info = json_object_object_get (entry, "info");
   json_object *o = json_object_is_type (info, json_type_object) ? json_object_get (info) : json_object_new_object ();
@@ -98,8 +97,8 @@ cl_sandbox_get (struct srv_req *r)
 
   if (e == NULL)
     return;
-  if (!live (e))
-    return srv_reply_json (r, 200, ended_info (e));
+  if (!srv_cluster_live (e))
+    return srv_reply_json (r, 200, srv_cluster_ended_info (e));
   srv_cluster_relay (cl (r), r, rt_json_str (e, "node"), SRV_NATS_MAX_DEADLINE_MS);
 }
 
@@ -113,9 +112,9 @@ cl_sandbox_delete (struct srv_req *r)
 
   if (e == NULL)
     return;
-  if (!live (e))
+  if (!srv_cluster_live (e))
     {
-      o = ended_info (e);
+      o = srv_cluster_ended_info (e);
       json_object_object_add (o, "status", json_object_new_string ("deleted"));
       json_object_object_add (o, "deletedAt", json_object_get (json_object_object_get (e, "endedAt")));
       rt_catalog_delete (srv_cluster_catalog (cl (r)), key, NULL);
@@ -135,249 +134,10 @@ cl_sandbox_call (struct srv_req *r)
 
   if (e == NULL)
     return;
-  if (!live (e))
+  if (!srv_cluster_live (e))
     return srv_reply_error (r, 409, "sandbox_stopped", "create another", NULL, "sandbox '%s' ended: %s",
                             srv_param (r, "id"), rt_json_str (e, "stopReason") ? rt_json_str (e, "stopReason") : "");
   srv_cluster_relay (cl (r), r, rt_json_str (e, "node"), SRV_NATS_MAX_DEADLINE_MS);
-}
-
-/* Gathering from every node.  */
-
-static int
-by_created (const void *a, const void *b)
-{
-  json_object *x = *(json_object *const *) a, *y = *(json_object *const *) b;
-  const char *cx = rt_json_str (x, "createdAt"), *cy = rt_json_str (y, "createdAt");
-  int d = strcmp (cx ? cx : "", cy ? cy : "");
-  const char *ix = rt_json_str (x, "id"), *iy = rt_json_str (y, "id");
-
-  return d ? d : strcmp (ix ? ix : "", iy ? iy : "");
-}
-
-/* Every item of @path's pages on every node up, `node` added to each (with
-   @dedupe, one per id), sorted by createdAt: into @items.  */
-static void
-gather (struct srv_req *r, const char *path, json_object *base, bool dedupe, json_object *items)
-{
-  char names[SRV_CLUSTER_MAX_NODES][65];
-  size_t n = srv_cluster_up (cl (r), names, SRV_CLUSTER_MAX_NODES), count;
-  json_object **all;
-
-  for (size_t i = 0; i < n; i++)
-    {
-      cleanup_free char *cursor = NULL;
-      for (int page = 0; page < LIST_PAGES; page++)
-        {
-          struct srv_node_answer a = { 0 };
-          cleanup_json json_object *q = json_object_new_object (), *o = NULL;
-          json_object *data, *next;
-          rt_error *err = NULL;
-
-          json_object_object_foreach (base, k, v)
-          {
-            if (strcmp (k, "cursor") != 0 && strcmp (k, "limit") != 0)
-              json_object_object_add (q, k, json_object_get (v));
-          }
-          json_object_object_add (q, "limit", json_object_new_string ("100"));
-          if (cursor)
-            json_object_object_add (q, "cursor", json_object_new_string (cursor));
-          if (srv_cluster_call (cl (r), r, names[i], EVHTTP_REQ_GET, path, q, NULL, 0, 30000, &a, &err) < 0)
-            {
-              fprintf (stderr, "runtime serve: %s: host '%s' left out: %s\n", r->request_id, names[i], err->msg);
-              rt_error_free (err);
-              break;
-            }
-          o = a.status == 200 && a.len ? json_tokener_parse ((char *) a.body) : NULL;
-          srv_node_answer_clear (&a);
-          data = json_object_object_get (o, "data");
-          for (size_t j = 0; json_object_is_type (data, json_type_array) && j < json_object_array_length (data); j++)
-            {
-              json_object *it = json_object_array_get_idx (data, j);
-              bool seen = false;
-              for (size_t x = 0; dedupe && x < json_object_array_length (items); x++)
-                seen |= rt_json_str (it, "id") && rt_json_str (json_object_array_get_idx (items, x), "id")
-                        && strcmp (rt_json_str (it, "id"), rt_json_str (json_object_array_get_idx (items, x), "id"))
-                               == 0;
-              if (seen)
-                continue;
-              if (json_object_is_type (it, json_type_object) && rt_json_str (it, "kind")
-                  && strcmp (rt_json_str (it, "kind"), "sandbox") == 0)
-                json_object_object_add (it, "node", json_object_new_string (names[i]));
-              json_object_array_add (items, json_object_get (it));
-            }
-          next = json_object_object_get (o, "nextCursor");
-          free (cursor);
-          cursor = json_object_is_type (next, json_type_string) ? strdup (json_object_get_string (next)) : NULL;
-          if (cursor == NULL)
-            break;
-        }
-    }
-  count = json_object_array_length (items);
-  all = calloc (count ? count : 1, sizeof *all);
-  if (all == NULL)
-    return;
-  for (size_t i = 0; i < count; i++)
-    all[i] = json_object_get (json_object_array_get_idx (items, i));
-  qsort (all, count, sizeof *all, by_created);
-  for (size_t i = 0; i < count; i++)
-    json_object_array_put_idx (items, i, all[i]);
-  free (all);
-}
-
-/* The tenant's sandboxes ended with their host, when the list asks for
-   stopped ones.  */
-static void
-add_ended (struct srv_req *r, json_object *items)
-{
-  const char *inc = srv_query (r, "includeStopped");
-  const char *states[8];
-  size_t ns = srv_query_all (r, "state", states, 8);
-  bool want = inc && strcmp (inc, "true") == 0;
-  char **keys = NULL;
-  size_t n = 0;
-
-  for (size_t i = 0; i < ns; i++)
-    want |= strcmp (states[i], "stopped") == 0;
-  if (!want || rt_catalog_keys (srv_cluster_catalog (cl (r)), "sb.", &keys, &n, NULL) < 0)
-    return;
-  for (size_t i = 0; i < n; i++)
-    {
-      cleanup_free char *value = NULL;
-      cleanup_json json_object *e = NULL;
-
-      if (rt_catalog_get (srv_cluster_catalog (cl (r)), keys[i], &value, NULL, NULL) == 0
-          && (e = json_tokener_parse (value)) && !live (e) && rt_json_str (e, "tenant")
-          && strcmp (rt_json_str (e, "tenant"), r->token.name) == 0)
-        json_object_array_add (items, ended_info (e));
-      free (keys[i]);
-    }
-  free (keys);
-}
-
-static void
-cl_list (struct srv_req *r)
-{
-  json_object *items = json_object_new_array ();
-
-  if (items == NULL)
-    return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
-  cleanup_json json_object *base = srv_cluster_query (r);
-
-  gather (r, "/v1/sandboxes", base, false, items);
-  add_ended (r, items);
-  srv_reply_page (r, items);
-}
-
-static void
-cl_snapshot_list (struct srv_req *r)
-{
-  json_object *items = json_object_new_array ();
-
-  if (items == NULL)
-    return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
-  cleanup_json json_object *base = srv_cluster_query (r);
-
-  gather (r, r->path, base, true, items);
-  srv_reply_page (r, items);
-}
-
-/* A node's resource (a snapshot, an image) where it is: the first node
-   up answering @path other than 404, or NULL after answering 404 (or the
-   error).  */
-static bool
-find_holder (struct srv_req *r, const char *path, char node[65])
-{
-  char names[SRV_CLUSTER_MAX_NODES][65];
-  size_t n = srv_cluster_up (cl (r), names, SRV_CLUSTER_MAX_NODES);
-
-  for (size_t i = 0; i < n; i++)
-    {
-      struct srv_node_answer a = { 0 };
-      cleanup_json json_object *q = json_object_new_object ();
-      rt_error *err = NULL;
-      int status;
-
-      if (srv_cluster_call (cl (r), r, names[i], EVHTTP_REQ_GET, path, q, NULL, 0, 30000, &a, &err) < 0)
-        {
-          rt_error_free (err);
-          continue;
-        }
-      status = a.status;
-      srv_node_answer_clear (&a);
-      if (status != 404)
-        {
-          memcpy (node, names[i], 65);
-          return true;
-        }
-    }
-  srv_reply_error (r, 404, "not_found", NULL, NULL, "no %s on any host up", path);
-  return false;
-}
-
-/* /v1/snapshots/{id} and /v1/images/{id}…: to the node holding it.  */
-static void
-cl_held (struct srv_req *r)
-{
-  const char *id = srv_param (r, "id");
-  bool image = strncmp (r->path, "/v1/images/", 11) == 0;
-  cleanup_free char *path = rt_strdup_printf ("/v1/%s/%s", image ? "images" : "snapshots", id ? id : "");
-  char node[65];
-
-  if (path == NULL)
-    return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
-  if (find_holder (r, path, node))
-    srv_cluster_relay (cl (r), r, node, SRV_NATS_MAX_DEADLINE_MS);
-}
-
-/* Numbers added, objects merged, arrays joined: usage over hosts.  */
-static void
-merge_sum (json_object *into, json_object *from)
-{
-  json_object_object_foreach (from, k, v)
-  {
-    json_object *have = json_object_object_get (into, k);
-    if (have == NULL && !json_object_object_get_ex (into, k, NULL))
-      json_object_object_add (into, k, json_object_get (v));
-    else if (json_object_is_type (have, json_type_int) && json_object_is_type (v, json_type_int))
-      json_object_object_add (into, k, json_object_new_int64 (json_object_get_int64 (have) + json_object_get_int64 (v)));
-    else if (json_object_is_type (have, json_type_double) || json_object_is_type (v, json_type_double))
-      {
-        if ((json_object_is_type (have, json_type_double) || json_object_is_type (have, json_type_int))
-            && (json_object_is_type (v, json_type_double) || json_object_is_type (v, json_type_int)))
-          json_object_object_add (into, k,
-                                  json_object_new_double (json_object_get_double (have) + json_object_get_double (v)));
-      }
-    else if (json_object_is_type (have, json_type_object) && json_object_is_type (v, json_type_object))
-      merge_sum (have, v);
-    else if (json_object_is_type (have, json_type_array) && json_object_is_type (v, json_type_array))
-      for (size_t i = 0; i < json_object_array_length (v); i++)
-        json_object_array_add (have, json_object_get (json_object_array_get_idx (v, i)));
-  }
-}
-
-static void
-cl_usage (struct srv_req *r)
-{
-  char names[SRV_CLUSTER_MAX_NODES][65];
-  size_t n = srv_cluster_up (cl (r), names, SRV_CLUSTER_MAX_NODES);
-  json_object *sum = json_object_new_object ();
-
-  for (size_t i = 0; sum && i < n; i++)
-    {
-      struct srv_node_answer a = { 0 };
-      cleanup_json json_object *o = NULL;
-      rt_error *err = NULL;
-
-      if (srv_cluster_call (cl (r), r, names[i], r->method, NULL, NULL, NULL, 0, 30000, &a, &err) < 0)
-        {
-          rt_error_free (err);
-          continue;
-        }
-      if (a.status == 200 && a.len && (o = json_tokener_parse ((char *) a.body)))
-        merge_sum (sum, o);
-      srv_node_answer_clear (&a);
-    }
-  srv_reply_json (r, 200, sum);
 }
 
 static void
@@ -517,7 +277,7 @@ get_by_name (struct srv_req *r, const char *name)
   cleanup_json json_object *q = json_object_new_object ();
 
   json_object_object_add (q, "name", json_object_new_string (name));
-  gather (r, "/v1/sandboxes", q, false, items);
+  srv_cluster_gather (r, "/v1/sandboxes", q, false, items);
   if (json_object_array_length (items) == 0)
     return false;
   srv_reply_json (r, 200, json_object_get (json_object_array_get_idx (items, 0)));
@@ -597,7 +357,7 @@ cl_sandbox_fork (struct srv_req *r)
 
   if (e == NULL)
     return;
-  if (!live (e))
+  if (!srv_cluster_live (e))
     return srv_reply_error (r, 409, "sandbox_stopped", "create another", NULL, "sandbox '%s' ended",
                             srv_param (r, "id"));
   node = rt_json_str (e, "node");
@@ -719,7 +479,7 @@ cl_create (struct srv_req *r)
   if (snap)
     {
       cleanup_free char *path = rt_strdup_printf ("/v1/snapshots/%s", snap);
-      n = path && find_holder (r, path, names[0]) ? 1 : 0;
+      n = path && srv_cluster_find_holder (r, path, names[0]) ? 1 : 0;
       if (n == 0)
         return idem_done (r, idem, sha, 0, NULL);
     }
@@ -755,11 +515,11 @@ cl_create (struct srv_req *r)
 const struct srv_route srv_cluster_routes[] = {
   { EVHTTP_REQ_GET, "/v1/health", srv_health, SRV_INLINE | SRV_NO_AUTH },
   { EVHTTP_REQ_GET, "/v1/me", srv_me, SRV_INLINE },
-  { EVHTTP_REQ_GET, "/v1/usage", cl_usage, 0 },
+  { EVHTTP_REQ_GET, "/v1/usage", srv_cluster_usage, 0 },
   { EVHTTP_REQ_GET, "/v1/nodes", cl_nodes, 0 },
 
   { EVHTTP_REQ_POST, "/v1/sandboxes", cl_create, SRV_OWN_IDEM },
-  { EVHTTP_REQ_GET, "/v1/sandboxes", cl_list, 0 },
+  { EVHTTP_REQ_GET, "/v1/sandboxes", srv_cluster_list, 0 },
   { EVHTTP_REQ_GET, SB, cl_sandbox_get, 0 },
   { EVHTTP_REQ_DELETE, SB, cl_sandbox_delete, 0 },
   { EVHTTP_REQ_POST, SB ":fork", cl_sandbox_fork, 0 },
@@ -783,15 +543,15 @@ const struct srv_route srv_cluster_routes[] = {
   { EVHTTP_REQ_GET, SB "/files/archive", cl_sandbox_call, 0 },
   { EVHTTP_REQ_PUT, SB "/files/archive", cl_sandbox_call, 0 },
 
-  { EVHTTP_REQ_GET, "/v1/snapshots", cl_snapshot_list, 0 },
-  { EVHTTP_REQ_GET, "/v1/snapshots/{id}", cl_held, 0 },
-  { EVHTTP_REQ_DELETE, "/v1/snapshots/{id}", cl_held, 0 },
+  { EVHTTP_REQ_GET, "/v1/snapshots", srv_cluster_snapshot_list, 0 },
+  { EVHTTP_REQ_GET, "/v1/snapshots/{id}", srv_cluster_held, 0 },
+  { EVHTTP_REQ_DELETE, "/v1/snapshots/{id}", srv_cluster_held, 0 },
 
   { EVHTTP_REQ_POST, "/v1/images", cl_not_here, 0 },
-  { EVHTTP_REQ_GET, "/v1/images", cl_snapshot_list, 0 },
-  { EVHTTP_REQ_GET, "/v1/images/{id}", cl_held, 0 },
-  { EVHTTP_REQ_GET, "/v1/images/{id}/logs", cl_held, 0 },
-  { EVHTTP_REQ_POST, "/v1/images/{id}:{verb}", cl_held, 0 },
+  { EVHTTP_REQ_GET, "/v1/images", srv_cluster_snapshot_list, 0 },
+  { EVHTTP_REQ_GET, "/v1/images/{id}", srv_cluster_held, 0 },
+  { EVHTTP_REQ_GET, "/v1/images/{id}/logs", srv_cluster_held, 0 },
+  { EVHTTP_REQ_POST, "/v1/images/{id}:{verb}", srv_cluster_held, 0 },
 
   { EVHTTP_REQ_GET, "/v1/egress-secrets", srv_cluster_secret_list, 0 },
   { EVHTTP_REQ_PUT, "/v1/egress-secrets/{name}", srv_cluster_secret_put, 0 },
