@@ -149,31 +149,36 @@ add_ended (struct srv_req *r, json_object *items)
   free (keys);
 }
 
+/* @path's pages from every host up as one page of @r's (its cursor and
+   limit); with @sandboxes, the catalog's ended ones added, else one item
+   per id (a snapshot or image the same on two hosts).  */
+static void
+reply_gathered (struct srv_req *r, const char *path, bool sandboxes)
+{
+  json_object *items = json_object_new_array ();
+  cleanup_json json_object *base = NULL;
+
+  if (items == NULL || (base = srv_cluster_query (r)) == NULL)
+    {
+      json_object_put (items);
+      return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
+    }
+  srv_cluster_gather (r, path, base, !sandboxes, items);
+  if (sandboxes)
+    add_ended (r, items);
+  srv_reply_page (r, items);
+}
+
 void
 srv_cluster_list (struct srv_req *r)
 {
-  json_object *items = json_object_new_array ();
-
-  if (items == NULL)
-    return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
-  cleanup_json json_object *base = srv_cluster_query (r);
-
-  srv_cluster_gather (r, "/v1/sandboxes", base, false, items);
-  add_ended (r, items);
-  srv_reply_page (r, items);
+  reply_gathered (r, "/v1/sandboxes", true);
 }
 
 void
 srv_cluster_snapshot_list (struct srv_req *r)
 {
-  json_object *items = json_object_new_array ();
-
-  if (items == NULL)
-    return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
-  cleanup_json json_object *base = srv_cluster_query (r);
-
-  srv_cluster_gather (r, r->path, base, true, items);
-  srv_reply_page (r, items);
+  reply_gathered (r, r->path, false);
 }
 
 /* A node's resource (a snapshot, an image) where it is: the first node
