@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/proto.h"
 #include "common/strutil.h"
 #include "common/sys.h"

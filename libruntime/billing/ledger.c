@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "billing/ledger.h"
-#include "sandbox/store.h"
 
 int
 rt_ledger_open (rt_context *ctx, int *fd, rt_error **err)

@@ -7,14 +7,6 @@
 
 #include "billing/meter.h"
 
-static uint64_t
-mono_us (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static bool
 read_schedstat (pid_t pid, pid_t tid, uint64_t *ns)
 {
@@ -101,7 +93,7 @@ rt_meter_record (struct rt_meter *mt)
 void
 rt_meter_sample (struct rt_meter *mt)
 {
-  uint64_t now = mono_us (), cpu, d_cpu_us, d_wall_us;
+  uint64_t now = rt_now_us (), cpu, d_cpu_us, d_wall_us;
   char secs[32];
 
   if (mt->pid <= 0 || mt->last_mono_us == 0)
@@ -129,7 +121,7 @@ void
 rt_meter_resume (struct rt_meter *mt)
 {
   mt->paused = false;
-  mt->last_mono_us = mono_us ();
+  mt->last_mono_us = rt_now_us ();
   mt->last_cpu_ns = vcpu_ns (mt);
 }
 

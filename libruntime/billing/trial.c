@@ -3,7 +3,8 @@
 
 #include "billing/ledger.h"
 #include "billing/trial.h"
-#include "sandbox/store.h"
+#include "records/store.h"
+#include "records/list.h"
 
 static int64_t
 get_i64 (json_object *o, const char *key)

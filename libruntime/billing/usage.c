@@ -5,7 +5,8 @@
 
 #include "billing/ledger.h"
 #include "billing/trial.h"
-#include "sandbox/store.h"
+#include "records/list.h"
+#include "records/reap.h"
 #include "remote/secrets.h"
 
 #define MAX_ROWS 100

@@ -21,7 +21,6 @@
 #include "common/util.h"
 #include "core/context.h"
 #include "remote/http.h"
-#include "sandbox/store.h"
 #include "serve/nats.h"
 
 #define PING_TIMEOUT_MS 500

@@ -6,7 +6,6 @@
 #include "cluster/report.h"
 #include "common/cleanup.h"
 #include "common/util.h"
-#include "sandbox/store.h"
 
 #define MIB (1024ull * 1024ull)
 

@@ -73,13 +73,6 @@ rt_read_all (int fd, size_t max, char **out, size_t *len)
   return 0;
 }
 
-uint64_t
-rt_now_ms (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 bool
 rt_pid_exited_within (int pid, int timeout_ms)

@@ -1,5 +1,5 @@
-/* sys.h - whole reads and writes and the monotonic clock, for the library and the
-   guest agent alike.  */
+/* sys.h - whole reads and writes, waits for a process, for the library and
+   the guest agent alike.  */
 #ifndef RT_SYS_H
 #define RT_SYS_H
 
@@ -15,9 +15,6 @@ int rt_write_all (int fd, const void *buf, size_t len);
    NUL; len may be NULL).  Return: 0, or a negative errno: -EFBIG past @max
    bytes, -ENOMEM.  */
 int rt_read_all (int fd, size_t max, char **out, size_t *len);
-/* Milliseconds of CLOCK_MONOTONIC.  */
-uint64_t rt_now_ms (void);
-
 /* False when process @pid still runs after @timeout_ms (a pidfd polled);
    true when it exited, or is no more.  */
 bool rt_pid_exited_within (int pid, int timeout_ms);

@@ -1,5 +1,5 @@
 /* util.h - small file, process and JSON helpers of the library; includes
-   the parts the guest agent shares (cleanup.h, strutil.h, sys.h).  */
+   the parts the guest agent shares (cleanup.h, clock.h, strutil.h, sys.h).  */
 #ifndef RT_UTIL_H
 #define RT_UTIL_H
 
@@ -15,6 +15,7 @@
 
 #include "runtime.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/strutil.h"
 #include "common/sys.h"
 

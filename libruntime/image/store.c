@@ -30,7 +30,7 @@
 #include "image/store.h"
 #include "sandbox/pool.h"
 #include "image/tar.h"
-#include "sandbox/store.h"
+#include "records/list.h"
 #include "snapshot/store.h"
 #include "template/template.h"
 #include "remote/images.h"

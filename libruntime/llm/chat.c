@@ -143,13 +143,12 @@ handle_call (rt_context *ctx, const rt_chat_opts *o, json_object *call, int n, j
     }
   else
     {
-      struct timespec t0, t1;
+      uint64_t t0;
       cleanup_json json_object *r = NULL;
       pkgs = packages_of (args);
-      clock_gettime (CLOCK_MONOTONIC, &t0);
+      t0 = rt_now_ms ();
       ret = rt_chat_run_python (ctx, o, rt_json_str (args, "code"), (const char *const *) pkgs, &result,
                                 sandbox_micros, err);
-      clock_gettime (CLOCK_MONOTONIC, &t1);
       if (ret < 0)
         {
           json_object_put (msg);
@@ -163,7 +162,7 @@ handle_call (rt_context *ctx, const rt_chat_opts *o, json_object *call, int n, j
           json_object *p = json_object_object_get (args, "packages");
           size_t np = p && json_object_is_type (p, json_type_array) ? json_object_array_length (p) : 0;
           json_object *to = json_object_object_get (r, "timed_out"), *ec = json_object_object_get (r, "exit_code");
-          double took = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+          double took = (rt_now_ms () - t0) / 1e3;
           if (json_object_object_get_ex (r, "stage", NULL))
             event (o, "runtime: run_python #%d (%zu package%s): pip install failed in %.1f s", n, np,
                    np == 1 ? "" : "s", took);

@@ -11,14 +11,6 @@
    late.  */
 #define IDLE_TICK_S 5
 
-static int64_t
-mono_us (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 int
 mon_idle_parse_update (json_object *body, int *idle, int *wake, rt_error **err)
 {
@@ -82,7 +74,7 @@ static void
 idle_arm (struct mon *m)
 {
   int64_t tick = (int64_t) (m->idle_pause_s < IDLE_TICK_S ? m->idle_pause_s : IDLE_TICK_S) * 1000000;
-  int64_t left = m->last_activity_us + (int64_t) m->idle_pause_s * 1000000 - mono_us ();
+  int64_t left = m->last_activity_us + (int64_t) m->idle_pause_s * 1000000 - (int64_t) rt_now_us ();
   int64_t delay = left > 0 && left < tick ? left : tick;
   struct timeval tv = { .tv_sec = delay / 1000000, .tv_usec = delay % 1000000 };
 
@@ -104,7 +96,7 @@ static void
 on_idle (evutil_socket_t fd, short what, void *arg)
 {
   struct mon *m = arg;
-  int64_t now = mono_us ();
+  int64_t now = (int64_t) rt_now_us ();
   (void) fd;
   (void) what;
 
@@ -127,7 +119,7 @@ on_idle (evutil_socket_t fd, short what, void *arg)
 void
 mon_idle_touch (struct mon *m)
 {
-  m->last_activity_us = mono_us ();
+  m->last_activity_us = (int64_t) rt_now_us ();
 }
 
 static void

@@ -6,7 +6,6 @@
 #include "monitor/exec.h"
 #include "monitor/lifecycle.h"
 #include "monitor/reply.h"
-#include "sandbox/store.h"
 
 void
 mon_set_expires (struct mon *m, int64_t expires_ms)

@@ -31,7 +31,8 @@
 #include "monitor/session.h"
 #include "net/intercept.h"
 #include "net/proxy.h"
-#include "sandbox/store.h"
+#include "common/pidfile.h"
+#include "records/store.h"
 #include "vmm/channel.h"
 
 /* TCG on a loaded 2-core host can take several seconds to boot.  */

@@ -10,7 +10,6 @@
 #include "monitor/proc-stdin.h"
 #include "monitor/procs.h"
 #include "monitor/reply.h"
-#include "sandbox/store.h"
 
 #define MAX_PROCS 256
 

@@ -7,7 +7,6 @@
 #include "monitor/reply.h"
 #include "monitor/spare.h"
 #include "net/proxy.h"
-#include "sandbox/store.h"
 #include "vmm/guest-ops.h"
 #include "vmm/qmp.h"
 

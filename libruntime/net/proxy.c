@@ -20,7 +20,6 @@
 #include "net/rewrite.h"
 #include "net/sniff.h"
 #include "net/sockaddr.h"
-#include "sandbox/store.h"
 
 #ifndef SO_ORIGINAL_DST
 #define SO_ORIGINAL_DST 80 /* linux/netfilter_ipv4.h, which clashes with netinet/in.h */

@@ -18,7 +18,6 @@
 
 #include "net/egress.h"
 #include "net/secrets.h"
-#include "sandbox/store.h"
 #include "remote/secrets.h"
 
 /* <data>, or a tenant's <data>/tenants/<name>.  */

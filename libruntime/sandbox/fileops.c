@@ -7,7 +7,6 @@
 #include "sandbox/files.h"
 #include "sandbox/fork.h"
 #include "sandbox/stdin.h"
-#include "sandbox/store.h"
 #include "sandbox/unpack.h"
 
 #define EXIT_EXISTS 68

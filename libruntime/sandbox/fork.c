@@ -7,7 +7,7 @@
 #include "monitor/client.h"
 #include "sandbox/create.h"
 #include "sandbox/fork.h"
-#include "sandbox/store.h"
+#include "records/store.h"
 #include "sandbox/wake.h"
 #include "snapshot/store.h"
 #include "remote/sandboxes.h"

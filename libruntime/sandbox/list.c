@@ -5,7 +5,9 @@
 
 #include "sandbox/handle.h"
 #include "sandbox/list.h"
-#include "sandbox/store.h"
+#include "common/pidfile.h"
+#include "records/store.h"
+#include "records/list.h"
 #include "remote/sandboxes.h"
 #include "remote/http.h"
 

@@ -5,7 +5,7 @@
 #include "monitor/client.h"
 #include "monitor/idle.h"
 #include "sandbox/fork.h"
-#include "sandbox/store.h"
+#include "records/store.h"
 #include "sandbox/update.h"
 #include "sandbox/wake.h"
 #include "remote/sandboxes.h"

@@ -11,7 +11,6 @@
 #include "common/cleanup.h"
 #include "common/strutil.h"
 #include "common/util.h"
-#include "sandbox/store.h"
 #include "serve/cluster-internal.h"
 
 #define KEEP_TICK_MS 500

@@ -14,7 +14,6 @@
 #include "common/cleanup.h"
 #include "common/strutil.h"
 #include "common/util.h"
-#include "sandbox/store.h"
 #include "serve/cluster-internal.h"
 #include "serve/handlers.h"
 #include "serve/nats.h"

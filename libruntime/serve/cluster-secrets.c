@@ -15,7 +15,6 @@
 #include "common/strutil.h"
 #include "common/util.h"
 #include "net/secrets.h"
-#include "sandbox/store.h"
 #include "serve/cluster.h"
 #include "serve/handlers.h"
 #include "serve/server-internal.h"

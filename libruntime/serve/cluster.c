@@ -19,7 +19,6 @@
 #include "common/cleanup.h"
 #include "common/strutil.h"
 #include "common/util.h"
-#include "sandbox/store.h"
 #include "serve/cluster-internal.h"
 #include "serve/server-internal.h"
 

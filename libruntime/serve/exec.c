@@ -16,7 +16,6 @@
 #include "common/sys.h"
 #include "common/util.h"
 #include "sandbox/handle.h"
-#include "sandbox/store.h"
 #include "serve/handlers.h"
 #include "serve/text.h"
 

@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "sandbox/store.h"
 #include "serve/body.h"
 #include "image/store.h"
 #include "serve/handlers.h"

@@ -73,7 +73,7 @@ srv_req_new (struct srv *s, struct evhttp_request *req)
   TAILQ_INIT (&r->headers);
   r->out = evbuffer_new ();
   r->wake = s->base ? event_new (s->base, -1, 0, on_wake, r) : NULL;
-  clock_gettime (CLOCK_MONOTONIC, &r->t0);
+  r->t0_ms = rt_now_ms ();
   if (r->out == NULL || (s->base && r->wake == NULL))
     {
       srv_req_unref (r);

@@ -10,7 +10,6 @@
 
 #include "common/sys.h"
 #include "common/util.h"
-#include "sandbox/store.h"
 #include "serve/body.h"
 #include "serve/handlers.h"
 

@@ -118,7 +118,7 @@ struct srv_req
   bool authed;
   struct srv_bucket *bucket; /* loop thread: its token's, while in flight */
   char request_id[72];
-  struct timespec t0;
+  uint64_t t0_ms; /* CLOCK_MONOTONIC: its start */
   rt_context *ctx;
   char *idem_id;        /* the stored answer's id, when kept */
   char body_sha[65];

@@ -30,34 +30,18 @@
 /* How long a stopping server waits for the requests it is answering.  */
 #define SRV_STOP_S 10
 
-static double
-now_s (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* The log line of a request: time, token, method, path, status, ms, id.  */
 static void
 log_request (struct srv_req *r, int status)
 {
-  struct timespec now, wall;
-  struct tm tm;
   char when[32];
-  long ms;
 
   if (r->logged)
     return;
   r->logged = true;
-  clock_gettime (CLOCK_MONOTONIC, &now);
-  clock_gettime (CLOCK_REALTIME, &wall);
-  gmtime_r (&wall.tv_sec, &tm);
-  strftime (when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-  ms = (now.tv_sec - r->t0.tv_sec) * 1000 + (now.tv_nsec - r->t0.tv_nsec) / 1000000;
-  fprintf (stderr, "%s.%03ldZ %s %s %s %d %ldms %s\n", when, wall.tv_nsec / 1000000,
-           r->authed ? r->token.name : "-", srv_method_name (r->method), r->path ? r->path : "?", status, ms,
-           r->request_id);
+  rt_format_time (rt_epoch_ms (), when);
+  fprintf (stderr, "%s %s %s %s %d %llums %s\n", when, r->authed ? r->token.name : "-", srv_method_name (r->method),
+           r->path ? r->path : "?", status, (unsigned long long) (rt_now_ms () - r->t0_ms), r->request_id);
 }
 
 static void resume_waiters (struct srv *s, const char *id);
@@ -447,7 +431,7 @@ static bool
 within_rate (struct srv_req *r)
 {
   struct srv *s = r->srv;
-  double rate = r->token.rate ? r->token.rate : RT_TOKEN_DEFAULT_RATE, t = now_s ();
+  double rate = r->token.rate ? r->token.rate : RT_TOKEN_DEFAULT_RATE, t = rt_now_us () / 1e6;
   struct srv_bucket *b = NULL;
 
   for (size_t i = 0; i < s->nbuckets && !b; i++)
@@ -593,7 +577,7 @@ on_stop_tick (evutil_socket_t fd, short what, void *arg)
   pthread_mutex_lock (&s->mu);
   idle = s->workers == 0;
   pthread_mutex_unlock (&s->mu);
-  if (idle || now_s () > s->stop_deadline)
+  if (idle || rt_now_us () / 1e6 > s->stop_deadline)
     event_base_loopexit (s->base, NULL);
   else
     evtimer_add (s->stop_timer, &tick);
@@ -624,7 +608,7 @@ on_signal (evutil_socket_t sig, short what, void *arg)
   if (s->bound)
     evhttp_del_accept_socket (s->http, s->bound);
   s->bound = NULL;
-  s->stop_deadline = now_s () + SRV_STOP_S;
+  s->stop_deadline = rt_now_us () / 1e6 + SRV_STOP_S;
   on_stop_tick (-1, 0, s);
 }
 

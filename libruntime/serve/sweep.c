@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "sandbox/store.h"
+#include "records/store.h"
 #include "serve/server-internal.h"
 #include "serve/sweep.h"
 

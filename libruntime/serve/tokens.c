@@ -9,7 +9,7 @@
 
 #include "billing/ledger.h"
 #include "sandbox/handle.h"
-#include "sandbox/store.h"
+#include "records/list.h"
 #include "serve/tokens.h"
 
 #define TOKEN_CHARS 40 /* after "rt_": 5 bits each, 200 bits */

@@ -26,7 +26,6 @@
 
 #include "common/util.h"
 #include "sandbox/fileops.h"
-#include "sandbox/store.h"
 #include "serve/files.h"
 #include "serve/handlers.h"
 

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "sandbox/store.h"
+#include "common/pidfile.h"
 #include "snapshot/store.h"
 #include "remote/snapshots.h"
 

@@ -13,7 +13,7 @@
 #include <poll.h>
 
 #include "net/netns.h"
-#include "sandbox/store.h"
+#include "common/pidfile.h"
 #include "snapshot/saved.h"
 #include "template/make.h"
 #include "vmm/console.h"

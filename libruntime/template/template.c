@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "sandbox/store.h"
+#include "common/pidfile.h"
 #include "snapshot/saved.h"
 #include "template/template.h"
 #include "vmm/accel.h"

@@ -299,15 +299,6 @@ child (struct rt_jail *j, int report_fd, int parent_fd)
 
 /* ---- the parent ------------------------------------------------------------ */
 
-static uint64_t
-now_us (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* The child's report: 0 at EOF (exec happened), else its step.  */
 static int
 read_report (int fd, pid_t pid, rt_error **err)
@@ -345,7 +336,7 @@ rt_jail_spawn (struct rt_jail *j, pid_t *pid, int *pidfd, uint64_t *setup_us, rt
      and its pid and pidfd are ours directly.  */
   if (!j->off)
     ca.flags |= CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
-  start = now_us ();
+  start = rt_now_us ();
   p = syscall (SYS_clone3, &ca, sizeof ca);
   if (p == 0)
     {
@@ -365,7 +356,7 @@ rt_jail_spawn (struct rt_jail *j, pid_t *pid, int *pidfd, uint64_t *setup_us, rt
       close (child_pidfd);
       return ret;
     }
-  *setup_us = now_us () - start;
+  *setup_us = rt_now_us () - start;
   *pid = (pid_t) p;
   *pidfd = child_pidfd;
   return 0;

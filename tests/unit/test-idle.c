@@ -10,7 +10,8 @@
 
 #include "monitor/idle.h"
 #include "sandbox/fork.h"
-#include "sandbox/store.h"
+#include "common/pidfile.h"
+#include "records/store.h"
 #include "sandbox/update.h"
 #include "tap.h"
 

@@ -9,7 +9,6 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 
-#include "sandbox/store.h"
 #include "snapshot/store.h"
 #include "tap.h"
 

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sandbox/store.h"
+#include "common/pidfile.h"
 #include "snapshot/saved.h"
 #include "tap.h"
 #include "template/template.h"

@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sandbox/store.h"
+#include "records/store.h"
 #include "tap.h"
 #include "billing/trial.h"
 
