@@ -1,6 +1,5 @@
 /* clock.c - wall and monotonic time.  */
 #include <stdio.h>
-#include <time.h>
 
 #include "common/clock.h"
 
@@ -24,6 +23,21 @@ rt_epoch_ms (void)
   struct timespec ts;
   clock_gettime (CLOCK_REALTIME, &ts);
   return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct timespec
+rt_deadline_after (uint64_t ms)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_REALTIME, &ts);
+  ts.tv_sec += (time_t) (ms / 1000);
+  ts.tv_nsec += (long) (ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L)
+    {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+  return ts;
 }
 
 void

@@ -350,11 +350,7 @@ srv_cluster_keeper (void *arg)
   pthread_mutex_lock (&c->mu);
   while (!c->stopping)
     {
-      struct timespec ts;
-      clock_gettime (CLOCK_REALTIME, &ts);
-      ts.tv_nsec += KEEP_TICK_MS * 1000000L;
-      ts.tv_sec += ts.tv_nsec / 1000000000L;
-      ts.tv_nsec %= 1000000000L;
+      struct timespec ts = rt_deadline_after (KEEP_TICK_MS);
       pthread_cond_timedwait (&c->cond, &c->mu, &ts);
       if (c->stopping)
         break;

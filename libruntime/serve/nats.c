@@ -672,8 +672,7 @@ srv_nats_stop (struct srv_nats *n)
         break;
       srv_nats_tick (n);
     }
-  clock_gettime (CLOCK_REALTIME, &until);
-  until.tv_sec += STOP_WAIT_S;
+  until = rt_deadline_after (STOP_WAIT_S * 1000);
   pthread_mutex_lock (&s->mu);
   s->stopping = true;
   while (s->workers > 0 && pthread_cond_timedwait (&s->idle, &s->mu, &until) == 0)

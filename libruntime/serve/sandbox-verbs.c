@@ -121,22 +121,14 @@ info_aside (struct srv_req *r, const char *id, rt_error **err)
 /* Waits for the job at most 200 ms and up to @end (under j->mu): true
    once @end passed.  */
 static bool
-timed_out (struct job *j, const struct timespec *end)
+timed_out (struct job *j, uint64_t end_ms)
 {
-  struct timespec now, until;
+  uint64_t now = rt_now_ms ();
+  struct timespec until;
 
-  clock_gettime (CLOCK_REALTIME, &now);
-  if (now.tv_sec > end->tv_sec || (now.tv_sec == end->tv_sec && now.tv_nsec >= end->tv_nsec))
+  if (now >= end_ms)
     return true;
-  until = now;
-  until.tv_nsec += 200 * 1000 * 1000;
-  if (until.tv_nsec >= 1000000000)
-    {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000;
-    }
-  if (until.tv_sec > end->tv_sec || (until.tv_sec == end->tv_sec && until.tv_nsec > end->tv_nsec))
-    until = *end;
+  until = rt_deadline_after (end_ms - now < 200 ? end_ms - now : 200);
   pthread_cond_timedwait (&j->cond, &j->mu, &until);
   return false;
 }
@@ -150,7 +142,7 @@ state_change (struct srv_req *r, rt_context *ctx, rt_sandbox *sb, enum verb v, i
   struct job j = { .sb = sb, .verb = v };
   cleanup_error rt_error *err = NULL;
   json_object *info = NULL;
-  struct timespec end;
+  uint64_t end_ms;
   pthread_t t;
   bool done;
 
@@ -168,11 +160,10 @@ state_change (struct srv_req *r, rt_context *ctx, rt_sandbox *sb, enum verb v, i
       pthread_cond_destroy (&j.cond);
       return srv_reply_error (r, 503, "unavailable", NULL, NULL, "no thread for the change");
     }
-  clock_gettime (CLOCK_REALTIME, &end);
-  end.tv_sec += wait;
+  end_ms = rt_now_ms () + (uint64_t) wait * 1000;
   pthread_mutex_lock (&j.mu);
   /* In slices: a client gone meanwhile is answered (to no one) at once.  */
-  while (!j.done && !timed_out (&j, &end) && !srv_gone (r))
+  while (!j.done && !timed_out (&j, end_ms) && !srv_gone (r))
     ;
   done = j.done;
   pthread_mutex_unlock (&j.mu);

@@ -38,11 +38,9 @@ worker_main (void *arg)
     {
       while (s->queue == NULL && !s->exiting)
         {
-          struct timespec until;
+          struct timespec until = rt_deadline_after (SRV_IDLE_S * 1000);
           int rc;
 
-          clock_gettime (CLOCK_REALTIME, &until);
-          until.tv_sec += SRV_IDLE_S;
           s->nidle++;
           rc = pthread_cond_timedwait (&s->work, &s->mu, &until);
           s->nidle--;

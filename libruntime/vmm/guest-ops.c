@@ -266,7 +266,6 @@ rt_guest_restore_request (const char *hostname, enum rt_restore_mode mode, const
   json_object *k = NULL;
   uint8_t entropy[ENTROPY_BYTES];
   char b64[RT_B64_ENCODED_LEN (ENTROPY_BYTES) + 1];
-  struct timespec ts;
 
   if (o == NULL || (unsigned) mode > RT_RESTORE_WAKE || hostname == NULL)
     return NULL;
@@ -274,10 +273,9 @@ rt_guest_restore_request (const char *hostname, enum rt_restore_mode mode, const
     return NULL;
   rt_b64_encode_into (b64, entropy, sizeof entropy);
   explicit_bzero (entropy, sizeof entropy);
-  clock_gettime (CLOCK_REALTIME, &ts);
   json_object_object_add (o, "entropy", json_object_new_string (b64));
   explicit_bzero (b64, sizeof b64);
-  json_object_object_add (o, "timeMs", json_object_new_int64 ((int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000));
+  json_object_object_add (o, "timeMs", json_object_new_int64 (rt_epoch_ms ()));
   json_object_object_add (o, "hostname", json_object_new_string (hostname));
   json_object_object_add (o, "mode", json_object_new_string (modes[mode]));
   if (keep && mode != RT_RESTORE_CLONE)
