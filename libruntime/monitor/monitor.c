@@ -23,7 +23,7 @@
 #include "monitor/exec.h"
 #include "monitor/idle.h"
 #include "monitor/lifecycle.h"
-#include "monitor/privs.h"
+#include "vmm/privs.h"
 #include "monitor/proc-stdin.h"
 #include "monitor/procs.h"
 #include "monitor/reply.h"
@@ -517,7 +517,7 @@ monitor_start (struct mon *m, rt_error **err)
   set_jail_state (m);
   /* Everything that needed more than the kept set is made; the guest's
      first bytes (the channel, the console) are read only after this.  */
-  ret = mon_drop_privileges (RT_MONITOR_KEPT_CAPS, err);
+  ret = rt_drop_privileges (RT_MONITOR_KEPT_CAPS, err);
   if (ret == 0)
     ret = connect_agent (m, err);
   if (ret == 0)

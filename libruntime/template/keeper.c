@@ -15,7 +15,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
-#include "monitor/privs.h"
+#include "vmm/privs.h"
 #include "snapshot/ramfile.h"
 #include "template/template.h"
 
@@ -255,7 +255,7 @@ keeper_main (const struct keeper *k, int listen_fd, int mfd)
      looks at a dir root owns: no capability is needed for that.  A caller
      that gave up CAP_SETPCAP (a monitor after its start) cannot shrink
      the bounding set: then at least every set it holds is emptied.  */
-  if (mon_drop_privileges (0, NULL) < 0 && drop_held_caps () < 0)
+  if (rt_drop_privileges (0, NULL) < 0 && drop_held_caps () < 0)
     _exit (1);
   keeper_loop (k);
 }

@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "monitor/privs.h"
+#include "vmm/privs.h"
 #include "tap.h"
 
 static unsigned long long
@@ -29,7 +29,7 @@ drop_and_check (void)
   rt_error *err = NULL;
   int bad = 0;
 
-  if (mon_drop_privileges (RT_MONITOR_KEPT_CAPS, &err) < 0)
+  if (rt_drop_privileges (RT_MONITOR_KEPT_CAPS, &err) < 0)
     return 1;
   if (status_field ("CapEff") != RT_MONITOR_KEPT_CAPS || status_field ("CapPrm") != RT_MONITOR_KEPT_CAPS)
     bad |= 2;

@@ -1,6 +1,6 @@
 # 80-limits: what a QEMU escape or a greedy guest meets.  The monitor,
 # which parses every byte the guest sends, runs with only the capabilities
-# later work needs (monitor/privs.h) — and still changes the sandbox's rules
+# later work needs (vmm/privs.h) — and still changes the sandbox's rules
 # with them; a guest touching all its memory keeps its QEMU under the
 # memory limit its control group gets (vmm/cgroup.c); once QEMU runs in
 # that group (the jail, vmm/jail.c) the group's files hold the limits; a

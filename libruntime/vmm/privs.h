@@ -1,14 +1,15 @@
-/* privs.h - the monitor gives up every capability it no longer needs once
- * its sandbox runs (docs/ARCHITECTURE.md, "The monitor's capabilities").
+/* privs.h - a process of the library gives up every capability it no
+ * longer needs: the monitor once its sandbox runs (docs/ARCHITECTURE.md,
+ * "The monitor's capabilities"), a template's keeper at once.
  *
- * Called after the namespace, tap, nft table, listeners and QEMU exist and
+ * The monitor calls it after the namespace, tap, nft table, listeners and QEMU exist and
  * before the monitor reads a byte the guest sent (monitor.c).  What stays:
  * RT_MONITOR_KEPT_CAPS, in the effective, permitted and bounding sets; the
  * inheritable and ambient sets are emptied.  Raw capget/capset and prctl,
  * no libcap.
  */
-#ifndef RT_MONITOR_PRIVS_H
-#define RT_MONITOR_PRIVS_H
+#ifndef RT_VMM_PRIVS_H
+#define RT_VMM_PRIVS_H
 
 #include <linux/capability.h>
 #include <stdint.h>
@@ -28,6 +29,6 @@
    bounding set, then keeps only @keep in the effective and permitted
    sets and nothing in the inheritable and ambient ones.  Errors:
    "startup_failed" naming the step.  */
-int mon_drop_privileges (uint64_t keep, rt_error **err);
+int rt_drop_privileges (uint64_t keep, rt_error **err);
 
 #endif

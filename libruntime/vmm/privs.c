@@ -1,13 +1,13 @@
-/* privs.c - the monitor gives up what it can (privs.h).  */
+/* privs.c - giving up capabilities (privs.h).  */
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "monitor/privs.h"
+#include "vmm/privs.h"
 
 int
-mon_drop_privileges (uint64_t keep, rt_error **err)
+rt_drop_privileges (uint64_t keep, rt_error **err)
 {
   struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
   struct __user_cap_data_struct data[2];
