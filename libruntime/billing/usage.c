@@ -1,13 +1,14 @@
-/* usage.c - `runtime usage`: the ledger folded, one row per sandbox.
-   No header of its own: rt_usage_json is public (runtime.h).  */
+/* usage.c - what was used and charged: the ledger folded, one row per
+   sandbox.  */
 #include <inttypes.h>
 #include <string.h>
+
+#include "billing/usage.h"
 
 #include "billing/ledger.h"
 #include "billing/trial.h"
 #include "records/list.h"
 #include "records/reap.h"
-#include "remote/secrets.h"
 
 #define MAX_ROWS 100
 
@@ -27,10 +28,8 @@ money (int64_t micros)
 }
 
 int
-rt_usage_json (rt_context *ctx, char **json, rt_error **err)
+rt_local_usage_json (rt_context *ctx, char **json, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_usage_json (ctx, json, err);
   cleanup_json json_object *rows = NULL, *out = json_object_new_object (), *list = json_object_new_array ();
   cleanup_json json_object *all = NULL, *known = json_object_new_object ();
   int64_t total = 0, left_us = 0;

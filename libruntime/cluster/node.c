@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "public/driver.h"
 #include "cluster/bus.h"
 #include "cluster/catalog.h"
 #include "cluster/node.h"
@@ -56,17 +57,6 @@ struct node
   bool stopping;
   uint64_t rev; /* the writer's: the entry's revision it wrote last */
 };
-
-int
-rt_node_list_json (rt_context *ctx, char **json, rt_error **err)
-{
-  if (!ctx->remote)
-    {
-      rt_error_set (err, EINVAL, "usage", "this machine is not a cluster: runtime node ls asks a runtime serve --nats");
-      return rt_error_hint (err, "set RUNTIME_API_URL and RUNTIME_API_KEY to a replica of the cluster");
-    }
-  return rt_remote_list_text (ctx, "/v1/nodes?limit=100", NULL, json, err);
-}
 
 bool
 rt_node_name_valid (const char *name)
@@ -532,8 +522,8 @@ rt_node (rt_context *ctx, const rt_node_opts *opts, rt_error **err)
   int ret;
 
   /* Its requests' contexts would be clients of a server again.  */
-  if (ctx->remote)
-    return rt_remote_unsupported (err, "runtime node");
+  if (rt_local_only (ctx, "runtime node", err) < 0)
+    return -ENOTSUP;
   if (opts == NULL || opts->nats == NULL || *opts->nats == '\0')
     return rt_error_set (err, EINVAL, "usage", "no NATS URL given");
   /* Before any thread of nats.c exists, so that all of them inherit it:

@@ -1,6 +1,6 @@
 /* beneath.h - files opened beneath a directory and copied out of it by
    their descriptors, never by their paths again (common/beneath.c): what
-   a recipe names (image/plan.c) stays in the recipe's folder.  */
+   a recipe names (build/plan.c) stays in the recipe's folder.  */
 #ifndef RT_COMMON_BENEATH_H
 #define RT_COMMON_BENEATH_H
 

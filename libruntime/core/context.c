@@ -38,7 +38,7 @@ env_dup (const char *name)
 }
 
 int
-rt_context_new (rt_context **out, rt_error **err)
+rt_context_from_env (rt_context **out, rt_error **err)
 {
   rt_context *ctx = calloc (1, sizeof (*ctx));
   const char *v;
@@ -64,7 +64,6 @@ rt_context_new (rt_context **out, rt_error **err)
   ctx->template_keep_s = v && *v ? (unsigned) strtoul (v, NULL, 10) : 300;
   ctx->api_url = env_dup ("RUNTIME_API_URL");
   ctx->api_key = env_dup ("RUNTIME_API_KEY");
-  ctx->remote = ctx->api_url != NULL;
   /* "http://host:8430/" and "http://host:8430" name the same server.  */
   for (size_t n = ctx->api_url ? strlen (ctx->api_url) : 0; n > 0 && ctx->api_url[n - 1] == '/'; n--)
     ctx->api_url[n - 1] = '\0';

@@ -25,16 +25,19 @@ struct rt_context
   const char *accel; /* decided accelerator, NULL until asked */
   char *tenant;      /* rt_context_set_tenant's name, or NULL: the host's
                         view, which sees everything */
-  /* Client mode (remote/http.h): RUNTIME_API_URL set.  The public
-     functions the CLI's sandbox, image, secrets, snapshot and usage
-     commands use then ask that server instead of this machine.  */
-  bool remote;
+  /* Which implementation the public functions call (public/driver.h):
+     the remote one, which asks the server of RUNTIME_API_URL, when set
+     (client mode); NULL is the local one.  */
+  const struct rt_driver *driver;
   char *api_url; /* RUNTIME_API_URL without a trailing slash */
   char *api_key; /* RUNTIME_API_KEY, or NULL (an error at the first call) */
   rt_progress_fn progress;
   void *progress_data;
 };
 
+/* A context from the environment (rt_context_new, which also picks its
+   driver: public/context.c).  */
+int rt_context_from_env (rt_context **out, rt_error **err);
 /* A copy of @from for another thread (`runtime serve`'s handlers): no
    environment read again, no PATH search.  */
 int rt_context_dup (const rt_context *from, rt_context **out, rt_error **err);

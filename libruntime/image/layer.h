@@ -20,7 +20,7 @@
    (RT_MIN_DISK_MIB, image/disk.c), room for what upper layers replace or
    delete.  An entry counts its whole size, holes too.  Making a disk
    (image/extract.c), the check of an import (image/transfer.c) and a
-   build step's captured changes (image/step.c) stop past it.  */
+   build step's captured changes (build/step.c) stop past it.  */
 #define RT_LAYER_MAX_BYTES ((uint64_t) 4 * RT_MIN_DISK_MIB << 20)
 
 /* What the layers of one image unpacked to so far, against a limit.  */

@@ -10,7 +10,7 @@
      index.json               {"names": {NAME: {"versions": {"1": ID},
                                                 "tags": {"latest": ID}}}}
      .lock                    held while the store changes
-     cache/<step key>         a build step's layer digest (image/step.c)
+     cache/<step key>         a build step's layer digest (build/step.c)
    Files appear by rename only, so a name that exists is complete.  The
    default image is made in image/base.c, boot disks in image/disk.c.
 
@@ -28,12 +28,7 @@
 
 #include "image/scope.h"
 #include "image/store.h"
-#include "sandbox/pool.h"
 #include "image/tar.h"
-#include "records/list.h"
-#include "snapshot/store.h"
-#include "template/template.h"
-#include "remote/images.h"
 
 bool
 rt_image_is_sha256 (const char *s)
@@ -505,10 +500,8 @@ image_object (rt_context *ctx, json_object *img, const char *version, const char
 }
 
 int
-rt_image_list_json (rt_context *ctx, char **json, rt_error **err)
+rt_local_image_list_json (rt_context *ctx, char **json, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_image_list_json (ctx, json, err);
   cleanup_json json_object *index = NULL, *out = json_object_new_array ();
   json_object *names;
   int ret;
@@ -562,10 +555,8 @@ rt_image_index_find (json_object *index, const char *id, json_object **img_out, 
 }
 
 int
-rt_image_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
+rt_local_image_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_image_get_json (ctx, ref, json, err);
   cleanup_json json_object *index = NULL, *o = NULL;
   json_object *img = NULL;
   const char *id, *version = NULL;
@@ -619,43 +610,6 @@ collect_layers (const char *imgdir)
       if (rt_image_is_sha256 (digest) && !json_object_object_get_ex (used, digest, NULL))
         unlinkat (dirfd (d), de->d_name, 0);
     }
-}
-
-/* Refuses to remove @id while a sandbox (@live) runs on it.  */
-static int
-check_unused (json_object *live, const char *id, const char *ref, rt_error **err)
-{
-  for (size_t i = 0; i < json_object_array_length (live); i++)
-    {
-      json_object *sb = json_object_array_get_idx (live, i);
-      const char *uses = rt_json_str (sb, "imageId");
-      if (uses && strcmp (uses, id) == 0)
-        {
-          rt_error_set (err, EBUSY, "invalid_request", "image '%s' is in use by sandbox %s", ref,
-                        rt_json_str (sb, "id"));
-          return rt_error_hint (err, "stop the sandboxes that use it first (runtime sandbox stop ID)");
-        }
-    }
-  return 0;
-}
-
-/* Refuses to remove @id while a snapshot or a paused sandbox needs it:
-   either would continue from its disk.  */
-static int
-check_unsaved (rt_context *ctx, const char *id, const char *ref, rt_error **err)
-{
-  cleanup_free char *who = NULL;
-  int ret = rt_snapshot_image_in_use (ctx, id, &who, err);
-
-  if (ret <= 0)
-    return ret;
-  if (strncmp (who, RT_SNAPSHOT_PREFIX, strlen (RT_SNAPSHOT_PREFIX)) == 0)
-    {
-      rt_error_set (err, EBUSY, "image_in_use", "image '%s' is needed by snapshot %s", ref, who);
-      return rt_error_hint (err, "remove snapshot %s first (runtime snapshot rm %s)", who, who);
-    }
-  rt_error_set (err, EBUSY, "image_in_use", "image '%s' is needed by paused sandbox %s", ref, who);
-  return rt_error_hint (err, "remove sandbox %s first (runtime sandbox rm %s)", who, who);
 }
 
 /* The keys of @o whose value is the string @id go.  */
@@ -712,37 +666,39 @@ refuse_shared (rt_context *ctx, json_object *index, const char *id, rt_error **e
 }
 
 int
-rt_image_remove (rt_context *ctx, const char *ref, rt_error **err)
+rt_image_removable (rt_context *ctx, const char *ref, char id[65], rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_image_remove (ctx, ref, err);
   cleanup_free char *imgdir = rt_strdup_printf ("%s/images", ctx->data_dir);
-  cleanup_free char *index_path = NULL, *manifest = NULL, *disk = NULL;
-  cleanup_json json_object *index = NULL, *live = NULL;
+  cleanup_free char *index_path = NULL;
+  cleanup_json json_object *index = NULL;
   cleanup_close int lockfd = -1;
-  char id[65];
   const char *found;
   int ret;
 
   if (imgdir == NULL || (index_path = rt_strdup_printf ("%s/index.json", imgdir)) == NULL)
     return rt_error_oom (err);
-  ret = rt_store_list_unscoped (ctx, false, &live, err);
-  if (ret < 0)
-    return ret;
   ret = lock_index (imgdir, index_path, &lockfd, &index, err);
   if (ret < 0)
     return ret;
   found = rt_image_resolve_in (ctx, index, ref);
   if (found == NULL)
     return rt_image_not_found (err, ref);
-  snprintf (id, sizeof id, "%s", found);
-  ret = refuse_shared (ctx, index, id, err);
-  if (ret < 0)
-    return ret;
-  ret = check_unused (live, id, ref, err);
-  if (ret < 0)
-    return ret;
-  ret = check_unsaved (ctx, id, ref, err);
+  snprintf (id, 65, "%s", found);
+  return refuse_shared (ctx, index, id, err);
+}
+
+int
+rt_image_forget (rt_context *ctx, const char *id, rt_error **err)
+{
+  cleanup_free char *imgdir = rt_strdup_printf ("%s/images", ctx->data_dir);
+  cleanup_free char *index_path = NULL, *manifest = NULL, *disk = NULL;
+  cleanup_json json_object *index = NULL;
+  cleanup_close int lockfd = -1;
+  int ret;
+
+  if (imgdir == NULL || (index_path = rt_strdup_printf ("%s/index.json", imgdir)) == NULL)
+    return rt_error_oom (err);
+  ret = lock_index (imgdir, index_path, &lockfd, &index, err);
   if (ret < 0)
     return ret;
   index_forget (index, id);
@@ -756,9 +712,5 @@ rt_image_remove (rt_context *ctx, const char *ref, rt_error **err)
   if (disk)
     unlink (disk);
   collect_layers (imgdir);
-  /* The image is gone already: a template left behind is never found
-     (its key names the image), so a failure here is not the caller's.  */
-  rt_template_remove_image (ctx, id, NULL);
-  rt_pool_forget_image (ctx, id);
   return 0;
 }

@@ -1,7 +1,6 @@
 /* transfer.c - images moved between stores: export writes a portable
    tar (manifest.json, layers/<sha256>.tar.zst), import takes one in after
-   checking every byte of it.  Its two functions are public: they are
-   declared in include/runtime.h, so this file has no header of its own.  */
+   checking every byte of it.  */
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
@@ -9,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "image/transfer.h"
 #include "image/layer.h"
 #include "image/store.h"
 #include "image/tar.h"
@@ -66,10 +66,8 @@ export_layer (rt_context *ctx, struct archive *a, const char *digest, const char
 }
 
 int
-rt_image_export (rt_context *ctx, const char *ref, const char *path, rt_error **err)
+rt_local_image_export (rt_context *ctx, const char *ref, const char *path, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_unsupported (err, "image export");
   cleanup_json json_object *m = NULL;
   cleanup_free char *mpath = NULL, *tmp = rt_strdup_printf ("%s.tmp.XXXXXX", path);
   cleanup_free char *mtext = NULL;
@@ -487,10 +485,8 @@ store_import (rt_context *ctx, struct import *im, json_object *m, rt_error **err
 }
 
 int
-rt_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **err)
+rt_local_image_import (rt_context *ctx, const char *path, char **id_out, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_unsupported (err, "image import");
   cleanup_free char *ldir = rt_strdup_printf ("%s/images/layers", ctx->data_dir);
   cleanup_json json_object *m = NULL;
   struct import im = { .path = path, .ldir = ldir };

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "public/driver.h"
 #include "llm/chat.h"
 #include "llm/client.h"
 #include "llm/python.h"
@@ -185,8 +186,8 @@ handle_call (rt_context *ctx, const rt_chat_opts *o, json_object *call, int n, j
 int
 rt_chat (rt_context *ctx, const rt_chat_opts *o, char **transcript, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_unsupported (err, "chat");
+  if (rt_local_only (ctx, "chat", err) < 0)
+    return -ENOTSUP;
   cleanup_json json_object *messages = json_object_new_array (), *req = json_object_new_object (), *tools = NULL;
   cleanup_json json_object *out = json_object_new_object ();
   cleanup_free char *url = NULL;

@@ -4,6 +4,7 @@
 #include <regex.h>
 #include <string.h>
 
+#include "public/driver.h"
 #include "llm/chat.h"
 #include "llm/python.h"
 #include "sandbox/handle.h"
@@ -212,8 +213,8 @@ int
 rt_run_python (rt_context *ctx, const char *code, const char *const *packages, const char *image, char **result_json,
                int64_t *charged_micros, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_unsupported (err, "run_python");
+  if (rt_local_only (ctx, "run_python", err) < 0)
+    return -ENOTSUP;
   rt_chat_opts o = { .image = image, .cancel_fd = -1 };
 
   return rt_chat_run_python (ctx, &o, code, packages, result_json, charged_micros, err);

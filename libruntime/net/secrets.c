@@ -18,7 +18,6 @@
 
 #include "net/egress.h"
 #include "net/secrets.h"
-#include "remote/secrets.h"
 
 /* <data>, or a tenant's <data>/tenants/<name>.  */
 static char *
@@ -158,15 +157,6 @@ new_placeholder (char ph[static 7 + 32 + 1], rt_error **err)
   return 0;
 }
 
-int
-rt_secret_set (rt_context *ctx, const char *name, const char *value, size_t len, const char *const *hosts,
-               const char *header, const char *format, char **placeholder, rt_error **err)
-{
-  rt_secret_opts opts = { .hosts = hosts, .header = header, .format = format };
-
-  return rt_secret_set_opts (ctx, name, value, len, &opts, placeholder, err);
-}
-
 /* When the secret was first set (kept; a store from before has none) and
    last set.  */
 static void
@@ -250,9 +240,9 @@ rt_secret_check (const char *name, const char *value, size_t len, const rt_secre
   return 0;
 }
 
-static int
-secret_set_local (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,
-                  char **placeholder, rt_error **err)
+int
+rt_local_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t len,
+                          const rt_secret_opts *opts, char **placeholder, rt_error **err)
 {
   cleanup_json json_object *store = NULL;
   cleanup_close int lockfd = -1;
@@ -300,19 +290,8 @@ secret_set_local (rt_context *ctx, const char *name, const char *value, size_t l
 }
 
 int
-rt_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,
-                    char **placeholder, rt_error **err)
+rt_local_secret_list_json (rt_context *ctx, char **json, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_secret_set (ctx, name, value, len, opts, placeholder, err);
-  return secret_set_local (ctx, name, value, len, opts, placeholder, err);
-}
-
-int
-rt_secret_list_json (rt_context *ctx, char **json, rt_error **err)
-{
-  if (ctx->remote)
-    return rt_remote_secret_list_json (ctx, json, err);
   cleanup_json json_object *store = NULL, *out = json_object_new_array ();
   int ret = load (ctx, &store, err);
 
@@ -338,10 +317,8 @@ rt_secret_list_json (rt_context *ctx, char **json, rt_error **err)
 }
 
 int
-rt_secret_remove (rt_context *ctx, const char *name, rt_error **err)
+rt_local_secret_remove (rt_context *ctx, const char *name, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_secret_remove (ctx, name, err);
   cleanup_json json_object *store = NULL;
   cleanup_close int lockfd = -1;
   int ret = lock (ctx, &lockfd, err);

@@ -36,4 +36,11 @@ int rt_secret_bindings (rt_context *ctx, char *const *given, const char *host, s
 /* Wipes the values, then frees.  */
 void rt_secret_bindings_free (struct rt_secret_binding *b, size_t n);
 
+/* The local driver (public/driver.h): these do what include/runtime.h
+   says of their rt_ names, on this machine.  */
+int rt_local_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t len,
+                              const rt_secret_opts *opts, char **placeholder, rt_error **err);
+int rt_local_secret_list_json (rt_context *ctx, char **json, rt_error **err);
+int rt_local_secret_remove (rt_context *ctx, const char *name, rt_error **err);
+
 #endif

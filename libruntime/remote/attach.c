@@ -33,7 +33,7 @@
 #include "remote/http.h"
 #include "remote/stdin.h"
 #include "sandbox/handle.h"
-#include "sandbox/session.h"
+#include "core/session.h"
 
 #define WRITE_MAX (256u * 1024u) /* queued input, and one :write's bytes */
 #define FULL_RETRY_MS 50         /* the server held all it would: again after, */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/checks.h"
 #include "remote/files.h"
 #include "remote/http.h"
 #include "remote/sandboxes.h"

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "common/beneath.h"
-#include "image/plan.h"
+#include "build/plan.h"
 #include "remote/http.h"
 #include "remote/images.h"
 #include "remote/sandboxes.h"

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "core/checks.h"
 #include "remote/files.h"
 #include "sandbox/copy.h"
 #include "sandbox/files.h"
@@ -412,7 +413,7 @@ rt_copy_out_finish (struct rt_copy_sink *k, int ret, const rt_exec_result *res, 
 }
 
 int
-rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts,
+rt_local_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts,
                      rt_copy_result *result, rt_error **err)
 {
   const char *argv[] = { (char *) "sh", (char *) "-c",
@@ -423,8 +424,6 @@ rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, const rt_
   rt_exec_result res = { 0 };
   int ret;
 
-  if (sb->ctx->remote)
-    return rt_remote_copy_out (sb, src, dst, opts, result, err);
   ret = rt_check_guest_path (src, err);
   if (ret == 0)
     ret = rt_sandbox_auto_wake (sb, err);
@@ -435,7 +434,7 @@ rt_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, const rt_
   {
     rt_exec_opts o = { .user = "root", .cancel_fd = opts ? opts->cancel_fd : -1, .on_output = rt_copy_out_feed,
                        .data = k };
-    ret = rt_sandbox_exec (sb, argv, &o, &res, err);
+    ret = rt_local_sandbox_exec (sb, argv, &o, &res, err);
   }
   return rt_copy_out_finish (k, ret, &res, src, result, err);
 }
@@ -590,7 +589,7 @@ rt_copy_wait_child (pid_t pid)
 }
 
 int
-rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts, rt_error **err)
+rt_local_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts, rt_error **err)
 {
   const char *argv[] = { (char *) "sh", (char *) "-c",
                    (char *) "d=$1; n=$2; if [ -d \"$d\" ]; then dest=\"$d/$n\"; p=\"$d\"; "
@@ -606,8 +605,6 @@ rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_c
   int errfd = -1, ret, status;
   pid_t pid = -1;
 
-  if (sb->ctx->remote)
-    return rt_remote_copy_in (sb, src, dst, opts, err);
   ret = rt_check_guest_path (dst, err);
   if (ret == 0)
     ret = check_source (src, opts && opts->follow, err);

@@ -372,7 +372,7 @@ claim_name (struct creation *c, rt_sandbox **out, rt_error **err)
         {
           if (cfg->get_or_create)
             {
-              ret = rt_sandbox_open (c->ctx, c->id, out, err);
+              ret = rt_local_sandbox_open (c->ctx, c->id, out, err);
               return ret < 0 ? ret : 1;
             }
           rt_error_set (err, EEXIST, "name_taken", "a live sandbox is already named '%s' (%s)", cfg->name, c->id);
@@ -617,10 +617,8 @@ make_template_later (struct creation *c)
 }
 
 int
-rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **out, rt_error **err)
+rt_local_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **out, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_sandbox_create (ctx, cfg, out, err);
   return rt_sandbox_create_on (ctx, cfg, NULL, out, err);
 }
 

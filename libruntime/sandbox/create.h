@@ -24,4 +24,8 @@ int rt_sandbox_make_id (char out[32], rt_error **err);
 int rt_sandbox_create_from (rt_context *ctx, const rt_sandbox_config *cfg, const char *snapshot_dir, rt_sandbox **out,
                             rt_error **err);
 
+/* The local driver (public/driver.h): these do what include/runtime.h
+   says of their rt_ names, on this machine.  */
+int rt_local_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **out, rt_error **err);
+
 #endif

@@ -3,6 +3,7 @@
    went wrong (files.h's two and the ones below), not stderr to parse.  */
 #include <string.h>
 
+#include "core/checks.h"
 #include "sandbox/fileops.h"
 #include "sandbox/files.h"
 #include "sandbox/fork.h"
@@ -84,7 +85,7 @@ run (rt_sandbox *sb, const char *user, const char *script, const char *const arg
   if (ret == 0 && in_fd >= 0)
     ret = rt_exec_stdin_fd (sb, argv, &o, in_fd, &res, err);
   else if (ret == 0)
-    ret = rt_sandbox_exec (sb, argv, &o, &res, err);
+    ret = rt_local_sandbox_exec (sb, argv, &o, &res, err);
   if (ret < 0 && g->over && err)
     {
       /* Stopped for sending too much: what came is the answer, cut.  */

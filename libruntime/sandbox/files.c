@@ -6,18 +6,8 @@
 #include "sandbox/files.h"
 #include "sandbox/fork.h"
 #include "sandbox/handle.h"
-#include "remote/files.h"
+#include "core/checks.h"
 
-int
-rt_check_guest_path (const char *path, rt_error **err)
-{
-  if (path == NULL || path[0] != '/')
-    {
-      rt_error_set (err, EINVAL, "usage", "sandbox paths must be absolute, not '%s'", path ? path : "");
-      return rt_error_hint (err, "for example /workspace/%s", path ? path : "file");
-    }
-  return 0;
-}
 
 static int
 file_error (int exit_code, const char *path, const char *stderr_text, rt_error **err)
@@ -34,10 +24,8 @@ file_error (int exit_code, const char *path, const char *stderr_text, rt_error *
 }
 
 int
-rt_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opts, rt_error **err)
+rt_local_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opts, rt_error **err)
 {
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_cat (sb, path, opts, err);
   const char *argv[] = { (char *) "sh", (char *) "-c",
                    (char *) "[ -d \"$1\" ] && exit 66; [ -e \"$1\" ] || exit 67; exec cat -- \"$1\"",
                    (char *) "sh", (char *) path, NULL };
@@ -50,25 +38,17 @@ rt_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opts, rt_e
     ret = rt_sandbox_auto_wake (sb, err);
   if (ret < 0)
     return ret;
-  ret = rt_sandbox_exec (sb, argv, &o, &res, err);
+  ret = rt_local_sandbox_exec (sb, argv, &o, &res, err);
   if (ret == 0 && res.exit_code != 0)
     ret = file_error (res.exit_code, path, c.err, err);
   free (c.err);
   return ret;
 }
 
-int
-rt_entry_by_path (const void *a, const void *b)
-{
-  json_object *x = *(json_object *const *) a, *y = *(json_object *const *) b;
-  return strcmp (rt_json_str (x, "path"), rt_json_str (y, "path"));
-}
 
 int
-rt_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, char **json, rt_error **err)
+rt_local_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, char **json, rt_error **err)
 {
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_files_json (sb, path, depth, json, err);
   char depth_s[16];
   const char *argv[] = { (char *) "sh", (char *) "-c",
                    (char *) "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 67; "
@@ -86,7 +66,7 @@ rt_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, char **
   if (ret < 0)
     return ret;
   snprintf (depth_s, sizeof (depth_s), "%u", depth ? depth : 1);
-  ret = rt_sandbox_exec (sb, argv, &o, &res, err);
+  ret = rt_local_sandbox_exec (sb, argv, &o, &res, err);
   if (ret == 0 && res.exit_code != 0)
     ret = file_error (res.exit_code, path, c.err, err);
   if (ret < 0)

@@ -9,10 +9,11 @@
 #define EXIT_IS_DIR 66
 #define EXIT_MISSING 67
 
-/* usage error unless @path is absolute.  */
-int rt_check_guest_path (const char *path, rt_error **err);
 
-/* json_object_array_sort's order of listing entries: by "path".  */
-int rt_entry_by_path (const void *a, const void *b);
+
+/* The local driver (public/driver.h): these do what include/runtime.h
+   says of their rt_ names, on this machine.  */
+int rt_local_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opts, rt_error **err);
+int rt_local_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, char **json, rt_error **err);
 
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "sandbox/list.h"
 #include "monitor/client.h"
 #include "sandbox/create.h"
 #include "sandbox/fork.h"
@@ -108,10 +109,8 @@ snapshot_paused (rt_sandbox *sb, const char *id, json_object *body, rt_error **e
 }
 
 int
-rt_sandbox_snapshot (rt_sandbox *sb, const char *name, const char *const *labels, char **json, rt_error **err)
+rt_local_sandbox_snapshot (rt_sandbox *sb, const char *name, const char *const *labels, char **json, rt_error **err)
 {
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_snapshot (sb, name, labels, json, err);
   char id[RT_SNAPSHOT_ID_LEN + 1];
   cleanup_close int lock = -1;
   cleanup_json json_object *body = NULL;
@@ -147,7 +146,7 @@ rt_sandbox_snapshot (rt_sandbox *sb, const char *name, const char *const *labels
   if (ret < 0)
     return ret;
   close (steal_fd (&lock));
-  return json ? rt_snapshot_get_json (sb->ctx, id, json, err) : 0;
+  return json ? rt_local_snapshot_get_json (sb->ctx, id, json, err) : 0;
 }
 
 /* The children of the capture in @dir, named @name-1… (or @name alone).  */
@@ -176,11 +175,9 @@ make_children (rt_sandbox *sb, const char *dir, unsigned count, const char *name
 }
 
 int
-rt_sandbox_fork (rt_sandbox *sb, unsigned count, const char *name, const char *const *labels, char ***ids,
+rt_local_sandbox_fork (rt_sandbox *sb, unsigned count, const char *name, const char *const *labels, char ***ids,
                  rt_error **err)
 {
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_fork (sb, count, name, labels, ids, err);
   char id[RT_SNAPSHOT_ID_LEN + 1], creator[64];
   cleanup_json json_object *body = NULL;
   cleanup_free char *root = NULL, *dir = NULL;
@@ -221,7 +218,7 @@ rt_sandbox_fork (rt_sandbox *sb, unsigned count, const char *name, const char *c
     {
       /* No child is left of a fork that failed.  */
       for (char **p = out; *p; p++)
-        rt_sandbox_remove (sb->ctx, *p, NULL);
+        rt_local_sandbox_remove (sb->ctx, *p, NULL);
       cleanup_strvp (&out);
       return ret;
     }

@@ -11,4 +11,11 @@
    spawn, cp, cat, files, ps, logs) calls it first.  */
 int rt_sandbox_auto_wake (rt_sandbox *sb, rt_error **err);
 
+/* The local driver (public/driver.h): these do what include/runtime.h
+   says of their rt_ names, on this machine.  */
+int rt_local_sandbox_snapshot (rt_sandbox *sb, const char *name, const char *const *labels, char **json,
+                               rt_error **err);
+int rt_local_sandbox_fork (rt_sandbox *sb, unsigned count, const char *name, const char *const *labels, char ***ids,
+                           rt_error **err);
+
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/checks.h"
 #include "common/b64.h"
 #include "common/proto.h"
 #include "monitor/client.h"
@@ -22,45 +23,9 @@
 
 #define STOP_WAIT_MS 30000
 
-void
-rt_sandbox_close (rt_sandbox *sb)
-{
-  if (sb == NULL)
-    return;
-  free (sb->dir);
-  free (sb->sock);
-  free (sb);
-}
-
-rt_sandbox *
-rt_sandbox_handle_new (rt_context *ctx, const char *id)
-{
-  rt_sandbox *sb = calloc (1, sizeof (*sb));
-  if (sb == NULL)
-    return NULL;
-  sb->ctx = ctx;
-  snprintf (sb->id, sizeof (sb->id), "%s", id);
-  sb->dir = rt_sandbox_dir (ctx, id);
-  sb->sock = rt_strdup_printf ("%s/api.sock", sb->dir);
-  if (sb->dir == NULL || sb->sock == NULL)
-    {
-      rt_sandbox_close (sb);
-      return NULL;
-    }
-  return sb;
-}
-
-const char *
-rt_sandbox_id (rt_sandbox *sb)
-{
-  return sb->id;
-}
-
 int
-rt_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **err)
+rt_local_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_sandbox_open (ctx, ref, out, err);
   cleanup_json json_object *state = NULL;
   const char *st;
   int ret = rt_sandbox_resolve (ctx, ref, &state, err);
@@ -78,62 +43,6 @@ rt_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **
     return rt_error_oom (err);
   return 0;
 }
-
-json_object *
-rt_command_request (const char *const argv[], const rt_exec_opts *opts, rt_error **err)
-{
-  json_object *req, *arr;
-
-  if (argv == NULL || argv[0] == NULL)
-    {
-      rt_error_set (err, EINVAL, "usage", "no command given");
-      return NULL;
-    }
-  if (opts->stdin_len > RT_MAX_STDIN)
-    {
-      rt_error_set (err, E2BIG, "usage", "standard input is over 1 MiB");
-      return NULL;
-    }
-  if ((opts->pty_cols || opts->pty_rows) && rt_pty_size_check (opts->pty_cols, opts->pty_rows, err) < 0)
-    return NULL;
-  req = json_object_new_object ();
-  arr = json_object_new_array ();
-  for (const char *const *a = argv; *a; a++)
-    json_object_array_add (arr, json_object_new_string (*a));
-  json_object_object_add (req, "argv", arr);
-  arr = json_object_new_array ();
-  for (const char *const *e = opts->env; e && *e; e++)
-    json_object_array_add (arr, json_object_new_string (*e));
-  json_object_object_add (req, "env", arr);
-  if (opts->cwd)
-    json_object_object_add (req, "cwd", json_object_new_string (opts->cwd));
-  if (opts->user)
-    json_object_object_add (req, "user", json_object_new_string (opts->user));
-  json_object_object_add (req, "timeoutMs", json_object_new_int64 (opts->timeout_ms));
-  if (opts->pty_cols)
-    {
-      json_object *pty = json_object_new_object ();
-      json_object_object_add (pty, "cols", json_object_new_int64 (opts->pty_cols));
-      json_object_object_add (pty, "rows", json_object_new_int64 (opts->pty_rows));
-      json_object_object_add (req, "pty", pty);
-    }
-  if (opts->keep_stdin)
-    json_object_object_add (req, "keepStdin", json_object_new_boolean (true));
-  if (opts->stdin_len > 0)
-    {
-      json_object *b64 = rt_b64_json (opts->stdin_data, opts->stdin_len);
-      if (b64 == NULL)
-        {
-          json_object_put (req);
-          rt_error_oom (err);
-          return NULL;
-        }
-      json_object_object_add (req, "stdin", b64);
-    }
-  return req;
-}
-
-const rt_exec_opts rt_no_exec_opts = { .cancel_fd = -1 };
 
 /* A monitor that cannot be reached may just be booting (--no-wait), or
    gone with the sandbox paused to disk: say that rather than "cannot
@@ -163,7 +72,7 @@ rt_sandbox_not_ready_yet (rt_sandbox *sb, int ret, rt_error **err)
 }
 
 int
-rt_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_exec_result *res, rt_error **err)
+rt_local_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, rt_exec_result *res, rt_error **err)
 {
   cleanup_json json_object *req = NULL;
 
@@ -173,8 +82,6 @@ rt_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *o
     return rt_error_set (err, EINVAL, "usage", "%s",
                          opts->keep_stdin ? "keep_stdin is for rt_sandbox_spawn, not exec"
                                           : "a pty is for rt_sandbox_spawn and rt_sandbox_attach, not exec");
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_exec (sb, argv, opts, res, err);
   if (opts == NULL)
     opts = &rt_no_exec_opts;
   memset (res, 0, sizeof (*res));
@@ -187,10 +94,8 @@ rt_sandbox_exec (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *o
 }
 
 int
-rt_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, uint32_t *process, rt_error **err)
+rt_local_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *opts, uint32_t *process, rt_error **err)
 {
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_spawn (sb, argv, opts, process, err);
   cleanup_json json_object *req = NULL;
   cleanup_json json_object *reply = NULL;
   json_object *v;
@@ -211,10 +116,8 @@ rt_sandbox_spawn (rt_sandbox *sb, const char *const argv[], const rt_exec_opts *
 }
 
 int
-rt_sandbox_ps_json (rt_sandbox *sb, char **json, rt_error **err)
+rt_local_sandbox_ps_json (rt_sandbox *sb, char **json, rt_error **err)
 {
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_ps_json (sb, json, err);
   cleanup_json json_object *reply = NULL;
   int ret = rt_sandbox_auto_wake (sb, err);
 
@@ -227,11 +130,9 @@ rt_sandbox_ps_json (rt_sandbox *sb, char **json, rt_error **err)
 }
 
 int
-rt_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow, const rt_exec_opts *opts, rt_exec_result *res,
+rt_local_sandbox_logs (rt_sandbox *sb, uint32_t process, bool follow, const rt_exec_opts *opts, rt_exec_result *res,
                  bool *exited, rt_error **err)
 {
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_logs (sb, process, follow, opts, res, exited, err);
   cleanup_json json_object *req = json_object_new_object ();
   int ret;
 
@@ -259,10 +160,8 @@ rt_sandbox_output (rt_sandbox *sb, uint32_t process, uint64_t cursor, bool follo
 }
 
 int
-rt_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err)
+rt_local_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err)
 {
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_kill (sb, process, signal, NULL, err);
   cleanup_json json_object *req = json_object_new_object ();
 
   if (rt_sandbox_auto_wake (sb, err) < 0)
@@ -273,13 +172,11 @@ rt_sandbox_kill (rt_sandbox *sb, uint32_t process, int signal, rt_error **err)
 }
 
 int
-rt_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, size_t len, uint64_t offset, bool eof,
+rt_local_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, size_t len, uint64_t offset, bool eof,
                   uint64_t *accepted, rt_error **err)
 {
   if (len > RT_MAX_STDIN || (data == NULL && len > 0) || offset > INT64_MAX - RT_MAX_STDIN)
     return rt_error_set (err, EINVAL, "usage", "at most 1 MiB a write, at an offset under 2^63");
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_write (sb, process, data, len, offset, eof, NULL, accepted, err);
   cleanup_json json_object *req = json_object_new_object ();
   cleanup_json json_object *reply = NULL;
   json_object *v, *b64;
@@ -306,24 +203,11 @@ rt_sandbox_write (rt_sandbox *sb, uint32_t process, const void *data, size_t len
   return 0;
 }
 
-/* The public limit is the wire's.  */
-_Static_assert (RT_MAX_PTY_SIDE == RT_PTY_MAX_SIDE, "RT_MAX_PTY_SIDE (runtime.h) is RT_PTY_MAX_SIDE (proto.h)");
-
 int
-rt_pty_size_check (unsigned cols, unsigned rows, rt_error **err)
-{
-  if (rt_pty_size_ok (cols, rows))
-    return 0;
-  return rt_error_set (err, EINVAL, "usage", "a terminal's columns and rows must be 1 to %u", RT_PTY_MAX_SIDE);
-}
-
-int
-rt_sandbox_resize (rt_sandbox *sb, uint32_t process, unsigned cols, unsigned rows, rt_error **err)
+rt_local_sandbox_resize (rt_sandbox *sb, uint32_t process, unsigned cols, unsigned rows, rt_error **err)
 {
   if (rt_pty_size_check (cols, rows, err) < 0)
     return -EINVAL;
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_resize (sb, process, cols, rows, NULL, err);
   cleanup_json json_object *req = json_object_new_object ();
 
   if (rt_sandbox_auto_wake (sb, err) < 0)
@@ -332,33 +216,6 @@ rt_sandbox_resize (rt_sandbox *sb, uint32_t process, unsigned cols, unsigned row
   json_object_object_add (req, "cols", json_object_new_int ((int) cols));
   json_object_object_add (req, "rows", json_object_new_int ((int) rows));
   return rt_sandbox_not_ready_yet (sb, rt_api_call (sb->sock, sb->id, "resize", req, NULL, err), err);
-}
-
-static int
-append (char **buf, size_t *len, const char *data, size_t n)
-{
-  char *nb;
-
-  /* Bounded: 16 MiB is far beyond any listing or error text.  */
-  if (*len + n > 16 * 1024 * 1024 || (nb = realloc (*buf, *len + n + 1)) == NULL)
-    return -1;
-  memcpy (nb + *len, data, n);
-  *len += n;
-  nb[*len] = '\0';
-  *buf = nb;
-  return 0;
-}
-
-int
-rt_capture_output (void *data, int stream, const char *buf, size_t len)
-{
-  struct rt_captured *c = data;
-
-  if (stream == 2)
-    return append (&c->err, &c->err_len, buf, len);
-  if (c->pass)
-    return c->pass->on_output ? c->pass->on_output (c->pass->data, 1, buf, len) : 0;
-  return append (&c->out, &c->out_len, buf, len);
 }
 
 /* Waits until the monitor named by @pidfile has exited.  */
@@ -396,10 +253,8 @@ mark_requested (rt_sandbox *sb)
 }
 
 int
-rt_sandbox_stop (rt_sandbox *sb, rt_error **err)
+rt_local_sandbox_stop (rt_sandbox *sb, rt_error **err)
 {
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_verb (sb, "stop", err);
   cleanup_free char *pidfile = rt_strdup_printf ("%s/monitor.pid", sb->dir);
   pid_t pid = 0;
   int ret;
@@ -439,23 +294,19 @@ rt_sandbox_stop (rt_sandbox *sb, rt_error **err)
 }
 
 int
-rt_sandbox_destroy (rt_sandbox *sb, rt_error **err)
+rt_local_sandbox_destroy (rt_sandbox *sb, rt_error **err)
 {
   int ret;
   if (sb == NULL)
     return 0;
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_destroy (sb, err);
-  ret = rt_sandbox_stop (sb, err);
+  ret = rt_local_sandbox_stop (sb, err);
   rt_sandbox_close (sb);
   return ret;
 }
 
 int
-rt_sandbox_extend (rt_sandbox *sb, unsigned seconds, char **expires_at, rt_error **err)
+rt_local_sandbox_extend (rt_sandbox *sb, unsigned seconds, char **expires_at, rt_error **err)
 {
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_extend (sb, seconds, expires_at, err);
   cleanup_json json_object *body = json_object_new_object ();
   cleanup_json json_object *reply = NULL;
   const char *end;
@@ -471,11 +322,9 @@ rt_sandbox_extend (rt_sandbox *sb, unsigned seconds, char **expires_at, rt_error
 }
 
 int
-rt_sandbox_set_network (rt_sandbox *sb, bool internet, const char *const *allow, const char *const *deny, char **json,
+rt_local_sandbox_set_network (rt_sandbox *sb, bool internet, const char *const *allow, const char *const *deny, char **json,
                         rt_error **err)
 {
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_set_network (sb, internet, allow, deny, json, err);
   struct rt_egress_rules rules = { 0 };
   cleanup_json json_object *body = NULL, *reply = NULL;
   int ret = rt_sandbox_rules_of (internet, allow, deny, &rules, err);
@@ -499,10 +348,8 @@ rt_sandbox_set_network (rt_sandbox *sb, bool internet, const char *const *allow,
 }
 
 int
-rt_sandbox_metrics_json (rt_sandbox *sb, char **json, rt_error **err)
+rt_local_sandbox_metrics_json (rt_sandbox *sb, char **json, rt_error **err)
 {
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_metrics_json (sb, json, err);
   static const char *const argv[] = { "cat", "/proc/meminfo", NULL };
   cleanup_json json_object *reply = NULL;
   struct rt_captured c = { 0 };
@@ -513,7 +360,7 @@ rt_sandbox_metrics_json (rt_sandbox *sb, char **json, rt_error **err)
   if (ret < 0)
     return ret;
   /* The guest's own view of its memory: shown, never billed.  */
-  if (rt_sandbox_exec (sb, argv, &opts, &res, NULL) == 0 && res.exit_code == 0 && c.out)
+  if (rt_local_sandbox_exec (sb, argv, &opts, &res, NULL) == 0 && res.exit_code == 0 && c.out)
     {
       const char *keys[][2] = { { "MemTotal:", "guestMemoryTotalMiB" }, { "MemAvailable:", "guestMemoryAvailableMiB" } };
       for (size_t i = 0; i < 2; i++)

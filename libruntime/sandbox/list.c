@@ -34,10 +34,8 @@ rt_sandbox_resolve (rt_context *ctx, const char *ref, json_object **out, rt_erro
 }
 
 int
-rt_sandbox_egress_log (rt_context *ctx, const char *ref, char **path, rt_error **err)
+rt_local_sandbox_egress_log (rt_context *ctx, const char *ref, char **path, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_unsupported (err, "the egress log (a file on the server)");
   cleanup_json json_object *state = NULL;
   int ret = rt_sandbox_resolve (ctx, ref, &state, err);
 
@@ -48,10 +46,8 @@ rt_sandbox_egress_log (rt_context *ctx, const char *ref, char **path, rt_error *
 }
 
 int
-rt_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
+rt_local_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_sandbox_get_json (ctx, ref, json, err);
   cleanup_json json_object *state = NULL;
   int ret = rt_sandbox_resolve (ctx, ref, &state, err);
 
@@ -62,10 +58,8 @@ rt_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error **e
 }
 
 int
-rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err)
+rt_local_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_sandbox_list_json (ctx, all, json, err);
   cleanup_json json_object *arr = NULL;
   int ret = rt_store_list (ctx, all, &arr, err);
 
@@ -76,10 +70,8 @@ rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err)
 }
 
 int
-rt_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err)
+rt_local_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_sandbox_remove (ctx, ref, err);
   cleanup_json json_object *state = NULL;
   cleanup_error rt_error *lookup = NULL;
   cleanup_free char *record = NULL, *log = NULL;
@@ -100,7 +92,7 @@ rt_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err)
       int ret;
       if (sb == NULL)
         return rt_error_oom (err);
-      ret = rt_sandbox_stop (sb, err);
+      ret = rt_local_sandbox_stop (sb, err);
       if (ret < 0)
         return ret;
     }

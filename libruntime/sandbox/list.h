@@ -8,4 +8,11 @@
    rt_store_resolve, with a fast path for the id of a live one.  */
 int rt_sandbox_resolve (rt_context *ctx, const char *ref, json_object **out, rt_error **err);
 
+/* The local driver (public/driver.h): these do what include/runtime.h
+   says of their rt_ names, on this machine.  */
+int rt_local_sandbox_egress_log (rt_context *ctx, const char *ref, char **path, rt_error **err);
+int rt_local_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err);
+int rt_local_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err);
+int rt_local_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err);
+
 #endif

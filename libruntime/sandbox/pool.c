@@ -423,11 +423,9 @@ open_pools (rt_context *ctx, const char *ref, char **id, int *lock, json_object 
 }
 
 int
-rt_pool_set (rt_context *ctx, const char *ref, unsigned spares, unsigned vcpu, unsigned memory_mib, char **json,
+rt_local_pool_set (rt_context *ctx, const char *ref, unsigned spares, unsigned vcpu, unsigned memory_mib, char **json,
              rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_unsupported (err, "pool");
   cleanup_json json_object *pools = NULL, *out = json_object_new_array ();
   cleanup_free char *id = NULL;
   cleanup_close int lock = -1;
@@ -486,10 +484,8 @@ rt_pool_set (rt_context *ctx, const char *ref, unsigned spares, unsigned vcpu, u
 }
 
 int
-rt_pool_list_json (rt_context *ctx, char **json, rt_error **err)
+rt_local_pool_list_json (rt_context *ctx, char **json, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_unsupported (err, "pool");
   cleanup_json json_object *pools = NULL;
 
   if (rt_tenant_refuse (ctx, "a pool", err) < 0)
@@ -501,10 +497,8 @@ rt_pool_list_json (rt_context *ctx, char **json, rt_error **err)
 }
 
 int
-rt_pool_remove (rt_context *ctx, const char *ref, rt_error **err)
+rt_local_pool_remove (rt_context *ctx, const char *ref, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_unsupported (err, "pool");
   cleanup_json json_object *pools = NULL, *kept = json_object_new_array ();
   cleanup_free char *id = NULL;
   cleanup_close int lock = -1;

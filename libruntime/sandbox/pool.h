@@ -40,4 +40,11 @@ void rt_pool_forget_image (rt_context *ctx, const char *image_id);
    process (templates first, then spares), at once.  */
 void rt_pool_fill_background (rt_context *ctx, const struct rt_template_inputs *in);
 
+/* The local driver (public/driver.h): these do what include/runtime.h
+   says of their rt_ names, on this machine.  */
+int rt_local_pool_set (rt_context *ctx, const char *ref, unsigned spares, unsigned vcpu, unsigned memory_mib,
+                       char **json, rt_error **err);
+int rt_local_pool_list_json (rt_context *ctx, char **json, rt_error **err);
+int rt_local_pool_remove (rt_context *ctx, const char *ref, rt_error **err);
+
 #endif

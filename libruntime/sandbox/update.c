@@ -56,10 +56,8 @@ update_on_disk (rt_sandbox *sb, int idle, int wake, char **json, rt_error **err)
 }
 
 int
-rt_sandbox_update (rt_sandbox *sb, int idle_pause_s, int auto_wake, char **json, rt_error **err)
+rt_local_sandbox_update (rt_sandbox *sb, int idle_pause_s, int auto_wake, char **json, rt_error **err)
 {
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_update (sb, idle_pause_s, auto_wake, json, err);
   cleanup_json json_object *body = json_object_new_object ();
   cleanup_json json_object *reply = NULL;
   int idle, wake, ret;
@@ -95,6 +93,6 @@ rt_sandbox_auto_wake (rt_sandbox *sb, rt_error **err)
   if (rt_sandbox_is_paused (sb, NULL) != 1 || (state = rt_sandbox_read_state (sb, NULL)) == NULL)
     return 0;
   if (json_object_object_get_ex (state, "autoWake", &v) && json_object_get_boolean (v))
-    return rt_sandbox_wake (sb, err);
+    return rt_local_sandbox_wake (sb, err);
   return rt_sandbox_paused_error (sb, err);
 }

@@ -16,4 +16,8 @@
    sandbox it does not wake.  Return: -EAGAIN.  */
 int rt_sandbox_paused_error (rt_sandbox *sb, rt_error **err);
 
+/* The local driver (public/driver.h): these do what include/runtime.h
+   says of their rt_ names, on this machine.  */
+int rt_local_sandbox_update (rt_sandbox *sb, int idle_pause_s, int auto_wake, char **json, rt_error **err);
+
 #endif

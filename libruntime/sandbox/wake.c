@@ -89,10 +89,8 @@ rt_sandbox_is_paused (rt_sandbox *sb, rt_error **err)
 }
 
 int
-rt_sandbox_pause (rt_sandbox *sb, rt_error **err)
+rt_local_sandbox_pause (rt_sandbox *sb, rt_error **err)
 {
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_verb (sb, "pause", err);
   cleanup_free char *pidfile = rt_strdup_printf ("%s/monitor.pid", sb->dir);
   pid_t pid = 0;
   int ret;
@@ -229,10 +227,8 @@ rt_sandbox_lock_wake (rt_sandbox *sb, int *fd, rt_error **err)
 }
 
 int
-rt_sandbox_wake (rt_sandbox *sb, rt_error **err)
+rt_local_sandbox_wake (rt_sandbox *sb, rt_error **err)
 {
-  if (sb->ctx->remote)
-    return rt_remote_sandbox_verb (sb, "wake", err);
   cleanup_free char *disk_dir = rt_sandbox_disk_dir (sb->ctx, sb->id);
   cleanup_free char *saved_dir = disk_dir ? rt_strdup_printf ("%s/saved", disk_dir) : NULL;
   cleanup_free char *layers = disk_dir ? rt_strdup_printf ("%s/saved/layers", disk_dir) : NULL;

@@ -37,4 +37,9 @@ int rt_sandbox_is_paused (rt_sandbox *sb, rt_error **err);
    @reason, its saved VM and disk removed.  0 too when it is not paused.  */
 int rt_sandbox_end_paused (rt_sandbox *sb, const char *reason, rt_error **err);
 
+/* The local driver (public/driver.h): these do what include/runtime.h
+   says of their rt_ names, on this machine.  */
+int rt_local_sandbox_pause (rt_sandbox *sb, rt_error **err);
+int rt_local_sandbox_wake (rt_sandbox *sb, rt_error **err);
+
 #endif

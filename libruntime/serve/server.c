@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "public/driver.h"
 #include "serve/conns.h"
 #include "serve/listen.h"
 #include "serve/sweep.h"
@@ -702,8 +703,8 @@ rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
   if (opts == NULL)
     opts = &none;
   /* Its requests' contexts would be clients of a server again.  */
-  if (ctx->remote)
-    return rt_remote_unsupported (err, "runtime serve");
+  if (rt_local_only (ctx, "runtime serve", err) < 0)
+    return -ENOTSUP;
   if ((opts->tls_cert == NULL) != (opts->tls_key == NULL))
     {
       rt_error_set (err, EINVAL, "usage", "--tls-cert and --tls-key go together");

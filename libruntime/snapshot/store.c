@@ -367,10 +367,8 @@ dump (json_object *o, char **json, rt_error **err)
 }
 
 int
-rt_snapshot_list_json (rt_context *ctx, char **json, rt_error **err)
+rt_local_snapshot_list_json (rt_context *ctx, char **json, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_snapshot_list_json (ctx, json, err);
   cleanup_json json_object *arr = NULL;
   int ret;
 
@@ -380,10 +378,8 @@ rt_snapshot_list_json (rt_context *ctx, char **json, rt_error **err)
 }
 
 int
-rt_snapshot_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
+rt_local_snapshot_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_snapshot_get_json (ctx, ref, json, err);
   cleanup_json json_object *s = NULL;
   int ret = find_snapshot (ctx, ref, &s, err);
 
@@ -391,10 +387,8 @@ rt_snapshot_get_json (rt_context *ctx, const char *ref, char **json, rt_error **
 }
 
 int
-rt_snapshot_remove (rt_context *ctx, const char *ref, rt_error **err)
+rt_local_snapshot_remove (rt_context *ctx, const char *ref, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_snapshot_remove (ctx, ref, err);
   cleanup_free char *root = NULL, *gone = NULL;
   cleanup_json json_object *s = NULL;
   cleanup_close int lockfd = -1;

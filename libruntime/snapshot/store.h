@@ -52,4 +52,10 @@ void rt_snapshot_sweep (rt_context *ctx);
    *who (free it); 0 when none.  */
 int rt_snapshot_image_in_use (rt_context *ctx, const char *image_id, char **who, rt_error **err);
 
+/* The local driver (public/driver.h): these do what include/runtime.h
+   says of their rt_ names, on this machine.  */
+int rt_local_snapshot_list_json (rt_context *ctx, char **json, rt_error **err);
+int rt_local_snapshot_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err);
+int rt_local_snapshot_remove (rt_context *ctx, const char *ref, rt_error **err);
+
 #endif

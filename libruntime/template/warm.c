@@ -1,6 +1,7 @@
-/* warm.c - rt_image_warm: the template of an image and shape, made now.
-   Declared in include/runtime.h, so this file has no header of its own.  */
+/* warm.c - the template of an image and shape, made now.  */
 #include <string.h>
+
+#include "template/warm.h"
 
 #include "image/disk.h"
 #include "template/make.h"
@@ -51,10 +52,8 @@ describe (rt_context *ctx, const char *key, bool fresh, int64_t made_ms, char **
 }
 
 int
-rt_image_warm (rt_context *ctx, const char *ref, unsigned vcpu, unsigned memory_mib, char **json, rt_error **err)
+rt_local_image_warm (rt_context *ctx, const char *ref, unsigned vcpu, unsigned memory_mib, char **json, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_unsupported (err, "image warm");
   struct rt_kernel_files k = { 0 };
   struct rt_image_disk image = { 0 };
   struct rt_template t = { .key = "" };

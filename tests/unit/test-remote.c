@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "public/driver.h"
 #include "common/sys.h"
 #include "remote/http.h"
 #include "remote/exec.h"
@@ -94,7 +95,7 @@ test_url_rules (void)
   for (const char *const *u = good; *u; u++)
     {
       ctx = context (*u, "k");
-      ok (ctx && ctx->remote && rt_remote_check (ctx, NULL) == 0, "%s is accepted", *u);
+      ok (ctx && rt_driver_of (ctx) == &rt_remote_driver && rt_remote_check (ctx, NULL) == 0, "%s is accepted", *u);
       rt_context_free (ctx);
     }
   for (const char *const *u = bad; *u; u++)

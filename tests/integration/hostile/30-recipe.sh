@@ -3,7 +3,7 @@
 # secrets file, a /proc link.  Each build is refused with the entry named,
 # exit 1, before anything boots: no image, no sandbox, no staged copy.  A
 # folder whose inner symlinks leave is built with them as symlinks, their
-# targets never read (image/plan.c, common/beneath.c).
+# targets never read (build/plan.c, common/beneath.c).
 
 rc_data="$tmp/recipe-data"     # a private data dir: its secrets file is fake
 rc="$tmp/recipe-hostile"

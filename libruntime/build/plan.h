@@ -1,9 +1,9 @@
 /* plan.h - a build's plan: its recipe (runtime.json) and flags turned
-   into steps and an environment (image/plan.c).  */
-#ifndef RT_IMAGE_PLAN_H
-#define RT_IMAGE_PLAN_H
+   into steps and an environment (build/plan.c).  */
+#ifndef RT_BUILD_PLAN_H
+#define RT_BUILD_PLAN_H
 
-#include "image/build.h"
+#include "build/build.h"
 
 /* <@dir>/runtime.json, refused when it is not an object or has a key we
    do not know.  */

@@ -1,8 +1,8 @@
 /* build.h - what `runtime image build` works on: the build and its steps
-   (image/build.c runs it, image/plan.c plans it, image/step.c runs its
+   (build/build.c runs it, build/plan.c plans it, build/step.c runs its
    steps).  */
-#ifndef RT_IMAGE_BUILD_H
-#define RT_IMAGE_BUILD_H
+#ifndef RT_BUILD_BUILD_H
+#define RT_BUILD_BUILD_H
 
 #include <stdlib.h>
 
@@ -41,7 +41,7 @@ struct build
   size_t n;
   char **env; /* base env + build env */
   char *workdir;
-  char *stage; /* the recipe's files, copied (image/plan.c), or NULL */
+  char *stage; /* the recipe's files, copied (build/plan.c), or NULL */
   char *base_id;
   json_object *base_layers;
   int log_fd;
@@ -54,5 +54,9 @@ strv_new (size_t n)
 {
   return calloc (n + 1, sizeof (char *));
 }
+
+/* The local driver (public/driver.h): these do what include/runtime.h
+   says of their rt_ names, on this machine.  */
+int rt_local_image_build (rt_context *ctx, const rt_build_opts *opts, char **id, rt_error **err);
 
 #endif

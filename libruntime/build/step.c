@@ -9,8 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "sandbox/copy.h"
 #include "image/base.h"
-#include "image/step.h"
+#include "build/step.h"
 #include "image/store.h"
 #include "image/tar.h"
 
@@ -119,7 +120,7 @@ guest_sh (struct build *b, const char *script, char *const *args, struct tail *t
     argv[n++] = *args;
   argv[n] = NULL;
   memset (res, 0, sizeof *res);
-  return rt_sandbox_exec (b->sb, argv, &opts, res, err);
+  return rt_local_sandbox_exec (b->sb, argv, &opts, res, err);
 }
 
 int
@@ -277,15 +278,15 @@ step_network (struct build *b, struct step *s, char **apt_hosts, rt_error **err)
   switch (s->kind)
     {
     case STEP_APT:
-      return rt_sandbox_set_network (b->sb, true, (const char *const *) apt_hosts, NULL, NULL, err);
+      return rt_local_sandbox_set_network (b->sb, true, (const char *const *) apt_hosts, NULL, NULL, err);
     case STEP_PIP:
-      return rt_sandbox_set_network (b->sb, true, pypi, NULL, NULL, err);
+      return rt_local_sandbox_set_network (b->sb, true, pypi, NULL, NULL, err);
     case STEP_NPM:
-      return rt_sandbox_set_network (b->sb, true, npm, NULL, NULL, err);
+      return rt_local_sandbox_set_network (b->sb, true, npm, NULL, NULL, err);
     case STEP_FILE:
     case STEP_RUN:
     default:
-      return rt_sandbox_set_network (b->sb, false, NULL, NULL, NULL, err);
+      return rt_local_sandbox_set_network (b->sb, false, NULL, NULL, NULL, err);
     }
 }
 
@@ -470,7 +471,7 @@ rt_build_run_step (struct build *b, size_t first, size_t i, char **apt, rt_error
     args[n++] = (char *) inner[s->kind];
   if (s->kind == STEP_FILE)
     {
-      ret = rt_sandbox_copy_in (b->sb, s->words[0], "/tmp/rtb-in", &(rt_copy_opts){ .follow = true }, err);
+      ret = rt_local_sandbox_copy_in (b->sb, s->words[0], "/tmp/rtb-in", &(rt_copy_opts){ .follow = true }, err);
       if (ret < 0)
         return ret;
       args[n++] = (char *) "";

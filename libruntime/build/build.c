@@ -9,17 +9,18 @@
    Between steps the host replaces the sandbox's network rules: each step
    reaches only what it needs.  A step's cache key is the SHA-256 of its
    parent's key, its text and its inputs' digests.  The plan is made in
-   image/plan.c, the steps run in image/step.c.  */
+   build/plan.c, the steps run in build/step.c.  */
 #include <string.h>
 #include <unistd.h>
 
-#include "image/build.h"
+#include "sandbox/copy.h"
+#include "sandbox/list.h"
+#include "build/build.h"
 #include "image/scope.h"
 #include "image/disk.h"
-#include "image/plan.h"
-#include "image/step.h"
+#include "build/plan.h"
+#include "build/step.h"
 #include "image/store.h"
-#include "remote/images.h"
 
 
 static void
@@ -82,7 +83,7 @@ start_sandbox (struct build *b, size_t first, char **tmpdisk, rt_error **err)
     const char *ca = getenv ("SSL_CERT_FILE");
     if (ca == NULL || access (ca, R_OK) < 0)
       ca = "/etc/ssl/certs/ca-certificates.crt";
-    if (access (ca, R_OK) == 0 && (ret = rt_sandbox_copy_in (b->sb, ca, "/tmp/rtb-ca.pem", &(rt_copy_opts){ .follow = true }, err)) < 0)
+    if (access (ca, R_OK) == 0 && (ret = rt_local_sandbox_copy_in (b->sb, ca, "/tmp/rtb-ca.pem", &(rt_copy_opts){ .follow = true }, err)) < 0)
       return ret;
   }
   return rt_build_guest_must (b, "preparing the build", "set -e; mkdir -p " WORK "/base; mount --bind / " WORK "/base", NULL,
@@ -256,10 +257,8 @@ refuse_default (rt_context *ctx, const char *name, rt_error **err)
 }
 
 int
-rt_image_build (rt_context *ctx, const rt_build_opts *o, char **id_out, rt_error **err)
+rt_local_image_build (rt_context *ctx, const rt_build_opts *o, char **id_out, rt_error **err)
 {
-  if (ctx->remote)
-    return rt_remote_image_build (ctx, o, id_out, err);
   struct build b = { .ctx = ctx, .o = o, .log_fd = o->log_fd };
   cleanup_json json_object *recipe = NULL;
   cleanup_free char *tmpdisk = NULL, *name = NULL;
@@ -289,9 +288,9 @@ out:
     {
       cleanup_error rt_error *ignored = NULL;
       cleanup_free char *sbid = strdup (rt_sandbox_id (b.sb));
-      rt_sandbox_destroy (b.sb, &ignored);
+      rt_local_sandbox_destroy (b.sb, &ignored);
       if (sbid)
-        rt_sandbox_remove (ctx, sbid, NULL);
+        rt_local_sandbox_remove (ctx, sbid, NULL);
     }
   if (tmpdisk)
     unlink (tmpdisk);

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 
 #include "common/beneath.h"
-#include "image/plan.h"
+#include "build/plan.h"
 
 #define RECIPE_MAX (1 << 20)
 
@@ -161,7 +161,7 @@ refuse_entry (const char *spec, const char *src, const char *dir, int ret, rt_er
 }
 
 /* The build's private copy of its recipe's files: a 0700 directory
-   under the data dir, removed with the build (image/build.c).  */
+   under the data dir, removed with the build (build/build.c).  */
 static int
 stage_dir (struct build *b, rt_error **err)
 {
@@ -212,7 +212,7 @@ add_recipe_file (struct build *b, const char *spec, int dirfd, rt_error **err)
   ret = stage_dir (b, err);
   if (ret < 0)
     return ret;
-  /* Under its own name: a DST ending in '/' takes it (image/step.c).  */
+  /* Under its own name: a DST ending in '/' takes it (build/step.c).  */
   base = strrchr (shown, '/') ? strrchr (shown, '/') + 1 : shown;
   name = rt_strdup_printf ("%zu", b->n);
   staged = rt_strdup_printf ("%s/%zu/%s", b->stage, b->n, *base ? base : "root");

@@ -1,11 +1,12 @@
 /* session.h - rt_session (include/runtime.h) is an interface with two
- * implementations: a local one, frames to the sandbox's monitor, and a
- * remote one (libruntime/remote/), a process of `runtime serve` driven
- * over HTTP.  Each embeds struct rt_session first and fills @ops;
- * session.c's public functions check their arguments and dispatch.
+ * implementations: a local one, frames to the sandbox's monitor
+ * (sandbox/session-local.h), and a remote one (remote/attach.h), a
+ * process of the API server driven over HTTP.  Each embeds struct
+ * rt_session first and fills @ops; public/session.c's functions check
+ * their arguments and dispatch.
  */
-#ifndef RT_SANDBOX_SESSION_H
-#define RT_SANDBOX_SESSION_H
+#ifndef RT_CORE_SESSION_H
+#define RT_CORE_SESSION_H
 
 #include "runtime.h"
 

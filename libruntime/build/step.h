@@ -1,9 +1,9 @@
 /* step.h - running a build's steps in its sandbox, and their cache
-   (image/step.c).  */
-#ifndef RT_IMAGE_STEP_H
-#define RT_IMAGE_STEP_H
+   (build/step.c).  */
+#ifndef RT_BUILD_STEP_H
+#define RT_BUILD_STEP_H
 
-#include "image/build.h"
+#include "build/build.h"
 
 /* A progress line to the build's log, when it has one.  */
 void rt_build_say (struct build *b, const char *fmt, ...) RT_PRINTF (2, 3);

@@ -1,9 +1,10 @@
-/* secrets.c - egress secrets and usage in client mode.  A value goes to
-   the server once, in the PUT's body; no answer holds it.  */
+/* account.c - egress secrets, usage and nodes in client mode.  A
+   secret's value goes to the server once, in the PUT's body; no answer
+   holds it.  */
 #include <string.h>
 
 #include "remote/http.h"
-#include "remote/secrets.h"
+#include "remote/account.h"
 
 static char *
 secret_path (const char *name)
@@ -83,4 +84,10 @@ int
 rt_remote_usage_json (rt_context *ctx, char **json, rt_error **err)
 {
   return rt_remote_get_text (ctx, "/v1/usage", json, err);
+}
+
+int
+rt_remote_node_list_json (rt_context *ctx, char **json, rt_error **err)
+{
+  return rt_remote_list_text (ctx, "/v1/nodes?limit=100", NULL, json, err);
 }

@@ -1,0 +1,26 @@
+/* command.h - a command as the library hands it to a sandbox's monitor
+   (exec, spawn, attach), and an output callback that keeps what it gets.  */
+#ifndef RT_CORE_COMMAND_H
+#define RT_CORE_COMMAND_H
+
+#include "common/util.h"
+
+/* What a NULL rt_exec_opts stands for.  */
+extern const rt_exec_opts rt_no_exec_opts;
+
+/* The JSON of a command request (exec, spawn, attach): argv, env, cwd,
+   user, timeoutMs, stdin (base64), pty {cols, rows} and keepStdin (spawn)
+   when set; NULL with @err set ("internal": out of memory).  The command
+   was checked (core/checks.h) by the public function that got it.  */
+json_object *rt_command_request (const char *const argv[], const rt_exec_opts *opts, rt_error **err);
+
+/* An rt_output_fn keeping stderr (and stdout, unless passed on).  */
+struct rt_captured
+{
+  char *out, *err;           /* stdout (unless passed on), stderr */
+  size_t out_len, err_len;
+  const rt_exec_opts *pass;  /* stdout goes to its callback when set */
+};
+int rt_capture_output (void *data, int stream, const char *buf, size_t len);
+
+#endif
