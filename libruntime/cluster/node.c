@@ -22,7 +22,7 @@
 #include "common/util.h"
 #include "core/context.h"
 #include "remote/http.h"
-#include "serve/nats.h"
+#include "cluster/nats.h"
 
 #define PING_TIMEOUT_MS 500
 #define DEFAULT_REPLICAS 3

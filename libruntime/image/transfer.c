@@ -12,7 +12,6 @@
 #include "image/layer.h"
 #include "image/store.h"
 #include "image/tar.h"
-#include "remote/http.h"
 
 /* Adds the file @name (@size bytes read from @fd) to @a.  */
 static int

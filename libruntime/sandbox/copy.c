@@ -26,7 +26,6 @@
 #include <sys/wait.h>
 
 #include "core/checks.h"
-#include "remote/files.h"
 #include "sandbox/copy.h"
 #include "sandbox/files.h"
 #include "sandbox/fork.h"

@@ -23,7 +23,6 @@
 #include "snapshot/store.h"
 #include "template/make.h"
 #include "vmm/kernel.h"
-#include "remote/sandboxes.h"
 
 static int
 check_config (const rt_sandbox_config *cfg, rt_error **err)

@@ -11,7 +11,6 @@
 #include "records/store.h"
 #include "sandbox/wake.h"
 #include "snapshot/store.h"
-#include "remote/sandboxes.h"
 
 /* {"id", "name"?, "labels"?} for the monitor; "invalid_request" for a
    label without '=' or a name too long.  */

@@ -17,9 +17,6 @@
 #include "records/store.h"
 #include "records/reap.h"
 #include "sandbox/update.h"
-#include "remote/sandboxes.h"
-#include "remote/exec.h"
-#include "remote/stdin.h"
 
 #define STOP_WAIT_MS 30000
 

@@ -8,8 +8,6 @@
 #include "common/pidfile.h"
 #include "records/store.h"
 #include "records/list.h"
-#include "remote/sandboxes.h"
-#include "remote/http.h"
 
 /* Fast path for ids: one stat and one small read, no directory scan.  */
 int

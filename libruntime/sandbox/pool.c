@@ -19,7 +19,6 @@
 #include "records/store.h"
 #include "template/make.h"
 #include "vmm/kernel.h"
-#include "remote/http.h"
 
 #define MAX_SPARES 64
 

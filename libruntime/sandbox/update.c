@@ -8,7 +8,6 @@
 #include "records/store.h"
 #include "sandbox/update.h"
 #include "sandbox/wake.h"
-#include "remote/sandboxes.h"
 
 int
 rt_sandbox_paused_error (rt_sandbox *sb, rt_error **err)

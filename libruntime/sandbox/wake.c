@@ -11,7 +11,6 @@
 #include "records/store.h"
 #include "sandbox/wake.h"
 #include "vmm/kernel.h"
-#include "remote/sandboxes.h"
 
 /* A pause saves up to the guest's memory to disk: 4 GiB at disk speed.  */
 #define PAUSE_WAIT_MS 120000

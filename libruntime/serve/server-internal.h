@@ -42,13 +42,11 @@ struct srv_pending
   unsigned sandboxes, vcpu, snapshots;
 };
 
-struct srv_cluster;
-
 struct srv
 {
   rt_context *ctx; /* the host's view: the loop thread's own */
-  const struct srv_route *routes; /* srv_routes, or a replica's (cluster.h) */
-  struct srv_cluster *cluster;    /* `runtime serve --nats`, or NULL */
+  const struct srv_app *app;      /* what it serves: routes, hooks */
+  void *app_data;                 /* app->start's, for app->stop */
   struct event_base *base;
   struct evhttp *http;
   SSL_CTX *ssl;

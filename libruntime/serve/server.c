@@ -19,14 +19,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "public/driver.h"
 #include "serve/conns.h"
 #include "serve/listen.h"
 #include "serve/sweep.h"
 #include "serve/workers.h"
-#include "serve/cluster.h"
 #include "serve/server-internal.h"
-#include "remote/http.h"
 
 /* How long a stopping server waits for the requests it is answering.  */
 #define SRV_STOP_S 10
@@ -387,7 +384,7 @@ srv_find_route (struct srv_req *r)
 {
   bool other_method = false;
 
-  for (const struct srv_route *rt = r->srv->routes ? r->srv->routes : srv_routes; rt->pattern; rt++)
+  for (const struct srv_route *rt = r->srv->app->routes; rt->pattern; rt++)
     {
       bool ok = match (r, rt->pattern, r->path);
 
@@ -692,8 +689,22 @@ srv_setup (struct srv *s, rt_context *ctx, const rt_serve_opts *opts, int fd, rt
   return 0;
 }
 
+static void
+app_stop (struct srv *s)
+{
+  if (s->app->stop)
+    s->app->stop (s->app_data);
+  s->app_data = NULL;
+}
+
+void *
+srv_app_data (struct srv_req *r)
+{
+  return r->srv->app_data;
+}
+
 int
-rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
+srv_run (rt_context *ctx, const rt_serve_opts *opts, const struct srv_app *app, rt_error **err)
 {
   static const rt_serve_opts none = { 0 };
   struct srv *s;
@@ -702,9 +713,6 @@ rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
 
   if (opts == NULL)
     opts = &none;
-  /* Its requests' contexts would be clients of a server again.  */
-  if (rt_local_only (ctx, "runtime serve", err) < 0)
-    return -ENOTSUP;
   if ((opts->tls_cert == NULL) != (opts->tls_key == NULL))
     {
       rt_error_set (err, EINVAL, "usage", "--tls-cert and --tls-key go together");
@@ -713,33 +721,28 @@ rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
   s = srv_alloc (ctx);
   if (s == NULL)
     return rt_error_oom (err);
-  /* The cluster first: nothing listens for a replica that cannot reach
-     its hosts.  */
-  if (opts->nats)
+  s->app = app;
+  /* The app first: nothing listens for a replica that cannot reach its
+     hosts.  */
+  if (app->start && app->start (s, opts, &s->app_data, err) < 0)
     {
-      struct srv_cluster_opts co = { .nats = opts->nats, .replicas = opts->replicas, .ca_file = opts->nats_ca,
-                                     .cert_file = opts->nats_cert, .key_file = opts->nats_key };
-      s->routes = srv_cluster_routes;
-      if (srv_cluster_start (s, &co, &s->cluster, err) < 0)
-        {
-          srv_cluster_stop (s->cluster);
-          srv_free (s);
-          return -1;
-        }
-    }
-  if (srv_listen (opts, opts->tls_cert != NULL, &fd, err) < 0)
-    {
-      srv_cluster_stop (s->cluster);
+      app_stop (s);
       srv_free (s);
       return -1;
     }
-  if (s->cluster)
-    fprintf (stderr, "runtime serve: a replica over the cluster's nodes (NATS)\n");
+  if (srv_listen (opts, opts->tls_cert != NULL, &fd, err) < 0)
+    {
+      app_stop (s);
+      srv_free (s);
+      return -1;
+    }
+  if (app->banner)
+    fprintf (stderr, "runtime serve: %s\n", app->banner);
   if (srv_setup (s, ctx, opts, fd, err) < 0)
     {
       if (s->bound == NULL)
         close (fd);
-      srv_cluster_stop (s->cluster);
+      app_stop (s);
       srv_free (s);
       return -1;
     }
@@ -755,7 +758,7 @@ rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err)
   if (idle)
     {
       srv_workers_end (s);
-      srv_cluster_stop (s->cluster);
+      app_stop (s);
       srv_free (s);
     }
   return 0;

@@ -34,7 +34,7 @@ enum
 {
   SRV_INLINE = 1 << 0,   /* quick and non-blocking: run on the loop thread */
   SRV_NO_AUTH = 1 << 1, /* answered without a token (none yet) */
-  SRV_OWN_IDEM = 1 << 2, /* keeps Idempotency-Key itself (cluster-routes.c) */
+  SRV_OWN_IDEM = 1 << 2, /* keeps Idempotency-Key itself (cluster/replica-routes.c) */
 };
 
 struct srv_route
@@ -46,8 +46,27 @@ struct srv_route
   unsigned flags;
 };
 
-/* The route table (routes.c), NULL-pattern terminated.  */
-extern const struct srv_route srv_routes[];
+struct srv;
+
+/* What a server serves: its route table (NULL-pattern terminated), and
+   what runs around its life: @start before it listens (a failure ends
+   it, nothing served), @stop once it stopped (also after a failed
+   start: @data may be NULL).  The API of this machine's sandboxes
+   (api/routes.c) and a replica over a cluster (cluster/replica.h) are
+   the two.  */
+struct srv_app
+{
+  const char *banner;  /* a line on stderr once listening, or NULL */
+  const struct srv_route *routes;
+  int (*start) (struct srv *s, const rt_serve_opts *opts, void **data, rt_error **err);
+  void (*stop) (void *data);
+};
+
+/* Answers @app's routes as rt_serve says (include/runtime.h) until SIGTERM
+   or SIGINT.  */
+int srv_run (rt_context *ctx, const rt_serve_opts *opts, const struct srv_app *app, rt_error **err);
+/* The app data of the server answering @r (srv_app.start's).  */
+void *srv_app_data (struct srv_req *r);
 
 /* The request.  */
 const char *srv_param (struct srv_req *r, const char *name);

@@ -9,7 +9,6 @@
 
 #include "common/pidfile.h"
 #include "snapshot/store.h"
-#include "remote/snapshots.h"
 
 /* A capture or fork older than this is abandoned whatever its pid file
    says (a pid may be reused; no capture takes that long).  */

@@ -6,7 +6,6 @@
 #include "image/disk.h"
 #include "template/make.h"
 #include "vmm/kernel.h"
-#include "remote/http.h"
 
 static int
 check_shape (unsigned vcpu, unsigned memory_mib, rt_error **err)

@@ -47,8 +47,9 @@ rt_cgroup_limits_for (unsigned memory_mib, unsigned vcpu, bool trial, struct rt_
   memset (limits, 0, sizeof (*limits));
   limits->memory_bytes = mib << 20;
   limits->pids = QEMU_THREADS_FIXED + vcpu + QEMU_POOL_THREADS + PIDS_MARGIN;
-  /* PRODUCT.md gives a trial its vCPUs (at most 2) and nothing more: its
-     QEMU, device threads included, gets as many cores as it has vCPUs.  */
+  /* A trial sandbox gets its vCPUs (at most 2) and nothing more
+     (docs/billing.md): its QEMU, device threads included, gets as many
+     cores as it has vCPUs.  */
   limits->cpu_percent = trial ? vcpu * 100 : 0;
 }
 

@@ -3,8 +3,11 @@
 
 No .c file over MAX_FILE lines and no function over MAX_FUNC lines outside
 tests/; every libruntime .c has a header of its own name or says at its top
-why not ("no header of its own"); no include cycle among libruntime's headers; no
-comment points at a design document outside the tree.
+why not ("no header of its own"); libruntime's folders are layers, each
+including only the folders below it (LAYERS, the one list of their order);
+the guest agent includes only common/; the CLI only the public header; no
+include cycle among libruntime's headers; every document a source names is
+in the tree.
 """
 import os
 import re
@@ -12,6 +15,30 @@ import sys
 
 MAX_FILE = 800
 MAX_FUNC = 100
+
+# libruntime's folders, lowest first.  A folder includes its own headers and
+# those of folders in earlier rows; folders in one row know nothing of each
+# other.  docs/ARCHITECTURE.md draws this.
+LAYERS = [
+    ['common'],
+    ['core'],
+    ['vmm', 'net'],
+    ['records'],
+    ['billing'],
+    ['snapshot'],
+    ['image'],
+    ['template'],
+    ['monitor'],
+    ['sandbox'],
+    ['build'],
+    ['remote'],
+    ['public'],
+    ['llm'],
+    ['serve'],
+    ['api'],
+    ['cluster'],
+]
+RANK = {folder: rank for rank, row in enumerate(LAYERS) for folder in row}
 
 top = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 os.chdir(top)
@@ -98,12 +125,45 @@ for h in sorted(graph):
         visit(h, [h])
 result(not cycles, 'no include cycle among libruntime headers', '\n'.join(cycles))
 
-outside = []
-for f in list(sources(('.c', '.h'))) + list(sources(('.sh', '.py'), ('tests',))):
+folders = sorted(d for d in os.listdir('libruntime') if os.path.isdir(os.path.join('libruntime', d)))
+unplaced = [d for d in folders if d not in RANK]
+result(not unplaced, 'every libruntime folder has its place in LAYERS', '\n'.join(unplaced))
+
+upward = []
+for f in sources(('.c', '.h'), ('libruntime',)):
+    mine = f.split('/')[1]
     for i, line in enumerate(open(f, encoding='utf-8'), 1):
-        if re.search(r'(?<!docs/)ARCHITECTURE\.md|\.\./shared/|shared/[A-Z]+\.md', line):
-            outside.append(f'{f}:{i}: {line.strip()}')
-result(not outside, 'comments point at docs/ARCHITECTURE.md, not outside the tree', '\n'.join(outside))
+        m = re.match(r'#include "([a-z]+)/[^"]+\.h"', line)
+        if not m or m.group(1) == mine or mine not in RANK:
+            continue
+        theirs = m.group(1)
+        if theirs not in RANK or RANK[theirs] >= RANK[mine]:
+            upward.append(f'{f}:{i}: {mine} includes {theirs}/ ({line.strip()})')
+result(not upward, 'each libruntime folder includes only folders below it', '\n'.join(upward))
+
+def includes_outside(roots, allowed):
+    bad = []
+    for f in sources(('.c', '.h'), roots):
+        for i, line in enumerate(open(f, encoding='utf-8'), 1):
+            m = re.match(r'#include "([^"]+)"', line)
+            if m and '/' in m.group(1) and m.group(1).split('/')[0] not in allowed:
+                bad.append(f'{f}:{i}: {line.strip()}')
+    return bad
+
+bad = includes_outside(('images',), ('common',))
+result(not bad, 'the guest agent includes only common/ of the library', '\n'.join(bad))
+bad = includes_outside(('cli', 'examples'), ('runtime',))
+result(not bad, 'the CLI and the examples include only the public header', '\n'.join(bad))
+
+outside = []
+named = list(sources(('.c', '.h'))) + list(sources(('.sh', '.py'), ('tests',))) + \
+    [os.path.join(d, f) for d, _, fs in os.walk('.') for f in fs if f == 'meson.build']
+for f in named:
+    for i, line in enumerate(open(f, encoding='utf-8'), 1):
+        for doc in re.findall(r'[A-Za-z0-9_./-]*[A-Za-z0-9_]\.md\b', line):
+            if not os.path.exists(os.path.normpath(doc.lstrip('./') if doc.startswith('./') else doc)):
+                outside.append(f'{f}:{i}: {doc}')
+result(not outside, 'every document a source names is in the tree', '\n'.join(outside))
 
 print(f'1..{n}')
 sys.exit(1 if failed else 0)

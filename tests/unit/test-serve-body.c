@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "serve/body.h"
+#include "api/body.h"
 #include "serve/server.h"
 #include "tap.h"
 

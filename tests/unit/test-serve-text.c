@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "serve/text.h"
+#include "api/text.h"
 #include "tap.h"
 
 static void

@@ -6,8 +6,8 @@
 #include "common/proto.h"
 #include "common/util.h"
 #include "sandbox/handle.h"
-#include "serve/body.h"
-#include "serve/handlers.h"
+#include "api/body.h"
+#include "api/handlers.h"
 
 #define bad_request(r, ...) (srv_reply_error (r, 400, "invalid_request", NULL, NULL, __VA_ARGS__), false)
 

@@ -8,8 +8,8 @@
 #include <time.h>
 
 #include "common/util.h"
-#include "serve/body.h"
-#include "serve/handlers.h"
+#include "api/body.h"
+#include "api/handlers.h"
 
 enum verb
 {

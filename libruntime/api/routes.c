@@ -1,13 +1,14 @@
 /* routes.c - which handler answers which path (docs/API.md; the first
-   match wins, so a verb route comes before its {verb} catch-all).
-   (no header of its own: server.h declares the table).  */
+   match wins, so a verb route comes before its {verb} catch-all): the
+   API of this machine's sandboxes, as a server serves it.
+   (no header of its own: handlers.h declares it).  */
 #include <event2/http.h>
 
-#include "serve/handlers.h"
+#include "api/handlers.h"
 
 #define SB "/v1/sandboxes/{id}"
 
-const struct srv_route srv_routes[] = {
+static const struct srv_route routes[] = {
   { EVHTTP_REQ_GET, "/v1/health", srv_health, SRV_INLINE | SRV_NO_AUTH },
   { EVHTTP_REQ_GET, "/v1/me", srv_me, SRV_INLINE },
   { EVHTTP_REQ_GET, "/v1/usage", srv_usage, 0 },
@@ -56,3 +57,5 @@ const struct srv_route srv_routes[] = {
   { EVHTTP_REQ_DELETE, "/v1/egress-secrets/{name}", srv_secret_delete, 0 },
   { 0, NULL, NULL, 0 },
 };
+
+const struct srv_app srv_api_app = { .routes = routes };

@@ -19,7 +19,7 @@
 #include "common/cleanup.h"
 #include "common/strutil.h"
 #include "common/util.h"
-#include "serve/cluster-internal.h"
+#include "cluster/replica-internal.h"
 #include "serve/server-internal.h"
 
 /* How long a replica starting waits for JetStream.  */
@@ -552,3 +552,28 @@ srv_cluster_stop (struct srv_cluster *c)
   pthread_mutex_destroy (&c->mu);
   free (c);
 }
+
+static int
+replica_start (struct srv *s, const rt_serve_opts *opts, void **data, rt_error **err)
+{
+  struct srv_cluster_opts co = { .nats = opts->nats, .replicas = opts->replicas, .ca_file = opts->nats_ca,
+                                 .cert_file = opts->nats_cert, .key_file = opts->nats_key };
+  struct srv_cluster *c = NULL;
+  int ret = srv_cluster_start (s, &co, &c, err);
+
+  *data = c;
+  return ret;
+}
+
+static void
+replica_stop (void *data)
+{
+  srv_cluster_stop (data);
+}
+
+const struct srv_app srv_replica_app = {
+  .banner = "a replica over the cluster's nodes (NATS)",
+  .routes = srv_cluster_routes,
+  .start = replica_start,
+  .stop = replica_stop,
+};

@@ -9,8 +9,8 @@
 
 #include "common/util.h"
 #include "sandbox/fileops.h"
-#include "serve/files.h"
-#include "serve/handlers.h"
+#include "api/files.h"
+#include "api/handlers.h"
 
 const char *
 srv_files_path (struct srv_req *r, const char *name, const char *value)

@@ -8,6 +8,11 @@
 
 #include "serve/server.h"
 
+/* The API of this machine's sandboxes: routes.c's table of the handlers
+   below, for srv_run (serve/server.h) and for a cluster node's requests
+   (cluster/nats.h).  */
+extern const struct srv_app srv_api_app;
+
 /* sandboxes.c */
 void srv_sandbox_create (struct srv_req *r);
 void srv_sandbox_list (struct srv_req *r);

@@ -26,8 +26,8 @@
 
 #include "common/util.h"
 #include "sandbox/fileops.h"
-#include "serve/files.h"
-#include "serve/handlers.h"
+#include "api/files.h"
+#include "api/handlers.h"
 
 #define UPLOAD_MAX_SIZE RT_COPY_MAX_SIZE_DEFAULT /* 10 GiB, as cp's limit */
 #define UPLOAD_MAX_OPEN 8

@@ -10,8 +10,8 @@
 #include "common/cleanup.h"
 #include "common/strutil.h"
 #include "common/util.h"
-#include "serve/cluster-internal.h"
-#include "serve/nats.h"
+#include "cluster/replica-internal.h"
+#include "cluster/nats.h"
 #include "serve/server-internal.h"
 
 #define LIST_PAGES 50
@@ -19,7 +19,7 @@
 static struct srv_cluster *
 cl (struct srv_req *r)
 {
-  return r->srv->cluster;
+  return srv_app_data (r);
 }
 
 static int

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "serve/body.h"
-#include "serve/handlers.h"
+#include "api/body.h"
+#include "api/handlers.h"
 
 /* The library's list, parsed; NULL after replying the error.  */
 static json_object *

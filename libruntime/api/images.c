@@ -18,10 +18,10 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "serve/body.h"
+#include "api/body.h"
 #include "image/store.h"
-#include "serve/handlers.h"
-#include "serve/text.h"
+#include "api/handlers.h"
+#include "api/text.h"
 
 /* recipe.files: {"/abs/path": "content"}, inline and bounded.  */
 #define MAX_RECIPE_FILES 64

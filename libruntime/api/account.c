@@ -1,7 +1,7 @@
 /* account.c - who is asking (/v1/me), what it used (/v1/usage), and a
    health check for supervisors and tests.
    (no header of its own: handlers.h declares its routes).  */
-#include "serve/handlers.h"
+#include "api/handlers.h"
 
 void
 srv_me (struct srv_req *r)

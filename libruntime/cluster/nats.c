@@ -16,7 +16,8 @@
 #include "common/sys.h"
 #include "common/util.h"
 #include "core/context.h"
-#include "serve/nats.h"
+#include "api/handlers.h"
+#include "cluster/nats.h"
 #include "serve/server-internal.h"
 #include "serve/sweep.h"
 #include "serve/tokens.h"
@@ -620,6 +621,7 @@ srv_nats_start (rt_context *ctx, rt_bus *bus, const char *subject, const char *p
     }
   pthread_mutex_init (&n->mu, NULL);
   n->srv = s;
+  s->app = &srv_api_app;
   n->bus = bus;
   if (rt_tokens_open (n->ctx, &s->tokens, err) < 0
       || rt_bus_subscribe (bus, subject, NULL, on_request, n, &n->sub, err) < 0

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "cluster/node.h"
-#include "serve/cluster.h"
+#include "cluster/replica.h"
 
 struct member
 {

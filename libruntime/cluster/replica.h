@@ -68,8 +68,10 @@ void srv_cluster_secret_put (struct srv_req *r);
 void srv_cluster_secret_delete (struct srv_req *r);
 int srv_cluster_push_secrets (struct srv_req *r, const char *node);
 
-/* The route table of a replica (cluster-routes.c).  */
+/* The route table of a replica (replica-routes.c), and the replica as
+   what a server serves (serve/server.h).  */
 extern const struct srv_route srv_cluster_routes[];
+extern const struct srv_app srv_replica_app;
 
 /* An answer of a node.  */
 struct srv_node_answer

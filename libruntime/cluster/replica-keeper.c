@@ -11,7 +11,7 @@
 #include "common/cleanup.h"
 #include "common/strutil.h"
 #include "common/util.h"
-#include "serve/cluster-internal.h"
+#include "cluster/replica-internal.h"
 
 #define KEEP_TICK_MS 500
 #define HOST_TIMEOUT_MS 60000

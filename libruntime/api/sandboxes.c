@@ -10,8 +10,8 @@
 
 #include "common/sys.h"
 #include "common/util.h"
-#include "serve/body.h"
-#include "serve/handlers.h"
+#include "api/body.h"
+#include "api/handlers.h"
 
 /* A sandbox as the API shows it: the library's object without what only
    the host may see.  */

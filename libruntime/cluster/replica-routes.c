@@ -14,9 +14,9 @@
 #include "common/cleanup.h"
 #include "common/strutil.h"
 #include "common/util.h"
-#include "serve/cluster-internal.h"
-#include "serve/handlers.h"
-#include "serve/nats.h"
+#include "cluster/replica-internal.h"
+#include "api/handlers.h"
+#include "cluster/nats.h"
 #include "serve/server-internal.h"
 
 #define SB "/v1/sandboxes/{id}"
@@ -31,7 +31,7 @@
 static struct srv_cluster *
 cl (struct srv_req *r)
 {
-  return r->srv->cluster;
+  return srv_app_data (r);
 }
 
 /* The catalog's entry of the sandbox `{id}`, the tenant's; NULL after

@@ -15,8 +15,8 @@
 #include "common/strutil.h"
 #include "common/util.h"
 #include "net/secrets.h"
-#include "serve/cluster.h"
-#include "serve/handlers.h"
+#include "cluster/replica.h"
+#include "api/handlers.h"
 #include "serve/server-internal.h"
 
 #define SAVE_TRIES 5
@@ -31,7 +31,7 @@ load (struct srv_req *r, const char *key, uint64_t *rev, bool answer)
   json_object *o;
 
   *rev = 0;
-  if (rt_catalog_get (srv_cluster_catalog (r->srv->cluster), key, &value, rev, &err) < 0)
+  if (rt_catalog_get (srv_cluster_catalog (srv_app_data (r)), key, &value, rev, &err) < 0)
     {
       bool none = strcmp (err->code, "not_found") == 0;
       if (!none && answer)
@@ -55,7 +55,7 @@ load (struct srv_req *r, const char *key, uint64_t *rev, bool answer)
 static int
 save (struct srv_req *r, const char *key, json_object *store, uint64_t rev, bool answer)
 {
-  rt_catalog *cat = srv_cluster_catalog (r->srv->cluster);
+  rt_catalog *cat = srv_cluster_catalog (srv_app_data (r));
   const char *text = json_object_to_json_string_ext (store, JSON_C_TO_STRING_PLAIN);
   rt_error *err = NULL;
   int ret = rev ? rt_catalog_update (cat, key, text, rev, NULL, &err) : rt_catalog_create (cat, key, text, NULL, &err);
@@ -101,7 +101,7 @@ to_host (struct srv_req *r, const char *node, int method, const char *name, json
   int status;
 
   if (path == NULL
-      || srv_cluster_call (r->srv->cluster, r, node, method, path, q, text, text ? strlen (text) : 0, 30000, &a, &err)
+      || srv_cluster_call (srv_app_data (r), r, node, method, path, q, text, text ? strlen (text) : 0, 30000, &a, &err)
              < 0)
     {
       fprintf (stderr, "runtime serve: %s: secret %s on host '%s': %s\n", r->request_id, name, node,

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve/text.h"
+#include "api/text.h"
 
 /* The length of the UTF-8 sequence at @p (@left bytes there): 1 to 4; 0
    when it is not one (overlong, surrogate, past U+10FFFF, a stray

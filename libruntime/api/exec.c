@@ -16,8 +16,8 @@
 #include "common/sys.h"
 #include "common/util.h"
 #include "sandbox/handle.h"
-#include "serve/handlers.h"
-#include "serve/text.h"
+#include "api/handlers.h"
+#include "api/text.h"
 
 /* A JSON exec keeps this much of each stream.  */
 #define OUT_MAX (1u << 20)

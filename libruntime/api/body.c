@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "serve/body.h"
+#include "api/body.h"
 
 void
 srv_issue (json_object *issues, const char *path, const char *msg)
