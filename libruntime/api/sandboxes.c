@@ -11,39 +11,18 @@
 #include "common/sys.h"
 #include "common/util.h"
 #include "api/body.h"
+#include "public/driver.h"
+#include "records/watch.h"
 #include "api/handlers.h"
 
-/* A sandbox as the API shows it: the library's object without what only
-   the host may see.  */
-/* What only the host may see of a sandbox's object: its jail, its tenant,
-   where its paused copy lies.  */
-static void
-hide_host_fields (json_object *o)
-{
-  json_object *paused;
-
-  json_object_object_del (o, "jail");
-  json_object_object_del (o, "tenant");
-  if (json_object_object_get_ex (o, "paused", &paused) && json_object_is_type (paused, json_type_object))
-    json_object_object_del (paused, "path");
-}
-
+/* A sandbox as the API shows it: the library's view for the request's
+   tenant (records/view.h), which holds nothing only the host may see.  */
 json_object *
 srv_sandbox_info (rt_context *ctx, const char *ref, rt_error **err)
 {
-  cleanup_free char *text = NULL;
-  json_object *o;
+  json_object *o = NULL;
 
-  if (rt_sandbox_get_json (ctx, ref, &text, err) < 0)
-    return NULL;
-  o = json_tokener_parse (text);
-  if (o == NULL)
-    {
-      rt_error_set (err, EIO, "internal", "the sandbox's state could not be read");
-      return NULL;
-    }
-  hide_host_fields (o);
-  return o;
+  return rt_sandbox_info (ctx, ref, &o, err) < 0 ? NULL : o;
 }
 
 static const struct srv_field create_fields[] = {
@@ -163,10 +142,14 @@ settled (const char *st)
          && strcmp (st, "stopping") != 0;
 }
 
+/* The longest a wait goes without looking whether its client went.  */
+#define WAIT_SLICE_MS 1000
+
 json_object *
 srv_sandbox_wait (struct srv_req *r, rt_context *ctx, const char *ref, const char *want, int timeout_s, rt_error **err)
 {
   uint64_t end = rt_now_ms () + (uint64_t) timeout_s * 1000;
+  struct rt_record_watch *w = NULL;
   json_object *info;
 
   for (;;)
@@ -174,26 +157,36 @@ srv_sandbox_wait (struct srv_req *r, rt_context *ctx, const char *ref, const cha
       const char *st;
       info = srv_sandbox_info (ctx, ref, err);
       if (info == NULL)
-        return NULL;
+        break;
       st = rt_json_str (info, "state");
       if (want ? st && (strcmp (st, want) == 0 || strcmp (st, "stopped") == 0) : settled (st))
-        return info;
+        break;
       if (rt_now_ms () >= end || srv_gone (r) || srv_stopping (r))
-        return info;
+        break;
+      /* Watched from before the next look: no change falls between.  */
+      if (w == NULL && rt_record_watch_open (ctx, rt_json_str (info, "id"), &w, NULL) < 0)
+        w = NULL;
       json_object_put (info);
-      nanosleep (&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+      if (w)
+        {
+          uint64_t left = end - rt_now_ms ();
+          rt_record_watch_wait (w, left < WAIT_SLICE_MS ? (int) left : WAIT_SLICE_MS);
+        }
+      else
+        nanosleep (&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
     }
+  rt_record_watch_close (w);
+  return info;
 }
 
 /* The id of the live (not stopped) sandbox named @name, or NULL.  */
 static char *
 live_id (rt_context *ctx, const char *name)
 {
-  cleanup_free char *text = NULL;
   cleanup_json json_object *o = NULL;
   const char *st;
 
-  if (name == NULL || rt_sandbox_get_json (ctx, name, &text, NULL) < 0 || (o = json_tokener_parse (text)) == NULL)
+  if (name == NULL || rt_sandbox_info (ctx, name, &o, NULL) < 0)
     return NULL;
   st = rt_json_str (o, "state");
   return st && strcmp (st, "stopped") != 0 && rt_json_str (o, "id") ? strdup (rt_json_str (o, "id")) : NULL;
@@ -299,23 +292,20 @@ srv_sandbox_list (struct srv_req *r)
 {
   const char *inc = srv_query (r, "includeStopped");
   cleanup_error rt_error *err = NULL;
-  cleanup_free char *text = NULL;
   cleanup_json json_object *all = NULL;
   json_object *out;
   rt_context *ctx = srv_ctx (r);
 
   if (ctx == NULL)
     return;
-  if (rt_sandbox_list_json (ctx, inc && strcmp (inc, "true") == 0, &text, &err) < 0)
+  if (rt_sandbox_list (ctx, inc && strcmp (inc, "true") == 0, &all, &err) < 0)
     return srv_reply_rt_error (r, err);
-  all = json_tokener_parse (text);
   out = json_object_new_array ();
   for (size_t i = 0; all && i < json_object_array_length (all); i++)
     {
       json_object *o = json_object_array_get_idx (all, i);
       if (!keep (r, o))
         continue;
-      hide_host_fields (o);
       json_object_array_add (out, json_object_get (o));
     }
   srv_reply_page (r, out);

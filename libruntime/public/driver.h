@@ -24,8 +24,8 @@ struct rt_driver
   /* Sandboxes: public/sandbox.c.  */
   int (*sandbox_create) (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **out, rt_error **err);
   int (*sandbox_open) (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **err);
-  int (*sandbox_get_json) (rt_context *ctx, const char *ref, char **json, rt_error **err);
-  int (*sandbox_list_json) (rt_context *ctx, bool all, char **json, rt_error **err);
+  int (*sandbox_info) (rt_context *ctx, const char *ref, json_object **out, rt_error **err);
+  int (*sandbox_list) (rt_context *ctx, bool all, json_object **out, rt_error **err);
   int (*sandbox_remove) (rt_context *ctx, const char *ref, rt_error **err);
   int (*sandbox_egress_log) (rt_context *ctx, const char *ref, char **path, rt_error **err);
   int (*sandbox_stop) (rt_sandbox *sb, rt_error **err);
@@ -98,6 +98,11 @@ int rt_local_image_remove (rt_context *ctx, const char *ref, rt_error **err);
 
 extern const struct rt_driver rt_local_driver;
 extern const struct rt_driver rt_remote_driver;
+
+/* rt_sandbox_get_json's and rt_sandbox_list_json's objects, for the
+   layers above that answer with them (api/): the same view, not text.  */
+int rt_sandbox_info (rt_context *ctx, const char *ref, json_object **out, rt_error **err);
+int rt_sandbox_list (rt_context *ctx, bool all, json_object **out, rt_error **err);
 
 /* The context's driver: the remote one in client mode.  */
 const struct rt_driver *rt_driver_of (const rt_context *ctx);

@@ -2,6 +2,8 @@
    stopped, paused, changed, snapshotted and forked.  Each checks its
    arguments, then calls its context's driver (public/driver.h).
    (no header of its own: its functions are include/runtime.h's.)  */
+#include <string.h>
+
 #include "public/driver.h"
 #include "records/handle.h"
 #include "remote/http.h"
@@ -25,15 +27,41 @@ rt_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **
 }
 
 int
+rt_sandbox_info (rt_context *ctx, const char *ref, json_object **out, rt_error **err)
+{
+  return rt_driver_of (ctx)->sandbox_info (ctx, ref, out, err);
+}
+
+int
+rt_sandbox_list (rt_context *ctx, bool all, json_object **out, rt_error **err)
+{
+  return rt_driver_of (ctx)->sandbox_list (ctx, all, out, err);
+}
+
+/* An object as the library hands JSON out: plain, slashes unescaped.  */
+static int
+text_of (json_object *o, char **json, rt_error **err)
+{
+  *json = strdup (json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return *json ? 0 : rt_error_oom (err);
+}
+
+int
 rt_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
 {
-  return rt_driver_of (ctx)->sandbox_get_json (ctx, ref, json, err);
+  cleanup_json json_object *o = NULL;
+  int ret = rt_sandbox_info (ctx, ref, &o, err);
+
+  return ret < 0 ? ret : text_of (o, json, err);
 }
 
 int
 rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err)
 {
-  return rt_driver_of (ctx)->sandbox_list_json (ctx, all, json, err);
+  cleanup_json json_object *o = NULL;
+  int ret = rt_sandbox_list (ctx, all, &o, err);
+
+  return ret < 0 ? ret : text_of (o, json, err);
 }
 
 int

@@ -11,8 +11,10 @@ int rt_sandbox_resolve (rt_context *ctx, const char *ref, json_object **out, rt_
 /* The local driver (public/driver.h): these do what include/runtime.h
    says of their rt_ names, on this machine.  */
 int rt_local_sandbox_egress_log (rt_context *ctx, const char *ref, char **path, rt_error **err);
-int rt_local_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err);
-int rt_local_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err);
+/* rt_sandbox_get_json and rt_sandbox_list_json's objects (records/view.h:
+   a tenant's view, or the host's in a context without one).  */
+int rt_local_sandbox_info (rt_context *ctx, const char *ref, json_object **out, rt_error **err);
+int rt_local_sandbox_list (rt_context *ctx, bool all, json_object **out, rt_error **err);
 int rt_local_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err);
 
 #endif
