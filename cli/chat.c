@@ -214,7 +214,7 @@ static struct cli_command chat_cmds[] = {
 };
 
 int
-cmd_chat (int argc, char **argv)
+cli_cmd_chat (int argc, char **argv)
 {
   return cli_group_dispatch ("chat", chat_cmds, argc, argv);
 }

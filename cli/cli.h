@@ -151,15 +151,15 @@ cli_jsonp (json_object **o)
 #define cleanup_sandbox __attribute__ ((cleanup (cli_sandbox_closep)))
 #define cleanup_json __attribute__ ((cleanup (cli_jsonp)))
 
-int cmd_sandbox (int argc, char **argv);
-int cmd_image (int argc, char **argv);
-int cmd_usage (int argc, char **argv);
-int cmd_chat (int argc, char **argv);
-int cmd_secrets (int argc, char **argv);
-int cmd_serve (int argc, char **argv);
-int cmd_node (int argc, char **argv);
-int cmd_pool (int argc, char **argv);
-int cmd_snapshot (int argc, char **argv);
-int cmd_token (int argc, char **argv);
+int cli_cmd_sandbox (int argc, char **argv);
+int cli_cmd_image (int argc, char **argv);
+int cli_cmd_usage (int argc, char **argv);
+int cli_cmd_chat (int argc, char **argv);
+int cli_cmd_secrets (int argc, char **argv);
+int cli_cmd_serve (int argc, char **argv);
+int cli_cmd_node (int argc, char **argv);
+int cli_cmd_pool (int argc, char **argv);
+int cli_cmd_snapshot (int argc, char **argv);
+int cli_cmd_token (int argc, char **argv);
 
 #endif

@@ -338,7 +338,7 @@ static struct cli_command image_cmds[] = {
 };
 
 int
-cmd_image (int argc, char **argv)
+cli_cmd_image (int argc, char **argv)
 {
   /* -t is docker's spelling.  */
   for (int i = 1; i < argc && strcmp (argv[i], "--") != 0; i++)

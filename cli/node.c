@@ -116,7 +116,7 @@ static struct cli_command node_cmd = {
 };
 
 int
-cmd_node (int argc, char **argv)
+cli_cmd_node (int argc, char **argv)
 {
   if (argc >= 2 && strcmp (argv[1], "ls") == 0)
     return cli_group_dispatch ("node", node_ls_cmds, argc, argv);

@@ -100,7 +100,7 @@ static struct cli_command pool_cmds[] = {
 };
 
 int
-cmd_pool (int argc, char **argv)
+cli_cmd_pool (int argc, char **argv)
 {
   return cli_group_dispatch ("pool", pool_cmds, argc, argv);
 }

@@ -132,7 +132,7 @@ static struct cli_command snapshot_cmds[] = {
 };
 
 int
-cmd_snapshot (int argc, char **argv)
+cli_cmd_snapshot (int argc, char **argv)
 {
   return cli_group_dispatch ("snapshot", snapshot_cmds, argc, argv);
 }

@@ -122,7 +122,7 @@ static struct cli_command token_cmds[] = {
 };
 
 int
-cmd_token (int argc, char **argv)
+cli_cmd_token (int argc, char **argv)
 {
   return cli_group_dispatch ("token", token_cmds, argc, argv);
 }
