@@ -90,14 +90,13 @@ node_ls (struct cli_command *cmd, int argc, char **argv)
   return cli_show_json (cmd, argc, argv, list_nodes, nodes_table);
 }
 
-static const struct cli_opt no_opts[] = { { NULL, NULL, NULL, NULL, false } };
 
 static struct cli_command node_ls_cmds[] = {
   { "ls", node_ls,
     "List the hosts of a cluster as a runtime serve --nats replica sees them: state (up, or lost after 10 s "
     "without a report), vCPUs free of total, memory free, sandboxes, last report. Asks the replica named by "
     "RUNTIME_API_URL.",
-    "", "RUNTIME_API_URL=http://127.0.0.1:8430 RUNTIME_API_KEY=… runtime node ls", no_opts, false, 0, 0, NULL },
+    "", "RUNTIME_API_URL=http://127.0.0.1:8430 RUNTIME_API_KEY=… runtime node ls", cli_no_opts, false, 0, 0, NULL },
   { NULL, NULL, NULL, NULL, NULL, NULL, false, 0, 0, NULL },
 };
 

@@ -72,6 +72,10 @@ cli_suggest (const char *word, const char *const *names)
   return NULL;
 }
 
+const struct cli_opt cli_no_opts[] = {
+  { NULL, NULL, NULL, NULL, false },
+};
+
 const struct cli_opt cli_implicit_opts[] = {
   { "json", NULL, "print one JSON value on stdout (errors as JSON on stderr)", NULL, false },
   { "help", NULL, "show this help", NULL, false },

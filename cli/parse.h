@@ -46,6 +46,8 @@ struct cli_args
   bool json;
 };
 
+/* The table of a command with no options of its own.  */
+extern const struct cli_opt cli_no_opts[];
 /* --json and --help, which every command takes: after its own in help.  */
 extern const struct cli_opt cli_implicit_opts[];
 

@@ -442,10 +442,6 @@ static const struct cli_opt create_opts[] = {
   { NULL, NULL, NULL, NULL, false },
 };
 
-const struct cli_opt cli_no_opts[] = {
-  { NULL, NULL, NULL, NULL, false },
-};
-
 static struct cli_command sandbox_cmds[] = {
   { "run", sandbox_run, "Run one command in a fresh sandbox, stream its output, stop the sandbox.",
     "[options] -- CMD [ARG…]", "runtime sandbox run -- python3 -c 'print(6*7)'", run_opts, true, 0, 0, NULL },

@@ -38,7 +38,6 @@ int cli_show_target_json (struct cli_command *cmd, int argc, char **argv,
                           void (*table) (json_object *value));
 /* Blocks the signals that ask us to stop (INT, TERM, HUP) into @mask.  */
 void cli_block_stop_signals (sigset_t *mask);
-extern const struct cli_opt cli_no_opts[];
 
 /* sandbox-exec.c: running a command, for `run` and `exec`.  */
 struct capture
