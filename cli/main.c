@@ -21,7 +21,7 @@ static const struct group groups[] = {
   { "token", cli_cmd_token, "API tokens for runtime serve: each one a tenant with limits" },
   { "usage", cli_cmd_usage, "what sandboxes used and cost, trial hours left" },
   { "serve", cli_cmd_serve, "the HTTP API for this machine's sandboxes (runtime serve --help)" },
-  { "node", cli_cmd_node, "this host in a cluster of many hosts over NATS (in progress; runtime node --help)" },
+  { "node", cli_cmd_node, "this host in a cluster of many hosts over NATS (runtime node --help)" },
   { "chat", cli_cmd_chat, "ask a model whose Python runs in sandboxes (deepseek)" },
   { NULL, NULL, NULL },
 };

@@ -102,7 +102,7 @@ static struct cli_command node_ls_cmds[] = {
 
 static struct cli_command node_cmd = {
   "node", node_run,
-  "Serve this host to a cluster of many hosts (in progress): publish its capacity every 2 s on NATS "
+  "Serve this host to a cluster of many hosts: publish its capacity every 2 s on NATS "
   "(runtime.node.NAME.capacity), keep it in the cluster's catalog (JetStream key-value bucket runtime-catalog, "
   "key node.NAME), answer pings, and answer API calls for its sandboxes on runtime.node.NAME.api with runtime "
   "serve's handlers, acting as the tenant each names (one of this host's tokens). Settings may come from the "
