@@ -1,4 +1,6 @@
-/* chat.c - `runtime chat deepseek "PROMPT"`: the seed's tool-call loop.  */
+/* chat.c - `runtime chat deepseek "PROMPT"`: the model asked until it
+   answers, each run_python call it makes run in a fresh sandbox (rt_chat),
+   then what it cost.  */
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <signal.h>

@@ -120,7 +120,7 @@ list_images (rt_context *ctx, struct cli_args *a, char **json, rt_error **err)
 static void
 images_table (json_object *arr)
 {
-  /* PRODUCT.md's columns; layers and exact bytes are in --json.  */
+  /* What a person picks an image by; layers and exact bytes are in --json.  */
   printf ("%-12s %-20s %-7s %-16s %8s %s\n", "ID", "NAME", "VERSION", "TAGS", "MIB", "CREATED");
   for (size_t i = 0; i < json_object_array_length (arr); i++)
     {
