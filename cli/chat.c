@@ -1,4 +1,6 @@
-/* chat.c - `runtime chat deepseek "PROMPT"`: the seed's tool-call loop.  */
+/* chat.c - `runtime chat deepseek "PROMPT"`: the model asked until it
+   answers, each run_python call it makes run in a fresh sandbox (rt_chat),
+   then what it cost.  */
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <signal.h>
@@ -214,7 +216,7 @@ static struct cli_command chat_cmds[] = {
 };
 
 int
-cmd_chat (int argc, char **argv)
+cli_cmd_chat (int argc, char **argv)
 {
   return cli_group_dispatch ("chat", chat_cmds, argc, argv);
 }

@@ -120,7 +120,7 @@ list_images (rt_context *ctx, struct cli_args *a, char **json, rt_error **err)
 static void
 images_table (json_object *arr)
 {
-  /* PRODUCT.md's columns; layers and exact bytes are in --json.  */
+  /* What a person picks an image by; layers and exact bytes are in --json.  */
   printf ("%-12s %-20s %-7s %-16s %8s %s\n", "ID", "NAME", "VERSION", "TAGS", "MIB", "CREATED");
   for (size_t i = 0; i < json_object_array_length (arr); i++)
     {
@@ -316,21 +316,19 @@ static const struct cli_opt warm_opts[] = {
   { NULL, NULL, NULL, NULL, false },
 };
 
-static const struct cli_opt no_opts[] = { { NULL, NULL, NULL, NULL, false } };
-
 static struct cli_command image_cmds[] = {
   { "build", image_build,
     "Build an image, one cached layer per step (files, apt, pip, npm, then run); print its id.",
     "[DIR] [options]", "runtime image build --apt jq --pip requests --name tools", build_opts, false, 0, 1, NULL },
-  { "ls", image_ls, "List images, every version.", "", "runtime image ls", no_opts, false, 0, 0, NULL },
+  { "ls", image_ls, "List images, every version.", "", "runtime image ls", cli_no_opts, false, 0, 0, NULL },
   { "get", image_get, "Show one image: layers, env, workdir, the steps that made it.", "REF",
-    "runtime image get tools:latest", no_opts, false, 1, 1, NULL },
+    "runtime image get tools:latest", cli_no_opts, false, 1, 1, NULL },
   { "rm", image_rm, "Remove an image version and its templates (not while a live sandbox runs it).", "REF", "runtime image rm tools@1",
-    no_opts, false, 1, 1, NULL },
+    cli_no_opts, false, 1, 1, NULL },
   { "export", image_export, "Write an image to a portable tar (manifest and layers).", "REF FILE.tar",
-    "runtime image export tools tools.tar", no_opts, false, 2, 2, NULL },
+    "runtime image export tools tools.tar", cli_no_opts, false, 2, 2, NULL },
   { "import", image_import, "Add an exported image; every digest is checked.", "FILE.tar",
-    "runtime image import tools.tar", no_opts, false, 1, 1, NULL },
+    "runtime image import tools.tar", cli_no_opts, false, 1, 1, NULL },
   { "warm", image_warm,
     "Make the template sandboxes of this image and shape start from (saved memory, not a boot); print it.",
     "[REF] [options]", "runtime image warm tools --vcpu 2 --memory 4096", warm_opts, false, 0, 1, NULL },
@@ -338,7 +336,7 @@ static struct cli_command image_cmds[] = {
 };
 
 int
-cmd_image (int argc, char **argv)
+cli_cmd_image (int argc, char **argv)
 {
   /* -t is docker's spelling.  */
   for (int i = 1; i < argc && strcmp (argv[i], "--") != 0; i++)

@@ -13,16 +13,16 @@ struct group
 };
 
 static const struct group groups[] = {
-  { "sandbox", cmd_sandbox, "create, run and manage sandboxes" },
-  { "image", cmd_image, "build and manage images" },
-  { "secrets", cmd_secrets, "values sandboxes use but never see" },
-  { "snapshot", cmd_snapshot, "saved sandboxes to start new ones from" },
-  { "pool", cmd_pool, "warm spares: sandboxes ready before they are asked for" },
-  { "token", cmd_token, "API tokens for runtime serve: each one a tenant with limits" },
-  { "usage", cmd_usage, "what sandboxes used and cost, trial hours left" },
-  { "serve", cmd_serve, "the HTTP API for this machine's sandboxes (runtime serve --help)" },
-  { "node", cmd_node, "this host in a cluster of many hosts over NATS (in progress; runtime node --help)" },
-  { "chat", cmd_chat, "ask a model whose Python runs in sandboxes (deepseek)" },
+  { "sandbox", cli_cmd_sandbox, "create, run and manage sandboxes" },
+  { "image", cli_cmd_image, "build and manage images" },
+  { "secrets", cli_cmd_secrets, "values sandboxes use but never see" },
+  { "snapshot", cli_cmd_snapshot, "saved sandboxes to start new ones from" },
+  { "pool", cli_cmd_pool, "warm spares: sandboxes ready before they are asked for" },
+  { "token", cli_cmd_token, "API tokens for runtime serve: each one a tenant with limits" },
+  { "usage", cli_cmd_usage, "what sandboxes used and cost, trial hours left" },
+  { "serve", cli_cmd_serve, "the HTTP API for this machine's sandboxes (runtime serve --help)" },
+  { "node", cli_cmd_node, "this host in a cluster of many hosts over NATS (runtime node --help)" },
+  { "chat", cli_cmd_chat, "ask a model whose Python runs in sandboxes (deepseek)" },
   { NULL, NULL, NULL },
 };
 

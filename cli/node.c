@@ -90,20 +90,19 @@ node_ls (struct cli_command *cmd, int argc, char **argv)
   return cli_show_json (cmd, argc, argv, list_nodes, nodes_table);
 }
 
-static const struct cli_opt no_opts[] = { { NULL, NULL, NULL, NULL, false } };
 
 static struct cli_command node_ls_cmds[] = {
   { "ls", node_ls,
     "List the hosts of a cluster as a runtime serve --nats replica sees them: state (up, or lost after 10 s "
     "without a report), vCPUs free of total, memory free, sandboxes, last report. Asks the replica named by "
     "RUNTIME_API_URL.",
-    "", "RUNTIME_API_URL=http://127.0.0.1:8430 RUNTIME_API_KEY=… runtime node ls", no_opts, false, 0, 0, NULL },
+    "", "RUNTIME_API_URL=http://127.0.0.1:8430 RUNTIME_API_KEY=… runtime node ls", cli_no_opts, false, 0, 0, NULL },
   { NULL, NULL, NULL, NULL, NULL, NULL, false, 0, 0, NULL },
 };
 
 static struct cli_command node_cmd = {
   "node", node_run,
-  "Serve this host to a cluster of many hosts (in progress): publish its capacity every 2 s on NATS "
+  "Serve this host to a cluster of many hosts: publish its capacity every 2 s on NATS "
   "(runtime.node.NAME.capacity), keep it in the cluster's catalog (JetStream key-value bucket runtime-catalog, "
   "key node.NAME), answer pings, and answer API calls for its sandboxes on runtime.node.NAME.api with runtime "
   "serve's handlers, acting as the tenant each names (one of this host's tokens). Settings may come from the "
@@ -116,7 +115,7 @@ static struct cli_command node_cmd = {
 };
 
 int
-cmd_node (int argc, char **argv)
+cli_cmd_node (int argc, char **argv)
 {
   if (argc >= 2 && strcmp (argv[1], "ls") == 0)
     return cli_group_dispatch ("node", node_ls_cmds, argc, argv);

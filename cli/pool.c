@@ -83,8 +83,6 @@ static const struct cli_opt set_opts[] = {
   { NULL, NULL, NULL, NULL, false },
 };
 
-static const struct cli_opt no_opts[] = { { NULL, NULL, NULL, NULL, false } };
-
 static struct cli_command pool_cmds[] = {
   { "set", pool_set,
     "Keep N paused clones of an image and shape ready: a create of exactly that shape (without secrets) starts "
@@ -92,15 +90,15 @@ static struct cli_command pool_cmds[] = {
     "RUNTIME_POOL_MAX_MIB (default a tenth of the host's RAM). Waits until the template and the spares exist.",
     "[REF] --spares N [--vcpu N] [--memory MiB]", "runtime pool set --spares 2 --vcpu 1 --memory 1024", set_opts,
     false, 0, 1, NULL },
-  { "ls", pool_ls, "List the pools: image, shape, spares asked, spares ready.", "", "runtime pool ls", no_opts, false,
-    0, 0, NULL },
-  { "rm", pool_rm, "Forget an image's pools and stop their spares.", "REF", "runtime pool rm runtime", no_opts, false,
-    1, 1, NULL },
+  { "ls", pool_ls, "List the pools: image, shape, spares asked, spares ready.", "", "runtime pool ls", cli_no_opts,
+    false, 0, 0, NULL },
+  { "rm", pool_rm, "Forget an image's pools and stop their spares.", "REF", "runtime pool rm runtime", cli_no_opts,
+    false, 1, 1, NULL },
   { NULL, NULL, NULL, NULL, NULL, NULL, false, 0, 0, NULL },
 };
 
 int
-cmd_pool (int argc, char **argv)
+cli_cmd_pool (int argc, char **argv)
 {
   return cli_group_dispatch ("pool", pool_cmds, argc, argv);
 }

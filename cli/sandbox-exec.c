@@ -42,7 +42,7 @@ capture_add (struct capture *c, const char *buf, size_t len)
 }
 
 int
-on_output (void *data, int stream, const char *buf, size_t len)
+cli_on_output (void *data, int stream, const char *buf, size_t len)
 {
   struct output *o = data;
   int fd = stream == 1 ? 1 : 2;
@@ -122,12 +122,12 @@ print_json_result (const struct output *o, const rt_exec_result *res, int code)
   json_object_object_add (r, "stdoutTruncated", json_object_new_boolean (o->out.truncated));
   json_object_object_add (r, "stderrTruncated", json_object_new_boolean (o->err.truncated));
   json_object_object_add (r, "durationMs", json_object_new_int64 (res->duration_ms));
-  print_json (r);
+  cli_print_json (r);
   json_object_put (r);
 }
 
 int
-job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct job *j)
+cli_job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct job *j)
 {
   bool attach = j->attach;
   sigset_t mask;
@@ -154,7 +154,7 @@ job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct 
     {
       int n;
       j->env = cli_opt_list (cmd, a, "env", &n);
-      if (check_env (j->env, n, false) < 0)
+      if (cli_check_env (j->env, n, false) < 0)
         return -1;
     }
   /* One argument runs under bash -c, several as argv with no shell.  */
@@ -184,7 +184,7 @@ job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct 
   /* Ctrl-C, SIGTERM and SIGHUP become a request to stop the command (the
      library watches the signalfd): a `run` must still tear its sandbox
      down, so they must not kill us.  */
-  block_stop_signals (&mask);
+  cli_block_stop_signals (&mask);
   j->sfd = signalfd (-1, &mask, SFD_CLOEXEC);
   signal (SIGPIPE, SIG_IGN);
   return 0;
@@ -192,11 +192,11 @@ job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct 
 
 /* Runs the job; returns the exit code `run` and `exec` end with.  */
 int
-job_run (rt_sandbox *sb, struct job *j)
+cli_job_run (rt_sandbox *sb, struct job *j)
 {
   rt_exec_opts opts = { .cwd = j->cwd, .user = j->user, .env = j->env, .stdin_data = j->input,
                         .stdin_len = j->input_len, .timeout_ms = j->timeout_s * 1000ULL, .cancel_fd = j->sfd,
-                        .on_output = on_output, .data = &j->o };
+                        .on_output = cli_on_output, .data = &j->o };
   rt_exec_result res = { 0 };
   rt_error *err = NULL;
 
@@ -209,11 +209,11 @@ job_run (rt_sandbox *sb, struct job *j)
         }
       return cli_lib_fail (err);
     }
-  return job_finish (j, &res);
+  return cli_job_finish (j, &res);
 }
 
 int
-job_finish (struct job *j, const rt_exec_result *res)
+cli_job_finish (struct job *j, const rt_exec_result *res)
 {
   int code;
 
@@ -229,7 +229,7 @@ job_finish (struct job *j, const rt_exec_result *res)
 }
 
 void
-job_free (struct job *j)
+cli_job_free (struct job *j)
 {
   free (j->input);
   free (j->tty_env);
@@ -241,7 +241,7 @@ job_free (struct job *j)
 }
 
 int
-sandbox_exec (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_exec (struct cli_command *cmd, int argc, char **argv)
 {
   static const char *const longs[] = { "--interactive", "--tty" };
   cleanup_cli_args struct cli_args a;
@@ -258,17 +258,17 @@ sandbox_exec (struct cli_command *cmd, int argc, char **argv)
     return cli_fail ("internal", NULL, "out of memory");
   if (!cli_start (cmd, argc, args, &a, &ctx, &code))
     return code;
-  tty = has_opt (cmd, &a, "tty");
-  interactive = has_opt (cmd, &a, "interactive");
+  tty = cli_has_opt (cmd, &a, "tty");
+  interactive = cli_has_opt (cmd, &a, "interactive");
   j.attach = tty || interactive;
   /* The command's own arguments are checked before the sandbox.  */
-  if (job_prepare (cmd, &a, true, &j) < 0 || (j.attach && attach_prepare (cmd, &a, &j, tty, interactive) < 0))
+  if (cli_job_prepare (cmd, &a, true, &j) < 0 || (j.attach && cli_attach_prepare (cmd, &a, &j, tty, interactive) < 0))
     code = 1;
   else if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
     code = cli_lib_fail (err);
   else
-    code = j.attach ? attach_run (sb, &j) : job_run (sb, &j);
-  job_free (&j);
+    code = j.attach ? cli_attach_run (sb, &j) : cli_job_run (sb, &j);
+  cli_job_free (&j);
   return code;
 }
 
@@ -290,7 +290,7 @@ parse_process (const char *s, uint32_t *out)
 }
 
 int
-sandbox_spawn (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_spawn (struct cli_command *cmd, int argc, char **argv)
 {
   cleanup_cli_args struct cli_args a;
   struct job j = { .sfd = -1 };
@@ -300,17 +300,17 @@ sandbox_spawn (struct cli_command *cmd, int argc, char **argv)
   uint32_t process;
   int code;
 
-  if (!open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
+  if (!cli_open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
     return code;
-  if (job_prepare (cmd, &a, true, &j) < 0)
+  if (cli_job_prepare (cmd, &a, true, &j) < 0)
     {
-      job_free (&j);
+      cli_job_free (&j);
       return 1;
     }
   {
     rt_exec_opts opts = { .cwd = j.cwd, .user = j.user, .env = j.env, .stdin_data = j.input,
                           .stdin_len = j.input_len, .timeout_ms = j.timeout_s * 1000ULL, .cancel_fd = -1,
-                          .keep_stdin = has_opt (cmd, &a, "stdin") };
+                          .keep_stdin = cli_has_opt (cmd, &a, "stdin") };
     if (rt_sandbox_spawn (sb, j.argv, &opts, &process, &err) < 0)
       code = cli_lib_fail (err);
     else if (a.json)
@@ -324,7 +324,7 @@ sandbox_spawn (struct cli_command *cmd, int argc, char **argv)
         code = 0;
       }
   }
-  job_free (&j);
+  cli_job_free (&j);
   return code;
 }
 
@@ -355,13 +355,13 @@ ps_table (json_object *arr)
 }
 
 int
-sandbox_ps (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_ps (struct cli_command *cmd, int argc, char **argv)
 {
-  return show_target_json (cmd, argc, argv, ps_fetch, ps_table);
+  return cli_show_target_json (cmd, argc, argv, ps_fetch, ps_table);
 }
 
 int
-sandbox_logs (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_logs (struct cli_command *cmd, int argc, char **argv)
 {
   cleanup_cli_args struct cli_args a;
   struct output o = { 0 };
@@ -377,14 +377,14 @@ sandbox_logs (struct cli_command *cmd, int argc, char **argv)
   for (int i = 1; i < argc && strcmp (argv[i], "--") != 0; i++)
     if (strcmp (argv[i], "-f") == 0)
       argv[i] = (char *) "--follow";
-  if (!open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
+  if (!cli_open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
     return code;
   if (parse_process (a.pos[1], &process) < 0)
     return 1;
   signal (SIGPIPE, SIG_IGN);
   {
-    rt_exec_opts opts = { .cancel_fd = -1, .on_output = on_output, .data = &o };
-    code = rt_sandbox_logs (sb, process, has_opt (cmd, &a, "follow"), &opts, &res, &exited, &err) < 0
+    rt_exec_opts opts = { .cancel_fd = -1, .on_output = cli_on_output, .data = &o };
+    code = rt_sandbox_logs (sb, process, cli_has_opt (cmd, &a, "follow"), &opts, &res, &exited, &err) < 0
                ? cli_lib_fail (err)
                : o.lost;
   }
@@ -416,7 +416,7 @@ parse_signal (const char *s)
 }
 
 int
-sandbox_kill (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_kill (struct cli_command *cmd, int argc, char **argv)
 {
   cleanup_cli_args struct cli_args a;
   cleanup_context rt_context *ctx = NULL;
@@ -426,7 +426,7 @@ sandbox_kill (struct cli_command *cmd, int argc, char **argv)
   const char *sig_s;
   int sig = SIGTERM, code;
 
-  if (!open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
+  if (!cli_open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
     return code;
   if (parse_process (a.pos[1], &process) < 0)
     return 1;
@@ -508,7 +508,7 @@ write_all (rt_sandbox *sb, uint32_t process, const char *buf, size_t len, uint64
 }
 
 int
-sandbox_write (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_write (struct cli_command *cmd, int argc, char **argv)
 {
   cleanup_cli_args struct cli_args a;
   cleanup_context rt_context *ctx = NULL;
@@ -520,11 +520,11 @@ sandbox_write (struct cli_command *cmd, int argc, char **argv)
   bool eof, end = false;
   int code;
 
-  if (!open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
+  if (!cli_open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
     return code;
   if (parse_process (a.pos[1], &process) < 0)
     return 1;
-  eof = has_opt (cmd, &a, "eof");
+  eof = cli_has_opt (cmd, &a, "eof");
   if ((buf = malloc (RT_MAX_STDIN)) == NULL)
     return cli_fail ("internal", NULL, "out of memory");
   if ((code = stdin_offset (sb, process, &at, &err)) == -2)
@@ -545,7 +545,7 @@ sandbox_write (struct cli_command *cmd, int argc, char **argv)
   return 0;
 }
 
-const struct cli_opt exec_opts[] = {
+const struct cli_opt cli_exec_opts[] = {
   { "interactive", NULL, "keep stdin open and stream it to the command, any size (also -i)", NULL, false },
   { "tty", NULL, "run it on a terminal in the sandbox; with -i this terminal turns raw, ^C goes in (also -t)", NULL,
     false },
@@ -556,7 +556,7 @@ const struct cli_opt exec_opts[] = {
   { NULL, NULL, NULL, NULL, false },
 };
 
-const struct cli_opt spawn_opts[] = {
+const struct cli_opt cli_spawn_opts[] = {
   { "cwd", "DIR", "working directory (absolute)", "/workspace", false },
   { "user", "NAME", "run as runtime (uid 1000) or root", "runtime", false },
   { "env", "K=V", "an environment variable for this command", NULL, true },
@@ -565,17 +565,17 @@ const struct cli_opt spawn_opts[] = {
   { NULL, NULL, NULL, NULL, false },
 };
 
-const struct cli_opt logs_opts[] = {
+const struct cli_opt cli_logs_opts[] = {
   { "follow", NULL, "keep printing output until the process exits (also -f)", NULL, false },
   { NULL, NULL, NULL, NULL, false },
 };
 
-const struct cli_opt write_opts[] = {
+const struct cli_opt cli_write_opts[] = {
   { "eof", NULL, "close its stdin after these bytes", NULL, false },
   { NULL, NULL, NULL, NULL, false },
 };
 
-const struct cli_opt kill_opts[] = {
+const struct cli_opt cli_kill_opts[] = {
   { "signal", "SIG", "signal name or number (TERM, KILL, INT, HUP, USR1, …)", "TERM", false },
   { NULL, NULL, NULL, NULL, false },
 };

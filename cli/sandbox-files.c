@@ -12,7 +12,7 @@
 #include "sandbox.h"
 
 int
-sandbox_cat (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_cat (struct cli_command *cmd, int argc, char **argv)
 {
   cleanup_cli_args struct cli_args a;
   struct output o = { 0 };
@@ -21,11 +21,11 @@ sandbox_cat (struct cli_command *cmd, int argc, char **argv)
   rt_error *err = NULL;
   int code;
 
-  if (!open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
+  if (!cli_open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
     return code;
   signal (SIGPIPE, SIG_IGN);
   {
-    rt_exec_opts opts = { .cancel_fd = -1, .on_output = on_output, .data = &o };
+    rt_exec_opts opts = { .cancel_fd = -1, .on_output = cli_on_output, .data = &o };
     code = rt_sandbox_cat (sb, a.pos[1], &opts, &err) < 0 ? (o.lost ? 1 : cli_lib_fail (err)) : o.lost;
     if (o.lost)
       rt_error_free (err);
@@ -57,9 +57,9 @@ files_table (json_object *arr)
 }
 
 int
-sandbox_files (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_files (struct cli_command *cmd, int argc, char **argv)
 {
-  return show_target_json (cmd, argc, argv, files_fetch, files_table);
+  return cli_show_target_json (cmd, argc, argv, files_fetch, files_table);
 }
 
 /* "ID:/abs/path" names a sandbox side; ids and names never hold '/', so a
@@ -164,7 +164,7 @@ cp_print_json (rt_sandbox *sb, const rt_copy_result *r)
 }
 
 int
-sandbox_cp (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_cp (struct cli_command *cmd, int argc, char **argv)
 {
   cleanup_cli_args struct cli_args a;
   cleanup_context rt_context *ctx = NULL;
@@ -196,7 +196,7 @@ sandbox_cp (struct cli_command *cmd, int argc, char **argv)
     /* Ctrl-C stops the copy cleanly (nothing half-written is left), like
        run and exec: the library watches the signalfd.  */
     sigset_t mask;
-    block_stop_signals (&mask);
+    cli_block_stop_signals (&mask);
     opts.cancel_fd = signalfd (-1, &mask, SFD_CLOEXEC);
     ret = src_ref ? rt_sandbox_copy_out (sb, src_path, a.pos[1], &opts, &res, &err)
                   : rt_sandbox_copy_in (sb, a.pos[0], dst_path, &opts, &err);
@@ -211,14 +211,14 @@ sandbox_cp (struct cli_command *cmd, int argc, char **argv)
   return code;
 }
 
-const struct cli_opt cp_opts[] = {
+const struct cli_opt cli_cp_opts[] = {
   { "max-size", "SIZE", "out: fail, writing nothing, past this many bytes (K, M, G, T suffixes)", "10G", false },
   { "keep-links", NULL, "out: the copied item may itself be a symlink", NULL, false },
   { "follow", NULL, "in: a symlink named as SRC is copied as what it points to", NULL, false },
   { NULL, NULL, NULL, NULL, false },
 };
 
-const struct cli_opt files_opts[] = {
+const struct cli_opt cli_files_opts[] = {
   { "depth", "N", "levels below PATH to list", "1", false },
   { NULL, NULL, NULL, NULL, false },
 };

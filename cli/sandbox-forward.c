@@ -451,7 +451,7 @@ print_bound (const struct spec *sp, const char *id, bool json)
       json_object_object_add (o, "address", json_object_new_string (sp->addr));
       json_object_object_add (o, "port", json_object_new_int (sp->local));
       json_object_object_add (o, "remote", json_object_new_int (sp->remote));
-      print_json (o);
+      cli_print_json (o);
       json_object_put (o);
     }
   else
@@ -460,7 +460,7 @@ print_bound (const struct spec *sp, const char *id, bool json)
 }
 
 int
-sandbox_forward (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_forward (struct cli_command *cmd, int argc, char **argv)
 {
   cleanup_cli_args struct cli_args a = { 0 };
   cleanup_context rt_context *ctx = NULL;
@@ -508,7 +508,7 @@ sandbox_forward (struct cli_command *cmd, int argc, char **argv)
              "runtime: warning: %s is not a loopback address: anyone who reaches it reaches port %u in "
              "the sandbox\n",
              sp.addr, sp.remote);
-  block_stop_signals (&mask);
+  cli_block_stop_signals (&mask);
   f.sigfd = signalfd (-1, &mask, SFD_CLOEXEC);
   print_bound (&sp, rt_sandbox_id (sb), a.json);
   code = f.sigfd < 0 ? cli_fail ("internal", NULL, "signalfd: %s", strerror (errno)) : relay (&f);

@@ -33,9 +33,9 @@ metrics_table (json_object *o)
 }
 
 int
-sandbox_metrics (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_metrics (struct cli_command *cmd, int argc, char **argv)
 {
-  return show_target_json (cmd, argc, argv, metrics_fetch, metrics_table);
+  return cli_show_target_json (cmd, argc, argv, metrics_fetch, metrics_table);
 }
 
 static void
@@ -114,13 +114,13 @@ print_egress_log (rt_context *ctx, const char *ref, bool json)
   if (f)
     fclose (f);
   if (json)
-    print_json (all);
+    cli_print_json (all);
   json_object_put (all);
   return 0;
 }
 
 int
-sandbox_network (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_network (struct cli_command *cmd, int argc, char **argv)
 {
   cleanup_cli_args struct cli_args a;
   cleanup_context rt_context *ctx = NULL;
@@ -134,32 +134,32 @@ sandbox_network (struct cli_command *cmd, int argc, char **argv)
 
   if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
-  on = has_opt (cmd, &a, "internet");
-  off = has_opt (cmd, &a, "no-internet");
+  on = cli_has_opt (cmd, &a, "internet");
+  off = cli_has_opt (cmd, &a, "no-internet");
   allow = cli_opt_list (cmd, &a, "allow", &nallow);
   deny = cli_opt_list (cmd, &a, "deny", &ndeny);
   change = on || off || nallow > 0 || ndeny > 0;
   if (on && off)
     return cli_usage_error (NULL, "--internet and --no-internet contradict each other");
-  if (change && has_opt (cmd, &a, "log"))
+  if (change && cli_has_opt (cmd, &a, "log"))
     return cli_usage_error ("show the log and change the rules in two commands", "--log does not go with rule changes");
   ctx = cli_context ();
   if (ctx == NULL)
     return 1;
-  if (has_opt (cmd, &a, "log"))
+  if (cli_has_opt (cmd, &a, "log"))
     return print_egress_log (ctx, a.pos[0], a.json);
   if (!change)
     {
       json_object *net;
       if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
         return cli_lib_fail (err);
-      o = parse_json (json);
+      o = cli_parse_json (json);
       if (o == NULL)
         return 1;
       if (!json_object_object_get_ex (o, "network", &net))
         net = NULL;
       if (a.json)
-        print_json (net);
+        cli_print_json (net);
       else
         print_rules (net);
       return 0;
@@ -167,11 +167,11 @@ sandbox_network (struct cli_command *cmd, int argc, char **argv)
   if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0
       || rt_sandbox_set_network (sb, !off, allow, deny, &json, &err) < 0)
     return cli_lib_fail (err);
-  o = parse_json (json);
+  o = cli_parse_json (json);
   if (o == NULL)
     return 1;
   if (a.json)
-    print_json (o);
+    cli_print_json (o);
   else
     {
       json_object *v;
@@ -183,7 +183,7 @@ sandbox_network (struct cli_command *cmd, int argc, char **argv)
   return 0;
 }
 
-const struct cli_opt network_opts[] = {
+const struct cli_opt cli_network_opts[] = {
   { "internet", NULL, "allow the public internet (what --allow and --deny leave)", NULL, false },
   { "no-internet", NULL, "refuse every connection", NULL, false },
   { "allow", "HOST", "reach only these: a name, *.domain (its subdomains), an IP or a CIDR", NULL, true },

@@ -12,7 +12,7 @@
 static const char *const on_off[] = { "on", "off", NULL };
 
 int
-read_idle_pause (struct cli_command *cmd, struct cli_args *a, int *out)
+cli_read_idle_pause (struct cli_command *cmd, struct cli_args *a, int *out)
 {
   const char *v = cli_opt (cmd, a, "idle-pause");
   unsigned long n = 0;
@@ -38,7 +38,7 @@ read_idle_pause (struct cli_command *cmd, struct cli_args *a, int *out)
 /* A usage-level check of `create --snapshot`: an unknown snapshot is
    reported before anything starts.  */
 int
-check_snapshot (rt_context *ctx, const char *snapshot)
+cli_check_snapshot (rt_context *ctx, const char *snapshot)
 {
   cleanup_free char *json = NULL;
   rt_error *err = NULL;
@@ -48,7 +48,7 @@ check_snapshot (rt_context *ctx, const char *snapshot)
   return 0;
 }
 
-/* True when a stop signal (block_stop_signals) came while we waited.  */
+/* True when a stop signal (cli_block_stop_signals) came while we waited.  */
 static bool
 interrupted (void)
 {
@@ -82,14 +82,14 @@ read_name_labels (struct cli_command *cmd, struct cli_args *a, const char **name
   int n;
 
   *name = cli_opt (cmd, a, "name");
-  if (*name && check_name (*name) < 0)
+  if (*name && cli_check_name (*name) < 0)
     return -1;
   *labels = cli_opt_list (cmd, a, "label", &n);
-  return check_labels (*labels, n);
+  return cli_check_labels (*labels, n);
 }
 
 int
-sandbox_snapshot (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_snapshot (struct cli_command *cmd, int argc, char **argv)
 {
   cleanup_cli_args struct cli_args a;
   cleanup_context rt_context *ctx = NULL;
@@ -106,13 +106,13 @@ sandbox_snapshot (struct cli_command *cmd, int argc, char **argv)
   if (read_name_labels (cmd, &a, &name, &labels) < 0 || !open_checked (&a, &ctx, &sb))
     return 1;
   /* A Ctrl-C during the capture must not leave a snapshot nobody saw.  */
-  block_stop_signals (&mask);
+  cli_block_stop_signals (&mask);
   if (rt_sandbox_snapshot (sb, name, labels, &json, &err) < 0)
     {
       cli_lib_fail (err);
       return interrupted () ? 130 : 1;
     }
-  if ((o = parse_json (json)) == NULL)
+  if ((o = cli_parse_json (json)) == NULL)
     return 1;
   if (interrupted ())
     {
@@ -122,7 +122,7 @@ sandbox_snapshot (struct cli_command *cmd, int argc, char **argv)
       return 130;
     }
   if (a.json)
-    print_json (o);
+    cli_print_json (o);
   else
     printf ("%s\n", cli_jstr (o, "id"));
   return 0;
@@ -141,11 +141,11 @@ print_children_json (rt_context *ctx, char **ids)
       json_object *o;
       if (rt_sandbox_get_json (ctx, *id, &json, &err) < 0)
         return cli_lib_fail (err);
-      if ((o = parse_json (json)) == NULL)
+      if ((o = cli_parse_json (json)) == NULL)
         return 1;
       json_object_array_add (arr, o);
     }
-  print_json (arr);
+  cli_print_json (arr);
   return 0;
 }
 
@@ -173,7 +173,7 @@ undo_fork (rt_context *ctx, char **ids)
 }
 
 int
-sandbox_fork (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_fork (struct cli_command *cmd, int argc, char **argv)
 {
   cleanup_cli_args struct cli_args a;
   cleanup_context rt_context *ctx = NULL;
@@ -190,7 +190,7 @@ sandbox_fork (struct cli_command *cmd, int argc, char **argv)
   if (cli_opt_uint (cmd, &a, "count", 1, RT_MAX_FORK, &count) < 0 || read_name_labels (cmd, &a, &name, &labels) < 0
       || !open_checked (&a, &ctx, &sb))
     return 1;
-  block_stop_signals (&mask);
+  cli_block_stop_signals (&mask);
   if (rt_sandbox_fork (sb, count, name, labels, &ids, &err) < 0)
     {
       cli_lib_fail (err);
@@ -211,7 +211,7 @@ sandbox_fork (struct cli_command *cmd, int argc, char **argv)
 }
 
 int
-sandbox_update (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_update (struct cli_command *cmd, int argc, char **argv)
 {
   cleanup_cli_args struct cli_args a;
   cleanup_context rt_context *ctx = NULL;
@@ -224,10 +224,10 @@ sandbox_update (struct cli_command *cmd, int argc, char **argv)
 
   if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
-  if ((has_idle = read_idle_pause (cmd, &a, &idle)) < 0)
+  if ((has_idle = cli_read_idle_pause (cmd, &a, &idle)) < 0)
     return 1;
   wake = cli_opt (cmd, &a, "auto-wake");
-  if (wake && check_choice ("auto-wake", wake, on_off) < 0)
+  if (wake && cli_check_choice ("auto-wake", wake, on_off) < 0)
     return 1;
   if (!has_idle && wake == NULL)
     return cli_usage_error ("for example: runtime sandbox update dev --idle-pause 300 --auto-wake on",
@@ -236,29 +236,29 @@ sandbox_update (struct cli_command *cmd, int argc, char **argv)
     return 1;
   if (rt_sandbox_update (sb, idle, wake ? strcmp (wake, "on") == 0 : -1, &json, &err) < 0)
     return cli_lib_fail (err);
-  if ((o = parse_json (json)) == NULL)
+  if ((o = cli_parse_json (json)) == NULL)
     return 1;
   if (a.json)
-    print_json (o);
+    cli_print_json (o);
   else
-    print_fields (o);
+    cli_print_fields (o);
   return 0;
 }
 
-const struct cli_opt snapshot_opts[] = {
+const struct cli_opt cli_snapshot_opts[] = {
   { "name", "N", "a name unique among snapshots; use it in place of the id", "none", false },
   { "label", "K=V", "a label of the snapshot (at most 32)", NULL, true },
   { NULL, NULL, NULL, NULL, false },
 };
 
-const struct cli_opt fork_opts[] = {
+const struct cli_opt cli_fork_opts[] = {
   { "count", "N", "how many sandboxes (1-16)", "1", false },
   { "name", "N", "the new sandboxes' name; N-1, N-2… when --count is over 1", "none", false },
   { "label", "K=V", "a label of every new sandbox (at most 32)", NULL, true },
   { NULL, NULL, NULL, NULL, false },
 };
 
-const struct cli_opt update_opts[] = {
+const struct cli_opt cli_update_opts[] = {
   { "idle-pause", "S", "pause to disk after S idle seconds (10-86400; 0: never)", "unchanged", false },
   { "auto-wake", "on|off", "wake a paused sandbox on exec, cp, cat, files or an API call", "unchanged", false },
   { NULL, NULL, NULL, NULL, false },

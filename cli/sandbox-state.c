@@ -100,7 +100,7 @@ out:
 }
 
 int
-sandbox_ls (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_ls (struct cli_command *cmd, int argc, char **argv)
 {
   cleanup_cli_args struct cli_args a;
   cleanup_context rt_context *ctx = NULL;
@@ -120,7 +120,7 @@ sandbox_ls (struct cli_command *cmd, int argc, char **argv)
         goto out;
       }
   state = cli_opt (cmd, &a, "state");
-  if (state && check_choice ("state", state, states) < 0)
+  if (state && cli_check_choice ("state", state, states) < 0)
     goto out;
 
   ctx = cli_context ();
@@ -128,13 +128,13 @@ sandbox_ls (struct cli_command *cmd, int argc, char **argv)
     goto out;
   /* A stopped sandbox is only listed with --all; asking for that state
      asks for them too.  */
-  if (rt_sandbox_list_json (ctx, has_opt (cmd, &a, "all") || (state && strcmp (state, "stopped") == 0), &json, &err)
+  if (rt_sandbox_list_json (ctx, cli_has_opt (cmd, &a, "all") || (state && strcmp (state, "stopped") == 0), &json, &err)
       < 0)
     {
       code = cli_lib_fail (err);
       goto out;
     }
-  all = parse_json (json);
+  all = cli_parse_json (json);
   if (all == NULL)
     goto out;
   if (!json_object_is_type (all, json_type_array))
@@ -155,7 +155,7 @@ sandbox_ls (struct cli_command *cmd, int argc, char **argv)
     }
   if (a.json)
     {
-      print_json (keep);
+      cli_print_json (keep);
       code = 0;
       goto out;
     }
@@ -232,7 +232,7 @@ write_value (FILE *f, json_object *v, bool top)
 }
 
 void
-print_fields (json_object *o)
+cli_print_fields (json_object *o)
 {
   int width = 0;
 
@@ -255,7 +255,7 @@ print_fields (json_object *o)
 }
 
 int
-sandbox_get (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_get (struct cli_command *cmd, int argc, char **argv)
 {
   cleanup_cli_args struct cli_args a;
   cleanup_context rt_context *ctx = NULL;
@@ -267,13 +267,13 @@ sandbox_get (struct cli_command *cmd, int argc, char **argv)
   if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
     return code;
   if (a.json)
-    return print_get_json (ctx, a.pos[0]);
+    return cli_print_get_json (ctx, a.pos[0]);
   if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
     return cli_lib_fail (err);
-  o = parse_json (json);
+  o = cli_parse_json (json);
   if (o == NULL)
     return 1;
-  print_fields (o);
+  cli_print_fields (o);
   return 0;
 }
 
@@ -309,7 +309,7 @@ sandbox_act (struct cli_command *cmd, int argc, char **argv, enum action act)
       rt_error_free (err);
       err = NULL;
       if (a.json)
-        return print_get_json (ctx, a.pos[0]);
+        return cli_print_get_json (ctx, a.pos[0]);
       if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) < 0)
         return cli_lib_fail (err);
       if (!(o = json_tokener_parse (json)) || !json_object_object_get_ex (o, "id", &v))
@@ -336,31 +336,31 @@ sandbox_act (struct cli_command *cmd, int argc, char **argv, enum action act)
   if (ret < 0)
     return cli_lib_fail (err);
   if (a.json)
-    return print_get_json (ctx, id);
+    return cli_print_get_json (ctx, id);
   printf ("%s\n", id);
   return 0;
 }
 
 int
-sandbox_stop (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_stop (struct cli_command *cmd, int argc, char **argv)
 {
   return sandbox_act (cmd, argc, argv, ACT_STOP);
 }
 
 int
-sandbox_pause (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_pause (struct cli_command *cmd, int argc, char **argv)
 {
   return sandbox_act (cmd, argc, argv, ACT_PAUSE);
 }
 
 int
-sandbox_wake (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_wake (struct cli_command *cmd, int argc, char **argv)
 {
   return sandbox_act (cmd, argc, argv, ACT_WAKE);
 }
 
 int
-sandbox_rm (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_rm (struct cli_command *cmd, int argc, char **argv)
 {
   cleanup_cli_args struct cli_args a;
   cleanup_context rt_context *ctx = NULL;
@@ -386,7 +386,7 @@ sandbox_rm (struct cli_command *cmd, int argc, char **argv)
       cleanup_json json_object *r = json_object_new_object ();
       json_object_object_add (r, "id", json_object_new_string (id));
       json_object_object_add (r, "removed", json_object_new_boolean (true));
-      print_json (r);
+      cli_print_json (r);
     }
   else
     printf ("%s\n", id);
@@ -394,7 +394,7 @@ sandbox_rm (struct cli_command *cmd, int argc, char **argv)
 }
 
 int
-sandbox_extend (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_extend (struct cli_command *cmd, int argc, char **argv)
 {
   cleanup_cli_args struct cli_args a;
   cleanup_context rt_context *ctx = NULL;
@@ -422,14 +422,14 @@ sandbox_extend (struct cli_command *cmd, int argc, char **argv)
       cleanup_json json_object *r = json_object_new_object ();
       json_object_object_add (r, "id", json_object_new_string (rt_sandbox_id (sb)));
       json_object_object_add (r, "expiresAt", json_object_new_string (expires));
-      print_json (r);
+      cli_print_json (r);
     }
   else
     printf ("%s\n", expires);
   return 0;
 }
 
-const struct cli_opt ls_opts[] = {
+const struct cli_opt cli_ls_opts[] = {
   { "all", NULL, "list stopped sandboxes too", NULL, false },
   { "label", "K=V", "only sandboxes with this label", NULL, true },
   { "state", "S", "only sandboxes in this state (starting, running, pausing, paused, resuming, stopping, stopped)",

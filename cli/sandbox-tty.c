@@ -48,7 +48,7 @@ add_term (struct job *j)
 }
 
 int
-attach_prepare (struct cli_command *cmd, struct cli_args *a, struct job *j, bool tty, bool interactive)
+cli_attach_prepare (struct cli_command *cmd, struct cli_args *a, struct job *j, bool tty, bool interactive)
 {
   const char *what = strcmp (cmd->name, "shell") == 0 ? "runtime sandbox shell" : "-t";
   sigset_t mask;
@@ -74,7 +74,7 @@ attach_prepare (struct cli_command *cmd, struct cli_args *a, struct job *j, bool
       cli_fail ("internal", NULL, "out of memory");
       return -1;
     }
-  /* The signalfd of job_prepare also takes the window's changes and a
+  /* The signalfd of cli_job_prepare also takes the window's changes and a
      continue after a stop.  */
   sigemptyset (&mask);
   sigaddset (&mask, SIGWINCH);
@@ -128,7 +128,7 @@ pass_size (struct pump *p)
 
   if (!p->j->tty)
     return 0;
-  term_size (STDIN_FILENO, RT_MAX_PTY_SIDE, &cols, &rows);
+  cli_term_size (STDIN_FILENO, RT_MAX_PTY_SIDE, &cols, &rows);
   return rt_session_resize (p->s, cols, rows, &p->err);
 }
 
@@ -159,7 +159,7 @@ on_signals (struct pump *p)
         {
           /* Whoever stopped us may have reset the terminal.  */
           if (p->j->tty && p->j->interactive)
-            term_reraw ();
+            cli_term_reraw ();
           ret = pass_size (p);
         }
       else
@@ -203,7 +203,7 @@ drain (struct pump *p)
         return 0;
       if (n == 0)
         return 1;
-      if (n < 0 || on_output (&p->j->o, stream, buf, n) < 0)
+      if (n < 0 || cli_on_output (&p->j->o, stream, buf, n) < 0)
         return -1;
     }
 }
@@ -251,7 +251,7 @@ pump_loop (struct pump *p)
 }
 
 int
-attach_run (rt_sandbox *sb, struct job *j)
+cli_attach_run (rt_sandbox *sb, struct job *j)
 {
   rt_exec_opts opts
       = { .cwd = j->cwd, .user = j->user, .env = j->env, .timeout_ms = j->timeout_s * 1000ULL, .cancel_fd = -1 };
@@ -260,11 +260,11 @@ attach_run (rt_sandbox *sb, struct job *j)
   int ret;
 
   if (j->tty)
-    term_size (STDIN_FILENO, RT_MAX_PTY_SIDE, &opts.pty_cols, &opts.pty_rows);
+    cli_term_size (STDIN_FILENO, RT_MAX_PTY_SIDE, &opts.pty_cols, &opts.pty_rows);
   if (rt_sandbox_attach (sb, j->argv, &opts, &p.s, &p.err) < 0)
     return cli_lib_fail (p.err);
   /* -t alone reads no keyboard: ^C stays ours, as exec's.  */
-  if (j->tty && j->interactive && term_raw (STDIN_FILENO) < 0)
+  if (j->tty && j->interactive && cli_term_raw (STDIN_FILENO) < 0)
     {
       rt_session_free (p.s);
       return cli_fail ("internal", NULL, "cannot put the terminal in raw mode: %s", strerror (errno));
@@ -274,7 +274,7 @@ attach_run (rt_sandbox *sb, struct job *j)
     ret = rt_session_result (p.s, &res, &p.err);
   /* Freed first: a command still running (after an error) is killed.  */
   rt_session_free (p.s);
-  term_restore ();
+  cli_term_restore ();
   if (ret < 0)
     {
       if (p.gave_up)
@@ -289,13 +289,13 @@ attach_run (rt_sandbox *sb, struct job *j)
       return 1; /* our output was lost: nobody to tell */
     }
   res.interrupted = p.stop_sig != 0;
-  return job_finish (j, &res);
+  return cli_job_finish (j, &res);
 }
 
 static const char *const login_shell[] = { "bash", "-l", NULL };
 
 int
-sandbox_shell (struct cli_command *cmd, int argc, char **argv)
+cli_sandbox_shell (struct cli_command *cmd, int argc, char **argv)
 {
   cleanup_cli_args struct cli_args a;
   struct job j = { .sfd = -1, .attach = true };
@@ -306,7 +306,7 @@ sandbox_shell (struct cli_command *cmd, int argc, char **argv)
 
   if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
     return code;
-  if (job_prepare (cmd, &a, true, &j) < 0 || attach_prepare (cmd, &a, &j, true, true) < 0)
+  if (cli_job_prepare (cmd, &a, true, &j) < 0 || cli_attach_prepare (cmd, &a, &j, true, true) < 0)
     code = 1;
   else
     {
@@ -316,13 +316,13 @@ sandbox_shell (struct cli_command *cmd, int argc, char **argv)
       if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
         code = cli_lib_fail (err);
       else
-        code = attach_run (sb, &j);
+        code = cli_attach_run (sb, &j);
     }
-  job_free (&j);
+  cli_job_free (&j);
   return code;
 }
 
-const struct cli_opt shell_opts[] = {
+const struct cli_opt cli_shell_opts[] = {
   { "user", "NAME", "log in as runtime (uid 1000) or root", "runtime", false },
   { "cwd", "DIR", "start in this directory (absolute)", "/workspace", false },
   { "env", "K=V", "an environment variable for the shell", NULL, true },

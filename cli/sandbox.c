@@ -12,14 +12,14 @@
 static const char *const on_timeout_values[] = { "pause", "stop", NULL };
 
 bool
-has_opt (struct cli_command *cmd, struct cli_args *a, const char *name)
+cli_has_opt (struct cli_command *cmd, struct cli_args *a, const char *name)
 {
   return cli_opt (cmd, a, name) != NULL;
 }
 
 /* One of @names, or a usage error naming the likeliest one.  */
 int
-check_choice (const char *opt, const char *v, const char *const *names)
+cli_check_choice (const char *opt, const char *v, const char *const *names)
 {
   const char *s;
 
@@ -43,7 +43,7 @@ check_choice (const char *opt, const char *v, const char *const *names)
    cheaper to report before a VM boots.  @limits: also the 32 / 32 KiB cap
    of a sandbox's own env.  */
 int
-check_env (const char **env, int n, bool limits)
+cli_check_env (const char **env, int n, bool limits)
 {
   size_t total = 0;
 
@@ -73,7 +73,7 @@ check_env (const char **env, int n, bool limits)
 }
 
 int
-check_labels (const char **labels, int n)
+cli_check_labels (const char **labels, int n)
 {
   if (n > RT_MAX_LABELS)
     {
@@ -100,7 +100,7 @@ check_labels (const char **labels, int n)
 
 /* Names are shown in tables and completed in shells: keep them one word.  */
 int
-check_name (const char *name)
+cli_check_name (const char *name)
 {
   size_t len = strlen (name);
 
@@ -135,33 +135,33 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
   cfg->disk_mib = disk;
   cfg->image = cli_opt (cmd, a, "image");
   cfg->name = cli_opt (cmd, a, "name");
-  if (cfg->name && check_name (cfg->name) < 0)
+  if (cfg->name && cli_check_name (cfg->name) < 0)
     return -1;
   labels = cli_opt_list (cmd, a, "label", &nlabels);
-  if (check_labels (labels, nlabels) < 0)
+  if (cli_check_labels (labels, nlabels) < 0)
     return -1;
   cfg->labels = labels;
   env = cli_opt_list (cmd, a, "env", &nenv);
-  if (check_env (env, nenv, true) < 0)
+  if (cli_check_env (env, nenv, true) < 0)
     return -1;
   cfg->env = env;
-  cfg->no_internet = has_opt (cmd, a, "no-internet");
-  cfg->cold = has_opt (cmd, a, "cold");
-  if (has_opt (cmd, a, "trial") && has_opt (cmd, a, "paid"))
+  cfg->no_internet = cli_has_opt (cmd, a, "no-internet");
+  cfg->cold = cli_has_opt (cmd, a, "cold");
+  if (cli_has_opt (cmd, a, "trial") && cli_has_opt (cmd, a, "paid"))
     {
       cli_usage_error (NULL, "--trial and --paid: pick one");
       return -1;
     }
-  cfg->funding = has_opt (cmd, a, "trial") ? "trial" : has_opt (cmd, a, "paid") ? "paid" : NULL;
+  cfg->funding = cli_has_opt (cmd, a, "trial") ? "trial" : cli_has_opt (cmd, a, "paid") ? "paid" : NULL;
   if (cli_opt_usd (cmd, a, "max-cost", &cfg->max_cost_micros) < 0)
     return -1;
   cfg->allow = cli_opt_list (cmd, a, "allow", &nlabels);
   cfg->deny = cli_opt_list (cmd, a, "deny", &nlabels);
   cfg->snapshot = cli_opt (cmd, a, "snapshot");
-  if (read_idle_pause (cmd, a, &idle) < 0)
+  if (cli_read_idle_pause (cmd, a, &idle) < 0)
     return -1;
   cfg->idle_pause_s = idle;
-  cfg->auto_wake = has_opt (cmd, a, "auto-wake");
+  cfg->auto_wake = cli_has_opt (cmd, a, "auto-wake");
   return 0;
 }
 
@@ -169,7 +169,7 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
    returns them in @mask for a signalfd or sigpending: the caller then
    finishes or undoes its work instead of dying half-way.  */
 void
-block_stop_signals (sigset_t *mask)
+cli_block_stop_signals (sigset_t *mask)
 {
   sigemptyset (mask);
   sigaddset (mask, SIGINT);
@@ -180,7 +180,7 @@ block_stop_signals (sigset_t *mask)
 
 /* Parses a library JSON answer; prints an error when it is not JSON.  */
 json_object *
-parse_json (const char *text)
+cli_parse_json (const char *text)
 {
   json_object *o = text ? json_tokener_parse (text) : NULL;
 
@@ -190,14 +190,14 @@ parse_json (const char *text)
 }
 
 void
-print_json (json_object *o)
+cli_print_json (json_object *o)
 {
   printf ("%s\n", json_object_to_json_string_ext (o, JSON_FLAGS));
 }
 
 /* Prints the library's object for @ref as is.  */
 int
-print_get_json (rt_context *ctx, const char *ref)
+cli_print_get_json (rt_context *ctx, const char *ref)
 {
   rt_error *err = NULL;
   char *json = NULL;
@@ -231,8 +231,8 @@ say_funding (rt_context *ctx, rt_sandbox *sb)
 /* The common start of a command on one live sandbox: cli_start, then open
    a.pos[0].  False when the command must return *code now.  */
 bool
-open_target (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, rt_context **ctx, rt_sandbox **sb,
-             int *code)
+cli_open_target (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, rt_context **ctx, rt_sandbox **sb,
+                 int *code)
 {
   rt_error *err = NULL;
 
@@ -251,10 +251,10 @@ open_target (struct cli_command *cmd, int argc, char **argv, struct cli_args *a,
    may read the options; a usage error there leaves *err NULL): as it is
    with --json, else through @table.  */
 int
-show_target_json (struct cli_command *cmd, int argc, char **argv,
-                  int (*fetch) (rt_sandbox *sb, struct cli_command *cmd, struct cli_args *a, char **json,
-                                rt_error **err),
-                  void (*table) (json_object *value))
+cli_show_target_json (struct cli_command *cmd, int argc, char **argv,
+                      int (*fetch) (rt_sandbox *sb, struct cli_command *cmd, struct cli_args *a, char **json,
+                                    rt_error **err),
+                      void (*table) (json_object *value))
 {
   cleanup_cli_args struct cli_args a;
   cleanup_context rt_context *ctx = NULL;
@@ -264,13 +264,13 @@ show_target_json (struct cli_command *cmd, int argc, char **argv,
   cleanup_json json_object *value = NULL;
   int code;
 
-  if (!open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
+  if (!cli_open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
     return code;
   if (fetch (sb, cmd, &a, &json, &err) < 0)
     return err ? cli_lib_fail (err) : 1;
   if (a.json)
     printf ("%s\n", json);
-  else if ((value = parse_json (json)))
+  else if ((value = cli_parse_json (json)))
     table (value);
   else
     return 1;
@@ -290,13 +290,13 @@ sandbox_run (struct cli_command *cmd, int argc, char **argv)
 
   if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
-  if (read_create_opts (cmd, &a, &cfg) < 0 || job_prepare (cmd, &a, false, &j) < 0)
+  if (read_create_opts (cmd, &a, &cfg) < 0 || cli_job_prepare (cmd, &a, false, &j) < 0)
     goto out;
   /* Without --keep the sandbox must not outlive us, even after kill -9.  */
-  cfg.ephemeral = !has_opt (cmd, &a, "keep");
+  cfg.ephemeral = !cli_has_opt (cmd, &a, "keep");
 
   ctx = cli_context ();
-  if (ctx == NULL || check_snapshot (ctx, cfg.snapshot) < 0)
+  if (ctx == NULL || cli_check_snapshot (ctx, cfg.snapshot) < 0)
     goto out;
   if (rt_sandbox_create (ctx, &cfg, &sb, &err) < 0)
     {
@@ -305,8 +305,8 @@ sandbox_run (struct cli_command *cmd, int argc, char **argv)
     }
   if (cfg.funding == NULL)
     say_funding (ctx, sb);
-  code = job_run (sb, &j);
-  if (has_opt (cmd, &a, "keep"))
+  code = cli_job_run (sb, &j);
+  if (cli_has_opt (cmd, &a, "keep"))
     {
       const char *id = rt_sandbox_id (sb);
       fprintf (stderr,
@@ -323,7 +323,7 @@ out:
   /* Only an error before the command ran leaves @sb here.  */
   if (sb)
     rt_sandbox_destroy (sb, NULL);
-  job_free (&j);
+  cli_job_free (&j);
   return code;
 }
 
@@ -347,10 +347,10 @@ sandbox_create (struct cli_command *cmd, int argc, char **argv)
     goto out;
   cfg.timeout_s = lease;
   cfg.on_timeout = cli_opt (cmd, &a, "on-timeout");
-  if (cfg.on_timeout && check_choice ("on-timeout", cfg.on_timeout, on_timeout_values) < 0)
+  if (cfg.on_timeout && cli_check_choice ("on-timeout", cfg.on_timeout, on_timeout_values) < 0)
     goto out;
-  cfg.get_or_create = has_opt (cmd, &a, "get-or-create");
-  cfg.no_wait = has_opt (cmd, &a, "no-wait");
+  cfg.get_or_create = cli_has_opt (cmd, &a, "get-or-create");
+  cfg.no_wait = cli_has_opt (cmd, &a, "no-wait");
   if (cfg.get_or_create && cfg.name == NULL)
     {
       cli_usage_error ("for example: runtime sandbox create --name dev --get-or-create",
@@ -359,11 +359,11 @@ sandbox_create (struct cli_command *cmd, int argc, char **argv)
     }
 
   ctx = cli_context ();
-  if (ctx == NULL || check_snapshot (ctx, cfg.snapshot) < 0)
+  if (ctx == NULL || cli_check_snapshot (ctx, cfg.snapshot) < 0)
     goto out;
   /* A Ctrl-C during the boot must not leave a sandbox whose id nobody
      saw: hold the signals until the library answers, then undo.  */
-  block_stop_signals (&mask);
+  cli_block_stop_signals (&mask);
   ret = rt_sandbox_create (ctx, &cfg, &sb, &err);
   sigpending (&pending);
   interrupted = sigismember (&pending, SIGINT) || sigismember (&pending, SIGTERM) || sigismember (&pending, SIGHUP);
@@ -391,7 +391,7 @@ sandbox_create (struct cli_command *cmd, int argc, char **argv)
   if (cfg.funding == NULL)
     say_funding (ctx, sb);
   if (a.json)
-    code = print_get_json (ctx, rt_sandbox_id (sb));
+    code = cli_print_get_json (ctx, rt_sandbox_id (sb));
   else
     {
       printf ("%s\n", rt_sandbox_id (sb));
@@ -442,87 +442,84 @@ static const struct cli_opt create_opts[] = {
   { NULL, NULL, NULL, NULL, false },
 };
 
-const struct cli_opt no_opts[] = {
-  { NULL, NULL, NULL, NULL, false },
-};
-
 static struct cli_command sandbox_cmds[] = {
   { "run", sandbox_run, "Run one command in a fresh sandbox, stream its output, stop the sandbox.",
     "[options] -- CMD [ARG…]", "runtime sandbox run -- python3 -c 'print(6*7)'", run_opts, true, 0, 0, NULL },
   { "create", sandbox_create, "Start a sandbox and print its id once it answers commands.", "[options]",
     "id=$(runtime sandbox create --name dev --timeout 600)", create_opts, false, 0, 0, NULL },
-  { "exec", sandbox_exec, "Run one command in a running sandbox, stream its output, exit with its code.",
+  { "exec", cli_sandbox_exec, "Run one command in a running sandbox, stream its output, exit with its code.",
     "[-i] [-t] ID [options] -- CMD [ARG…]",
-    "runtime sandbox exec dev --cwd /tmp -- ls -l; runtime sandbox exec -it dev -- python3", exec_opts, true, 1, 1,
+    "runtime sandbox exec dev --cwd /tmp -- ls -l; runtime sandbox exec -it dev -- python3", cli_exec_opts, true, 1, 1,
     NULL },
-  { "shell", sandbox_shell, "Open a login shell (bash -l) in a running sandbox, on a terminal; exit ends it.",
-    "ID [--user root] [--cwd DIR]", "runtime sandbox shell dev", shell_opts, false, 1, 1, NULL },
-  { "ls", sandbox_ls, "List sandboxes, oldest first.", "[options]", "runtime sandbox ls --label team=ml", ls_opts,
-    false, 0, 0, NULL },
-  { "get", sandbox_get, "Show everything about one sandbox.", "ID", "runtime sandbox get dev --json", no_opts, false,
-    1, 1, NULL },
-  { "stop", sandbox_stop, "Stop a sandbox: its VM ends, its record stays.", "ID", "runtime sandbox stop dev", no_opts,
+  { "shell", cli_sandbox_shell, "Open a login shell (bash -l) in a running sandbox, on a terminal; exit ends it.",
+    "ID [--user root] [--cwd DIR]", "runtime sandbox shell dev", cli_shell_opts, false, 1, 1, NULL },
+  { "ls", cli_sandbox_ls, "List sandboxes, oldest first.", "[options]", "runtime sandbox ls --label team=ml",
+    cli_ls_opts, false, 0, 0, NULL },
+  { "get", cli_sandbox_get, "Show everything about one sandbox.", "ID", "runtime sandbox get dev --json", cli_no_opts,
     false, 1, 1, NULL },
-  { "pause", sandbox_pause, "Pause a sandbox to disk: no CPU and no host memory until woken; get shows where.", "ID",
-    "runtime sandbox pause dev", no_opts, false, 1, 1, NULL },
-  { "wake", sandbox_wake,
+  { "stop", cli_sandbox_stop, "Stop a sandbox: its VM ends, its record stays.", "ID", "runtime sandbox stop dev",
+    cli_no_opts, false, 1, 1, NULL },
+  { "pause", cli_sandbox_pause, "Pause a sandbox to disk: no CPU and no host memory until woken; get shows where.",
+    "ID", "runtime sandbox pause dev", cli_no_opts, false, 1, 1, NULL },
+  { "wake", cli_sandbox_wake,
     "Resume a paused sandbox: the same processes and files; connections to the outside are reset.", "ID",
-    "runtime sandbox wake dev", no_opts, false, 1, 1, NULL },
-  { "snapshot", sandbox_snapshot,
+    "runtime sandbox wake dev", cli_no_opts, false, 1, 1, NULL },
+  { "snapshot", cli_sandbox_snapshot,
     "Save a sandbox (memory, processes, disk) as a snapshot and print its id; a running one pauses briefly.",
-    "ID [--name N] [--label K=V]...", "snap=$(runtime sandbox snapshot dev --name base)", snapshot_opts, false, 1, 1,
-    NULL },
-  { "fork", sandbox_fork,
+    "ID [--name N] [--label K=V]...", "snap=$(runtime sandbox snapshot dev --name base)", cli_snapshot_opts, false, 1,
+    1, NULL },
+  { "fork", cli_sandbox_fork,
     "Copy a running sandbox into N new ones, each continuing its processes with its own memory and disk; print "
     "their ids.",
-    "ID [--count N] [--name N] [--label K=V]...", "runtime sandbox fork dev --count 4", fork_opts, false, 1, 1, NULL },
-  { "update", sandbox_update, "Change a sandbox's idle pause and auto-wake; print it as get does.",
+    "ID [--count N] [--name N] [--label K=V]...", "runtime sandbox fork dev --count 4", cli_fork_opts, false, 1, 1,
+    NULL },
+  { "update", cli_sandbox_update, "Change a sandbox's idle pause and auto-wake; print it as get does.",
     "ID [--idle-pause S] [--auto-wake on|off]", "runtime sandbox update dev --idle-pause 600 --auto-wake on",
-    update_opts, false, 1, 1, NULL },
-  { "rm", sandbox_rm, "Stop a sandbox if it runs and forget it (no error if it is gone).", "ID",
-    "runtime sandbox rm dev", no_opts, false, 1, 1, NULL },
-  { "spawn", sandbox_spawn, "Start a command in the background; print its process number.",
-    "ID [options] [--stdin] -- CMD [ARG…]", "runtime sandbox spawn dev -- python3 -m http.server 8000", spawn_opts, true, 1, 1,
-    NULL },
-  { "ps", sandbox_ps, "List a sandbox's background processes.", "ID", "runtime sandbox ps dev", no_opts, false, 1, 1,
-    NULL },
-  { "logs", sandbox_logs, "Print a background process's output (its latest 1 MiB).", "ID PROCESS [-f]",
-    "runtime sandbox logs dev 1 -f", logs_opts, false, 2, 2, NULL },
-  { "kill", sandbox_kill, "Signal a background process's group.", "ID PROCESS [--signal SIG]",
-    "runtime sandbox kill dev 1 --signal INT", kill_opts, false, 2, 2, NULL },
-  { "write", sandbox_write,
+    cli_update_opts, false, 1, 1, NULL },
+  { "rm", cli_sandbox_rm, "Stop a sandbox if it runs and forget it (no error if it is gone).", "ID",
+    "runtime sandbox rm dev", cli_no_opts, false, 1, 1, NULL },
+  { "spawn", cli_sandbox_spawn, "Start a command in the background; print its process number.",
+    "ID [options] [--stdin] -- CMD [ARG…]", "runtime sandbox spawn dev -- python3 -m http.server 8000", cli_spawn_opts,
+    true, 1, 1, NULL },
+  { "ps", cli_sandbox_ps, "List a sandbox's background processes.", "ID", "runtime sandbox ps dev", cli_no_opts, false,
+    1, 1, NULL },
+  { "logs", cli_sandbox_logs, "Print a background process's output (its latest 1 MiB).", "ID PROCESS [-f]",
+    "runtime sandbox logs dev 1 -f", cli_logs_opts, false, 2, 2, NULL },
+  { "kill", cli_sandbox_kill, "Signal a background process's group.", "ID PROCESS [--signal SIG]",
+    "runtime sandbox kill dev 1 --signal INT", cli_kill_opts, false, 2, 2, NULL },
+  { "write", cli_sandbox_write,
     "Send what this command reads on its stdin to a background process's stdin (spawn --stdin); a retry "
     "never repeats bytes. One writer at a time per process: bytes sent over what another writer wrote since "
     "are refused (invalid_offset).",
-    "ID PROCESS [--eof]", "echo hello | runtime sandbox write dev 1 --eof", write_opts, false, 2, 2, NULL },
-  { "cp", sandbox_cp,
+    "ID PROCESS [--eof]", "echo hello | runtime sandbox write dev 1 --eof", cli_write_opts, false, 2, 2, NULL },
+  { "cp", cli_sandbox_cp,
     "Copy a file or a whole directory into or out of a sandbox (modes kept; out: no devices, FIFOs, setuid or "
     "links leading out).",
     "SRC DST [--max-size SIZE] [--keep-links] [--follow]",
-    "runtime sandbox cp ./project dev:/workspace/ && runtime sandbox cp dev:/workspace/report.html .", cp_opts, false,
-    2, 2, NULL },
-  { "cat", sandbox_cat, "Print a file from the sandbox, byte for byte.", "ID PATH",
-    "runtime sandbox cat dev /workspace/out.json", no_opts, false, 2, 2, NULL },
-  { "files", sandbox_files, "List files in the sandbox: TYPE (d, l or -) SIZE PATH per entry.",
-    "ID [PATH] [--depth N]", "runtime sandbox files dev /workspace --depth 2", files_opts, false, 1, 2, NULL },
-  { "forward", sandbox_forward,
+    "runtime sandbox cp ./project dev:/workspace/ && runtime sandbox cp dev:/workspace/report.html .", cli_cp_opts,
+    false, 2, 2, NULL },
+  { "cat", cli_sandbox_cat, "Print a file from the sandbox, byte for byte.", "ID PATH",
+    "runtime sandbox cat dev /workspace/out.json", cli_no_opts, false, 2, 2, NULL },
+  { "files", cli_sandbox_files, "List files in the sandbox: TYPE (d, l or -) SIZE PATH per entry.",
+    "ID [PATH] [--depth N]", "runtime sandbox files dev /workspace --depth 2", cli_files_opts, false, 1, 2, NULL },
+  { "forward", cli_sandbox_forward,
     "Forward a host port to a port inside the sandbox over the agent channel (no route, no egress rule change); "
     "listen on 127.0.0.1 unless ADDR (LOCAL left out: REMOTE; 0: a free port), print the bound address, relay "
     "until Ctrl-C or until the sandbox ends.",
-    "ID [[ADDR:]LOCAL:]REMOTE", "runtime sandbox forward dev 8080:8000", no_opts, false, 2, 2, NULL },
-  { "extend", sandbox_extend, "Move a sandbox's lease end SECONDS later (at most 1 h from now); print the new end.",
-    "ID SECONDS", "runtime sandbox extend dev 600", no_opts, false, 2, 2, NULL },
-  { "metrics", sandbox_metrics, "CPU now (% of its vCPUs), memory now, CPU seconds and cost so far.", "ID",
-    "runtime sandbox metrics dev", no_opts, false, 1, 1, NULL },
-  { "network", sandbox_network,
+    "ID [[ADDR:]LOCAL:]REMOTE", "runtime sandbox forward dev 8080:8000", cli_no_opts, false, 2, 2, NULL },
+  { "extend", cli_sandbox_extend, "Move a sandbox's lease end SECONDS later (at most 1 h from now); print the new end.",
+    "ID SECONDS", "runtime sandbox extend dev 600", cli_no_opts, false, 2, 2, NULL },
+  { "metrics", cli_sandbox_metrics, "CPU now (% of its vCPUs), memory now, CPU seconds and cost so far.", "ID",
+    "runtime sandbox metrics dev", cli_no_opts, false, 1, 1, NULL },
+  { "network", cli_sandbox_network,
     "Show a sandbox's egress rules, replace them live (open connections they refuse are cut), or show its log.",
     "ID [--internet|--no-internet] [--allow HOST]... [--deny HOST]... | ID --log",
-    "runtime sandbox network dev --allow pypi.org --allow '*.pythonhosted.org'", network_opts, false, 1, 1, NULL },
+    "runtime sandbox network dev --allow pypi.org --allow '*.pythonhosted.org'", cli_network_opts, false, 1, 1, NULL },
   { NULL, NULL, NULL, NULL, NULL, NULL, false, 0, 0, NULL },
 };
 
 int
-cmd_sandbox (int argc, char **argv)
+cli_cmd_sandbox (int argc, char **argv)
 {
   return cli_group_dispatch ("sandbox", sandbox_cmds, argc, argv);
 }

@@ -15,30 +15,29 @@
 #define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 /* sandbox.c: helpers.  */
-bool has_opt (struct cli_command *cmd, struct cli_args *a, const char *name);
+bool cli_has_opt (struct cli_command *cmd, struct cli_args *a, const char *name);
 /* One of @names, or a usage error naming the likeliest one.  */
-int check_choice (const char *opt, const char *v, const char *const *names);
+int cli_check_choice (const char *opt, const char *v, const char *const *names);
 /* K=V with a portable name; @limits: also the caps of a sandbox's own env.  */
-int check_env (const char **env, int n, bool limits);
+int cli_check_env (const char **env, int n, bool limits);
 /* --label values and a --name; -1 after a usage error.  */
-int check_labels (const char **labels, int n);
-int check_name (const char *name);
+int cli_check_labels (const char **labels, int n);
+int cli_check_name (const char *name);
 /* Parses a library JSON answer; prints an error when it is not JSON.  */
-json_object *parse_json (const char *text);
-void print_json (json_object *o);
+json_object *cli_parse_json (const char *text);
+void cli_print_json (json_object *o);
 /* Prints the library's object for @ref as is.  */
-int print_get_json (rt_context *ctx, const char *ref);
+int cli_print_get_json (rt_context *ctx, const char *ref);
 /* cli_start, then open a.pos[0].  False when the command must return *code now.  */
-bool open_target (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, rt_context **ctx,
-                  rt_sandbox **sb, int *code);
+bool cli_open_target (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, rt_context **ctx,
+                      rt_sandbox **sb, int *code);
 /* A command that shows one JSON value a live sandbox gives.  */
-int show_target_json (struct cli_command *cmd, int argc, char **argv,
-                      int (*fetch) (rt_sandbox *sb, struct cli_command *cmd, struct cli_args *a, char **json,
-                                    rt_error **err),
-                      void (*table) (json_object *value));
+int cli_show_target_json (struct cli_command *cmd, int argc, char **argv,
+                          int (*fetch) (rt_sandbox *sb, struct cli_command *cmd, struct cli_args *a, char **json,
+                                        rt_error **err),
+                          void (*table) (json_object *value));
 /* Blocks the signals that ask us to stop (INT, TERM, HUP) into @mask.  */
-void block_stop_signals (sigset_t *mask);
-extern const struct cli_opt no_opts[];
+void cli_block_stop_signals (sigset_t *mask);
 
 /* sandbox-exec.c: running a command, for `run` and `exec`.  */
 struct capture
@@ -56,7 +55,7 @@ struct output
 };
 
 /* Output callback: to our stdout and stderr, or captured for --json.  */
-int on_output (void *data, int stream, const char *buf, size_t len);
+int cli_on_output (void *data, int stream, const char *buf, size_t len);
 
 /* One command to run: everything checked and read before any sandbox is
    touched.  */
@@ -72,7 +71,7 @@ struct job
   size_t input_len;
   int sfd;
   struct output o;
-  bool attach;           /* set before job_prepare: stdin is streamed, not read here */
+  bool attach;           /* set before cli_job_prepare: stdin is streamed, not read here */
   bool tty, interactive; /* -t, -i */
   const char **tty_env;  /* env with TERM added (sandbox-tty.c) */
   char *term_var;
@@ -80,70 +79,70 @@ struct job
 
 /* Reads and checks the command's options and stdin; -1 after printing a
    usage error.  */
-int job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct job *j);
+int cli_job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, struct job *j);
 /* Runs the job; returns the exit code `run` and `exec` end with.  */
-int job_run (rt_sandbox *sb, struct job *j);
+int cli_job_run (rt_sandbox *sb, struct job *j);
 /* The exit code for how the command ended, after the timeout's message
    and, with --json, the result object.  */
-int job_finish (struct job *j, const rt_exec_result *res);
-void job_free (struct job *j);
+int cli_job_finish (struct job *j, const rt_exec_result *res);
+void cli_job_free (struct job *j);
 
 /* sandbox-tty.c: exec -i/-t and shell, a command with its stdin open.  */
-/* After job_prepare: checks -t (a terminal, no --json), adds TERM, and
+/* After cli_job_prepare: checks -t (a terminal, no --json), adds TERM, and
    watches SIGWINCH and SIGCONT too; -1 after printing an error.  */
-int attach_prepare (struct cli_command *cmd, struct cli_args *a, struct job *j, bool tty, bool interactive);
-/* Runs it; returns the exit code, as job_run.  */
-int attach_run (rt_sandbox *sb, struct job *j);
-int sandbox_shell (struct cli_command *cmd, int argc, char **argv);
-extern const struct cli_opt shell_opts[];
+int cli_attach_prepare (struct cli_command *cmd, struct cli_args *a, struct job *j, bool tty, bool interactive);
+/* Runs it; returns the exit code, as cli_job_run.  */
+int cli_attach_run (rt_sandbox *sb, struct job *j);
+int cli_sandbox_shell (struct cli_command *cmd, int argc, char **argv);
+extern const struct cli_opt cli_shell_opts[];
 
 /* The commands, each with its option table.  */
-int sandbox_exec (struct cli_command *cmd, int argc, char **argv);
-int sandbox_spawn (struct cli_command *cmd, int argc, char **argv);
-int sandbox_ps (struct cli_command *cmd, int argc, char **argv);
-int sandbox_logs (struct cli_command *cmd, int argc, char **argv);
-int sandbox_kill (struct cli_command *cmd, int argc, char **argv);
-int sandbox_write (struct cli_command *cmd, int argc, char **argv);
-extern const struct cli_opt exec_opts[], spawn_opts[], logs_opts[], kill_opts[], write_opts[];
+int cli_sandbox_exec (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_spawn (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_ps (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_logs (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_kill (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_write (struct cli_command *cmd, int argc, char **argv);
+extern const struct cli_opt cli_exec_opts[], cli_spawn_opts[], cli_logs_opts[], cli_kill_opts[], cli_write_opts[];
 
 /* sandbox-files.c  */
-int sandbox_cp (struct cli_command *cmd, int argc, char **argv);
-int sandbox_cat (struct cli_command *cmd, int argc, char **argv);
-int sandbox_files (struct cli_command *cmd, int argc, char **argv);
-extern const struct cli_opt files_opts[];
-extern const struct cli_opt cp_opts[];
+int cli_sandbox_cp (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_cat (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_files (struct cli_command *cmd, int argc, char **argv);
+extern const struct cli_opt cli_files_opts[];
+extern const struct cli_opt cli_cp_opts[];
 
 /* sandbox-state.c  */
-int sandbox_ls (struct cli_command *cmd, int argc, char **argv);
-int sandbox_get (struct cli_command *cmd, int argc, char **argv);
-int sandbox_stop (struct cli_command *cmd, int argc, char **argv);
-int sandbox_pause (struct cli_command *cmd, int argc, char **argv);
-int sandbox_wake (struct cli_command *cmd, int argc, char **argv);
-int sandbox_rm (struct cli_command *cmd, int argc, char **argv);
-int sandbox_extend (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_ls (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_get (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_stop (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_pause (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_wake (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_rm (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_extend (struct cli_command *cmd, int argc, char **argv);
 /* A get object, one "key  value" line per field.  */
-void print_fields (json_object *o);
-extern const struct cli_opt ls_opts[];
+void cli_print_fields (json_object *o);
+extern const struct cli_opt cli_ls_opts[];
 
 /* sandbox-network.c  */
-int sandbox_network (struct cli_command *cmd, int argc, char **argv);
-int sandbox_metrics (struct cli_command *cmd, int argc, char **argv);
-extern const struct cli_opt network_opts[];
+int cli_sandbox_network (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_metrics (struct cli_command *cmd, int argc, char **argv);
+extern const struct cli_opt cli_network_opts[];
 
 /* sandbox-forward.c  */
-int sandbox_forward (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_forward (struct cli_command *cmd, int argc, char **argv);
 
 /* sandbox-snapshot.c  */
 #define IDLE_PAUSE_MIN_S 10
 #define IDLE_PAUSE_MAX_S 86400
 /* --idle-pause into *out: 1 when given, 0 when not, -1 after a usage
    error.  */
-int read_idle_pause (struct cli_command *cmd, struct cli_args *a, int *out);
+int cli_read_idle_pause (struct cli_command *cmd, struct cli_args *a, int *out);
 /* --snapshot names a snapshot; -1 after printing the error.  */
-int check_snapshot (rt_context *ctx, const char *snapshot);
-int sandbox_snapshot (struct cli_command *cmd, int argc, char **argv);
-int sandbox_fork (struct cli_command *cmd, int argc, char **argv);
-int sandbox_update (struct cli_command *cmd, int argc, char **argv);
-extern const struct cli_opt snapshot_opts[], fork_opts[], update_opts[];
+int cli_check_snapshot (rt_context *ctx, const char *snapshot);
+int cli_sandbox_snapshot (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_fork (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_update (struct cli_command *cmd, int argc, char **argv);
+extern const struct cli_opt cli_snapshot_opts[], cli_fork_opts[], cli_update_opts[];
 
 #endif

@@ -222,7 +222,7 @@ static struct cli_command secrets_cmds[] = {
 };
 
 int
-cmd_secrets (int argc, char **argv)
+cli_cmd_secrets (int argc, char **argv)
 {
   return cli_group_dispatch ("secrets", secrets_cmds, argc, argv);
 }

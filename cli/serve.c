@@ -64,7 +64,7 @@ static struct cli_command serve_cmd = {
 };
 
 int
-cmd_serve (int argc, char **argv)
+cli_cmd_serve (int argc, char **argv)
 {
   return cli_run_single (&serve_cmd, argc, argv);
 }

@@ -119,20 +119,18 @@ snapshot_rm (struct cli_command *cmd, int argc, char **argv)
   return code;
 }
 
-static const struct cli_opt no_opts[] = { { NULL, NULL, NULL, NULL, false } };
-
 static struct cli_command snapshot_cmds[] = {
   { "ls", snapshot_ls, "List snapshots, oldest first: source sandbox, shape, size on disk.", "", "runtime snapshot ls",
-    no_opts, false, 0, 0, NULL },
+    cli_no_opts, false, 0, 0, NULL },
   { "get", snapshot_get, "Show one snapshot: image, shape, sizes, where it lives.", "ID",
-    "runtime snapshot get base --json", no_opts, false, 1, 1, NULL },
-  { "rm", snapshot_rm, "Delete snapshots; sandboxes made from them run on.", "ID…", "runtime snapshot rm base", no_opts,
-    false, 1, 8, NULL },
+    "runtime snapshot get base --json", cli_no_opts, false, 1, 1, NULL },
+  { "rm", snapshot_rm, "Delete snapshots; sandboxes made from them run on.", "ID…", "runtime snapshot rm base",
+    cli_no_opts, false, 1, 8, NULL },
   { NULL, NULL, NULL, NULL, NULL, NULL, false, 0, 0, NULL },
 };
 
 int
-cmd_snapshot (int argc, char **argv)
+cli_cmd_snapshot (int argc, char **argv)
 {
   return cli_group_dispatch ("snapshot", snapshot_cmds, argc, argv);
 }

@@ -19,7 +19,7 @@ static pid_t term_pid; /* a child forked since does not own the terminal */
 static volatile sig_atomic_t raw_on;
 
 void
-term_restore (void)
+cli_term_restore (void)
 {
   if (!raw_on)
     return;
@@ -30,7 +30,7 @@ term_restore (void)
 }
 
 void
-term_reraw (void)
+cli_term_reraw (void)
 {
   if (term_fd < 0 || raw_on)
     return;
@@ -39,7 +39,7 @@ term_reraw (void)
 }
 
 bool
-term_is_raw (void)
+cli_term_is_raw (void)
 {
   return raw_on;
 }
@@ -73,7 +73,7 @@ arm_exit_paths (void)
   if (armed)
     return;
   armed = true;
-  atexit (term_restore);
+  atexit (cli_term_restore);
   memset (&sa, 0, sizeof (sa));
   sa.sa_handler = on_fatal;
   sa.sa_flags = SA_RESETHAND | SA_NODEFER;
@@ -89,7 +89,7 @@ arm_exit_paths (void)
 }
 
 int
-term_raw (int fd)
+cli_term_raw (int fd)
 {
   if (raw_on)
     return 0;
@@ -110,7 +110,7 @@ term_raw (int fd)
 }
 
 void
-term_size (int fd, unsigned max, unsigned *cols, unsigned *rows)
+cli_term_size (int fd, unsigned max, unsigned *cols, unsigned *rows)
 {
   struct winsize ws;
 

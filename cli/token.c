@@ -103,8 +103,6 @@ static const struct cli_opt create_opts[] = {
   { NULL, NULL, NULL, NULL, false },
 };
 
-static const struct cli_opt no_opts[] = { { NULL, NULL, NULL, NULL, false } };
-
 static struct cli_command token_cmds[] = {
   { "create", token_create,
     "Make an API token for runtime serve and print it once (only its SHA-256 is kept, in the data dir's "
@@ -113,16 +111,16 @@ static struct cli_command token_cmds[] = {
     "NAME [--max-sandboxes N] [--max-vcpu N] [--max-cost USD] [--rate N] [--max-snapshots N]",
     "runtime token create ci --max-sandboxes 8 --max-cost 20", create_opts, false, 1, 1, NULL },
   { "ls", token_ls, "List the tokens: name, first characters, limits (never a token or its hash).", "",
-    "runtime token ls", no_opts, false, 0, 0, NULL },
+    "runtime token ls", cli_no_opts, false, 0, 0, NULL },
   { "rm", token_rm,
     "Revoke a token at once and stop every sandbox it made (paused ones too; their records and usage stay); "
     "its secrets are forgotten.",
-    "NAME", "runtime token rm ci", no_opts, false, 1, 1, NULL },
+    "NAME", "runtime token rm ci", cli_no_opts, false, 1, 1, NULL },
   { NULL, NULL, NULL, NULL, NULL, NULL, false, 0, 0, NULL },
 };
 
 int
-cmd_token (int argc, char **argv)
+cli_cmd_token (int argc, char **argv)
 {
   return cli_group_dispatch ("token", token_cmds, argc, argv);
 }

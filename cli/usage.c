@@ -109,7 +109,7 @@ static struct cli_command usage_cmd = {
 };
 
 int
-cmd_usage (int argc, char **argv)
+cli_cmd_usage (int argc, char **argv)
 {
   return cli_run_single (&usage_cmd, argc, argv);
 }

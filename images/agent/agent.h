@@ -1,13 +1,13 @@
 /* agent.h - the guest agent's state, limits and console helpers (agent.c).
  *
- * The agent is PID 1 of a sandbox VM: boot.c and root.c bring the guest
- * up, spawn.c and users.c start commands, oneshot.c holds the benchmark
- * modes, and the rest serve the host over the virtio-serial port with the
- * framed protocol of common/proto.h: channel.c (the outgoing queue and
- * replies), commands.c (one running command), requests.c (what the host
- * asks), connect.c (CONNECT: a TCP connection as a stream), restore.c
- * (FREEZE, QUIESCE, RESTORE), conn.c (the
- * port and its state), loop.c (the poll() loop).
+ * The agent is PID 1 of a sandbox VM: main.c runs it, boot.c and root.c
+ * bring the guest up, spawn.c and users.c start commands, oneshot.c holds
+ * the benchmark modes, and the rest serve the host over the virtio-serial
+ * port with the framed protocol of common/proto.h: channel.c (the outgoing
+ * queue and replies), commands.c (one running command), requests.c (what
+ * the host asks), connect.c (CONNECT: a TCP connection as a stream),
+ * restore.c (FREEZE, QUIESCE, RESTORE), conn.c (the port and its state),
+ * loop.c (the poll() loop).
  *
  * Every header of this folder includes this one and no other of it.
  */

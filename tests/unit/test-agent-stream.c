@@ -13,46 +13,16 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "channel.h"
 #include "conn.h"
 #include "loop.h"
 #include "tap.h"
-
-/* agent.c's helpers (it also holds main).  */
-void
-close_fd (int *fd)
-{
-  if (*fd >= 0)
-    close (*fd);
-  *fd = -1;
-}
-
-void
-sleep_ms (int ms)
-{
-  struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-  nanosleep (&ts, NULL);
-}
-
-void RT_PRINTF (1, 2)
-agent_log (const char *fmt, ...)
-{
-  (void) fmt;
-}
-
-void __attribute__ ((noreturn))
-power_off (void)
-{
-  abort ();
-}
 
 static struct agent ag;
 static struct rt_frame_reader host_reader;

@@ -1,5 +1,5 @@
 /* test-term.c - the terminal of `exec -t` (cli/term.c) on a pseudo-terminal
-   of our own: raw mode, and the settings put back by term_restore, at exit,
+   of our own: raw mode, and the settings put back by cli_term_restore, at exit,
    after a crash and after any signal that ends the process; and -i/-t/-it
    spelled out (cli_short_flags).  */
 #include <fcntl.h>
@@ -55,7 +55,7 @@ restored_after (int fd, const struct termios *before, int how)
     {
       /* No core files of ours (SIGQUIT, SIGSEGV, …).  */
       setrlimit (RLIMIT_CORE, &(struct rlimit){ 0, 0 });
-      if (term_raw (fd) < 0)
+      if (cli_term_raw (fd) < 0)
         _exit (3);
       if (how == 0)
         exit (0); /* atexit */
@@ -69,7 +69,7 @@ restored_after (int fd, const struct termios *before, int how)
   return same (fd, before);
 }
 
-/* In a child: SIGUSR2 ignored before term_raw is still ignored after.  */
+/* In a child: SIGUSR2 ignored before cli_term_raw is still ignored after.  */
 static bool
 ignored_stays (int fd)
 {
@@ -81,11 +81,11 @@ ignored_stays (int fd)
   if (pid == 0)
     {
       signal (SIGUSR2, SIG_IGN);
-      if (term_raw (fd) < 0)
+      if (cli_term_raw (fd) < 0)
         _exit (3);
       raise (SIGUSR2);
       /* Still here, still raw: put it back ourselves.  */
-      _exit (term_is_raw () ? (term_restore (), 5) : 4);
+      _exit (cli_term_is_raw () ? (cli_term_restore (), 5) : 4);
     }
   waitpid (pid, &status, 0);
   return WIFEXITED (status) && WEXITSTATUS (status) == 5;
@@ -102,20 +102,20 @@ test_terminal (void)
   if (fd < 0)
     return;
   tcgetattr (fd, &before);
-  ok (!term_is_raw (), "not raw before term_raw");
-  ok (term_raw (fd) == 0 && term_is_raw (), "term_raw on a terminal");
+  ok (!cli_term_is_raw (), "not raw before cli_term_raw");
+  ok (cli_term_raw (fd) == 0 && cli_term_is_raw (), "cli_term_raw on a terminal");
   tcgetattr (fd, &t);
   ok (!(t.c_lflag & (ICANON | ECHO | ISIG | IEXTEN)), "raw: no line editing, no echo, ^C ^Z ^\\ are bytes");
   ok (!(t.c_iflag & (IXON | ICRNL)) && !(t.c_oflag & OPOST), "raw: no ^S/^Q, no CR/NL mapping, no output processing");
   ok (t.c_cc[VMIN] == 1 && t.c_cc[VTIME] == 0, "raw: a read returns each byte");
-  term_restore ();
-  ok (!term_is_raw () && same (fd, &before), "term_restore puts every setting back");
-  term_restore ();
-  ok (same (fd, &before), "a second term_restore changes nothing");
-  term_reraw ();
+  cli_term_restore ();
+  ok (!cli_term_is_raw () && same (fd, &before), "cli_term_restore puts every setting back");
+  cli_term_restore ();
+  ok (same (fd, &before), "a second cli_term_restore changes nothing");
+  cli_term_reraw ();
   tcgetattr (fd, &t);
-  ok (term_is_raw () && !(t.c_lflag & ICANON), "term_reraw: raw again (after SIGCONT)");
-  term_restore ();
+  ok (cli_term_is_raw () && !(t.c_lflag & ICANON), "cli_term_reraw: raw again (after SIGCONT)");
+  cli_term_restore ();
   ok (restored_after (fd, &before, 0), "exit() puts the terminal back (atexit)");
   ok (restored_after (fd, &before, SIGSEGV), "a crash (SIGSEGV) puts it back, and still dies of it");
   ok (restored_after (fd, &before, SIGABRT), "abort() puts it back, and still dies of it");
@@ -132,13 +132,13 @@ test_terminal (void)
     ok (restored_after (fd, &before, SIGRTMIN + 3), "a real-time signal (SIGRTMIN+3) too");
   }
   ok (ignored_stays (fd), "a signal the program ignores stays ignored: raw on, the process lives");
-  term_size (fd, 1000, &cols, &rows);
-  ok (cols == 100 && rows == 30, "term_size reads the window (100x30)");
-  term_size (fd, 50, &cols, &rows);
-  ok (cols == 50 && rows == 30, "term_size clamps a side to the maximum");
+  cli_term_size (fd, 1000, &cols, &rows);
+  ok (cols == 100 && rows == 30, "cli_term_size reads the window (100x30)");
+  cli_term_size (fd, 50, &cols, &rows);
+  ok (cols == 50 && rows == 30, "cli_term_size clamps a side to the maximum");
   {
     int null = open ("/dev/null", O_RDWR);
-    ok (term_raw (null) < 0 && !term_is_raw (), "term_raw refuses what is not a terminal");
+    ok (cli_term_raw (null) < 0 && !cli_term_is_raw (), "cli_term_raw refuses what is not a terminal");
     close (null);
   }
   close (fd);
@@ -172,7 +172,7 @@ main (void)
 
   /* Every signal at its default and unblocked, whatever we inherited: a
      background job of a shell without job control ignores SIGINT and
-     SIGQUIT, and term_raw rightly leaves an ignored signal alone.  */
+     SIGQUIT, and cli_term_raw rightly leaves an ignored signal alone.  */
   for (int sig = 1; sig < NSIG; sig++)
     {
       struct sigaction sa;

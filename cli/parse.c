@@ -1,87 +1,14 @@
-/* common.c - option parsing, help, did-you-mean and error printing shared
-   by every command group.  */
+/* parse.c - a command's arguments read against its option table, the
+   group's command found by name, and a did-you-mean for a slip in
+   either.  */
 #include <errno.h>
-#include <json-c/json.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-
-bool cli_json_errors;
-
-int
-cli_error (const rt_error *err)
-{
-  const char *code = err && err->code ? err->code : "internal";
-  const char *msg = err && err->msg ? err->msg : "unknown error";
-  const char *hint = err ? err->hint : NULL;
-
-  if (cli_json_errors)
-    {
-      json_object *o = json_object_new_object (), *e = json_object_new_object ();
-      json_object_object_add (e, "code", json_object_new_string (code));
-      json_object_object_add (e, "message", json_object_new_string (msg));
-      json_object_object_add (e, "hint", hint ? json_object_new_string (hint) : NULL);
-      json_object_object_add (o, "error", e);
-      fprintf (stderr, "%s\n", json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-      json_object_put (o);
-    }
-  else
-    {
-      /* A message or hint may quote the guest (its console, a path it
-         named): shown as text, the hint's lines kept.  */
-      cleanup_free char *safe_msg = rt_text_escape (msg, false);
-      cleanup_free char *safe_hint = hint ? rt_text_escape (hint, true) : NULL;
-      fprintf (stderr, "Error [%s]: %s\n", code, safe_msg ? safe_msg : msg);
-      if (hint)
-        fprintf (stderr, "Hint: %s\n", safe_hint ? safe_hint : hint);
-    }
-  return 1;
-}
-
-/* The format attribute: clang's -Wformat-nonliteral (from -Wformat=2)
-   accepts vasprintf on @fmt only then.  */
-static int vfail (const char *code, const char *hint, const char *fmt, va_list ap)
-    __attribute__ ((format (printf, 3, 0)));
-
-static int
-vfail (const char *code, const char *hint, const char *fmt, va_list ap)
-{
-  rt_error e = { EINVAL, (char *) code, NULL, (char *) hint };
-  int ret;
-
-  if (vasprintf (&e.msg, fmt, ap) < 0)
-    e.msg = NULL;
-  ret = cli_error (&e);
-  free (e.msg);
-  return ret;
-}
-
-int
-cli_fail (const char *code, const char *hint, const char *fmt, ...)
-{
-  va_list ap;
-  int ret;
-
-  va_start (ap, fmt);
-  ret = vfail (code, hint, fmt, ap);
-  va_end (ap);
-  return ret;
-}
-
-int
-cli_usage_error (const char *hint, const char *fmt, ...)
-{
-  va_list ap;
-  int ret;
-
-  va_start (ap, fmt);
-  ret = vfail ("usage", hint, fmt, ap);
-  va_end (ap);
-  return ret;
-}
+#include "help.h"
+#include "output.h"
+#include "parse.h"
 
 /* Optimal string alignment distance: Levenshtein plus adjacent
    transpositions ("rnu" is one slip from "run").  */
@@ -119,16 +46,6 @@ edit_distance (const char *a, const char *b)
 }
 
 const char *
-cli_jstr (json_object *o, const char *key)
-{
-  json_object *v;
-
-  if (!json_object_object_get_ex (o, key, &v) || v == NULL)
-    return NULL;
-  return json_object_get_string (v);
-}
-
-const char *
 cli_suggest (const char *word, const char *const *names)
 {
   const char *best = NULL;
@@ -155,7 +72,11 @@ cli_suggest (const char *word, const char *const *names)
   return NULL;
 }
 
-static const struct cli_opt implicit_opts[] = {
+const struct cli_opt cli_no_opts[] = {
+  { NULL, NULL, NULL, NULL, false },
+};
+
+const struct cli_opt cli_implicit_opts[] = {
   { "json", NULL, "print one JSON value on stdout (errors as JSON on stderr)", NULL, false },
   { "help", NULL, "show this help", NULL, false },
   { NULL, NULL, NULL, NULL, false },
@@ -171,34 +92,13 @@ find_opt (struct cli_command *cmd, const char *name, int *index)
         *index = i;
         return o;
       }
-  for (const struct cli_opt *o = implicit_opts; o->name; o++)
+  for (const struct cli_opt *o = cli_implicit_opts; o->name; o++)
     if (strcmp (o->name, name) == 0)
       {
         *index = -1;
         return o;
       }
   return NULL;
-}
-
-void
-cli_print_help (struct cli_command *cmd)
-{
-  printf ("Usage: runtime %s%s%s %s\n\n%s\n", cmd->group, *cmd->group ? " " : "", cmd->name, cmd->usage, cmd->summary);
-  printf ("\nOptions:\n");
-  for (int pass = 0; pass < 2; pass++)
-    for (const struct cli_opt *o = pass == 0 ? cmd->opts : implicit_opts; o && o->name; o++)
-      {
-        char left[64];
-        snprintf (left, sizeof (left), "--%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
-        printf ("  %-24s %s", left, o->help);
-        if (o->dflt)
-          printf (" (default: %s)", o->dflt);
-        if (o->repeat)
-          printf (" (repeatable)");
-        printf ("\n");
-      }
-  if (cmd->example)
-    printf ("\nExample:\n  %s\n", cmd->example);
 }
 
 /* Prints the usage error for an unknown --@name, with the likeliest one.  */
@@ -401,30 +301,6 @@ cli_opt_uint (struct cli_command *cmd, struct cli_args *a, const char *name, uns
 }
 
 int
-cli_remove_named (struct cli_command *cmd, int argc, char **argv,
-                  int (*remove) (rt_context *ctx, const char *name, rt_error **err))
-{
-  cleanup_cli_args struct cli_args a;
-  cleanup_context rt_context *ctx = NULL;
-  rt_error *err = NULL;
-  int code;
-
-  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
-    return code;
-  if (remove (ctx, a.pos[0], &err) < 0)
-    return cli_lib_fail (err);
-  if (a.json)
-    {
-      cleanup_json json_object *o = json_object_new_object ();
-      json_object_object_add (o, "removed", json_object_new_string (a.pos[0]));
-      printf ("%s\n", json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-    }
-  else
-    printf ("%s\n", a.pos[0]);
-  return 0;
-}
-
-int
 cli_opt_usd (struct cli_command *cmd, struct cli_args *a, const char *name, int64_t *micros)
 {
   const char *v = cli_opt (cmd, a, name);
@@ -442,163 +318,6 @@ cli_opt_usd (struct cli_command *cmd, struct cli_args *a, const char *name, int6
     }
   *micros = (int64_t) (usd * 1e6 + 0.5);
   return 0;
-}
-
-/* roff-escaped text: backslashes, a leading dot or quote, and UTF-8 as
-   \[uXXXX] (plain groff reads its input as Latin-1).  */
-static void
-roff (const char *s)
-{
-  if (*s == '.' || *s == '\'')
-    fputs ("\\&", stdout);
-  for (; *s; s++)
-    {
-      unsigned char c = *s;
-      if (c == '\\')
-        fputs ("\\e", stdout);
-      else if (c == '-')
-        fputs ("\\-", stdout);
-      else if (c >= 0xc0 && c < 0xf0 && (s[1] & 0xc0) == 0x80 && (c < 0xe0 || (s[2] & 0xc0) == 0x80))
-        {
-          unsigned cp = c < 0xe0 ? (c & 0x1f) << 6 | (s[1] & 0x3f) : (c & 0x0f) << 12 | (s[1] & 0x3f) << 6 | (s[2] & 0x3f);
-          s += c < 0xe0 ? 1 : 2;
-          printf ("\\[u%04X]", cp);
-        }
-      else
-        putchar (c);
-    }
-}
-
-int
-cli_run_single (struct cli_command *cmd, int argc, char **argv)
-{
-  if (argc == 2 && strcmp (argv[1], "--roff") == 0)
-    {
-      cli_print_roff (cmd);
-      return 0;
-    }
-  return cmd->run (cmd, argc, argv);
-}
-
-void
-cli_print_roff (struct cli_command *cmd)
-{
-  printf (".SS \"runtime %s%s%s\"\n.B runtime %s%s%s\n", cmd->group, *cmd->group ? " " : "", cmd->name, cmd->group,
-          *cmd->group ? " " : "", cmd->name);
-  roff (cmd->usage);
-  printf ("\n.PP\n");
-  roff (cmd->summary);
-  printf ("\n");
-  for (const struct cli_opt *o = cmd->opts; o && o->name; o++)
-    {
-      printf (".TP\n.B \\-\\-");
-      roff (o->name);
-      if (o->metavar)
-        {
-          printf (" \\fI");
-          roff (o->metavar);
-          printf ("\\fR");
-        }
-      printf ("\n");
-      roff (o->help);
-      if (o->dflt)
-        {
-          printf (" (default: ");
-          roff (o->dflt);
-          printf (")");
-        }
-      if (o->repeat)
-        printf (" (repeatable)");
-      printf ("\n");
-    }
-  if (cmd->example)
-    {
-      printf (".PP\nExample:\n.RS\n.nf\n");
-      roff (cmd->example);
-      printf ("\n.fi\n.RE\n");
-    }
-}
-
-int
-cli_group_dispatch (const char *group, struct cli_command *cmds, int argc, char **argv)
-{
-  const char *names[32];
-  const char *s;
-  int n = 0;
-
-  /* The man page is made from these tables at build time (--roff).  */
-  if (argc == 2 && strcmp (argv[1], "--roff") == 0)
-    {
-      for (struct cli_command *c = cmds; c->name; c++)
-        {
-          c->group = group;
-          cli_print_roff (c);
-        }
-      return 0;
-    }
-
-  if (argc < 2 || strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "help") == 0)
-    {
-      printf ("Usage: runtime %s <command> [options]\n\nCommands:\n", group);
-      for (struct cli_command *c = cmds; c->name; c++)
-        printf ("  %-10s %s\n", c->name, c->summary);
-      printf ("\n'runtime %s <command> --help' shows a command's options.\n", group);
-      /* The first command is the group's main one: its example is the
-         group's.  */
-      if (cmds->example)
-        printf ("\nExample:\n  %s\n", cmds->example);
-      return argc < 2 ? 1 : 0;
-    }
-  for (struct cli_command *c = cmds; c->name; c++)
-    {
-      if (strcmp (c->name, argv[1]) == 0)
-        {
-          c->group = group;
-          return c->run (c, argc - 1, argv + 1);
-        }
-      if (n < 31)
-        names[n++] = c->name;
-    }
-  names[n] = NULL;
-  s = cli_suggest (argv[1], names);
-  {
-    char hint[128];
-    snprintf (hint, sizeof (hint), "runtime %s --help lists the commands", group);
-    if (s)
-      return cli_usage_error (hint, "Unknown command '%s %s'. Did you mean '%s'?", group, argv[1], s);
-    return cli_usage_error (hint, "Unknown command '%s %s'.", group, argv[1]);
-  }
-}
-
-void
-cli_progress (void *data, const char *line)
-{
-  (void) data;
-  fprintf (stderr, "runtime: %s\n", line);
-}
-
-rt_context *
-cli_context (void)
-{
-  rt_context *ctx = NULL;
-  rt_error *err = NULL;
-
-  if (rt_context_new (&ctx, &err) < 0)
-    {
-      cli_error (err);
-      rt_error_free (err);
-      return NULL;
-    }
-  rt_context_set_progress (ctx, cli_progress, NULL);
-  return ctx;
-}
-
-int
-cli_lib_fail (rt_error *err)
-{
-  int ret = cli_error (err);
-  rt_error_free (err);
-  return ret;
 }
 
 const char **
@@ -629,31 +348,6 @@ cli_begin (struct cli_command *cmd, int argc, char **argv, struct cli_args *a, i
       return false;
     }
   return true;
-}
-
-int
-cli_show_json (struct cli_command *cmd, int argc, char **argv,
-               int (*fetch) (rt_context *ctx, struct cli_args *a, char **json, rt_error **err),
-               void (*table) (json_object *value))
-{
-  cleanup_cli_args struct cli_args a;
-  cleanup_context rt_context *ctx = NULL;
-  rt_error *err = NULL;
-  cleanup_free char *json = NULL;
-  cleanup_json json_object *value = NULL;
-  int code;
-
-  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
-    return code;
-  if (fetch (ctx, &a, &json, &err) < 0)
-    return cli_lib_fail (err);
-  if (a.json)
-    printf ("%s\n", json);
-  else if ((value = json_tokener_parse (json)))
-    table (value);
-  else
-    return cli_fail ("internal", NULL, "the library returned unreadable JSON");
-  return 0;
 }
 
 bool
@@ -707,4 +401,55 @@ cli_short_flags (int argc, char **argv, const char *letters, const char *const *
   out[n] = NULL;
   *out_argc = n;
   return out;
+}
+
+int
+cli_group_dispatch (const char *group, struct cli_command *cmds, int argc, char **argv)
+{
+  const char *names[32];
+  const char *s;
+  int n = 0;
+
+  /* The man page is made from these tables at build time (--roff).  */
+  if (argc == 2 && strcmp (argv[1], "--roff") == 0)
+    {
+      cli_print_group_roff (group, cmds);
+      return 0;
+    }
+
+  if (argc < 2 || strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "help") == 0)
+    {
+      cli_print_group_help (group, cmds);
+      return argc < 2 ? 1 : 0;
+    }
+  for (struct cli_command *c = cmds; c->name; c++)
+    {
+      if (strcmp (c->name, argv[1]) == 0)
+        {
+          c->group = group;
+          return c->run (c, argc - 1, argv + 1);
+        }
+      if (n < 31)
+        names[n++] = c->name;
+    }
+  names[n] = NULL;
+  s = cli_suggest (argv[1], names);
+  {
+    char hint[128];
+    snprintf (hint, sizeof (hint), "runtime %s --help lists the commands", group);
+    if (s)
+      return cli_usage_error (hint, "Unknown command '%s %s'. Did you mean '%s'?", group, argv[1], s);
+    return cli_usage_error (hint, "Unknown command '%s %s'.", group, argv[1]);
+  }
+}
+
+int
+cli_run_single (struct cli_command *cmd, int argc, char **argv)
+{
+  if (argc == 2 && strcmp (argv[1], "--roff") == 0)
+    {
+      cli_print_roff (cmd);
+      return 0;
+    }
+  return cmd->run (cmd, argc, argv);
 }
