@@ -61,7 +61,7 @@ print_cost (json_object *t, bool spent)
            json_object_get_string (json_object_object_get (t, "model")), boxes);
 }
 
-/* Limits and the clock for tests (README, Tests): RUNTIME_CHAT_SCRIPT_TIMEOUT,
+/* Limits and the clock for tests (docs/chat.md): RUNTIME_CHAT_SCRIPT_TIMEOUT,
    _INSTALL_TIMEOUT, _CONNECT_TIMEOUT, _READ_TIMEOUT, _RETRY_AFTER_MAX
    (seconds) and RUNTIME_CHAT_NOW (RFC 3339 UTC).  */
 static int

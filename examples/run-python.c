@@ -1,4 +1,4 @@
-/* run-python.c - the seed's tool handler as a C function: run a Python
+/* run-python.c - an LLM tool handler as a C function: run a Python
  * program a model wrote, with the packages it asked for, in a fresh
  * sandbox; print the JSON result the model gets back.
  *

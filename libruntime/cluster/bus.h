@@ -1,5 +1,5 @@
 /* bus.h - the connection of a `runtime node` or a `runtime serve --nats`
- * replica to the NATS cluster that joins many hosts (issue 21): connect
+ * replica to the NATS cluster that joins many hosts: connect
  * with every server's URL (credentials in the URL, nats://user:pass@h:p,
  * as the server's per-role permissions want), TLS when asked, and
  * reconnect for ever, so a NATS server lost costs nothing while another

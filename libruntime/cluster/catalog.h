@@ -1,5 +1,5 @@
 /* catalog.h - what every serve replica must agree on when many hosts
- * serve one API (issue 21): which host holds each sandbox, its tenant,
+ * serve one API: which host holds each sandbox, its tenant,
  * the idempotency keys, in a JetStream key-value bucket replicated over
  * the NATS servers.  Changes are compare-and-set: a key is created only
  * if absent (two replicas creating the same sandbox or answering the same

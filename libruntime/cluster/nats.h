@@ -1,7 +1,7 @@
-/* nats.h - the API's route handlers (serve/routes.c) answering requests
+/* nats.h - the API's route handlers (api/routes.c) answering requests
  * that come over NATS instead of HTTP: what `runtime node` runs so that a
- * `runtime serve --nats` replica can hand it the calls for its sandboxes
- * (issue 21).  The same handlers, tenants, tokens and workers as
+ * `runtime serve --nats` replica can hand it the calls for its sandboxes.
+ * The same handlers, tenants, tokens and workers as
  * `runtime serve`; only the transport differs.
  *
  * A request is one NATS request message, JSON:

@@ -212,7 +212,7 @@ host_stop (rt_context *ctx, json_object *ids)
 }
 
 /* runtime.node.<name>.host: what a serve replica asks of the host as a
-   whole when it reconciles it (serve/cluster.h); only the replicas may
+   whole when it reconciles it (cluster/replica.h); only the replicas may
    publish here (docs/cluster/nats-auth.conf).  */
 static void
 on_host (void *data, const struct rt_bus_msg *m)

@@ -1,15 +1,15 @@
 /* node.h - `runtime node` (rt_node, runtime.h): this host in the cluster
- * of many hosts (issue 21).  Subjects and catalog key, <name> the node's:
+ * of many hosts (docs/cluster.md).  Subjects and catalog key, <name> the node's:
  *
  *   runtime.node.<name>.capacity   its capacity report (cluster/report.h),
  *                                  published every RT_NODE_HEARTBEAT_MS
  *   runtime.node.<name>.ping       a request: answered with the latest report
- *   runtime.node.<name>.api        a request: an API call (serve/nats.h)
- *   runtime.node.<name>.pull       a request: a stream's next chunk (serve/nats.h)
+ *   runtime.node.<name>.api        a request: an API call (cluster/nats.h)
+ *   runtime.node.<name>.pull       a request: a stream's next chunk (cluster/nats.h)
  *   runtime.node.<name>.host       a request of a serve replica about the
  *                                  host as a whole: {op "list"} (every
  *                                  tenant's sandboxes) or {op "stop", ids}
- *                                  (serve/cluster.h reconciles with it)
+ *                                  (cluster/replica.h reconciles with it)
  *   node.<name> (catalog)          that report plus {state "up" or
  *                                  "stopped", instance, startedAt}, written
  *                                  by compare-and-set at each report

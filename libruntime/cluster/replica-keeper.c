@@ -1,4 +1,4 @@
-/* cluster-keeper.c - the keeper thread of a `runtime serve --nats`
+/* replica-keeper.c - the keeper thread of a `runtime serve --nats`
    replica (cluster.h): hosts silent for SRV_NODE_LOST_MS marked lost in
    the catalog and their sandboxes ended, hosts heard again reconciled.
    (no header of its own: cluster-internal.h declares the thread.)  */

@@ -1,4 +1,4 @@
-/* cluster-lists.c - what a `runtime serve --nats` replica gathers from
+/* replica-lists.c - what a `runtime serve --nats` replica gathers from
    every host (cluster.h): lists merged, a snapshot's or image's holder
    found, usage summed.  (no header of its own: cluster-internal.h
    declares these.)  */

@@ -1,4 +1,4 @@
-/* cluster-routes.c - the API as a `runtime serve --nats` replica answers
+/* replica-routes.c - the API as a `runtime serve --nats` replica answers
    it (cluster.h): creates placed and recorded in the catalog, a sandbox's
    calls sent to its node, lists gathered from every node.
    (no header of its own: cluster.h declares the table.)  */

@@ -1,4 +1,4 @@
-/* cluster-secrets.c - egress secrets as a `runtime serve --nats` replica
+/* replica-secrets.c - egress secrets as a `runtime serve --nats` replica
    keeps them (cluster.h): a tenant's secrets in the catalog under
    secrets.<tenant> ({NAME: {body, createdAt, updatedAt, nodes}}), each
    value sent to a host only when a sandbox of that tenant is created

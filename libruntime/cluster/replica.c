@@ -1,7 +1,7 @@
-/* cluster.c - a `runtime serve --nats` replica's view of the hosts
+/* replica.c - a `runtime serve --nats` replica's view of the hosts
    (cluster.h): their reports heard on NATS, the keeper thread that marks
    the silent ones lost and reconciles the ones that come back, and calls
-   to a node (serve/nats.h's request messages).  */
+   to a node (cluster/nats.h's request messages).  */
 #include <errno.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -194,7 +194,7 @@ call (struct srv_cluster *c, struct srv_req *r, const char *node, int method, co
   json_object_object_add (m, "body", json_object_new_string (b64));
   json_object_object_add (m, "tenant", json_object_new_string (r->token.name));
   /* The token's limits go with its name: the hosts need no token store
-     of their own (serve/nats.h).  */
+     of their own (cluster/nats.h).  */
   json_object *lim = json_object_new_object ();
   json_object_object_add (lim, "maxSandboxes", json_object_new_int64 (r->token.max_sandboxes));
   json_object_object_add (lim, "maxVcpu", json_object_new_int64 (r->token.max_vcpu));
@@ -266,7 +266,7 @@ srv_cluster_call_stream (struct srv_cluster *c, struct srv_req *r, const char *n
 }
 
 /* A stream's bytes pulled from @node to @r's client until its end, the
-   client's leaving, or the node's (serve/nats.h).  */
+   client's leaving, or the node's (cluster/nats.h).  */
 static void
 pull (struct srv_cluster *c, struct srv_req *r, const char *node, const char *sid)
 {

@@ -1,11 +1,11 @@
-/* cluster.h - `runtime serve --nats`: a replica of the API for many hosts
- * (issue 21).  It holds nothing of its own: the hosts are `runtime node`s
+/* replica.h - `runtime serve --nats`: a replica of the API for many hosts.
+ * It holds nothing of its own: the hosts are `runtime node`s
  * heard on NATS (their capacity reports), and which host holds each
  * sandbox, its tenant and the idempotency keys are in the JetStream
  * catalog (cluster/catalog.h), so any replica answers any call.
  *
  *  - A create is placed (cluster/placement.h) on the reports heard, sent
- *    to that node (serve/nats.h), retried on the next one when the node
+ *    to that node (cluster/nats.h), retried on the next one when the node
  *    refuses (5xx) or does not answer; the catalog then gets sb.<id>.
  *  - Every call for a sandbox goes to its node (catalog), the answer
  *    passed back with `node` added to a sandbox object and a Runtime-Node
@@ -82,7 +82,7 @@ struct srv_node_answer
   unsigned char *body;
   size_t len;
   bool truncated;
-  char stream[33]; /* a stream to pull (serve/nats.h), or "" */
+  char stream[33]; /* a stream to pull (cluster/nats.h), or "" */
 };
 void srv_node_answer_clear (struct srv_node_answer *a);
 

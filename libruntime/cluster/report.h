@@ -1,4 +1,4 @@
-/* report.h - a `runtime node`'s capacity report (issue 21): what it
+/* report.h - a `runtime node`'s capacity report: what it
  * publishes every 2 s on runtime.node.<name>.capacity and keeps under
  * node.<name> in the catalog, built by a pure function from what the
  * library lists (the live sandboxes, the pools) and a few host facts, so

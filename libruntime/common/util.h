@@ -82,7 +82,7 @@ int rt_listen_unix (const char *path, int flags, rt_error **err);
 
 /* The highest capability this kernel knows (/proc/sys/kernel/cap_last_cap),
    CAP_LAST_CAP of our headers when /proc does not say: what the jail
-   (vmm/jail.c) and the monitor (monitor/privs.c) drop from the bounding
+   (vmm/jail.c) and the monitor (vmm/privs.c) drop from the bounding
    set.  */
 unsigned rt_cap_last (void);
 /* Makes @dir and locks @dir/.lock.  */

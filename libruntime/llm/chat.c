@@ -1,4 +1,4 @@
-/* chat.c - the seed's tool-call loop against an OpenAI-compatible API
+/* chat.c - a model's tool-call loop against an OpenAI-compatible API
    (client.c), every run_python call in a fresh sandbox (python.c).  */
 #include <poll.h>
 #include <stdarg.h>

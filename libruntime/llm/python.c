@@ -1,4 +1,4 @@
-/* python.c - run_python, the seed's tool: a program run in a fresh
+/* python.c - run_python, the LLM tool the chat loop offers: a program run in a fresh
    sandbox, its packages installed while only PyPI is reachable, then
    with the internet off.  */
 #include <regex.h>

@@ -34,7 +34,7 @@ struct rt_netns
   int dns_fd;
   /* Netlink sockets opened inside the sandbox's namespace, where they stay
      bound: later rule changes need no setns, so the monitor can give up
-     CAP_SYS_ADMIN after start-up (monitor/privs.c).  */
+     CAP_SYS_ADMIN after start-up (vmm/privs.c).  */
   struct nft_ctx *nft;
   struct nfct_handle *conntrack;
 };

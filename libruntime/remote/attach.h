@@ -1,5 +1,5 @@
 /* attach.h - rt_sandbox_attach in client mode: an rt_session
-   (sandbox/session.h) made of a process of `runtime serve` with its stdin
+   (core/session.h) made of a process of `runtime serve` with its stdin
    open (docs/API.md: POST …/processes with stdinMode "pipe" and a pty,
    :write with offsets, :resize, :signal, the output followed by cursor).  */
 #ifndef RT_REMOTE_ATTACH_H

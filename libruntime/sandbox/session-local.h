@@ -1,4 +1,4 @@
-/* session-local.h - the local rt_session (sandbox/session.h): one
+/* session-local.h - the local rt_session (core/session.h): one
  * connection to the sandbox's session.sock per session, frames of
  * common/proto.h both ways (monitor/session.h has the protocol).  Reads
  * never block; a write waits only for the socket, which the monitor

@@ -288,7 +288,7 @@ rt_sandbox_end_paused (rt_sandbox *sb, const char *reason, rt_error **err)
   if (ret < 0)
     return ret;
   /* Its capture first: what is left of an end cut short is not revived
-     as paused (sandbox/store.c).  */
+     as paused (records/reap.c).  */
   {
     cleanup_free char *meta = rt_strdup_printf ("%s/saved/meta.json", disk_dir);
     if (meta)

@@ -121,7 +121,7 @@ struct srv_req
   char *idem_id;        /* the stored answer's id, when kept */
   char body_sha[65];
 
-  /* Another transport than evhttp (serve/nats.c): called instead of
+  /* Another transport than evhttp (cluster/nats.c): called instead of
      waking the loop whenever a handler queued something (a whole answer,
      a stream's start, bytes, its end), on the handler's thread, without
      r->mu held.  */
@@ -144,7 +144,7 @@ const struct srv_route *srv_find_route (struct srv_req *r);
 bool srv_authenticate (struct srv_req *r);
 void srv_set_request_id (struct srv_req *r);
 
-/* request.c; a request of a server without an event base (serve/nats.c)
+/* request.c; a request of a server without an event base (cluster/nats.c)
    has no wake event and needs on_answer.  */
 struct srv_req *srv_req_new (struct srv *s, struct evhttp_request *req);
 void srv_req_unref (struct srv_req *r);

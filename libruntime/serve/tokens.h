@@ -36,7 +36,7 @@ int rt_tokens_open (rt_context *ctx, struct rt_tokens **out, rt_error **err);
 int rt_tokens_check (struct rt_tokens *t, const char *bearer, struct rt_token_info *info);
 /* 1 and *info filled when a token named @name exists (re-read as
    rt_tokens_check does), 0 when not: for `runtime node`, whose requests
-   name their tenant instead of carrying its token (serve/nats.h).  Called
+   name their tenant instead of carrying its token (cluster/nats.h).  Called
    from one thread.  */
 int rt_tokens_named (struct rt_tokens *t, const char *name, struct rt_token_info *info);
 void rt_tokens_free (struct rt_tokens *t);

@@ -25,7 +25,7 @@
  *                    systems); a snapshot's are <dir>/layers/, the last
  *                    one its source's disk at the capture
  *
- * A paused sandbox's is <disk dir>/saved/ (sandbox/store.h), its layers
+ * A paused sandbox's is <disk dir>/saved/ (records/store.h), its layers
  * <disk dir>/layers/ and its writable disk <disk dir>/overlay.qcow2, kept
  * in place.  Everything here was written by a guest or by a QEMU a guest
  * may have taken over: the qcow2 layers are only ever opened by QEMU with

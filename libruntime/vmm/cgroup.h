@@ -11,7 +11,7 @@
  * for the caller to say so; it does not fail the start.  The group is
  * named by the QEMU's uid (uidpool.h), unique among live sandboxes, so a
  * group left by a killed monitor is found and removed by the next claimer
- * of that uid or by rt_cgroup_sweep (the reaper, sandbox/store.c).
+ * of that uid or by rt_cgroup_sweep (the reaper, records/reap.c).
  */
 #ifndef RT_CGROUP_H
 #define RT_CGROUP_H

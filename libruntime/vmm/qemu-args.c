@@ -181,7 +181,7 @@ rt_qemu_argv (const struct rt_qemu_args *a, char ***out, rt_error **err)
   tcg = strcmp (a->accel, "tcg") == 0;
   add (&b, a->qemu);
   /* The PIT stays: pit=off saved 0.4 % of a core when idle, but a boot
-     under load hung with it (README, "Idle cost").  */
+     under load hung with it (docs/performance.md, "Idle cost").  */
   add (&b, "-M");
   add_owned (&b, rt_strdup_printf ("microvm,x-option-roms=off,isa-serial=on,rtc=on%s",
                                    a->ram_file ? ",memory-backend=ram" : ""));

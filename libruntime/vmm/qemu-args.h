@@ -39,7 +39,7 @@ struct rt_qemu_args
   unsigned long tsc_khz;     /* > 0 under TCG: passed as tsc_early_khz */
   const char *cmdline;       /* appended to the base kernel command line, or NULL */
   bool console_sock;         /* the console is the socket at fd 4, whose
-                                reader keeps a capped log (monitor/console.c);
+                                reader keeps a capped log (vmm/console.c);
                                 else fd 4 is the console.log file */
   bool channel;              /* the agent's virtio-serial port on the
                                 socket listening at fd 7, QMP at fd 6 */

@@ -18,7 +18,7 @@
 #include "vmm/vm.h"
 
 /* Where the disk's writes go: @cfg->disk_dir, 0700, with "live" a
-   symlink to the state dir: the reaper (sandbox/store.c) removes a disk
+   symlink to the state dir: the reaper (records/reap.c) removes a disk
    dir whose state dir is gone, even one another state dir's.  */
 static int
 make_disk_dir (const struct rt_vm_config *cfg, struct rt_vm *vm, rt_error **err)

@@ -368,12 +368,12 @@ cat "$tmp/out" "$tmp/err" >>"$tmp/seen"
 chat_fails "connection refused: exit 1 with a clear error" "connect|refused|reach"
 is "no sandbox was made by any of these" "$(sandboxes_made)" "$before"
 
-# -- the seed flow: a tool call run in a sandbox, then the answer
+# -- the tool flow: a tool call run in a sandbox, then the answer
 before=$(sandboxes_made)
 charged0=$(charged)
 serve seed
 chat "What is 6*7? Use Python."
-chat_ok "the seed flow: stdout is the answer" "The answer is 42."
+chat_ok "the tool flow: stdout is the answer" "The answer is 42."
 is "… two requests to /chat/completions" "$(qj '[len(L), L[0]["path"], L[1]["path"]]')" \
     '[2, "/chat/completions", "/chat/completions"]'
 is "… with Authorization: Bearer KEY" "$(qj 'L[0]["headers"].get("authorization")')" '"Bearer sk-test-secret"'

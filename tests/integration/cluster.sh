@@ -1,5 +1,5 @@
 #!/bin/bash
-# cluster.sh - many hosts, one API (issue 21) on one machine: three
+# cluster.sh - many hosts, one API on one machine: three
 # nats-servers clustered on loopback with JetStream, three "hosts" (a
 # `runtime node` each, with its own state, data and cache dirs), two
 # `runtime serve --nats` replicas on free loopback ports, every host with

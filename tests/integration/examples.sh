@@ -16,7 +16,7 @@ try:
 except OSError:
     print("offline")
 print(6*7)' 2>"$tmp/err")
-is "run-python: the tool result of the seed's handler" \
+is "run-python: the tool handler's result" \
     "$(echo "$out" | json_get '(o["exit_code"], o["timed_out"], o["stdout"])')" "(0, False, 'offline\n42\n')"
 is "run-python: a bad package name is refused without a sandbox" \
     "$("$ex/run-python" 'print(1)' 'x; rm -rf /' | json_get 'sorted(o)')" "['error']"

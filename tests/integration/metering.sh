@@ -122,7 +122,7 @@ runtime usage --json --csv >/dev/null 2>"$tmp/err"
 is "usage --json --csv is refused (as JSON)" "$(json_get 'o["error"]["code"]' <"$tmp/err")" "usage"
 # -- the trial: a lease is held while the sandbox lives, given back after
 # (w1 and w2 hold 2 min of it all along).
-is "run --trial: the seed's one-liner" "$(runtime sandbox run --trial -- python3 -c 'print(6*7)')" "42"
+is "run --trial: the one-liner" "$(runtime sandbox run --trial -- python3 -c 'print(6*7)')" "42"
 check "… its running time comes off the trial" python3 -c "assert 49.9 < $(left) < 50.0"
 check "… and it is not charged" python3 -c "
 import json, subprocess

@@ -1,6 +1,6 @@
 #!/bin/bash
 # network.sh - egress rules on one sandbox against the test internet
-# (testnet.sh): the seed's PyPI-only flow, live changes that cut open
+# (testnet.sh): the PyPI-only install flow, live changes that cut open
 # connections, wildcards, deny, CIDRs, private addresses, the host's own
 # services, root in the guest, raw TCP, UDP, the egress log, and nothing
 # left after stop or kill -9.
@@ -39,7 +39,7 @@ expect_error "a malformed --allow is refused" invalid_request runtime sandbox cr
 expect_error "a CIDR with host bits is refused" invalid_request runtime sandbox create --allow 198.51.100.7/24
 check_no_leaks "refused rules"
 
-# -- the seed's flow: PyPI only, install, internet off, run
+# -- PyPI only, install, internet off, run
 id=$(runtime sandbox create --paid --timeout 900 --allow pypi.org --allow '*.pythonhosted.org')
 check "create with an allow list prints an id" test -n "$id"
 is "get --json shows the rules" "$(runtime sandbox get "$id" --json | json_get 'o["network"]')" \

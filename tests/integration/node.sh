@@ -1,6 +1,6 @@
 #!/bin/bash
 # node.sh - `runtime node` answering API calls over NATS for its own
-# sandboxes (runtime.node.NAME.api, serve/nats.c): three nats-servers on
+# sandboxes (runtime.node.NAME.api, cluster/nats.c): three nats-servers on
 # loopback with nats-server's default max_payload (1 MB), one node, a
 # tenant's sandbox created, exec'd (whole, streamed, a stream cut to fit
 # max_payload, a whole answer too big for a reply answered 502), a file

@@ -1,5 +1,5 @@
 #!/bin/bash
-# secrets.sh - the secrets store (issue 8, parts 1 and 2): values from
+# secrets.sh - the secrets store: values from
 # stdin only, the limits, a 0600 store refused when others can read it,
 # placeholders kept across sets, never a value in `ls`, and sandboxes that
 # see the placeholder and never the value.  The proxy swapping placeholders
@@ -64,7 +64,7 @@ import json, sys; s = json.load(open(sys.argv[1])); assert s["TTY_KEY"]["value"]
 check "… saying so" grep -q "^Stored TTY_KEY\. Sandboxes see TTY_KEY=rtsec_" "$tmp/tty.out"
 runtime secrets rm TTY_KEY >/dev/null
 
-# -- where and when (issue 16): --in-url and --rule are stored and shown,
+# -- where and when: --in-url and --rule are stored and shown,
 # never a value; a store written before them reads as headers only, every
 # request
 printf 'r-value' | runtime secrets set RULED --host api.example.com --rule 'GET:/v1/*' --rule '*:/v2/models' \

@@ -1,6 +1,6 @@
 #!/bin/bash
 # snapshot.sh - pause to disk, snapshots, fork, idle pause and auto-wake
-# (issue 19): a counter process in the guest keeps counting (same pid,
+# a counter process in the guest keeps counting (same pid,
 # same token in its memory) across pause/wake, snapshot -> create
 # --snapshot and fork, and the children diverge afterwards; a paused
 # sandbox holds no QEMU and no monitor; a child keeps its source's rules
@@ -409,7 +409,7 @@ rm_sandboxes $st
 is "… and once they are removed, only the source's QEMU runs" "$(our_qemus)" "$(qemu_of "$src")"
 # A create killed between making its state dir and writing its owner file
 # leaves a dir with neither that nor monitor.pid: the next command that
-# reaps removes it once it is 60 s old (reap_states, sandbox/store.c).
+# reaps removes it once it is 60 s old (reap_states, records/reap.c).
 orphans() {
     local d
     for d in $(state_dirs); do

@@ -1,5 +1,5 @@
 #!/bin/bash
-# swap.sh - secrets on the wire (issue 8, parts 3 and 4), against the test
+# swap.sh - secrets on the wire against the test
 # internet (testnet.sh): the egress proxy terminates TLS for a secret's
 # hosts only, with a CA the guest trusts; the real server is verified; the
 # placeholder becomes the value in headers (and --header is set) on
@@ -7,7 +7,7 @@
 # only on requests a --rule allows; bodies, other hosts and plain HTTP keep
 # the placeholder; answers that quote the value back (echoes, a 404, a
 # redirect, chunked or not, cut across reads) reach the guest with the
-# placeholder instead (issue 16); the value is nowhere in the guest's
+# placeholder instead; the value is nowhere in the guest's
 # memory or disk, its state or its logs; an untrusted server gets nothing.
 . "$(dirname "$0")/libtest.sh"
 . "$(dirname "$0")/testnet.sh"

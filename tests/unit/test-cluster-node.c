@@ -154,7 +154,7 @@ check_api (rt_bus *b, const char *token)
   ok (api (b, "{\"method\":\"GET\",\"path\":\"/v1/sandboxes\"}", body, sizeof body) == 401
           && strstr (body, "unauthorized"),
       "an API call naming no tenant: 401 (%.60s)", body);
-  /* A token is no way in: a node takes none (serve/nats.h).  */
+  /* A token is no way in: a node takes none (cluster/nats.h).  */
   snprintf (req, sizeof req,
             "{\"method\":\"GET\",\"path\":\"/v1/sandboxes\",\"headers\":{\"Authorization\":\"Bearer %s\"}}",
             token);

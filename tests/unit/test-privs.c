@@ -1,4 +1,4 @@
-/* test-privs.c - the monitor's capability drop (monitor/privs.c), in a
+/* test-privs.c - the monitor's capability drop (vmm/privs.c), in a
    child: afterwards its /proc/self/status shows only the kept set (the
    bounding set too), and what needed a dropped capability fails.  */
 #include <sched.h>

@@ -1,5 +1,5 @@
 /* test-serve-body.c - a JSON body's lists and maps as the library's strings
-   (serve/body.h): every wrong entry named by its path, a list cut at its
+   (api/body.h): every wrong entry named by its path, a list cut at its
    limit with the rest named, absent fields NULL.  */
 #include <string.h>
 

@@ -1,4 +1,4 @@
-# 80-flow.sh - the seed's tool-call handler (libruntime/llm/python.c, what
+# 80-flow.sh - the LLM tool-call handler (libruntime/llm/python.c, what
 # `runtime chat deepseek` runs) done over HTTP as a program written for the
 # hosted SDK does it: create with the PyPI allow-list, exec pip against the
 # test index, network set internet off, files write main.py, exec with a
