@@ -120,9 +120,9 @@ typedef struct rt_secret_opts
  *           "usage" for too many
  *
  * A value is swapped into the headers where its placeholder appears (and
- * the --header), never into the request line unless @opts->in_url; answers
- * from the hosts have every occurrence of the value replaced by the
- * placeholder before the sandbox sees them.
+ * into @opts->header), never into the request line unless @opts->in_url;
+ * answers from the hosts have every occurrence of the value replaced by
+ * the placeholder before the sandbox sees them.
  * Return: 0, or <0 with @err set.
  */
 int rt_secret_set_opts (rt_context *ctx, const char *name, const char *value, size_t len, const rt_secret_opts *opts,

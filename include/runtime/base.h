@@ -45,8 +45,8 @@ void rt_error_free (rt_error *err);
 const char *rt_version (void);
 
 /*
- * Limits the library checks.  A caller that checks its input early (the
- * CLI does, to report a typo before a VM boots) uses these, not copies.
+ * Limits the library checks.  A caller that checks its input early (to
+ * report a typo before a VM boots) uses these, not copies.
  */
 #define RT_MAX_VCPU 16                    /* rt_sandbox_config.vcpu: 1 to this */
 #define RT_MIN_MEMORY_MIB 256             /* .memory_mib: from this ... */
@@ -61,7 +61,7 @@ const char *rt_version (void);
 #define RT_MAX_ENV_BYTES (32 * 1024)      /* .env: their bytes together */
 #define RT_MAX_STDIN (1024 * 1024)        /* rt_exec_opts.stdin_len */
 #define RT_MAX_PTY_SIDE 1000              /* rt_exec_opts.pty_cols, .pty_rows, rt_session_resize: 1 to this */
-#define RT_MAX_EXEC_TIMEOUT_S (24 * 3600) /* the longest command timeout the CLI accepts */
+#define RT_MAX_EXEC_TIMEOUT_S (24 * 3600) /* a cap, in seconds, for callers taking a command timeout */
 #define RT_MAX_SECRET_NAME 64             /* rt_secret_set: @name, bytes */
 #define RT_MAX_SECRET_VALUE 8192          /* rt_secret_set: @len */
 #define RT_MAX_SECRET_HOSTS 16            /* rt_secret_set: @hosts, entries */
@@ -114,11 +114,11 @@ typedef void (*rt_progress_fn) (void *data, const char *line);
  * agent binary).  Nothing is created on disk until it is needed.
  *
  * Client mode: with RUNTIME_API_URL set (and RUNTIME_API_KEY, its Bearer
- * token), the functions the CLI's sandbox, image, secrets, snapshot and
- * usage commands use ask that server (`runtime serve`, docs/API.md) and
- * answer as they do locally; those that need this machine (egress log,
- * image export, import and warm, pools, rt_chat, rt_run_python) fail with
- * "unsupported_remote".  A URL without a key fails at the first call
+ * token), the functions on sandboxes (their commands, files and sessions
+ * too), images, secrets, snapshots and usage ask that server (rt_serve's
+ * HTTP API, docs/API.md) and answer as they do locally; those that need
+ * this machine (egress log, image export, import and warm, pools,
+ * rt_chat, rt_run_python) fail with "unsupported_remote".  A URL without a key fails at the first call
  * ("unauthorized"); plain http:// is accepted only for localhost,
  * 127.0.0.1, [::1] and runtime.internal.
  * Return: 0, or <0 with @err set ("internal": out of memory).
@@ -157,8 +157,7 @@ int rt_context_accel (rt_context *ctx, const char **out, rt_error **err);
  * rt_context_set_tenant - scope a context to one tenant (an API token)
  * @ctx:    the context
  * @tenant: a token's name, [a-z0-9][a-z0-9_-]{0,31}; NULL for the host's
- *          own view (the CLI without RUNTIME_API_URL), which sees and
- *          changes everything
+ *          own view (a new context's), which sees and changes everything
  * @err:    "invalid_request" (a bad name)
  *
  * A tenant context sees only what it made: sandboxes it created (another

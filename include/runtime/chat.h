@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 /**
- * rt_run_python - the seed's tool handler: run @code in a fresh sandbox
+ * rt_run_python - an LLM tool handler: run Python @code in a fresh sandbox
  * @ctx:      the context
  * @code:     the program, written to /workspace/main.py
  * @packages: NULL-terminated PyPI names (optionally ==VERSION), or NULL
@@ -38,27 +38,31 @@ int rt_run_python (rt_context *ctx, const char *code, const char *const *package
 typedef void (*rt_chat_event_fn) (void *data, const char *line);
 
 /**
- * rt_chat_opts - an OpenAI-compatible tool-call loop (DeepSeek)
+ * rt_chat_opts - an OpenAI-compatible tool-call loop
  * @api_key:  sent as "Authorization: Bearer"; never printed, never in a sandbox
- * @base_url: default https://api.deepseek.com
- * @model:    default deepseek-flash
+ * @base_url: the API's base URL (NULL: the built-in provider's)
+ * @model:    the model to ask (NULL: the built-in provider's default)
  * @image:    image for run_python's sandboxes (NULL: default)
  * @prompt:   the user's message
  * @max_turns: requests at most (default 8)
- * @strict:   the /beta base path and "strict": true on the tool
+ * @strict:   "strict": true on the tool's schema, asked of the provider's
+ *            beta path under @base_url
  * @stream:   server-sent events; text goes to @on_text as it arrives
  * @on_text:  streamed answer text (stream 1), or NULL
  * @on_event: one line per tool call and outcome, retries; or NULL
- * @cancel_fd: when readable (a signalfd for Ctrl-C), the chat stops at once:
- *            the running tool call's sandbox is removed, "interrupted";
- *            -1 or 0 for none
+ * @cancel_fd: when readable (a signalfd for SIGINT, say), the chat stops at
+ *            once: the running tool call's sandbox is removed,
+ *            "interrupted"; -1 or 0 for none
  * @install_timeout_s, @run_timeout_s: pip install and main.py (180, 60)
  * @connect_timeout_s: connecting to the API (15)
  * @read_timeout_s: the API silent this long is an error (120)
  * @retry_after_max_s: the longest Retry-After honoured (30)
- * @now:      the clock that picks peak or off-peak prices (Unix time)
+ * @now:      the time (Unix) whose prices the model's cost is counted at,
+ *            for a provider whose prices change with the hour (0: now)
  *
- * Zero takes the default; the limits and @now exist for tests.
+ * Zero takes the default; the limits and @now exist for tests.  README.md
+ * names the built-in provider; its URL, default model and prices are kept
+ * in the library, not here, as they follow the provider's.
  */
 typedef struct rt_chat_opts
 {

@@ -25,7 +25,8 @@ typedef int (*rt_output_fn) (void *data, int stream, const char *buf, size_t len
  * @user:       "runtime" (default, uid 1000) or "root"
  * @stdin_data: bytes fed to the command's stdin, then EOF (NULL: empty)
  * @stdin_len:  their length (at most 1 MiB)
- * @timeout_ms: kill the command's process group after this (0: 24 h)
+ * @timeout_ms: kill the command's process group after this (0: never;
+ *              RT_MAX_EXEC_TIMEOUT_S is a cap for callers that take one)
  * @cancel_fd:  when this fd becomes readable the command gets SIGTERM, then
  *              SIGKILL 5 s later; -1 for none (0 is taken as none too)
  * @on_output:  receives output as it arrives; NULL discards it

@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 /**
- * rt_build_opts - what `runtime image build` makes; steps run in this
+ * rt_build_opts - the image rt_image_build makes; steps run in this
  * order: @files, @apt, @pip, @npm, @run (each list in its own order)
  * @from:      the image to start from (default "runtime")
  * @apt, @pip, @npm: NULL-terminated package names (a version may follow:
@@ -28,7 +28,7 @@ extern "C" {
  * @name:      "NAME" or "NAME:TAG" (default "image")
  * @dir:       a folder holding runtime.json ({base, apt, pip, npm,
  *             commands, files, env, workdir}); its files' SRC are relative
- *             to it.  Its lists come before the flags' lists.
+ *             to it.  Its lists come before those of these fields.
  * @no_cache:  run every step even when a cached layer exists
  * @apt_mirror: a Debian mirror ("http[s]://HOST[/PATH]") that the apt steps
  *             use and are the only host they reach; NULL: the hosts of the

@@ -32,7 +32,7 @@ extern "C" {
  * @get_or_create: with @name: when a live sandbox has that name, open it
  *                 instead of failing with name_taken
  * @ephemeral:     stop the sandbox when the process that created it exits,
- *                 however it exits (what `sandbox run` uses)
+ *                 however it exits (a sandbox for one run)
  * @no_wait:       return as soon as the monitor runs, while the VM boots
  *                 (state "starting"; a failed boot ends as stopReason
  *                 "startup_failed"; commands get sandbox_not_ready until
@@ -67,15 +67,15 @@ typedef struct rt_sandbox_config
   const char *const *deny;
   const char *funding;
   int64_t max_cost_micros;
-  bool cold;             /* boot, even when a template fits (--cold) */
+  bool cold;             /* boot, even when a template fits */
   const char *snapshot;  /* continue from this snapshot (id or name): its
                             image and shape; vcpu/memory_mib/disk_mib/image
                             must be 0/NULL or the snapshot's own */
   unsigned idle_pause_s; /* > 0: pause to disk after this many seconds
                             without a command, copy, process output or API
-                            call and under 2 % CPU (--idle-pause) */
+                            call and under 2 % CPU */
   bool auto_wake;        /* a command, copy or listing of a paused sandbox
-                            wakes it first (--auto-wake) */
+                            wakes it first */
 } rt_sandbox_config;
 
 typedef struct rt_sandbox rt_sandbox;
@@ -92,8 +92,8 @@ typedef struct rt_sandbox rt_sandbox;
  * until it is stopped or its lease ends.  It starts from a template of
  * its image and shape when one exists (rt_image_warm; unless cfg->cold),
  * or claims a warm spare of exactly that shape (rt_pool_set; never for a
- * sandbox with secrets or --get-or-create), whose id it keeps.  On failure nothing is left
- * behind: no QEMU, no monitor, no state directory.
+ * sandbox with secrets or cfg->get_or_create), whose id it keeps.  On
+ * failure nothing is left behind: no QEMU, no monitor, no state directory.
  * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **out, rt_error **err);

@@ -14,19 +14,19 @@
 extern "C" {
 #endif
 
-/* Where `runtime serve` listens unless told otherwise.  */
+/* Where rt_serve listens when rt_serve_opts.listen is NULL.  */
 #define RT_SERVE_DEFAULT_LISTEN "127.0.0.1:8430"
 
 /**
- * rt_serve_opts - how `runtime serve` listens; all-zero means the defaults
+ * rt_serve_opts - how rt_serve listens; all-zero means the defaults
  * @listen:   "ADDR:PORT" or "[V6]:PORT" (default RT_SERVE_DEFAULT_LISTEN;
  *            port 0 picks a free one); plain HTTP only on a loopback address
  * @tls_cert: a PEM certificate (chain) file: HTTPS; with @tls_key
  * @tls_key:  its PEM private key file
  * @nats:     many hosts: the NATS servers' URLs (as rt_node_opts's); the
  *            server is then a replica of the API over the cluster's
- *            `runtime node`s (docs/ARCHITECTURE.md, "Many hosts"), not
- *            this machine's sandboxes
+ *            hosts, each running rt_node (docs/ARCHITECTURE.md, "Many
+ *            hosts"), not this machine's sandboxes
  * @replicas, @nats_ca, @nats_cert, @nats_key: as rt_node_opts's
  */
 typedef struct rt_serve_opts
@@ -60,9 +60,10 @@ typedef struct rt_serve_opts
 int rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err);
 
 /**
- * rt_node_list_json - the hosts of a cluster of many hosts, as a `runtime
- * serve --nats` replica sees them: a JSON array of {name, state ("up" or
- * "lost"), lastSeenAt, lostAt, report (the host's last capacity report)}
+ * rt_node_list_json - the hosts of a cluster of many hosts, as a replica
+ * (rt_serve with rt_serve_opts.nats) sees them: a JSON array of {name,
+ * state ("up" or "lost"), lastSeenAt, lostAt, report (the host's last
+ * capacity report)}
  * @ctx:  a client context (RUNTIME_API_URL naming a replica)
  * @json: *json gets the text (free it)
  * @err:  "usage" (a context of this machine: it has no cluster), or the
@@ -73,7 +74,7 @@ int rt_serve (rt_context *ctx, const rt_serve_opts *opts, rt_error **err);
 int rt_node_list_json (rt_context *ctx, char **json, rt_error **err);
 
 /**
- * rt_node_opts - how `runtime node` joins the cluster of many hosts
+ * rt_node_opts - how rt_node joins the cluster of many hosts
  * @nats:     the NATS servers' URLs, comma-separated (nats://HOST:PORT, or
  *            tls://; credentials as nats://USER:PASS@HOST:PORT)
  * @name:     this host's name in the cluster, [A-Za-z0-9_-]{1,64}; NULL
@@ -110,11 +111,12 @@ typedef struct rt_node_opts
  * when its NATS user may (else it says so and reports on NATS only,
  * trying the catalog again every 30 s), answers runtime.node.NAME.ping
  * with it, and answers API calls for this host's sandboxes on
- * runtime.node.NAME.api with runtime serve's route handlers.  A NATS server lost is left
- * for another of @nats, for ever.  SIGTERM and SIGINT are blocked in the
- * calling thread meanwhile (threads it starts inherit that) and taken by
- * sigtimedwait: on one it marks its catalog entry "stopped" and returns;
- * sandboxes keep running.  Prints "runtime node: …" lines on stderr.
+ * runtime.node.NAME.api with rt_serve's route handlers.  A NATS server
+ * lost is left for another of @nats, for ever.  SIGTERM and SIGINT are
+ * blocked in the calling thread meanwhile (threads it starts inherit
+ * that) and taken by sigtimedwait: on one it marks its catalog entry
+ * "stopped" and returns; sandboxes keep running.  Prints "runtime node: …"
+ * lines on stderr.
  * Return: 0 after a signal, or <0 with @err set.
  */
 int rt_node (rt_context *ctx, const rt_node_opts *opts, rt_error **err);
