@@ -285,6 +285,70 @@ int rt_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error
 int rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err);
 
 /**
+ * enum rt_sandbox_state - where a sandbox is in its life: the "state" of
+ * its rt_sandbox_get_json object, by value (since LIBRUNTIME_0.2)
+ * @RT_SANDBOX_STARTING: being made: its VM boots, or comes from a
+ *                       template, a spare or a snapshot
+ * @RT_SANDBOX_RUNNING:  up: commands, copies and sessions work
+ * @RT_SANDBOX_PAUSING:  being saved to disk (rt_sandbox_pause, an idle
+ *                       pause)
+ * @RT_SANDBOX_PAUSED:   saved to disk with no VM (rt_sandbox_wake
+ *                       restores it)
+ * @RT_SANDBOX_RESUMING: being restored from disk
+ * @RT_SANDBOX_STOPPING: its VM ends
+ * @RT_SANDBOX_STOPPED:  ended; its record stays until rt_sandbox_remove
+ *
+ * The values are fixed; a later version may add states after these.
+ */
+enum rt_sandbox_state
+{
+  RT_SANDBOX_STARTING,
+  RT_SANDBOX_RUNNING,
+  RT_SANDBOX_PAUSING,
+  RT_SANDBOX_PAUSED,
+  RT_SANDBOX_RESUMING,
+  RT_SANDBOX_STOPPING,
+  RT_SANDBOX_STOPPED,
+};
+
+/**
+ * rt_sandbox_state - the state of the sandbox a handle names (live or
+ * ended), without parsing JSON (since LIBRUNTIME_0.2)
+ * @sb:    the sandbox
+ * @state: set to its state
+ * @err:   "not_found" (its record was removed), "internal" (a state this
+ *         library has no value for, as a newer server may report), or as
+ *         for rt_sandbox_get_json
+ *
+ * Reads what rt_sandbox_get_json reads, on this machine or in client mode
+ * from the server, so it answers whether or not the sandbox's monitor
+ * runs.
+ * Return: 0, or <0 with @err set.
+ */
+int rt_sandbox_state (rt_sandbox *sb, enum rt_sandbox_state *state, rt_error **err);
+
+/**
+ * rt_sandbox_state_name - a state's name, as the "state" of
+ * rt_sandbox_get_json spells it (since LIBRUNTIME_0.2)
+ * @state: the state
+ * Return: "starting", "running", "pausing", "paused", "resuming",
+ * "stopping" or "stopped" (static, not to be freed); NULL for a value
+ * that is none of enum rt_sandbox_state.
+ */
+const char *rt_sandbox_state_name (enum rt_sandbox_state state);
+
+/**
+ * rt_sandbox_state_parse - the state a name stands for (since
+ * LIBRUNTIME_0.2)
+ * @name:  a name as rt_sandbox_state_name gives it, matched exactly; NULL
+ *         is no name
+ * @state: set to the state when @name is one; may be NULL to only check
+ * Return: 0 (and *@state set) when @name is one of the seven names, else
+ * -1 (*@state untouched).
+ */
+int rt_sandbox_state_parse (const char *name, enum rt_sandbox_state *state);
+
+/**
  * rt_sandbox_metrics_json - a running sandbox now
  * @sb:   the sandbox
  * @json: {id, vcpu, cpuPercent (of all its vCPUs, over the last second),

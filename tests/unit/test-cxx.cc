@@ -55,6 +55,9 @@ const entry table[] = {
   FN (rt_sandbox_remove),
   FN (rt_sandbox_get_json),
   FN (rt_sandbox_list_json),
+  FN (rt_sandbox_state),
+  FN (rt_sandbox_state_name),
+  FN (rt_sandbox_state_parse),
   FN (rt_sandbox_metrics_json),
   // runtime/exec.h
   FN (rt_sandbox_exec),
@@ -177,6 +180,17 @@ call_context (rt_context *ctx, rt_error *&err)
   std::free (json);
 }
 
+// The state enum from C++: the function's name hides the enum's, which
+// is named `enum rt_sandbox_state`.
+void
+call_state ()
+{
+  enum rt_sandbox_state state = RT_SANDBOX_STARTING;
+
+  ok (std::strcmp (rt_sandbox_state_name (RT_SANDBOX_PAUSED), "paused") == 0, "rt_sandbox_state_name");
+  ok (rt_sandbox_state_parse ("stopping", &state) == 0 && state == RT_SANDBOX_STOPPING, "rt_sandbox_state_parse");
+}
+
 void
 call_images (rt_context *ctx, const std::string &dir, rt_error *&err)
 {
@@ -258,6 +272,7 @@ main (int argc, char **argv)
   if (ctx)
     {
       call_context (ctx, err);
+      call_state ();
       call_images (ctx, dir, err);
       call_secrets_and_llm (ctx, err);
     }
