@@ -40,7 +40,7 @@ void rt_error_free (rt_error *err);
 
 /**
  * rt_version - the library's version
- * Return: a static string such as "0.1.0" (not to be freed).
+ * Return: a static string such as "0.2.0" (not to be freed).
  */
 const char *rt_version (void);
 
