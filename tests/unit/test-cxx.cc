@@ -1,7 +1,8 @@
-// test-cxx.cc - a C++ program that links every function include/runtime.h
-// declares (so each has C linkage and is exported), and calls those that
-// need no VM.  With --list it prints the table's names, one a line, for
-// check-public-api.py to compare with the header: a new public function
+// test-cxx.cc - a C++ program that links every function the public
+// headers declare (include/runtime.h and its parts, include/runtime/*.h),
+// so each has C linkage and is exported, and calls those that need no VM.
+// With --list it prints the table's names, one a line, for
+// check-public-api.py to compare with the headers: a new public function
 // must be added here.
 #include <runtime.h>
 
@@ -23,26 +24,42 @@ struct entry
 
 #define FN(f) { #f, reinterpret_cast<void (*) (void)> (&f) }
 
-// Every public function, in the header's order.
+// Every public function, in the order <runtime.h> includes its parts
+// and each part declares them.
 const entry table[] = {
+  // runtime/base.h
   FN (rt_error_free),
+  FN (rt_version),
   FN (rt_env_name_valid),
   FN (rt_text_escape),
-  FN (rt_version),
   FN (rt_context_new),
   FN (rt_context_free),
   FN (rt_context_set_progress),
-  FN (rt_context_set_tenant),
-  FN (rt_token_create),
-  FN (rt_token_list_json),
-  FN (rt_token_remove),
   FN (rt_context_accel),
+  FN (rt_context_set_tenant),
+  // runtime/sandbox.h
   FN (rt_sandbox_create),
   FN (rt_sandbox_set_network),
   FN (rt_sandbox_egress_log),
   FN (rt_sandbox_open),
   FN (rt_sandbox_close),
   FN (rt_sandbox_id),
+  FN (rt_sandbox_stop),
+  FN (rt_sandbox_destroy),
+  FN (rt_sandbox_pause),
+  FN (rt_sandbox_wake),
+  FN (rt_sandbox_snapshot),
+  FN (rt_sandbox_fork),
+  FN (rt_sandbox_update),
+  FN (rt_sandbox_extend),
+  FN (rt_sandbox_remove),
+  FN (rt_sandbox_get_json),
+  FN (rt_sandbox_list_json),
+  FN (rt_sandbox_state),
+  FN (rt_sandbox_state_name),
+  FN (rt_sandbox_state_parse),
+  FN (rt_sandbox_metrics_json),
+  // runtime/exec.h
   FN (rt_sandbox_exec),
   FN (rt_sandbox_spawn),
   FN (rt_sandbox_ps_json),
@@ -61,45 +78,41 @@ const entry table[] = {
   FN (rt_session_signal),
   FN (rt_session_result),
   FN (rt_session_free),
+  // runtime/files.h
   FN (rt_sandbox_cat),
   FN (rt_sandbox_files_json),
   FN (rt_sandbox_copy_in),
   FN (rt_sandbox_copy_out),
-  FN (rt_sandbox_stop),
-  FN (rt_sandbox_destroy),
-  FN (rt_sandbox_pause),
-  FN (rt_sandbox_wake),
-  FN (rt_sandbox_extend),
-  FN (rt_sandbox_remove),
-  FN (rt_sandbox_get_json),
-  FN (rt_sandbox_list_json),
+  // runtime/image.h
   FN (rt_image_build),
   FN (rt_image_list_json),
   FN (rt_image_get_json),
   FN (rt_image_remove),
   FN (rt_image_warm),
   FN (rt_pool_set),
-  FN (rt_sandbox_snapshot),
-  FN (rt_sandbox_fork),
-  FN (rt_sandbox_update),
-  FN (rt_snapshot_list_json),
-  FN (rt_snapshot_get_json),
-  FN (rt_snapshot_remove),
   FN (rt_pool_list_json),
   FN (rt_pool_remove),
   FN (rt_image_export),
   FN (rt_image_import),
-  FN (rt_usage_json),
-  FN (rt_sandbox_metrics_json),
-  FN (rt_run_python),
-  FN (rt_chat),
+  FN (rt_snapshot_list_json),
+  FN (rt_snapshot_get_json),
+  FN (rt_snapshot_remove),
+  // runtime/admin.h
+  FN (rt_token_create),
+  FN (rt_token_list_json),
+  FN (rt_token_remove),
   FN (rt_secret_set),
   FN (rt_secret_set_opts),
   FN (rt_secret_list_json),
   FN (rt_secret_remove),
+  FN (rt_usage_json),
+  // runtime/serve.h
   FN (rt_serve),
-  FN (rt_node),
   FN (rt_node_list_json),
+  FN (rt_node),
+  // runtime/chat.h
+  FN (rt_run_python),
+  FN (rt_chat),
 };
 
 int n_tests, n_failed;
@@ -165,6 +178,17 @@ call_context (rt_context *ctx, rt_error *&err)
   ok (outcome (rt_sandbox_destroy (nullptr, &err), err, nullptr), "rt_sandbox_destroy (NULL)");
   ok (outcome (rt_usage_json (ctx, &json, &err), err, nullptr), "rt_usage_json");
   std::free (json);
+}
+
+// The state enum from C++: the function's name hides the enum's, which
+// is named `enum rt_sandbox_state`.
+void
+call_state ()
+{
+  enum rt_sandbox_state state = RT_SANDBOX_STARTING;
+
+  ok (std::strcmp (rt_sandbox_state_name (RT_SANDBOX_PAUSED), "paused") == 0, "rt_sandbox_state_name");
+  ok (rt_sandbox_state_parse ("stopping", &state) == 0 && state == RT_SANDBOX_STOPPING, "rt_sandbox_state_parse");
 }
 
 void
@@ -248,6 +272,7 @@ main (int argc, char **argv)
   if (ctx)
     {
       call_context (ctx, err);
+      call_state ();
       call_images (ctx, dir, err);
       call_secrets_and_llm (ctx, err);
     }
