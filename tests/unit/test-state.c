@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sandbox/handle.h"
-#include "sandbox/store.h"
+#include "records/handle.h"
+#include "records/store.h"
 #include "tap.h"
 
 static const char *const names[] = { "starting", "running", "pausing", "paused", "resuming", "stopping", "stopped" };
