@@ -101,6 +101,14 @@ cli_jstr (json_object *o, const char *key)
   return json_object_get_string (v);
 }
 
+bool
+cli_state_is (const char *name, enum rt_sandbox_state state)
+{
+  enum rt_sandbox_state s;
+
+  return rt_sandbox_state_parse (name, &s) == 0 && s == state;
+}
+
 void
 cli_progress (void *data, const char *line)
 {

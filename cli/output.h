@@ -22,6 +22,8 @@ int cli_usage_error (const char *hint, const char *fmt, ...) __attribute__ ((for
 int cli_fail (const char *code, const char *hint, const char *fmt, ...) __attribute__ ((format (printf, 3, 4)));
 /* The string value of @key in the object @o, or NULL when absent or null.  */
 const char *cli_jstr (json_object *o, const char *key);
+/* True when the state name @name (NULL allowed) is @state's.  */
+bool cli_state_is (const char *name, enum rt_sandbox_state state);
 void cli_progress (void *data, const char *line);
 /* A context with progress on stderr; prints the error and returns NULL.  */
 rt_context *cli_context (void);

@@ -325,12 +325,12 @@ check_sandbox (struct forward *f)
     }
   o = json_tokener_parse (json);
   st = o ? cli_jstr (o, "state") : NULL;
-  if (st == NULL || strcmp (st, "stopping") == 0 || strcmp (st, "stopped") == 0)
+  if (st == NULL || cli_state_is (st, RT_SANDBOX_STOPPING) || cli_state_is (st, RT_SANDBOX_STOPPED))
     {
       f->end_code = "sandbox_not_ready";
       snprintf (f->end_msg, sizeof (f->end_msg), "sandbox %s stopped: the forward ends", f->ref);
     }
-  else if (strcmp (st, "paused") == 0
+  else if (cli_state_is (st, RT_SANDBOX_PAUSED)
            && !(json_object_object_get_ex (o, "autoWake", &v) && json_object_get_boolean (v)))
     {
       f->end_code = "sandbox_paused";

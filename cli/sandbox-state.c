@@ -8,8 +8,17 @@
 
 #include "sandbox.h"
 
-static const char *const states[] = { "starting", "running", "pausing", "paused", "resuming", "stopping", "stopped",
-                                      NULL };
+
+/* --state: one of the library's state names.  */
+static int
+check_state (const char *state)
+{
+  const char *names[RT_SANDBOX_STOPPED + 2] = { NULL };
+
+  for (int i = 0; i <= RT_SANDBOX_STOPPED; i++)
+    names[i] = rt_sandbox_state_name ((enum rt_sandbox_state) i);
+  return cli_check_choice ("state", state, names);
+}
 
 /* Does @sb (a get object) carry label "k=v"?  Labels come as an object
    {k: v}, or as an array of "k=v".  */
@@ -82,7 +91,7 @@ print_ls_table (json_object *keep)
       if (asprintf (&rows[i][3], "%ld/%ld", vcpu, mem) < 0)
         rows[i][3] = NULL;
       rows[i][4] = strdup ((s = cli_jstr (sb, "funding")) ? s : "-");
-      rows[i][5] = strdup ((s = cli_jstr (sb, "expiresAt")) && !(st && strcmp (st, "stopped") == 0) ? s : "-");
+      rows[i][5] = strdup ((s = cli_jstr (sb, "expiresAt")) && !cli_state_is (st, RT_SANDBOX_STOPPED) ? s : "-");
     }
   for (size_t i = 0; i < nrows; i++)
     for (int c = 0; c < 6; c++)
@@ -120,7 +129,7 @@ cli_sandbox_ls (struct cli_command *cmd, int argc, char **argv)
         goto out;
       }
   state = cli_opt (cmd, &a, "state");
-  if (state && cli_check_choice ("state", state, states) < 0)
+  if (state && check_state (state) < 0)
     goto out;
 
   ctx = cli_context ();
@@ -128,7 +137,7 @@ cli_sandbox_ls (struct cli_command *cmd, int argc, char **argv)
     goto out;
   /* A stopped sandbox is only listed with --all; asking for that state
      asks for them too.  */
-  if (rt_sandbox_list_json (ctx, cli_has_opt (cmd, &a, "all") || (state && strcmp (state, "stopped") == 0), &json, &err)
+  if (rt_sandbox_list_json (ctx, cli_has_opt (cmd, &a, "all") || cli_state_is (state, RT_SANDBOX_STOPPED), &json, &err)
       < 0)
     {
       code = cli_lib_fail (err);

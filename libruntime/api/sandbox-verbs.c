@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/state.h"
 #include "common/util.h"
 #include "api/body.h"
 #include "api/handlers.h"
@@ -332,9 +333,9 @@ answered_by_state (struct srv_req *r, rt_context *ctx, enum verb v)
   if (info == NULL)
     return srv_reply_rt_error (r, err), 1;
   st = rt_json_str (info, "state");
-  if (v == V_STOP && st && strcmp (st, "stopped") == 0)
+  if (v == V_STOP && st && rt_state_is (st, RT_SANDBOX_STOPPED))
     return srv_reply_json (r, 200, info), 1;
-  if (v == V_WAKE && st && strcmp (st, "paused") != 0 && strcmp (st, "pausing") != 0 && strcmp (st, "stopped") != 0)
+  if (v == V_WAKE && st && !rt_state_is (st, RT_SANDBOX_PAUSED) && !rt_state_is (st, RT_SANDBOX_PAUSING) && !rt_state_is (st, RT_SANDBOX_STOPPED))
     {
       srv_reply_error (r, 409, "not_paused", "pause it first, or just use it", NULL, "sandbox %s is %s, not paused",
                        rt_json_str (info, "id"), st);

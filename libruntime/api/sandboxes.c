@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/state.h"
 #include "common/sys.h"
 #include "common/util.h"
 #include "api/body.h"
@@ -135,11 +136,39 @@ create_vcpu (rt_context *ctx, const rt_sandbox_config *cfg)
   return 2;
 }
 
+/* Not on its way from one state to another.  */
 static bool
 settled (const char *st)
 {
-  return st && strcmp (st, "starting") != 0 && strcmp (st, "pausing") != 0 && strcmp (st, "resuming") != 0
-         && strcmp (st, "stopping") != 0;
+  enum rt_sandbox_state s;
+
+  if (rt_sandbox_state_parse (st, &s) < 0)
+    return false;
+  switch (s)
+    {
+    case RT_SANDBOX_STARTING:
+    case RT_SANDBOX_PAUSING:
+    case RT_SANDBOX_RESUMING:
+    case RT_SANDBOX_STOPPING:
+      return false;
+    case RT_SANDBOX_RUNNING:
+    case RT_SANDBOX_PAUSED:
+    case RT_SANDBOX_STOPPED:
+      break;
+    }
+  return true;
+}
+
+/* What a wait for @want (NULL: for a settled state) ends at: that state,
+   or stopped, which nothing leaves.  */
+static bool
+arrived (const char *st, const char *want)
+{
+  enum rt_sandbox_state w;
+
+  if (want == NULL)
+    return settled (st);
+  return rt_state_is (st, RT_SANDBOX_STOPPED) || (rt_sandbox_state_parse (want, &w) == 0 && rt_state_is (st, w));
 }
 
 /* The longest a wait goes without looking whether its client went.  */
@@ -159,7 +188,7 @@ srv_sandbox_wait (struct srv_req *r, rt_context *ctx, const char *ref, const cha
       if (info == NULL)
         break;
       st = rt_json_str (info, "state");
-      if (want ? st && (strcmp (st, want) == 0 || strcmp (st, "stopped") == 0) : settled (st))
+      if (arrived (st, want))
         break;
       if (rt_now_ms () >= end || srv_gone (r) || srv_stopping (r))
         break;
@@ -189,7 +218,7 @@ live_id (rt_context *ctx, const char *name)
   if (name == NULL || rt_sandbox_info (ctx, name, &o, NULL) < 0)
     return NULL;
   st = rt_json_str (o, "state");
-  return st && strcmp (st, "stopped") != 0 && rt_json_str (o, "id") ? strdup (rt_json_str (o, "id")) : NULL;
+  return st && !rt_state_is (st, RT_SANDBOX_STOPPED) && rt_json_str (o, "id") ? strdup (rt_json_str (o, "id")) : NULL;
 }
 
 /* The create's answer: @id as it is now, or once settled (Prefer: wait).  */
@@ -323,7 +352,8 @@ srv_sandbox_get (struct srv_req *r)
 
   if (ctx == NULL)
     return;
-  if (want && strcmp (want, "running") != 0 && strcmp (want, "paused") != 0 && strcmp (want, "stopped") != 0)
+  if (want && !rt_state_is (want, RT_SANDBOX_RUNNING) && !rt_state_is (want, RT_SANDBOX_PAUSED)
+      && !rt_state_is (want, RT_SANDBOX_STOPPED))
     return srv_reply_error (r, 400, "invalid_request", "running, paused or stopped", NULL,
                             "waitFor must be running, paused or stopped, not '%s'", want);
   if (t && ((timeout = strtol (t, &end, 10)) < 0 || timeout > 120 || *end || end == t))
@@ -393,7 +423,7 @@ srv_sandbox_delete (struct srv_req *r)
   if (info == NULL)
     return deleted_again (r, ctx, err);
   st = rt_json_str (info, "state");
-  if (st && strcmp (st, "stopped") != 0)
+  if (st && !rt_state_is (st, RT_SANDBOX_STOPPED))
     {
       /* Stopped, not forgotten: a repeat answers the same from the record.  */
       if (rt_sandbox_open (ctx, rt_json_str (info, "id"), &sb, &err) < 0
@@ -477,7 +507,7 @@ network_of (rt_context *ctx, json_object *info, bool bump)
     json_object_object_add (
         o, *k, json_object_object_get_ex (net, *k, &v) && v ? json_object_get (v) : json_object_new_array ());
   /* A paused sandbox's rules take effect when it wakes.  */
-  json_object_object_add (o, "enforced", json_object_new_boolean (st && strcmp (st, "running") == 0));
+  json_object_object_add (o, "enforced", json_object_new_boolean (st && rt_state_is (st, RT_SANDBOX_RUNNING)));
   json_object_object_add (o, "updatedAt", json_object_new_string (updated));
   return o;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/state.h"
 #include "common/cleanup.h"
 #include "common/strutil.h"
 #include "common/util.h"
@@ -124,7 +125,7 @@ reconcile (struct srv_cluster *c, const char *name)
       cleanup_free char *key = id ? rt_strdup_printf ("sb.%s", id) : NULL, *value = NULL;
       cleanup_json json_object *o = NULL;
 
-      if (key == NULL || !rt_catalog_key_valid (key) || (st && strcmp (st, "stopped") == 0))
+      if (key == NULL || !rt_catalog_key_valid (key) || (st && rt_state_is (st, RT_SANDBOX_STOPPED)))
         continue;
       json_object_array_add (ids, json_object_new_string (id));
       if (rt_catalog_get (c->cat, key, &value, NULL, NULL) == 0 && (o = json_tokener_parse (value))

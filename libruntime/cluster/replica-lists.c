@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/state.h"
 #include "common/cleanup.h"
 #include "common/strutil.h"
 #include "common/util.h"
@@ -120,7 +121,7 @@ add_ended (struct srv_req *r, json_object *items)
   size_t n = 0;
 
   for (size_t i = 0; i < ns; i++)
-    want |= strcmp (states[i], "stopped") == 0;
+    want |= rt_state_is (states[i], RT_SANDBOX_STOPPED);
   if (!want || rt_catalog_keys (srv_cluster_catalog (cl (r)), "sb.", &keys, &n, NULL) < 0)
     return;
   for (size_t i = 0; i < n; i++)

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/state.h"
 #include "cluster/report.h"
 #include "common/cleanup.h"
 #include "common/util.h"
@@ -65,7 +66,7 @@ rt_node_report_build (const struct rt_node_host *host, json_object *sandboxes, j
     {
       json_object *sb = json_object_array_get_idx (sandboxes, i);
       const char *st = rt_json_str (sb, "state");
-      if (st && strcmp (st, "paused") == 0)
+      if (st && rt_state_is (st, RT_SANDBOX_PAUSED))
         {
           paused++;
           continue;

@@ -1,8 +1,9 @@
 /* state.c - the names of enum rt_sandbox_state, as a sandbox's JSON spells
-   its "state".  No header of its own: declared in include/runtime/sandbox.h.  */
+   its "state" (include/runtime/sandbox.h), and comparisons through them.  */
 #include <string.h>
 
 #include "common/util.h"
+#include "core/state.h"
 
 /* By value: enum rt_sandbox_state's values are its indices.  */
 static const char *const state_names[] = {
@@ -31,4 +32,12 @@ rt_sandbox_state_parse (const char *name, enum rt_sandbox_state *state)
         return 0;
       }
   return -1;
+}
+
+bool
+rt_state_is (const char *name, enum rt_sandbox_state state)
+{
+  enum rt_sandbox_state s;
+
+  return rt_sandbox_state_parse (name, &s) == 0 && s == state;
 }

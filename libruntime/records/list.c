@@ -1,6 +1,7 @@
 /* list.c - every sandbox a context sees, and one by id or name.  */
 #include <string.h>
 
+#include "core/state.h"
 #include "records/list.h"
 #include "records/reap.h"
 #include "records/store.h"
@@ -65,7 +66,7 @@ store_list (rt_context *ctx, bool all, bool scoped, json_object **out, rt_error 
          Spares are no one's sandboxes yet (monitor/spare.h).  */
       if (!visible (ctx, scoped, state)
           || (rt_json_str (state, "state")
-              && (strcmp (rt_json_str (state, "state"), "stopped") == 0
+              && (rt_state_is (rt_json_str (state, "state"), RT_SANDBOX_STOPPED)
                   || json_object_get_boolean (json_object_object_get (state, "spare")))))
         {
           json_object_put (state);
@@ -122,7 +123,7 @@ match_owned (rt_context *ctx, json_object *arr, const char *ref, bool stopped, b
     {
       json_object *o = json_object_array_get_idx (arr, i);
       const char *id = rt_json_str (o, "id"), *name = rt_json_str (o, "name"), *st = rt_json_str (o, "state");
-      if ((stopped && (st == NULL || strcmp (st, "stopped") != 0))
+      if ((stopped && (st == NULL || !rt_state_is (st, RT_SANDBOX_STOPPED)))
           || (own && !rt_tenant_same (ctx, rt_json_str (o, "tenant"))))
         continue;
       if (id && strcmp (id, ref) == 0)

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "core/state.h"
 #include "common/pidfile.h"
 #include "records/reap.h"
 #include "records/store.h"
@@ -51,7 +52,7 @@ reap_dead (rt_context *ctx, const char *dir)
       const char *st = rt_json_str (state, "state");
       char now[32];
       rt_format_time (rt_epoch_ms (), now);
-      if (st == NULL || strcmp (st, "stopped") != 0)
+      if (st == NULL || !rt_state_is (st, RT_SANDBOX_STOPPED))
         {
           json_object_object_add (state, "state", json_object_new_string ("stopped"));
           json_object_object_add (state, "stopReason", json_object_new_string ("host_stopped"));
@@ -105,7 +106,7 @@ paused_to_disk (rt_context *ctx, const char *id, const char *dir)
       || rt_read_file (state_path, &text, NULL, NULL) < 0 || (state = json_tokener_parse (text)) == NULL)
     return false;
   s = rt_json_str (state, "state");
-  if (s && strcmp (s, "paused") == 0)
+  if (s && rt_state_is (s, RT_SANDBOX_PAUSED))
     return true;
   /* Its monitor died between the capture and writing "paused": the
      capture is whole (saved/meta.json comes last), so it is paused.  */

@@ -4,6 +4,7 @@
    it came.  */
 #include <string.h>
 
+#include "core/state.h"
 #include "remote/http.h"
 #include "remote/sandboxes.h"
 #include "sandbox/handle.h"
@@ -148,7 +149,7 @@ rt_remote_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_e
   if (ret < 0)
     return ret;
   st = rt_json_str (info, "state");
-  if (st && (strcmp (st, "stopped") == 0 || strcmp (st, "stopping") == 0))
+  if (st && (rt_state_is (st, RT_SANDBOX_STOPPED) || rt_state_is (st, RT_SANDBOX_STOPPING)))
     {
       rt_error_set (err, ENOENT, "sandbox_not_ready", "sandbox %s is stopped", rt_json_str (info, "id"));
       return rt_error_hint (err, "runtime sandbox create starts a new one");

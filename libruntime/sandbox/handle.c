@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/state.h"
 #include "core/checks.h"
 #include "common/b64.h"
 #include "common/proto.h"
@@ -30,7 +31,7 @@ rt_local_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_er
   if (ret < 0)
     return ret;
   st = rt_json_str (state, "state");
-  if (st && (strcmp (st, "stopped") == 0 || strcmp (st, "stopping") == 0))
+  if (st && (rt_state_is (st, RT_SANDBOX_STOPPED) || rt_state_is (st, RT_SANDBOX_STOPPING)))
     {
       rt_error_set (err, ENOENT, "sandbox_not_ready", "sandbox %s is stopped", rt_json_str (state, "id"));
       return rt_error_hint (err, "runtime sandbox create starts a new one");
@@ -58,11 +59,11 @@ rt_sandbox_not_ready_yet (rt_sandbox *sb, int ret, rt_error **err)
   if (path == NULL || rt_read_file (path, &data, NULL, NULL) < 0 || (state = json_tokener_parse (data)) == NULL)
     return ret;
   st = rt_json_str (state, "state");
-  if (st == NULL || (strcmp (st, "starting") != 0 && strcmp (st, "paused") != 0))
+  if (st == NULL || (!rt_state_is (st, RT_SANDBOX_STARTING) && !rt_state_is (st, RT_SANDBOX_PAUSED)))
     return ret;
   rt_error_free (*err);
   *err = NULL;
-  if (strcmp (st, "paused") == 0)
+  if (rt_state_is (st, RT_SANDBOX_PAUSED))
     return rt_sandbox_paused_error (sb, err);
   rt_error_set (err, EAGAIN, "sandbox_not_ready", "sandbox %s is still starting", sb->id);
   return rt_error_hint (err, "runtime sandbox get %s shows when it is running", sb->id);

@@ -3,6 +3,7 @@
    record.  */
 #include <string.h>
 
+#include "core/state.h"
 #include "sandbox/handle.h"
 #include "sandbox/list.h"
 #include "common/pidfile.h"
@@ -100,7 +101,7 @@ rt_local_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err)
     }
   id = rt_json_str (state, "id");
   st = rt_json_str (state, "state");
-  if (st && strcmp (st, "stopped") != 0)
+  if (st && !rt_state_is (st, RT_SANDBOX_STOPPED))
     {
       cleanup_sandbox rt_sandbox *sb = rt_sandbox_handle_new (ctx, id);
       int ret;

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <sys/file.h>
 
+#include "core/state.h"
 #include "billing/trial.h"
 #include "image/disk.h"
 #include "monitor/client.h"
@@ -84,7 +85,7 @@ rt_sandbox_is_paused (rt_sandbox *sb, rt_error **err)
     return 0;
   state = rt_sandbox_read_state (sb, NULL);
   s = state ? rt_json_str (state, "state") : NULL;
-  return s && strcmp (s, "paused") == 0;
+  return s && rt_state_is (s, RT_SANDBOX_PAUSED);
 }
 
 int
