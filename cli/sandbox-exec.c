@@ -154,7 +154,7 @@ cli_job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, str
     {
       int n;
       j->env = cli_opt_list (cmd, a, "env", &n);
-      if (cli_check_env (j->env, n, false) < 0)
+      if (cli_check_env (j->env, n) < 0)
         return -1;
     }
   /* One argument runs under bash -c, several as argv with no shell.  */

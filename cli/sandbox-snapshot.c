@@ -79,13 +79,13 @@ open_checked (const struct cli_args *a, rt_context **ctx, rt_sandbox **sb)
 static int
 read_name_labels (struct cli_command *cmd, struct cli_args *a, const char **name, const char ***labels)
 {
+  rt_sandbox_config cfg = { 0 };
   int n;
 
-  *name = cli_opt (cmd, a, "name");
-  if (*name && cli_check_name (*name) < 0)
-    return -1;
-  *labels = cli_opt_list (cmd, a, "label", &n);
-  return cli_check_labels (*labels, n);
+  /* The rules a sandbox's name and labels follow.  */
+  cfg.name = *name = cli_opt (cmd, a, "name");
+  cfg.labels = *labels = cli_opt_list (cmd, a, "label", &n);
+  return cli_config_check (&cfg);
 }
 
 int

@@ -1,6 +1,7 @@
 /* sandbox.c - `runtime sandbox …`: the group's table and helpers, and
    the commands that make a sandbox, create and run.  The other commands
    live in sandbox-*.c, by what they act on.  */
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,82 +40,94 @@ cli_check_choice (const char *opt, const char *v, const char *const *names)
   return -1;
 }
 
-/* K=V with a portable name.  The library checks again, but a typo is
-   cheaper to report before a VM boots.  @limits: also the 32 / 32 KiB cap
-   of a sandbox's own env.  */
-int
-cli_check_env (const char **env, int n, bool limits)
+/* The library's fields as the command line names them.  */
+static const struct
 {
-  size_t total = 0;
+  const char *field, *flag;
+} flags[] = {
+  { "vcpu", "--vcpu" },
+  { "memory_mib", "--memory" },
+  { "disk_mib", "--disk" },
+  { "timeout_s", "--timeout" },
+  { "on_timeout", "--on-timeout" },
+  { "name", "--name" },
+  { "get_or_create", "--get-or-create" },
+  { "idle_pause_s", "--idle-pause" },
+  { "auto_wake", "--auto-wake" },
+  { "labels", "--label" },
+  { "env", "--env" },
+  { "funding", "--trial or --paid" },
+  { "ephemeral", "sandbox run" },
+};
 
-  if (limits && n > RT_MAX_ENV)
+/* @msg with the library's field names said as flags: @field where the
+   message starts, every other field with a '_' in its name anywhere.  */
+static char *
+in_flags (const char *msg, const char *field)
+{
+  char *out = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream (&out, &len);
+
+  if (f == NULL)
+    return NULL;
+  while (*msg)
     {
-      cli_fail ("env_too_large", NULL, "at most %d --env variables, not %d", RT_MAX_ENV, n);
-      return -1;
+      size_t i, n = 0;
+      for (i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        {
+          n = strlen (flags[i].field);
+          if (strncmp (msg, flags[i].field, n) == 0 && !isalnum ((unsigned char) msg[n]) && msg[n] != '_'
+              && (strcmp (flags[i].field, field ? field : "") == 0 || strchr (flags[i].field, '_')))
+            break;
+        }
+      if (i < sizeof flags / sizeof flags[0])
+        {
+          fputs (flags[i].flag, f);
+          msg += n;
+        }
+      else
+        {
+          fputc (*msg, f);
+          msg++;
+        }
+      while (*msg && (isalnum ((unsigned char) msg[-1]) || msg[-1] == '_') && (isalnum ((unsigned char) *msg) || *msg == '_'))
+        fputc (*msg++, f);
     }
+  fclose (f);
+  return out;
+}
+
+int
+cli_config_check (const rt_sandbox_config *cfg)
+{
+  rt_error *err = NULL;
+  cleanup_free char *msg = NULL;
+  const char *field = NULL;
+
+  if (rt_sandbox_config_check (cfg, &field, &err) == 0)
+    return 0;
+  msg = in_flags (err->msg, field);
+  /* A bad value on the command line is a usage error there.  */
+  cli_fail (strcmp (err->code, "invalid_request") == 0 ? "usage" : err->code, err->hint, "%s", msg ? msg : err->msg);
+  rt_error_free (err);
+  return -1;
+}
+
+/* K=V with a portable name, for a command's env (no sandbox's caps).  */
+int
+cli_check_env (const char **env, int n)
+{
   for (int i = 0; i < n; i++)
     {
       const char *eq = strchr (env[i], '=');
       if (eq == NULL || !rt_env_name_valid (env[i], eq - env[i]))
         {
           cli_fail ("invalid_env", "names are letters, digits and _, not starting with a digit: --env NAME=VALUE",
-                "--env '%.*s' is not NAME=VALUE with a valid name", eq ? (int) (eq - env[i]) : 64, env[i]);
+                    "--env '%.*s' is not NAME=VALUE with a valid name", eq ? (int) (eq - env[i]) : 64, env[i]);
           return -1;
         }
-      total += strlen (env[i]) + 1;
     }
-  if (limits && total > RT_MAX_ENV_BYTES)
-    {
-      cli_fail ("env_too_large", "pass large inputs as files with 'runtime sandbox cp'",
-            "the --env variables take %zu bytes; at most %d are allowed", total, RT_MAX_ENV_BYTES);
-      return -1;
-    }
-  return 0;
-}
-
-int
-cli_check_labels (const char **labels, int n)
-{
-  if (n > RT_MAX_LABELS)
-    {
-      cli_usage_error (NULL, "at most %d --label options, not %d", RT_MAX_LABELS, n);
-      return -1;
-    }
-  for (int i = 0; i < n; i++)
-    {
-      const char *eq = strchr (labels[i], '=');
-      if (eq == NULL || eq == labels[i])
-        {
-          cli_usage_error ("for example: --label team=ml", "--label '%s' is not key=value", labels[i]);
-          return -1;
-        }
-      for (int j = 0; j < i; j++)
-        if (strncmp (labels[j], labels[i], eq - labels[i] + 1) == 0)
-          {
-            cli_usage_error (NULL, "--label '%.*s' given twice", (int) (eq - labels[i]), labels[i]);
-            return -1;
-          }
-    }
-  return 0;
-}
-
-/* Names are shown in tables and completed in shells: keep them one word.  */
-int
-cli_check_name (const char *name)
-{
-  size_t len = strlen (name);
-
-  if (len == 0 || len > RT_MAX_NAME)
-    {
-      cli_usage_error (NULL, "--name must be 1 to %d characters", RT_MAX_NAME);
-      return -1;
-    }
-  for (size_t i = 0; i < len; i++)
-    if ((unsigned char) name[i] <= ' ' || name[i] == 0x7f || name[i] == '/')
-      {
-        cli_usage_error (NULL, "--name '%s' contains a space, a control character or '/'", name);
-        return -1;
-      }
   return 0;
 }
 
@@ -135,15 +148,9 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
   cfg->disk_mib = disk;
   cfg->image = cli_opt (cmd, a, "image");
   cfg->name = cli_opt (cmd, a, "name");
-  if (cfg->name && cli_check_name (cfg->name) < 0)
-    return -1;
   labels = cli_opt_list (cmd, a, "label", &nlabels);
-  if (cli_check_labels (labels, nlabels) < 0)
-    return -1;
   cfg->labels = labels;
   env = cli_opt_list (cmd, a, "env", &nenv);
-  if (cli_check_env (env, nenv, true) < 0)
-    return -1;
   cfg->env = env;
   cfg->no_internet = cli_has_opt (cmd, a, "no-internet");
   cfg->cold = cli_has_opt (cmd, a, "cold");
@@ -294,6 +301,8 @@ sandbox_run (struct cli_command *cmd, int argc, char **argv)
     goto out;
   /* Without --keep the sandbox must not outlive us, even after kill -9.  */
   cfg.ephemeral = !cli_has_opt (cmd, &a, "keep");
+  if (cli_config_check (&cfg) < 0)
+    goto out;
 
   ctx = cli_context ();
   if (ctx == NULL || cli_check_snapshot (ctx, cfg.snapshot) < 0)
@@ -357,6 +366,8 @@ sandbox_create (struct cli_command *cmd, int argc, char **argv)
                        "--get-or-create needs --name");
       goto out;
     }
+  if (cli_config_check (&cfg) < 0)
+    goto out;
 
   ctx = cli_context ();
   if (ctx == NULL || cli_check_snapshot (ctx, cfg.snapshot) < 0)

@@ -19,10 +19,9 @@ bool cli_has_opt (struct cli_command *cmd, struct cli_args *a, const char *name)
 /* One of @names, or a usage error naming the likeliest one.  */
 int cli_check_choice (const char *opt, const char *v, const char *const *names);
 /* K=V with a portable name; @limits: also the caps of a sandbox's own env.  */
-int cli_check_env (const char **env, int n, bool limits);
-/* --label values and a --name; -1 after a usage error.  */
-int cli_check_labels (const char **labels, int n);
-int cli_check_name (const char *name);
+int cli_check_env (const char **env, int n);
+/* rt_sandbox_config_check of @cfg, its error said in flags; -1 after it.  */
+int cli_config_check (const rt_sandbox_config *cfg);
 /* Parses a library JSON answer; prints an error when it is not JSON.  */
 json_object *cli_parse_json (const char *text);
 void cli_print_json (json_object *o);

@@ -81,6 +81,28 @@ typedef struct rt_sandbox_config
 typedef struct rt_sandbox rt_sandbox;
 
 /**
+ * rt_sandbox_config_check - whether rt_sandbox_create takes a configuration
+ * (since LIBRUNTIME_0.2)
+ * @cfg:   the configuration (NULL: the defaults, which it takes)
+ * @field: if not NULL, set to the name of the first wrong field of
+ *         rt_sandbox_config ("vcpu", "memory_mib", "name", "labels", …),
+ *         or to NULL when none is
+ * @err:   "invalid_request", "invalid_env" or "env_too_large" (env),
+ *         "usage" (get_or_create without a name); the message starts with
+ *         the field's name, so a caller that names fields otherwise (a
+ *         command line's flags, an API's keys) can say it in its terms
+ *
+ * Checks each field on its own: sizes within the RT_MIN_ and RT_MAX_
+ * limits, a name of 1 to RT_MAX_NAME bytes without a space, a control
+ * character or '/', labels "key=value" with distinct keys, env "K=V" with
+ * portable names.  What needs the machine (the image, the snapshot, the
+ * funding left, the network's entries) is checked by rt_sandbox_create.
+ * rt_sandbox_create makes this check first.
+ * Return: 0, or <0 with @err set.
+ */
+int rt_sandbox_config_check (const rt_sandbox_config *cfg, const char **field, rt_error **err);
+
+/**
  * rt_sandbox_create - boot a sandbox and wait until its agent answers
  * @ctx: the context
  * @cfg: configuration, or NULL for the defaults

@@ -235,6 +235,51 @@ reply_created (struct srv_req *r, rt_context *ctx, const char *id, int wait, boo
   srv_reply_json (r, reused ? 200 : 201, info);
 }
 
+/* rt_sandbox_config_check (include/runtime/sandbox.h) before anything
+   is reserved, its field said as the body's key: false after answering.  */
+static bool
+config_ok (struct srv_req *r, const rt_sandbox_config *cfg)
+{
+  static const struct
+  {
+    const char *field, *key;
+  } keys[] = {
+    { "vcpu", "vcpu" },
+    { "memory_mib", "memoryMiB" },
+    { "disk_mib", "diskMiB" },
+    { "timeout_s", "timeoutSeconds" },
+    { "on_timeout", "onLeaseEnd" },
+    { "name", "name" },
+    { "get_or_create", "getOrCreate" },
+    { "idle_pause_s", "idlePauseSeconds" },
+    { "auto_wake", "autoWake" },
+    { "labels", "labels" },
+    { "env", "env" },
+    { "funding", "funding" },
+  };
+  cleanup_error rt_error *err = NULL;
+  cleanup_json json_object *issues = NULL;
+  cleanup_free char *msg = NULL;
+  const char *field = NULL, *key = NULL;
+
+  if (rt_sandbox_config_check (cfg, &field, &err) == 0)
+    return true;
+  for (size_t i = 0; field && i < sizeof keys / sizeof keys[0]; i++)
+    if (strcmp (keys[i].field, field) == 0)
+      key = keys[i].key;
+  if (key && strncmp (err->msg, field, strlen (field)) == 0)
+    msg = rt_strdup_printf ("%s%s", key, err->msg + strlen (field));
+  if (key == NULL || strcmp (err->code, "invalid_request") != 0)
+    {
+      srv_reply_error (r, 400, err->code, err->hint, NULL, "%s", msg ? msg : err->msg);
+      return false;
+    }
+  issues = json_object_new_array ();
+  srv_issue (issues, key, msg ? msg : err->msg);
+  srv_reply_issues (r, issues);
+  return false;
+}
+
 void
 srv_sandbox_create (struct srv_req *r)
 {
@@ -250,7 +295,8 @@ srv_sandbox_create (struct srv_req *r)
   unsigned vcpu;
   bool reused;
 
-  if (body == NULL || (ctx = srv_ctx (r)) == NULL || !create_parse (r, body, issues, &cfg, &labels, &env, &allow, &deny))
+  if (body == NULL || (ctx = srv_ctx (r)) == NULL || !create_parse (r, body, issues, &cfg, &labels, &env, &allow, &deny)
+      || !config_ok (r, &cfg))
     return;
   /* Prefer: wait=N: the library answers once the monitor runs; the wait
      for the boot is ours, bounded.  */

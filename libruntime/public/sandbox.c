@@ -17,6 +17,10 @@ of (rt_sandbox *sb)
 int
 rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **out, rt_error **err)
 {
+  int ret = rt_sandbox_config_check (cfg, NULL, err);
+
+  if (ret < 0)
+    return ret;
   return rt_driver_of (ctx)->sandbox_create (ctx, cfg, out, err);
 }
 

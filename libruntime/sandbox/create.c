@@ -24,64 +24,6 @@
 #include "template/make.h"
 #include "vmm/kernel.h"
 
-static int
-check_config (const rt_sandbox_config *cfg, rt_error **err)
-{
-  size_t n = 0, bytes = 0;
-
-  if (cfg->vcpu > RT_MAX_VCPU)
-    return rt_error_set (err, EINVAL, "invalid_request", "--vcpu must be 1 to %d, not %u", RT_MAX_VCPU, cfg->vcpu);
-  if (cfg->memory_mib && (cfg->memory_mib < RT_MIN_MEMORY_MIB || cfg->memory_mib > RT_MAX_MEMORY_MIB))
-    return rt_error_set (err, EINVAL, "invalid_request", "--memory must be %d to %d MiB, not %u", RT_MIN_MEMORY_MIB,
-                         RT_MAX_MEMORY_MIB, cfg->memory_mib);
-  /* The image's file system is 4 GiB; a sandbox may grow it, not shrink.  */
-  if (cfg->disk_mib && (cfg->disk_mib < RT_MIN_DISK_MIB || cfg->disk_mib > RT_MAX_DISK_MIB))
-    return rt_error_set (err, EINVAL, "invalid_request", "--disk must be %d to %d MiB, not %u", RT_MIN_DISK_MIB,
-                         RT_MAX_DISK_MIB, cfg->disk_mib);
-  /* The same bound for paid and trial leases: not invalid_trial, since
-     no funding allows more (the CLI refuses it as a usage error first).  */
-  if (cfg->timeout_s && (cfg->timeout_s < RT_MIN_LEASE_S || cfg->timeout_s > RT_MAX_LEASE_S))
-    {
-      rt_error_set (err, EINVAL, "invalid_request", "--timeout must be %d to %d s, not %u", RT_MIN_LEASE_S,
-                    RT_MAX_LEASE_S, cfg->timeout_s);
-      return rt_error_hint (err, "a lease is at most 1 h, trial or paid; runtime sandbox extend renews it");
-    }
-  if (cfg->on_timeout && strcmp (cfg->on_timeout, "pause") != 0 && strcmp (cfg->on_timeout, "stop") != 0)
-    return rt_error_set (err, EINVAL, "invalid_request", "--on-timeout must be pause or stop, not '%s'",
-                         cfg->on_timeout);
-  if (cfg->name && (*cfg->name == '\0' || strlen (cfg->name) > RT_MAX_NAME || strchr (cfg->name, '/')))
-    return rt_error_set (err, EINVAL, "invalid_request", "a name is 1 to %d characters without '/'", RT_MAX_NAME);
-  if (cfg->get_or_create && cfg->name == NULL)
-    return rt_error_set (err, EINVAL, "usage", "--get-or-create needs --name");
-  if (cfg->idle_pause_s && (cfg->idle_pause_s < 10 || cfg->idle_pause_s > 86400))
-    return rt_error_set (err, EINVAL, "invalid_request", "--idle-pause must be 0 or 10 to 86400 s, not %u",
-                         cfg->idle_pause_s);
-  /* It ends with its creator: a pause would outlive it.  */
-  if (cfg->ephemeral && (cfg->idle_pause_s || cfg->auto_wake))
-    return rt_error_set (err, EINVAL, "invalid_request", "a sandbox that ends with its command (run) does not pause");
-  for (const char *const *l = cfg->labels; l && *l; l++, n++)
-    if (strchr (*l, '=') == NULL || **l == '=')
-      return rt_error_set (err, EINVAL, "invalid_request", "a label is key=value, not '%s'", *l);
-  if (n > RT_MAX_LABELS)
-    return rt_error_set (err, EINVAL, "invalid_request", "at most %d labels", RT_MAX_LABELS);
-  n = 0;
-  for (const char *const *e = cfg->env; e && *e; e++, n++)
-    {
-      const char *eq = strchr (*e, '=');
-      if (eq == NULL || !rt_env_name_valid (*e, eq - *e))
-        {
-          rt_error_set (err, EINVAL, "invalid_env", "bad environment variable '%.*s'",
-                        eq ? (int) (eq - *e) : (int) strlen (*e), *e);
-          return rt_error_hint (err, "names are [A-Za-z_][A-Za-z0-9_]* and values follow '='");
-        }
-      bytes += strlen (*e);
-    }
-  if (n > RT_MAX_ENV || bytes > RT_MAX_ENV_BYTES)
-    return rt_error_set (err, E2BIG, "env_too_large", "at most %d variables and %d KiB of environment", RT_MAX_ENV,
-                         RT_MAX_ENV_BYTES / 1024);
-  return 0;
-}
-
 int
 rt_sandbox_rules_of (bool internet, const char *const *allow, const char *const *deny, struct rt_egress_rules *r, rt_error **err)
 {
@@ -251,7 +193,9 @@ validate (struct creation *c, rt_error **err)
   const rt_sandbox_config *cfg = c->cfg;
   int ret;
 
-  ret = check_config (cfg, err);
+  /* rt_sandbox_create checked it already; the library's own creates (a
+     build's, a fork's children) are checked here, by the same function.  */
+  ret = rt_sandbox_config_check (cfg, NULL, err);
   if (ret < 0)
     return ret;
   ret = rt_sandbox_rules_of (!cfg->no_internet, cfg->allow, cfg->deny, &c->rules, err);

@@ -55,6 +55,7 @@ const entry table[] = {
   FN (rt_sandbox_remove),
   FN (rt_sandbox_get_json),
   FN (rt_sandbox_list_json),
+  FN (rt_sandbox_config_check),
   FN (rt_sandbox_state),
   FN (rt_sandbox_state_name),
   FN (rt_sandbox_state_parse),
@@ -189,6 +190,15 @@ call_state ()
 
   ok (std::strcmp (rt_sandbox_state_name (RT_SANDBOX_PAUSED), "paused") == 0, "rt_sandbox_state_name");
   ok (rt_sandbox_state_parse ("stopping", &state) == 0 && state == RT_SANDBOX_STOPPING, "rt_sandbox_state_parse");
+  {
+    rt_sandbox_config cfg = {};
+    const char *field = nullptr;
+    rt_error *err = nullptr;
+    cfg.memory_mib = 1;
+    ok (rt_sandbox_config_check (&cfg, &field, &err) < 0 && field && std::strcmp (field, "memory_mib") == 0,
+        "rt_sandbox_config_check");
+    rt_error_free (err);
+  }
 }
 
 void
