@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "net/egress.h"
+#include "common/jsonstore.h"
 #include "net/secrets.h"
 
 /* <data>, or a tenant's <data>/tenants/<name>.  */
@@ -39,39 +40,12 @@ store_path (rt_context *ctx)
 static int
 load (rt_context *ctx, json_object **out, rt_error **err)
 {
-  cleanup_free char *path = store_path (ctx), *text = NULL;
-  cleanup_close int fd = -1;
-  struct stat st;
-  size_t len = 0;
-  int ret;
+  cleanup_free char *path = store_path (ctx);
 
   if (path == NULL)
     return rt_error_oom (err);
-  fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0 && errno == ENOENT)
-    {
-      *out = json_object_new_object ();
-      return *out ? 0 : rt_error_oom (err);
-    }
-  if (fd < 0 || fstat (fd, &st) < 0)
-    return rt_error_set (err, errno, "internal", "cannot read '%s': %s", path, strerror (errno));
-  if (st.st_mode & 077)
-    {
-      rt_error_set (err, EPERM, "invalid_request", "the secrets store '%s' is readable by others (mode %03o)", path,
-                    (unsigned) (st.st_mode & 0777));
-      return rt_error_hint (err, "chmod 600 '%s' if nobody else read it; otherwise change the secrets", path);
-    }
-  close (steal_fd (&fd));
-  ret = rt_read_file (path, &text, &len, err);
-  if (ret < 0)
-    return ret;
-  *out = json_tokener_parse (text);
-  if (*out == NULL || !json_object_is_type (*out, json_type_object))
-    {
-      json_object_put (*out);
-      return rt_error_set (err, EINVAL, "internal", "'%s' is not a JSON object", path);
-    }
-  return 0;
+  return rt_json_store_load (path, "secrets store", "change the secrets if anybody else may have read them", out,
+                             NULL, err);
 }
 
 static int
@@ -79,17 +53,15 @@ save (rt_context *ctx, json_object *store, rt_error **err)
 {
   cleanup_free char *path = store_path (ctx);
 
-  return rt_write_json_private (path, store, err);
+  return path ? rt_json_store_save (path, store, err) : rt_error_oom (err);
 }
 
 static int
 lock (rt_context *ctx, int *fd, rt_error **err)
 {
   cleanup_free char *dir = store_dir (ctx);
-  cleanup_free char *path = dir ? rt_strdup_printf ("%s/secrets.lock", dir) : NULL;
-  int ret = path ? rt_mkdir_p (dir, ctx->tenant ? 0700 : 0755, err) : rt_error_oom (err);
 
-  return ret < 0 ? ret : rt_lock_file (path, fd, err);
+  return dir ? rt_json_store_lock (dir, "secrets.lock", ctx->tenant ? 0700 : 0755, fd, err) : rt_error_oom (err);
 }
 
 static bool

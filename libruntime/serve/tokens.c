@@ -8,8 +8,9 @@
 #include <sys/stat.h>
 
 #include "billing/ledger.h"
-#include "sandbox/handle.h"
+#include "records/handle.h"
 #include "records/list.h"
+#include "common/jsonstore.h"
 #include "serve/tokens.h"
 
 #define TOKEN_CHARS 40 /* after "rt_": 5 bits each, 200 bits */
@@ -40,42 +41,14 @@ store_path (rt_context *ctx)
 static int
 load (const char *path, json_object **out, struct stat *st, rt_error **err)
 {
-  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  cleanup_free char *text = NULL;
   json_object *arr;
-  size_t len = 0;
-  ssize_t n;
+  int ret = rt_json_store_load (path, "token store", "runtime token rm and create every token again", out, st, err);
 
-  memset (st, 0, sizeof *st);
-  if (fd < 0 && errno == ENOENT)
-    {
-      *out = json_object_new_object ();
-      if (*out)
-        json_object_object_add (*out, "tokens", json_object_new_array ());
-      return *out ? 0 : rt_error_oom (err);
-    }
-  if (fd < 0 || fstat (fd, st) < 0)
-    return rt_error_set (err, errno, "internal", "cannot read '%s': %s", path, strerror (errno));
-  if (st->st_mode & 077)
-    {
-      rt_error_set (err, EPERM, "invalid_request", "the token store '%s' is readable by others (mode %03o)", path,
-                    (unsigned) (st->st_mode & 0777));
-      return rt_error_hint (err, "chmod 600 '%s', then runtime token rm and create every token again", path);
-    }
-  text = malloc (st->st_size + 1);
-  if (text == NULL)
-    return rt_error_oom (err);
-  while (len < (size_t) st->st_size && (n = read (fd, text + len, st->st_size - len)) != 0)
-    {
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0)
-        return rt_error_set (err, errno, "internal", "cannot read '%s': %s", path, strerror (errno));
-      len += n;
-    }
-  text[len] = '\0';
-  *out = json_tokener_parse (text);
-  if (*out == NULL || !json_object_object_get_ex (*out, "tokens", &arr) || !json_object_is_type (arr, json_type_array))
+  if (ret < 0)
+    return ret;
+  if (st->st_ino == 0)
+    json_object_object_add (*out, "tokens", json_object_new_array ());
+  if (!json_object_object_get_ex (*out, "tokens", &arr) || !json_object_is_type (arr, json_type_array))
     {
       json_object_put (*out);
       *out = NULL;
@@ -115,17 +88,14 @@ save (rt_context *ctx, json_object *store, rt_error **err)
 {
   cleanup_free char *path = store_path (ctx);
 
-  return rt_write_json_private (path, store, err);
+  return path ? rt_json_store_save (path, store, err) : rt_error_oom (err);
 }
 
 /* Holds <data>/tokens.lock: a change reads, edits and writes under it.  */
 static int
 lock (rt_context *ctx, int *fd, rt_error **err)
 {
-  cleanup_free char *path = rt_strdup_printf ("%s/tokens.lock", ctx->data_dir);
-  int ret = path ? rt_mkdir_p (ctx->data_dir, 0755, err) : rt_error_oom (err);
-
-  return ret < 0 ? ret : rt_lock_file (path, fd, err);
+  return rt_json_store_lock (ctx->data_dir, "tokens.lock", 0755, fd, err);
 }
 
 static void
