@@ -51,6 +51,20 @@ rt_command_check (const char *const argv[], const rt_exec_opts *opts, enum rt_co
     return rt_error_set (err, E2BIG, "usage", "standard input is over 1 MiB");
   if ((opts->pty_cols || opts->pty_rows) && rt_pty_size_check (opts->pty_cols, opts->pty_rows, err) < 0)
     return -EINVAL;
+  for (const char *const *e = opts->env; e && *e; e++)
+    {
+      const char *eq = strchr (*e, '=');
+      if (eq == NULL || !rt_env_name_valid (*e, eq - *e))
+        {
+          cleanup_free char *shown = rt_text_escape (*e, false);
+          rt_error_set (err, EINVAL, "invalid_env", "bad environment entry '%s'", shown ? shown : "?");
+          return rt_error_hint (err, "names are [A-Za-z_][A-Za-z0-9_]*");
+        }
+    }
+  if (opts->cwd && opts->cwd[0] != '/')
+    return rt_error_set (err, EINVAL, "invalid_request", "the working directory must be an absolute path");
+  if (opts->user && strcmp (opts->user, "runtime") != 0 && strcmp (opts->user, "root") != 0)
+    return rt_error_set (err, EINVAL, "invalid_request", "user must be runtime or root");
   return 0;
 }
 

@@ -21,8 +21,11 @@ enum rt_command_kind
 };
 
 /* A command and its options (@opts may be NULL): a non-empty argv, stdin
-   within RT_MAX_STDIN, a pty of a size rt_pty_size_ok takes, and what
-   @kind allows.  Errors: "usage".  */
+   within RT_MAX_STDIN, a pty of a size rt_pty_size_ok takes, what @kind
+   allows ("usage"); env entries K=V with portable names ("invalid_env"),
+   an absolute cwd, a user of runtime or root ("invalid_request").  The
+   public functions, the API server (through them) and the monitor
+   (rt_command_parse, core/command.h) all check with this.  */
 int rt_command_check (const char *const argv[], const rt_exec_opts *opts, enum rt_command_kind kind, rt_error **err);
 
 /* json_object_array_sort's order of listing entries: by "path".  */
