@@ -43,10 +43,8 @@ rt_remote_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opt
   struct rt_remote_req req = { .method = "GET", .accept = "application/octet-stream", .on_data = to_output,
                                .abort_on_watch = true };
   struct rt_remote_answer ans = { 0 };
-  int ret = rt_check_guest_path (path, err);
+  int ret;
 
-  if (ret < 0)
-    return ret;
   opts = opts ? opts : &rt_no_exec_opts;
   if ((url = files_path (sb, "files/content", path, NULL)) == NULL)
     return rt_error_oom (err);
@@ -70,10 +68,8 @@ rt_remote_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, 
   char extra[32];
   cleanup_free char *url = NULL;
   cleanup_json json_object *list = NULL, *out = json_object_new_array ();
-  int ret = rt_check_guest_path (path, err);
+  int ret;
 
-  if (ret < 0)
-    return ret;
   snprintf (extra, sizeof (extra), "&depth=%u", depth ? depth : 1);
   if ((url = files_path (sb, "files/list", path, extra)) == NULL)
     return rt_error_oom (err);
@@ -121,10 +117,8 @@ rt_remote_copy_out (rt_sandbox *sb, const char *src, const char *dst, const rt_c
                                .abort_on_watch = true, .watch_fd = cancel_fd (opts) };
   struct rt_remote_answer ans = { 0 };
   rt_exec_result res = { 0 };
-  int ret = rt_check_guest_path (src, err);
+  int ret;
 
-  if (ret < 0)
-    return ret;
   if ((url = files_path (sb, "files/archive", src, NULL)) == NULL)
     return rt_error_oom (err);
   ret = rt_copy_out_start (src, dst, opts, &k, err);
@@ -309,10 +303,7 @@ rt_remote_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_co
 {
   cleanup_free char *abs = NULL, *name = NULL, *target = NULL;
   struct stat st;
-  int ret = rt_check_guest_path (dst, err);
-
-  if (ret == 0)
-    ret = rt_copy_in_source (src, opts && opts->follow, &abs, &name, err);
+  int ret = rt_copy_in_source (src, opts && opts->follow, &abs, &name, err);
   if (ret == 0 && stat (abs, &st) < 0)
     ret = rt_error_set (err, errno, "file_not_found", "cannot copy '%s': %s", src, strerror (errno));
   if (ret == 0 && !S_ISREG (st.st_mode) && !S_ISDIR (st.st_mode))

@@ -423,9 +423,7 @@ rt_local_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, con
   rt_exec_result res = { 0 };
   int ret;
 
-  ret = rt_check_guest_path (src, err);
-  if (ret == 0)
-    ret = rt_sandbox_auto_wake (sb, err);
+  ret = rt_sandbox_auto_wake (sb, err);
   if (ret == 0)
     ret = rt_copy_out_start (src, dst, opts, &k, err);
   if (ret < 0)
@@ -604,9 +602,7 @@ rt_local_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, cons
   int errfd = -1, ret, status;
   pid_t pid = -1;
 
-  ret = rt_check_guest_path (dst, err);
-  if (ret == 0)
-    ret = check_source (src, opts && opts->follow, err);
+  ret = check_source (src, opts && opts->follow, err);
   if (ret == 0)
     ret = rt_sandbox_auto_wake (sb, err);
   if (ret == 0)

@@ -32,10 +32,8 @@ rt_local_sandbox_cat (rt_sandbox *sb, const char *path, const rt_exec_opts *opts
   struct rt_captured c = { .pass = opts ? opts : &rt_no_exec_opts };
   rt_exec_opts o = { .user = "root", .cancel_fd = opts ? opts->cancel_fd : -1, .on_output = rt_capture_output, .data = &c };
   rt_exec_result res = { 0 };
-  int ret = rt_check_guest_path (path, err);
+  int ret = rt_sandbox_auto_wake (sb, err);
 
-  if (ret == 0)
-    ret = rt_sandbox_auto_wake (sb, err);
   if (ret < 0)
     return ret;
   ret = rt_local_sandbox_exec (sb, argv, &o, &res, err);
@@ -59,10 +57,8 @@ rt_local_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, c
   cleanup_json json_object *arr = NULL;
   rt_exec_opts o = { .user = "root", .cancel_fd = -1, .on_output = rt_capture_output, .data = &c };
   rt_exec_result res = { 0 };
-  int ret = rt_check_guest_path (path, err);
+  int ret = rt_sandbox_auto_wake (sb, err);
 
-  if (ret == 0)
-    ret = rt_sandbox_auto_wake (sb, err);
   if (ret < 0)
     return ret;
   snprintf (depth_s, sizeof (depth_s), "%u", depth ? depth : 1);
