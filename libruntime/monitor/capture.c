@@ -60,7 +60,7 @@ quiesce (struct mon *m, rt_error **err)
   uint64_t deadline = rt_now_ms () + QUIESCE_TIMEOUT_MS;
   int ret;
 
-  if (m->chan_fd < 0 || m->stopping)
+  if (m->chan_fd < 0 || mon_stopping (m))
     return rt_error_set (err, EAGAIN, "sandbox_not_ready", "sandbox %s is not running", m->cfg->id);
   mon_chan_queue (m, RT_FRAME_QUIESCE, 0, NULL, 0);
   ret = flush_out (m, deadline, err);
@@ -286,6 +286,7 @@ snapshot (struct mon *m, const char *id, const char *final, json_object *body, j
     return rt_error_set (err, E2BIG, "invalid_request",
                          "sandbox %s descends from %d snapshots already: its disk cannot take another layer",
                          m->cfg->id, RT_QEMU_MAX_LAYERS);
+  mon_enter (m, MON_CAPTURING);
   ret = save (m, tmp, meta, true, strcmp (final, id) != 0, err);
   stopped = m->quiesced;
   if (ret == 0 && rename (tmp, dst) < 0)
@@ -294,6 +295,9 @@ snapshot (struct mon *m, const char *id, const char *final, json_object *body, j
     rt_rm_rf (tmp, NULL);
   if (stopped)
     resume (m);
+  /* Unless the guest broke the channel or could not resume: stopped.  */
+  if (m->phase == MON_CAPTURING)
+    mon_enter (m, MON_RUNNING);
   if (ret == 0)
     *out = json_object_get (meta);
   return ret;
@@ -312,7 +316,7 @@ body_id (json_object *body)
 static bool
 can_capture (struct mon *m, struct evhttp_request *req)
 {
-  if (m->spare || m->stopping || m->paused || m->quiesced || m->ram_fd < 0)
+  if (m->phase != MON_RUNNING || m->ram_fd < 0)
     {
       mon_reply_error (req, 409, "sandbox_not_ready", NULL, "sandbox %s is not running", m->cfg->id);
       return false;
@@ -369,7 +373,6 @@ end_paused (struct mon *m, const char *saved)
 
   m->paused_to_disk = true;
   mon_session_end_all (m, "sandbox_paused", "the sandbox paused to disk");
-  m->paused = true;
   rt_meter_record (&m->meter);
   rt_meter_stop (&m->meter);
   m->vm.keep_disk = true;
@@ -391,7 +394,7 @@ end_paused (struct mon *m, const char *saved)
   json_object_object_add (p, "storedBytes", json_object_new_int64 (rt_saved_stored_bytes (saved)));
   json_object_object_add (m->state, "paused", p);
   mon_set_str (m, "pausedAt", now);
-  mon_set_str (m, "state", "paused");
+  mon_enter (m, MON_PAUSED);
   mon_save_state (m);
   mon_end_loop_soon (m);
 }
@@ -414,7 +417,8 @@ mon_pause_to_disk (struct mon *m, rt_error **err)
   for (struct mon_exec *e = m->execs; e; e = e->next)
     if (e->req)
       return rt_error_set (err, EBUSY, "busy", "a command is running in sandbox %s", m->cfg->id);
-  mon_set_str (m, "state", "pausing");
+  if (!mon_enter (m, MON_PAUSING))
+    return rt_error_set (err, EAGAIN, "sandbox_not_ready", "sandbox %s is not running", m->cfg->id);
   rt_rm_rf (tmp, NULL);
   ret = save (m, tmp, meta, false, false, err);
   /* The previous wake's layers are linked into the new one: the old goes.  */
@@ -427,7 +431,9 @@ mon_pause_to_disk (struct mon *m, rt_error **err)
       rt_rm_rf (tmp, NULL);
       if (m->quiesced)
         resume (m);
-      mon_set_str (m, "state", "running");
+      /* Unless the guest broke the channel or could not resume: stopped.  */
+      if (m->phase == MON_PAUSING)
+        mon_enter (m, MON_RUNNING);
       return ret;
     }
   rt_rm_rf (old, NULL);

@@ -108,7 +108,7 @@ mon_on_chan_read (evutil_socket_t fd, short what, void *arg)
       return;
     }
   rt_frame_reader_filled (m->reader, n);
-  while (!m->stopping && (ret = rt_frame_reader_next (m->reader, &h, &payload)) > 0)
+  while (!mon_stopping (m) && (ret = rt_frame_reader_next (m->reader, &h, &payload)) > 0)
     mon_exec_frame (m, &h, payload);
   if (ret < 0)
     /* The byte stream from the guest is garbage: it cannot be trusted

@@ -275,7 +275,7 @@ exec_finish (struct mon_exec *e, json_object *last)
 {
   if (e->proc)
     mon_proc_exited (e->proc, last);
-  if (e->req && e->held && evbuffer_get_length (e->held) > 0 && !e->m->stopping)
+  if (e->req && e->held && evbuffer_get_length (e->held) > 0 && !mon_stopping (e->m))
     {
       /* The client still has output to take: the exit line waits for it
          (send_held).  */
@@ -613,9 +613,9 @@ mon_exec_free (struct mon_exec *e)
 bool
 mon_exec_refused (struct mon *m, struct mon_refusal *r)
 {
-  if (m->stopping)
+  if (mon_stopping (m))
     return !mon_refuse (r, 409, "sandbox_not_ready", NULL, "sandbox %s stopped", m->cfg->id);
-  if (m->paused)
+  if (m->phase == MON_PAUSED)
     return !mon_refuse (r, 409, "sandbox_paused", "runtime sandbox wake wakes it", "sandbox %s is paused",
                         m->cfg->id);
   if (mon_chan_full (m))

@@ -60,9 +60,7 @@ command_running (struct mon *m)
 static bool
 should_pause (struct mon *m, int64_t now)
 {
-  const char *st = rt_json_str (m->state, "state");
-
-  if (m->idle_pause_s == 0 || m->spare || m->stopping || m->paused || st == NULL || strcmp (st, "running") != 0)
+  if (m->idle_pause_s == 0 || m->phase != MON_RUNNING)
     return false;
   return now - m->last_activity_us >= (int64_t) m->idle_pause_s * 1000000 && m->meter.cpu_percent < RT_IDLE_CPU_PERCENT;
 }
@@ -78,7 +76,7 @@ idle_arm (struct mon *m)
   int64_t delay = left > 0 && left < tick ? left : tick;
   struct timeval tv = { .tv_sec = delay / 1000000, .tv_usec = delay % 1000000 };
 
-  if (m->idle_pause_s == 0 || m->stopping)
+  if (m->idle_pause_s == 0 || mon_stopping (m))
     {
       if (m->ev_idle)
         evtimer_del (m->ev_idle);

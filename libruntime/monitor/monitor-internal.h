@@ -4,6 +4,8 @@
  * monitor's own files include it; the rest of the library sees monitor.h.
  *
  *   monitor.c    the process: spawn, start-up, event loop, stop
+ *   phase.c      its lifecycle: the phases, their transitions, the state
+ *                name each shows
  *   channel.c    the agent channel's bytes: frames out, frames in
  *   routes.c     api.sock: the route table and request parsing
  *   reply.c      replies: JSON, errors, NDJSON lines
@@ -28,6 +30,7 @@
 #include "billing/meter.h"
 #include "common/proto.h"
 #include "monitor/monitor.h"
+#include "monitor/phase.h"
 #include "net/netns.h"
 #include "vmm/console.h"
 
@@ -114,6 +117,7 @@ struct mon
 {
   rt_context *ctx;
   const struct rt_monitor_config *cfg;
+  enum mon_phase phase;       /* changed by mon_enter only (phase.h) */
   char *api_sock, *qmp_sock;
   json_object *state;
   struct rt_vm vm;
@@ -133,7 +137,6 @@ struct mon
   struct evconnlistener *session_listener;
   uint32_t next_stream;
   int64_t expires_ms;
-  bool stopping, paused;
   struct rt_netns net;
   struct rt_proxy *proxy;
   struct rt_intercept *intercept; /* for the sandbox's secrets, or NULL */
@@ -149,11 +152,10 @@ struct mon
   char *overlay_path;         /* <disk dir>/overlay.qcow2 */
   bool quiesced;              /* QUIESCE sent: the agent sends nothing until
                                  RESTORE, and no credit goes to it */
-  bool paused_to_disk;        /* saved and ended: the loop ends without a
-                                 record; the state dir stays */
+  bool paused_to_disk;        /* saved and ended (MON_PAUSED, or a stop
+                                 after it): the state dir stays at the exit */
   bool ran;                   /* the VM started from saved memory ran */
-  /* A spare (spare.c): unclaimed until a create claims it.  */
-  bool spare;
+  /* A spare (spare.c): MON_SPARE until a create claims it.  */
   int claimer_pidfd;          /* the reserving or claiming process, or -1 */
   struct event *ev_claimer;
   bool claimed;               /* :claim done, :claimed not yet */

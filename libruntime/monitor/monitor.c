@@ -72,12 +72,13 @@ mon_end_loop_soon (struct mon *m)
 void
 mon_stop (struct mon *m, const char *reason)
 {
+  /* A spare nobody claimed was never a sandbox of anyone's: its meter
+     never ran, and it leaves no record.  */
+  bool unclaimed = m->phase == MON_SPARE;
   char now[32];
 
-  if (m->stopping)
+  if (mon_stopping (m) || !mon_enter (m, MON_STOPPING))
     return;
-  m->stopping = true;
-  mon_set_str (m, "state", "stopping");
   mon_save_state (m);
   if (m->ev_read)
     event_del (m->ev_read);
@@ -85,9 +86,8 @@ mon_stop (struct mon *m, const char *reason)
     event_del (m->ev_write);
   if (m->ev_qemu)
     event_del (m->ev_qemu);
-  /* The last of the meter, before QEMU and its threads go (a spare's
-     never ran).  */
-  if (!m->spare)
+  /* The last of the meter, before QEMU and its threads go.  */
+  if (!unclaimed)
     rt_meter_stop (&m->meter);
   /* The root disk is a throwaway overlay: SIGKILL is safe and fastest.  */
   rt_vm_kill (&m->vm);
@@ -112,11 +112,10 @@ mon_stop (struct mon *m, const char *reason)
   m->chan_fd = -1;
   mon_exec_fail_all (m, "sandbox_not_ready", "the sandbox stopped");
   rt_format_time (rt_epoch_ms (), now);
-  mon_set_str (m, "state", "stopped");
+  mon_enter (m, MON_STOPPED);
   mon_set_str (m, "stopReason", reason);
   mon_set_str (m, "endedAt", now);
-  /* A spare nobody claimed was never a sandbox of anyone's.  */
-  if (!m->spare)
+  if (!unclaimed)
     {
       rt_meter_record (&m->meter);
       rt_store_write_record (m->ctx, m->state, NULL);
@@ -332,7 +331,7 @@ connect_agent (struct mon *m, rt_error **err)
 
   /* A spare's guest is paused: it is made unique when claimed
      (spare.c).  */
-  if (m->spare)
+  if (m->cfg->spare)
     ret = rt_channel_attach (&ch, m->vm.agent_sock, m->vm.pidfd, BOOT_TIMEOUT_MS, err);
   else if (m->clone)
     ret = mon_clone_restore (m, &ch, err);
@@ -443,7 +442,7 @@ watch_events (struct mon *m, rt_error **err)
     return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
   event_add (m->ev_claim, NULL);
   /* A spare's channel is read once it is claimed and restored.  */
-  if (!m->spare)
+  if (!m->cfg->spare)
     event_add (m->ev_read, NULL);
   event_add (m->ev_qemu, NULL);
   event_add (m->ev_term, NULL);
@@ -530,9 +529,9 @@ monitor_start (struct mon *m, rt_error **err)
   mon_chan_quiet_end (m);
   /* An ephemeral sandbox is bounded by its creator's life and its
      command's timeout: a lease would only freeze a long command.  */
-  if (m->spare)
+  if (m->cfg->spare)
     {
-      mon_set_str (m, "state", "spare");
+      mon_enter (m, MON_SPARE);
       set_start_state (m);
       return rt_store_write_state (m->cfg->dir, m->state, err);
     }
@@ -541,7 +540,7 @@ monitor_start (struct mon *m, rt_error **err)
   ret = mon_start_meter (m, err);
   if (ret < 0)
     return ret;
-  mon_set_str (m, "state", "running");
+  mon_enter (m, MON_RUNNING);
   if (m->cfg->saved && m->cfg->restore == RT_RESTORE_WAKE)
     mon_clone_woken (m);
   else
@@ -612,10 +611,10 @@ clean_process (void)
 }
 
 /* A start that failed: nothing of it is left before the caller hears of
-   it.  With --no-wait nobody waits for the error: the record carries it.
-   A sandbox that could not wake stays paused as it was, unless its guest
-   ran (and wrote its disk under the saved memory): then it ends, with a
-   record.  */
+   it.  A sandbox that could not wake stays paused as it was, unless its
+   guest ran (and wrote its disk under the saved memory): then it ends,
+   with a record.  With --no-wait nobody waits for the error: the record
+   carries it.  */
 static void
 startup_failed (struct mon *m, const rt_error *err)
 {
@@ -623,24 +622,24 @@ startup_failed (struct mon *m, const rt_error *err)
   bool waking = cfg->saved && cfg->restore == RT_RESTORE_WAKE;
   char now[32];
 
-  if (cfg->no_wait || (waking && m->ran))
-    {
-      rt_format_time (rt_epoch_ms (), now);
-      mon_set_str (m, "state", "stopped");
-      mon_set_str (m, "stopReason", "startup_failed");
-      mon_set_str (m, "endedAt", now);
-      json_object_object_del (m->state, "paused");
-      json_object_object_add (m->state, "error", mon_error_object (err->code, err->msg, err->hint));
-      rt_store_write_record (m->ctx, m->state, NULL);
-    }
   if (waking && !m->ran)
     {
       m->vm.keep_disk = true;
       rt_vm_kill (&m->vm);
       rt_netns_close (&m->net);
-      mon_set_str (m, "state", "paused");
+      mon_enter (m, MON_PAUSED);
       mon_save_state (m);
       return;
+    }
+  if (cfg->no_wait || waking)
+    {
+      rt_format_time (rt_epoch_ms (), now);
+      mon_enter (m, MON_STOPPED);
+      mon_set_str (m, "stopReason", "startup_failed");
+      mon_set_str (m, "endedAt", now);
+      json_object_object_del (m->state, "paused");
+      json_object_object_add (m->state, "error", mon_error_object (err->code, err->msg, err->hint));
+      rt_store_write_record (m->ctx, m->state, NULL);
     }
   rt_vm_kill (&m->vm);
   rt_rm_rf (cfg->dir, NULL);
@@ -649,7 +648,8 @@ startup_failed (struct mon *m, const rt_error *err)
 static void __attribute__ ((noreturn))
 monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd, int claim_fd)
 {
-  struct mon m = { .ctx = ctx, .cfg = cfg, .chan_fd = -1, .next_stream = 1, .owner_pidfd = -1, .claim_fd = 4, .claimer_pidfd = -1, .spare = cfg->spare, .ram_fd = -1,
+  struct mon m = { .ctx = ctx, .cfg = cfg, .chan_fd = -1, .next_stream = 1, .owner_pidfd = -1, .claim_fd = 4, .claimer_pidfd = -1, .ram_fd = -1,
+                   .phase = MON_STARTING,
                    .layer_fds = { -1, -1, -1, -1, -1, -1, -1, -1 },
                    .net = { -1, -1, -1, -1, -1, -1 }, .meter = { .ledger_fd = -1 },
                    .console = { .sock = -1, .log_fd = -1 } };

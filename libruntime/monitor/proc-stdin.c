@@ -123,7 +123,7 @@ mon_procs_stdin_pump (struct mon *m)
 {
   /* Frames queued while quiesced would miss the capture; without a
      channel they would be lost.  */
-  if (m->quiesced || m->stopping || m->chan_fd < 0)
+  if (m->quiesced || mon_stopping (m) || m->chan_fd < 0)
     return;
   for (struct mon_proc *p = m->procs; p; p = p->next)
     if (p->stdin_kept)

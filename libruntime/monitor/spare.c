@@ -40,7 +40,7 @@ on_claimer_exit (evutil_socket_t fd, short what, void *arg)
 static bool
 not_a_spare (struct mon *m, struct evhttp_request *req)
 {
-  if (m->spare && !m->claimed)
+  if (m->phase == MON_SPARE && !m->claimed)
     return false;
   mon_reply_error (req, 409, "sandbox_not_ready", NULL, "sandbox %s is not a spare", m->cfg->id);
   return true;
@@ -178,8 +178,7 @@ claim (struct mon *m, json_object *body, rt_error **err)
   ready = start_ms > 0 ? rt_epoch_ms () - start_ms : 0;
   mon_set_str (m, "start", "spare");
   json_object_object_add (m->state, "readyMs", json_object_new_int64 (ready > 0 ? ready : 0));
-  mon_set_str (m, "state", "running");
-  m->spare = false;
+  mon_enter (m, MON_RUNNING);
   m->claimed = true;
   event_add (m->ev_read, NULL);
   if (owner > 0 && mon_watch_owner (m, owner, err) < 0)
