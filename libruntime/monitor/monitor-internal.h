@@ -29,6 +29,7 @@
 
 #include "billing/meter.h"
 #include "common/proto.h"
+#include "monitor/channel.h"
 #include "monitor/monitor.h"
 #include "monitor/phase.h"
 #include "net/netns.h"
@@ -40,10 +41,10 @@
 #define CLIENT_HIGH_WATER (2 * 1024 * 1024)
 /* Output lines an exec's client may have unread before more is held.  */
 #define CLIENT_MAX_LINES 256
-/* Frames to the guest wait in chan_out while its channel is full.  WINDOW
+/* Frames to the guest wait in chan.out while its channel is full.  WINDOW
    credit is queued only while less than CHAN_CREDIT_LOW waits there (else
    it accumulates in the exec, one number per stream); new commands are
-   refused past CHAN_OUT_MAX.  */
+   refused past CHAN_OUT_MAX (channel.h).  */
 #define CHAN_CREDIT_LOW (64 * 1024)
 #define CHAN_OUT_MAX (4 * 1024 * 1024)
 
@@ -121,11 +122,9 @@ struct mon
   char *api_sock, *qmp_sock;
   json_object *state;
   struct rt_vm vm;
-  int chan_fd;
-  struct rt_frame_reader *reader;
-  struct evbuffer *chan_out;
+  struct mon_chan chan;       /* the agent channel (channel.h) */
   struct event_base *base;
-  struct event *ev_read, *ev_write, *ev_qemu, *ev_lease, *ev_term, *ev_owner, *ev_claim;
+  struct event *ev_qemu, *ev_lease, *ev_term, *ev_owner, *ev_claim;
   int owner_pidfd;
   int claim_fd;
   struct evhttp *http;
@@ -150,8 +149,6 @@ struct mon
   char *layers[RT_QEMU_MAX_LAYERS + 1]; /* its disk's read-only layers */
   int layer_fds[RT_QEMU_MAX_LAYERS];    /* open, in case their files go */
   char *overlay_path;         /* <disk dir>/overlay.qcow2 */
-  bool quiesced;              /* QUIESCE sent: the agent sends nothing until
-                                 RESTORE, and no credit goes to it */
   bool paused_to_disk;        /* saved and ended (MON_PAUSED, or a stop
                                  after it): the state dir stays at the exit */
   bool ran;                   /* the VM started from saved memory ran */

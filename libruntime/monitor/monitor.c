@@ -80,10 +80,6 @@ mon_stop (struct mon *m, const char *reason)
   if (mon_stopping (m) || !mon_enter (m, MON_STOPPING))
     return;
   mon_save_state (m);
-  if (m->ev_read)
-    event_del (m->ev_read);
-  if (m->ev_write)
-    event_del (m->ev_write);
   if (m->ev_qemu)
     event_del (m->ev_qemu);
   /* The last of the meter, before QEMU and its threads go.  */
@@ -107,9 +103,7 @@ mon_stop (struct mon *m, const char *reason)
   if (m->ev_claim)
     event_del (m->ev_claim);
   evtimer_del (m->ev_lease);
-  if (m->chan_fd >= 0)
-    close (m->chan_fd);
-  m->chan_fd = -1;
+  mon_chan_close (m);
   mon_exec_fail_all (m, "sandbox_not_ready", "the sandbox stopped");
   rt_format_time (rt_epoch_ms (), now);
   mon_enter (m, MON_STOPPED);
@@ -363,10 +357,7 @@ connect_agent (struct mon *m, rt_error **err)
         }
     }
   /* The channel now belongs to the event loop.  */
-  m->chan_fd = steal_fd (&ch.fd);
-  m->reader = steal_pointer (&ch.reader);
-  rt_channel_close (&ch);
-  fcntl (m->chan_fd, F_SETFL, O_NONBLOCK);
+  mon_chan_take (m, &ch);
   return 0;
 }
 
@@ -380,8 +371,7 @@ serve_api (struct mon *m, rt_error **err)
     return api_fd;
   m->base = event_base_new ();
   m->http = m->base ? evhttp_new (m->base) : NULL;
-  m->chan_out = evbuffer_new ();
-  if (m->http == NULL || m->chan_out == NULL)
+  if (m->http == NULL)
     return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
   evhttp_set_max_body_size (m->http, MAX_BODY);
   evhttp_set_max_headers_size (m->http, MAX_HEADERS);
@@ -426,12 +416,12 @@ watch_events (struct mon *m, rt_error **err)
   m->ev_console = event_new (m->base, m->console.sock, EV_READ | EV_PERSIST, on_console, m);
   if (m->ev_console == NULL || event_add (m->ev_console, NULL) < 0)
     return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
-  m->ev_read = event_new (m->base, m->chan_fd, EV_READ | EV_PERSIST, mon_on_chan_read, m);
-  m->ev_write = event_new (m->base, m->chan_fd, EV_WRITE, mon_on_chan_write, m);
+  if (mon_chan_watch (m, err) < 0)
+    return -1;
   m->ev_qemu = event_new (m->base, m->vm.pidfd, EV_READ, on_qemu_exit, m);
   m->ev_lease = evtimer_new (m->base, mon_on_lease, m);
   m->ev_term = evsignal_new (m->base, SIGTERM, on_term, m);
-  if (!m->ev_read || !m->ev_write || !m->ev_qemu || !m->ev_lease || !m->ev_term)
+  if (!m->ev_qemu || !m->ev_lease || !m->ev_term)
     return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
   /* Opened before readiness is reported, so the owner is still there:
      a pidfd cannot name a recycled pid.  */
@@ -443,7 +433,7 @@ watch_events (struct mon *m, rt_error **err)
   event_add (m->ev_claim, NULL);
   /* A spare's channel is read once it is claimed and restored.  */
   if (!m->cfg->spare)
-    event_add (m->ev_read, NULL);
+    mon_chan_read_start (m);
   event_add (m->ev_qemu, NULL);
   event_add (m->ev_term, NULL);
   /* A woken or forked sandbox's processes may hold stdin for the guest.  */
@@ -648,7 +638,7 @@ startup_failed (struct mon *m, const rt_error *err)
 static void __attribute__ ((noreturn))
 monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd, int claim_fd)
 {
-  struct mon m = { .ctx = ctx, .cfg = cfg, .chan_fd = -1, .next_stream = 1, .owner_pidfd = -1, .claim_fd = 4, .claimer_pidfd = -1, .ram_fd = -1,
+  struct mon m = { .ctx = ctx, .cfg = cfg, .chan = MON_CHAN_INIT, .next_stream = 1, .owner_pidfd = -1, .claim_fd = 4, .claimer_pidfd = -1, .ram_fd = -1,
                    .phase = MON_STARTING,
                    .layer_fds = { -1, -1, -1, -1, -1, -1, -1, -1 },
                    .net = { -1, -1, -1, -1, -1, -1 }, .meter = { .ledger_fd = -1 },

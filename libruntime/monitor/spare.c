@@ -120,10 +120,10 @@ apply_rules (struct mon *m, json_object *body, bool trial, rt_error **err)
 static int
 resume_and_restore (struct mon *m, rt_error **err)
 {
-  /* guest-ops polls: the loop's non-blocking fd serves as it is.  */
-  struct rt_channel ch = { .fd = m->chan_fd, .vm_pidfd = m->vm.pidfd, .reader = m->reader };
+  struct rt_channel ch;
   int ret = rt_qmp_command (m->qmp_sock, "cont", err);
 
+  mon_chan_borrow (m, &ch);
   return ret < 0 ? ret : rt_guest_restore (&ch, m->cfg->id, RESTORE_TIMEOUT_MS, err);
 }
 
@@ -180,7 +180,7 @@ claim (struct mon *m, json_object *body, rt_error **err)
   json_object_object_add (m->state, "readyMs", json_object_new_int64 (ready > 0 ? ready : 0));
   mon_enter (m, MON_RUNNING);
   m->claimed = true;
-  event_add (m->ev_read, NULL);
+  mon_chan_read_start (m);
   if (owner > 0 && mon_watch_owner (m, owner, err) < 0)
     return -1;
   if (m->cfg->expires_ms > 0)
