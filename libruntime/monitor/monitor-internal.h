@@ -32,6 +32,7 @@
 #include "monitor/channel.h"
 #include "monitor/monitor.h"
 #include "monitor/phase.h"
+#include "monitor/spare.h"
 #include "net/netns.h"
 #include "vmm/console.h"
 
@@ -152,12 +153,7 @@ struct mon
   bool paused_to_disk;        /* saved and ended (MON_PAUSED, or a stop
                                  after it): the state dir stays at the exit */
   bool ran;                   /* the VM started from saved memory ran */
-  /* A spare (spare.c): MON_SPARE until a create claims it.  */
-  int claimer_pidfd;          /* the reserving or claiming process, or -1 */
-  struct event *ev_claimer;
-  bool claimed;               /* :claim done, :claimed not yet */
-  struct rt_monitor_config claim_cfg; /* cfg once claimed (m->cfg points here) */
-  char **claim_env;
+  struct mon_spare spare;     /* a spare's reservation and claim (spare.h) */
   /* The idle pause (idle.c): the settings as :update left them.  */
   unsigned idle_pause_s;
   bool auto_wake;
