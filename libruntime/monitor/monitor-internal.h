@@ -30,6 +30,7 @@
 #include "billing/meter.h"
 #include "common/proto.h"
 #include "monitor/channel.h"
+#include "monitor/idle.h"
 #include "monitor/monitor.h"
 #include "monitor/phase.h"
 #include "monitor/spare.h"
@@ -154,11 +155,7 @@ struct mon
                                  after it): the state dir stays at the exit */
   bool ran;                   /* the VM started from saved memory ran */
   struct mon_spare spare;     /* a spare's reservation and claim (spare.h) */
-  /* The idle pause (idle.c): the settings as :update left them.  */
-  unsigned idle_pause_s;
-  bool auto_wake;
-  int64_t last_activity_us;   /* CLOCK_MONOTONIC */
-  struct event *ev_idle;
+  struct mon_idle idle;       /* the idle pause (idle.h) */
 };
 
 /* Sets (or with @value NULL, nulls) a string of the state object.  */
