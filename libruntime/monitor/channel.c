@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "monitor/channel.h"
-#include "monitor/exec.h"
+#include "monitor/frames.h"
 #include "monitor/proc-stdin.h"
 #include "monitor/session.h"
 #include "vmm/channel.h"
@@ -186,7 +186,7 @@ mon_on_chan_read (evutil_socket_t fd, short what, void *arg)
       return;
     }
   while (!mon_stopping (m) && (ret = rt_frame_reader_next (m->chan.reader, &h, &payload)) > 0)
-    mon_exec_frame (m, &h, payload);
+    mon_frame_dispatch (m, &h, payload);
   if (ret < 0)
     /* The byte stream from the guest is garbage: it cannot be trusted
        again.  */
@@ -258,7 +258,7 @@ take_until_done (struct mon *m)
     {
       if (h.stream == 0 && h.type == RT_FRAME_DONE && done_ok (payload, h.len, "quiesce"))
         return 1;
-      mon_exec_frame (m, &h, payload);
+      mon_frame_dispatch (m, &h, payload);
     }
   return r;
 }

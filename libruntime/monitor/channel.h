@@ -1,6 +1,6 @@
 /* channel.h - the monitor's end of the agent channel: frames queued out
  * (written as the socket takes them), frames read in and handed to the
- * execs (exec.h), and the QUIESCE that holds the guest's end still for a
+ * frame table (frames.h), and the QUIESCE that holds the guest's end still for a
  * capture (capture.h).  The wire format is common/proto.h's.
  *
  * Its state is struct mon's `chan`; only channel.c touches it.

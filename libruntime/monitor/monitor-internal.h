@@ -7,6 +7,7 @@
  *   phase.c      its lifecycle: the phases, their transitions, the state
  *                name each shows
  *   channel.c    the agent channel's bytes: frames out, frames in
+ *   frames.c     the frame table: which handler takes a frame from the guest
  *   routes.c     api.sock: the route table and request parsing
  *   reply.c      replies: JSON, errors, NDJSON lines
  *   exec.c       commands: start, stdin, output, exit, flow control
