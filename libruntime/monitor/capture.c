@@ -1,6 +1,4 @@
 /* capture.c - snapshot, fork and pause to disk (capture.h).  */
-#include <event2/buffer.h>
-#include <poll.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,112 +14,15 @@
 #include "common/pidfile.h"
 #include "records/store.h"
 #include "snapshot/store.h"
-#include "vmm/channel.h"
-#include "vmm/guest-ops.h"
+#include "vmm/qmp.h"
 
-/* A guest that does not answer QUIESCE within this keeps running and the
-   capture fails.  */
-#define QUIESCE_TIMEOUT_MS 5000
 #define QMP_TIMEOUT_MS 20000
-
-/* Writes chan_out out, blocking until @deadline (ms): the QUIESCE must
-   follow everything queued before it.  */
-static int
-flush_out (struct mon *m, uint64_t deadline, rt_error **err)
-{
-  while (evbuffer_get_length (m->chan_out) > 0)
-    {
-      struct pollfd p = { .fd = m->chan_fd, .events = POLLOUT };
-      int64_t left = (int64_t) deadline - (int64_t) rt_now_ms ();
-      if (left <= 0)
-        return rt_error_set (err, ETIMEDOUT, "sandbox_not_ready", "the guest does not read its channel");
-      if (poll (&p, 1, (int) left) > 0 && evbuffer_write (m->chan_out, m->chan_fd) < 0 && errno != EAGAIN
-          && errno != EINTR)
-        return rt_error_set (err, errno, "sandbox_not_ready", "the guest's channel closed");
-    }
-  return 0;
-}
-
-/* True for the agent's DONE {"op": @op, "ok": true}.  */
-static bool
-done_ok (const uint8_t *payload, uint32_t len, const char *op)
-{
-  cleanup_json json_object *o = rt_channel_parse_json (payload, len);
-
-  return o && rt_guest_done_check (o, op, NULL) == 0;
-}
-
-/* QUIESCE, then the channel read here until the agent's DONE: the frames
-   before it are dispatched as usual; after it the agent sends nothing
-   until RESTORE, so the channel is at a frame boundary.  */
-static int
-quiesce (struct mon *m, rt_error **err)
-{
-  uint64_t deadline = rt_now_ms () + QUIESCE_TIMEOUT_MS;
-  int ret;
-
-  if (m->chan_fd < 0 || m->stopping)
-    return rt_error_set (err, EAGAIN, "sandbox_not_ready", "sandbox %s is not running", m->cfg->id);
-  mon_chan_queue (m, RT_FRAME_QUIESCE, 0, NULL, 0);
-  ret = flush_out (m, deadline, err);
-  /* From here no credit goes out (channel.c): what the guest counts as
-     unacknowledged stays what the monitor counts, for the capture.  */
-  m->quiesced = true;
-  while (ret == 0)
-    {
-      struct rt_frame_header h;
-      const uint8_t *payload;
-      struct pollfd p = { .fd = m->chan_fd, .events = POLLIN };
-      int64_t left;
-      size_t avail;
-      uint8_t *space;
-      ssize_t n;
-      int r;
-
-      while ((r = rt_frame_reader_next (m->reader, &h, &payload)) > 0)
-        {
-          if (h.stream == 0 && h.type == RT_FRAME_DONE && done_ok (payload, h.len, "quiesce"))
-            return 0;
-          mon_exec_frame (m, &h, payload);
-        }
-      if (r < 0)
-        {
-          mon_chan_quiet_end (m);
-          mon_stop (m, "guest_protocol_error");
-          return rt_error_set (err, EPROTO, "sandbox_not_ready", "the guest broke the channel's protocol");
-        }
-      left = (int64_t) deadline - (int64_t) rt_now_ms ();
-      if (left <= 0)
-        {
-          /* Its DONE may still come: a RESTORE makes sure it sends again.  */
-          cleanup_json json_object *req = rt_guest_restore_request (m->cfg->id, RT_RESTORE_WAKE, NULL, 0);
-          if (req)
-            mon_chan_queue_json (m, RT_FRAME_RESTORE, 0, req);
-          mon_chan_quiet_end (m);
-          return rt_error_set (err, ETIMEDOUT, "sandbox_not_ready",
-                               "the guest did not pause its channel within %d s", QUIESCE_TIMEOUT_MS / 1000);
-        }
-      if (poll (&p, 1, (int) left) <= 0)
-        continue;
-      space = rt_frame_reader_space (m->reader, &avail);
-      n = read (m->chan_fd, space, avail);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-        {
-          mon_chan_quiet_end (m);
-          return rt_error_set (err, EPIPE, "sandbox_not_ready", "the guest's channel closed");
-        }
-      if (n > 0)
-        rt_frame_reader_filled (m->reader, n);
-    }
-  return ret;
-}
 
 /* The VM runs again where it stopped; the agent sends again (RESTORE
    "wake": the clock and entropy refreshed, every command kept).  */
 static void
 resume (struct mon *m)
 {
-  cleanup_json json_object *req = rt_guest_restore_request (m->cfg->id, RT_RESTORE_WAKE, NULL, 0);
   cleanup_error rt_error *err = NULL;
 
   if (rt_qmp_command (m->qmp_sock, "cont", &err) < 0)
@@ -130,9 +31,7 @@ resume (struct mon *m)
       mon_stop (m, "host_stopped");
       return;
     }
-  if (req)
-    mon_chan_queue_json (m, RT_FRAME_RESTORE, 0, req);
-  mon_chan_quiet_end (m);
+  mon_chan_wake (m);
   rt_meter_resume (&m->meter);
 }
 
@@ -241,7 +140,7 @@ save (struct mon *m, const char *dir, json_object *meta, bool copy_overlay, bool
      (snapshot/store.h).  */
   if (pid_path && rt_write_pidfile (pid_path, getpid (), err) < 0)
     return -1;
-  ret = quiesce (m, err);
+  ret = mon_chan_quiesce (m, err);
   if (ret < 0)
     return ret;
   rt_meter_pause (&m->meter);
@@ -286,14 +185,18 @@ snapshot (struct mon *m, const char *id, const char *final, json_object *body, j
     return rt_error_set (err, E2BIG, "invalid_request",
                          "sandbox %s descends from %d snapshots already: its disk cannot take another layer",
                          m->cfg->id, RT_QEMU_MAX_LAYERS);
+  mon_enter (m, MON_CAPTURING);
   ret = save (m, tmp, meta, true, strcmp (final, id) != 0, err);
-  stopped = m->quiesced;
+  stopped = mon_chan_quiesced (m);
   if (ret == 0 && rename (tmp, dst) < 0)
     ret = rt_error_set (err, errno, "internal", "cannot rename '%s': %s", tmp, strerror (errno));
   if (ret < 0)
     rt_rm_rf (tmp, NULL);
   if (stopped)
     resume (m);
+  /* Unless the guest broke the channel or could not resume: stopped.  */
+  if (m->phase == MON_CAPTURING)
+    mon_enter (m, MON_RUNNING);
   if (ret == 0)
     *out = json_object_get (meta);
   return ret;
@@ -312,7 +215,7 @@ body_id (json_object *body)
 static bool
 can_capture (struct mon *m, struct evhttp_request *req)
 {
-  if (m->spare || m->stopping || m->paused || m->quiesced || m->ram_fd < 0)
+  if (m->phase != MON_RUNNING || m->ram_fd < 0)
     {
       mon_reply_error (req, 409, "sandbox_not_ready", NULL, "sandbox %s is not running", m->cfg->id);
       return false;
@@ -369,7 +272,6 @@ end_paused (struct mon *m, const char *saved)
 
   m->paused_to_disk = true;
   mon_session_end_all (m, "sandbox_paused", "the sandbox paused to disk");
-  m->paused = true;
   rt_meter_record (&m->meter);
   rt_meter_stop (&m->meter);
   m->vm.keep_disk = true;
@@ -378,20 +280,17 @@ end_paused (struct mon *m, const char *saved)
   m->proxy = NULL;
   rt_netns_close (&m->net);
   evtimer_del (m->ev_lease);
-  if (m->ev_read)
-    event_del (m->ev_read);
   if (m->ev_qemu)
     event_del (m->ev_qemu);
   if (m->ev_owner)
     event_del (m->ev_owner);
-  close (m->chan_fd);
-  m->chan_fd = -1;
+  mon_chan_close (m);
   rt_format_time (rt_epoch_ms (), now);
   json_object_object_add (p, "path", json_object_new_string (saved));
   json_object_object_add (p, "storedBytes", json_object_new_int64 (rt_saved_stored_bytes (saved)));
   json_object_object_add (m->state, "paused", p);
   mon_set_str (m, "pausedAt", now);
-  mon_set_str (m, "state", "paused");
+  mon_enter (m, MON_PAUSED);
   mon_save_state (m);
   mon_end_loop_soon (m);
 }
@@ -414,7 +313,8 @@ mon_pause_to_disk (struct mon *m, rt_error **err)
   for (struct mon_exec *e = m->execs; e; e = e->next)
     if (e->req)
       return rt_error_set (err, EBUSY, "busy", "a command is running in sandbox %s", m->cfg->id);
-  mon_set_str (m, "state", "pausing");
+  if (!mon_enter (m, MON_PAUSING))
+    return rt_error_set (err, EAGAIN, "sandbox_not_ready", "sandbox %s is not running", m->cfg->id);
   rt_rm_rf (tmp, NULL);
   ret = save (m, tmp, meta, false, false, err);
   /* The previous wake's layers are linked into the new one: the old goes.  */
@@ -425,9 +325,11 @@ mon_pause_to_disk (struct mon *m, rt_error **err)
   if (ret < 0)
     {
       rt_rm_rf (tmp, NULL);
-      if (m->quiesced)
+      if (mon_chan_quiesced (m))
         resume (m);
-      mon_set_str (m, "state", "running");
+      /* Unless the guest broke the channel or could not resume: stopped.  */
+      if (m->phase == MON_PAUSING)
+        mon_enter (m, MON_RUNNING);
       return ret;
     }
   rt_rm_rf (old, NULL);

@@ -13,7 +13,6 @@
 #include "common/exec-result.h"
 #include "monitor/channel.h"
 #include "monitor/exec.h"
-#include "monitor/idle.h"
 #include "monitor/proc-stdin.h"
 #include "monitor/procs.h"
 #include "monitor/reply.h"
@@ -275,7 +274,7 @@ exec_finish (struct mon_exec *e, json_object *last)
 {
   if (e->proc)
     mon_proc_exited (e->proc, last);
-  if (e->req && e->held && evbuffer_get_length (e->held) > 0 && !e->m->stopping)
+  if (e->req && e->held && evbuffer_get_length (e->held) > 0 && !mon_stopping (e->m))
     {
       /* The client still has output to take: the exit line waits for it
          (send_held).  */
@@ -400,55 +399,44 @@ last_line (const struct rt_frame_header *h, const uint8_t *payload)
 }
 
 void
-mon_exec_frame (struct mon *m, const struct rt_frame_header *h, const uint8_t *payload)
+mon_exec_on_output (struct mon_exec *e, const struct rt_frame_header *h, const uint8_t *payload)
 {
-  struct mon_exec *e = h->stream ? mon_exec_find (m, h->stream) : NULL;
-
-  if (e == NULL || e->last)
+  if (h->len == 0)
     return;
-  mon_idle_touch (m);
-  /* A session's frames are its own but for the output window's check.  */
-  if (e->sess && h->type != RT_FRAME_STDOUT && h->type != RT_FRAME_STDERR)
-    return mon_session_frame (e->sess, h, payload);
-  switch (h->type)
+  /* Output beyond the window (what it sent less the credit it was given)
+     is a guest that ignores the protocol: nothing it sends can be trusted
+     to stay bounded.  */
+  if (h->len > RT_WINDOW_INITIAL - e->outstanding)
     {
-    case RT_FRAME_WINDOW:
-      if (h->len == 4)
-        {
-          uint32_t n = rt_get_u32 (payload);
-          e->stdin_inflight -= n < e->stdin_inflight ? n : e->stdin_inflight;
-          if (e->ev_stdin && !event_pending (e->ev_stdin, EV_READ, NULL))
-            event_add (e->ev_stdin, NULL);
-          if (e->proc)
-            mon_procs_stdin_pump (m);
-        }
-      break;
-    case RT_FRAME_STDOUT:
-    case RT_FRAME_STDERR:
-      if (h->len == 0)
-        break;
-      /* Output beyond the window (what it sent less the credit it was
-         given) is a guest that ignores the protocol: nothing it sends can
-         be trusted to stay bounded.  */
-      if (h->len > RT_WINDOW_INITIAL - e->outstanding)
-        {
-          mon_stop (m, "guest_protocol_error");
-          return;
-        }
-      e->outstanding += h->len;
-      exec_output (m, e, h->type == RT_FRAME_STDOUT ? 1 : 2, payload, h->len);
-      break;
-    case RT_FRAME_EXIT:
-    case RT_FRAME_ERROR:
-      {
-        json_object *line = last_line (h, payload);
-        exec_finish (e, line);
-        json_object_put (line);
-      }
-      break;
-    default:
-      break;
+      mon_stop (e->m, "guest_protocol_error");
+      return;
     }
+  e->outstanding += h->len;
+  exec_output (e->m, e, h->type == RT_FRAME_STDOUT ? 1 : 2, payload, h->len);
+}
+
+void
+mon_exec_on_window (struct mon_exec *e, const struct rt_frame_header *h, const uint8_t *payload)
+{
+  uint32_t n;
+
+  if (h->len != 4)
+    return;
+  n = rt_get_u32 (payload);
+  e->stdin_inflight -= n < e->stdin_inflight ? n : e->stdin_inflight;
+  if (e->ev_stdin && !event_pending (e->ev_stdin, EV_READ, NULL))
+    event_add (e->ev_stdin, NULL);
+  if (e->proc)
+    mon_procs_stdin_pump (e->m);
+}
+
+void
+mon_exec_on_end (struct mon_exec *e, const struct rt_frame_header *h, const uint8_t *payload)
+{
+  json_object *line = last_line (h, payload);
+
+  exec_finish (e, line);
+  json_object_put (line);
 }
 
 /* argv: non-empty strings; env: K=V strings with valid names.  */
@@ -613,9 +601,9 @@ mon_exec_free (struct mon_exec *e)
 bool
 mon_exec_refused (struct mon *m, struct mon_refusal *r)
 {
-  if (m->stopping)
+  if (mon_stopping (m))
     return !mon_refuse (r, 409, "sandbox_not_ready", NULL, "sandbox %s stopped", m->cfg->id);
-  if (m->paused)
+  if (m->phase == MON_PAUSED)
     return !mon_refuse (r, 409, "sandbox_paused", "runtime sandbox wake wakes it", "sandbox %s is paused",
                         m->cfg->id);
   if (mon_chan_full (m))

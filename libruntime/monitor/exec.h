@@ -36,8 +36,13 @@ struct mon_exec *mon_exec_open (struct mon *m, json_object *body, struct mon_ref
    after replying the error.  */
 struct mon_exec *mon_exec_start (struct mon *m, struct evhttp_request *req, json_object *body, bool spawn);
 struct mon_exec *mon_exec_find (struct mon *m, uint32_t stream);
-/* A frame from the agent for one of the execs.  */
-void mon_exec_frame (struct mon *m, const struct rt_frame_header *h, const uint8_t *payload);
+/* The frame table's handlers (frames.h) for a command's or a process's
+   stream, @e: STDOUT or STDERR within its window (past it the sandbox
+   stops: guest_protocol_error; a session's output goes through here too),
+   WINDOW (stdin the guest took), EXIT or ERROR (its end).  */
+void mon_exec_on_output (struct mon_exec *e, const struct rt_frame_header *h, const uint8_t *payload);
+void mon_exec_on_window (struct mon_exec *e, const struct rt_frame_header *h, const uint8_t *payload);
+void mon_exec_on_end (struct mon_exec *e, const struct rt_frame_header *h, const uint8_t *payload);
 /* Ends every command a client waits for with an error line (the sandbox
    is paused to disk under it: the lease ended).  */
 void mon_exec_fail_clients (struct mon *m, const char *code, const char *msg);

@@ -60,11 +60,10 @@ command_running (struct mon *m)
 static bool
 should_pause (struct mon *m, int64_t now)
 {
-  const char *st = rt_json_str (m->state, "state");
-
-  if (m->idle_pause_s == 0 || m->spare || m->stopping || m->paused || st == NULL || strcmp (st, "running") != 0)
+  if (m->idle.pause_s == 0 || m->phase != MON_RUNNING)
     return false;
-  return now - m->last_activity_us >= (int64_t) m->idle_pause_s * 1000000 && m->meter.cpu_percent < RT_IDLE_CPU_PERCENT;
+  return now - m->idle.last_activity_us >= (int64_t) m->idle.pause_s * 1000000
+         && m->meter.cpu_percent < RT_IDLE_CPU_PERCENT;
 }
 
 static void on_idle (evutil_socket_t fd, short what, void *arg);
@@ -73,23 +72,23 @@ static void on_idle (evutil_socket_t fd, short what, void *arg);
 static void
 idle_arm (struct mon *m)
 {
-  int64_t tick = (int64_t) (m->idle_pause_s < IDLE_TICK_S ? m->idle_pause_s : IDLE_TICK_S) * 1000000;
-  int64_t left = m->last_activity_us + (int64_t) m->idle_pause_s * 1000000 - (int64_t) rt_now_us ();
+  int64_t tick = (int64_t) (m->idle.pause_s < IDLE_TICK_S ? m->idle.pause_s : IDLE_TICK_S) * 1000000;
+  int64_t left = m->idle.last_activity_us + (int64_t) m->idle.pause_s * 1000000 - (int64_t) rt_now_us ();
   int64_t delay = left > 0 && left < tick ? left : tick;
   struct timeval tv = { .tv_sec = delay / 1000000, .tv_usec = delay % 1000000 };
 
-  if (m->idle_pause_s == 0 || m->stopping)
+  if (m->idle.pause_s == 0 || mon_stopping (m))
     {
-      if (m->ev_idle)
-        evtimer_del (m->ev_idle);
+      if (m->idle.ev)
+        evtimer_del (m->idle.ev);
       return;
     }
-  if (m->ev_idle == NULL && (m->ev_idle = evtimer_new (m->base, on_idle, m)) == NULL)
+  if (m->idle.ev == NULL && (m->idle.ev = evtimer_new (m->base, on_idle, m)) == NULL)
     {
       fprintf (stderr, "idle pause: cannot set up its timer (out of memory)\n");
       return;
     }
-  evtimer_add (m->ev_idle, &tv);
+  evtimer_add (m->idle.ev, &tv);
 }
 
 static void
@@ -101,7 +100,7 @@ on_idle (evutil_socket_t fd, short what, void *arg)
   (void) what;
 
   if (command_running (m))
-    m->last_activity_us = now;
+    m->idle.last_activity_us = now;
   if (should_pause (m, now))
     {
       cleanup_error rt_error *err = NULL;
@@ -110,7 +109,7 @@ on_idle (evutil_socket_t fd, short what, void *arg)
       if (mon_pause (m, &err) < 0)
         {
           fprintf (stderr, "idle pause of %s failed: %s\n", m->cfg->id, err ? err->msg : "unknown error");
-          m->last_activity_us = now;
+          m->idle.last_activity_us = now;
         }
     }
   idle_arm (m);
@@ -119,14 +118,14 @@ on_idle (evutil_socket_t fd, short what, void *arg)
 void
 mon_idle_touch (struct mon *m)
 {
-  m->last_activity_us = (int64_t) rt_now_us ();
+  m->idle.last_activity_us = (int64_t) rt_now_us ();
 }
 
 static void
 show_settings (struct mon *m)
 {
-  json_object_object_add (m->state, "idlePauseSeconds", json_object_new_int64 (m->idle_pause_s));
-  json_object_object_add (m->state, "autoWake", json_object_new_boolean (m->auto_wake));
+  json_object_object_add (m->state, "idlePauseSeconds", json_object_new_int64 (m->idle.pause_s));
+  json_object_object_add (m->state, "autoWake", json_object_new_boolean (m->idle.auto_wake));
 }
 
 void
@@ -134,16 +133,16 @@ mon_idle_start (struct mon *m)
 {
   json_object *v;
 
-  m->idle_pause_s = m->cfg->idle_pause_s;
-  m->auto_wake = m->cfg->auto_wake;
+  m->idle.pause_s = m->cfg->idle_pause_s;
+  m->idle.auto_wake = m->cfg->auto_wake;
   if (json_object_object_get_ex (m->state, "idlePauseSeconds", &v) && json_object_is_type (v, json_type_int))
     {
       int64_t s = json_object_get_int64 (v);
       if (s == 0 || (s >= RT_IDLE_PAUSE_MIN_S && s <= RT_IDLE_PAUSE_MAX_S))
-        m->idle_pause_s = (unsigned) s;
+        m->idle.pause_s = (unsigned) s;
     }
   if (json_object_object_get_ex (m->state, "autoWake", &v) && json_object_is_type (v, json_type_boolean))
-    m->auto_wake = json_object_get_boolean (v);
+    m->idle.auto_wake = json_object_get_boolean (v);
   show_settings (m);
   mon_idle_touch (m);
   idle_arm (m);
@@ -158,9 +157,9 @@ mon_handle_update (struct mon *m, struct evhttp_request *req, json_object *body)
   if (mon_idle_parse_update (body, &idle, &wake, &err) < 0)
     return mon_reply_error (req, 400, err->code, err->hint, "%s", err->msg);
   if (idle >= 0)
-    m->idle_pause_s = (unsigned) idle;
+    m->idle.pause_s = (unsigned) idle;
   if (wake >= 0)
-    m->auto_wake = wake;
+    m->idle.auto_wake = wake;
   show_settings (m);
   /* Re-armed: idle time counts from this request (mon_handle_request).  */
   idle_arm (m);

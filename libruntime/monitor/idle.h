@@ -16,6 +16,17 @@
    calls mon_idle_parse_update for a paused sandbox (sandbox/update.c).  */
 struct mon;
 struct evhttp_request;
+struct event;
+
+/* m->idle: the settings as :update left them, and the timer; only idle.c
+   touches it.  */
+struct mon_idle
+{
+  unsigned pause_s;           /* idlePauseSeconds; 0: off */
+  bool auto_wake;
+  int64_t last_activity_us;   /* CLOCK_MONOTONIC */
+  struct event *ev;
+};
 
 /* Idle pause: off, or 10 s to a day.  */
 #define RT_IDLE_PAUSE_MIN_S 10

@@ -27,7 +27,7 @@ mon_set_expires (struct mon *m, int64_t expires_ms)
 int
 mon_pause (struct mon *m, rt_error **err)
 {
-  if (m->paused)
+  if (m->phase == MON_PAUSED)
     return 0;
   return mon_pause_to_disk (m, err);
 }

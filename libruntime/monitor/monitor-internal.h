@@ -4,7 +4,10 @@
  * monitor's own files include it; the rest of the library sees monitor.h.
  *
  *   monitor.c    the process: spawn, start-up, event loop, stop
+ *   phase.c      its lifecycle: the phases, their transitions, the state
+ *                name each shows
  *   channel.c    the agent channel's bytes: frames out, frames in
+ *   frames.c     the frame table: which handler takes a frame from the guest
  *   routes.c     api.sock: the route table and request parsing
  *   reply.c      replies: JSON, errors, NDJSON lines
  *   exec.c       commands: start, stdin, output, exit, flow control
@@ -27,7 +30,11 @@
 
 #include "billing/meter.h"
 #include "common/proto.h"
+#include "monitor/channel.h"
+#include "monitor/idle.h"
 #include "monitor/monitor.h"
+#include "monitor/phase.h"
+#include "monitor/spare.h"
 #include "net/netns.h"
 #include "vmm/console.h"
 
@@ -37,10 +44,10 @@
 #define CLIENT_HIGH_WATER (2 * 1024 * 1024)
 /* Output lines an exec's client may have unread before more is held.  */
 #define CLIENT_MAX_LINES 256
-/* Frames to the guest wait in chan_out while its channel is full.  WINDOW
+/* Frames to the guest wait in chan.out while its channel is full.  WINDOW
    credit is queued only while less than CHAN_CREDIT_LOW waits there (else
    it accumulates in the exec, one number per stream); new commands are
-   refused past CHAN_OUT_MAX.  */
+   refused past CHAN_OUT_MAX (channel.h).  */
 #define CHAN_CREDIT_LOW (64 * 1024)
 #define CHAN_OUT_MAX (4 * 1024 * 1024)
 
@@ -114,14 +121,13 @@ struct mon
 {
   rt_context *ctx;
   const struct rt_monitor_config *cfg;
+  enum mon_phase phase;       /* changed by mon_enter only (phase.h) */
   char *api_sock, *qmp_sock;
   json_object *state;
   struct rt_vm vm;
-  int chan_fd;
-  struct rt_frame_reader *reader;
-  struct evbuffer *chan_out;
+  struct mon_chan chan;       /* the agent channel (channel.h) */
   struct event_base *base;
-  struct event *ev_read, *ev_write, *ev_qemu, *ev_lease, *ev_term, *ev_owner, *ev_claim;
+  struct event *ev_qemu, *ev_lease, *ev_term, *ev_owner, *ev_claim;
   int owner_pidfd;
   int claim_fd;
   struct evhttp *http;
@@ -133,7 +139,6 @@ struct mon
   struct evconnlistener *session_listener;
   uint32_t next_stream;
   int64_t expires_ms;
-  bool stopping, paused;
   struct rt_netns net;
   struct rt_proxy *proxy;
   struct rt_intercept *intercept; /* for the sandbox's secrets, or NULL */
@@ -147,23 +152,11 @@ struct mon
   char *layers[RT_QEMU_MAX_LAYERS + 1]; /* its disk's read-only layers */
   int layer_fds[RT_QEMU_MAX_LAYERS];    /* open, in case their files go */
   char *overlay_path;         /* <disk dir>/overlay.qcow2 */
-  bool quiesced;              /* QUIESCE sent: the agent sends nothing until
-                                 RESTORE, and no credit goes to it */
-  bool paused_to_disk;        /* saved and ended: the loop ends without a
-                                 record; the state dir stays */
+  bool paused_to_disk;        /* saved and ended (MON_PAUSED, or a stop
+                                 after it): the state dir stays at the exit */
   bool ran;                   /* the VM started from saved memory ran */
-  /* A spare (spare.c): unclaimed until a create claims it.  */
-  bool spare;
-  int claimer_pidfd;          /* the reserving or claiming process, or -1 */
-  struct event *ev_claimer;
-  bool claimed;               /* :claim done, :claimed not yet */
-  struct rt_monitor_config claim_cfg; /* cfg once claimed (m->cfg points here) */
-  char **claim_env;
-  /* The idle pause (idle.c): the settings as :update left them.  */
-  unsigned idle_pause_s;
-  bool auto_wake;
-  int64_t last_activity_us;   /* CLOCK_MONOTONIC */
-  struct event *ev_idle;
+  struct mon_spare spare;     /* a spare's reservation and claim (spare.h) */
+  struct mon_idle idle;       /* the idle pause (idle.h) */
 };
 
 /* Sets (or with @value NULL, nulls) a string of the state object.  */

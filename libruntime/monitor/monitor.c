@@ -72,22 +72,18 @@ mon_end_loop_soon (struct mon *m)
 void
 mon_stop (struct mon *m, const char *reason)
 {
+  /* A spare nobody claimed was never a sandbox of anyone's: its meter
+     never ran, and it leaves no record.  */
+  bool unclaimed = m->phase == MON_SPARE;
   char now[32];
 
-  if (m->stopping)
+  if (mon_stopping (m) || !mon_enter (m, MON_STOPPING))
     return;
-  m->stopping = true;
-  mon_set_str (m, "state", "stopping");
   mon_save_state (m);
-  if (m->ev_read)
-    event_del (m->ev_read);
-  if (m->ev_write)
-    event_del (m->ev_write);
   if (m->ev_qemu)
     event_del (m->ev_qemu);
-  /* The last of the meter, before QEMU and its threads go (a spare's
-     never ran).  */
-  if (!m->spare)
+  /* The last of the meter, before QEMU and its threads go.  */
+  if (!unclaimed)
     rt_meter_stop (&m->meter);
   /* The root disk is a throwaway overlay: SIGKILL is safe and fastest.  */
   rt_vm_kill (&m->vm);
@@ -107,16 +103,13 @@ mon_stop (struct mon *m, const char *reason)
   if (m->ev_claim)
     event_del (m->ev_claim);
   evtimer_del (m->ev_lease);
-  if (m->chan_fd >= 0)
-    close (m->chan_fd);
-  m->chan_fd = -1;
+  mon_chan_close (m);
   mon_exec_fail_all (m, "sandbox_not_ready", "the sandbox stopped");
   rt_format_time (rt_epoch_ms (), now);
-  mon_set_str (m, "state", "stopped");
+  mon_enter (m, MON_STOPPED);
   mon_set_str (m, "stopReason", reason);
   mon_set_str (m, "endedAt", now);
-  /* A spare nobody claimed was never a sandbox of anyone's.  */
-  if (!m->spare)
+  if (!unclaimed)
     {
       rt_meter_record (&m->meter);
       rt_store_write_record (m->ctx, m->state, NULL);
@@ -332,7 +325,7 @@ connect_agent (struct mon *m, rt_error **err)
 
   /* A spare's guest is paused: it is made unique when claimed
      (spare.c).  */
-  if (m->spare)
+  if (m->cfg->spare)
     ret = rt_channel_attach (&ch, m->vm.agent_sock, m->vm.pidfd, BOOT_TIMEOUT_MS, err);
   else if (m->clone)
     ret = mon_clone_restore (m, &ch, err);
@@ -364,10 +357,7 @@ connect_agent (struct mon *m, rt_error **err)
         }
     }
   /* The channel now belongs to the event loop.  */
-  m->chan_fd = steal_fd (&ch.fd);
-  m->reader = steal_pointer (&ch.reader);
-  rt_channel_close (&ch);
-  fcntl (m->chan_fd, F_SETFL, O_NONBLOCK);
+  mon_chan_take (m, &ch);
   return 0;
 }
 
@@ -381,8 +371,7 @@ serve_api (struct mon *m, rt_error **err)
     return api_fd;
   m->base = event_base_new ();
   m->http = m->base ? evhttp_new (m->base) : NULL;
-  m->chan_out = evbuffer_new ();
-  if (m->http == NULL || m->chan_out == NULL)
+  if (m->http == NULL)
     return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
   evhttp_set_max_body_size (m->http, MAX_BODY);
   evhttp_set_max_headers_size (m->http, MAX_HEADERS);
@@ -427,12 +416,12 @@ watch_events (struct mon *m, rt_error **err)
   m->ev_console = event_new (m->base, m->console.sock, EV_READ | EV_PERSIST, on_console, m);
   if (m->ev_console == NULL || event_add (m->ev_console, NULL) < 0)
     return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
-  m->ev_read = event_new (m->base, m->chan_fd, EV_READ | EV_PERSIST, mon_on_chan_read, m);
-  m->ev_write = event_new (m->base, m->chan_fd, EV_WRITE, mon_on_chan_write, m);
+  if (mon_chan_watch (m, err) < 0)
+    return -1;
   m->ev_qemu = event_new (m->base, m->vm.pidfd, EV_READ, on_qemu_exit, m);
   m->ev_lease = evtimer_new (m->base, mon_on_lease, m);
   m->ev_term = evsignal_new (m->base, SIGTERM, on_term, m);
-  if (!m->ev_read || !m->ev_write || !m->ev_qemu || !m->ev_lease || !m->ev_term)
+  if (!m->ev_qemu || !m->ev_lease || !m->ev_term)
     return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
   /* Opened before readiness is reported, so the owner is still there:
      a pidfd cannot name a recycled pid.  */
@@ -443,8 +432,8 @@ watch_events (struct mon *m, rt_error **err)
     return rt_error_set (err, ENOMEM, "startup_failed", "cannot set up the event loop");
   event_add (m->ev_claim, NULL);
   /* A spare's channel is read once it is claimed and restored.  */
-  if (!m->spare)
-    event_add (m->ev_read, NULL);
+  if (!m->cfg->spare)
+    mon_chan_read_start (m);
   event_add (m->ev_qemu, NULL);
   event_add (m->ev_term, NULL);
   /* A woken or forked sandbox's processes may hold stdin for the guest.  */
@@ -530,9 +519,9 @@ monitor_start (struct mon *m, rt_error **err)
   mon_chan_quiet_end (m);
   /* An ephemeral sandbox is bounded by its creator's life and its
      command's timeout: a lease would only freeze a long command.  */
-  if (m->spare)
+  if (m->cfg->spare)
     {
-      mon_set_str (m, "state", "spare");
+      mon_enter (m, MON_SPARE);
       set_start_state (m);
       return rt_store_write_state (m->cfg->dir, m->state, err);
     }
@@ -541,7 +530,7 @@ monitor_start (struct mon *m, rt_error **err)
   ret = mon_start_meter (m, err);
   if (ret < 0)
     return ret;
-  mon_set_str (m, "state", "running");
+  mon_enter (m, MON_RUNNING);
   if (m->cfg->saved && m->cfg->restore == RT_RESTORE_WAKE)
     mon_clone_woken (m);
   else
@@ -612,10 +601,10 @@ clean_process (void)
 }
 
 /* A start that failed: nothing of it is left before the caller hears of
-   it.  With --no-wait nobody waits for the error: the record carries it.
-   A sandbox that could not wake stays paused as it was, unless its guest
-   ran (and wrote its disk under the saved memory): then it ends, with a
-   record.  */
+   it.  A sandbox that could not wake stays paused as it was, unless its
+   guest ran (and wrote its disk under the saved memory): then it ends,
+   with a record.  With --no-wait nobody waits for the error: the record
+   carries it.  */
 static void
 startup_failed (struct mon *m, const rt_error *err)
 {
@@ -623,24 +612,24 @@ startup_failed (struct mon *m, const rt_error *err)
   bool waking = cfg->saved && cfg->restore == RT_RESTORE_WAKE;
   char now[32];
 
-  if (cfg->no_wait || (waking && m->ran))
-    {
-      rt_format_time (rt_epoch_ms (), now);
-      mon_set_str (m, "state", "stopped");
-      mon_set_str (m, "stopReason", "startup_failed");
-      mon_set_str (m, "endedAt", now);
-      json_object_object_del (m->state, "paused");
-      json_object_object_add (m->state, "error", mon_error_object (err->code, err->msg, err->hint));
-      rt_store_write_record (m->ctx, m->state, NULL);
-    }
   if (waking && !m->ran)
     {
       m->vm.keep_disk = true;
       rt_vm_kill (&m->vm);
       rt_netns_close (&m->net);
-      mon_set_str (m, "state", "paused");
+      mon_enter (m, MON_PAUSED);
       mon_save_state (m);
       return;
+    }
+  if (cfg->no_wait || waking)
+    {
+      rt_format_time (rt_epoch_ms (), now);
+      mon_enter (m, MON_STOPPED);
+      mon_set_str (m, "stopReason", "startup_failed");
+      mon_set_str (m, "endedAt", now);
+      json_object_object_del (m->state, "paused");
+      json_object_object_add (m->state, "error", mon_error_object (err->code, err->msg, err->hint));
+      rt_store_write_record (m->ctx, m->state, NULL);
     }
   rt_vm_kill (&m->vm);
   rt_rm_rf (cfg->dir, NULL);
@@ -649,7 +638,8 @@ startup_failed (struct mon *m, const rt_error *err)
 static void __attribute__ ((noreturn))
 monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd, int claim_fd)
 {
-  struct mon m = { .ctx = ctx, .cfg = cfg, .chan_fd = -1, .next_stream = 1, .owner_pidfd = -1, .claim_fd = 4, .claimer_pidfd = -1, .spare = cfg->spare, .ram_fd = -1,
+  struct mon m = { .ctx = ctx, .cfg = cfg, .phase = MON_STARTING, .chan = MON_CHAN_INIT, .spare = MON_SPARE_INIT,
+                   .next_stream = 1, .owner_pidfd = -1, .claim_fd = 4, .ram_fd = -1,
                    .layer_fds = { -1, -1, -1, -1, -1, -1, -1, -1 },
                    .net = { -1, -1, -1, -1, -1, -1 }, .meter = { .ledger_fd = -1 },
                    .console = { .sock = -1, .log_fd = -1 } };

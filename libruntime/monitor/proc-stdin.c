@@ -98,7 +98,7 @@ pump_one (struct mon *m, struct mon_proc *p)
   if (e == NULL)
     return;
   while ((n = pending_len (p)) > 0 && e->stdin_inflight < RT_WINDOW_INITIAL
-         && evbuffer_get_length (m->chan_out) < STDIN_CHAN_LOW)
+         && mon_chan_waiting (m) < STDIN_CHAN_LOW)
     {
       if (n > RT_WINDOW_INITIAL - e->stdin_inflight)
         n = RT_WINDOW_INITIAL - e->stdin_inflight;
@@ -123,7 +123,7 @@ mon_procs_stdin_pump (struct mon *m)
 {
   /* Frames queued while quiesced would miss the capture; without a
      channel they would be lost.  */
-  if (m->quiesced || m->stopping || m->chan_fd < 0)
+  if (mon_stopping (m) || !mon_chan_sending (m))
     return;
   for (struct mon_proc *p = m->procs; p; p = p->next)
     if (p->stdin_kept)

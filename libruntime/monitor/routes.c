@@ -123,15 +123,15 @@ handle_metrics (struct mon *m, struct evhttp_request *req, json_object *body)
   char pct[32], ran[32];
 
   (void) body;
-  if (!m->stopping)
+  if (!mon_stopping (m))
     rt_meter_sample (&m->meter);
   /* To the millisecond, as cpuSeconds: CPU over a window of running time.  */
   snprintf (ran, sizeof ran, "%.3f", mt->running_us / 1e6);
-  snprintf (pct, sizeof pct, "%.1f", m->paused ? 0.0 : mt->cpu_percent);
+  snprintf (pct, sizeof pct, "%.1f", m->paused_to_disk ? 0.0 : mt->cpu_percent);
   json_object_object_add (o, "id", json_object_new_string (m->cfg->id));
   json_object_object_add (o, "state", json_object_get (json_object_object_get (m->state, "state")));
   json_object_object_add (o, "vcpu", json_object_new_int (m->cfg->vm.vcpu));
-  json_object_object_add (o, "cpuPercent", json_object_new_double_s (m->paused ? 0.0 : mt->cpu_percent, pct));
+  json_object_object_add (o, "cpuPercent", json_object_new_double_s (m->paused_to_disk ? 0.0 : mt->cpu_percent, pct));
   json_object_object_add (o, "memoryMiB", json_object_new_int (m->cfg->vm.memory_mib));
   json_object_object_add (o, "runningSeconds", json_object_new_double_s (mt->running_us / 1e6, ran));
   json_object_object_add (o, "cpuSeconds", json_object_get (json_object_object_get (m->state, "cpuSeconds")));
@@ -251,14 +251,15 @@ mon_handle_request (struct evhttp_request *req, void *arg)
     return mon_reply_error (req, 405, "invalid_request", NULL, "method not allowed");
   if (method == EVHTTP_REQ_GET)
     return r->handler (m, req, NULL);
-  if (m->stopping && r->when_stopping)
+  if (mon_stopping (m) && r->when_stopping)
     /* Stopping what stops already is done.  */
     return r->handler (m, req, NULL);
-  if (m->stopping)
+  if (mon_stopping (m))
     return mon_reply_error (req, 409, "sandbox_not_ready", "runtime sandbox create starts a new one",
                             "sandbox %s is stopped", m->cfg->id);
   /* An unclaimed spare runs nothing (spare.h).  */
-  if (m->spare && r->handler != mon_handle_reserve && r->handler != mon_handle_claim && r->handler != mon_handle_stop)
+  if (m->phase == MON_SPARE && r->handler != mon_handle_reserve && r->handler != mon_handle_claim
+      && r->handler != mon_handle_stop)
     return mon_reply_error (req, 409, "sandbox_not_ready", NULL, "sandbox %s is a spare", m->cfg->id);
   body = parse_body (req);
   if (body == NULL)

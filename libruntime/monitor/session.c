@@ -447,36 +447,32 @@ last_frame (const struct rt_frame_header *h, const uint8_t *payload)
 }
 
 void
-mon_session_frame (struct mon_session *s, const struct rt_frame_header *h, const uint8_t *payload)
+mon_session_on_window (struct mon_exec *e, const struct rt_frame_header *h, const uint8_t *payload)
 {
-  switch (h->type)
-    {
-    case RT_FRAME_WINDOW:
-      if (h->len == 4)
-        {
-          uint32_t n = rt_get_u32 (payload);
-          n = n < s->e->stdin_inflight ? n : s->e->stdin_inflight;
-          s->e->stdin_inflight -= n;
-          /* Told as one number once the client's buffer has room: a
-             client that writes but does not read gets no frame each.  */
-          s->acked += n;
-          pump (s);
-        }
-      break;
-    case RT_FRAME_EXIT:
-    case RT_FRAME_ERROR:
-      {
-        cleanup_json json_object *o = last_frame (h, payload);
-        struct mon_exec *e = s->e;
-        s->e = NULL;
-        s->owed = 0;
-        mon_exec_free (e);
-        finish (s, h->type, o);
-      }
-      break;
-    default:
-      break;
-    }
+  struct mon_session *s = e->sess;
+  uint32_t n;
+
+  if (h->len != 4)
+    return;
+  n = rt_get_u32 (payload);
+  n = n < e->stdin_inflight ? n : e->stdin_inflight;
+  e->stdin_inflight -= n;
+  /* Told as one number once the client's buffer has room: a client that
+     writes but does not read gets no frame each.  */
+  s->acked += n;
+  pump (s);
+}
+
+void
+mon_session_on_end (struct mon_exec *e, const struct rt_frame_header *h, const uint8_t *payload)
+{
+  struct mon_session *s = e->sess;
+  cleanup_json json_object *o = last_frame (h, payload);
+
+  s->e = NULL;
+  s->owed = 0;
+  mon_exec_free (e);
+  finish (s, h->type, o);
 }
 
 /* Paused sessions are resumed in turn, from the one after the last

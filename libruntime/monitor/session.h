@@ -44,8 +44,12 @@
 
 /* Listens on <state dir>/session.sock, on the monitor's event loop.  */
 int mon_session_listen (struct mon *m, rt_error **err);
-/* A frame from the agent for a session's stream, but output.  */
-void mon_session_frame (struct mon_session *s, const struct rt_frame_header *h, const uint8_t *payload);
+/* The frame table's handlers (frames.h) for a session's stream, @e
+   (e->sess): WINDOW (stdin the guest took: told to the client), EXIT or
+   ERROR (the session's last frame, after its held output).  Its output
+   goes through exec.c's window check to mon_session_output.  */
+void mon_session_on_window (struct mon_exec *e, const struct rt_frame_header *h, const uint8_t *payload);
+void mon_session_on_end (struct mon_exec *e, const struct rt_frame_header *h, const uint8_t *payload);
 /* Output from the agent, within the stream's window (exec.c checked):
    held, and handed on as the client's socket takes it.  */
 void mon_session_output (struct mon_session *s, uint8_t stream, const uint8_t *data, uint32_t len);

@@ -15,12 +15,12 @@
 static void
 drop_claimer (struct mon *m)
 {
-  if (m->ev_claimer)
-    event_free (m->ev_claimer);
-  m->ev_claimer = NULL;
-  if (m->claimer_pidfd >= 0)
-    close (m->claimer_pidfd);
-  m->claimer_pidfd = -1;
+  if (m->spare.ev_claimer)
+    event_free (m->spare.ev_claimer);
+  m->spare.ev_claimer = NULL;
+  if (m->spare.claimer_pidfd >= 0)
+    close (m->spare.claimer_pidfd);
+  m->spare.claimer_pidfd = -1;
 }
 
 /* A reserver or claimer that dies before it confirmed: the spare is not
@@ -40,7 +40,7 @@ on_claimer_exit (evutil_socket_t fd, short what, void *arg)
 static bool
 not_a_spare (struct mon *m, struct evhttp_request *req)
 {
-  if (m->spare && !m->claimed)
+  if (m->phase == MON_SPARE && !m->spare.claimed)
     return false;
   mon_reply_error (req, 409, "sandbox_not_ready", NULL, "sandbox %s is not a spare", m->cfg->id);
   return true;
@@ -54,7 +54,7 @@ mon_handle_reserve (struct mon *m, struct evhttp_request *req, json_object *body
 
   if (not_a_spare (m, req))
     return;
-  if (m->claimer_pidfd >= 0)
+  if (m->spare.claimer_pidfd >= 0)
     return mon_reply_error (req, 409, "sandbox_not_ready", NULL, "spare %s is reserved", m->cfg->id);
   if (!json_object_object_get_ex (body, "claimer", &v) || !json_object_is_type (v, json_type_int)
       || json_object_get_int64 (v) <= 0)
@@ -62,9 +62,9 @@ mon_handle_reserve (struct mon *m, struct evhttp_request *req, json_object *body
   pidfd = pidfd_open ((pid_t) json_object_get_int64 (v), 0);
   if (pidfd < 0)
     return mon_reply_error (req, 400, "invalid_request", NULL, "no process %lld", (long long) json_object_get_int64 (v));
-  m->claimer_pidfd = pidfd;
-  m->ev_claimer = event_new (m->base, pidfd, EV_READ, on_claimer_exit, m);
-  if (m->ev_claimer == NULL || event_add (m->ev_claimer, NULL) < 0)
+  m->spare.claimer_pidfd = pidfd;
+  m->spare.ev_claimer = event_new (m->base, pidfd, EV_READ, on_claimer_exit, m);
+  if (m->spare.ev_claimer == NULL || event_add (m->spare.ev_claimer, NULL) < 0)
     {
       drop_claimer (m);
       return mon_reply_error (req, 500, "internal", NULL, "cannot watch the claimer");
@@ -72,9 +72,9 @@ mon_handle_reserve (struct mon *m, struct evhttp_request *req, json_object *body
   mon_reply_json (req, 200, m->state);
 }
 
-/* The claim's env (["K=V"…]) into m->claim_env.  */
+/* The claim's env (["K=V"…]) into @sp->claim_env.  */
 static int
-take_env (struct mon *m, json_object *body)
+take_env (struct mon_spare *sp, json_object *body)
 {
   json_object *env;
   size_t n;
@@ -82,13 +82,14 @@ take_env (struct mon *m, json_object *body)
   if (!json_object_object_get_ex (body, "env", &env) || !json_object_is_type (env, json_type_array))
     return -1;
   n = json_object_array_length (env);
-  m->claim_env = calloc (n + 1, sizeof (char *));
-  if (m->claim_env == NULL)
+  sp->claim_env = calloc (n + 1, sizeof (char *));
+  if (sp->claim_env == NULL)
     return -1;
   for (size_t i = 0; i < n; i++)
     {
       json_object *e = json_object_array_get_idx (env, i);
-      if (!json_object_is_type (e, json_type_string) || (m->claim_env[i] = strdup (json_object_get_string (e))) == NULL)
+      if (!json_object_is_type (e, json_type_string)
+          || (sp->claim_env[i] = strdup (json_object_get_string (e))) == NULL)
         return -1;
     }
   return 0;
@@ -120,10 +121,10 @@ apply_rules (struct mon *m, json_object *body, bool trial, rt_error **err)
 static int
 resume_and_restore (struct mon *m, rt_error **err)
 {
-  /* guest-ops polls: the loop's non-blocking fd serves as it is.  */
-  struct rt_channel ch = { .fd = m->chan_fd, .vm_pidfd = m->vm.pidfd, .reader = m->reader };
+  struct rt_channel ch;
   int ret = rt_qmp_command (m->qmp_sock, "cont", err);
 
+  mon_chan_borrow (m, &ch);
   return ret < 0 ? ret : rt_guest_restore (&ch, m->cfg->id, RESTORE_TIMEOUT_MS, err);
 }
 
@@ -146,6 +147,7 @@ take_state (struct mon *m, json_object *state)
 static int
 claim (struct mon *m, json_object *body, rt_error **err)
 {
+  struct rt_monitor_config *c = &m->spare.claim_cfg;
   json_object *state;
   const char *funding;
   bool trial;
@@ -154,22 +156,22 @@ claim (struct mon *m, json_object *body, rt_error **err)
   int ret;
 
   if (!json_object_object_get_ex (body, "state", &state) || !json_object_is_type (state, json_type_object)
-      || take_env (m, body) < 0)
+      || take_env (&m->spare, body) < 0)
     return rt_error_set (err, EINVAL, "invalid_request", "a claim needs {state, env, network}");
   funding = rt_json_str (state, "funding");
   trial = funding && strcmp (funding, "trial") == 0;
   ret = apply_rules (m, body, trial, err);
   if (ret < 0)
     return ret;
-  m->claim_cfg = *m->cfg;
-  m->claim_cfg.env = m->claim_env;
-  m->claim_cfg.expires_ms = rt_json_i64 (body, "expiresMs");
-  m->claim_cfg.timeout_s = (unsigned) rt_json_i64 (body, "timeoutSeconds");
-  m->claim_cfg.stop_on_timeout = json_object_object_get_ex (body, "stopOnTimeout", NULL)
-                                 && json_object_get_boolean (json_object_object_get (body, "stopOnTimeout"));
-  m->claim_cfg.owner = owner;
-  m->claim_cfg.start_ms = start_ms;
-  m->cfg = &m->claim_cfg;
+  *c = *m->cfg;
+  c->env = m->spare.claim_env;
+  c->expires_ms = rt_json_i64 (body, "expiresMs");
+  c->timeout_s = (unsigned) rt_json_i64 (body, "timeoutSeconds");
+  c->stop_on_timeout = json_object_object_get_ex (body, "stopOnTimeout", NULL)
+                       && json_object_get_boolean (json_object_object_get (body, "stopOnTimeout"));
+  c->owner = owner;
+  c->start_ms = start_ms;
+  m->cfg = c;
   m->trial = trial;
   ret = resume_and_restore (m, err);
   if (ret < 0)
@@ -178,10 +180,9 @@ claim (struct mon *m, json_object *body, rt_error **err)
   ready = start_ms > 0 ? rt_epoch_ms () - start_ms : 0;
   mon_set_str (m, "start", "spare");
   json_object_object_add (m->state, "readyMs", json_object_new_int64 (ready > 0 ? ready : 0));
-  mon_set_str (m, "state", "running");
-  m->spare = false;
-  m->claimed = true;
-  event_add (m->ev_read, NULL);
+  mon_enter (m, MON_RUNNING);
+  m->spare.claimed = true;
+  mon_chan_read_start (m);
   if (owner > 0 && mon_watch_owner (m, owner, err) < 0)
     return -1;
   if (m->cfg->expires_ms > 0)
@@ -202,13 +203,13 @@ mon_handle_claim (struct mon *m, struct evhttp_request *req, json_object *body)
 
   if (not_a_spare (m, req))
     return;
-  if (m->claimer_pidfd < 0)
+  if (m->spare.claimer_pidfd < 0)
     return mon_reply_error (req, 409, "sandbox_not_ready", NULL, "spare %s is not reserved", m->cfg->id);
   if (claim (m, body, &err) < 0)
     {
       mon_reply_error (req, 500, err->code, err->hint, "%s", err->msg);
       /* Half claimed is of no use to anyone.  */
-      m->claimed = true;
+      m->spare.claimed = true;
       mon_stop (m, "startup_failed");
       return;
     }
@@ -219,9 +220,9 @@ void
 mon_handle_claimed (struct mon *m, struct evhttp_request *req, json_object *body)
 {
   (void) body;
-  if (!m->claimed)
+  if (!m->spare.claimed)
     return mon_reply_error (req, 409, "sandbox_not_ready", NULL, "sandbox %s was not claimed", m->cfg->id);
   drop_claimer (m);
-  m->claimed = false;
+  m->spare.claimed = false;
   mon_reply_json (req, 200, m->state);
 }

@@ -12,7 +12,23 @@
 #ifndef RT_MONITOR_SPARE_H
 #define RT_MONITOR_SPARE_H
 
-#include "monitor/monitor-internal.h"
+#include "monitor/monitor.h"
+
+struct evhttp_request;
+struct event;
+struct mon;
+
+/* m->spare: its reservation and claim; only spare.c touches it.  Whether
+   the monitor is a spare is its phase (MON_SPARE, phase.h).  */
+struct mon_spare
+{
+  int claimer_pidfd;                  /* the reserving or claiming process, or -1 */
+  struct event *ev_claimer;
+  bool claimed;                       /* :claim done, :claimed not yet */
+  struct rt_monitor_config claim_cfg; /* cfg once claimed (m->cfg points here) */
+  char **claim_env;
+};
+#define MON_SPARE_INIT { .claimer_pidfd = -1 }
 
 void mon_handle_reserve (struct mon *m, struct evhttp_request *req, json_object *body);
 void mon_handle_claim (struct mon *m, struct evhttp_request *req, json_object *body);
