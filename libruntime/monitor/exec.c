@@ -11,6 +11,7 @@
 
 #include "common/b64.h"
 #include "common/exec-result.h"
+#include "core/command.h"
 #include "monitor/channel.h"
 #include "monitor/exec.h"
 #include "monitor/proc-stdin.h"
@@ -40,17 +41,13 @@ reply_refusal (struct evhttp_request *req, const struct mon_refusal *r)
   mon_reply_error (req, r->status, r->code, r->hint, "%s", r->msg);
 }
 
-/* A command request, checked.  */
+/* A command request, checked (core/command.h: the library's rules), with
+   what only the monitor knows: its defaults and a streamed stdin.  */
 struct command
 {
-  json_object *argv, *env;    /* borrowed from the request */
-  const char *cwd, *user;
-  int64_t timeout;
-  unsigned pty_cols, pty_rows; /* a pty of that size, or 0 */
-  uint8_t *input;             /* inline stdin, decoded */
-  size_t input_len;
+  struct rt_command cmd;      /* argv, env, options; inline stdin decoded */
+  const char *cwd, *user;     /* the request's, else the sandbox's defaults */
   int stdin_fd;               /* stdinPath, or -1 */
-  bool keep_stdin;            /* keepStdin: no end after the inline stdin */
   bool live_stdin;            /* a session's: its client sends stdin */
   bool spawn;                 /* :spawn's, a background process */
 };
@@ -58,7 +55,7 @@ struct command
 static void
 command_clear (struct command *c)
 {
-  free (c->input);
+  rt_command_clear (&c->cmd);
   if (c->stdin_fd >= 0)
     close (c->stdin_fd);
 }
@@ -439,107 +436,56 @@ mon_exec_on_end (struct mon_exec *e, const struct rt_frame_header *h, const uint
   json_object_put (line);
 }
 
-/* argv: non-empty strings; env: K=V strings with valid names.  */
-static bool
-check_argv_env (struct mon_refusal *req, json_object *body, struct command *c)
+/* A refusal keeps its code as a pointer: one of these.  */
+static const char *
+static_code (const char *code)
 {
-  if (!json_object_object_get_ex (body, "argv", &c->argv) || !json_object_is_type (c->argv, json_type_array)
-      || json_object_array_length (c->argv) == 0)
-    return reply_error_false (req, 400, "invalid_request", NULL, "argv must be a non-empty array of strings");
-  for (size_t i = 0; i < json_object_array_length (c->argv); i++)
-    if (!json_object_is_type (json_object_array_get_idx (c->argv, i), json_type_string))
-      return reply_error_false (req, 400, "invalid_request", NULL, "argv must be a non-empty array of strings");
-  if (!json_object_object_get_ex (body, "env", &c->env) || c->env == NULL)
+  static const char *const codes[] = { "invalid_request", "invalid_env", "usage", "internal" };
+
+  for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+    if (strcmp (code, codes[i]) == 0)
+      return codes[i];
+  return "invalid_request";
+}
+
+/* The request read and checked by the library's own rules
+   (rt_command_parse), as what it is: a spawn, a session or an exec.  */
+static bool
+check_command (struct mon_refusal *req, json_object *body, struct command *c)
+{
+  enum rt_command_kind kind = c->spawn ? RT_COMMAND_SPAWN : c->live_stdin ? RT_COMMAND_ATTACH : RT_COMMAND_EXEC;
+  cleanup_error rt_error *err = NULL;
+  const char *code;
+
+  if (rt_command_parse (body, kind, &c->cmd, &err) < 0)
     {
-      c->env = NULL;
-      return true;
+      code = static_code (err->code);
+      return reply_error_false (req, strcmp (code, "internal") == 0 ? 500 : 400, code,
+                                strcmp (code, "invalid_env") == 0 ? "names are [A-Za-z_][A-Za-z0-9_]*" : NULL, "%s",
+                                err->msg);
     }
-  if (!json_object_is_type (c->env, json_type_array))
-    return reply_error_false (req, 400, "invalid_env", NULL, "env must be an array of K=V strings");
-  for (size_t i = 0; i < json_object_array_length (c->env); i++)
-    {
-      json_object *item = json_object_array_get_idx (c->env, i);
-      const char *kv = json_object_is_type (item, json_type_string) ? json_object_get_string (item) : NULL;
-      const char *eq = kv ? strchr (kv, '=') : NULL;
-      if (eq == NULL || !rt_env_name_valid (kv, eq - kv))
-        return reply_error_false (req, 400, "invalid_env", "names are [A-Za-z_][A-Za-z0-9_]*",
-                                  "bad environment entry '%s'", kv ? kv : "?");
-    }
+  if (c->cmd.opts.cwd)
+    c->cwd = c->cmd.opts.cwd;
+  if (c->cmd.opts.user)
+    c->user = c->cmd.opts.user;
+  /* A session's stdin is its client's, however the request says.  */
+  if (c->live_stdin)
+    c->cmd.opts.stdin_len = 0;
   return true;
 }
 
-/* cwd, user, timeoutMs; keepStdin (:spawn's), pty (:spawn's and a
-   session's: on :exec nothing would write to its stdin, end it or
-   resize it).  */
+/* stdinPath: a stream too large for the request body, a FIFO or file the
+   client made in this sandbox's own directory (nowhere else).  */
 static bool
-check_options (struct mon_refusal *req, json_object *body, struct command *c)
+check_stdin_path (struct mon *m, struct mon_refusal *req, json_object *body, struct command *c)
 {
   json_object *v;
 
-  if (json_object_object_get_ex (body, "cwd", &v) && v)
-    {
-      c->cwd = json_object_get_string (v);
-      if (c->cwd == NULL || c->cwd[0] != '/')
-        return reply_error_false (req, 400, "invalid_request", NULL, "the working directory must be an absolute path");
-    }
-  if (json_object_object_get_ex (body, "user", &v) && v)
-    {
-      c->user = json_object_get_string (v);
-      if (c->user == NULL || (strcmp (c->user, "runtime") != 0 && strcmp (c->user, "root") != 0))
-        return reply_error_false (req, 400, "invalid_request", NULL, "user must be runtime or root");
-    }
-  if (json_object_object_get_ex (body, "timeoutMs", &v) && v)
-    c->timeout = json_object_get_int64 (v);
-  if (c->timeout < 0)
-    return reply_error_false (req, 400, "invalid_request", NULL, "timeoutMs must not be negative");
-  if (json_object_object_get_ex (body, "keepStdin", &v) && v && !c->spawn)
-    return reply_error_false (req, 400, "invalid_request", NULL, "keepStdin is for :spawn only: %s",
-                              c->live_stdin ? "a session sends its own stdin" : "nothing would write to it or end it");
-  if (json_object_object_get_ex (body, "pty", &v) && v && !c->spawn && !c->live_stdin)
-    return reply_error_false (req, 400, "invalid_request", NULL,
-                              "pty is for :spawn and sessions only: nothing would type into it or resize it");
-  if (json_object_object_get_ex (body, "keepStdin", &v) && v)
-    {
-      if (!json_object_is_type (v, json_type_boolean))
-        return reply_error_false (req, 400, "invalid_request", NULL, "keepStdin must be a boolean");
-      c->keep_stdin = json_object_get_boolean (v);
-    }
-  if (json_object_object_get_ex (body, "pty", &v) && v)
-    {
-      if (!mon_pty_size (v, &c->pty_cols, &c->pty_rows))
-        return reply_error_false (req, 400, "usage", NULL, "pty needs cols and rows of 1 to %u", RT_PTY_MAX_SIDE);
-    }
-  return true;
-}
-
-/* stdin (base64, at most RT_MAX_STDIN), or stdinPath: a stream too large for
-   the request body, a FIFO or file the client made in this sandbox's own
-   directory (nowhere else).  */
-static bool
-check_stdin (struct mon *m, struct mon_refusal *req, json_object *body, struct command *c)
-{
-  json_object *v;
-  const char *s;
-
-  if (json_object_object_get_ex (body, "stdin", &v) && v && (s = json_object_get_string (v)) && *s)
-    {
-      size_t size = strlen (s);
-      ssize_t n;
-      if (RT_B64_DECODED_MAX (size) > RT_MAX_STDIN + 3)
-        return reply_error_false (req, 400, "usage", NULL, "standard input is over 1 MiB");
-      c->input = malloc (RT_B64_DECODED_MAX (size) + 1);
-      if (c->input == NULL)
-        return reply_error_false (req, 500, "internal", NULL, "out of memory");
-      n = rt_b64_decode (s, size, c->input);
-      if (n < 0)
-        return reply_error_false (req, 400, "invalid_request", NULL, "stdin must be base64");
-      c->input_len = (size_t) n;
-    }
   if (json_object_object_get_ex (body, "stdinPath", &v) && v)
     {
       const char *path = json_object_get_string (v);
       size_t dl = strlen (m->cfg->dir);
-      if (c->input_len > 0 || c->keep_stdin || path == NULL || strncmp (path, m->cfg->dir, dl) != 0
+      if (c->cmd.opts.stdin_len > 0 || c->cmd.opts.keep_stdin || path == NULL || strncmp (path, m->cfg->dir, dl) != 0
           || strncmp (path + dl, "/upload-", 8) != 0 || strchr (path + dl + 1, '/') != NULL)
         return reply_error_false (req, 400, "invalid_request", NULL, "stdinPath must be an upload in the sandbox's dir");
       c->stdin_fd = open (path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -553,24 +499,27 @@ check_stdin (struct mon *m, struct mon_refusal *req, json_object *body, struct c
 static json_object *
 exec_request (struct mon *m, const struct command *c)
 {
-  json_object *exec = json_object_new_object (), *all = json_object_new_array ();
+  json_object *exec = json_object_new_object (), *all = json_object_new_array (), *argv = json_object_new_array ();
+  const rt_exec_opts *o = &c->cmd.opts;
 
-  json_object_object_add (exec, "argv", json_object_get (c->argv));
+  for (const char **a = c->cmd.argv; a && *a; a++)
+    json_object_array_add (argv, json_object_new_string (*a));
+  json_object_object_add (exec, "argv", argv);
   for (char **p = m->cfg->env; p && *p; p++)
     json_object_array_add (all, json_object_new_string (*p));
-  for (size_t i = 0; c->env && i < json_object_array_length (c->env); i++)
-    json_object_array_add (all, json_object_get (json_object_array_get_idx (c->env, i)));
+  for (const char **e = c->cmd.env; e && *e; e++)
+    json_object_array_add (all, json_object_new_string (*e));
   json_object_object_add (exec, "env", all);
   json_object_object_add (exec, "cwd", json_object_new_string (c->cwd));
   json_object_object_add (exec, "user", json_object_new_string (c->user));
-  json_object_object_add (exec, "timeoutMs", json_object_new_int64 (c->timeout));
-  json_object_object_add (exec, "stdin", json_object_new_boolean (c->input_len > 0 || c->stdin_fd >= 0 || c->keep_stdin
+  json_object_object_add (exec, "timeoutMs", json_object_new_int64 ((int64_t) o->timeout_ms));
+  json_object_object_add (exec, "stdin", json_object_new_boolean (o->stdin_len > 0 || c->stdin_fd >= 0 || o->keep_stdin
                                                                 || c->live_stdin));
-  if (c->pty_cols)
+  if (o->pty_cols)
     {
       json_object *pty = json_object_new_object ();
-      json_object_object_add (pty, "cols", json_object_new_int (c->pty_cols));
-      json_object_object_add (pty, "rows", json_object_new_int (c->pty_rows));
+      json_object_object_add (pty, "cols", json_object_new_int ((int) o->pty_cols));
+      json_object_object_add (pty, "rows", json_object_new_int ((int) o->pty_rows));
       json_object_object_add (exec, "pty", pty);
     }
   return exec;
@@ -621,7 +570,7 @@ command_start (struct mon *m, json_object *body, struct command *c, struct mon_r
 
   if (mon_exec_refused (m, r))
     return NULL;
-  if (!check_argv_env (r, body, c) || !check_options (r, body, c) || (!c->live_stdin && !check_stdin (m, r, body, c)))
+  if (!check_command (r, body, c) || (!c->live_stdin && !check_stdin_path (m, r, body, c)))
     return NULL;
   exec = exec_request (m, c);
   if (strlen (json_object_to_json_string_ext (exec, JSON_C_TO_STRING_PLAIN)) > RT_FRAME_MAX_PAYLOAD)
@@ -655,11 +604,12 @@ mon_exec_start (struct mon *m, struct evhttp_request *req, json_object *body, bo
   if (e == NULL)
     return (reply_refusal (req, &r), NULL);
   e->stdin_fd = steal_fd (&c.stdin_fd);
-  for (size_t off = 0; off < c.input_len; off += 65536)
-    mon_chan_queue (m, RT_FRAME_STDIN, e->stream, c.input + off, c.input_len - off < 65536 ? c.input_len - off : 65536);
+  for (size_t off = 0; off < c.cmd.opts.stdin_len; off += 65536)
+    mon_chan_queue (m, RT_FRAME_STDIN, e->stream, c.cmd.stdin_buf + off,
+                    c.cmd.opts.stdin_len - off < 65536 ? c.cmd.opts.stdin_len - off : 65536);
   /* Counted in flight: a kept stdin's writes follow it within the window.  */
-  e->stdin_inflight = (uint32_t) c.input_len;
-  if (c.input_len && !c.keep_stdin)
+  e->stdin_inflight = (uint32_t) c.cmd.opts.stdin_len;
+  if (c.cmd.opts.stdin_len && !c.cmd.opts.keep_stdin)
     mon_chan_queue (m, RT_FRAME_STDIN, e->stream, NULL, 0);
   if (e->stdin_fd >= 0)
     {

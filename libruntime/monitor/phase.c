@@ -21,9 +21,21 @@ static const struct
 };
 
 bool
+mon_phase_may_follow (enum mon_phase from, enum mon_phase to)
+{
+  return (unsigned) from <= MON_STOPPED && (unsigned) to <= MON_STOPPED && (phases[from].next & TO (to)) != 0;
+}
+
+const char *
+mon_phase_state (enum mon_phase p)
+{
+  return (unsigned) p <= MON_STOPPED ? phases[p].state : NULL;
+}
+
+bool
 mon_enter (struct mon *m, enum mon_phase p)
 {
-  if ((phases[m->phase].next & TO (p)) == 0)
+  if (!mon_phase_may_follow (m->phase, p))
     {
       fprintf (stderr, "monitor bug: %s may not follow %s; it stays %s\n", phases[p].label,
                phases[m->phase].label, phases[m->phase].label);

@@ -49,6 +49,11 @@ enum mon_phase
    (monitor.log) and the phase stays.  Return: true when @p was entered.  */
 bool mon_enter (struct mon *m, enum mon_phase p);
 
+/* The table itself: whether @to may follow @from, and the state name @p
+   shows (NULL out of range).  */
+bool mon_phase_may_follow (enum mon_phase from, enum mon_phase to);
+const char *mon_phase_state (enum mon_phase p);
+
 /* STOPPING or STOPPED: stopping twice is stopping once.  */
 bool mon_stopping (const struct mon *m);
 

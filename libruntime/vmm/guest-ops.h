@@ -59,7 +59,7 @@ int rt_guest_restore (struct rt_channel *ch, const char *hostname, int timeout_m
    at a frame boundary, and a copy of the guest's memory holds no frame
    half sent.  Commands keep running (their output waits in the guest).
    The monitor sends it and reads the DONE from its event loop
-   (monitor/capture.c).  */
+   (monitor/channel.c).  */
 
 /* Checks a DONE payload (NULL: not a JSON object) against @op ("freeze",
    "restore", "quiesce").  Return: 0 when it is {"op":@op,"ok":true}, else
