@@ -44,24 +44,26 @@ cli_check_choice (const char *opt, const char *v, const char *const *names)
 static const struct
 {
   const char *field, *flag;
+  const char *hint; /* said instead of the library's, or NULL */
 } flags[] = {
   { "vcpu", "--vcpu" },
   { "memory_mib", "--memory" },
   { "disk_mib", "--disk" },
-  { "timeout_s", "--timeout" },
+  { "timeout_s", "--timeout", "a lease is at most 1 h, trial or paid; runtime sandbox extend renews it" },
   { "on_timeout", "--on-timeout" },
   { "name", "--name" },
   { "get_or_create", "--get-or-create" },
   { "idle_pause_s", "--idle-pause" },
   { "auto_wake", "--auto-wake" },
-  { "labels", "--label" },
+  { "labels", "--label", "for example: --label team=ml" },
   { "env", "--env" },
   { "funding", "--trial or --paid" },
   { "ephemeral", "sandbox run" },
 };
 
 /* @msg with the library's field names said as flags: @field where the
-   message starts, every other field with a '_' in its name anywhere.  */
+   message starts, every other field with a '_' in its name up to the
+   first quote (what follows quotes the user's own value).  */
 static char *
 in_flags (const char *msg, const char *field)
 {
@@ -71,7 +73,7 @@ in_flags (const char *msg, const char *field)
 
   if (f == NULL)
     return NULL;
-  while (*msg)
+  while (*msg && *msg != '\'')
     {
       size_t i, n = 0;
       for (i = 0; i < sizeof flags / sizeof flags[0]; i++)
@@ -94,6 +96,7 @@ in_flags (const char *msg, const char *field)
       while (*msg && (isalnum ((unsigned char) msg[-1]) || msg[-1] == '_') && (isalnum ((unsigned char) *msg) || *msg == '_'))
         fputc (*msg++, f);
     }
+  fputs (msg, f);
   fclose (f);
   return out;
 }
@@ -103,13 +106,17 @@ cli_config_check (const rt_sandbox_config *cfg)
 {
   rt_error *err = NULL;
   cleanup_free char *msg = NULL;
-  const char *field = NULL;
+  const char *field = NULL, *hint;
 
   if (rt_sandbox_config_check (cfg, &field, &err) == 0)
     return 0;
+  hint = err->hint;
   msg = in_flags (err->msg, field);
+  for (size_t i = 0; field && i < sizeof flags / sizeof flags[0]; i++)
+    if (strcmp (flags[i].field, field) == 0 && flags[i].hint)
+      hint = flags[i].hint;
   /* A bad value on the command line is a usage error there.  */
-  cli_fail (strcmp (err->code, "invalid_request") == 0 ? "usage" : err->code, err->hint, "%s", msg ? msg : err->msg);
+  cli_fail (strcmp (err->code, "invalid_request") == 0 ? "usage" : err->code, hint, "%s", msg ? msg : err->msg);
   rt_error_free (err);
   return -1;
 }

@@ -116,6 +116,9 @@ int rt_sandbox_config_check (const rt_sandbox_config *cfg, const char **field, r
  * or claims a warm spare of exactly that shape (rt_pool_set; never for a
  * sandbox with secrets or cfg->get_or_create), whose id it keeps.  On
  * failure nothing is left behind: no QEMU, no monitor, no state directory.
+ * @cfg is checked first by rt_sandbox_config_check (which, since
+ * LIBRUNTIME_0.2, also refuses a name with a space, a control character
+ * or '/' and a label key given twice).
  * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **out, rt_error **err);

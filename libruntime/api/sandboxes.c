@@ -16,14 +16,14 @@
 #include "records/watch.h"
 #include "api/handlers.h"
 
-/* A sandbox as the API shows it: the library's view for the request's
-   tenant (records/view.h), which holds nothing only the host may see.  */
+/* A sandbox as the API shows it: a tenant's view (records/view.h), which
+   holds nothing only the host may see.  */
 json_object *
 srv_sandbox_info (rt_context *ctx, const char *ref, rt_error **err)
 {
   json_object *o = NULL;
 
-  return rt_sandbox_info (ctx, ref, &o, err) < 0 ? NULL : o;
+  return rt_sandbox_info (ctx, ref, RT_VIEW_TENANT, &o, err) < 0 ? NULL : o;
 }
 
 static const struct srv_field create_fields[] = {
@@ -192,9 +192,13 @@ srv_sandbox_wait (struct srv_req *r, rt_context *ctx, const char *ref, const cha
         break;
       if (rt_now_ms () >= end || srv_gone (r) || srv_stopping (r))
         break;
-      /* Watched from before the next look: no change falls between.  */
-      if (w == NULL && rt_record_watch_open (ctx, rt_json_str (info, "id"), &w, NULL) < 0)
-        w = NULL;
+      /* Watched from now on, then looked at again: a change between the
+         first look and the watch is not missed.  */
+      if (w == NULL && rt_record_watch_open (ctx, rt_json_str (info, "id"), &w, NULL) == 0)
+        {
+          json_object_put (info);
+          continue;
+        }
       json_object_put (info);
       if (w)
         {
@@ -215,7 +219,7 @@ live_id (rt_context *ctx, const char *name)
   cleanup_json json_object *o = NULL;
   const char *st;
 
-  if (name == NULL || rt_sandbox_info (ctx, name, &o, NULL) < 0)
+  if (name == NULL || rt_sandbox_info (ctx, name, RT_VIEW_TENANT, &o, NULL) < 0)
     return NULL;
   st = rt_json_str (o, "state");
   return st && !rt_state_is (st, RT_SANDBOX_STOPPED) && rt_json_str (o, "id") ? strdup (rt_json_str (o, "id")) : NULL;
@@ -373,7 +377,7 @@ srv_sandbox_list (struct srv_req *r)
 
   if (ctx == NULL)
     return;
-  if (rt_sandbox_list (ctx, inc && strcmp (inc, "true") == 0, &all, &err) < 0)
+  if (rt_sandbox_list (ctx, inc && strcmp (inc, "true") == 0, RT_VIEW_TENANT, &all, &err) < 0)
     return srv_reply_rt_error (r, err);
   out = json_object_new_array ();
   for (size_t i = 0; all && i < json_object_array_length (all); i++)

@@ -103,7 +103,7 @@ check_sizes (const rt_sandbox_config *cfg, const char **field, rt_error **err)
     {
       rt_error_set (err, EINVAL, "invalid_request", "timeout_s must be %d to %d s, not %u", RT_MIN_LEASE_S,
                     RT_MAX_LEASE_S, cfg->timeout_s);
-      rt_error_hint (err, "a lease is at most 1 h, trial or paid; rt_sandbox_extend renews it");
+      rt_error_hint (err, "a lease is at most 1 h, trial or paid; extending the sandbox renews it");
       mark (field, "timeout_s");
       return -EINVAL;
     }

@@ -666,7 +666,7 @@ refuse_shared (rt_context *ctx, json_object *index, const char *id, rt_error **e
 }
 
 int
-rt_image_removable (rt_context *ctx, const char *ref, char id[65], rt_error **err)
+rt_image_removable (rt_context *ctx, const char *ref, char id[65], int *lockfd_out, rt_error **err)
 {
   cleanup_free char *imgdir = rt_strdup_printf ("%s/images", ctx->data_dir);
   cleanup_free char *index_path = NULL;
@@ -684,7 +684,10 @@ rt_image_removable (rt_context *ctx, const char *ref, char id[65], rt_error **er
   if (found == NULL)
     return rt_image_not_found (err, ref);
   snprintf (id, 65, "%s", found);
-  return refuse_shared (ctx, index, id, err);
+  ret = refuse_shared (ctx, index, id, err);
+  if (ret == 0)
+    *lockfd_out = steal_fd (&lockfd);
+  return ret;
 }
 
 int
@@ -693,12 +696,12 @@ rt_image_forget (rt_context *ctx, const char *id, rt_error **err)
   cleanup_free char *imgdir = rt_strdup_printf ("%s/images", ctx->data_dir);
   cleanup_free char *index_path = NULL, *manifest = NULL, *disk = NULL;
   cleanup_json json_object *index = NULL;
-  cleanup_close int lockfd = -1;
   int ret;
 
   if (imgdir == NULL || (index_path = rt_strdup_printf ("%s/index.json", imgdir)) == NULL)
     return rt_error_oom (err);
-  ret = lock_index (imgdir, index_path, &lockfd, &index, err);
+  /* Under rt_image_removable's lock, still held.  */
+  ret = rt_image_read_json (index_path, true, &index, err);
   if (ret < 0)
     return ret;
   index_forget (index, id);

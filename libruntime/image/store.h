@@ -64,12 +64,14 @@ int rt_image_add (rt_context *ctx, const char *name, const char *tag, json_objec
 int rt_image_not_found (rt_error **err, const char *ref);
 
 /* An image's removal, in two steps around what the caller checks uses it
-   (public/image.c: live sandboxes, snapshots, templates, pools): @ref's
-   id, when this context may remove it ("permission_denied" for the
-   default image in a tenant context); then its versions and tags go from
-   the index, its manifest, its boot disk and the layers no other image
+   (public/image.c: live sandboxes, snapshots, templates, pools), under
+   one hold of the index's lock: @ref's id, when this context may remove
+   it ("permission_denied" for the default image in a tenant context),
+   with the lock held in *@lockfd (the caller closes it after
+   rt_image_forget, or to give up); then its versions and tags go from the
+   index, its manifest, its boot disk and the layers no other image
    uses.  */
-int rt_image_removable (rt_context *ctx, const char *ref, char id[65], rt_error **err);
+int rt_image_removable (rt_context *ctx, const char *ref, char id[65], int *lockfd, rt_error **err);
 int rt_image_forget (rt_context *ctx, const char *id, rt_error **err);
 
 /* The local driver (public/driver.h): these do what include/runtime.h

@@ -4,9 +4,12 @@
  * a server (RUNTIME_API_URL) is defined once in public/: it checks its
  * arguments, then calls its context's driver.  The local driver
  * (driver-local.c) is sandbox/, image/, snapshot/, template/, build/,
- * net/ and billing/; the remote one (driver-remote.c) is remote/, which
- * speaks docs/API.md.  Neither includes the other, and both answer in
- * the same shapes.  A NULL entry is a call the driver cannot make
+ * net/ and billing/ (and the removal of an image, composed in
+ * public/image.c); the remote one (driver-remote.c) is remote/, which
+ * speaks docs/API.md.  The local driver never includes remote/; remote/
+ * uses of the layers below it only what both ends share (the handle, a
+ * command's JSON, the host's end of a copy, a build's plan), and both
+ * answer in the same shapes.  A NULL entry is a call the driver cannot make
  * ("unsupported_remote" for what needs this machine).
  *
  * The layers above public/ (llm/, serve/, api/, cluster/) are its
@@ -16,6 +19,7 @@
 #define RT_PUBLIC_DRIVER_H
 
 #include "core/context.h"
+#include "records/view.h"
 
 struct rt_driver
 {
@@ -24,8 +28,8 @@ struct rt_driver
   /* Sandboxes: public/sandbox.c.  */
   int (*sandbox_create) (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **out, rt_error **err);
   int (*sandbox_open) (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **err);
-  int (*sandbox_info) (rt_context *ctx, const char *ref, json_object **out, rt_error **err);
-  int (*sandbox_list) (rt_context *ctx, bool all, json_object **out, rt_error **err);
+  int (*sandbox_info) (rt_context *ctx, const char *ref, enum rt_view who, json_object **out, rt_error **err);
+  int (*sandbox_list) (rt_context *ctx, bool all, enum rt_view who, json_object **out, rt_error **err);
   int (*sandbox_remove) (rt_context *ctx, const char *ref, rt_error **err);
   int (*sandbox_egress_log) (rt_context *ctx, const char *ref, char **path, rt_error **err);
   int (*sandbox_stop) (rt_sandbox *sb, rt_error **err);
@@ -99,10 +103,12 @@ int rt_local_image_remove (rt_context *ctx, const char *ref, rt_error **err);
 extern const struct rt_driver rt_local_driver;
 extern const struct rt_driver rt_remote_driver;
 
-/* rt_sandbox_get_json's and rt_sandbox_list_json's objects, for the
-   layers above that answer with them (api/): the same view, not text.  */
-int rt_sandbox_info (rt_context *ctx, const char *ref, json_object **out, rt_error **err);
-int rt_sandbox_list (rt_context *ctx, bool all, json_object **out, rt_error **err);
+/* The objects of rt_sandbox_get_json and rt_sandbox_list_json (which
+   give the host's view, RT_VIEW_HOST), for the layers above that answer
+   with them: the API asks for a tenant's view (records/view.h), which a
+   server gives its clients in any case.  */
+int rt_sandbox_info (rt_context *ctx, const char *ref, enum rt_view who, json_object **out, rt_error **err);
+int rt_sandbox_list (rt_context *ctx, bool all, enum rt_view who, json_object **out, rt_error **err);
 
 /* The context's driver: the remote one in client mode.  */
 const struct rt_driver *rt_driver_of (const rt_context *ctx);

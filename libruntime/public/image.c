@@ -161,9 +161,11 @@ check_unsaved (rt_context *ctx, const char *id, const char *ref, rt_error **err)
 int
 rt_local_image_remove (rt_context *ctx, const char *ref, rt_error **err)
 {
+  cleanup_close int lockfd = -1;
   char id[65];
-  int ret = rt_image_removable (ctx, ref, id, err);
+  int ret = rt_image_removable (ctx, ref, id, &lockfd, err);
 
+  /* All under the index's lock, as one removal.  */
   if (ret == 0)
     ret = check_unused (ctx, id, ref, err);
   if (ret == 0)
@@ -172,6 +174,7 @@ rt_local_image_remove (rt_context *ctx, const char *ref, rt_error **err)
     ret = rt_image_forget (ctx, id, err);
   if (ret < 0)
     return ret;
+  close (steal_fd (&lockfd));
   /* The image is gone already: a template left behind is never found
      (its key names the image), so a failure here is not the caller's.  */
   rt_template_remove_image (ctx, id, NULL);

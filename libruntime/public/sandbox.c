@@ -31,15 +31,15 @@ rt_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **
 }
 
 int
-rt_sandbox_info (rt_context *ctx, const char *ref, json_object **out, rt_error **err)
+rt_sandbox_info (rt_context *ctx, const char *ref, enum rt_view who, json_object **out, rt_error **err)
 {
-  return rt_driver_of (ctx)->sandbox_info (ctx, ref, out, err);
+  return rt_driver_of (ctx)->sandbox_info (ctx, ref, who, out, err);
 }
 
 int
-rt_sandbox_list (rt_context *ctx, bool all, json_object **out, rt_error **err)
+rt_sandbox_list (rt_context *ctx, bool all, enum rt_view who, json_object **out, rt_error **err)
 {
-  return rt_driver_of (ctx)->sandbox_list (ctx, all, out, err);
+  return rt_driver_of (ctx)->sandbox_list (ctx, all, who, out, err);
 }
 
 /* An object as the library hands JSON out: plain, slashes unescaped.  */
@@ -54,7 +54,7 @@ int
 rt_sandbox_get_json (rt_context *ctx, const char *ref, char **json, rt_error **err)
 {
   cleanup_json json_object *o = NULL;
-  int ret = rt_sandbox_info (ctx, ref, &o, err);
+  int ret = rt_sandbox_info (ctx, ref, RT_VIEW_HOST, &o, err);
 
   return ret < 0 ? ret : text_of (o, json, err);
 }
@@ -63,7 +63,7 @@ int
 rt_sandbox_list_json (rt_context *ctx, bool all, char **json, rt_error **err)
 {
   cleanup_json json_object *o = NULL;
-  int ret = rt_sandbox_list (ctx, all, &o, err);
+  int ret = rt_sandbox_list (ctx, all, RT_VIEW_HOST, &o, err);
 
   return ret < 0 ? ret : text_of (o, json, err);
 }
@@ -145,5 +145,12 @@ int
 rt_sandbox_fork (rt_sandbox *sb, unsigned count, const char *name, const char *const *labels, char ***ids,
                  rt_error **err)
 {
+  /* The children's name and labels, as any sandbox's, before the source
+     is captured for them.  */
+  rt_sandbox_config children = { .name = name, .labels = labels };
+  int ret = rt_sandbox_config_check (&children, NULL, err);
+
+  if (ret < 0)
+    return ret;
   return of (sb)->sandbox_fork (sb, count, name, labels, ids, err);
 }

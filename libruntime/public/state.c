@@ -9,7 +9,7 @@ rt_sandbox_state (rt_sandbox *sb, enum rt_sandbox_state *state, rt_error **err)
 {
   cleanup_json json_object *info = NULL;
   const char *name;
-  int ret = rt_sandbox_info (sb->ctx, rt_sandbox_id (sb), &info, err);
+  int ret = rt_sandbox_info (sb->ctx, rt_sandbox_id (sb), RT_VIEW_TENANT, &info, err);
 
   if (ret < 0)
     return ret;

@@ -5,11 +5,12 @@
 #define RT_REMOTE_SANDBOXES_H
 
 #include "core/context.h"
+#include "records/view.h"
 
 int rt_remote_sandbox_create (rt_context *ctx, const rt_sandbox_config *cfg, rt_sandbox **out, rt_error **err);
 int rt_remote_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **err);
-int rt_remote_sandbox_info (rt_context *ctx, const char *ref, json_object **out, rt_error **err);
-int rt_remote_sandbox_list (rt_context *ctx, bool all, json_object **out, rt_error **err);
+int rt_remote_sandbox_info (rt_context *ctx, const char *ref, enum rt_view who, json_object **out, rt_error **err);
+int rt_remote_sandbox_list (rt_context *ctx, bool all, enum rt_view who, json_object **out, rt_error **err);
 int rt_remote_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err);
 /* :stop, :pause or :wake, answered once done.  */
 int rt_remote_sandbox_verb (rt_sandbox *sb, const char *verb, rt_error **err);

@@ -45,27 +45,20 @@ rt_local_sandbox_egress_log (rt_context *ctx, const char *ref, char **path, rt_e
   return *path ? 0 : rt_error_oom (err);
 }
 
-/* The view of the context's caller: a tenant's, or the host's own.  */
-static enum rt_view
-who (rt_context *ctx)
-{
-  return ctx->tenant ? RT_VIEW_TENANT : RT_VIEW_HOST;
-}
-
 int
-rt_local_sandbox_info (rt_context *ctx, const char *ref, json_object **out, rt_error **err)
+rt_local_sandbox_info (rt_context *ctx, const char *ref, enum rt_view who, json_object **out, rt_error **err)
 {
   cleanup_json json_object *state = NULL;
   int ret = rt_sandbox_resolve (ctx, ref, &state, err);
 
   if (ret < 0)
     return ret;
-  *out = rt_sandbox_view (state, who (ctx));
+  *out = rt_sandbox_view (state, who);
   return *out ? 0 : rt_error_oom (err);
 }
 
 int
-rt_local_sandbox_list (rt_context *ctx, bool all, json_object **out, rt_error **err)
+rt_local_sandbox_list (rt_context *ctx, bool all, enum rt_view who, json_object **out, rt_error **err)
 {
   cleanup_json json_object *arr = NULL, *views = json_object_new_array ();
   int ret = rt_store_list (ctx, all, &arr, err);
@@ -74,7 +67,7 @@ rt_local_sandbox_list (rt_context *ctx, bool all, json_object **out, rt_error **
     return ret;
   for (size_t i = 0; views && i < json_object_array_length (arr); i++)
     {
-      json_object *v = rt_sandbox_view (json_object_array_get_idx (arr, i), who (ctx));
+      json_object *v = rt_sandbox_view (json_object_array_get_idx (arr, i), who);
       if (v == NULL || json_object_array_add (views, v) < 0)
         return rt_error_oom (err);
     }
