@@ -21,7 +21,8 @@
 #                 testnet_up failed half way or never ran.
 #
 # Only one testnet can be up on a machine at a time (the addresses are fixed);
-# testnet_up waits up to $TESTNET_WAIT seconds (default 60) for another to go.
+# testnet_up waits up to $TESTNET_WAIT seconds (default 60) for another to go,
+# and first takes down any whose shell is gone (_testnet_reclaim).
 # Other endpoints of the echo servers: /bytes/N (N bytes, N <= 1 GiB, 64 KiB
 # writes, Content-Length set), /drip (a line every 100 ms until the client
 # goes; chunked, or close-delimited for HTTP/1.0), /missing/X (a 404 quoting
@@ -85,6 +86,23 @@ _testnet_slot_free() {
     [ -z "$(ip -4 -o addr show to "$TESTNET_HOST_ADDR/32" 2>/dev/null)" ]
 }
 
+# A testnet whose shell is gone (killed before its EXIT trap ran, as when a
+# session or a CI job is stopped) holds the addresses for ever: its name
+# carries that shell's pid, so take it down when no such process is left.
+_testnet_reclaim() {
+    local pid pids
+    for pid in $({ ip -br link 2>/dev/null | awk '{print $1}' | sed -n 's/@.*//; s/^rtn\([0-9][0-9]*\)$/\1/p'
+                   ip netns list 2>/dev/null | awk '{print $1}' | sed -n 's/^rt-testnet-\([0-9][0-9]*\)$/\1/p'; } | sort -u); do
+        [ "$pid" != "$$" ] && ! kill -0 "$pid" 2>/dev/null || continue
+        _testnet_err "taking down the test network of pid $pid, which is gone"
+        pids=$(ip netns pids "rt-testnet-$pid" 2>/dev/null || true)
+        [ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
+        ip netns del "rt-testnet-$pid" 2>/dev/null || true
+        ip link del "rtn$pid" 2>/dev/null || true
+    done
+    return 0
+}
+
 testnet_up() {
     local c i a
     for c in ip openssl python3; do
@@ -102,6 +120,7 @@ testnet_up() {
         _testnet_err "$_testnet_ns or $_testnet_if already exists; call testnet_down first"
         return 1
     fi
+    _testnet_reclaim
     for ((i = 0; i < ${TESTNET_WAIT:-60} * 10; i++)); do
         _testnet_slot_free && break
         [ "$i" != 0 ] || _testnet_err "another test network holds $TESTNET_HOST_ADDR; waiting"
