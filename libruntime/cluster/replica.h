@@ -20,6 +20,9 @@
  * Catalog values (JSON):
  *   sb.<id>     {node, tenant, state "live"|"stopped", stopReason, endedAt,
  *                info (the SandboxInfo the create answered)}
+ *   snap.<id>   {node (the host that made it: its only holder), tenant,
+ *                name, createdAt}, created when :snapshot answers
+ *                (replica-snapshots.c)
  *   host.<name> {state "up"|"lost", since, lostAt}
  *   idem.<tenant>.<sha256 of the key> {state "pending"|"done", body (its
  *                sha256), at, status, answer}
