@@ -47,14 +47,25 @@ json_object *srv_cluster_ended_info (json_object *entry);
 
 /* cluster-lists.c: every item of @path's pages on every host up (@base
    its query), `node` added, with @dedupe one per id, sorted by createdAt,
-   into @items; the first host up answering @path other than 404 into
-   @node (false after answering 404); and the route handlers.  */
+   into @items; the first host up answering @path 200 into @node (false
+   after answering 404); and the route handlers.  */
 void srv_cluster_gather (struct srv_req *r, const char *path, json_object *base, bool dedupe, json_object *items);
 bool srv_cluster_find_holder (struct srv_req *r, const char *path, char node[65]);
 void srv_cluster_list (struct srv_req *r);
 void srv_cluster_snapshot_list (struct srv_req *r);
 void srv_cluster_held (struct srv_req *r);
 void srv_cluster_usage (struct srv_req *r);
+
+/* replica-snapshots.c: the snapshot @snap (a node's answer to :snapshot)
+   recorded as made on @node for @r's tenant (snap.<id> {node, tenant,
+   name, createdAt}; never over another record: "bad_gateway"); the
+   holder of the tenant's snapshot @ref (id or name) into @node, its
+   record's key into @key ("" when looked up), with @confirm only once
+   the holder answered that it has it (<0 after answering the error); and
+   GET and DELETE /v1/snapshots/{id}.  */
+int srv_cluster_snapshot_record (struct srv_req *r, const char *node, json_object *snap, rt_error **err);
+int srv_cluster_snapshot_holder (struct srv_req *r, const char *ref, bool confirm, char node[65], char key[64]);
+void srv_cluster_snapshot_held (struct srv_req *r);
 
 /* The keeper thread: silent hosts lost, returning ones reconciled.  */
 void *srv_cluster_keeper (void *arg);

@@ -182,9 +182,10 @@ srv_cluster_snapshot_list (struct srv_req *r)
   reply_gathered (r, r->path, false);
 }
 
-/* A node's resource (a snapshot, an image) where it is: the first node
-   up answering @path other than 404, or NULL after answering 404 (or the
-   error).  */
+/* A node's resource (an image) where it is: the first node up answering
+   @path 200 (a host failing, 5xx, is not taken as the holder), or false
+   after answering 404.  Snapshots have their holder recorded
+   (replica-snapshots.c).  */
 bool
 srv_cluster_find_holder (struct srv_req *r, const char *path, char node[65])
 {
@@ -205,7 +206,7 @@ srv_cluster_find_holder (struct srv_req *r, const char *path, char node[65])
         }
       status = a.status;
       srv_node_answer_clear (&a);
-      if (status != 404)
+      if (status == 200)
         {
           memcpy (node, names[i], 65);
           return true;
@@ -215,13 +216,12 @@ srv_cluster_find_holder (struct srv_req *r, const char *path, char node[65])
   return false;
 }
 
-/* /v1/snapshots/{id} and /v1/images/{id}…: to the node holding it.  */
+/* /v1/images/{id}…: to the node holding it.  */
 void
 srv_cluster_held (struct srv_req *r)
 {
   const char *id = srv_param (r, "id");
-  bool image = strncmp (r->path, "/v1/images/", 11) == 0;
-  cleanup_free char *path = rt_strdup_printf ("/v1/%s/%s", image ? "images" : "snapshots", id ? id : "");
+  cleanup_free char *path = rt_strdup_printf ("/v1/images/%s", id ? id : "");
   char node[65];
 
   if (path == NULL)

@@ -344,6 +344,49 @@ record (struct srv_req *r, const char *node, json_object *answer)
   return 0;
 }
 
+/* @r sent whole (no stream) to the host of its sandbox, @e the catalog's
+   entry of it (NULL: answered), the answer into @a: the host's name, or
+   NULL after answering the error.  */
+static const char *
+call_its_host (struct srv_req *r, json_object *e, int timeout_ms, struct srv_node_answer *a)
+{
+  rt_error *err = NULL;
+  const char *node;
+
+  if (e == NULL)
+    return NULL;
+  if (!srv_cluster_live (e))
+    {
+      srv_reply_error (r, 409, "sandbox_stopped", "create another", NULL, "sandbox '%s' ended", srv_param (r, "id"));
+      return NULL;
+    }
+  node = rt_json_str (e, "node");
+  if (srv_cluster_call (cl (r), r, node, EVHTTP_REQ_POST, NULL, NULL, r->body, r->body_len, timeout_ms, a, &err) < 0)
+    {
+      srv_reply_rt_error (r, err);
+      rt_error_free (err);
+      return NULL;
+    }
+  return node;
+}
+
+/* @node's answer @a (@o its JSON, or NULL) passed to @r's client, with
+   the headers a node may set (replica-answer.c); @a cleared.  */
+static void
+pass_on (struct srv_req *r, const char *node, struct srv_node_answer *a, json_object *o)
+{
+  json_object_object_foreach (a->headers, k, v)
+  {
+    srv_add_header (r, k, json_object_get_string (v));
+  }
+  srv_add_header (r, "Runtime-Node", node);
+  if (o)
+    srv_reply_json (r, a->status, json_object_get (o));
+  else
+    srv_reply_bytes (r, a->status, a->ctype, a->body, a->len);
+  srv_node_answer_clear (a);
+}
+
 /* :fork makes sandboxes on the parent's host: each recorded there.  */
 static void
 cl_sandbox_fork (struct srv_req *r)
@@ -351,23 +394,11 @@ cl_sandbox_fork (struct srv_req *r)
   cleanup_json json_object *e = entry_of (r, NULL), *o = NULL;
   struct srv_node_answer a = { 0 };
   rt_error *err = NULL;
-  const char *node;
+  const char *node = call_its_host (r, e, CREATE_TIMEOUT_MS, &a);
   json_object *list;
 
-  if (e == NULL)
+  if (node == NULL)
     return;
-  if (!srv_cluster_live (e))
-    return srv_reply_error (r, 409, "sandbox_stopped", "create another", NULL, "sandbox '%s' ended",
-                            srv_param (r, "id"));
-  node = rt_json_str (e, "node");
-  if (srv_cluster_call (cl (r), r, node, EVHTTP_REQ_POST, NULL, NULL, r->body, r->body_len, CREATE_TIMEOUT_MS, &a,
-                        &err)
-      < 0)
-    {
-      srv_reply_rt_error (r, err);
-      rt_error_free (err);
-      return;
-    }
   o = a.len ? json_tokener_parse ((char *) a.body) : NULL;
   list = json_object_object_get (o, "sandboxes");
   for (size_t i = 0; a.status >= 200 && a.status < 300 && json_object_is_type (list, json_type_array)
@@ -382,12 +413,37 @@ cl_sandbox_fork (struct srv_req *r)
           rt_error_free (err), err = NULL;
         }
     }
-  srv_add_header (r, "Runtime-Node", node);
-  if (o)
-    srv_reply_json (r, a.status, json_object_get (o));
-  else
-    srv_reply_bytes (r, a.status, a.ctype, a.body, a.len);
-  srv_node_answer_clear (&a);
+  pass_on (r, node, &a, o);
+}
+
+/* :snapshot: the snapshot made on the sandbox's host, and that host
+   recorded as its holder (replica-snapshots.c); a snapshot that cannot
+   be recorded is removed again (no call would find it).  */
+static void
+cl_sandbox_snapshot (struct srv_req *r)
+{
+  cleanup_json json_object *e = entry_of (r, NULL), *o = NULL;
+  struct srv_node_answer a = { 0 };
+  rt_error *err = NULL;
+  const char *node = call_its_host (r, e, SRV_NATS_MAX_DEADLINE_MS, &a);
+
+  if (node == NULL)
+    return;
+  o = a.status == 200 && a.len ? json_tokener_parse ((char *) a.body) : NULL;
+  if (o && srv_cluster_snapshot_record (r, node, o, &err) < 0)
+    {
+      cleanup_free char *path = rt_strdup_printf ("/v1/snapshots/%s", rt_json_str (o, "id"));
+      struct srv_node_answer gone = { 0 };
+      fprintf (stderr, "runtime serve: %s: snapshot on '%s' not recorded: %s\n", r->request_id, node, err->msg);
+      if (strcmp (err->code, "bad_gateway") != 0 && path)
+        srv_cluster_call (cl (r), r, node, EVHTTP_REQ_DELETE, path, NULL, NULL, 0, 30000, &gone, NULL);
+      srv_node_answer_clear (&gone);
+      srv_node_answer_clear (&a);
+      srv_reply_rt_error (r, err);
+      rt_error_free (err);
+      return;
+    }
+  pass_on (r, node, &a, o);
 }
 
 /* The create sent to @names in turn until one answers other than 5xx:
@@ -477,8 +533,10 @@ cl_create (struct srv_req *r)
     return idem_done (r, idem, sha, 0, NULL);
   if (snap)
     {
-      cleanup_free char *path = rt_strdup_printf ("/v1/snapshots/%s", snap);
-      n = path && srv_cluster_find_holder (r, path, names[0]) ? 1 : 0;
+      /* Its recorded holder, once it says it has it: only then are the
+         tenant's secrets sent to it (create_on).  */
+      char key[64];
+      n = srv_cluster_snapshot_holder (r, snap, true, names[0], key) == 0 ? 1 : 0;
       if (n == 0)
         return idem_done (r, idem, sha, 0, NULL);
     }
@@ -522,6 +580,7 @@ const struct srv_route srv_cluster_routes[] = {
   { EVHTTP_REQ_GET, SB, cl_sandbox_get, 0 },
   { EVHTTP_REQ_DELETE, SB, cl_sandbox_delete, 0 },
   { EVHTTP_REQ_POST, SB ":fork", cl_sandbox_fork, 0 },
+  { EVHTTP_REQ_POST, SB ":snapshot", cl_sandbox_snapshot, 0 },
   { EVHTTP_REQ_POST, SB ":{verb}", cl_sandbox_call, 0 },
   { EVHTTP_REQ_GET, SB "/network", cl_sandbox_call, 0 },
   { EVHTTP_REQ_PUT, SB "/network", cl_sandbox_call, 0 },
@@ -543,8 +602,8 @@ const struct srv_route srv_cluster_routes[] = {
   { EVHTTP_REQ_PUT, SB "/files/archive", cl_sandbox_call, 0 },
 
   { EVHTTP_REQ_GET, "/v1/snapshots", srv_cluster_snapshot_list, 0 },
-  { EVHTTP_REQ_GET, "/v1/snapshots/{id}", srv_cluster_held, 0 },
-  { EVHTTP_REQ_DELETE, "/v1/snapshots/{id}", srv_cluster_held, 0 },
+  { EVHTTP_REQ_GET, "/v1/snapshots/{id}", srv_cluster_snapshot_held, 0 },
+  { EVHTTP_REQ_DELETE, "/v1/snapshots/{id}", srv_cluster_snapshot_held, 0 },
 
   { EVHTTP_REQ_POST, "/v1/images", cl_not_here, 0 },
   { EVHTTP_REQ_GET, "/v1/images", srv_cluster_snapshot_list, 0 },

@@ -86,15 +86,6 @@ on_report (void *data, const struct rt_bus_msg *msg)
   json_object_put (o);
 }
 
-void
-srv_node_answer_clear (struct srv_node_answer *a)
-{
-  free (a->ctype);
-  json_object_put (a->headers);
-  free (a->body);
-  memset (a, 0, sizeof *a);
-}
-
 /* {NAME: VALUE or [VALUE…]} of @q.  */
 static json_object *
 pairs_of (struct evkeyvalq *q, bool headers)
@@ -132,38 +123,12 @@ pairs_of (struct evkeyvalq *q, bool headers)
   return o;
 }
 
+/* The node's reply read (replica-answer.c): what it may make this replica
+   say.  */
 static int
 parse_answer (const char *text, size_t len, struct srv_node_answer *a, rt_error **err)
 {
-  json_tokener *tok = json_tokener_new ();
-  cleanup_json json_object *o = NULL;
-  json_object *h;
-  const char *body, *ctype;
-
-  if (tok == NULL)
-    return rt_error_oom (err);
-  o = json_tokener_parse_ex (tok, text, (int) len);
-  json_tokener_free (tok);
-  body = rt_json_str (o, "body");
-  ctype = rt_json_str (o, "contentType");
-  a->status = (int) rt_json_i64 (o, "status");
-  if (o == NULL || a->status < 100 || a->status > 599
-      || (body && *body && rt_b64_decode_alloc (body, strlen (body), &a->body, &a->len) < 0))
-    {
-      /* Nothing of it is taken: a caller reads a->status as "answered".  */
-      srv_node_answer_clear (a);
-      return rt_error_set (err, EPROTO, "bad_gateway", "the node's answer is not one");
-    }
-  /* Read as text (JSON) by callers: the spare byte ends it.  */
-  if (a->body)
-    a->body[a->len] = '\0';
-  a->ctype = strdup (ctype ? ctype : "application/json");
-  h = json_object_object_get (o, "headers");
-  a->headers = json_object_is_type (h, json_type_object) ? json_object_get (h) : json_object_new_object ();
-  a->truncated = json_object_get_boolean (json_object_object_get (o, "truncated"));
-  if (rt_json_str (o, "stream") && strlen (rt_json_str (o, "stream")) < sizeof a->stream)
-    snprintf (a->stream, sizeof a->stream, "%s", rt_json_str (o, "stream"));
-  return a->ctype && a->headers ? 0 : rt_error_oom (err);
+  return srv_node_answer_read (text, len, a, err);
 }
 
 static int
@@ -336,6 +301,8 @@ srv_cluster_relay (struct srv_cluster *c, struct srv_req *r, const char *node, i
                          "host '%s', which holds it, does not answer", node);
       else
         srv_reply_rt_error (r, err);
+      if (strcmp (err->code, "bad_gateway") == 0)
+        fprintf (stderr, "runtime serve: %s: host '%s': %s\n", r->request_id, node, err->msg);
       rt_error_free (err);
       return 0;
     }

@@ -20,6 +20,9 @@
  * Catalog values (JSON):
  *   sb.<id>     {node, tenant, state "live"|"stopped", stopReason, endedAt,
  *                info (the SandboxInfo the create answered)}
+ *   snap.<id>   {node (the host that made it: its only holder), tenant,
+ *                name, createdAt}, created when :snapshot answers
+ *                (replica-snapshots.c)
  *   host.<name> {state "up"|"lost", since, lostAt}
  *   idem.<tenant>.<sha256 of the key> {state "pending"|"done", body (its
  *                sha256), at, status, answer}
@@ -85,6 +88,14 @@ struct srv_node_answer
   char stream[33]; /* a stream to pull (cluster/nats.h), or "" */
 };
 void srv_node_answer_clear (struct srv_node_answer *a);
+/* A node's reply (cluster/nats.h) into @a (replica-answer.c): only the
+   node headers a client may see (srv_node_header_allowed), each value
+   1-256 visible ASCII bytes; a status out of 200-599, a 204 or 304 with a
+   body or stream, a content type or header value that is no header's,
+   or a stream id that is none are @err "bad_gateway", @a left empty.  */
+int srv_node_answer_read (const char *text, size_t len, struct srv_node_answer *a, rt_error **err);
+/* @name as a client is sent it when a node may set it, else NULL.  */
+const char *srv_node_header_allowed (const char *name);
 
 /* @r sent to node @node as @r's tenant (its method, query and body, with
    @path instead of its own when not NULL), waiting at most @timeout_ms.

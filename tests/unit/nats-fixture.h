@@ -6,6 +6,7 @@
 #ifndef RT_TESTS_NATS_FIXTURE_H
 #define RT_TESTS_NATS_FIXTURE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,21 @@ nats_fixture_start (const char *fixture, const char *dir)
   pclose (p);
   urls[strcspn (urls, "\n")] = '\0';
   return urls;
+}
+
+/* The end of a test of a replica: its @log shown when a check @failed,
+   the test's @top dir removed.  */
+static inline void
+nats_fixture_done (bool failed, const char *log, const char *top)
+{
+  char cmd[600];
+
+  snprintf (cmd, sizeof cmd, "sed 's/^/# /' %s", log);
+  if (failed && system (cmd) != 0)
+    fprintf (stderr, "# no log\n");
+  snprintf (cmd, sizeof cmd, "rm -rf %s", top);
+  if (system (cmd) != 0)
+    fprintf (stderr, "# could not remove %s\n", top);
 }
 
 /* The number in @dir/@file, or 0.  */

@@ -462,7 +462,7 @@ int
 main (int argc, char **argv)
 {
   cleanup_free char *urls = NULL, *alice = NULL, *bob = NULL;
-  char log[200], data[200], state[200], cmd[400];
+  char log[200], data[200], state[200];
   rt_bus_sub *s1 = NULL, *s2 = NULL, *s3 = NULL;
   rt_error *e = NULL;
   pthread_t t;
@@ -506,16 +506,8 @@ main (int argc, char **argv)
   kill (serve, SIGTERM);
   waitpid (serve, &status, 0);
   ok (WIFEXITED (status) && WEXITSTATUS (status) == 0, "SIGTERM ends it with 0");
-  if (tap_failed)
-    {
-      snprintf (cmd, sizeof cmd, "sed 's/^/# /' %s", log);
-      if (system (cmd) != 0)
-        fprintf (stderr, "# no log\n");
-    }
   rt_error_free (e);
   nats_fixture_stop (fixture, dir);
-  snprintf (cmd, sizeof cmd, "rm -rf %s", top);
-  if (system (cmd) != 0)
-    fprintf (stderr, "# could not remove %s\n", top);
+  nats_fixture_done (tap_failed, log, top);
   return tap_done ();
 }
