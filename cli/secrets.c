@@ -194,10 +194,13 @@ secrets_rm (struct cli_command *cmd, int argc, char **argv)
 
 static const struct cli_opt set_opts[] = {
   { "host", "HOST", "a host name (or *.domain) whose HTTPS requests get the value (1-16)", NULL, true },
-  { "header", "NAME", "a header to set on every request to those hosts (with --format)", "none: the placeholder is swapped where it appears", false },
+  { "header", "NAME",
+    "a header to set on every request to those hosts (with --format), and no other header gets the value",
+    "none: the placeholder is swapped in Authorization, X-Api-Key, Api-Key, X-Auth-Token or X-Goog-Api-Key only",
+    false },
   { "format", "TEXT", "the header's value, with {value} for the secret (with --header)", "none", false },
   { "in-url", NULL, "also swap the placeholder in the request line (path, query), for APIs that take ?key=",
-    "headers only: servers quote paths back", false },
+    "headers only: servers quote paths back; a placeholder there is refused", false },
   { "rule", "METHOD:/GLOB", "only requests with this method (or *) and path glob get the value (1-16)",
     "every request to the hosts", true },
   { NULL, NULL, NULL, NULL, false },
@@ -208,11 +211,11 @@ static const struct cli_opt no_opts[] = { { NULL, NULL, NULL, NULL, false } };
 static struct cli_command secrets_cmds[] = {
   { "set", secrets_set,
     "Store a secret (value from stdin) bound to hosts; sandboxes see only a placeholder, which the egress proxy "
-    "swaps for the value in the headers of HTTPS requests to those hosts, and puts back where their answers "
-    "quote the value.",
+    "swaps for the value in the credential headers (or sets --header) of HTTPS requests to those hosts, and puts "
+    "back where their answers quote the value.",
     "NAME --host HOST [--host HOST]… [--header NAME --format TEXT] [--in-url] [--rule METHOD:/GLOB]…",
-    "printf %s \"$DEEPSEEK_API_KEY\" | runtime secrets set DEEPSEEK_API_KEY --host api.deepseek.com", set_opts,
-    false, 1, 1, NULL },
+    "printf %s \"$DEEPSEEK_API_KEY\" | runtime secrets set DEEPSEEK_API_KEY --host api.deepseek.com", set_opts, false,
+    1, 1, NULL },
   { "ls", secrets_ls, "List secrets: name, hosts, header, rules, placeholder (never a value).", "",
     "runtime secrets ls", no_opts, false, 0, 0, NULL },
   { "get", secrets_get, "Show one secret: hosts, header, rules, placeholder (never its value).", "NAME",

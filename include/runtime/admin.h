@@ -84,7 +84,10 @@ int rt_token_remove (rt_context *ctx, const char *name, rt_error **err);
  * @len:     its length
  * @hosts:   NULL-terminated host names or *.domain patterns (1 to 16)
  * @header:  with @format: a header the proxy sets on those hosts, e.g.
- *           "Authorization" and "Bearer {value}"; both NULL for none
+ *           "Authorization" and "Bearer {value}", and the one header the
+ *           value goes into; both NULL: the placeholder is swapped in the
+ *           credential headers only (Authorization, X-Api-Key...:
+ *           docs/secrets.md), and refused in any other
  * @format:  the header's value, holding {value} once, on one line
  * @placeholder: what sandboxes see (free()); kept when the value changes
  * @err:     "invalid_request" (a bad name, value, header or format),

@@ -135,7 +135,8 @@ rt_intercept_relay_rewrite (struct conn *c)
             why = "name_mismatch";
           rt_relay_release (c->px, c->up, false);
           c->up = NULL;
-          forbidden = strcmp (why, "host_mismatch") == 0 || strcmp (why, "name_mismatch") == 0;
+          forbidden = strcmp (why, "host_mismatch") == 0 || strcmp (why, "name_mismatch") == 0
+                      || strcmp (why, "placeholder_misplaced") == 0;
           rt_conn_answer (c, forbidden ? 403 : 400, forbidden ? "Forbidden" : "Bad Request", why);
           return;
         }

@@ -99,11 +99,59 @@ rt_rewrite_scrub (struct rt_rewrite *rw)
   return rw->scrub;
 }
 
-/* @s (@n bytes) with the placeholder of every binding active for this
-   request (and, in the request line (@url), opted into it) replaced;
-   true when one was.  */
+/* Where in a head a placeholder is.  */
+enum place
+{
+  IN_URL,        /* the request line */
+  IN_CREDENTIAL, /* a header of credential_header's list */
+  IN_OTHER,      /* any other header */
+};
+
+/* May binding @i have its placeholder swapped at @where?  Only where it
+   was meant to go: a --header secret's value goes into that header, which
+   the proxy sets itself, so into no header the guest wrote; any other
+   into credential headers only; either into the request line only
+   --in-url.  A server that echoes some header (X-Echo, in base64 or cut
+   short) must not find a value there.  */
 static bool
-add_swapped (struct rt_rewrite *rw, struct rt_buf *o, const char *s, size_t n, bool url)
+may_swap (const struct rt_rewrite *rw, size_t i, enum place where)
+{
+  if (where == IN_URL)
+    return rw->b[i].in_url;
+  return where == IN_CREDENTIAL && rw->b[i].header == NULL;
+}
+
+/* The headers a secret without --header may go into: where APIs take a
+   key, and which servers do not echo.  Not Cookie: a site may show a
+   cookie's value back (a language, a name), so a cookie secret takes
+   --header Cookie --format 'name={value}'.  */
+static bool
+credential_header (const char *name, size_t n)
+{
+  static const char *const cred[] = { "Authorization", "X-Api-Key", "Api-Key", "X-Auth-Token", "X-Goog-Api-Key", NULL };
+
+  for (const char *const *c = cred; *c; c++)
+    if (rt_http_header_is (name, n, *c))
+      return true;
+  return false;
+}
+
+/* Does @s (@n bytes) hold the placeholder of a binding active for this
+   request where it may not be swapped?  Such a request is refused: sent
+   on, the server would get a placeholder the guest meant as the key.  */
+static bool
+misplaced (const struct rt_rewrite *rw, const char *s, size_t n, enum place where)
+{
+  for (size_t i = 0; i < rw->n; i++)
+    if (rw->active[i] && !may_swap (rw, i, where) && memmem (s, n, rw->b[i].placeholder, strlen (rw->b[i].placeholder)))
+      return true;
+  return false;
+}
+
+/* @s (@n bytes) with the placeholder of every binding active for this
+   request that may go @where replaced; true when one was.  */
+static bool
+add_swapped (struct rt_rewrite *rw, struct rt_buf *o, const char *s, size_t n, enum place where)
 {
   bool any = false;
 
@@ -112,7 +160,7 @@ add_swapped (struct rt_rewrite *rw, struct rt_buf *o, const char *s, size_t n, b
       size_t best = n, which = 0;
       for (size_t i = 0; i < rw->n; i++)
         {
-          if (!rw->active[i] || (url && !rw->b[i].in_url))
+          if (!rw->active[i] || !may_swap (rw, i, where))
             continue;
           const char *hit = memmem (s, n, rw->b[i].placeholder, strlen (rw->b[i].placeholder));
           if (hit && (size_t) (hit - s) < best)
@@ -164,6 +212,7 @@ authority_ok (const struct rt_rewrite *rw, const char *s, size_t n)
 
 #define BAD "bad_request"
 #define MISMATCH "host_mismatch"
+#define MISPLACED "placeholder_misplaced"
 
 /* How the head frames what follows it.  */
 struct framing
@@ -238,13 +287,36 @@ answer_header_ok (const char *name, size_t n, bool http10)
   return !(http10 && (rt_http_header_is (name, n, "Connection") || rt_http_header_is (name, n, "Keep-Alive")));
 }
 
+/* Is @name (@n bytes) a header that tells a server behind a front end to
+   take another path, host or method than the request line's?  A guest's
+   X-Original-URL or X-HTTP-Method-Override would walk past --rule, and an
+   X-Forwarded-Host can make the server write its links, with a value in
+   them, for another host.  Dropped on intercepted requests: the proxy is
+   the only front end there.  */
+static bool
+forwarding_header (const char *name, size_t n)
+{
+  static const char *const fwd[] = {
+    "Forwarded", "X-Original-URL", "X-Rewrite-URL", "X-HTTP-Method", "X-HTTP-Method-Override", "X-Method-Override", NULL
+  };
+
+  if (n > 12 && strncasecmp (name, "X-Forwarded-", 12) == 0)
+    return true;
+  for (const char *const *f = fwd; *f; f++)
+    if (rt_http_header_is (name, n, *f))
+      return true;
+  return false;
+}
+
 /* One header line [@line, @eol): checked, noted in @f, and added to @o
    with its placeholders swapped, or dropped when a secret sets that
-   header.  NULL when it may pass, else why not.  */
+   header (or a server could read it as another request: see
+   forwarding_header).  NULL when it may pass, else why not.  */
 static const char *
 take_field (struct rt_rewrite *rw, struct rt_buf *o, const char *line, const char *eol, struct framing *f, bool *any)
 {
   const char *colon, *v, *vend;
+  enum place where;
   bool drop = false;
 
   /* No name, obs-fold, a bare CR or LF: the server could read it
@@ -276,9 +348,12 @@ take_field (struct rt_rewrite *rw, struct rt_buf *o, const char *line, const cha
       *any = true;
       return NULL;
     }
-  if (!rw->check_only && !answer_header_ok (line, colon - line, f->http10))
+  if (!rw->check_only && (!answer_header_ok (line, colon - line, f->http10) || forwarding_header (line, colon - line)))
     return NULL;
-  *any |= add_swapped (rw, o, line, eol + 2 - line, false);
+  where = credential_header (line, colon - line) ? IN_CREDENTIAL : IN_OTHER;
+  if (misplaced (rw, line, eol - line, where))
+    return MISPLACED;
+  *any |= add_swapped (rw, o, line, eol + 2 - line, where);
   return NULL;
 }
 
@@ -394,7 +469,12 @@ do_head (struct rt_rewrite *rw, const char *buf, size_t len, char **head, size_t
   if ((why_not = check_request_line (rw, line, eol, &f.http10)))
     goto fail;
   set_active (rw, line, eol);
-  any |= add_swapped (rw, &o, line, eol + 2 - line, true);
+  if (misplaced (rw, line, eol - line, IN_URL))
+    {
+      why_not = MISPLACED;
+      goto fail;
+    }
+  any |= add_swapped (rw, &o, line, eol + 2 - line, IN_URL);
 
   for (line = eol + 2; line < end; line = eol + 2)
     {

@@ -3,11 +3,16 @@
  *
  * The stream is HTTP/1.x requests, one after another on a kept-alive
  * connection.  Each request head is rewritten, for the secrets whose
- * --rule list (none: all) covers its method and path: a placeholder in a
- * header line becomes its value (in the request line too for a secret set
- * --in-url only: a path or a query is what servers quote back, in 404s,
- * redirects and logs), and a secret with --header gets that header set
- * (replacing what the guest sent).  Accept-Encoding becomes identity and
+ * --rule list (none: all) covers its method and path: a secret with
+ * --header gets that header set (replacing what the guest sent), any other
+ * has its placeholder become its value in a credential header
+ * (Authorization, X-Api-Key, ...), and either in the request line only
+ * when set --in-url (a path or a query is what servers quote back, in
+ * 404s, redirects and logs).  Its placeholder anywhere else in the head is
+ * refused ("placeholder_misplaced"): a server echoing that header, in
+ * base64 or cut short, would hand the value back where the scrubber
+ * cannot see it.  Forwarding headers (X-Forwarded-*, X-Original-URL, ...)
+ * are dropped.  Accept-Encoding becomes identity and
  * Range goes, so that the answer is one the scrubber (scrub.h) can read
  * whole; the rewriter tells it what each request was.  Bodies,
  * chunked or not, and everything after an Upgrade or CONNECT pass

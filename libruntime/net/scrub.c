@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/b64.h"
 #include "net/http1.h"
 #include "net/scrub.h"
 
@@ -31,7 +32,10 @@ struct form
   const char *ph;
 };
 
-#define FORMS 6 /* at most, per value: see add_forms */
+#define FORMS 14 /* at most, per value: see add_forms */
+/* A value shorter than this has no base64 form: so few characters
+   would be found in ordinary text (every "Y" for a 1-byte value).  */
+#define MIN_CODED 8
 
 struct rt_scrub
 {
@@ -102,6 +106,49 @@ percent_form (const char *v, const char *hex, struct rt_buf *o)
     }
 }
 
+/* @v in upper (@up) or lower case, into @o.  */
+static void
+case_form (const char *v, bool up, struct rt_buf *o)
+{
+  for (const char *p = v; *p; p++)
+    {
+      char c = *p;
+      if (up && c >= 'a' && c <= 'z')
+        c -= 'a' - 'A';
+      else if (!up && c >= 'A' && c <= 'Z')
+        c += 'a' - 'A';
+      rt_buf_add (o, &c, 1);
+    }
+}
+
+/* The base64 characters that hold only bits of @v when it starts @k bytes
+   (0 to 2) into a group of three, whatever comes before and after it:
+   where "Bearer " + value, a JSON document or a Basic credential holding
+   it is encoded, one of the three alignments is there.  The characters at
+   either end mix in neighbouring bytes and are not part of it.  @url: the
+   URL-safe alphabet ('-', '_').  Into @o.  */
+static void
+b64_form (const char *v, int k, bool url, struct rt_buf *o)
+{
+  size_t len = strlen (v), from = (8 * (size_t) k + 5) / 6, to = (8 * ((size_t) k + len)) / 6;
+  char *in = calloc (1, len + 3), *enc = malloc (RT_B64_ENCODED_LEN (len + 2) + 1);
+
+  if (in && enc)
+    {
+      memcpy (in + k, v, len);
+      rt_b64_encode_into (enc, in, k + len);
+      for (size_t i = from; url && i < to; i++)
+        enc[i] = enc[i] == '+' ? '-' : enc[i] == '/' ? '_' : enc[i];
+      rt_buf_add (o, enc + from, to - from);
+      explicit_bzero (enc, RT_B64_ENCODED_LEN (len + 2));
+      explicit_bzero (in, len + 3);
+    }
+  else
+    o->oom = true;
+  free (in);
+  free (enc);
+}
+
 /* @o as one more form, taken, unless it is one of those from @first on
    already: then cleared.  Return: false when out of memory.  */
 static bool
@@ -123,11 +170,31 @@ add_form (struct rt_scrub *s, size_t first, struct rt_buf *o, const char *ph)
   return true;
 }
 
+/* The base64 forms of a value of MIN_CODED bytes or more: both
+   alphabets, the three alignments.  Not hex, nor any other coding: each
+   form a server might use is one more, and the longest sets how much of
+   a stream is held back (scrub).  */
+static bool
+add_b64_forms (struct rt_scrub *s, size_t first, const struct rt_secret_binding *b, struct rt_buf *o)
+{
+  bool good = true;
+
+  if (strlen (b->value) < MIN_CODED)
+    return true;
+  for (int k = 0; good && k < 6; k++)
+    {
+      b64_form (b->value, k % 3, k >= 3, o);
+      good = add_form (s, first, o, b->placeholder);
+    }
+  return good;
+}
+
 /* The value of @b and the forms a server may write it in where they
-   differ: escaped in a JSON string (three common encoder settings) and
-   percent-encoded (either case).  Base64, a case change or a value cut in
-   parts stay unseen (docs/ARCHITECTURE.md).  An empty value is skipped:
-   it would be found everywhere.  */
+   differ: escaped in a JSON string (three common encoder settings),
+   percent-encoded (either case), in upper or lower case, and in base64
+   (add_b64_forms).  A value cut short, mixed case, a mixed or partial
+   encoding and any other transformation stay unseen (docs/secrets.md).
+   An empty value is skipped: it would be found everywhere.  */
 static bool
 add_forms (struct rt_scrub *s, const struct rt_secret_binding *b)
 {
@@ -147,8 +214,11 @@ add_forms (struct rt_scrub *s, const struct rt_secret_binding *b)
   for (int k = 0; good && k < 2; k++)
     {
       percent_form (b->value, k ? "0123456789abcdef" : "0123456789ABCDEF", &o);
-      good = add_form (s, first, &o, b->placeholder);
+      good = good && add_form (s, first, &o, b->placeholder);
+      case_form (b->value, k == 0, &o);
+      good = good && add_form (s, first, &o, b->placeholder);
     }
+  good = good && add_b64_forms (s, first, b, &o);
   rt_buf_clear (&o);
   return good;
 }

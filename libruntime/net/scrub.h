@@ -4,11 +4,12 @@
  * The stream is HTTP/1.x responses, one per request the rewriter
  * (rewrite.h) let out, in order.  The status line and every header line
  * are scrubbed whole; bodies are scrubbed as they stream, keeping the last
- * (longest value - 1) bytes back until the next read or the end, whatever
- * they are, so that a value split across reads (or TLS records, or chunks)
+ * (longest form - 1: see below) bytes back until the next read or the end,
+ * whatever they are, so that a value split across reads (or TLS records, or chunks)
  * is still caught and what comes out when says nothing of the value.  A
- * value's JSON-escaped and percent-encoded forms are scrubbed too; empty
- * values are ignored.  A body
+ * value's JSON-escaped, percent-encoded, upper- and lower-case and base64
+ * forms are scrubbed too (not a part of it, nor any other coding:
+ * docs/secrets.md); empty values are ignored.  A body
  * whose length is framed (Content-Length or chunked) goes to the guest
  * re-framed as chunked (HTTP/1.0: close-delimited), since a swap changes
  * its length.  The rewriter asks for Accept-Encoding: identity; a body

@@ -9,18 +9,20 @@
  * up to RT_REWRITE_MAX_HEAD.
  *
  * Checked: every step consumes within what it was given; a head comes back
- * whole (ending in the blank line); a refusal says why; a value never
+ * whole (ending in the blank line), with a value only in the request line
+ * (--in-url) or a credential header; a refusal says why; a value never
  * appears in bytes that pass untouched unless the guest sent it (a body or
  * an opaque stream passes byte for byte); and the pieces do not matter: the
  * stream fed at once gives the same bytes upstream and the same refusal.
  * The same bytes as a server's answers, in the same pieces: nothing the
- * scrubber lets out holds a value, refused or not.  The same stream
+ * scrubber lets out holds a value (or the base64 of one), refused or not.  The same stream
  * through the checker (rt_rewrite_checker_new): what goes upstream is
  * exactly a prefix of the stream, whatever the pieces.
  */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "fuzz.h"
 #include "net/rewrite.h"
@@ -29,8 +31,40 @@
 static char *rules[] = { "GET:/v1/*", NULL };
 static const struct rt_secret_binding bindings[] = {
   { "rtsec_00112233445566778899aabbccddeeff", "VALUE-1", NULL, NULL, true, NULL },
-  { "rtsec_ffeeddccbbaa99887766554433221100", "VALUE-2", "Authorization", "Bearer VALUE-2", false, rules },
+  { "rtsec_ffeeddccbbaa99887766554433221100", "VALUE-2-0123456789", "Authorization", "Bearer VALUE-2-0123456789", false,
+    rules },
 };
+#define VALUE2_B64 "VkFMVUUtMi0wMTIzNDU2Nzg5" /* its base64, scrubbed too */
+
+/* Every line of a rewritten head that holds a value is the request line
+   (VALUE-1 is --in-url) or a credential header (rewrite.c's list), the
+   one the proxy set for VALUE-2 among them: never a header a server might
+   echo.  */
+static bool
+values_placed (const char *head, size_t len)
+{
+  static const char *const cred[]
+      = { "Authorization:", "X-Api-Key:", "Api-Key:", "X-Auth-Token:", "X-Goog-Api-Key:", NULL };
+  const char *end = head + len;
+  bool first = true;
+
+  for (const char *line = head, *eol; line < end; line = eol + 2, first = false)
+    {
+      bool good = first;
+      eol = memmem (line, end - line, "\r\n", 2);
+      if (eol == NULL || !memmem (line, eol - line, "VALUE-", 6))
+        {
+          if (eol == NULL)
+            break;
+          continue;
+        }
+      for (const char *const *c = cred; *c && !good; c++)
+        good = (size_t) (eol - line) > strlen (*c) && strncasecmp (line, *c, strlen (*c)) == 0;
+      if (!good)
+        return false;
+    }
+  return true;
+}
 
 struct result
 {
@@ -62,7 +96,10 @@ take_all (struct rt_rewrite *rw, char *pending, size_t *plen, bool had_value, st
         return true;
       FUZZ_CHECK (take > 0 && take <= *plen);
       if (r == RT_REWRITE_HEAD)
-        FUZZ_CHECK (head != NULL && hlen >= 4 && memcmp (head + hlen - 4, "\r\n\r\n", 4) == 0);
+        {
+          FUZZ_CHECK (head != NULL && hlen >= 4 && memcmp (head + hlen - 4, "\r\n\r\n", 4) == 0);
+          FUZZ_CHECK (had_value || values_placed (head, hlen));
+        }
       if (r == RT_REWRITE_PASS)
         {
           FUZZ_CHECK (head == NULL);
@@ -136,7 +173,10 @@ scrub_run (const uint8_t *data, size_t size, size_t step)
   if (r == 0)
     r = rt_scrub_end (s, collect, &res, &why);
   FUZZ_CHECK (r == 0 || why != NULL);
-  FUZZ_CHECK (res.len == 0 || (memmem (res.out, res.len, "VALUE-1", 7) == NULL && memmem (res.out, res.len, "VALUE-2", 7) == NULL));
+  FUZZ_CHECK (res.len == 0
+              || (memmem (res.out, res.len, "VALUE-1", 7) == NULL
+                  && memmem (res.out, res.len, "VALUE-2-0123456789", 18) == NULL
+                  && memmem (res.out, res.len, VALUE2_B64, strlen (VALUE2_B64)) == NULL));
   free (res.out);
   rt_scrub_free (s);
 }

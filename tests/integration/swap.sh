@@ -2,12 +2,13 @@
 # swap.sh - secrets on the wire against the test
 # internet (testnet.sh): the egress proxy terminates TLS for a secret's
 # hosts only, with a CA the guest trusts; the real server is verified; the
-# placeholder becomes the value in headers (and --header is set) on
-# requests to the bound host alone, in the request line only --in-url, and
-# only on requests a --rule allows; bodies, other hosts and plain HTTP keep
-# the placeholder; answers that quote the value back (echoes, a 404, a
-# redirect, chunked or not, cut across reads) reach the guest with the
-# placeholder instead; the value is nowhere in the guest's
+# placeholder becomes the value in credential headers (a --header secret:
+# that header is set) on requests to the bound host alone, in the request
+# line only --in-url, and only on requests a --rule allows; elsewhere in a
+# head it is refused (403); forwarding headers are dropped; bodies, other
+# hosts and plain HTTP keep the placeholder; answers that quote the value
+# back (echoes, a 404, a redirect, chunked or not, cut across reads, in
+# base64 or upper case) reach the guest with the placeholder instead; the value is nowhere in the guest's
 # memory or disk, its state or its logs; an untrusted server gets nothing.
 . "$(dirname "$0")/libtest.sh"
 . "$(dirname "$0")/testnet.sh"
@@ -84,10 +85,9 @@ is "the guest sees the placeholder" "$(in_sb 'printenv API_KEY')" "$ph"
 
 # -- the bound host, through the proxy (curl reads https_proxy)
 is "curl through the proxy to the bound host works" \
-    "$(in_sb 'curl -sS --fail -m 20 "https://echo.test/record?k=$API_KEY" -H "Authorization: Bearer $API_KEY" --data-binary "body=$API_KEY"')" \
+    "$(in_sb 'curl -sS --fail -m 20 https://echo.test/record -H "Authorization: Bearer $API_KEY" --data-binary "body=$API_KEY" -H "X-Forwarded-Host: evil.test" -H "X-Original-URL: /admin"')" \
     "recorded"
-is "the request line keeps the placeholder (headers only by default)" "$(last_record 'r["line"]')" \
-    "POST /record?k=$ph HTTP/1.1"
+is "… X-Forwarded-Host and X-Original-URL are dropped" "$(last_record '[k for k in h if k.startswith("X-Forwarded") or k == "X-Original-URL"]')" "[]"
 check "the guest was talking to the egress CA's certificate" sh -c \
     "runtime sandbox exec '$id' -- curl -sv -m 20 -o /dev/null https://echo.test/bytes/0 2>&1 | grep -q 'issuer: O=runtime; CN=runtime egress CA'"
 is "the Authorization header carries the value" "$(last_record 'h["Authorization"]')" "Bearer $key"
@@ -118,6 +118,15 @@ is "two requests on one kept-alive connection" \
 recorded"
 is "… both swapped" "$(tail -n 2 "$records" | grep -c "Bearer $key")" "2"
 is "… two more records" "$(($(records_now) - before))" "2"
+
+# -- a placeholder where its value may not go: refused, the server gets nothing
+before=$(records_now)
+is "the placeholder in the request line (no --in-url), in X-Echo, a --header secret's in Authorization: 403" \
+    "$(in_sb 'for a in "https://echo.test/record?k=$API_KEY" "-HX-Echo:$API_KEY https://echo.test/record" "-HAuthorization:$TOKEN https://echo.test/record"; do curl -sS -m 20 -o /dev/null -D - --suppress-connect-headers $a | tr -d "\r" | grep -E "^HTTP|^X-Runtime-Egress" | tr "\n" " "; echo; done')" \
+    "HTTP/1.1 403 Forbidden X-Runtime-Egress: placeholder_misplaced 
+HTTP/1.1 403 Forbidden X-Runtime-Egress: placeholder_misplaced 
+HTTP/1.1 403 Forbidden X-Runtime-Egress: placeholder_misplaced "
+is "… and none of them reached the server" "$(records_now)" "$before"
 
 # -- everywhere else the placeholder stays a placeholder
 is "another host on the same server (not bound) is tunnelled" \
@@ -221,6 +230,11 @@ is "a 404 quoting the path: the placeholder" "$(reflect '"https://echo.test/miss
 out=$(reflect '-i https://echo.test/redirect')
 check "a redirect's Location: the placeholder" grep -qF "Location: /landing?auth=Bearer+$ph" <<<"$out"
 check "… and no value" nothing "$out"
+out=$(reflect https://echo.test/transformed)
+is "an answer with the Authorization header in base64 and upper case: the placeholder" \
+    "$(grep -c -F "$ph" <<<"$out")" "2"
+check "… and neither the value's base64 nor its upper case" bash -c \
+    '! grep -qF -e "$(printf "Bearer %s" "$1" | base64 | cut -c 12-30)" -e "$(tr a-z A-Z <<<"$1")" <<<"$2"' sh "$key2" "$out"
 out=$(runtime sandbox exec "$id" -- python3 -c '
 import os, urllib.request as u
 r = u.urlopen(u.Request("https://echo.test/chunked", headers={"Authorization": "Bearer " + os.environ["API_KEY"]}), timeout=30)

@@ -27,6 +27,7 @@
 # writes, Content-Length set), /drip (a line every 100 ms until the client
 # goes; chunked, or close-delimited for HTTP/1.0), /missing/X (a 404 quoting
 # X), /redirect (a 302 to a Location carrying the Authorization header),
+# /transformed (that header in base64 and upper case),
 # /chunked and /split (the echo in 7-byte pieces, chunked or length-framed,
 # paced so that they arrive in many reads). The echo body is the request
 # line, headers and body as received (bodies over 16 MiB are counted, not

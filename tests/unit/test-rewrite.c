@@ -1,5 +1,7 @@
 /* test-rewrite.c - request framing and placeholder swapping for secrets:
-   the swap in headers (the request line only --in-url), --header, --rule,
+   the swap in credential headers (the request line only --in-url), a
+   --header secret only as that header, the placeholder anywhere else
+   refused, forwarding headers dropped, --rule,
    Accept-Encoding: identity and no Range, bodies untouched (plain and
    chunked, split anywhere), keep-alive, Upgrade (without websocket
    extensions), and the requests that must be refused rather than guessed
@@ -21,7 +23,12 @@ static struct rt_secret_binding both[] = {
   { PH, "sk-live-1", NULL, NULL, true, NULL },
   { PH2, "tok-2", "X-Api-Token", "Token tok-2", true, NULL },
 };
-static struct rt_secret_binding headers_only[] = { { PH, "sk-live-1", NULL, NULL, false, NULL } };
+/* Headers only (no --in-url): PH into credential headers, PH2 only as its
+   --header.  */
+static struct rt_secret_binding headers_only[] = {
+  { PH, "sk-live-1", NULL, NULL, false, NULL },
+  { PH2, "tok-2", "X-Api-Token", "Token tok-2", false, NULL },
+};
 static char *model_rules[] = { "GET:/v1/models", "*:/v1/chat/*", NULL };
 static struct rt_secret_binding ruled[] = {
   { PH, "sk-live-1", NULL, NULL, false, model_rules },
@@ -108,6 +115,67 @@ refused (const char *in, const char *reason, const char *what)
   free (out);
 }
 
+/* Where a placeholder may become its value, and the headers a server
+   behind a front end would read as another request: for headers_only.
+   @want NULL: refused as @why.  */
+#define SET "X-Api-Token: Token tok-2\r\n"
+static const struct
+{
+  const char *what, *in, *want, *why;
+} placed[] = {
+  { "without --header: into Authorization", "GET / HTTP/1.1\r\n" H "Authorization: Bearer " PH "\r\n\r\n",
+    "GET / HTTP/1.1\r\n" H "Authorization: Bearer sk-live-1\r\n" SET AE "\r\n", NULL },
+  { "without --header: into X-Api-Key, Api-Key, X-Auth-Token, X-Goog-Api-Key (any case)",
+    "GET / HTTP/1.1\r\n" H "x-api-key: " PH "\r\nApi-Key: " PH "\r\nX-AUTH-TOKEN: " PH "\r\nX-Goog-Api-Key: " PH
+    "\r\n\r\n",
+    "GET / HTTP/1.1\r\n" H "x-api-key: sk-live-1\r\nApi-Key: sk-live-1\r\nX-AUTH-TOKEN: sk-live-1\r\n"
+    "X-Goog-Api-Key: sk-live-1\r\n" SET AE "\r\n",
+    NULL },
+  { "without --header: not into a header a server may echo", "GET / HTTP/1.1\r\n" H "X-Echo: " PH "\r\n\r\n", NULL,
+    "placeholder_misplaced" },
+  { "without --header: not into Cookie", "GET / HTTP/1.1\r\n" H "Cookie: lang=" PH "\r\n\r\n", NULL,
+    "placeholder_misplaced" },
+  { "without --header: not into Proxy-Authorization", "GET / HTTP/1.1\r\n" H "Proxy-Authorization: " PH "\r\n\r\n",
+    NULL, "placeholder_misplaced" },
+  { "not into a header's name", "GET / HTTP/1.1\r\n" H "X-" PH ": 1\r\n\r\n", NULL, "placeholder_misplaced" },
+  { "not into the request line without --in-url", "GET /v1?k=" PH " HTTP/1.1\r\n" H "\r\n", NULL,
+    "placeholder_misplaced" },
+  { "a --header secret: not into another credential header",
+    "GET / HTTP/1.1\r\n" H "Authorization: Bearer " PH2 "\r\n\r\n", NULL, "placeholder_misplaced" },
+  { "a --header secret: not into an echoed header", "GET / HTTP/1.1\r\n" H "X-Echo: " PH2 "\r\n\r\n", NULL,
+    "placeholder_misplaced" },
+  { "a --header secret: not into the request line", "GET /" PH2 " HTTP/1.1\r\n" H "\r\n", NULL,
+    "placeholder_misplaced" },
+  { "a --header secret: the guest's own header of that name is replaced",
+    "GET / HTTP/1.1\r\n" H "X-Api-Token: " PH2 "\r\n\r\n", "GET / HTTP/1.1\r\n" H SET AE "\r\n", NULL },
+  { "a body keeps the placeholder", "POST / HTTP/1.1\r\n" H "Content-Length: 38\r\n\r\n" PH,
+    "POST / HTTP/1.1\r\n" H "Content-Length: 38\r\n" SET AE "\r\n" PH, NULL },
+  { "X-Forwarded-*, Forwarded, X-Original-URL, X-Rewrite-URL and method overrides are dropped",
+    "GET / HTTP/1.1\r\n" H "X-Forwarded-For: 1.2.3.4\r\nx-forwarded-host: evil.test\r\nX-Forwarded-Proto: http\r\n"
+    "Forwarded: host=evil.test\r\nX-Original-URL: /admin\r\nX-Rewrite-URL: /admin\r\nX-HTTP-Method-Override: DELETE\r\n"
+    "X-HTTP-Method: DELETE\r\nX-Method-Override: DELETE\r\nX-Forwarded: 1\r\nAccept: */*\r\n\r\n",
+    "GET / HTTP/1.1\r\n" H "X-Forwarded: 1\r\nAccept: */*\r\n" SET AE "\r\n", NULL },
+  { "a dropped forwarding header holding a placeholder: dropped, not refused",
+    "GET / HTTP/1.1\r\n" H "X-Forwarded-Host: " PH "\r\n\r\n", "GET / HTTP/1.1\r\n" H SET AE "\r\n", NULL },
+};
+
+static void
+test_placed (void)
+{
+  for (size_t i = 0; i < sizeof placed / sizeof placed[0]; i++)
+    if (placed[i].want)
+      same (headers_only, 2, placed[i].in, placed[i].want, placed[i].what);
+    else
+      {
+        const char *why = NULL;
+        char *out = run (headers_only, 2, placed[i].in, strlen (placed[i].in), 1, &why, NULL);
+        ok (out == NULL && why && strcmp (why, placed[i].why) == 0, "%s: refused as %s", placed[i].what, placed[i].why);
+        if (out)
+          printf ("# got: %s\n", out);
+        free (out);
+      }
+}
+
 /* The checker: plain HTTP to any host, every request on the connection
    naming the host it was allowed for (the CDN case: the second request of
    a kept-alive connection asking the same address for another site).  */
@@ -155,9 +223,9 @@ main (void)
   same (plain, 1, "GET /v1?key=" PH " HTTP/1.1\r\nHost: a.test\r\nAuthorization: Bearer " PH "\r\n\r\n",
        "GET /v1?key=sk-live-1 HTTP/1.1\r\nHost: a.test\r\nAuthorization: Bearer sk-live-1\r\n" AE "\r\n",
        "the placeholder becomes the value in the request line and a header");
-  same (plain, 1, "POST / HTTP/1.1\r\n" H "Content-Length: 43\r\nX-K: " PH "\r\n\r\nbody " PH,
-       "POST / HTTP/1.1\r\n" H "Content-Length: 43\r\nX-K: sk-live-1\r\n" AE "\r\nbody " PH,
-       "a body holding the placeholder passes unchanged");
+  same (plain, 1, "POST / HTTP/1.1\r\n" H "Content-Length: 43\r\nX-Api-Key: " PH "\r\n\r\nbody " PH,
+        "POST / HTTP/1.1\r\n" H "Content-Length: 43\r\nX-Api-Key: sk-live-1\r\n" AE "\r\nbody " PH,
+        "a body holding the placeholder passes unchanged");
   same (plain, 1,
        "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n26;ext=1\r\n" PH "\r\n0\r\nX-T: " PH "\r\n\r\n"
        "GET /" PH " HTTP/1.1\r\n" H "\r\n",
@@ -172,9 +240,12 @@ main (void)
        "GET /tok-2sk-live-1 HTTP/1.1\r\n" H "X-Api-Token: Token tok-2\r\n" AE "\r\n", "two placeholders side by side");
   same (plain, 1, "GET https://a.test:443/v?k=" PH " HTTP/1.1\r\n" H "\r\n",
        "GET https://a.test:443/v?k=sk-live-1 HTTP/1.1\r\n" H AE "\r\n", "an absolute-form target naming the host");
-  same (plain, 1, "GET /chat HTTP/1.1\r\n" H "Upgrade: websocket\r\nX: " PH "\r\n\r\nframes " PH " GET / HTTP/1.1\r\n\r\n",
-       "GET /chat HTTP/1.1\r\n" H "Upgrade: websocket\r\nX: sk-live-1\r\n" AE "\r\nframes " PH " GET / HTTP/1.1\r\n\r\n",
-       "after an Upgrade everything passes untouched");
+  same (plain, 1,
+        "GET /chat HTTP/1.1\r\n" H "Upgrade: websocket\r\nAuthorization: " PH "\r\n\r\nframes " PH
+        " GET / HTTP/1.1\r\n\r\n",
+        "GET /chat HTTP/1.1\r\n" H "Upgrade: websocket\r\nAuthorization: sk-live-1\r\n" AE "\r\nframes " PH
+        " GET / HTTP/1.1\r\n\r\n",
+        "after an Upgrade everything passes untouched");
   same (plain, 1,
        "GET /chat HTTP/1.1\r\n" H "Upgrade: websocket\r\nSec-WebSocket-Extensions: permessage-deflate\r\n"
        "sec-websocket-extensions: x-webkit-deflate-frame\r\nSec-WebSocket-Version: 13\r\n\r\n",
@@ -183,30 +254,27 @@ main (void)
   same (plain, 1, "\r\nGET / HTTP/1.1\r\n" H "\r\n", "\r\nGET / HTTP/1.1\r\n" H AE "\r\n",
        "a blank line between requests passes");
   same (plain, 1, "GET / HTTP/1.1\r\n" H "Content-Length: 0\r\n\r\nGET /" PH " HTTP/1.1\r\n" H "\r\n",
-       "GET / HTTP/1.1\r\n" H "Content-Length: 0\r\n" AE "\r\nGET /sk-live-1 HTTP/1.1\r\n" H AE "\r\n",
-       "Content-Length: 0");
-  same (headers_only, 1, "GET /v1/" PH "?k=" PH " HTTP/1.1\r\n" H "X-Key: " PH "\r\n\r\n",
-       "GET /v1/" PH "?k=" PH " HTTP/1.1\r\n" H "X-Key: sk-live-1\r\n" AE "\r\n",
-       "by default a value goes into headers only, never the request line");
+        "GET / HTTP/1.1\r\n" H "Content-Length: 0\r\n" AE "\r\nGET /sk-live-1 HTTP/1.1\r\n" H AE "\r\n",
+        "Content-Length: 0");
   same (plain, 1, "GET / HTTP/1.1\r\n" H "Accept-Encoding: gzip, br\r\nRange: bytes=3-5\r\nIf-Range: x\r\nTE: gzip\r\n\r\n",
        "GET / HTTP/1.1\r\n" H AE "\r\n", "the answer is asked for whole and uncoded: no Range, Accept-Encoding identity");
   same (plain, 1, "GET / HTTP/1.0\r\n" H "Connection: keep-alive\r\nKeep-Alive: 5\r\n\r\n", "GET / HTTP/1.0\r\n" H AE "\r\n",
        "HTTP/1.0 is not kept alive (its answer is re-framed to end with the connection)");
-  same (ruled, 2, "GET /v1/models?x=1 HTTP/1.1\r\n" H "X-Key: " PH "\r\n\r\n",
-       "GET /v1/models?x=1 HTTP/1.1\r\n" H "X-Key: sk-live-1\r\nX-Api-Token: Token tok-2\r\n" AE "\r\n",
-       "a rule's method and path: the value (and --header) go in");
-  same (ruled, 2, "POST /v1/chat/completions HTTP/1.1\r\n" H "X-Key: " PH "\r\n\r\n",
-       "POST /v1/chat/completions HTTP/1.1\r\n" H "X-Key: sk-live-1\r\nX-Api-Token: Token tok-2\r\n" AE "\r\n",
-       "a rule for any method (*)");
-  same (ruled, 2, "POST /v1/models HTTP/1.1\r\n" H "X-Key: " PH "\r\nX-Api-Token: guest\r\n\r\n",
-       "POST /v1/models HTTP/1.1\r\n" H "X-Key: " PH "\r\nX-Api-Token: guest\r\n" AE "\r\n",
-       "another method than the rule's: no value, no --header");
-  same (ruled, 2, "GET /v1/files HTTP/1.1\r\n" H "X-Key: " PH "\r\n\r\n",
-       "GET /v1/files HTTP/1.1\r\n" H "X-Key: " PH "\r\n" AE "\r\n", "another path: no value");
-  same (ruled, 2, "GET /v1/chat/../../admin HTTP/1.1\r\n" H "X-Key: " PH "\r\n\r\n",
-       "GET /v1/chat/../../admin HTTP/1.1\r\n" H "X-Key: " PH "\r\n" AE "\r\n", "dot segments match no rule");
-  same (ruled, 2, "GET /v1/chat/%2e%2e/x HTTP/1.1\r\n" H "X-Key: " PH "\r\n\r\n",
-       "GET /v1/chat/%2e%2e/x HTTP/1.1\r\n" H "X-Key: " PH "\r\n" AE "\r\n", "encoded dots match no rule");
+  same (ruled, 2, "GET /v1/models?x=1 HTTP/1.1\r\n" H "X-Api-Key: " PH "\r\n\r\n",
+        "GET /v1/models?x=1 HTTP/1.1\r\n" H "X-Api-Key: sk-live-1\r\nX-Api-Token: Token tok-2\r\n" AE "\r\n",
+        "a rule's method and path: the value (and --header) go in");
+  same (ruled, 2, "POST /v1/chat/completions HTTP/1.1\r\n" H "X-Api-Key: " PH "\r\n\r\n",
+        "POST /v1/chat/completions HTTP/1.1\r\n" H "X-Api-Key: sk-live-1\r\nX-Api-Token: Token tok-2\r\n" AE "\r\n",
+        "a rule for any method (*)");
+  same (ruled, 2, "POST /v1/models HTTP/1.1\r\n" H "X-Api-Key: " PH "\r\nX-Api-Token: guest\r\n\r\n",
+        "POST /v1/models HTTP/1.1\r\n" H "X-Api-Key: " PH "\r\nX-Api-Token: guest\r\n" AE "\r\n",
+        "another method than the rule's: no value, no --header");
+  same (ruled, 2, "GET /v1/files HTTP/1.1\r\n" H "X-Api-Key: " PH "\r\n\r\n",
+        "GET /v1/files HTTP/1.1\r\n" H "X-Api-Key: " PH "\r\n" AE "\r\n", "another path: no value");
+  same (ruled, 2, "GET /v1/chat/../../admin HTTP/1.1\r\n" H "X-Api-Key: " PH "\r\n\r\n",
+        "GET /v1/chat/../../admin HTTP/1.1\r\n" H "X-Api-Key: " PH "\r\n" AE "\r\n", "dot segments match no rule");
+  same (ruled, 2, "GET /v1/chat/%2e%2e/x HTTP/1.1\r\n" H "X-Api-Key: " PH "\r\n\r\n",
+        "GET /v1/chat/%2e%2e/x HTTP/1.1\r\n" H "X-Api-Key: " PH "\r\n" AE "\r\n", "encoded dots match no rule");
 
   {
     static const char two[] = "GET / HTTP/1.1\r\n" H "\r\nGET / HTTP/1.1\r\n" H "X: 1\r\n\r\n";
@@ -268,6 +336,7 @@ main (void)
   ok (out && *out == '\0', "an incomplete head waits for more");
   free (out);
   rt_rewrite_free (rw);
+  test_placed ();
   test_checker ();
   return tap_done ();
 }
