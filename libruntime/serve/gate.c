@@ -31,6 +31,7 @@ enum
   R_METHOD,
   R_CHUNKED,
   R_TOO_LARGE,
+  R_CROWDED,
   R_COUNT,
 };
 
@@ -49,6 +50,8 @@ static const struct refusal
                   "a chunked body is refused here" },
   [R_TOO_LARGE] = { 413, "payload_too_large", "POST …/uploads takes larger files in chunks",
                     "the body is over this route's limit: 1 MiB (64 MiB to uploads and archives)" },
+  [R_CROWDED] = { 429, "rate_limited", "send the token, or open fewer connections at once",
+                  "this address has too many connections without a token" },
 };
 
 struct source
@@ -78,6 +81,7 @@ struct gate
   struct event *timer;             /* admission at once, then the header timeout */
   enum gate_state state;
   bool admitted, timing, giving;
+  bool probation;     /* over its source's cap: a token in its first head, soon */
   struct source *src; /* counted in it while not authorised */
   size_t scan;        /* of the head: bytes looked at for its end */
   size_t left;        /* G_BODY: bytes still to give */
@@ -173,8 +177,9 @@ uncount (struct gate *g)
   free (e);
 }
 
-/* Counts the new connection against its source: false when that has
-   SRV_MAX_UNAUTHED already (or the peer cannot be told).  */
+/* Counts the new connection against its source, or, when that has
+   SRV_MAX_UNAUTHED already, puts it on probation; false when the peer
+   cannot be told.  */
 static bool
 admit (struct gate *g)
 {
@@ -195,10 +200,11 @@ admit (struct gate *g)
   if (e->n >= SRV_MAX_UNAUTHED)
     {
       if (!e->warned)
-        fprintf (stderr, "runtime serve: %s has %u connections without a token: closing its new ones\n",
+        fprintf (stderr, "runtime serve: %s has %u connections without a token: its new ones must send one at once\n",
                  inet_ntop (AF_INET6, key, shown, sizeof shown) ? shown : "a source", e->n);
       e->warned = true;
-      return false;
+      g->probation = true;
+      return true;
     }
   e->n++;
   g->src = e;
@@ -265,11 +271,20 @@ gate_bind (struct gate *g)
   return true;
 }
 
+/* The time a head has: SRV_PROBATION_MS on probation.  */
+static struct timeval
+head_time (const struct gate *g)
+{
+  if (g->probation)
+    return (struct timeval){ SRV_PROBATION_MS / 1000, SRV_PROBATION_MS % 1000 * 1000 };
+  return (struct timeval){ g->srv->header_timeout_s, 0 };
+}
+
 static void
 on_timer (evutil_socket_t fd, short what, void *arg)
 {
   struct gate *g = arg;
-  struct timeval tv = { g->srv->header_timeout_s, 0 };
+  struct timeval tv;
 
   (void) fd;
   (void) what;
@@ -277,11 +292,12 @@ on_timer (evutil_socket_t fd, short what, void *arg)
     return;
   if (!g->admitted && g->state == G_HEAD && admit (g))
     {
+      tv = head_time (g);
       g->timing = true;
       evtimer_add (g->timer, &tv);
       return;
     }
-  /* Over the cap, or a head not whole in time: evhttp frees the
+  /* Its source unknown, or a head not whole in time: evhttp frees the
      connection as if its client had gone (and the gate with it).  */
   g->state = G_CLOSE;
   bufferevent_trigger_event (g->bev, BEV_EVENT_EOF | BEV_EVENT_READING, 0);
@@ -435,6 +451,9 @@ judge (struct gate *g, char *blk, size_t *body, bool *open)
     return R_METHOD;
   authed
       = h.auth && strncasecmp (h.auth, "Bearer ", 7) == 0 && rt_tokens_check (g->srv->tokens, h.auth + 7, &info) == 1;
+  if (g->probation && !authed)
+    return R_CROWDED;
+  g->probation = false;
   if (rt && !(rt->flags & SRV_NO_AUTH) && !authed)
     return h.auth ? R_BAD_TOKEN : R_NO_TOKEN;
   if (authed)
@@ -487,7 +506,7 @@ look (struct gate *g, struct evbuffer *in, size_t end)
 static void
 give (struct gate *g, struct evbuffer *in)
 {
-  struct timeval tv = { g->srv->header_timeout_s, 0 };
+  struct timeval tv = head_time (g);
   size_t len, end;
 
   while ((len = evbuffer_get_length (g->hold)) > 0)

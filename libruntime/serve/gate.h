@@ -27,10 +27,15 @@
    400).
 
    A connection that has not yet shown a valid token counts against its
-   source (an IPv4 address, an IPv6 /64): one over SRV_MAX_UNAUTHED is
-   closed at once.  A head not whole SRV_HEADER_TIMEOUT_S after the
-   connection (or its first byte, for a later request on it) closes the
-   connection (RUNTIME_SERVE_HEADER_TIMEOUT, in seconds, sets another).
+   source (an IPv4 address, an IPv6 /64).  One over SRV_MAX_UNAUTHED is on
+   probation: its first head must come within SRV_PROBATION_MS and carry a
+   valid token, else it is closed (a tokenless head answered 429 first).
+   So a flood from one source holds an fd a second each, while a client
+   opening many connections at once with its token loses none (100 from
+   one address in tests/integration/serve/90-load.sh).  A head not whole
+   SRV_HEADER_TIMEOUT_S after the connection (or its first byte, for a
+   later request on it) closes the connection (RUNTIME_SERVE_HEADER_TIMEOUT,
+   in seconds, sets another).
    Loop thread only.  */
 #ifndef RT_SERVE_GATE_H
 #define RT_SERVE_GATE_H
@@ -40,6 +45,7 @@
 
 #define SRV_HEADER_TIMEOUT_S 10
 #define SRV_MAX_UNAUTHED 32
+#define SRV_PROBATION_MS 1000
 #define SRV_GATE_MAX_HEAD (64u << 10)
 
 struct srv;

@@ -4,7 +4,8 @@ serve` on 127.0.0.1 (libruntime/serve/gate.h): a 401 or 413 at the
 request's head, before its body is sent, so its memory stays small; a head
 dribbled past the header timeout closed; 800 half-sent requests from one
 source (127.0.0.2) neither starve /v1/health nor a token's calls from
-another (127.0.0.1) under a 1024-fd limit.  Keep-alive, pipelining, an
+another (127.0.0.1) under a 1024-fd limit, while 60 connections at once
+with a token from one source are all answered.  Keep-alive, pipelining, an
 upload's Expect and TLS still work; the systemd unit raises the fd limit.
 Boots nothing.  Usage: serve-limits.py RUNTIME UNIT.service.in"""
 import json
@@ -199,7 +200,7 @@ def flood(port, token, pid):
             s.send(b"POST /v1/sandboxes HTTP/1.1\r\nContent-Length: 10\r\n")
         except OSError:
             pass
-    time.sleep(0.7)
+    time.sleep(1.5)
     t0 = time.time()
     h = conn(port)
     h.sendall(head("GET", "/v1/health"))
@@ -212,14 +213,43 @@ def flood(port, token, pid):
     st, _ = answer(m, 3)
     m.close()
     ok(st == 200, "… and a token's GET /v1/me too")
-    r, _, _ = select.select(socks, [], [], 0.5)
-    shut = sum(1 for s in r if closed(s, 0))
-    ok(shut >= 800 - 32 - 8, "… the source's connections over 32 were closed at once (%d of 800)" % shut)
+    # Those the paused listener left in the backlog have their second later.
+    shut, left, t0 = 0, list(socks), time.time()
+    while left and shut < 800 - 32 and time.time() - t0 < 3:
+        r, _, _ = select.select(left, [], [], 0.5)
+        shut += sum(1 for s in r if closed(s, 0))
+        left = [s for s in left if s not in r]
+    ok(shut >= 800 - 32 - 8, "… its connections over 32 were closed within a second (%d of 800)" % shut)
     fds = len(os.listdir("/proc/%d/fd" % pid))
     ok(fds < 150, "… the server holds %d fds" % fds)
     for s in socks:
         s.close()
     resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def burst(port, data):
+    """Many connections at once from one source, each with its token (one
+    whose rate allows them)."""
+    env = dict(os.environ, RUNTIME_DATA_DIR=data)
+    token = subprocess.run([RUNTIME, "token", "create", "burst", "--rate", "1000"], env=env, capture_output=True,
+                           text=True, check=True).stdout.strip()
+    # 60: over the cap of 32, under the 64 a token may have in flight.
+    socks = [conn(port, "127.0.0.3") for _ in range(60)]
+    for s in socks:
+        s.sendall(head("GET", "/v1/me", token))
+    got = [answer(s, 3)[0] for s in socks]
+    ok(got.count(200) == 60, "60 connections at once from 127.0.0.3, each with a token: all answered 200 (%d)"
+       % got.count(200), got)
+    for s in socks:
+        s.close()
+    socks = [conn(port, "127.0.0.3") for _ in range(40)]
+    for s in socks:
+        s.sendall(head("GET", "/v1/health"))
+    got = [answer(s, 3)[0] for s in socks]
+    ok(got.count(200) == 32 and got.count(429) == 8,
+       "40 tokenless at once from there: 32 answered, 8 refused 429 (%d, %d)" % (got.count(200), got.count(429)))
+    for s in socks:
+        s.close()
 
 
 def tls(data, token):
@@ -235,7 +265,10 @@ def tls(data, token):
                             url + "/v1/me", url + "/v1/me", url + "/v1/health"], capture_output=True, text=True)
         ok(r.stdout.count('"name":"t"') == 2 and '"ok":true' in r.stdout, "over TLS: keep-alive calls answered",
            r.stdout + r.stderr)
+        # With Expect, as curl sends it for a large body: the 401 comes
+        # before the body, so no reset of a closed connection can hide it.
         r = subprocess.run(["curl", "-sk", "--noproxy", "*", "-m", "5", "-X", "PUT", "--data-binary", "@" + RUNTIME,
+                            "-H", "Expect: 100-continue",
                             url + "/v1/sandboxes/sb-x/files/archive?path=/tmp"], capture_output=True, text=True)
         ok('"unauthorized"' in r.stdout, "… and a tokenless upload refused 401", r.stdout + r.stderr)
     finally:
@@ -260,6 +293,7 @@ def main():
             keep_alive(port, token)
             dribble(port)
             flood(port, token, p.pid)
+            burst(port, data)
         finally:
             p.terminate()
             p.wait()
