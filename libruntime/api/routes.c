@@ -37,10 +37,10 @@ static const struct srv_route routes[] = {
   { EVHTTP_REQ_GET, SB "/files/stat", srv_files_stat, 0 },
   { EVHTTP_REQ_POST, SB "/files:{verb}", srv_files_verb, 0 },
   { EVHTTP_REQ_POST, SB "/uploads", srv_upload_begin, 0 },
-  { EVHTTP_REQ_PUT, SB "/uploads/{upload}", srv_upload_chunk, 0 },
+  { EVHTTP_REQ_PUT, SB "/uploads/{upload}", srv_upload_chunk, SRV_BIG_BODY },
   { EVHTTP_REQ_POST, SB "/uploads/{upload}:{verb}", srv_upload_verb, 0 },
   { EVHTTP_REQ_GET, SB "/files/archive", srv_archive_get, 0 },
-  { EVHTTP_REQ_PUT, SB "/files/archive", srv_archive_put, 0 },
+  { EVHTTP_REQ_PUT, SB "/files/archive", srv_archive_put, SRV_BIG_BODY },
 
   { EVHTTP_REQ_GET, "/v1/snapshots", srv_snapshot_list, 0 },
   { EVHTTP_REQ_GET, "/v1/snapshots/{id}", srv_snapshot_get, 0 },

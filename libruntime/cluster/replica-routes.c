@@ -596,10 +596,10 @@ const struct srv_route srv_cluster_routes[] = {
   { EVHTTP_REQ_GET, SB "/files/stat", cl_sandbox_call, 0 },
   { EVHTTP_REQ_POST, SB "/files:{verb}", cl_sandbox_call, 0 },
   { EVHTTP_REQ_POST, SB "/uploads", cl_sandbox_call, 0 },
-  { EVHTTP_REQ_PUT, SB "/uploads/{upload}", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_PUT, SB "/uploads/{upload}", cl_sandbox_call, SRV_BIG_BODY },
   { EVHTTP_REQ_POST, SB "/uploads/{upload}:{verb}", cl_sandbox_call, 0 },
   { EVHTTP_REQ_GET, SB "/files/archive", cl_sandbox_call, 0 },
-  { EVHTTP_REQ_PUT, SB "/files/archive", cl_sandbox_call, 0 },
+  { EVHTTP_REQ_PUT, SB "/files/archive", cl_sandbox_call, SRV_BIG_BODY },
 
   { EVHTTP_REQ_GET, "/v1/snapshots", srv_cluster_snapshot_list, 0 },
   { EVHTTP_REQ_GET, "/v1/snapshots/{id}", srv_cluster_snapshot_held, 0 },

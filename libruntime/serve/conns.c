@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "serve/conns.h"
+#include "serve/gate.h"
 #include "serve/listen.h"
 #include "serve/server-internal.h"
 
@@ -92,8 +93,17 @@ srv_conn_bev (struct event_base *base, void *arg)
 {
   struct srv *s = arg;
   struct evconnlistener *l = listener_of (s);
+  struct bufferevent *bev;
 
   if (l && !s->accept_paused && fds_short (s, l))
     pause_accepting (s, l);
-  return s->ssl ? srv_tls_bev (base, s->ssl) : NULL;
+  /* Plain: as evhttp makes its own (libevent's http.c,
+     evhttp_connection_base_bufferevent_new).  */
+  bev = s->ssl ? srv_tls_bev (base, s->ssl) : bufferevent_socket_new (base, -1, 0);
+  if (bev && srv_gate_watch (s, bev) < 0)
+    {
+      bufferevent_free (bev);
+      bev = NULL;
+    }
+  return bev;
 }

@@ -16,7 +16,8 @@ struct srv;
 /* Sets the limit, the listener's error callback and the timer.  */
 int srv_conns_setup (struct srv *s);
 /* evhttp's bufferevent maker (@arg the server): pauses the listener when
-   fds run short; a TLS bufferevent with TLS, else evhttp's own.  */
+   fds run short; a TLS or plain socket's bufferevent, watched by the
+   gate (gate.h).  */
 struct bufferevent *srv_conn_bev (struct event_base *base, void *arg);
 
 #endif

@@ -60,6 +60,8 @@ struct srv
   struct event *accept_timer; /* conns.c: fds short, accepting paused */
   unsigned fd_limit;
   bool accept_paused;
+  struct srv_gates *gates; /* gate.c: connections, and unauthorised ones per source */
+  unsigned header_timeout_s;
   uint32_t seed;
   struct srv_bucket buckets[SRV_MAX_BUCKETS];
   size_t nbuckets;
@@ -142,6 +144,9 @@ void srv_free (struct srv *s);
    401; r->request_id from x-request-id when sane, else a new one.  */
 const struct srv_route *srv_find_route (struct srv_req *r);
 bool srv_authenticate (struct srv_req *r);
+/* The route of @routes for @method on @path, its params not kept; NULL
+   for none (gate.c looks before a request is made).  */
+const struct srv_route *srv_route_lookup (const struct srv_route *routes, int method, const char *path);
 void srv_set_request_id (struct srv_req *r);
 
 /* request.c; a request of a server without an event base (cluster/nats.c)

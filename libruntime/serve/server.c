@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "serve/conns.h"
+#include "serve/gate.h"
 #include "serve/listen.h"
 #include "serve/sweep.h"
 #include "serve/workers.h"
@@ -85,7 +86,7 @@ on_complete (struct evhttp_request *req, void *arg)
   bool gone;
 
   if (evcon)
-    evhttp_connection_set_closecb (evcon, NULL, NULL);
+    srv_gate_set_close (r->srv, evcon, NULL, NULL);
   pthread_mutex_lock (&r->mu);
   gone = r->gone;
   pthread_mutex_unlock (&r->mu);
@@ -342,10 +343,13 @@ dispatch_idem (struct srv_req *r)
     }
 }
 
-/* Matches @path against a route's pattern, filling the request's params.  */
+/* Matches @path against a route's pattern, filling the request's params
+   (none kept without @r).  */
 static bool
 match (struct srv_req *r, const char *pat, const char *path)
 {
+  size_t nparams = 0;
+
   while (*pat)
     {
       if (*pat == '{')
@@ -353,11 +357,14 @@ match (struct srv_req *r, const char *pat, const char *path)
           const char *close = strchr (pat, '}');
           size_t n = strcspn (path, "/:");
 
-          if (n == 0 || r->nparams == SRV_MAX_PARAMS)
+          if (n == 0 || nparams++ == SRV_MAX_PARAMS)
             return false;
-          r->pnames[r->nparams] = strndup (pat + 1, close - pat - 1);
-          r->pvals[r->nparams] = strndup (path, n);
-          r->nparams++;
+          if (r)
+            {
+              r->pnames[r->nparams] = strndup (pat + 1, close - pat - 1);
+              r->pvals[r->nparams] = strndup (path, n);
+              r->nparams++;
+            }
           pat = close + 1;
           path += n;
           continue;
@@ -377,6 +384,15 @@ clear_params (struct srv_req *r)
       free (r->pvals[i]);
     }
   r->nparams = 0;
+}
+
+const struct srv_route *
+srv_route_lookup (const struct srv_route *routes, int method, const char *path)
+{
+  for (const struct srv_route *rt = routes; rt->pattern; rt++)
+    if (rt->method == method && match (NULL, rt->pattern, path))
+      return rt;
+  return NULL;
 }
 
 const struct srv_route *
@@ -543,9 +559,11 @@ on_request (struct evhttp_request *req, void *arg)
       return;
     }
   evhttp_request_set_on_complete_cb (req, on_complete, r);
-  evhttp_connection_set_closecb (evhttp_request_get_connection (req), on_close, r);
+  srv_gate_set_close (s, evhttp_request_get_connection (req), on_close, r);
   if (read_request (r, req) < 0)
     return srv_reply_error (r, 400, "invalid_request", NULL, NULL, "the request could not be read");
+  if (srv_gate_answer (r))
+    return;
   if (s->stopping)
     {
       srv_add_header (r, "Retry-After", "1");
@@ -643,6 +661,8 @@ srv_free (struct srv *s)
     evhttp_free (s->http);
   if (s->base)
     event_base_free (s->base);
+  /* After the base: freeing it ends the connections, and their gates.  */
+  srv_gate_free (s);
   if (s->ssl)
     SSL_CTX_free (s->ssl);
   rt_tokens_free (s->tokens);
@@ -674,6 +694,8 @@ srv_setup (struct srv *s, rt_context *ctx, const rt_serve_opts *opts, int fd, rt
                                            | EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH);
   evhttp_set_max_body_size (s->http, SRV_MAX_BODY);
   evhttp_set_max_headers_size (s->http, 64 << 10);
+  /* The time a connection may be idle, or a body or answer stalled; a
+     head has the header timeout (gate.h).  */
   evhttp_set_timeout (s->http, 300);
   evhttp_set_gencb (s->http, on_request, s);
   evhttp_set_bevcb (s->http, srv_conn_bev, s);
@@ -682,7 +704,7 @@ srv_setup (struct srv *s, rt_context *ctx, const rt_serve_opts *opts, int fd, rt
   s->sigint = evsignal_new (s->base, SIGINT, on_signal, s);
   s->stop_timer = evtimer_new (s->base, on_stop_tick, s);
   s->sweep_timer = event_new (s->base, -1, EV_PERSIST, on_sweep, s);
-  if (s->bound == NULL || srv_conns_setup (s) < 0 || s->sigterm == NULL || s->sigint == NULL || s->stop_timer == NULL
+  if (s->bound == NULL || srv_conns_setup (s) < 0 || srv_gate_setup (s) < 0 || s->sigterm == NULL || s->sigint == NULL || s->stop_timer == NULL
       || s->sweep_timer == NULL || evsignal_add (s->sigterm, NULL) < 0 || evsignal_add (s->sigint, NULL) < 0
       || event_add (s->sweep_timer, &sweep_every) < 0)
     return rt_error_set (err, EIO, "internal", "cannot start the server's event loop");

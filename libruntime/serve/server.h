@@ -22,7 +22,9 @@
 /* A JSON body's limit, and a file body's (PUT files/content).  */
 #define SRV_MAX_JSON_BODY (1u << 20)
 #define SRV_MAX_FILE_BODY (1u << 20)
-/* Any body (archives, upload chunks): evhttp refuses more.  */
+/* A body to a SRV_BIG_BODY route (archives, upload chunks); every other
+   route's is at most SRV_MAX_JSON_BODY (serve/gate.h: refused 413 at the
+   head, before any of it is read).  */
 #define SRV_MAX_BODY (64u << 20)
 /* A stream's writer waits while this much is queued for a slow client.  */
 #define SRV_STREAM_HIGH (1u << 20)
@@ -35,6 +37,7 @@ enum
   SRV_INLINE = 1 << 0,   /* quick and non-blocking: run on the loop thread */
   SRV_NO_AUTH = 1 << 1, /* answered without a token (none yet) */
   SRV_OWN_IDEM = 1 << 2, /* keeps Idempotency-Key itself (cluster/replica-routes.c) */
+  SRV_BIG_BODY = 1 << 3, /* takes a body up to SRV_MAX_BODY, not SRV_MAX_JSON_BODY */
 };
 
 struct srv_route
