@@ -86,8 +86,11 @@ bool rt_env_name_valid (const char *s, size_t len);
  *
  * A guest controls file names, command lines and log lines: an escape
  * sequence in them would drive the user's terminal (retitle it, rewrite
- * what is on screen).  Control characters, C1 controls and bytes that are
- * not UTF-8 become \xHH; everything else, other UTF-8 included, is kept.
+ * what is on screen), a bidirectional control would make a name show as
+ * another.  Control characters, C1 controls, the bidirectional controls
+ * (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) and bytes that
+ * are not UTF-8 become \xHH, byte by byte; everything else, other UTF-8
+ * included, is kept.
  * Return: a new string (free() it), or NULL when out of memory.
  */
 char *rt_text_escape (const char *text, bool multiline);

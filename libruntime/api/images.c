@@ -1,6 +1,8 @@
 /* images.c - image builds from recipes, their logs, listing, removal
    (docs/API.md).  A build is answered at once (state queued) and runs on
-   a thread of its own; one build at a time on the machine (a flock).  Its
+   a thread of its own; one build at a time on the machine, in turns
+   between tenants (build/queue.h), and under a flock against builds of
+   other processes.  Its
    record and log are the server's, per tenant:
    <data>/serve/builds/<tenant>/<id>.json {id, kind, name, state,
    createdAt, startedAt, endedAt, imageId, error, pid} and <id>.log.  The
@@ -19,6 +21,7 @@
 
 #include "common/util.h"
 #include "api/body.h"
+#include "build/queue.h"
 #include "image/store.h"
 #include "api/handlers.h"
 #include "api/text.h"
@@ -35,6 +38,7 @@ struct build
   rt_build_opts o;
   char **apt, **pip, **npm, **run, **files, **env;
   char *from, *name, *workdir;
+  uint64_t ticket; /* its place in the queue */
 };
 
 static void
@@ -62,7 +66,6 @@ builds_dir (rt_context *ctx, const char *tenant)
 }
 
 /* Builds of one token queued or running at once.  */
-#define SRV_MAX_BUILDS 4
 
 static char *
 path_of (const char *dir, const char *id, const char *ext)
@@ -117,6 +120,71 @@ record_get (const char *dir, const char *id)
   return rec;
 }
 
+/* The machine's builds in turn (build/queue.h).  A build's thread waits
+   for its ticket's turn, then for the flock (a `runtime image build` or
+   another server may hold it).  */
+static struct
+{
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  struct rt_build_queue q;
+  uint64_t serial, turn; /* turn: the ticket that runs now, 0 for none */
+} builds = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+/* Under builds.mu: with none running, the next build's turn.  */
+static void
+next_turn (void)
+{
+  uint64_t id;
+
+  if (builds.turn == 0 && rt_build_queue_pop (&builds.q, &id, NULL))
+    {
+      builds.turn = id;
+      pthread_cond_broadcast (&builds.cv);
+    }
+}
+
+/* 0 and @b queued; -EBUSY when its tenant has its share queued or
+   running.  */
+static int
+take_ticket (struct build *b)
+{
+  int ret;
+
+  pthread_mutex_lock (&builds.mu);
+  b->ticket = ++builds.serial;
+  ret = rt_build_queue_push (&builds.q, b->tenant, b->ticket);
+  pthread_mutex_unlock (&builds.mu);
+  return ret;
+}
+
+/* @b's turn is over, or it leaves the queue before it (no thread for it):
+   the next one goes.  */
+static void
+end_turn (struct build *b)
+{
+  pthread_mutex_lock (&builds.mu);
+  if (builds.turn == b->ticket)
+    {
+      builds.turn = 0;
+      rt_build_queue_done (&builds.q, b->tenant);
+    }
+  else
+    rt_build_queue_cancel (&builds.q, b->tenant, b->ticket);
+  next_turn ();
+  pthread_mutex_unlock (&builds.mu);
+}
+
+static void
+wait_turn (struct build *b)
+{
+  pthread_mutex_lock (&builds.mu);
+  next_turn ();
+  while (builds.turn != b->ticket)
+    pthread_cond_wait (&builds.cv, &builds.mu);
+  pthread_mutex_unlock (&builds.mu);
+}
+
 static void *
 build_main (void *arg)
 {
@@ -135,6 +203,7 @@ build_main (void *arg)
   if (rec == NULL)
     rec = json_object_new_object ();
   /* One build at a time on the machine: each boots a VM.  */
+  wait_turn (b);
   lockfd = lock ? open (lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
   if (lockfd >= 0)
     flock (lockfd, LOCK_EX);
@@ -157,6 +226,9 @@ build_main (void *arg)
   record_set (b->dir, b->id, rec, ret == 0 ? "ready" : "failed");
   if (fdir)
     rt_rm_rf (fdir, NULL);
+  if (lockfd >= 0)
+    close (steal_fd (&lockfd));
+  end_turn (b);
   build_free (b);
   return NULL;
 }
@@ -311,31 +383,6 @@ name_ok (const char *name)
   return base && rt_image_name_valid (base) && (colon == NULL || rt_image_name_valid (colon + 1));
 }
 
-/* Builds of a tenant queued or running now (records of this server's
-   builds that have not ended): each holds a thread and, in turn, a VM.  */
-static unsigned
-builds_in_flight (const char *dir)
-{
-  DIR *d = opendir (dir);
-  struct dirent *de;
-  unsigned n = 0;
-
-  if (d == NULL)
-    return 0;
-  while ((de = readdir (d)))
-    {
-      size_t len = strlen (de->d_name);
-      cleanup_free char *id = len == 25 && strcmp (de->d_name + 20, ".json") == 0 ? strndup (de->d_name, 20) : NULL;
-      cleanup_json json_object *rec = id ? record_get (dir, id) : NULL;
-      const char *st = rec ? rt_json_str (rec, "state") : NULL;
-
-      if (st && (strcmp (st, "queued") == 0 || strcmp (st, "building") == 0))
-        n++;
-    }
-  closedir (d);
-  return n;
-}
-
 void
 srv_image_build (struct srv_req *r)
 {
@@ -366,15 +413,16 @@ srv_image_build (struct srv_req *r)
     return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
   if (srv_ctx_new (r, &b->ctx, &err) < 0 || rt_mkdir_p (b->dir, 0700, &err) < 0)
     return build_free (b), srv_reply_rt_error (r, err);
-  if (builds_in_flight (b->dir) >= SRV_MAX_BUILDS)
+  if (!recipe_parse (b, recipe, issues))
+    return build_free (b), (void) srv_reply_issues (r, issues);
+  if (take_ticket (b) < 0)
     {
       build_free (b);
       srv_add_header (r, "Retry-After", "30");
-      return srv_reply_error (r, 429, "quota_exceeded", "wait for one to end (GET /v1/images/{id}/logs?follow=true)",
-                              NULL, "at most %d image builds of a token at once", SRV_MAX_BUILDS);
+      return srv_reply_error (r, 429, "too_many_builds", "wait for one to end (GET /v1/images/{id}/logs?follow=true)",
+                              NULL, "at most %d image builds of a token queued or running at once",
+                              RT_BUILD_QUEUE_PER_TENANT);
     }
-  if (!recipe_parse (b, recipe, issues))
-    return build_free (b), (void) srv_reply_issues (r, issues);
   rec = json_object_new_object ();
   rt_format_time (rt_epoch_ms (), now);
   json_object_object_add (rec, "id", json_object_new_string (b->id));
@@ -389,6 +437,7 @@ srv_image_build (struct srv_req *r)
       cleanup_free char *fdir = path_of (b->dir, b->id, ".files"), *rp = path_of (b->dir, b->id, ".json");
       rt_rm_rf (fdir, NULL);
       unlink (rp);
+      end_turn (b);
       build_free (b);
       return srv_reply_error (r, 503, "unavailable", NULL, NULL, "no thread for the build");
     }

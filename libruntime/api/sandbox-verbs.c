@@ -363,6 +363,10 @@ srv_sandbox_verb (struct srv_req *r)
                             "no verb :%s on a sandbox", name);
   if ((body = srv_body_json (r, verbs[v].fields)) == NULL || (ctx = srv_ctx (r)) == NULL)
     return;
+  /* Those that keep it running, at the token's --max-cost; :fork and
+     :snapshot are checked as creates are.  */
+  if ((v == V_WAKE || v == V_EXTEND) && srv_quota_spend (r) < 0)
+    return;
   if (answered_by_state (r, ctx, v))
     return;
   if (rt_sandbox_open (ctx, srv_param (r, "id"), &sb, &err) < 0)

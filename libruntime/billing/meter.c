@@ -1,5 +1,4 @@
 /* meter.c - the CPU meter (see meter.h).  */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,61 +6,22 @@
 
 #include "billing/meter.h"
 
-static bool
-read_schedstat (pid_t pid, pid_t tid, uint64_t *ns)
-{
-  char file[64], stat[128] = "";
-  FILE *f;
-  bool ok;
-
-  snprintf (file, sizeof file, "/proc/%d/task/%d/schedstat", (int) pid, (int) tid);
-  if ((f = fopen (file, "re")) == NULL)
-    return false;
-  ok = fgets (stat, sizeof stat, f) != NULL;
-  fclose (f);
-  if (ok)
-    *ns += strtoull (stat, NULL, 10);
-  return ok;
-}
-
-/* CPU time of QEMU's vCPU threads ("CPU n/TCG", "CPU n/KVM"), in ns.  The
-   threads are looked for until all are found, then only read.  */
+/* CPU time of the whole QEMU process, in ns: every thread's, those that
+   ended included (the kernel's process CPU clock, as /proc/<pid>/stat's
+   utime + stime but to the nanosecond).  Not only the vCPU threads: a QEMU
+   the guest broke into could do its work in a thread of another name, and
+   that is the sandbox's CPU too.  It cannot start processes (QEMU's
+   seccomp filter has spawn=deny, vmm/qemu-args.c), whose time this clock
+   would miss.  0 once QEMU is gone.  */
 static uint64_t
-vcpu_ns (struct rt_meter *mt)
+process_ns (const struct rt_meter *mt)
 {
-  pid_t pid = mt->pid;
-  char path[64];
-  cleanup_dir DIR *d = NULL;
-  struct dirent *de;
-  uint64_t total = 0;
-  bool all = mt->n_vcpu_tids > 0 && mt->n_vcpu_tids >= mt->vcpu;
+  clockid_t clock;
+  struct timespec ts;
 
-  for (unsigned i = 0; all && i < mt->n_vcpu_tids; i++)
-    all = read_schedstat (pid, mt->vcpu_tids[i], &total);
-  if (all)
-    return total;
-  total = 0;
-  mt->n_vcpu_tids = 0;
-  snprintf (path, sizeof path, "/proc/%d/task", (int) pid);
-  d = opendir (path);
-  while (d && (de = readdir (d)))
-    {
-      char file[320], comm[32] = "";
-      FILE *f;
-      if (de->d_name[0] == '.')
-        continue;
-      snprintf (file, sizeof file, "/proc/%d/task/%s/comm", (int) pid, de->d_name);
-      if ((f = fopen (file, "re")) == NULL)
-        continue;
-      if (fgets (comm, sizeof comm, f) == NULL)
-        comm[0] = '\0';
-      fclose (f);
-      if (strncmp (comm, "CPU ", 4) != 0 || !read_schedstat (pid, atoi (de->d_name), &total))
-        continue;
-      if (mt->n_vcpu_tids < sizeof mt->vcpu_tids / sizeof mt->vcpu_tids[0])
-        mt->vcpu_tids[mt->n_vcpu_tids++] = atoi (de->d_name);
-    }
-  return total;
+  if (clock_getcpuclockid (mt->pid, &clock) != 0 || clock_gettime (clock, &ts) < 0)
+    return 0;
+  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
 int64_t
@@ -98,7 +58,9 @@ rt_meter_sample (struct rt_meter *mt)
 
   if (mt->pid <= 0 || mt->last_mono_us == 0)
     return;
-  cpu = vcpu_ns (mt);
+  cpu = process_ns (mt);
+  if (cpu == 0)
+    cpu = mt->last_cpu_ns; /* QEMU gone: nothing more to add, and no restart from 0 */
   d_wall_us = now - mt->last_mono_us;
   d_cpu_us = cpu > mt->last_cpu_ns ? (cpu - mt->last_cpu_ns) / 1000 : 0;
   mt->last_mono_us = now;
@@ -122,7 +84,7 @@ rt_meter_resume (struct rt_meter *mt)
 {
   mt->paused = false;
   mt->last_mono_us = rt_now_us ();
-  mt->last_cpu_ns = vcpu_ns (mt);
+  mt->last_cpu_ns = process_ns (mt);
 }
 
 void

@@ -1,6 +1,8 @@
-/* meter.h - the CPU meter of a running sandbox: QEMU's vCPU threads as the
- * host's scheduler sees them (/proc/<pid>/task/<tid>/schedstat), sampled
- * every second, so what the guest says of itself is never billed.  It
+/* meter.h - the CPU meter of a running sandbox: the whole QEMU process,
+ * every thread, as the host's scheduler counts it (the process CPU clock,
+ * clock_getcpuclockid(3)), sampled every second, so what the guest says of
+ * itself is never billed, nor can a QEMU the guest broke into hide its
+ * work in threads not named "CPU n".  It
  * keeps the running time, the measured and billed CPU time (price.h), and
  * writes the sandbox's ledger records (ledger.h).
  */
@@ -31,10 +33,8 @@ struct rt_meter
   struct event *ev;
   bool paused;
   uint64_t last_cpu_ns, last_mono_us;
-  pid_t vcpu_tids[64];        /* found once, then only their schedstat is read */
-  unsigned n_vcpu_tids;
   uint64_t running_us, cpu_us, billed_cpu_us;
-  double cpu_percent;         /* over the last sample, of all vCPUs */
+  double cpu_percent;         /* over the last sample, of all vCPUs (QEMU's own threads may add a little) */
   unsigned since_record;      /* samples since the last record */
 };
 

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <linux/openat2.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -286,6 +287,21 @@ copy_dir (int fd, int to, const char *shown, int depth, rt_error **err)
   return ret;
 }
 
+/* A hard link is the same file under another name, and RESOLVE_BENEATH
+   sees only the name: a link in the folder to a file outside it (made by
+   someone who could read it, or while it was theirs) would carry that file
+   into the image.  So a regular file with more than one link is copied
+   only when it belongs to the caller, whose own files it may read anyway.  */
+static int
+refuse_hard_link (const struct stat *st, const char *shown, rt_error **err)
+{
+  if (!S_ISREG (st->st_mode) || st->st_nlink <= 1 || st->st_uid == geteuid ())
+    return 0;
+  rt_error_set (err, EPERM, "invalid_request", "'%s' has %ju hard links and belongs to uid %ju, not to this user", shown,
+                (uintmax_t) st->st_nlink, (uintmax_t) st->st_uid);
+  return rt_error_hint (err, "a hard link may name a file outside the recipe's folder; copy the file instead (cp)");
+}
+
 /* @fd (described by @st) as @name in @todir, with its mode and times.  */
 static int
 copy_node (int fd, const struct stat *st, int todir, const char *name, const char *shown, int depth, rt_error **err)
@@ -297,6 +313,9 @@ copy_node (int fd, const struct stat *st, int todir, const char *name, const cha
   /* Checked again on the descriptor: the entry may have been swapped.  */
   if (!S_ISREG (st->st_mode) && !S_ISDIR (st->st_mode))
     return refuse_kind (shown, err);
+  ret = refuse_hard_link (st, shown, err);
+  if (ret < 0)
+    return ret;
   if (depth > MAX_DEPTH)
     return rt_error_set (err, ELOOP, "invalid_request", "'%s' is more than %d directories deep", shown, MAX_DEPTH);
   if (S_ISDIR (st->st_mode))

@@ -22,7 +22,8 @@ int rt_open_beneath_walk (int dirfd, const char *path, int flags);
    directory @todir, keeping modes and times: a directory's entries are
    opened relative to their parent with O_NOFOLLOW, its symlinks copied as
    symlinks (never followed); anything else is refused, naming it as
-   @shown/<path> in the error.
+   @shown/<path> in the error, and so is a regular file with more than one
+   hard link that the caller (the effective uid) does not own.
    Return: 0, or a negative errno with *err set.  */
 int rt_copy_fd_tree (int fd, int todir, const char *name, const char *shown, rt_error **err);
 /* The path the kernel knows @fd by (for messages and names only: never

@@ -60,6 +60,22 @@ utf8_len (const unsigned char *p, size_t left)
   return n;
 }
 
+/* A bidirectional formatting control (Unicode's Bidi_Control property):
+   U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069.  They reorder
+   what follows on the screen, so a name can show as another ("Trojan
+   Source", CVE-2021-42574).  @p is a valid sequence of @n bytes.  */
+static bool
+is_bidi_control (const unsigned char *p, size_t n)
+{
+  if (n == 2)
+    return p[0] == 0xd8 && p[1] == 0x9c;
+  if (n != 3 || p[0] != 0xe2)
+    return false;
+  if (p[1] == 0x80)
+    return p[2] == 0x8e || p[2] == 0x8f || (p[2] >= 0xaa && p[2] <= 0xae);
+  return p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9;
+}
+
 char *
 rt_text_escape (const char *text, bool multiline)
 {
@@ -72,7 +88,11 @@ rt_text_escape (const char *text, bool multiline)
   for (size_t i = 0; i < len;)
     {
       size_t n = p[i] >= 0x80 ? utf8_len (p + i, len - i) : 1;
-      bool plain = n > 1 || (p[i] >= 0x20 && p[i] < 0x7f) || (multiline && (p[i] == '\n' || p[i] == '\t'));
+      bool plain;
+
+      if (n > 1 && is_bidi_control (p + i, n))
+        n = 0;
+      plain = n > 1 || (p[i] >= 0x20 && p[i] < 0x7f) || (multiline && (p[i] == '\n' || p[i] == '\t'));
       if (!plain)
         {
           o += sprintf (o, "\\x%02x", p[i]);

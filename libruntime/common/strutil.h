@@ -16,8 +16,9 @@ char *rt_strdup_printf (const char *fmt, ...) RT_PRINTF (1, 2);
    names), whatever the locale.  Public too (include/runtime.h); declared
    here for the agent, which does not see that header.  */
 bool rt_env_name_valid (const char *s, size_t len);
-/* @text as a terminal may show it: control characters, C1 controls and
-   bytes that are not UTF-8 as \xHH, newlines and tabs kept only when
+/* @text as a terminal may show it: control characters, C1 controls,
+   bidirectional controls (U+061C, U+200E/F, U+202A..E, U+2066..9) and
+   bytes that are not UTF-8 as \xHH (each byte), newlines and tabs kept only when
    @multiline.  A new string, or NULL when out of memory.  Public too.  */
 char *rt_text_escape (const char *text, bool multiline);
 

@@ -143,7 +143,7 @@ struct mon
   struct rt_proxy *proxy;
   struct rt_intercept *intercept; /* for the sandbox's secrets, or NULL */
   bool trial;
-  struct rt_meter meter;      /* QEMU's vCPU threads, and the ledger */
+  struct rt_meter meter;      /* the whole QEMU process, and the ledger */
   struct rt_console console;  /* the guest's console, a capped log */
   struct event *ev_console;
   char *resolve;              /* RUNTIME_RESOLVE, read before the environment went */
@@ -172,7 +172,7 @@ void mon_stop (struct mon *m, const char *reason);
 void mon_end_loop_soon (struct mon *m);
 /* Stops the sandbox when @owner exits (an ephemeral sandbox's creator).  */
 int mon_watch_owner (struct mon *m, pid_t owner, rt_error **err);
-/* Starts billing QEMU's vCPU threads.  */
+/* Starts billing the QEMU process.  */
 int mon_start_meter (struct mon *m, rt_error **err);
 
 #endif

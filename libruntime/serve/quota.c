@@ -1,5 +1,6 @@
-/* quota.c - a token's limits at create, fork and snapshot (server.h): what its
-   tenant holds (rt_tenant_usage_get) plus the creates it has in progress,
+/* quota.c - a token's limits at create, fork and snapshot, and its spend
+   on every verb that keeps a sandbox running (server.h): what its tenant
+   holds (rt_tenant_usage_get) plus the creates it has in progress,
    counted here because a sandbox being made is not in the usage yet.
    A reservation is released only once the sandbox is in the store (or
    failed), so two concurrent creates never both fit a last place; for a
@@ -139,6 +140,30 @@ reserve (struct srv_req *r, unsigned sandboxes, unsigned vcpu, bool quiet)
   if (quiet)
     return 1;
   return refuse (r, limit, max, held, asked, strcmp (limit, "maxCostMicros") == 0 ? "3600" : ps || pv ? "10" : "60");
+}
+
+int
+srv_quota_spend (struct srv_req *r)
+{
+  const struct rt_token_info *t = srv_token (r);
+  cleanup_error rt_error *err = NULL;
+  struct rt_tenant_usage u;
+  rt_context *ctx;
+
+  if (t == NULL || t->max_cost_micros == 0)
+    return 0;
+  if ((ctx = srv_ctx (r)) == NULL)
+    return -1;
+  if (rt_tenant_usage_get (ctx, t->name, &u, &err) < 0)
+    {
+      srv_reply_rt_error (r, err);
+      return -1;
+    }
+  if (u.charged_micros < t->max_cost_micros)
+    return 0;
+  refuse_with (r, "maxCostMicros", t->max_cost_micros, u.charged_micros, 0, "3600",
+               "the token has spent its --max-cost: stop or delete its sandboxes, or ask for a larger limit");
+  return -1;
 }
 
 int

@@ -231,7 +231,8 @@ srv_sandbox_open (struct srv_req *r)
   rt_context *ctx = srv_ctx (r);
   rt_sandbox *sb = NULL;
 
-  if (ctx == NULL)
+  /* Each of its callers may wake the sandbox (autoWake) or runs in it.  */
+  if (ctx == NULL || srv_quota_spend (r) < 0)
     return NULL;
   if (rt_sandbox_open (ctx, srv_param (r, "id"), &sb, &err) < 0)
     {

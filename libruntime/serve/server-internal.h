@@ -54,6 +54,7 @@ struct srv
   struct srv_idem *idem;
   struct evhttp_bound_socket *bound;
   struct event *sigterm, *sigint, *stop_timer, *sweep_timer;
+  struct event *spend_timer; /* spend.c: tenants at their --max-cost paused */
   double stop_deadline;
   struct srv_req *waiters; /* for the first answer to their key */
   unsigned serial;          /* of request ids */
@@ -75,6 +76,7 @@ struct srv
   unsigned nqueued;  /* requests in the queue */
   bool stopping, exiting;
   bool sweeping;                               /* a sweep thread runs (sweep.c) */
+  bool spending;                               /* a spend round runs (spend.c) */
   struct srv_pending pending[SRV_MAX_BUCKETS]; /* creates in progress, per tenant */
 };
 

@@ -22,6 +22,7 @@
 #include "serve/conns.h"
 #include "serve/gate.h"
 #include "serve/listen.h"
+#include "serve/spend.h"
 #include "serve/sweep.h"
 #include "serve/workers.h"
 #include "serve/server-internal.h"
@@ -655,6 +656,8 @@ srv_free (struct srv *s)
     event_free (s->stop_timer);
   if (s->sweep_timer)
     event_free (s->sweep_timer);
+  if (s->spend_timer)
+    event_free (s->spend_timer);
   if (s->accept_timer)
     event_free (s->accept_timer);
   if (s->http)
@@ -706,7 +709,7 @@ srv_setup (struct srv *s, rt_context *ctx, const rt_serve_opts *opts, int fd, rt
   s->sweep_timer = event_new (s->base, -1, EV_PERSIST, on_sweep, s);
   if (s->bound == NULL || srv_conns_setup (s) < 0 || srv_gate_setup (s) < 0 || s->sigterm == NULL || s->sigint == NULL || s->stop_timer == NULL
       || s->sweep_timer == NULL || evsignal_add (s->sigterm, NULL) < 0 || evsignal_add (s->sigint, NULL) < 0
-      || event_add (s->sweep_timer, &sweep_every) < 0)
+      || event_add (s->sweep_timer, &sweep_every) < 0 || srv_spend_watch (s) < 0)
     return rt_error_set (err, EIO, "internal", "cannot start the server's event loop");
   return 0;
 }

@@ -89,7 +89,8 @@ rt_context *srv_ctx (struct srv_req *r);
    without a token: such a thread never acts as the host.  */
 int srv_ctx_new (struct srv_req *r, rt_context **out, rt_error **err);
 /* The live sandbox `{id}` names, the tenant's; NULL after replying the
-   error (404 for anyone else's).  Close it with rt_sandbox_close.  */
+   error (404 for anyone else's; 429 when the token spent its --max-cost,
+   srv_quota_spend).  Close it with rt_sandbox_close.  */
 rt_sandbox *srv_sandbox_open (struct srv_req *r);
 const void *srv_body (struct srv_req *r, size_t *len);
 
@@ -128,6 +129,12 @@ int srv_quota_reserve (struct srv_req *r, unsigned sandboxes, unsigned vcpu);
    reached (the caller may still answer without creating).  */
 int srv_quota_try (struct srv_req *r, unsigned sandboxes, unsigned vcpu);
 void srv_quota_release (struct srv_req *r, unsigned sandboxes, unsigned vcpu);
+/* The token's --max-cost against what its tenant was charged in all: 0
+   while under it, else -1 after replying 429 quota_exceeded as a create
+   would (limit maxCostMicros).  For every verb that runs or wakes a
+   sandbox (:wake, :extend, exec and every route that may wake it,
+   srv_sandbox_open); :stop, :pause and DELETE stay open.  */
+int srv_quota_spend (struct srv_req *r);
 /* One more snapshot for the token: at most its max_snapshots
    (RT_TOKEN_DEFAULT_SNAPSHOTS when 0) with those being made; 0 and counted
    as being made until srv_quota_snapshot_done, or -1 after replying 429

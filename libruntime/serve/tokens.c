@@ -421,6 +421,12 @@ rt_tokens_check (struct rt_tokens *t, const char *bearer, struct rt_token_info *
   return 1;
 }
 
+const struct rt_token_info *
+rt_tokens_at (const struct rt_tokens *t, size_t i)
+{
+  return i < t->n ? &t->v[i].info : NULL;
+}
+
 int
 rt_tokens_named (struct rt_tokens *t, const char *name, struct rt_token_info *info)
 {

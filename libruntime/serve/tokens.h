@@ -40,6 +40,9 @@ int rt_tokens_check (struct rt_tokens *t, const char *bearer, struct rt_token_in
    from one thread.  */
 int rt_tokens_named (struct rt_tokens *t, const char *name, struct rt_token_info *info);
 void rt_tokens_free (struct rt_tokens *t);
+/* The @i-th token of the file as loaded (NULL past the last): for the
+   spend watch (serve/spend.c), which loads one of its own.  */
+const struct rt_token_info *rt_tokens_at (const struct rt_tokens *t, size_t i);
 
 /* What a tenant holds and spent, for its limits: live sandboxes (running
    or paused), their vCPUs, and microdollars charged to it in all.  */

@@ -44,7 +44,7 @@ spec_check (const uint8_t *hdr, uint32_t *len)
   int bad = 0;
 
   *len = (uint32_t) hdr[0] | (uint32_t) hdr[1] << 8 | (uint32_t) hdr[2] << 16 | (uint32_t) hdr[3] << 24;
-  if (hdr[8] < RT_FRAME_HELLO || hdr[8] > RT_FRAME_DONE)
+  if (hdr[8] < RT_FRAME_HELLO || hdr[8] > RT_FRAME_TYPE_MAX)
     bad |= BAD_TYPE;
   if (hdr[9] != 0 || hdr[10] != 0 || hdr[11] != 0)
     bad |= BAD_RESERVED;

@@ -1,10 +1,12 @@
 /* test-beneath.c - what a recipe's folder lets out (common/beneath.h):
    absolute paths, "..", symlinks that leave and /proc's magic links are
    refused by openat2 and by the walk that stands in for it; symlinks that
-   stay inside are followed; a copied tree keeps its symlinks as symlinks.
+   stay inside are followed; a copied tree keeps its symlinks as symlinks
+   and refuses another user's file with more than one hard link.
    A mistake here bakes a host file (/etc/shadow, the secrets) into an
    image.  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -172,6 +174,63 @@ copy_tests (const char *root, int in)
   close (to);
 }
 
+/* Whether copying @name (beneath @in) as @as into @to succeeds; the
+   error's message in @msg.  */
+static int
+copy_one (int in, const char *name, int to, const char *as, char *msg, size_t size)
+{
+  int fd = rt_open_beneath (in, name, O_RDONLY);
+  rt_error *err = NULL;
+  int ret = fd < 0 ? fd : rt_copy_fd_tree (fd, to, as, name, &err);
+
+  snprintf (msg, size, "%s", err ? err->msg : "copied");
+  rt_error_free (err);
+  if (fd >= 0)
+    close (fd);
+  return ret;
+}
+
+/* Hard links: RESOLVE_BENEATH sees names only, and a second name of a file
+   elsewhere stays beneath.  Another user's file with two links is refused
+   (alone or in a tree), the caller's own or one with a single link is
+   copied.  Needs root to give a file away (chown).  */
+static void
+hard_link_tests (const char *root, int in)
+{
+  char p[4096], q[4096], msg[512];
+  int to, ret;
+
+  snprintf (p, sizeof p, "%s/out-links", root);
+  mkdir (p, 0700);
+  to = open (p, O_RDONLY | O_DIRECTORY);
+  snprintf (p, sizeof p, "%s/in/links", root);
+  mkdir (p, 0700);
+  snprintf (p, sizeof p, "%s/elsewhere", root);
+  close (open (p, O_WRONLY | O_CREAT, 0600));
+  snprintf (q, sizeof q, "%s/in/links/mine", root);
+  ok (link (p, q) == 0, "a second name of one's own file is made");
+  ret = copy_one (in, "links/mine", to, "mine", msg, sizeof msg);
+  ok (ret == 0, "one's own file with two links is copied (%s)", msg);
+  ret = copy_one (in, "links", to, "tree-mine", msg, sizeof msg);
+  ok (ret == 0, "a tree with one's own linked file is copied (%s)", msg);
+  if (geteuid () != 0 || chown (p, 65534, 65534) < 0)
+    {
+      ok (1, "# SKIP not root: cannot give a file away");
+      close (to);
+      return;
+    }
+  ret = copy_one (in, "links/mine", to, "theirs", msg, sizeof msg);
+  ok (ret < 0 && strstr (msg, "links/mine") && strstr (msg, "hard links"),
+      "another user's file with two links is refused, naming it (%s)", msg);
+  ret = copy_one (in, "links", to, "tree-theirs", msg, sizeof msg);
+  ok (ret < 0 && strstr (msg, "links/mine") && strstr (msg, "hard links"),
+      "a tree holding another user's linked file is refused (%s)", msg);
+  unlink (p);
+  ret = copy_one (in, "links/mine", to, "single", msg, sizeof msg);
+  ok (ret == 0, "another user's file with one link is copied (%s)", msg);
+  close (to);
+}
+
 int
 main (void)
 {
@@ -186,6 +245,7 @@ main (void)
   resolve_tests (rt_open_beneath, "openat2", in);
   resolve_tests (rt_open_beneath_walk, "walk", in);
   copy_tests (root, in);
+  hard_link_tests (root, in);
   close (in);
   snprintf (p, sizeof p, "rm -rf '%s'", root);
   if (system (p) != 0)

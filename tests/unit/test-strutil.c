@@ -33,6 +33,35 @@ main (void)
   is_escaped ("\xc0\xaf \xed\xa0\x80 \xf5\x80\x80\x80", false, "\\xc0\\xaf \\xed\\xa0\\x80 \\xf5\\x80\\x80\\x80",
               "overlong, surrogate and out-of-range sequences are escaped byte by byte");
   is_escaped ("\xe6\x97", false, "\\xe6\\x97", "a sequence cut short at the end is escaped");
+  {
+    /* Every bidirectional control, in a name that would read as another
+       (U+202E turns "txt.exe" into what shows as "exe.txt").  */
+    static const struct
+    {
+      const char *in, *want;
+    } bidi[] = {
+      { "\xd8\x9c", "\\xd8\\x9c" },             /* U+061C ARABIC LETTER MARK */
+      { "\xe2\x80\x8e", "\\xe2\\x80\\x8e" },   /* U+200E LRM */
+      { "\xe2\x80\x8f", "\\xe2\\x80\\x8f" },   /* U+200F RLM */
+      { "\xe2\x80\xaa", "\\xe2\\x80\\xaa" },   /* U+202A LRE */
+      { "\xe2\x80\xab", "\\xe2\\x80\\xab" },   /* U+202B RLE */
+      { "\xe2\x80\xac", "\\xe2\\x80\\xac" },   /* U+202C PDF */
+      { "\xe2\x80\xad", "\\xe2\\x80\\xad" },   /* U+202D LRO */
+      { "\xe2\x80\xae", "\\xe2\\x80\\xae" },   /* U+202E RLO */
+      { "\xe2\x81\xa6", "\\xe2\\x81\\xa6" },   /* U+2066 LRI */
+      { "\xe2\x81\xa7", "\\xe2\\x81\\xa7" },   /* U+2067 RLI */
+      { "\xe2\x81\xa8", "\\xe2\\x81\\xa8" },   /* U+2068 FSI */
+      { "\xe2\x81\xa9", "\\xe2\\x81\\xa9" },   /* U+2069 PDI */
+      { "report\xe2\x80\xaetxt.exe", "report\\xe2\\x80\\xaetxt.exe" },
+      /* Their neighbours are ordinary text: U+061B, U+200D, U+2010,
+         U+202F, U+2065, U+206A.  */
+      { "\xd8\x9b\xe2\x80\x8d\xe2\x80\x90\xe2\x80\xaf\xe2\x81\xa5\xe2\x81\xaa",
+        "\xd8\x9b\xe2\x80\x8d\xe2\x80\x90\xe2\x80\xaf\xe2\x81\xa5\xe2\x81\xaa" },
+    };
+    for (size_t i = 0; i < sizeof bidi / sizeof bidi[0]; i++)
+      is_escaped (bidi[i].in, false, bidi[i].want, i + 1 < sizeof bidi / sizeof bidi[0]
+                  ? "a bidirectional control is escaped byte by byte" : "the characters next to them are kept");
+  }
   is_escaped ("back\\slash", false, "back\\slash", "a backslash is kept");
   is_escaped (NULL, false, "", "NULL is the empty string");
   {

@@ -169,6 +169,27 @@ API_TOKEN=$TOKEN_Q api DELETE "/v1/sandboxes/$Q" >/dev/null
 is "its sandbox deleted" "$status" 200
 runtime token rm tenant-q >/dev/null 2>&1
 
+# -- a token at its --max-cost: its running sandbox is paused (serve/spend.c,
+# every 10 s), and waking or running in it is refused as a create is
+TOKEN_C=$(runtime token create tenant-c --max-cost 0.000001 --rate 1000 2>"$tmp/err" | tail -1)
+API_TOKEN=$TOKEN_C api POST /v1/sandboxes '{"vcpu": 1, "memoryMiB": 256, "funding": "paid", "autoWake": true}' >/dev/null
+C=$(bj 'o.get("id", "")')
+API_TOKEN=$TOKEN_C api GET "/v1/sandboxes/$C?waitFor=running&timeoutSeconds=120" >/dev/null
+is "a paid sandbox of a token with --max-cost \$0.000001 runs" "$(bj 'o["state"]')" running
+API_TOKEN=$TOKEN_C api GET "/v1/sandboxes/$C?waitFor=paused&timeoutSeconds=60" >/dev/null
+is "… and is paused once its ledger records reach the limit" "$(bj 'o["state"]')" paused
+diag "$(grep "tenant tenant-c spent" "$SERVE_LOG" 2>/dev/null | head -1)"
+API_TOKEN=$TOKEN_C api POST "/v1/sandboxes/$C:wake" '{}' >/dev/null
+answer ":wake of it: 429 quota_exceeded" 429 quota_exceeded
+check "… naming maxCostMicros" grep -q maxCostMicros "$tmp/api.body"
+API_TOKEN=$TOKEN_C api POST "/v1/sandboxes/$C:exec" '{"argv": ["true"]}' >/dev/null
+answer "an exec (it would auto-wake it): 429 quota_exceeded" 429 quota_exceeded
+API_TOKEN=$TOKEN_C api GET "/v1/sandboxes/$C" >/dev/null
+is "… and it stays paused" "$(bj 'o["state"]')" paused
+API_TOKEN=$TOKEN_C api DELETE "/v1/sandboxes/$C" >/dev/null
+is "DELETE still works" "$status" 200
+runtime token rm tenant-c >/dev/null 2>&1
+
 # -- what runtime-serve.service's KillMode=process relies on: SIGTERM to the
 # server alone leaves the sandboxes' monitors running, and a new server
 # serves them
