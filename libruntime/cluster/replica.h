@@ -50,6 +50,7 @@ struct srv_cluster;
 struct srv_cluster_opts
 {
   const char *nats, *ca_file, *cert_file, *key_file;
+  const char *cluster_key; /* its file (cluster/seal.h) */
   unsigned replicas;
 };
 

@@ -30,7 +30,8 @@
 #include "nats-fixture.h"
 #include "tap.h"
 
-static char top[64], dir[128];
+static char top[64], dir[128], keyfile[200];
+static struct rt_seal_key cluster_key;
 static const char *fixture, *runtime;
 static int port;
 
@@ -483,8 +484,12 @@ main (int argc, char **argv)
   setenv ("RUNTIME_ACCEL", "tcg", 1);
   unsetenv ("RUNTIME_API_URL");
   port = free_port ();
+  snprintf (keyfile, sizeof keyfile, "%s/cluster.key", top);
+  ok (nats_fixture_key (keyfile, &cluster_key) == 0, "a cluster key, the replica's and the fake host's");
   urls = nats_fixture_start (fixture, dir);
-  ok (urls && rt_bus_connect (&(struct rt_bus_opts){ .urls = urls, .name = "fake-host" }, &fa.bus, &e) == 0,
+  ok (urls && rt_bus_connect (&(struct rt_bus_opts){ .urls = urls, .name = "fake-host", .key = &cluster_key },
+                              &fa.bus, &e)
+                  == 0,
       "three NATS servers on loopback; the fake host connected");
   if (fa.bus == NULL || rt_bus_subscribe (fa.bus, "runtime.node.fa.api", NULL, on_api, NULL, &s1, &e) < 0
       || rt_bus_subscribe (fa.bus, "runtime.node.fa.pull", NULL, on_pull, NULL, &s2, &e) < 0
