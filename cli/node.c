@@ -8,8 +8,9 @@
 
 static const struct cli_opt node_opts[] = {
   { "nats", "URLS",
-    "the NATS servers (nats:// or tls://), comma-separated; all of a cluster's, for failover. With a password in "
-    "them, prefer RUNTIME_NODE_NATS: a command line is readable by every user of the host",
+    "the NATS servers (tls://USER:PASS@HOST:PORT; nats:// only on loopback), comma-separated; all of a cluster's, "
+    "for failover. With a password in them, prefer RUNTIME_NODE_NATS: a command line is readable by every user of "
+    "the host",
     "$RUNTIME_NODE_NATS", false },
   { "name", "NAME", "this host's name in the cluster: letters, digits, _ and -", "$RUNTIME_NODE_NAME, or the host name",
     false },
@@ -37,7 +38,7 @@ node_run (struct cli_command *cmd, int argc, char **argv)
   if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
     return code;
   if (cli_opt_or_env (cmd, &a, "nats", "RUNTIME_NODE_NATS") == NULL)
-    return cli_usage_error ("give --nats nats://HOST:PORT[,…] or set RUNTIME_NODE_NATS",
+    return cli_usage_error ("give --nats tls://USER:PASS@HOST:PORT[,…] or set RUNTIME_NODE_NATS",
                             "runtime node needs the NATS cluster");
   if (cli_opt_uint (cmd, &a, "replicas", 1, 5, &replicas) < 0)
     return 1;

@@ -16,7 +16,8 @@
 #define MAX_SERVERS 16
 #define CONNECT_TIMEOUT_MS 2000
 #define RECONNECT_WAIT_MS 250
-/* A message published (a report, an answer) is good this long.  */
+/* A message published (a report, an answer) is good this long, and a
+   request at least as long: clocks of hosts may be this far apart.  */
 #define PUBLISH_TTL_MS 60000
 /* Refusals are said at most this often (a flood says one line).  */
 #define REFUSED_SAY_MS 10000
@@ -430,7 +431,13 @@ rt_bus_request (rt_bus *b, const char *subject, const void *data, size_t len, in
   natsStatus s;
   int n, ret = 0;
 
-  if (b->keyed && rt_seal (&b->key, subject, rt_epoch_ms () + timeout_ms, data, len, &frame, &len, err) < 0)
+  /* Good at least as long as a message published: a short request (a
+     ping) must survive clocks a little apart; the nonce, not the
+     deadline, keeps it from being taken twice.  */
+  if (b->keyed
+      && rt_seal (&b->key, subject, rt_epoch_ms () + (timeout_ms > PUBLISH_TTL_MS ? timeout_ms : PUBLISH_TTL_MS), data,
+                  len, &frame, &len, err)
+             < 0)
     return -EIO;
   s = natsConnection_Request (&m, b->nc, subject, frame ? (const void *) frame : data, (int) len, timeout_ms);
   if (s == NATS_NO_RESPONDERS || s == NATS_TIMEOUT)

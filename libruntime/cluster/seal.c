@@ -14,7 +14,7 @@
 
 #include "cluster/seal.h"
 #include "common/cleanup.h"
-#include "core/context.h"
+#include "common/util.h"
 
 #define MAGIC "RTS1"
 #define HEAD (4 + 8 + RT_SEAL_NONCE_LEN)

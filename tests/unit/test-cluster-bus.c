@@ -186,6 +186,8 @@ test_sealed (const char *urls, const struct rt_seal_key *key)
       "a keyed bus and one without the key");
   if (sub == NULL || spy_sub == NULL)
     goto out;
+  /* The subscriptions known to every server of the cluster.  */
+  usleep (300 * 1000);
   ok (rt_bus_request (hostile, "rt.test.sealed", secret, strlen (secret), 2000, &reply, &len, &e) == 0
           && strstr (reply, "\"unauthorized\"") && atomic_load (&sealed_calls) == 0,
       "a request without the key: refused, its handler not called: %.90s", reply ? reply : e->msg);
@@ -209,7 +211,7 @@ test_sealed (const char *urls, const struct rt_seal_key *key)
   /* The hostile side answers a keyed request itself: not sealed.  */
   rt_bus_unsubscribe (sub), sub = NULL;
   rt_bus_unsubscribe (spy_sub), spy_sub = NULL;
-  if (rt_bus_subscribe (hostile, "rt.test.sealed", NULL, echo, hostile, &spy_sub, &e) == 0)
+  if (rt_bus_subscribe (hostile, "rt.test.sealed", NULL, echo, hostile, &spy_sub, &e) == 0 && usleep (300 * 1000) == 0)
     ok (rt_bus_request (kb, "rt.test.sealed", "x", 1, 2000, &reply, &len, &e) < 0 && has_code (e, "unauthorized"),
         "an answer not sealed for its inbox: refused: %s", e ? e->msg : reply);
   free (reply);
