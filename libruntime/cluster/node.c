@@ -499,7 +499,7 @@ node_join (struct node *n, const rt_node_opts *o, rt_bus_sub **ping, rt_bus_sub 
   /* Only what a holder of the key sealed is taken (cluster/seal.h): the
      tenant and limits a request names are then a replica's.  */
   if (rt_seal_key_load (o->cluster_key, &key, err) < 0)
-    return (*err)->hint
+    return err && *err && (*err)->hint
                ? -EINVAL
                : rt_error_hint (err, "give --cluster-key FILE (or RUNTIME_NODE_CLUSTER_KEY), the replicas' own");
   ret = rt_bus_connect (&bo, &n->bus, err);

@@ -526,7 +526,9 @@ srv_cluster_start (struct srv *s, const struct srv_cluster_opts *o, struct srv_c
   if (rt_seal_key_load (o->cluster_key, &key, err) < 0)
     {
       free (c);
-      return rt_error_hint (err, "give --cluster-key FILE (or RUNTIME_SERVE_CLUSTER_KEY), the nodes' own");
+      return err && *err && (*err)->hint
+                 ? -EINVAL
+                 : rt_error_hint (err, "give --cluster-key FILE (or RUNTIME_SERVE_CLUSTER_KEY), the nodes' own");
     }
   c->srv = s;
   pthread_mutex_init (&c->mu, NULL);

@@ -57,7 +57,7 @@ rt_seal_key_load (const char *path, struct rt_seal_key *k, rt_error **err)
   if (got != RT_SEAL_KEY_LEN)
     {
       rt_error_set (err, EINVAL, "usage", "the cluster key '%s' is not %d bytes", path, RT_SEAL_KEY_LEN);
-      return rt_error_hint (err, "make one: head -c 32 /dev/urandom > FILE; chmod 600 FILE");
+      return rt_error_hint (err, "make one: (umask 077; head -c 32 /dev/urandom > FILE)");
     }
   rt_seal_key_derive (raw, k);
   OPENSSL_cleanse (raw, sizeof raw);
