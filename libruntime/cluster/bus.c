@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cluster/bus.h"
+#include "common/b64.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/util.h"
@@ -456,6 +457,33 @@ rt_bus_request (rt_bus *b, const char *subject, const void *data, size_t len, in
     }
   natsMsg_Destroy (m);
   return ret;
+}
+
+int
+rt_bus_seal_value (rt_bus *b, const char *label, const char *value, size_t len, char **b64, rt_error **err)
+{
+  cleanup_free unsigned char *frame = NULL;
+  size_t n = 0;
+
+  if (!b->keyed)
+    return rt_error_set (err, EACCES, "unauthorized", "no cluster key to seal a value with");
+  if (rt_seal_value (&b->key, label, value, len, &frame, &n, err) < 0)
+    return -EIO;
+  *b64 = rt_b64_encode (frame, n);
+  return *b64 ? 0 : rt_error_oom (err);
+}
+
+int
+rt_bus_open_value (rt_bus *b, const char *label, const char *b64, char **value, size_t *len, rt_error **err)
+{
+  cleanup_free uint8_t *frame = NULL;
+  size_t n = 0;
+
+  if (!b->keyed)
+    return rt_error_set (err, EACCES, "unauthorized", "no cluster key to open a value with");
+  if (rt_b64_decode_alloc (b64, strlen (b64), &frame, &n) < 0)
+    return rt_error_set (err, EACCES, "unauthorized", "a sealed value that is not base64");
+  return rt_unseal_value (&b->key, label, frame, n, (unsigned char **) value, len, err);
 }
 
 void *

@@ -81,6 +81,14 @@ void rt_bus_unsubscribe (rt_bus_sub *s);
 int rt_bus_request (rt_bus *b, const char *subject, const void *data, size_t len, int timeout_ms, char **reply,
                     size_t *reply_len, rt_error **err);
 
+/* @len bytes of @value sealed with @b's key for @label (cluster/seal.h's
+   rt_seal_value), as base64 in *b64 (free it): what the catalog keeps of
+   a secret's value.  rt_bus_open_value the other way, *value (free it;
+   NUL-ended) and *len.  @err: "unauthorized" (not sealed with the key
+   for @label, or a bus without a key).  */
+int rt_bus_seal_value (rt_bus *b, const char *label, const char *value, size_t len, char **b64, rt_error **err);
+int rt_bus_open_value (rt_bus *b, const char *label, const char *b64, char **value, size_t *len, rt_error **err);
+
 /* The JetStream context of @b, for cluster/catalog.c.  */
 void *rt_bus_jetstream (rt_bus *b);
 

@@ -34,6 +34,12 @@ srv_cluster_catalog (struct srv_cluster *c)
   return c->cat;
 }
 
+rt_bus *
+srv_cluster_bus (struct srv_cluster *c)
+{
+  return c->bus;
+}
+
 /* Under c->mu.  */
 struct member *
 srv_cluster_member (struct srv_cluster *c, const char *name, bool add)

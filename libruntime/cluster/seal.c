@@ -142,10 +142,34 @@ rt_seal (const struct rt_seal_key *k, const char *subject, int64_t deadline_ms, 
   return 0;
 }
 
+static int open_frame (const struct rt_seal_key *k, const char *subject, int64_t now_ms, bool at_rest,
+                       const void *frame, size_t len, unsigned char **out, size_t *out_len,
+                       unsigned char nonce[RT_SEAL_NONCE_LEN], int64_t *deadline, rt_error **err);
+
 int
 rt_unseal (const struct rt_seal_key *k, const char *subject, int64_t now_ms, const void *frame, size_t len,
            unsigned char **out, size_t *out_len, unsigned char nonce[RT_SEAL_NONCE_LEN], int64_t *deadline,
            rt_error **err)
+{
+  return open_frame (k, subject, now_ms, false, frame, len, out, out_len, nonce, deadline, err);
+}
+
+int
+rt_unseal_value (const struct rt_seal_key *k, const char *label, const void *frame, size_t len, unsigned char **out,
+                 size_t *out_len, rt_error **err)
+{
+  unsigned char nonce[RT_SEAL_NONCE_LEN];
+  int64_t deadline;
+
+  return open_frame (k, label, 0, true, frame, len, out, out_len, nonce, &deadline, err);
+}
+
+/* A frame opened; a message's deadline checked against @now_ms, a
+   value's (@at_rest) must be 0: neither passes for the other.  */
+static int
+open_frame (const struct rt_seal_key *k, const char *subject, int64_t now_ms, bool at_rest, const void *frame,
+            size_t len, unsigned char **out, size_t *out_len, unsigned char nonce[RT_SEAL_NONCE_LEN],
+            int64_t *deadline, rt_error **err)
 {
   const unsigned char *f = frame;
   cleanup_free unsigned char *aad = NULL, *plain = NULL;
@@ -164,9 +188,11 @@ rt_unseal (const struct rt_seal_key *k, const char *subject, int64_t now_ms, con
     return rt_error_set (err, EACCES, "unauthorized", "the message does not decrypt with the cluster key");
   for (int i = 0; i < 8; i++)
     d = d << 8 | f[4 + i];
-  if ((int64_t) d < now_ms)
+  if (at_rest != (d == 0))
+    return rt_error_set (err, EACCES, "unauthorized", "the message is not sealed for this use");
+  if (!at_rest && (int64_t) d < now_ms)
     return rt_error_set (err, EACCES, "unauthorized", "the message's deadline is past");
-  if ((int64_t) d > now_ms + RT_SEAL_MAX_AHEAD_MS)
+  if (!at_rest && (int64_t) d > now_ms + RT_SEAL_MAX_AHEAD_MS)
     return rt_error_set (err, EACCES, "unauthorized", "the message's deadline is too far ahead (clocks apart?)");
   plain[n] = '\0';
   memcpy (nonce, f + 12, RT_SEAL_NONCE_LEN);
@@ -174,6 +200,13 @@ rt_unseal (const struct rt_seal_key *k, const char *subject, int64_t now_ms, con
   *out = steal_pointer (&plain);
   *out_len = n;
   return 0;
+}
+
+int
+rt_seal_value (const struct rt_seal_key *k, const char *label, const void *data, size_t len, unsigned char **out,
+               size_t *out_len, rt_error **err)
+{
+  return rt_seal (k, label, 0, data, len, out, out_len, err);
 }
 
 int

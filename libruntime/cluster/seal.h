@@ -58,6 +58,14 @@ int rt_unseal (const struct rt_seal_key *k, const char *subject, int64_t now_ms,
                unsigned char **out, size_t *out_len, unsigned char nonce[RT_SEAL_NONCE_LEN], int64_t *deadline,
                rt_error **err);
 
+/* A value kept at rest (a secret's in the catalog) sealed for @label
+   with no deadline (0): it never passes for a message, nor one for it.
+   rt_unseal_value's @err: "unauthorized".  */
+int rt_seal_value (const struct rt_seal_key *k, const char *label, const void *data, size_t len, unsigned char **out,
+                   size_t *out_len, rt_error **err);
+int rt_unseal_value (const struct rt_seal_key *k, const char *label, const void *frame, size_t len,
+                     unsigned char **out, size_t *out_len, rt_error **err);
+
 /* The nonces seen, each kept until its deadline, in a bounded table.  */
 #define RT_NONCE_SLOTS 65536
 #define RT_NONCE_PROBES 64

@@ -10,7 +10,8 @@
  * same bytes on its subject, exactly once through the nonce table (the
  * same frame again is a replay); and it is refused on another subject,
  * under another key, past its deadline, cut short, or with any one byte
- * changed.
+ * changed; a value sealed to be kept (rt_seal_value) opens only as one,
+ * under its label, and a message never does.
  */
 #include <string.h>
 
@@ -75,6 +76,16 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   FUZZ_CHECK (!opens (&key, SUBJECT, NOW - RT_SEAL_MAX_AHEAD_MS, frame, flen, &plain, &plen, nonce, &deadline));
   FUZZ_CHECK (!opens (&key, SUBJECT, NOW, frame, flen - 1 - (size ? data[0] % flen : 0), &plain, &plen, nonce,
                       &deadline));
+  /* A message never opens as a value kept at rest, nor a value as a
+     message.  */
+  FUZZ_CHECK (rt_unseal_value (&key, SUBJECT, frame, flen, &plain, &plen, NULL) < 0);
+  free (frame);
+  FUZZ_CHECK (rt_seal_value (&key, SUBJECT, data, size, &frame, &flen, NULL) == 0);
+  FUZZ_CHECK (!opens (&key, SUBJECT, NOW, frame, flen, &plain, &plen, nonce, &deadline));
+  FUZZ_CHECK (rt_unseal_value (&key, SUBJECT, frame, flen, &plain, &plen, NULL) == 0 && plen == size
+              && (size == 0 || memcmp (plain, data, size) == 0));
+  free (plain), plain = NULL;
+  FUZZ_CHECK (rt_unseal_value (&key, "secret:other/x", frame, flen, &plain, &plen, NULL) < 0);
   size_t at = size ? (data[0] * 131u + size) % flen : flen / 2;
   frame[at] ^= (unsigned char) (size > 1 && data[1] ? data[1] : 0x80);
   FUZZ_CHECK (!opens (&key, SUBJECT, NOW, frame, flen, &plain, &plen, nonce, &deadline));
