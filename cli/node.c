@@ -8,8 +8,9 @@
 
 static const struct cli_opt node_opts[] = {
   { "nats", "URLS",
-    "the NATS servers (nats:// or tls://), comma-separated; all of a cluster's, for failover. With a password in "
-    "them, prefer RUNTIME_NODE_NATS: a command line is readable by every user of the host",
+    "the NATS servers (tls://USER:PASS@HOST:PORT; nats:// only on loopback), comma-separated; all of a cluster's, "
+    "for failover. With a password in them, prefer RUNTIME_NODE_NATS: a command line is readable by every user of "
+    "the host",
     "$RUNTIME_NODE_NATS", false },
   { "name", "NAME", "this host's name in the cluster: letters, digits, _ and -", "$RUNTIME_NODE_NAME, or the host name",
     false },
@@ -18,6 +19,10 @@ static const struct cli_opt node_opts[] = {
   { "nats-cert", "FILE", "this node's client certificate (PEM), when the servers ask for one",
     "$RUNTIME_NODE_NATS_CERT, or none", false },
   { "nats-key", "FILE", "its private key (PEM)", "$RUNTIME_NODE_NATS_KEY, or in --nats-cert", false },
+  { "cluster-key", "FILE",
+    "the cluster key every node and replica shares: 32 random bytes, mode 0600 (head -c 32 /dev/urandom > FILE); "
+    "a NATS message not sealed with it is refused",
+    "$RUNTIME_NODE_CLUSTER_KEY", false },
   { NULL, NULL, NULL, NULL, false },
 };
 
@@ -33,7 +38,7 @@ node_run (struct cli_command *cmd, int argc, char **argv)
   if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
     return code;
   if (cli_opt_or_env (cmd, &a, "nats", "RUNTIME_NODE_NATS") == NULL)
-    return cli_usage_error ("give --nats nats://HOST:PORT[,…] or set RUNTIME_NODE_NATS",
+    return cli_usage_error ("give --nats tls://USER:PASS@HOST:PORT[,…] or set RUNTIME_NODE_NATS",
                             "runtime node needs the NATS cluster");
   if (cli_opt_uint (cmd, &a, "replicas", 1, 5, &replicas) < 0)
     return 1;
@@ -46,6 +51,7 @@ node_run (struct cli_command *cmd, int argc, char **argv)
     .ca_file = cli_opt_or_env (cmd, &a, "nats-ca", "RUNTIME_NODE_NATS_CA"),
     .cert_file = cli_opt_or_env (cmd, &a, "nats-cert", "RUNTIME_NODE_NATS_CERT"),
     .key_file = cli_opt_or_env (cmd, &a, "nats-key", "RUNTIME_NODE_NATS_KEY"),
+    .cluster_key = cli_opt_or_env (cmd, &a, "cluster-key", "RUNTIME_NODE_CLUSTER_KEY"),
   };
   if (rt_node (ctx, &opts, &err) < 0)
     return cli_lib_fail (err);
@@ -107,10 +113,12 @@ static struct cli_command node_cmd = {
   "key node.NAME), answer pings, and answer API calls for its sandboxes on runtime.node.NAME.api with runtime "
   "serve's handlers, acting as the tenant each names (one of this host's tokens). Settings may come from the "
   "environment instead (RUNTIME_NODE_NATS, RUNTIME_NODE_NAME, RUNTIME_NODE_NATS_CA, RUNTIME_NODE_NATS_CERT, "
-  "RUNTIME_NODE_NATS_KEY; an option wins), which keeps a password off the command line. Survives a NATS server going away. Stops on SIGTERM or Ctrl-C; "
+  "RUNTIME_NODE_NATS_KEY, RUNTIME_NODE_CLUSTER_KEY; an option wins), which keeps a password off the command line. Survives a NATS server going away. Stops on SIGTERM or Ctrl-C; "
   "sandboxes keep running. `runtime node ls` lists the cluster's hosts through a runtime serve --nats replica.",
-  "[--nats URL[,URL…]] [--name NAME] [--replicas N] [--nats-ca FILE [--nats-cert FILE --nats-key FILE]]",
-  "runtime node --nats nats://10.0.0.1:4222,nats://10.0.0.2:4222,nats://10.0.0.3:4222 --name host-a", node_opts,
+  "--cluster-key FILE [--nats URL[,URL…]] [--name NAME] [--replicas N] [--nats-ca FILE [--nats-cert FILE "
+  "--nats-key FILE]]",
+  "RUNTIME_NODE_NATS=tls://node-host-a:PASS@10.0.0.1:4222,tls://node-host-a:PASS@10.0.0.2:4222 runtime node "
+  "--nats-ca ca.pem --cluster-key /etc/runtime/cluster.key --name host-a", node_opts,
   false, 0, 0, "",
 };
 

@@ -16,6 +16,8 @@ static const struct cli_opt serve_opts[] = {
   { "nats-ca", "FILE", "the NATS servers' CA (PEM) for tls:// URLs", "$RUNTIME_SERVE_NATS_CA, or the system's", false },
   { "nats-cert", "FILE", "this replica's NATS client certificate (PEM)", "$RUNTIME_SERVE_NATS_CERT, or none", false },
   { "nats-key", "FILE", "its private key (PEM)", "$RUNTIME_SERVE_NATS_KEY, or in --nats-cert", false },
+  { "cluster-key", "FILE", "with --nats: the cluster key of the nodes (runtime node --cluster-key)",
+    "$RUNTIME_SERVE_CLUSTER_KEY", false },
   { NULL, NULL, NULL, NULL, false },
 };
 
@@ -44,6 +46,7 @@ serve_run (struct cli_command *cmd, int argc, char **argv)
     .nats_ca = cli_opt_or_env (cmd, &a, "nats-ca", "RUNTIME_SERVE_NATS_CA"),
     .nats_cert = cli_opt_or_env (cmd, &a, "nats-cert", "RUNTIME_SERVE_NATS_CERT"),
     .nats_key = cli_opt_or_env (cmd, &a, "nats-key", "RUNTIME_SERVE_NATS_KEY"),
+    .cluster_key = cli_opt_or_env (cmd, &a, "cluster-key", "RUNTIME_SERVE_CLUSTER_KEY"),
   };
   /* A client that leaves mid-answer must not end the server.  */
   signal (SIGPIPE, SIG_IGN);
@@ -59,7 +62,8 @@ static struct cli_command serve_cmd = {
   "only what it made. With --nats, a replica of the API over many hosts: creates are placed on the `runtime "
   "node`s of that NATS cluster, every later call goes to the host holding the sandbox, lists are gathered "
   "from all; any number of replicas may run. Stops on SIGTERM or Ctrl-C; sandboxes keep running.",
-  "[--listen ADDR:PORT] [--tls-cert FILE --tls-key FILE] [--nats URL[,URL…] [--replicas N] [--nats-ca FILE …]]", "runtime serve --listen 127.0.0.1:8430", serve_opts,
+  "[--listen ADDR:PORT] [--tls-cert FILE --tls-key FILE] [--nats URL[,URL…] --cluster-key FILE [--replicas N] "
+  "[--nats-ca FILE …]]", "runtime serve --listen 127.0.0.1:8430", serve_opts,
   false, 0, 0, "",
 };
 

@@ -27,7 +27,8 @@ extern "C" {
  *            server is then a replica of the API over the cluster's
  *            hosts, each running rt_node (docs/ARCHITECTURE.md, "Many
  *            hosts"), not this machine's sandboxes
- * @replicas, @nats_ca, @nats_cert, @nats_key: as rt_node_opts's
+ * @replicas, @nats_ca, @nats_cert, @nats_key, @cluster_key: as
+ *            rt_node_opts's (@cluster_key needed with @nats)
  */
 typedef struct rt_serve_opts
 {
@@ -39,6 +40,7 @@ typedef struct rt_serve_opts
   const char *nats_ca;
   const char *nats_cert;
   const char *nats_key;
+  const char *cluster_key;
 } rt_serve_opts;
 
 /**
@@ -84,6 +86,10 @@ int rt_node_list_json (rt_context *ctx, char **json, rt_error **err);
  * @ca_file:  TLS: the NATS servers' CA (PEM), or NULL
  * @cert_file: TLS: this node's client certificate (PEM), or NULL
  * @key_file: its private key (NULL: in @cert_file)
+ * @cluster_key: the file of the cluster key that every node and replica
+ *            shares (32 random bytes, mode 0600; needed): every NATS
+ *            message is sealed with it, one that is not is refused
+ *            (docs/cluster.md, "The cluster key")
  */
 typedef struct rt_node_opts
 {
@@ -93,6 +99,7 @@ typedef struct rt_node_opts
   const char *ca_file;
   const char *cert_file;
   const char *key_file;
+  const char *cluster_key;
 } rt_node_opts;
 
 /**

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cluster/seal.h"
 #include "runtime.h"
 
 typedef struct rt_bus rt_bus;
@@ -22,11 +23,19 @@ struct rt_bus_opts
   const char *ca_file;   /* TLS: the servers' CA (NULL: no TLS unless tls://) */
   const char *cert_file; /* TLS: this client's certificate and key, or NULL */
   const char *key_file;
+  /* The cluster key (cluster/seal.h): every message published is sealed
+     with it, every one received must be (a request refused otherwise gets
+     a plain {"error": …} answer and reaches no handler).  NULL: messages
+     go as they are (the tests of the NATS permissions only).  */
+  const struct rt_seal_key *key;
 };
 
 /* Connects to one of @o->urls (the others are kept for reconnects).
-   @err: "usage" (no URL, a bad one), "cluster_unavailable" (none
-   answered).  Return: 0, or <0 with @err set.  */
+   A URL off loopback must be tls:// (or @o->ca_file given) and carry
+   credentials (USER:PASS@, or @o->cert_file), as runtime serve takes
+   plain HTTP only on loopback.
+   @err: "usage" (no URL, a bad one, plain or credential-less off
+   loopback), "cluster_unavailable" (none answered).  Return: 0, or <0 with @err set.  */
 int rt_bus_connect (const struct rt_bus_opts *o, rt_bus **out, rt_error **err);
 void rt_bus_free (rt_bus *b);
 /* Whether the connection is up now (between a disconnect and its
@@ -64,11 +73,21 @@ int rt_bus_subscribe (rt_bus *b, const char *subject, const char *queue, rt_bus_
 void rt_bus_unsubscribe (rt_bus_sub *s);
 
 /* Sends @data to @subject and waits for one answer, at most @timeout_ms.
-   *reply (free it) and *reply_len get it.  @err: "node_unreachable"
-   (nobody subscribes there, or no answer in time), "cluster_unavailable"
-   (the connection is down).  Return: 0, or <0 with @err set.  */
+   *reply (free it) and *reply_len get it.  With a key, the answer must be
+   sealed for the reply inbox it came on (a forged one is refused).
+   @err: "node_unreachable" (nobody subscribes there, or no answer in
+   time), "cluster_unavailable" (the connection is down), "unauthorized"
+   (an answer not sealed with the key, or the other side's refusal).  Return: 0, or <0 with @err set.  */
 int rt_bus_request (rt_bus *b, const char *subject, const void *data, size_t len, int timeout_ms, char **reply,
                     size_t *reply_len, rt_error **err);
+
+/* @len bytes of @value sealed with @b's key for @label (cluster/seal.h's
+   rt_seal_value), as base64 in *b64 (free it): what the catalog keeps of
+   a secret's value.  rt_bus_open_value the other way, *value (free it;
+   NUL-ended) and *len.  @err: "unauthorized" (not sealed with the key
+   for @label, or a bus without a key).  */
+int rt_bus_seal_value (rt_bus *b, const char *label, const char *value, size_t len, char **b64, rt_error **err);
+int rt_bus_open_value (rt_bus *b, const char *label, const char *b64, char **value, size_t *len, rt_error **err);
 
 /* The JetStream context of @b, for cluster/catalog.c.  */
 void *rt_bus_jetstream (rt_bus *b);

@@ -17,6 +17,7 @@
 #include "common/util.h"
 #include "core/context.h"
 #include "api/handlers.h"
+#include "cluster/nats-msg.h"
 #include "cluster/nats.h"
 #include "serve/server-internal.h"
 #include "serve/sweep.h"
@@ -76,70 +77,37 @@ struct nats_req
   struct nats_req *next;
 };
 
-/* @b64 decoded into r->body; false when it is not base64.  */
-static bool
-set_body (struct srv_req *r, const char *b64)
-{
-  size_t n = strlen (b64);
-  ssize_t got;
-
-  if (n == 0)
-    return true;
-  if (n % 4 != 0 || RT_B64_DECODED_MAX (n) > SRV_MAX_BODY || (r->body = malloc (RT_B64_DECODED_MAX (n) + 1)) == NULL)
-    return false;
-  got = rt_b64_decode (b64, n, r->body);
-  if (got < 0)
-    return false;
-  r->body_len = (size_t) got;
-  return true;
-}
-
-/* {NAME: VALUE or [VALUE…]} into @q; false on another shape.  */
+/* {NAME: VALUE or [VALUE…]} (checked by srv_nats_msg_parse) into @q.  */
 static bool
 set_pairs (struct evkeyvalq *q, json_object *o)
 {
   if (o == NULL)
     return true;
-  if (!json_object_is_type (o, json_type_object))
-    return false;
   json_object_object_foreach (o, key, val)
   {
     size_t n = json_object_is_type (val, json_type_array) ? json_object_array_length (val) : 1;
     for (size_t i = 0; i < n; i++)
       {
         json_object *v = json_object_is_type (val, json_type_array) ? json_object_array_get_idx (val, i) : val;
-        if (!json_object_is_type (v, json_type_string) || evhttp_add_header (q, key, json_object_get_string (v)) < 0)
+        if (evhttp_add_header (q, key, json_object_get_string (v)) < 0)
           return false;
       }
   }
   return true;
 }
 
-/* The request message into @r; false (nothing answered) when it is not
-   one.  */
+/* The request message into @r (its parts read by nats-msg.c); false
+   (nothing answered) when it is not one.  */
 static bool
-read_message (struct srv_req *r, const struct rt_bus_msg *m, json_object **out)
+read_message (struct srv_req *r, const struct rt_bus_msg *m, struct srv_nats_msg *msg)
 {
-  json_object *o;
-  json_tokener *tok = json_tokener_new ();
-  const char *method, *path, *body;
-  int64_t timeout_ms;
-
-  if (tok == NULL)
+  if (srv_nats_msg_parse (m->data, m->len, msg) < 0 || (r->method = srv_method_code (msg->method)) < 0
+      || (r->path = strdup (msg->path)) == NULL || !set_pairs (&r->query, msg->query)
+      || !set_pairs (&r->headers, msg->headers))
     return false;
-  o = *out = json_tokener_parse_ex (tok, m->data, (int) m->len);
-  json_tokener_free (tok);
-  method = rt_json_str (o, "method");
-  path = rt_json_str (o, "path");
-  body = rt_json_str (o, "body");
-  timeout_ms = json_object_object_get (o, "timeoutMs") ? rt_json_i64 (o, "timeoutMs") : SRV_NATS_DEADLINE_MS;
-  if (o == NULL || (r->method = srv_method_code (method)) < 0 || path == NULL || path[0] != '/'
-      || (r->path = strdup (path)) == NULL || !set_pairs (&r->query, json_object_object_get (o, "query"))
-      || !set_pairs (&r->headers, json_object_object_get (o, "headers")) || (body && !set_body (r, body)))
-    return false;
-  if (timeout_ms <= 0 || timeout_ms > SRV_NATS_MAX_DEADLINE_MS)
-    timeout_ms = timeout_ms <= 0 ? SRV_NATS_DEADLINE_MS : SRV_NATS_MAX_DEADLINE_MS;
-  r->deadline_ms = rt_now_ms () + (uint64_t) timeout_ms;
+  r->body = steal_pointer (&msg->body);
+  r->body_len = msg->body_len;
+  r->deadline_ms = rt_now_ms () + (uint64_t) msg->timeout_ms;
   /* No bearer token reaches a node: the tenant is named (nats.h).  */
   evhttp_remove_header (&r->headers, "Authorization");
   srv_set_request_id (r);
@@ -556,7 +524,7 @@ on_request (void *data, const struct rt_bus_msg *m)
   struct srv_nats *n = data;
   struct srv_req *r;
   struct nats_req *x;
-  cleanup_json json_object *o = NULL;
+  struct srv_nats_msg msg;
   size_t max = rt_bus_max_payload (n->bus);
   bool stopping;
 
@@ -586,9 +554,9 @@ on_request (void *data, const struct rt_bus_msg *m)
   pthread_mutex_lock (&n->srv->mu);
   stopping = n->srv->stopping;
   pthread_mutex_unlock (&n->srv->mu);
-  bool ok = read_message (r, m, &o);
+  bool ok = read_message (r, m, &msg);
   /* A replica that pulls the stream's bytes (nats.h).  */
-  if (ok && json_object_get_boolean (json_object_object_get (o, "stream")))
+  if (ok && msg.stream)
     {
       unsigned char raw[16];
       x->pull = getrandom (raw, sizeof raw, 0) == sizeof raw;
@@ -599,8 +567,9 @@ on_request (void *data, const struct rt_bus_msg *m)
   else if (stopping)
     srv_reply_error (r, 503, "unavailable", "retry: the node is stopping", NULL, "the node is stopping");
   else if ((r->route = srv_find_route (r)) != NULL
-           && ((r->route->flags & SRV_NO_AUTH) || (tenant_known (n, r, o) && within_inflight (n, r))))
+           && ((r->route->flags & SRV_NO_AUTH) || (tenant_known (n, r, msg.root) && within_inflight (n, r))))
     srv_run_route (r);
+  srv_nats_msg_clear (&msg);
   /* A worker running it holds a reference of its own.  */
   srv_req_unref (r);
 }

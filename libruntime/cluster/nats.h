@@ -14,11 +14,14 @@
  * and its answer the reply, JSON:
  *   {status, contentType, headers {NAME: VALUE}, body (base64),
  *    truncated (a stream cut, or ended by its deadline)}
- * The tenant is named, not proved: no bearer token reaches a node (one
- * broken into by a guest would collect them), and an Authorization header
- * is dropped.  The name is trusted because only the NATS user of the serve
- * replicas may publish on runtime.node.<host>.api
- * (docs/cluster/nats-auth.conf).  With limits (what a replica sends) the
+ * The tenant is named, not proved by a token: no bearer token reaches a
+ * node (one broken into by a guest would collect them), and an
+ * Authorization header is dropped.  The name is trusted because the
+ * message is: the node's bus takes only messages sealed with the cluster
+ * key (cluster/seal.h: a MAC over the whole message, its subject,
+ * deadline and nonce; replays refused), which only the replicas and the
+ * nodes hold; NATS permissions (docs/cluster/nats-auth.conf) come on top.
+ * With limits (what a replica sends) the
  * tenant is taken as named, its name checked; without, it must be a token
  * of this host's own store (<data>/tokens.json), whose limits apply, and
  * another is answered 401.

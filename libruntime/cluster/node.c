@@ -3,6 +3,7 @@
    their own (a JetStream write waits out a leader election, seconds, and
    heartbeats must not), pings on nats.c's.  */
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +31,8 @@
 #define CATALOG_RETRY_MS 30000
 /* serve's sweep of old files (serve/sweep.h), as runtime serve's.  */
 #define SWEEP_MS (3600 * 1000)
+/* A catalog entry that beat this recently is a node running.  */
+#define NODE_FRESH_MS (5 * RT_NODE_HEARTBEAT_MS)
 
 struct node
 {
@@ -55,6 +58,7 @@ struct node
   char *latest;  /* the last report, for pings */
   char *pending; /* the next catalog entry, for the writer */
   bool stopping;
+  bool taken;   /* another run took node.<name> over: this one stops */
   uint64_t rev; /* the writer's: the entry's revision it wrote last */
 };
 
@@ -132,6 +136,7 @@ build_report (struct node *n, uint64_t seq, char **out, rt_error **err)
   json_object_object_add (r, "state", json_object_new_string ("up"));
   json_object_object_add (r, "instance", json_object_new_string (n->instance));
   json_object_object_add (r, "startedAt", json_object_new_string (n->started));
+  json_object_object_add (r, "beatMs", json_object_new_int64 (rt_epoch_ms ()));
   *out = strdup (json_object_to_json_string_ext (r, JSON_C_TO_STRING_PLAIN));
   return *out ? 0 : rt_error_oom (err);
 }
@@ -212,8 +217,8 @@ host_stop (rt_context *ctx, json_object *ids)
 }
 
 /* runtime.node.<name>.host: what a serve replica asks of the host as a
-   whole when it reconciles it (cluster/replica.h); only the replicas may
-   publish here (docs/cluster/nats-auth.conf).  */
+   whole when it reconciles it (cluster/replica.h); only what a holder of
+   the cluster key sealed reaches it (cluster/bus.h).  */
 static void
 on_host (void *data, const struct rt_bus_msg *m)
 {
@@ -252,26 +257,105 @@ on_host (void *data, const struct rt_bus_msg *m)
   rt_bus_publish (n->bus, m->reply, text, strlen (text), NULL);
 }
 
-/* @value under node.<name>, from the revision this node wrote last.  The
-   key is this node's: one another wrote meanwhile (a serve replica that
-   took it for lost, an operator, this node's previous run) is read for
-   its revision and written over.  */
+/* Whether catalog entry @old is another run's that still reports: its
+   instance is not ours, it says "up" and beat within NODE_FRESH_MS.  */
+static bool
+held_by_other (struct node *n, const char *old)
+{
+  cleanup_json json_object *o = old ? json_tokener_parse (old) : NULL;
+  const char *inst = rt_json_str (o, "instance"), *state = rt_json_str (o, "state");
+  int64_t beat = json_object_get_int64 (json_object_object_get (o, "beatMs"));
+
+  return inst && strcmp (inst, n->instance) != 0 && state && strcmp (state, "up") == 0
+         && rt_epoch_ms () - beat < NODE_FRESH_MS;
+}
+
+static int
+name_taken (struct node *n, rt_error **err)
+{
+  rt_error_set (err, EEXIST, "name_taken", "node name '%s' is taken by a running node", n->name);
+  return rt_error_hint (err, "give this host another --name (a node killed a moment ago frees it within %d s)",
+                        NODE_FRESH_MS / 1000);
+}
+
+/* node.<name> claimed with @value by compare-and-set: made if absent,
+   else taken over from the revision read if no other run holds it
+   (held_by_other); whoever loses a race sees "conflict".  */
+static int
+claim_entry (struct node *n, const char *value, rt_error **err)
+{
+  cleanup_error rt_error *e = NULL;
+  cleanup_free char *old = NULL;
+  uint64_t rev = 0;
+
+  if (rt_catalog_create (n->cat, n->key, value, &n->rev, &e) == 0)
+    return 0;
+  if (strcmp (e->code, "conflict") != 0)
+    return rt_error_set (err, e->status, e->code, "%s", e->msg);
+  rt_error_free (e), e = NULL;
+  if (rt_catalog_get (n->cat, n->key, &old, &rev, &e) < 0 && strcmp (e->code, "not_found") != 0)
+    return rt_error_set (err, e->status, e->code, "%s", e->msg);
+  if (held_by_other (n, old))
+    return name_taken (n, err);
+  rt_error_free (e), e = NULL;
+  if ((rev ? rt_catalog_update (n->cat, n->key, value, rev, &n->rev, &e)
+           : rt_catalog_create (n->cat, n->key, value, &n->rev, &e))
+      == 0)
+    return 0;
+  return strcmp (e->code, "conflict") == 0 ? name_taken (n, err) : rt_error_set (err, e->status, e->code, "%s", e->msg);
+}
+
+/* The name claimed in the catalog at start, when there is one (item of
+   node.h): a second node of this name started at the same time loses.  */
+static int
+claim_name (struct node *n, rt_error **err)
+{
+  cleanup_free char *value = NULL;
+
+  if (n->cat == NULL)
+    return 0;
+  value = rt_strdup_printf ("{\"name\":\"%s\",\"state\":\"up\",\"instance\":\"%s\",\"startedAt\":\"%s\","
+                            "\"beatMs\":%lld}",
+                            n->name, n->instance, n->started, (long long) rt_epoch_ms ());
+  return value ? claim_entry (n, value, err) : rt_error_oom (err);
+}
+
+/* @value under node.<name>, from the revision this node wrote last.  An
+   entry another run wrote meanwhile is that run's: this node has lost
+   its name ("name_taken") and must stop serving.  */
 static int
 put_entry (struct node *n, const char *value, rt_error **err)
 {
-  for (int attempt = 0; attempt < 3; attempt++)
+  for (int attempt = 0; attempt < 2; attempt++)
     {
       cleanup_error rt_error *e = NULL;
       cleanup_free char *old = NULL;
-      int ret = n->rev ? rt_catalog_update (n->cat, n->key, value, n->rev, &n->rev, &e)
-                       : rt_catalog_create (n->cat, n->key, value, &n->rev, &e);
-      if (ret == 0)
+      cleanup_json json_object *o = NULL;
+      uint64_t rev = 0;
+
+      if (n->rev == 0)
+        return claim_entry (n, value, err);
+      if (rt_catalog_update (n->cat, n->key, value, n->rev, &n->rev, &e) == 0)
         return 0;
       if (strcmp (e->code, "conflict") != 0)
         return rt_error_set (err, e->status, e->code, "%s", e->msg);
       rt_error_free (e), e = NULL;
-      if (rt_catalog_get (n->cat, n->key, &old, &n->rev, &e) < 0)
-        n->rev = 0;
+      if (rt_catalog_get (n->cat, n->key, &old, &rev, &e) < 0)
+        {
+          if (strcmp (e->code, "not_found") != 0)
+            return rt_error_set (err, e->status, e->code, "%s", e->msg);
+          /* Removed (an operator): made again.  */
+          n->rev = 0;
+          continue;
+        }
+      o = json_tokener_parse (old);
+      /* Our own write whose answer was lost: from its revision.  */
+      if (rt_json_str (o, "instance") && strcmp (rt_json_str (o, "instance"), n->instance) == 0)
+        {
+          n->rev = rev;
+          continue;
+        }
+      return name_taken (n, err);
     }
   return rt_error_set (err, EAGAIN, "conflict", "'%s' keeps changing under this node", n->key);
 }
@@ -331,12 +415,17 @@ writer (void *arg)
           rt_error_free (e), e = NULL;
         }
       /* Said once per run of failures: a NATS server away costs a few.  */
-      if (n->cat && put_entry (n, value, &e) < 0 && !failing)
+      if (n->cat && put_entry (n, value, &e) < 0 && strcmp (e->code, "name_taken") != 0 && !failing)
         fprintf (stderr, "runtime node: cannot write %s in the catalog (will retry): %s\n", n->key, e->msg);
       failing = e != NULL;
-      rt_error_free (e);
       free (value);
       pthread_mutex_lock (&n->mu);
+      if (e && strcmp (e->code, "name_taken") == 0)
+        {
+          n->taken = true;
+          pthread_cond_broadcast (&n->cond);
+        }
+      rt_error_free (e);
     }
   pthread_mutex_unlock (&n->mu);
   return NULL;
@@ -394,14 +483,28 @@ node_join (struct node *n, const rt_node_opts *o, rt_bus_sub **ping, rt_bus_sub 
            rt_error **err)
 {
   cleanup_free char *conn_name = rt_strdup_printf ("runtime-node-%s", n->name);
-  struct rt_bus_opts bo
-      = { .urls = o->nats, .name = conn_name, .ca_file = o->ca_file, .cert_file = o->cert_file, .key_file = o->key_file };
+  struct rt_seal_key key;
+  struct rt_bus_opts bo = { .urls = o->nats,
+                            .name = conn_name,
+                            .ca_file = o->ca_file,
+                            .cert_file = o->cert_file,
+                            .key_file = o->key_file,
+                            .key = &key };
+  int ret;
 
   n->replicas = o->replicas ? o->replicas : DEFAULT_REPLICAS;
 
   if (conn_name == NULL)
     return rt_error_oom (err);
-  if (rt_bus_connect (&bo, &n->bus, err) < 0 || check_name_free (n, err) < 0 || open_catalog (n, err) < 0
+  /* Only what a holder of the key sealed is taken (cluster/seal.h): the
+     tenant and limits a request names are then a replica's.  */
+  if (rt_seal_key_load (o->cluster_key, &key, err) < 0)
+    return err && *err && (*err)->hint
+               ? -EINVAL
+               : rt_error_hint (err, "give --cluster-key FILE (or RUNTIME_NODE_CLUSTER_KEY), the replicas' own");
+  ret = rt_bus_connect (&bo, &n->bus, err);
+  OPENSSL_cleanse (&key, sizeof key);
+  if (ret < 0 || check_name_free (n, err) < 0 || open_catalog (n, err) < 0 || claim_name (n, err) < 0
       || rt_bus_subscribe (n->bus, n->ping_subject, NULL, on_ping, n, ping, err) < 0
       || rt_bus_subscribe (n->bus, n->host_subject, NULL, on_host, n, host, err) < 0
       || srv_nats_start (n->ctx, n->bus, n->api_subject, n->pull_subject, api, err) < 0)
@@ -478,13 +581,23 @@ mark_stopped (struct node *n)
   rt_error_free (e);
 }
 
+/* Whether the writer found node.<name> taken over.  */
+static bool
+is_taken (struct node *n)
+{
+  pthread_mutex_lock (&n->mu);
+  bool taken = n->taken;
+  pthread_mutex_unlock (&n->mu);
+  return taken;
+}
+
 static void
 node_loop (struct node *n, const sigset_t *set, struct srv_nats *api)
 {
   uint64_t next = rt_now_ms (), seq = 0, sweep = next + SWEEP_MS;
   bool failing = false;
   char url[256] = "";
-  int sig;
+  int sig = 0;
 
   /* The server reached, without credentials: the list given has them
      (this line goes to the journal).  */
@@ -506,8 +619,14 @@ node_loop (struct node *n, const sigset_t *set, struct srv_nats *api)
       if (next < rt_now_ms ())
         next = rt_now_ms ();
     }
-  while ((sig = wait_signal (set, next)) == 0);
-  fprintf (stderr, "runtime node: %s, stopping (sandboxes keep running)\n", strsignal (sig));
+  while (!is_taken (n) && (sig = wait_signal (set, next)) == 0 && !is_taken (n));
+  if (is_taken (n))
+    fprintf (stderr,
+             "runtime node: node name '%s' was taken over by another running node: stopping (sandboxes keep "
+             "running)\n",
+             n->name);
+  else
+    fprintf (stderr, "runtime node: %s, stopping (sandboxes keep running)\n", strsignal (sig));
 }
 
 int
@@ -554,7 +673,11 @@ rt_node (rt_context *ctx, const rt_node_opts *opts, rt_error **err)
       pthread_cond_signal (&n.cond);
       pthread_mutex_unlock (&n.mu);
       pthread_join (thread, NULL);
-      mark_stopped (&n);
+      /* A name taken over: the entry is the other run's.  */
+      if (n.taken)
+        ret = name_taken (&n, err);
+      else
+        mark_stopped (&n);
     }
   rt_catalog_free (n.cat);
   /* A handler still running replies on the bus: left to the exit.  */

@@ -11,8 +11,17 @@
  *                                  tenant's sandboxes) or {op "stop", ids}
  *                                  (cluster/replica.h reconciles with it)
  *   node.<name> (catalog)          that report plus {state "up" or
- *                                  "stopped", instance, startedAt}, written
- *                                  by compare-and-set at each report
+ *                                  "stopped", instance, startedAt, beatMs},
+ *                                  written by compare-and-set at each report;
+ *                                  claimed so at start: a node finds it
+ *                                  held by another instance that beat
+ *                                  within 10 s ("up"), or loses the race
+ *                                  to make it, and exits (name_taken); one
+ *                                  that finds another's write over its own
+ *                                  stops serving
+ *
+ * Every message on these subjects is sealed with the cluster key
+ * (cluster/seal.h); one that is not, or is replayed, is refused.
  */
 #ifndef RT_CLUSTER_NODE_H
 #define RT_CLUSTER_NODE_H

@@ -3,7 +3,10 @@
    secrets.<tenant> ({NAME: {body, createdAt, updatedAt, nodes}}), each
    value sent to a host only when a sandbox of that tenant is created
    there (srv_cluster_push_secrets), and again to those hosts when it
-   changes or goes.  A host keeps it as `runtime secrets set` would.
+   changes or goes.  The catalog keeps a value sealed with the cluster key
+   (body.sealedValue, cluster/seal.h's rt_seal_value), a host gets it
+   opened (and sealed again on NATS by the bus).  A host keeps it as
+   `runtime secrets set` would.
    (no header of its own: cluster.h declares these.)  */
 #include <errno.h>
 #include <event2/http.h>
@@ -89,6 +92,79 @@ info_of (const char *name, json_object *e)
   return o;
 }
 
+/* What seals a value: its tenant and name (one cannot pass for
+   another's).  */
+static char *
+label_of (struct srv_req *r, const char *name)
+{
+  return rt_strdup_printf ("secret:%s/%s", r->token.name, name);
+}
+
+/* @body as the catalog keeps it: its value sealed with the cluster key
+   (sealedValue), so that no subscriber of the catalog's subjects, and no
+   reader of the NATS servers' disks, without the key reads it.  NULL
+   after answering the error.  */
+static json_object *
+sealed_body (struct srv_req *r, const char *name, json_object *body)
+{
+  cleanup_free char *label = label_of (r, name), *b64 = NULL;
+  json_object *v = json_object_object_get (body, "value"), *o;
+  rt_error *err = NULL;
+
+  if (label == NULL || rt_bus_seal_value (srv_cluster_bus (srv_app_data (r)), label, json_object_get_string (v),
+                                          (size_t) json_object_get_string_len (v), &b64, &err)
+                           < 0)
+    {
+      if (err)
+        srv_reply_rt_error (r, err);
+      else
+        srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
+      rt_error_free (err);
+      return NULL;
+    }
+  /* In its place: the host gets the same JSON back (opened_body).  */
+  o = json_object_new_object ();
+  json_object_object_foreach (body, k, val)
+  {
+    if (strcmp (k, "value") == 0)
+      json_object_object_add (o, "sealedValue", json_object_new_string (b64));
+    else
+      json_object_object_add (o, k, json_object_get (val));
+  }
+  return o;
+}
+
+/* The catalog's @body with its value opened, for a host (a new
+   reference; one kept in the clear, from before, as it is).  */
+static json_object *
+opened_body (struct srv_req *r, const char *name, json_object *body)
+{
+  cleanup_free char *label = label_of (r, name), *value = NULL;
+  const char *sealed = rt_json_str (body, "sealedValue");
+  json_object *o;
+  rt_error *err = NULL;
+  size_t len = 0;
+
+  if (sealed == NULL)
+    return json_object_get (body);
+  if (label == NULL
+      || rt_bus_open_value (srv_cluster_bus (srv_app_data (r)), label, sealed, &value, &len, &err) < 0)
+    {
+      fprintf (stderr, "runtime serve: %s: secret %s: %s\n", r->request_id, name, err ? err->msg : "out of memory");
+      rt_error_free (err);
+      return NULL;
+    }
+  o = json_object_new_object ();
+  json_object_object_foreach (body, k, val)
+  {
+    if (strcmp (k, "sealedValue") == 0)
+      json_object_object_add (o, "value", json_object_new_string_len (value, (int) len));
+    else
+      json_object_object_add (o, k, json_object_get (val));
+  }
+  return o;
+}
+
 /* @method of the secret @name on host @node, as @r's tenant.  */
 static int
 to_host (struct srv_req *r, const char *node, int method, const char *name, json_object *body)
@@ -136,7 +212,7 @@ srv_cluster_secret_list (struct srv_req *r)
 void
 srv_cluster_secret_put (struct srv_req *r)
 {
-  cleanup_json json_object *body = NULL, *hosts_j = NULL, *rules_j = NULL, *store = NULL;
+  cleanup_json json_object *body = NULL, *hosts_j = NULL, *rules_j = NULL, *store = NULL, *stored = NULL;
   cleanup_strv char **hosts = NULL, **rules = NULL;
   cleanup_free char *key = key_of (r);
   const char *name = srv_param (r, "name");
@@ -160,6 +236,8 @@ srv_cluster_secret_put (struct srv_req *r)
       return;
     }
   json_object_object_add (body, "hosts", json_object_get (hosts_j));
+  if ((stored = sealed_body (r, name, body)) == NULL)
+    return;
   rt_format_time (rt_epoch_ms (), now);
   for (int attempt = 0; key && saved == 1 && attempt < SAVE_TRIES; attempt++)
     {
@@ -169,7 +247,7 @@ srv_cluster_secret_put (struct srv_req *r)
         return;
       entry = json_object_new_object ();
       old = json_object_object_get (store, name);
-      json_object_object_add (entry, "body", json_object_get (body));
+      json_object_object_add (entry, "body", json_object_get (stored));
       json_object_object_add (entry, "createdAt", old ? json_object_get (json_object_object_get (old, "createdAt"))
                                                       : json_object_new_string (now));
       json_object_object_add (entry, "updatedAt", json_object_new_string (now));
@@ -267,8 +345,9 @@ srv_cluster_push_secrets (struct srv_req *r, const char *node)
   for (size_t i = 0; i < json_object_array_length (names); i++)
     {
       const char *name = json_object_get_string (json_object_array_get_idx (names, i));
-      int status = to_host (r, node, EVHTTP_REQ_PUT, name, json_object_object_get (json_object_object_get (store, name),
-                                                                                   "body"));
+      cleanup_json json_object *body
+          = opened_body (r, name, json_object_object_get (json_object_object_get (store, name), "body"));
+      int status = body ? to_host (r, node, EVHTTP_REQ_PUT, name, body) : -1;
       if (status < 200 || status >= 300)
         return -1;
     }

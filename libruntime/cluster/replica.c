@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,12 @@ rt_catalog *
 srv_cluster_catalog (struct srv_cluster *c)
 {
   return c->cat;
+}
+
+rt_bus *
+srv_cluster_bus (struct srv_cluster *c)
+{
+  return c->bus;
 }
 
 /* Under c->mu.  */
@@ -477,19 +484,35 @@ int
 srv_cluster_start (struct srv *s, const struct srv_cluster_opts *o, struct srv_cluster **out, rt_error **err)
 {
   struct srv_cluster *c = calloc (1, sizeof *c);
-  struct rt_bus_opts bo = { .urls = o->nats, .name = "runtime-serve", .ca_file = o->ca_file,
-                            .cert_file = o->cert_file, .key_file = o->key_file };
+  struct rt_seal_key key;
+  struct rt_bus_opts bo = { .urls = o->nats,
+                            .name = "runtime-serve",
+                            .ca_file = o->ca_file,
+                            .cert_file = o->cert_file,
+                            .key_file = o->key_file,
+                            .key = &key };
   int ret;
 
   if (c == NULL)
     return rt_error_oom (err);
+  /* Only a holder of the key may speak to a node (cluster/seal.h).  */
+  if (rt_seal_key_load (o->cluster_key, &key, err) < 0)
+    {
+      free (c);
+      return err && *err && (*err)->hint
+                 ? -EINVAL
+                 : rt_error_hint (err, "give --cluster-key FILE (or RUNTIME_SERVE_CLUSTER_KEY), the nodes' own");
+    }
   c->srv = s;
   pthread_mutex_init (&c->mu, NULL);
   pthread_cond_init (&c->cond, NULL);
   if (getrandom (&c->rng, sizeof c->rng, 0) != sizeof c->rng || c->rng == 0)
     c->rng = (uint64_t) rt_now_ms () | 1;
   *out = c;
-  if (rt_bus_connect (&bo, &c->bus, err) < 0 || open_catalog (c, o->replicas ? o->replicas : 3, err) < 0
+  ret = rt_bus_connect (&bo, &c->bus, err);
+  /* The bus keeps its own copy.  */
+  OPENSSL_cleanse (&key, sizeof key);
+  if (ret < 0 || open_catalog (c, o->replicas ? o->replicas : 3, err) < 0
       || rt_bus_subscribe (c->bus, "runtime.node.*.capacity", NULL, on_report, c, &c->reports, err) < 0)
     return -EIO;
   ret = pthread_create (&c->keeper, NULL, srv_cluster_keeper, c);
@@ -523,8 +546,12 @@ srv_cluster_stop (struct srv_cluster *c)
 static int
 replica_start (struct srv *s, const rt_serve_opts *opts, void **data, rt_error **err)
 {
-  struct srv_cluster_opts co = { .nats = opts->nats, .replicas = opts->replicas, .ca_file = opts->nats_ca,
-                                 .cert_file = opts->nats_cert, .key_file = opts->nats_key };
+  struct srv_cluster_opts co = { .nats = opts->nats,
+                                 .replicas = opts->replicas,
+                                 .ca_file = opts->nats_ca,
+                                 .cert_file = opts->nats_cert,
+                                 .key_file = opts->nats_key,
+                                 .cluster_key = opts->cluster_key };
   struct srv_cluster *c = NULL;
   int ret = srv_cluster_start (s, &co, &c, err);
 

@@ -53,6 +53,7 @@ struct srv_cluster;
 struct srv_cluster_opts
 {
   const char *nats, *ca_file, *cert_file, *key_file;
+  const char *cluster_key; /* its file (cluster/seal.h) */
   unsigned replicas;
 };
 
@@ -130,5 +131,7 @@ size_t srv_cluster_up (struct srv_cluster *c, char (*names)[65], size_t max);
 size_t srv_cluster_place (struct srv_cluster *c, unsigned vcpu, unsigned long memory_mib, const char *image,
                           char (*names)[65], size_t max);
 rt_catalog *srv_cluster_catalog (struct srv_cluster *c);
+/* Its bus (for what is sealed with the cluster key).  */
+rt_bus *srv_cluster_bus (struct srv_cluster *c);
 
 #endif

@@ -169,6 +169,9 @@ if [ ! -d "$images" ]; then
 fi
 for h in $hosts rA rB; do seed "$h"; done
 
+# The cluster key every node and replica shares (cluster/seal.h).
+(umask 077 && head -c 32 /dev/urandom >"$tmp/cluster.key")
+export RUNTIME_NODE_CLUSTER_KEY=$tmp/cluster.key RUNTIME_SERVE_CLUSTER_KEY=$tmp/cluster.key
 urls=$("$RUNTIME_TEST_NATS_CLUSTER" start "$nats" 3)
 check "three nats-servers with JetStream: $urls" test -n "$urls"
 for h in $hosts; do

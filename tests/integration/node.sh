@@ -19,6 +19,9 @@ finish() {
 }
 trap finish EXIT
 
+# The cluster key the node and this test's requests share (cluster/seal.h).
+(umask 077 && head -c 32 /dev/urandom >"$tmp/cluster.key")
+export RUNTIME_NODE_CLUSTER_KEY=$tmp/cluster.key
 urls=$(NATS_MAX_PAYLOAD=1MB "$RUNTIME_TEST_NATS_CLUSTER" start "$cluster" 3)
 runtime token create "$tok" >/dev/null
 runtime node --nats "$urls" --name it1 2>"$tmp/node.log" &

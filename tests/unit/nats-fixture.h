@@ -6,10 +6,15 @@
 #ifndef RT_TESTS_NATS_FIXTURE_H
 #define RT_TESTS_NATS_FIXTURE_H
 
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "cluster/seal.h"
 
 static inline void
 nats_fixture_stop (const char *fixture, const char *dir)
@@ -53,6 +58,26 @@ nats_fixture_done (bool failed, const char *log, const char *top)
   snprintf (cmd, sizeof cmd, "rm -rf %s", top);
   if (system (cmd) != 0)
     fprintf (stderr, "# could not remove %s\n", top);
+}
+
+/* A cluster key (cluster/seal.h) made at @path (mode 0600), derived into
+   @k, and named to the nodes and replicas this test starts by their
+   variables.  0, or -1.  */
+static inline int
+nats_fixture_key (const char *path, struct rt_seal_key *k)
+{
+  unsigned char raw[RT_SEAL_KEY_LEN];
+  int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  bool ok = fd >= 0 && getrandom (raw, sizeof raw, 0) == sizeof raw && write (fd, raw, sizeof raw) == sizeof raw;
+
+  if (fd >= 0)
+    close (fd);
+  if (!ok)
+    return -1;
+  rt_seal_key_derive (raw, k);
+  setenv ("RUNTIME_NODE_CLUSTER_KEY", path, 1);
+  setenv ("RUNTIME_SERVE_CLUSTER_KEY", path, 1);
+  return 0;
 }
 
 /* The number in @dir/@file, or 0.  */

@@ -8,8 +8,15 @@
    deletes, refuses keys outside its scheme; with the server the client is
    connected to killed, the client reconnects to another and the catalog
    and requests go on; an unsubscribe called while the handler runs
-   returns only once it has returned, so its data may be freed then.  */
+   returns only once it has returned, so its data may be freed then.
+   With the cluster key (cluster/seal.h): a URL off loopback that is plain
+   or has no credentials is refused before any connection; a keyed
+   subscriber refuses a request of a publisher without the key (one plain
+   error answer, its handler never called) and the same sealed request
+   replayed; a passive subscriber reads nothing of a sealed payload; a
+   keyed requester refuses an answer not sealed for its inbox.  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -111,6 +118,109 @@ test_refused (void)
           && has_code (e, "cluster_unavailable"),
       "a cluster nobody answers for is cluster_unavailable");
   rt_error_free (e);
+}
+
+static void
+test_off_loopback (void)
+{
+  rt_error *e = NULL;
+  rt_bus *b = NULL;
+
+  /* .invalid never resolves: nothing is reached, whatever is checked.  */
+  ok (rt_bus_connect (&(struct rt_bus_opts){ .urls = "nats://127.0.0.1:1,nats://u:p@node.invalid:4222" }, &b, &e) < 0
+          && has_code (e, "usage") && strstr (e->msg, "plain NATS only on a loopback address"),
+      "plain nats:// off loopback refused: %s", e ? e->msg : "(connected)");
+  rt_error_free (e), e = NULL;
+  ok (rt_bus_connect (&(struct rt_bus_opts){ .urls = "tls://node.invalid:4222" }, &b, &e) < 0 && has_code (e, "usage")
+          && strstr (e->msg, "credential-less"),
+      "tls:// off loopback without credentials refused: %s", e ? e->msg : "(connected)");
+  rt_error_free (e), e = NULL;
+  ok (rt_bus_connect (&(struct rt_bus_opts){ .urls = "tls://u:p@node.invalid:4222" }, &b, &e) < 0
+          && has_code (e, "cluster_unavailable"),
+      "tls:// with credentials is tried: %s", e ? e->msg : "(connected)");
+  rt_error_free (e);
+}
+
+/* What the passive subscriber saw on rt.test.sealed.  */
+static struct
+{
+  pthread_mutex_t mu;
+  unsigned char frame[4096];
+  size_t len;
+  int n;
+} spied = { PTHREAD_MUTEX_INITIALIZER };
+static atomic_int sealed_calls;
+
+static void
+spy (void *data, const struct rt_bus_msg *m)
+{
+  (void) data;
+  pthread_mutex_lock (&spied.mu);
+  if (m->len <= sizeof spied.frame)
+    memcpy (spied.frame, m->data, spied.len = m->len);
+  spied.n++;
+  pthread_mutex_unlock (&spied.mu);
+}
+
+static void
+sealed_echo (void *data, const struct rt_bus_msg *m)
+{
+  atomic_fetch_add (&sealed_calls, 1);
+  echo (data, m);
+}
+
+static void
+test_sealed (const char *urls, const struct rt_seal_key *key)
+{
+  static const char secret[] = "{\"tenant\":\"alice\",\"value\":\"sk-live-0123456789\"}";
+  rt_bus *kb = NULL, *hostile = NULL;
+  rt_bus_sub *sub = NULL, *spy_sub = NULL;
+  rt_error *e = NULL;
+  char *reply = NULL;
+  size_t len = 0;
+
+  ok (rt_bus_connect (&(struct rt_bus_opts){ .urls = urls, .name = "keyed", .key = key }, &kb, &e) == 0
+          && rt_bus_connect (&(struct rt_bus_opts){ .urls = urls, .name = "hostile" }, &hostile, &e) == 0
+          && rt_bus_subscribe (kb, "rt.test.sealed", NULL, sealed_echo, kb, &sub, &e) == 0
+          && rt_bus_subscribe (hostile, "rt.test.sealed", NULL, spy, NULL, &spy_sub, &e) == 0,
+      "a keyed bus and one without the key");
+  if (sub == NULL || spy_sub == NULL)
+    goto out;
+  /* The subscriptions known to every server of the cluster.  */
+  usleep (300 * 1000);
+  ok (rt_bus_request (hostile, "rt.test.sealed", secret, strlen (secret), 2000, &reply, &len, &e) == 0
+          && strstr (reply, "\"unauthorized\"") && atomic_load (&sealed_calls) == 0,
+      "a request without the key: refused, its handler not called: %.90s", reply ? reply : e->msg);
+  free (reply), reply = NULL;
+  ok (rt_bus_request (kb, "rt.test.sealed", secret, strlen (secret), 2000, &reply, &len, &e) == 0
+          && strncmp (reply, "echo:{", 6) == 0 && atomic_load (&sealed_calls) == 1,
+      "a sealed one is answered, sealed: %.40s", reply ? reply : e->msg);
+  free (reply), reply = NULL;
+  pthread_mutex_lock (&spied.mu);
+  ok (spied.n >= 1 && spied.len > 0 && !memmem (spied.frame, spied.len, "sk-live", 7)
+          && !memmem (spied.frame, spied.len, "alice", 5),
+      "a passive subscriber reads neither the value nor the tenant");
+  unsigned char frame[4096];
+  size_t flen = spied.len;
+  memcpy (frame, spied.frame, flen);
+  pthread_mutex_unlock (&spied.mu);
+  ok (rt_bus_request (hostile, "rt.test.sealed", frame, flen, 2000, &reply, &len, &e) == 0 && strstr (reply, "replay")
+          && atomic_load (&sealed_calls) == 1,
+      "the sealed request replayed: refused: %.90s", reply ? reply : e->msg);
+  free (reply), reply = NULL;
+  /* The hostile side answers a keyed request itself: not sealed.  */
+  rt_bus_unsubscribe (sub), sub = NULL;
+  rt_bus_unsubscribe (spy_sub), spy_sub = NULL;
+  if (rt_bus_subscribe (hostile, "rt.test.sealed", NULL, echo, hostile, &spy_sub, &e) == 0 && usleep (300 * 1000) == 0)
+    ok (rt_bus_request (kb, "rt.test.sealed", "x", 1, 2000, &reply, &len, &e) < 0 && has_code (e, "unauthorized"),
+        "an answer not sealed for its inbox: refused: %s", e ? e->msg : reply);
+  free (reply);
+out:
+  rt_error_free (e);
+  rt_bus_unsubscribe (sub);
+  rt_bus_unsubscribe (spy_sub);
+  rt_bus_free (kb);
+  rt_bus_free (hostile);
 }
 
 static void
@@ -229,7 +339,8 @@ main (int argc, char **argv)
   rt_bus *b = NULL;
   rt_bus_sub *sub = NULL;
   rt_catalog *c = NULL;
-  char *reply = NULL, tmpl[] = "/tmp/rt-nats.XXXXXX";
+  char *reply = NULL, tmpl[] = "/tmp/rt-nats.XXXXXX", keyfile[300];
+  struct rt_seal_key key;
   size_t len = 0;
 
   if (argc < 2 || mkdtemp (tmpl) == NULL)
@@ -237,6 +348,7 @@ main (int argc, char **argv)
   fixture = argv[1];
   snprintf (dir, sizeof dir, "%s/cluster", tmpl);
   test_refused ();
+  test_off_loopback ();
   urls = start_cluster ();
   ok (urls && *urls, "three NATS servers clustered on loopback: %s", urls ? urls : "(none)");
   ok (urls && rt_bus_connect (&(struct rt_bus_opts){ .urls = urls, .name = "test" }, &b, &e) == 0,
@@ -255,6 +367,10 @@ main (int argc, char **argv)
       "a request nobody subscribes to is node_unreachable");
   rt_error_free (e), e = NULL;
   test_unsubscribe_waits (b);
+  snprintf (keyfile, sizeof keyfile, "%s/cluster.key", tmpl);
+  if (nats_fixture_key (keyfile, &key) == 0)
+    test_sealed (urls, &key);
+  unlink (keyfile);
   ok (rt_catalog_open (b, 3, &c, &e) == 0, "the catalog opened with 3 replicas%s%s", e ? ": " : "", e ? e->msg : "");
   rt_error_free (e), e = NULL;
   if (c)

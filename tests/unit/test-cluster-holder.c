@@ -425,7 +425,8 @@ int
 main (int argc, char **argv)
 {
   cleanup_free char *urls = NULL, *alice = NULL, *bob = NULL;
-  char top[64] = "/tmp/rt-cholder.XXXXXX", dir[128], log[200], data[200], listen[32];
+  char top[64] = "/tmp/rt-cholder.XXXXXX", dir[128], log[200], data[200], listen[32], keyfile[200];
+  struct rt_seal_key key;
   rt_bus_sub *s1 = NULL, *s2 = NULL;
   struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
   socklen_t salen = sizeof sa;
@@ -448,8 +449,10 @@ main (int argc, char **argv)
       && getsockname (fd, (struct sockaddr *) &sa, &salen) == 0)
     port = ntohs (sa.sin_port);
   close (fd);
+  snprintf (keyfile, sizeof keyfile, "%s/cluster.key", top);
+  ok (nats_fixture_key (keyfile, &key) == 0, "a cluster key, the replica's and the fake hosts'");
   urls = nats_fixture_start (argv[1], dir);
-  ok (urls && rt_bus_connect (&(struct rt_bus_opts){ .urls = urls, .name = "fake-hosts" }, &bus, &e) == 0
+  ok (urls && rt_bus_connect (&(struct rt_bus_opts){ .urls = urls, .name = "fake-hosts", .key = &key }, &bus, &e) == 0
           && rt_bus_subscribe (bus, "runtime.node.nl.api", NULL, on_liar, NULL, &s1, &e) == 0
           && rt_bus_subscribe (bus, "runtime.node.ng.api", NULL, on_good, NULL, &s2, &e) == 0,
       "three NATS servers on loopback; the fake hosts subscribed");

@@ -9,7 +9,16 @@
    moves on; API calls over NATS (runtime.node.NAME.api) are answered by
    the route handlers: 401 without a token, a tenant's empty list, 404 for
    a sandbox it does not have, 400 for a message that is not a request;
-   SIGTERM ends it with 0 and the entry says "stopped".  Against a
+   SIGTERM ends it with 0 and the entry says "stopped".
+   With the cluster key (cluster/seal.h), which this test's own bus and
+   the nodes share: a publisher without it, naming tenant alice with
+   raised limits or asking for her secrets, is refused (a plain
+   unauthorized answer, nothing run); a passive subscriber of the node's
+   subjects reads no secret value pushed to it; of two nodes started at
+   once under one name, one runs and the other exits 1 (name_taken); a
+   node whose catalog entry another run takes over stops serving and
+   exits 1; a node refuses plain or credential-less NATS off loopback and
+   a start without the key.  Against a
    nats-server without JetStream (as a node with the per-role credentials
    of docs/cluster/nats-auth.conf sees the cluster: no catalog), it
    reports all the same and says it has no catalog.
@@ -24,6 +33,7 @@
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -41,8 +51,9 @@
 
 #define MAX_BEATS 256
 
-static char top[64], dir[128];
+static char top[64], dir[128], keyfile[200];
 static const char *fixture, *runtime;
+static struct rt_seal_key cluster_key;
 
 /* What the test's subscriber saw.  */
 static struct
@@ -189,6 +200,66 @@ check_api (rt_bus *b, const char *token)
       "limits out of range (negative, not numbers) do not break the request");
 }
 
+/* What the passive subscriber of runtime.node.t1.> heard: messages, and
+   those with alice's secret value (raw or base64) or her name in clear.  */
+static atomic_int heard, leaked;
+
+static void
+on_heard (void *data, const struct rt_bus_msg *m)
+{
+  (void) data;
+  atomic_fetch_add (&heard, 1);
+  for (const char *const *s = (const char *const[]){ "sk-live-4242", "eyJ2YWx1ZSI6", "alice", NULL }; *s; s++)
+    if (memmem (m->data, m->len, *s, strlen (*s)))
+      atomic_fetch_add (&leaked, 1);
+}
+
+/* A publisher without the key, acting as alice; a replica pushing her
+   secret while a passive subscriber listens.  */
+static void
+check_hostile (const char *urls, rt_bus *b)
+{
+  /* {"value":"sk-live-4242-hunter2","hosts":["api.example.com"]} */
+  static const char put[]
+      = "{\"method\":\"PUT\",\"path\":\"/v1/egress-secrets/OPENAI\",\"tenant\":\"alice\",\"limits\":{},"
+        "\"body\":\"eyJ2YWx1ZSI6InNrLWxpdmUtNDI0Mi1odW50ZXIyIiwiaG9zdHMiOlsiYXBpLmV4YW1wbGUuY29tIl19\"}";
+  rt_bus *hostile = NULL;
+  rt_bus_sub *spy = NULL;
+  rt_error *e = NULL;
+  char body[4096];
+  int status;
+
+  if (rt_bus_connect (&(struct rt_bus_opts){ .urls = urls, .name = "hostile" }, &hostile, &e) < 0
+      || rt_bus_subscribe (hostile, "runtime.node.t1.>", NULL, on_heard, NULL, &spy, &e) < 0)
+    {
+      ok (false, "a connection without the key: %s", e->msg);
+      rt_error_free (e);
+      rt_bus_free (hostile);
+      return;
+    }
+  status = api (b, put, body, sizeof body);
+  ok (status == 200, "a replica (with the key) puts alice's secret on the node: %d (%.60s)", status, body);
+  ok (atomic_load (&heard) >= 1 && atomic_load (&leaked) == 0,
+      "a passive subscriber of runtime.node.t1.> reads neither the value nor the tenant (%d of %d)",
+      atomic_load (&leaked), atomic_load (&heard));
+  status = api (hostile, "{\"method\":\"GET\",\"path\":\"/v1/egress-secrets\",\"tenant\":\"alice\",\"limits\":{}}",
+                body, sizeof body);
+  /* Refused by the bus: {"error": …}, no status of a route's answer.  */
+  ok (status == 0 && !strstr (body, "OPENAI"), "without the key, listing alice's secrets: refused (%d)", status);
+  status = api (hostile,
+                "{\"method\":\"POST\",\"path\":\"/v1/sandboxes\",\"tenant\":\"alice\","
+                "\"limits\":{\"maxSandboxes\":1000},\"body\":\"e30=\"}",
+                body, sizeof body);
+  ok (status == 0, "without the key, a create as alice with her limits raised: refused (%d)", status);
+  ok (api (b, "{\"method\":\"GET\",\"path\":\"/v1/egress-secrets\",\"tenant\":\"alice\",\"limits\":{}}", body,
+           sizeof body)
+              == 200
+          && strstr (body, "OPENAI") && !strstr (body, "hunter2"),
+      "with it, her list has the secret, not its value (%.60s)", body);
+  rt_bus_unsubscribe (spy);
+  rt_bus_free (hostile);
+}
+
 /* A follow of an image build's log that never ends: a record "building"
    by the node's own pid, as images.c keeps one.  */
 #define FOLLOW_REQ                                                                                                    \
@@ -301,6 +372,53 @@ wait_exit (pid_t pid, int ms)
   kill (pid, SIGKILL);
   waitpid (pid, &status, 0);
   return -1;
+}
+
+/* Two nodes of one name started at once: one runs, the other exits 1
+   (name_taken); then the survivor's catalog entry taken over by another
+   run: it stops, exits 1, and says so.  */
+static void
+check_same_name (const char *urls, rt_catalog *c)
+{
+  char log_a[200], log_b[200], cmd[600], value[256];
+  pid_t a, b;
+  int ea = -1, eb = -1, status;
+  uint64_t rev = 0;
+  rt_error *e = NULL;
+
+  snprintf (log_a, sizeof log_a, "%s/same-a.log", top);
+  snprintf (log_b, sizeof log_b, "%s/same-b.log", top);
+  a = start_node (urls, "t3", log_a);
+  b = start_node (urls, "t3", log_b);
+  /* Both past their start (a few reports) by then.  */
+  usleep (5000 * 1000);
+  if (waitpid (a, &status, WNOHANG) == a)
+    ea = WIFEXITED (status) ? WEXITSTATUS (status) : 128;
+  if (waitpid (b, &status, WNOHANG) == b)
+    eb = WIFEXITED (status) ? WEXITSTATUS (status) : 128;
+  snprintf (cmd, sizeof cmd, "grep -q name_taken %s", ea == 1 ? log_a : log_b);
+  ok (((ea == 1 && eb == -1) || (eb == 1 && ea == -1)) && system (cmd) == 0,
+      "two nodes named t3 started at once: one runs, the other exits 1 with name_taken (%d, %d)", ea, eb);
+  pid_t alive = ea == -1 ? a : b;
+  if (ea != -1 && eb != -1)
+    return;
+  snprintf (value, sizeof value, "{\"name\":\"t3\",\"state\":\"up\",\"instance\":\"another\",\"beatMs\":%lld}",
+            (long long) rt_epoch_ms ());
+  for (int i = 0; i < 5; i++)
+    {
+      cleanup_free char *old = NULL;
+      if (rt_catalog_get (c, "node.t3", &old, &rev, NULL) == 0
+          && rt_catalog_update (c, "node.t3", value, rev, NULL, &e) == 0)
+        break;
+      rt_error_free (e), e = NULL;
+    }
+  rt_error_free (e);
+  status = wait_exit (alive, 8000);
+  snprintf (cmd, sizeof cmd, "grep -q 'taken over' %s", alive == a ? log_a : log_b);
+  ok (status == 1 && system (cmd) == 0, "its entry taken over by another run: it stops serving, exits 1 (%d)", status);
+  /* Both ran (the race lost by neither): the other one goes too.  */
+  if (ea == -1 && eb == -1)
+    wait_exit (a, 100);
 }
 
 /* The field @key of the catalog entry node.t1 (a string or a number as
@@ -495,7 +613,7 @@ check_no_catalog (void)
       _exit (127);
     }
   for (int i = 0; i < 50 && b == NULL; i++)
-    if (rt_bus_connect (&(struct rt_bus_opts){ .urls = url }, &b, &e) < 0)
+    if (rt_bus_connect (&(struct rt_bus_opts){ .urls = url, .key = &cluster_key }, &b, &e) < 0)
       {
         rt_error_free (e), e = NULL;
         usleep (100 * 1000);
@@ -549,7 +667,10 @@ roles_main (const char *auth)
   snprintf (ca, sizeof ca, "%s/tls/ca.pem", dir);
   snprintf (log, sizeof log, "%s/node.log", top);
   snprintf (url, sizeof url, "tls://serve:serve-pass-0123@127.0.0.1:%d", port);
-  ok (port > 0 && rt_bus_connect (&(struct rt_bus_opts){ .urls = url, .name = "serve", .ca_file = ca }, &serve, &e) == 0
+  ok (port > 0
+          && rt_bus_connect (&(struct rt_bus_opts){ .urls = url, .name = "serve", .ca_file = ca, .key = &cluster_key },
+                             &serve, &e)
+                 == 0
           && rt_bus_subscribe (serve, "runtime.node.host1.capacity", NULL, count_msg, &reports, &sub, &e) == 0,
       "three TLS servers with the example's users; serve connected and listening%s%s", e ? ": " : "", e ? e->msg : "");
   snprintf (url, sizeof url, "tls://node-host1:host1-pass-4567@127.0.0.1:%d", port);
@@ -584,7 +705,7 @@ int
 main (int argc, char **argv)
 {
   cleanup_free char *urls = NULL, *reply = NULL, *token = NULL;
-  char log[200], log2[200], field[64], cmd[300];
+  char log[200], log2[200], field[64], cmd[1024];
   rt_error *e = NULL;
   rt_bus *b = NULL;
   rt_bus_sub *sub = NULL;
@@ -600,13 +721,17 @@ main (int argc, char **argv)
   snprintf (dir, sizeof dir, "%s/cluster", top);
   snprintf (log, sizeof log, "%s/node.log", top);
   snprintf (log2, sizeof log2, "%s/node2.log", top);
+  snprintf (keyfile, sizeof keyfile, "%s/cluster.key", top);
   if (argc > 3)
     {
       set_env ();
+      if (nats_fixture_key (keyfile, &cluster_key) < 0)
+        return 1;
       return roles_main (argv[3]);
     }
+  ok (nats_fixture_key (keyfile, &cluster_key) == 0, "a cluster key");
   urls = nats_fixture_start (fixture, dir);
-  ok (urls && rt_bus_connect (&(struct rt_bus_opts){ .urls = urls, .name = "test" }, &b, &e) == 0,
+  ok (urls && rt_bus_connect (&(struct rt_bus_opts){ .urls = urls, .name = "test", .key = &cluster_key }, &b, &e) == 0,
       "three NATS servers clustered on loopback, connected");
   if (b == NULL || rt_bus_subscribe (b, "runtime.node.t1.capacity", NULL, on_capacity, NULL, &sub, &e) < 0)
     {
@@ -625,10 +750,13 @@ main (int argc, char **argv)
     entry_field (c, "state", field, sizeof field);
   ok (c && strcmp (field, "up") == 0, "node.t1 in the catalog: %s", field);
   check_api (b, token);
+  check_hostile (urls, b);
   check_deadline (b, node);
   ok (wait_exit (start_node (urls, "t1", log2), 10000) == 1, "a second node named t1 exits 1");
   snprintf (cmd, sizeof cmd, "grep -q name_taken %s", log2);
   ok (system (cmd) == 0, "saying name_taken");
+  if (c)
+    check_same_name (urls, c);
   if (c)
     check_server_lost (c);
   ok (kill (node, SIGTERM) == 0 && wait_exit (node, 15000) == 0, "SIGTERM ends it with 0");
@@ -639,6 +767,18 @@ main (int argc, char **argv)
   snprintf (cmd, sizeof cmd, "! RUNTIME_API_URL=http://127.0.0.1:1 %s node --nats nats://127.0.0.1:1 2>%s/remote.log "
             "&& grep -q unsupported_remote %s/remote.log", runtime, top, top);
   ok (system (cmd) == 0, "on a remote context (RUNTIME_API_URL) it refuses to start: unsupported_remote");
+  /* Each refused before any connection (.invalid never resolves).  */
+  for (const char *const *t = (const char *const[]){ "nats://127.0.0.1:1,nats://u:p@node.invalid:4222",
+                                                     "plain NATS only on a loopback address", "tls://node.invalid:4222",
+                                                     "credential-less NATS only on a loopback", "nats://127.0.0.1:1",
+                                                     "no cluster key", NULL };
+       *t; t += 2)
+    {
+      snprintf (cmd, sizeof cmd,
+                "! RUNTIME_NODE_CLUSTER_KEY=%s %s node --nats %s 2>%s/refused.log && grep -q '%s' %s/refused.log",
+                strcmp (t[1], "no cluster key") == 0 ? "" : keyfile, runtime, t[0], top, t[1], top);
+      ok (system (cmd) == 0, "it refuses to start on %s: %s", t[0], t[1]);
+    }
   show_log_if_failed (log);
   rt_error_free (e);
   rt_catalog_free (c);

@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,8 @@
 #include "nats-fixture.h"
 #include "tap.h"
 
-static char top[64], dir[128];
+static char top[64], dir[128], keyfile[200];
+static struct rt_seal_key cluster_key;
 static const char *fixture, *runtime;
 static int port;
 
@@ -381,10 +383,29 @@ counted (int *what)
   return n;
 }
 
+/* Messages a subscriber of every subject without the key heard, and
+   those with a secret's value in the clear (the catalog's writes too).  */
+static atomic_int heard_all, heard_value;
+
 static void
-check_secrets (const char *alice)
+on_any (void *data, const struct rt_bus_msg *m)
+{
+  (void) data;
+  atomic_fetch_add (&heard_all, 1);
+  if (memmem (m->data, m->len, "s3cret", 6) || memmem (m->data, m->len, "n3w", 3))
+    atomic_fetch_add (&heard_value, 1);
+}
+
+static void
+check_secrets (const char *alice, const char *urls)
 {
   char out[8192];
+  rt_bus *spy = NULL;
+  rt_bus_sub *all = NULL;
+
+  if (rt_bus_connect (&(struct rt_bus_opts){ .urls = urls, .name = "spy" }, &spy, NULL) == 0)
+    rt_bus_subscribe (spy, ">", NULL, on_any, NULL, &all, NULL);
+  usleep (300 * 1000);
 
   ok (http (alice, "PUT", "/v1/egress-secrets/bad-name", "{\"value\":\"x\",\"hosts\":[\"a.example\"]}", NULL, false, out,
             sizeof out)
@@ -419,6 +440,11 @@ check_secrets (const char *alice)
       "removed: removed from that host too");
   ok (http (alice, "DELETE", "/v1/egress-secrets/API_KEY", NULL, NULL, false, out, sizeof out) == 404,
       "removed again: 404");
+  ok (all && atomic_load (&heard_all) > 0 && atomic_load (&heard_value) == 0,
+      "a subscriber of every subject without the key read no value, the catalog's writes included (%d of %d)",
+      atomic_load (&heard_value), atomic_load (&heard_all));
+  rt_bus_unsubscribe (all);
+  rt_bus_free (spy);
 }
 
 static void
@@ -483,8 +509,12 @@ main (int argc, char **argv)
   setenv ("RUNTIME_ACCEL", "tcg", 1);
   unsetenv ("RUNTIME_API_URL");
   port = free_port ();
+  snprintf (keyfile, sizeof keyfile, "%s/cluster.key", top);
+  ok (nats_fixture_key (keyfile, &cluster_key) == 0, "a cluster key, the replica's and the fake host's");
   urls = nats_fixture_start (fixture, dir);
-  ok (urls && rt_bus_connect (&(struct rt_bus_opts){ .urls = urls, .name = "fake-host" }, &fa.bus, &e) == 0,
+  ok (urls && rt_bus_connect (&(struct rt_bus_opts){ .urls = urls, .name = "fake-host", .key = &cluster_key },
+                              &fa.bus, &e)
+                  == 0,
       "three NATS servers on loopback; the fake host connected");
   if (fa.bus == NULL || rt_bus_subscribe (fa.bus, "runtime.node.fa.api", NULL, on_api, NULL, &s1, &e) < 0
       || rt_bus_subscribe (fa.bus, "runtime.node.fa.pull", NULL, on_pull, NULL, &s2, &e) < 0
@@ -500,7 +530,7 @@ main (int argc, char **argv)
   ok (*alice && *bob, "tokens made for two tenants");
   serve = start_serve (urls, log);
   check_calls (alice, bob);
-  check_secrets (alice);
+  check_secrets (alice, urls);
   check_lost (alice);
   ok (kill (serve, 0) == 0, "the replica is still up after all that");
   kill (serve, SIGTERM);
