@@ -138,6 +138,10 @@ set_options (natsOptions *no, const struct rt_bus_opts *o, const char **servers,
     s = natsOptions_SetMaxReconnect (no, -1);
   if (s == NATS_OK)
     s = natsOptions_SetReconnectWait (no, RECONNECT_WAIT_MS);
+  /* Only the servers named: the URLs a NATS cluster gossips are never
+     checked against the loopback/TLS rule above (check_safe).  */
+  if (s == NATS_OK)
+    s = natsOptions_SetIgnoreDiscoveredServers (no, true);
   if (s == NATS_OK && (o->ca_file || o->cert_file))
     s = natsOptions_SetSecure (no, true);
   if (s == NATS_OK && o->ca_file)

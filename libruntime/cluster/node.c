@@ -264,10 +264,12 @@ held_by_other (struct node *n, const char *old)
 {
   cleanup_json json_object *o = old ? json_tokener_parse (old) : NULL;
   const char *inst = rt_json_str (o, "instance"), *state = rt_json_str (o, "state");
-  int64_t beat = json_object_get_int64 (json_object_object_get (o, "beatMs"));
+  int64_t age = rt_epoch_ms () - json_object_get_int64 (json_object_object_get (o, "beatMs"));
 
-  return inst && strcmp (inst, n->instance) != 0 && state && strcmp (state, "up") == 0
-         && rt_epoch_ms () - beat < NODE_FRESH_MS;
+  /* A beat from the future (a clock ahead, a forged entry) holds the name
+     no longer than a fresh one.  */
+  return inst && strcmp (inst, n->instance) != 0 && state && strcmp (state, "up") == 0 && age < NODE_FRESH_MS
+         && age > -NODE_FRESH_MS;
 }
 
 static int

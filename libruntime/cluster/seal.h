@@ -67,7 +67,7 @@ int rt_unseal_value (const struct rt_seal_key *k, const char *label, const void 
                      unsigned char **out, size_t *out_len, rt_error **err);
 
 /* The nonces seen, each kept until its deadline, in a bounded table.  */
-#define RT_NONCE_SLOTS 65536
+#define RT_NONCE_SLOTS (1u << 18) /* 6 MiB: 2,500 messages a second kept 100 s */
 #define RT_NONCE_PROBES 64
 struct rt_nonce_cache
 {

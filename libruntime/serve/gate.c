@@ -429,7 +429,7 @@ body_length (const struct head *h, int method)
 /* The refusal (R_*) of the head in @blk, or -1 to pass it; *@body its
    body's length, *@open when the rest of the connection is to pass.  */
 static int
-judge (struct gate *g, char *blk, size_t *body, bool *open)
+judge (struct gate *g, char *blk, size_t *body, bool *open, bool *authed_out)
 {
   struct head h = { 0 };
   struct evhttp_uri *uri = NULL;
@@ -456,6 +456,7 @@ judge (struct gate *g, char *blk, size_t *body, bool *open)
   g->probation = false;
   if (rt && !(rt->flags & SRV_NO_AUTH) && !authed)
     return h.auth ? R_BAD_TOKEN : R_NO_TOKEN;
+  *authed_out = authed;
   if (authed)
     uncount (g);
   big = rt && (rt->flags & SRV_BIG_BODY);
@@ -470,7 +471,7 @@ judge (struct gate *g, char *blk, size_t *body, bool *open)
     }
   if ((n = body_length (&h, method)) < 0)
     return R_HEAD;
-  if ((unsigned long long) n > (big ? SRV_MAX_BODY : SRV_MAX_JSON_BODY))
+  if ((unsigned long long) n > (!authed ? SRV_GATE_TOKENLESS_BODY : big ? SRV_MAX_BODY : SRV_MAX_JSON_BODY))
     return R_TOO_LARGE;
   *body = (size_t) n;
   return -1;
@@ -484,8 +485,9 @@ look (struct gate *g, struct evbuffer *in, size_t end)
   const char *p = end ? (const char *) evbuffer_pullup (g->hold, (ev_ssize_t) end) : NULL;
   cleanup_free char *blk = p && !memchr (p, '\0', end) ? strndup (p, end) : NULL;
   size_t body = 0;
-  bool open = false;
-  int why = blk ? judge (g, blk, &body, &open) : R_HEAD;
+  bool open = false, authed = false;
+  int why = blk ? judge (g, blk, &body, &open, &authed) : R_HEAD;
+  struct timeval tv = head_time (g);
 
   g->scan = 0;
   g->timing = false;
@@ -500,6 +502,24 @@ look (struct gate *g, struct evbuffer *in, size_t end)
   evbuffer_remove_buffer (g->hold, in, end);
   g->left = body;
   g->state = open ? G_OPEN : body ? G_BODY : G_HEAD;
+  /* A tokenless body (an unknown route's, health's) is timed as a head
+     is: dribbled, it would hold its fd and its bytes for the idle timeout.  */
+  if (!authed && body)
+    {
+      g->timing = true;
+      evtimer_add (g->timer, &tv);
+    }
+}
+
+/* Empty lines before a request line are ignored (RFC 9112, 2.2), not
+   taken for an empty head.  */
+static void
+skip_empty_lines (struct gate *g)
+{
+  unsigned char c;
+
+  while (g->scan == 0 && evbuffer_copyout (g->hold, &c, 1) == 1 && (c == '\r' || c == '\n'))
+    evbuffer_drain (g->hold, 1);
 }
 
 /* What g->hold has that may go to evhttp goes.  */
@@ -520,8 +540,14 @@ give (struct gate *g, struct evbuffer *in)
           size_t n = len < g->left ? len : g->left;
           evbuffer_remove_buffer (g->hold, in, n);
           if ((g->left -= n) == 0)
-            g->state = G_HEAD;
+            {
+              g->state = G_HEAD;
+              g->timing = false;
+              evtimer_del (g->timer);
+            }
         }
+      else if (skip_empty_lines (g), evbuffer_get_length (g->hold) == 0)
+        break;
       else if ((end = head_end (g, g->hold)) > 0)
         look (g, in, end);
       else

@@ -19,7 +19,9 @@
    on the connection), srv_gate_answer makes it the JSON error, and the
    connection closes.  Refused at the head: a route that needs a token
    without a valid one (401), a Content-Length over the route's limit
-   (413: SRV_MAX_JSON_BODY, SRV_MAX_BODY for SRV_BIG_BODY routes), a
+   (413: SRV_MAX_JSON_BODY, SRV_MAX_BODY for SRV_BIG_BODY routes,
+   SRV_GATE_TOKENLESS_BODY without a valid token, whose body must also
+   come within the header timeout), a
    chunked body anywhere but a SRV_BIG_BODY route with a token (400; one
    there lets the rest of its connection through unlooked-at), and what
    evhttp and the gate might read differently (folded or NUL-holding
@@ -47,6 +49,9 @@
 #define SRV_MAX_UNAUTHED 32
 #define SRV_PROBATION_MS 1000
 #define SRV_GATE_MAX_HEAD (64u << 10)
+/* The most body a request without a valid token may send (to a route
+   that needs none, or to no route), within the header timeout.  */
+#define SRV_GATE_TOKENLESS_BODY (4u << 10)
 
 struct srv;
 struct srv_req;

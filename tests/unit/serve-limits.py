@@ -181,6 +181,32 @@ def dribble(port):
     s.close()
 
 
+def tokenless_bodies(port):
+    """A body without a token (to no route, to health) is small and timed."""
+    s = conn(port)
+    s.sendall(head("POST", "/v1/health", None, "Content-Length: %d\r\n" % ((1 << 20) - 1)))
+    st, body = answer(s, 1.5)
+    ok(st == 413, "a tokenless 1 MiB body to a route that needs no token: 413 before it is sent", (st, body))
+    s.close()
+    s = conn(port)
+    s.sendall(head("POST", "/v1/no-such-route", None, "Content-Length: 4000\r\n") + b"x" * 100)
+    t0, shut = time.time(), False
+    while time.time() - t0 < HEADER_TIMEOUT + 3 and not shut:
+        try:
+            s.sendall(b"x")
+        except OSError:
+            break
+        shut = closed(s, 0.4)
+    took = time.time() - t0
+    ok(shut and took < HEADER_TIMEOUT + 1.5,
+       "… a tokenless body dribbled: closed after the %d s header timeout (%.1f s)" % (HEADER_TIMEOUT, took))
+    s.close()
+    s = conn(port)
+    s.sendall(b"\r\n\r\n" + head("GET", "/v1/health"))
+    ok(answer(s, 2)[0] == 200, "empty lines before a request line are skipped (RFC 9112, 2.2)")
+    s.close()
+
+
 def flood(port, token, pid):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(4096, hard), hard))
@@ -292,6 +318,7 @@ def main():
             small_limit(port, token)
             keep_alive(port, token)
             dribble(port)
+            tokenless_bodies(port)
             flood(port, token, p.pid)
             burst(port, data)
         finally:
