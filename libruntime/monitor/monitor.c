@@ -504,9 +504,12 @@ monitor_start (struct mon *m, rt_error **err)
     return ret;
   rt_write_pidfile (qemufile, m->vm.pid, NULL);
   set_jail_state (m);
-  /* Everything that needed more than the kept set is made; the guest's
-     first bytes (the channel, the console) are read only after this.  */
-  ret = rt_drop_privileges (RT_MONITOR_KEPT_CAPS, err);
+  /* Everything that needed more than the kept set is made, and what
+     will need it at the end is forked (QEMU's ender); the guest's first
+     bytes (the channel, the console) are read only after this.  */
+  ret = rt_vm_end_arm (&m->vm, err);
+  if (ret == 0)
+    ret = rt_drop_privileges (RT_MONITOR_KEPT_CAPS, err);
   if (ret == 0)
     ret = connect_agent (m, err);
   if (ret == 0)

@@ -17,6 +17,9 @@
 #include "vmm/qemu-args.h"
 #include "vmm/vm.h"
 
+/* How long the end waits for QEMU to exit once SIGKILLed.  */
+#define END_TIMEOUT_MS 10000
+
 /* Where the disk's writes go: @cfg->disk_dir, 0700, with "live" a
    symlink to the state dir: the reaper (records/reap.c) removes a disk
    dir whose state dir is gone, even one another state dir's.  */
@@ -423,6 +426,8 @@ rt_vm_start (rt_context *ctx, const struct rt_vm_config *cfg, struct rt_vm *vm, 
   memset (vm, 0, sizeof (*vm));
   vm->pid = -1;
   vm->pidfd = -1;
+  vm->end_pid = 0;
+  vm->end_fd = -1;
   vm->lease.lock_fd = vm->lease.qemu_lock_fd = -1;
   vm->jailed = !ctx->unsafe_no_jail;
   if (ctx->qemu == NULL)
@@ -467,11 +472,20 @@ rt_vm_wait (struct rt_vm *vm, int timeout_ms, int *status)
 void
 rt_vm_kill (struct rt_vm *vm)
 {
+  struct pollfd exited = { .fd = vm->pidfd, .events = POLLIN };
+
+  /* A monitor without CAP_KILL and CAP_DAC_OVERRIDE has its ender kill
+     QEMU and empty QEMU's dir (vm-end.c); else it does so itself.  */
+  if (rt_vm_end_run (vm) < 0)
+    fprintf (stderr, "warning: QEMU's ender failed: what QEMU left may stay until the reaper's sweep\n");
   if (vm->pid > 0)
     {
       kill (vm->pid, SIGKILL);
-      while (waitpid (vm->pid, NULL, 0) < 0 && errno == EINTR)
-        ;
+      /* Whatever failed above, the monitor does not wait for ever: a
+         QEMU still there dies with it (PR_SET_PDEATHSIG, jail.c).  */
+      if (vm->pidfd < 0 || poll (&exited, 1, END_TIMEOUT_MS) > 0)
+        while (waitpid (vm->pid, NULL, 0) < 0 && errno == EINTR)
+          ;
       vm->pid = -1;
     }
   if (vm->pidfd >= 0)

@@ -64,7 +64,12 @@ struct rt_vm
   uint64_t jail_setup_us; /* from before clone to QEMU's exec */
   bool keep_disk;         /* rt_vm_kill keeps the disk dir's overlay.qcow2
                              and layers/ (a pause to disk) */
+  pid_t end_pid;          /* > 0: QEMU's ender (rt_vm_end_arm) */
+  int end_fd;             /* its command pipe, when end_pid > 0 */
 };
+
+/* The one command QEMU's ender knows: kill QEMU, empty its dir.  */
+#define RT_VM_END_CMD 'K'
 
 /* Starts QEMU in its own session, in its jail (vmm/jail.h) unless
    ctx->unsafe_no_jail; it dies with the calling process.  */
@@ -76,6 +81,15 @@ int rt_vm_wait (struct rt_vm *vm, int timeout_ms, int *status);
    removes its disk dir (but overlay.qcow2 and layers/ with
    vm->keep_disk), frees the struct's members.  */
 void rt_vm_kill (struct rt_vm *vm);
+/* Forks QEMU's ender (vm-end.c), which keeps RT_VM_END_KEPT_CAPS and,
+   on one byte or the caller's death, SIGKILLs QEMU and removes
+   vm->jail_vm: a caller may then drop CAP_KILL and CAP_DAC_OVERRIDE and
+   still end QEMU with rt_vm_kill.  Call after rt_vm_start, before the
+   drop.  Errors: "startup_failed".  */
+int rt_vm_end_arm (struct rt_vm *vm, rt_error **err);
+/* Has the ender do its job and reaps it (rt_vm_kill calls it); 0 when
+   none was armed or it succeeded, -1 when it failed or died.  */
+int rt_vm_end_run (struct rt_vm *vm);
 /* qemu-img create: a qcow2 overlay at @path of @backing (format @fmt),
    of @size_mib, or of the backing's size when 0.  Only on files no guest
    has written: qemu-img follows the backing files a header names.  */

@@ -73,6 +73,25 @@ check "the other sandbox's QEMU has a uid of its own ($ub)" test -n "$ub" -a "$u
 check "… and its uid's lock is held while it lives" bash -c "! flock -n $lockdir/${ua:-0} true"
 check "the monitor itself is not that uid" test "$(stat -c %u "/proc/$(cut -d' ' -f1 "$state/$a/monitor.pid")")" != "$ua"
 
+# -- the monitor keeps CAP_NET_ADMIN alone (vmm/privs.h); what ends QEMU,
+#    which needs CAP_KILL and CAP_DAC_OVERRIDE, is its child, QEMU's ender
+#    (vmm/vm-end.c), which holds nothing of the guest's.
+mon_a=$(cut -d' ' -f1 "$state/$a/monitor.pid") mon_b=$(cut -d' ' -f1 "$state/$b/monitor.pid")
+is "the monitor's CapEff, CapPrm and CapBnd hold CAP_NET_ADMIN alone" \
+    "$(for f in CapEff CapPrm CapBnd; do status_of "$mon_a" $f; done | sort -u | tr '\n' ' ')" "0000000000001000 "
+end_a=$(pgrep -P "${mon_a:-0}" -x runtime-vm-end) end_b=$(pgrep -P "${mon_b:-0}" -x runtime-vm-end)
+check "QEMU's ender is a child of each monitor" test -n "$end_a" -a -n "$end_b"
+is "… keeping CAP_KILL and CAP_DAC_OVERRIDE alone (CapEff, CapPrm, CapBnd)" \
+    "$(for f in CapEff CapPrm CapBnd; do status_of "${end_a:-0}" $f; done | sort -u | tr '\n' ' ')" "0000000000000022 "
+is "… with two fds open: its pipe and QEMU's pidfd" "$(ls "/proc/${end_a:-0}/fd" 2>/dev/null | wc -l)" 2
+# What QEMU's uid may leave in /vm that the monitor cannot open: a
+# subdir of mode 0 with a file in it.  The end removes it.
+vm_a=$(for d in "$data/sandboxes/$a/vm" "$state/$a/vm"; do [ -d "$d" ] && echo "$d"; done | head -1)
+check "QEMU's dir of the first sandbox is on the host ($vm_a)" test -n "$vm_a"
+# (Made by root as QEMU's uid would: the host path is not QEMU's to reach.)
+[ -n "$vm_a" ] && mkdir "$vm_a/left" && touch "$vm_a/left/file" && chown -R "$ua:$ua" "$vm_a/left" && chmod 0 "$vm_a/left"
+check "… where QEMU's uid leaves a mode-0 subdir (as it can)" test -d "$vm_a/left"
+
 # -- no privilege: caps, no_new_privs, seccomp
 for f in CapInh CapPrm CapEff CapBnd CapAmb; do
     is "QEMU's $f is empty" "$(status_of "$qa" $f)" 0000000000000000
@@ -348,11 +367,16 @@ runtime sandbox rm "$c" >/dev/null 2>&1
 runtime sandbox rm "$a" >/dev/null
 for _ in $(seq 50); do kill -0 "$qa" 2>/dev/null || break; sleep 0.1; done
 check "after rm: its QEMU is gone" bash -c "! kill -0 $qa 2>/dev/null"
+check "… and its ender" bash -c "! kill -0 ${end_a:-0} 2>/dev/null"
+for _ in $(seq 50); do [ -e "${vm_a:-/}" ] || break; sleep 0.1; done
+check "… and QEMU's dir, mode-0 subdir and all" test -n "$vm_a" -a ! -e "${vm_a:-/}"
 check "… and its uid $ua is free (flock -n $lockdir/$ua)" lock_free "$ua"
 check "… and its cgroup is removed" test ! -e "$mem" -a ! -e "$pids"
 kill -9 "$(cut -d' ' -f1 "$state/$b/monitor.pid")"
 for _ in $(seq 100); do kill -0 "$qb" 2>/dev/null || break; sleep 0.1; done
 check "kill -9 of the other's monitor: its QEMU goes too" bash -c "! kill -0 $qb 2>/dev/null"
+for _ in $(seq 50); do kill -0 "${end_b:-0}" 2>/dev/null || break; sleep 0.1; done
+check "… and its ender, its job done" bash -c "! kill -0 ${end_b:-0} 2>/dev/null"
 check "… and its uid $ub is free at once" lock_free "$ub"
 runtime sandbox ls >/dev/null 2>&1 # the next command reaps it
 is "… the next command reaps it" "$(ls -A "$state" | grep -v '^\.lock$')" ""

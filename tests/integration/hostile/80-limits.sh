@@ -7,15 +7,16 @@
 # monitor killed -9 leaves no group and no held uid behind.
 # One sandbox of its own: small, and it is filled and then killed.
 
-# CAP_DAC_OVERRIDE (1), CAP_KILL (5), CAP_NET_ADMIN (12).
-lim_kept=0000000000001022
+# CAP_NET_ADMIN (12) alone: QEMU's ender (vmm/vm-end.c) holds CAP_KILL and
+# CAP_DAC_OVERRIDE for the end (tests/integration/jail.sh checks it).
+lim_kept=0000000000001000
 lim_id=$(runtime sandbox create --memory 512 --vcpu 1 --timeout 600 </dev/null 2>"$tmp/lim-create.err")
 check "a 512 MiB sandbox starts with its monitor's capabilities dropped" test -n "$lim_id"
 [ -n "$lim_id" ] || diag "$(cat "$tmp/lim-create.err")"
 lim_mon=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$lim_id/monitor.pid" 2>/dev/null)
 lim_qemu=$(cut -d' ' -f1 "$RUNTIME_STATE_DIR/$lim_id/qemu.pid" 2>/dev/null)
 for set in CapEff CapPrm CapBnd; do
-    is "the monitor's $set holds only NET_ADMIN, KILL, DAC_OVERRIDE" \
+    is "the monitor's $set holds only NET_ADMIN" \
         "$(awk -v k="$set:" '$1 == k {print $2}' "/proc/$lim_mon/status" 2>/dev/null)" "$lim_kept"
 done
 is "… and its CapInh and CapAmb are empty" \
