@@ -12,6 +12,7 @@
 #include "records/list.h"
 #include "serve/server-internal.h"
 #include "serve/spend.h"
+#include "serve/workers.h"
 
 size_t
 srv_spend_over (json_object *rows, const struct rt_token_info *tokens, size_t n, bool *over, int64_t *charged)
@@ -109,18 +110,6 @@ spend_round (rt_context *ctx)
   free (charged);
 }
 
-/* The round is over (or never started): the next may go, and a stopping
-   server stops waiting for it.  */
-static void
-spend_done (struct srv *s)
-{
-  pthread_mutex_lock (&s->mu);
-  s->spending = false;
-  s->workers--;
-  pthread_cond_broadcast (&s->idle);
-  pthread_mutex_unlock (&s->mu);
-}
-
 static void *
 spend_main (void *arg)
 {
@@ -130,7 +119,7 @@ spend_main (void *arg)
   if (rt_context_dup (s->ctx, &ctx, NULL) == 0)
     spend_round (ctx);
   rt_context_free (ctx);
-  spend_done (s);
+  srv_round_done (s, &s->spending);
   return NULL;
 }
 
@@ -138,29 +127,10 @@ static void
 on_spend (evutil_socket_t fd, short what, void *arg)
 {
   struct srv *s = arg;
-  pthread_attr_t attr;
-  pthread_t t;
-  bool go;
 
   (void) fd;
   (void) what;
-  pthread_mutex_lock (&s->mu);
-  go = !s->spending && !s->stopping;
-  if (go)
-    {
-      s->spending = true;
-      s->workers++;
-    }
-  pthread_mutex_unlock (&s->mu);
-  if (!go)
-    return;
-  pthread_attr_init (&attr);
-  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
-  go = pthread_create (&t, &attr, spend_main, s) == 0;
-  pthread_attr_destroy (&attr);
-  if (go)
-    return;
-  spend_done (s);
+  srv_round_start (s, &s->spending, spend_main);
 }
 
 int

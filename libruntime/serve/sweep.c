@@ -10,6 +10,7 @@
 #include "records/store.h"
 #include "serve/server-internal.h"
 #include "serve/sweep.h"
+#include "serve/workers.h"
 
 size_t
 srv_sweep_dir (const char *dir, time_t now, time_t age_s, int depth, bool (*keep) (const char *name, void *arg),
@@ -62,68 +63,29 @@ sandbox_is (const char *name, void *arg)
 static void *
 sweep_main (void *arg)
 {
-  struct sweep *w = arg;
-  struct srv *s = w->srv;
-  cleanup_free char *deleted = rt_strdup_printf ("%s/serve/deleted", w->ctx->data_dir);
-  cleanup_free char *network = rt_strdup_printf ("%s/serve/network", w->ctx->data_dir);
+  struct sweep w = { .srv = arg };
+  cleanup_free char *deleted = NULL, *network = NULL;
   time_t now = time (NULL);
 
   /* None over NATS: the replica keeps Idempotency-Key (nats.h).  */
-  if (s->idem)
-    srv_idem_sweep (s->idem);
+  if (w.srv->idem)
+    srv_idem_sweep (w.srv->idem);
+  if (rt_context_dup (w.srv->ctx, &w.ctx, NULL) == 0)
+    {
+      deleted = rt_strdup_printf ("%s/serve/deleted", w.ctx->data_dir);
+      network = rt_strdup_printf ("%s/serve/network", w.ctx->data_dir);
+    }
   if (deleted)
-    srv_sweep_dir (deleted, now, SRV_SWEEP_KEEP_S, 1, sandbox_is, w);
+    srv_sweep_dir (deleted, now, SRV_SWEEP_KEEP_S, 1, sandbox_is, &w);
   if (network)
-    srv_sweep_dir (network, now, SRV_SWEEP_KEEP_S, 0, sandbox_is, w);
-  rt_context_free (w->ctx);
-  free (w);
-  pthread_mutex_lock (&s->mu);
-  s->sweeping = false;
-  s->workers--;
-  pthread_cond_broadcast (&s->idle);
-  pthread_mutex_unlock (&s->mu);
+    srv_sweep_dir (network, now, SRV_SWEEP_KEEP_S, 0, sandbox_is, &w);
+  rt_context_free (w.ctx);
+  srv_round_done (w.srv, &w.srv->sweeping);
   return NULL;
 }
 
 void
 srv_sweep_start (struct srv *s)
 {
-  struct sweep *w = calloc (1, sizeof (*w));
-  pthread_attr_t attr;
-  pthread_t t;
-  bool go;
-
-  if (w == NULL)
-    return;
-  w->srv = s;
-  pthread_mutex_lock (&s->mu);
-  go = !s->sweeping && !s->stopping;
-  if (go)
-    {
-      s->sweeping = true;
-      s->workers++;
-    }
-  pthread_mutex_unlock (&s->mu);
-  /* The context only for a sweep that goes.  */
-  if (go && rt_context_dup (s->ctx, &w->ctx, NULL) == 0)
-    {
-      pthread_attr_init (&attr);
-      pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
-      if (pthread_create (&t, &attr, sweep_main, w) == 0)
-        w = NULL;
-      pthread_attr_destroy (&attr);
-    }
-  if (go && w)
-    {
-      pthread_mutex_lock (&s->mu);
-      s->sweeping = false;
-      s->workers--;
-      pthread_cond_broadcast (&s->idle);
-      pthread_mutex_unlock (&s->mu);
-    }
-  if (w)
-    {
-      rt_context_free (w->ctx);
-      free (w);
-    }
+  srv_round_start (s, &s->sweeping, sweep_main);
 }

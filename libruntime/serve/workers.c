@@ -130,3 +130,38 @@ srv_workers_end (struct srv *s)
     pthread_cond_wait (&s->idle, &s->mu);
   pthread_mutex_unlock (&s->mu);
 }
+
+void
+srv_round_done (struct srv *s, bool *running)
+{
+  pthread_mutex_lock (&s->mu);
+  *running = false;
+  s->workers--;
+  pthread_cond_broadcast (&s->idle);
+  pthread_mutex_unlock (&s->mu);
+}
+
+void
+srv_round_start (struct srv *s, bool *running, void *(*fn) (void *))
+{
+  pthread_attr_t attr;
+  pthread_t t;
+  bool go;
+
+  pthread_mutex_lock (&s->mu);
+  go = !*running && !s->stopping;
+  if (go)
+    {
+      *running = true;
+      s->workers++;
+    }
+  pthread_mutex_unlock (&s->mu);
+  if (!go)
+    return;
+  pthread_attr_init (&attr);
+  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
+  go = pthread_create (&t, &attr, fn, s) == 0;
+  pthread_attr_destroy (&attr);
+  if (!go)
+    srv_round_done (s, running);
+}

@@ -14,4 +14,11 @@ void srv_run_route (struct srv_req *r);
    request).  */
 void srv_workers_end (struct srv *s);
 
+/* A background round (the sweep, the spend watch): @fn (@s) on a detached
+   thread of its own, unless the round @running flags still goes or the
+   server stops; counted in s->workers, so a stopping server waits for it.
+   @fn ends with srv_round_done (@s, @running).  Any thread.  */
+void srv_round_start (struct srv *s, bool *running, void *(*fn) (void *));
+void srv_round_done (struct srv *s, bool *running);
+
 #endif
