@@ -122,10 +122,13 @@ cli_context (void)
   rt_context *ctx = NULL;
   rt_error *err = NULL;
 
-  if (rt_context_new (&ctx, &err) < 0)
+  /* Refused once, here, before any command reads state or fetches
+     anything for a sandbox it could never make.  */
+  if (rt_context_new (&ctx, &err) < 0 || rt_context_can_manage (ctx, &err) < 0)
     {
       cli_error (err);
       rt_error_free (err);
+      rt_context_free (ctx);
       return NULL;
     }
   rt_context_set_progress (ctx, cli_progress, NULL);

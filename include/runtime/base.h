@@ -157,6 +157,21 @@ void rt_context_set_progress (rt_context *ctx, rt_progress_fn fn, void *data);
 int rt_context_accel (rt_context *ctx, const char **out, rt_error **err);
 
 /**
+ * rt_context_can_manage - whether this caller may make and manage sandboxes
+ * @ctx: the context
+ * @err: set when it may not
+ *
+ * A local context needs root: a sandbox's network namespace, its QEMU's
+ * own uid and its control group are root's to make, and its state is
+ * root's to read.  A client context (RUNTIME_API_URL) may: its server
+ * decides.  Reads nothing on disk, so a caller can ask before anything
+ * else, once.
+ * Errors: "permission_denied" (not root, locally), with a hint.
+ * Return: 0, or <0 with @err set.
+ */
+int rt_context_can_manage (rt_context *ctx, rt_error **err);
+
+/**
  * rt_context_set_tenant - scope a context to one tenant (an API token)
  * @ctx:    the context
  * @tenant: a token's name, [a-z0-9][a-z0-9_-]{0,31}; NULL for the host's

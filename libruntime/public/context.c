@@ -29,3 +29,16 @@ rt_local_only (const rt_context *ctx, const char *what, rt_error **err)
     return 0;
   return rt_remote_unsupported (err, what);
 }
+
+int
+rt_context_can_manage (rt_context *ctx, rt_error **err)
+{
+  /* A client's server decides; locally a sandbox needs root for its
+     network namespace, its QEMU's own uid and its control group.  */
+  if (rt_driver_of (ctx) != &rt_local_driver || geteuid () == 0)
+    return 0;
+  rt_error_set (err, EPERM, "permission_denied", "runtime manages sandboxes as root, and this is uid %u",
+                (unsigned) geteuid ());
+  return rt_error_hint (err, "run it with sudo, or as a client of a runtime serve (RUNTIME_API_URL and "
+                             "RUNTIME_API_KEY), which needs no root");
+}

@@ -46,7 +46,9 @@ NODES = [
         rt_secret_set_opts rt_secret_list_json rt_secret_remove rt_env_name_valid rt_text_escape rt_serve
         rt_node rt_node_list_json
     """.split()),
-    ("LIBRUNTIME_0.2", "rt_sandbox_config_check rt_sandbox_state rt_sandbox_state_name rt_sandbox_state_parse".split()),
+    ("LIBRUNTIME_0.2", """
+        rt_sandbox_config_check rt_sandbox_state rt_sandbox_state_name rt_sandbox_state_parse rt_context_can_manage
+    """.split()),
 ]
 
 

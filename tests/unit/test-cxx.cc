@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 #include <filesystem>
 #include <string>
 
@@ -36,6 +37,7 @@ const entry table[] = {
   FN (rt_context_free),
   FN (rt_context_set_progress),
   FN (rt_context_accel),
+  FN (rt_context_can_manage),
   FN (rt_context_set_tenant),
   // runtime/sandbox.h
   FN (rt_sandbox_create),
@@ -179,6 +181,8 @@ call_context (rt_context *ctx, rt_error *&err)
   ok (outcome (rt_sandbox_destroy (nullptr, &err), err, nullptr), "rt_sandbox_destroy (NULL)");
   ok (outcome (rt_usage_json (ctx, &json, &err), err, nullptr), "rt_usage_json");
   std::free (json);
+  ok (outcome (rt_context_can_manage (ctx, &err), err, geteuid () == 0 ? nullptr : "permission_denied"),
+      "rt_context_can_manage");
 }
 
 // The state enum from C++: the function's name hides the enum's, which

@@ -1,0 +1,76 @@
+#!/bin/bash
+# notroot.sh - runtime as a user who is not root: every command that
+# manages sandboxes refuses at once with one permission_denied (before it
+# reads state or fetches a kernel), --help and client mode still work.
+# Boots nothing: run in the unit suite.
+. "$(dirname "$0")/libtest.sh"
+
+# A real user of the host with a home of its own, made for this test.
+user=rt-notroot-$$
+home=$tmp/home
+chmod 711 "$tmp"
+for _ in 1 2 3 4 5; do
+    useradd --home-dir "$home" --create-home --shell /bin/sh --no-user-group --gid nogroup "$user" 2>"$tmp/useradd" && break
+    sleep 1   # another test holding /etc/passwd's lock
+done
+trap 'userdel "$user" 2>/dev/null; cleanup' EXIT
+if ! id "$user" >/dev/null 2>&1; then
+    fail "a test user is made"
+    diag "$(cat "$tmp/useradd")"
+    done_testing
+fi
+before=$(find "$home" | sort)
+
+# as_user CMD…: CMD as $user, with the environment a login would give it
+# (no RUNTIME_*_DIR: the defaults for a user), the runtime under test.
+# RUNTIME_KERNEL names no file: a refusal that came too late would fail
+# on it rather than fetch a kernel from the network.
+as_user() {
+    runuser -u "$user" -- env -i PATH="$PATH" HOME="$home" USER="$user" LANG=C.UTF-8 \
+        RUNTIME_KERNEL=/nonexistent/kernel.deb RUNTIME_UID_RANGE="${RUNTIME_UID_RANGE:-}" "$@"
+}
+
+# refused DESC CMD…: as $user, exit 1, nothing on stdout, exactly the
+# error line and its hint on stderr.
+refused() {
+    local d=$1 rc; shift
+    as_user "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    if [ "$rc" = 1 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 2 ] \
+        && grep -q '^Error \[permission_denied\]: runtime manages sandboxes as root' "$tmp/err" \
+        && grep -q '^Hint: run it with sudo' "$tmp/err"; then
+        ok "$d"
+    else
+        fail "$d"
+        diag "exit $rc" "stdout: $(head -c 300 "$tmp/out")" "stderr: $(head -c 600 "$tmp/err")"
+    fi
+}
+
+refused "sandbox ls: refused, not an empty table" runtime sandbox ls
+refused "sandbox ls --all" runtime sandbox ls --all
+refused "sandbox run: refused before any kernel is fetched" runtime sandbox run -- python3 -c 'print(6*7)'
+refused "sandbox create" runtime sandbox create --name dev
+refused "sandbox exec: refused, not 'no sandbox'" runtime sandbox exec dev -- true
+refused "sandbox get" runtime sandbox get dev
+refused "sandbox rm" runtime sandbox rm dev
+refused "image ls: refused, not internal" runtime image ls
+refused "image build" runtime image build --pip requests --name py
+refused "secrets ls" runtime secrets ls
+refused "snapshot ls" runtime snapshot ls
+refused "pool ls" runtime pool ls
+refused "usage" runtime usage
+refused "token ls" runtime token ls
+refused "serve: refused before it listens" runtime serve --listen 127.0.0.1:1
+refused "node: refused before it connects" runtime node --nats nats://127.0.0.1:1
+is "nothing was made in the user's home" "$(find "$home" | sort)" "$before"
+
+as_user runtime sandbox ls --json >"$tmp/out" 2>"$tmp/err"
+is "--json: one error object on stderr" "$(json_get 'o["error"]["code"]' <"$tmp/err" 2>&1)" "permission_denied"
+check "--json: the hint in it" sh -c 'grep -q "\"hint\":\"run it with sudo" "$1"' sh "$tmp/err"
+check "--help still works" sh -c 'runuser -u "$1" -- runtime sandbox run --help >/dev/null' sh "$user"
+check "--version still works" sh -c 'runuser -u "$1" -- runtime --version | grep -q "^runtime "' sh "$user"
+
+# Client mode needs no root: the server decides (here: none listens).
+as_user env RUNTIME_API_URL=http://127.0.0.1:1 RUNTIME_API_KEY=x runtime sandbox ls >"$tmp/out" 2>"$tmp/err"
+check "client mode: not refused for not being root (unavailable)" grep -q '^Error \[unavailable\]' "$tmp/err"
+
+done_testing
