@@ -60,5 +60,6 @@ int cli_cmd_node (int argc, char **argv);
 int cli_cmd_pool (int argc, char **argv);
 int cli_cmd_snapshot (int argc, char **argv);
 int cli_cmd_token (int argc, char **argv);
+int cli_cmd_doctor (int argc, char **argv);
 
 #endif

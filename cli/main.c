@@ -23,6 +23,7 @@ static const struct group groups[] = {
   { "serve", cli_cmd_serve, "the HTTP API for this machine's sandboxes (runtime serve --help)" },
   { "node", cli_cmd_node, "this host in a cluster of many hosts over NATS (runtime node --help)" },
   { "chat", cli_cmd_chat, "ask a model whose Python runs in sandboxes (deepseek)" },
+  { "doctor", cli_cmd_doctor, "what this host gives sandboxes, for a bug report (any user)" },
   { NULL, NULL, NULL },
 };
 

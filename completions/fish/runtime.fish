@@ -71,7 +71,7 @@ end
 
 function __runtime_needs_command
     set -l a (__runtime_args)
-    not __runtime_after_dashdash; and test (count $a) -eq 1; and not contains -- "$a[1]" usage serve node
+    not __runtime_after_dashdash; and test (count $a) -eq 1; and not contains -- "$a[1]" usage serve node doctor
 end
 
 # An option or the first argument of "GROUP CMD…" may come here.
@@ -79,7 +79,7 @@ function __runtime_in_command
     set -l a (__runtime_args)
     not __runtime_after_dashdash; or return 1
     __runtime_wants_value; and return 1
-    test (count $a) -ge 2; or contains -- "$a[1]" usage serve node
+    test (count $a) -ge 2; or contains -- "$a[1]" usage serve node doctor
 end
 
 # In GROUP CMD ($argv: the group, then any of the commands), where an

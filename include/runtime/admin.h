@@ -160,6 +160,30 @@ int rt_secret_remove (rt_context *ctx, const char *name, rt_error **err);
  */
 int rt_usage_json (rt_context *ctx, char **json, rt_error **err);
 
+/**
+ * rt_doctor_json - what this host gives sandboxes, for a bug report
+ * @ctx:  the context (its accelerator is not probed)
+ * @json: set to a JSON object (free() it): version, caller {uid,
+ *        canManage, why}, mode ("local" or "client"), apiUrl,
+ *        directories {state, data, cache}, qemu {path, version}, kernel
+ *        {host, guest}, accelerator {name, why}, caches {kernel,
+ *        baseRootfs, bootDisks, overlays, templates, images, snapshots,
+ *        sandboxes: {path, bytes}; spares: a count}, defaultImage {name,
+ *        id, built}, trial {hoursLeft, running}, jail {on, uidRange, uids,
+ *        cgroup ("v1", "v2", "none")}, host {cpus, memoryTotalMiB,
+ *        memoryAvailableMiB, diskFreeMiB, defaultShape {vcpu, memoryMiB,
+ *        diskMiB}, fitsDefaultShape}, unreadable ["what: why", …]; a value
+ *        it could not read is null and said in unreadable.
+ * @err:  set on failure
+ *
+ * Works for any caller, root or not: it reads the directories root's
+ * commands use (those RUNTIME_*_DIR does not set), boots nothing, fetches
+ * nothing and writes nothing (but the trial's lock file, as root).
+ * Errors: "internal" (out of memory).
+ * Return: 0, or <0 with @err set.
+ */
+int rt_doctor_json (rt_context *ctx, char **json, rt_error **err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,22 +12,51 @@ rt_version (void)
   return RT_VERSION;
 }
 
-/* $env, else the root default, else $xdg/runtime (or ~/fallback/runtime).  */
+/* $env, else the root default (for root, or @as_root), else $xdg/runtime
+   (or ~/fallback/runtime).  */
 static char *
-pick_dir (const char *env, const char *root_default, const char *xdg, const char *home_fallback)
+pick_dir_as (const char *env, const char *root_default, const char *xdg, const char *home_fallback, bool as_root)
 {
   const char *v = getenv (env);
   const char *home;
 
   if (v && *v)
     return strdup (v);
-  if (geteuid () == 0)
+  if (as_root || geteuid () == 0)
     return strdup (root_default);
   v = getenv (xdg);
   if (v && *v)
     return rt_strdup_printf ("%s/runtime", v);
   home = getenv ("HOME");
   return rt_strdup_printf ("%s/%s/runtime", home ? home : "/tmp", home_fallback);
+}
+
+static char *
+pick_dir (const char *env, const char *root_default, const char *xdg, const char *home_fallback)
+{
+  return pick_dir_as (env, root_default, xdg, home_fallback, false);
+}
+
+int
+rt_context_host_dirs (rt_context *ctx, rt_error **err)
+{
+  char *dirs[3] = { pick_dir_as ("RUNTIME_STATE_DIR", "/run/runtime", NULL, NULL, true),
+                    pick_dir_as ("RUNTIME_DATA_DIR", "/var/lib/runtime", NULL, NULL, true),
+                    pick_dir_as ("RUNTIME_CACHE_DIR", "/var/cache/runtime", NULL, NULL, true) };
+
+  if (dirs[0] == NULL || dirs[1] == NULL || dirs[2] == NULL)
+    {
+      for (int i = 0; i < 3; i++)
+        free (dirs[i]);
+      return rt_error_oom (err);
+    }
+  free (ctx->state_dir);
+  free (ctx->data_dir);
+  free (ctx->cache_dir);
+  ctx->state_dir = dirs[0];
+  ctx->data_dir = dirs[1];
+  ctx->cache_dir = dirs[2];
+  return 0;
 }
 
 static char *

@@ -38,6 +38,9 @@ struct rt_context
 /* A context from the environment (rt_context_new, which also picks its
    driver: public/context.c).  */
 int rt_context_from_env (rt_context **out, rt_error **err);
+/* The directories root's commands use (those RUNTIME_*_DIR does not
+   set): what `runtime doctor` reports on for any caller.  */
+int rt_context_host_dirs (rt_context *ctx, rt_error **err);
 /* A copy of @from for another thread (`runtime serve`'s handlers): no
    environment read again, no PATH search.  */
 int rt_context_dup (const rt_context *from, rt_context **out, rt_error **err);

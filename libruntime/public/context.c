@@ -40,5 +40,5 @@ rt_context_can_manage (rt_context *ctx, rt_error **err)
   rt_error_set (err, EPERM, "permission_denied", "runtime manages sandboxes as root, and this is uid %u",
                 (unsigned) geteuid ());
   return rt_error_hint (err, "run it with sudo, or as a client of a runtime serve (RUNTIME_API_URL and "
-                             "RUNTIME_API_KEY), which needs no root");
+                             "RUNTIME_API_KEY), which needs no root; runtime doctor works as any user");
 }

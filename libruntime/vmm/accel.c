@@ -64,12 +64,38 @@ probe_kvm (rt_context *ctx, const char **out, rt_error **err)
   return 0;
 }
 
+/* The answer depends on the host kernel, QEMU and who may open the node
+   @st: the cache is keyed on all three (a node made open later is probed
+   again).  */
+static char *
+cache_key (const rt_context *ctx, const struct stat *st)
+{
+  struct utsname u;
+
+  uname (&u);
+  return rt_strdup_printf ("%s %s %s %04o:%u", u.release, u.version, ctx->qemu ? ctx->qemu : "-",
+                           (unsigned) (st->st_mode & 07777), (unsigned) st->st_gid);
+}
+
+/* "kvm" or "tcg" as the file @cache says for @key, else NULL.  */
+static const char *
+cached_verdict (const char *cache, const char *key)
+{
+  cleanup_free char *cached = NULL;
+  cleanup_error rt_error *tmp = NULL;
+  char *nl;
+
+  if (rt_read_file (cache, &cached, NULL, &tmp) < 0 || (nl = strchr (cached, '\n')) == NULL
+      || strcmp (nl + 1, key) != 0)
+    return NULL;
+  *nl = '\0';
+  return strcmp (cached, "kvm") == 0 ? "kvm" : strcmp (cached, "tcg") == 0 ? "tcg" : NULL;
+}
+
 int
 rt_context_accel (rt_context *ctx, const char **out, rt_error **err)
 {
-  cleanup_free char *cache = NULL, *cached = NULL, *key = NULL;
-  cleanup_error rt_error *tmp = NULL;
-  struct utsname u;
+  cleanup_free char *cache = NULL, *key = NULL;
   struct stat st;
   int fd, ret;
 
@@ -98,26 +124,14 @@ rt_context_accel (rt_context *ctx, const char **out, rt_error **err)
     }
   close (fd);
 
-  /* The answer depends on the host kernel, QEMU and who may open the node:
-     key the cache on all three (a node made open later is probed again). */
-  uname (&u);
-  key = rt_strdup_printf ("%s %s %s %04o:%u", u.release, u.version, ctx->qemu ? ctx->qemu : "-",
-                          (unsigned) (st.st_mode & 07777), (unsigned) st.st_gid);
+  key = cache_key (ctx, &st);
   cache = rt_strdup_printf ("%s/accel", ctx->cache_dir);
   if (key == NULL || cache == NULL)
     return rt_error_oom (err);
-  if (rt_read_file (cache, &cached, NULL, &tmp) == 0)
+  if ((*out = cached_verdict (cache, key)) != NULL)
     {
-      char *nl = strchr (cached, '\n');
-      if (nl && strcmp (nl + 1, key) == 0)
-        {
-          *nl = '\0';
-          if (strcmp (cached, "kvm") == 0 || strcmp (cached, "tcg") == 0)
-            {
-              *out = ctx->accel = strcmp (cached, "kvm") == 0 ? "kvm" : "tcg";
-              return 0;
-            }
-        }
+      ctx->accel = *out;
+      return 0;
     }
   /* Without QEMU the probe reports it and nothing is cached.  The rule is
      the jail's even for an unjailed test run, so that both read one
@@ -147,6 +161,51 @@ rt_context_accel (rt_context *ctx, const char **out, rt_error **err)
       rt_write_file_atomic (cache, data, strlen (data), 0644, NULL);
   }
   return 0;
+}
+
+int
+rt_accel_explain (rt_context *ctx, const char **accel, char **why)
+{
+  cleanup_free char *key = NULL, *cache = NULL;
+  const char *pvm = access ("/sys/module/kvm_pvm", F_OK) == 0 ? " of kvm_pvm (a software hypervisor)" : "";
+  struct stat st;
+
+  *accel = NULL;
+  if (ctx->accel_env)
+    {
+      bool known = strcmp (ctx->accel_env, "kvm") == 0 || strcmp (ctx->accel_env, "tcg") == 0;
+      *accel = known ? (strcmp (ctx->accel_env, "kvm") == 0 ? "kvm" : "tcg") : NULL;
+      *why = rt_strdup_printf (known ? "RUNTIME_ACCEL=%s" : "RUNTIME_ACCEL=%s is neither kvm nor tcg", ctx->accel_env);
+      return *why ? 0 : -ENOMEM;
+    }
+  if (stat ("/dev/kvm", &st) < 0)
+    {
+      *accel = "tcg";
+      *why = rt_strdup_printf ("no /dev/kvm (%s): TCG, QEMU's emulator", strerror (errno));
+      return *why ? 0 : -ENOMEM;
+    }
+  key = cache_key (ctx, &st);
+  cache = rt_strdup_printf ("%s/accel", ctx->cache_dir);
+  if (key == NULL || cache == NULL)
+    return -ENOMEM;
+  if (!rt_kvm_node_open_to_jail (&st, NULL))
+    {
+      *accel = "tcg";
+      *why = rt_strdup_printf ("/dev/kvm%s, mode %04o and group %u, is not open to QEMU's own uid: TCG", pvm,
+                               (unsigned) (st.st_mode & 07777), (unsigned) st.st_gid);
+    }
+  else if ((*accel = cached_verdict (cache, key)) != NULL && strcmp (*accel, "kvm") == 0)
+    *why = rt_strdup_printf ("/dev/kvm%s booted the probe guest (answer cached in %s)", pvm, cache);
+  else if (*accel)
+    *why = rt_strdup_printf ("/dev/kvm%s did not boot the probe guest within %d s (answer cached in %s): TCG", pvm,
+                             PROBE_TIMEOUT_MS / 1000, cache);
+  else if (access (cache, F_OK) < 0 && errno == EACCES)
+    *why = rt_strdup_printf ("/dev/kvm%s: the probe's answer (%s) is not readable by uid %u", pvm, cache,
+                             (unsigned) geteuid ());
+  else
+    *why = rt_strdup_printf ("/dev/kvm%s: not probed yet for this host kernel and QEMU; the first sandbox boots "
+                             "the probe guest (at most %d s)", pvm, PROBE_TIMEOUT_MS / 1000);
+  return *why ? 0 : -ENOMEM;
 }
 
 bool

@@ -6,9 +6,17 @@
 #include <stdbool.h>
 #include <sys/stat.h>
 
+#include "core/context.h"
+
 /* The host's TSC frequency in kHz, 0 when unknown.  Guests under TCG hang
    at random without it (docs/ARCHITECTURE.md).  */
 unsigned long rt_host_tsc_khz (void);
+
+/* What rt_context_accel would answer and why, without a probe boot or
+   writing anything: *accel "kvm", "tcg", or NULL when not known yet (not
+   probed, or the probe's cached answer unreadable); *why a sentence
+   (free it).  -ENOMEM, else 0.  */
+int rt_accel_explain (rt_context *ctx, const char **accel, char **why);
 
 /* Whether a jailed QEMU (its own uid, no capabilities) can open the KVM
    node @st: it is open to all, or to a group other than root's, which

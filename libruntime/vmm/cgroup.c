@@ -370,6 +370,19 @@ unified (void)
 
 /* ---- the API --------------------------------------------------------------- */
 
+const char *
+rt_cgroup_version (void)
+{
+  static const char *const v1[] = { "memory", "pids", "cpu" };
+
+  if (unified ())
+    return "v2";
+  for (size_t i = 0; i < sizeof (v1) / sizeof (*v1); i++)
+    if (v1_mounted (v1[i]))
+      return "v1";
+  return "none";
+}
+
 int
 rt_cgroup_create (uid_t uid, const struct rt_cgroup_limits *limits, struct rt_cgroup *cg, rt_error **err)
 {

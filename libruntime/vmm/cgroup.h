@@ -55,6 +55,10 @@ int rt_cgroup_create (uid_t uid, const struct rt_cgroup_limits *limits, struct r
    idempotent.  */
 void rt_cgroup_destroy (struct rt_cgroup *cg);
 
+/* The host's control groups as the jail sees them: "v2" (unified), "v1"
+   (a memory, pids or cpu hierarchy mounted) or "none".  */
+const char *rt_cgroup_version (void);
+
 /* Removes every "runtime-<uid>" group whose uid is free (uidpool.h) and
    which holds no process.  */
 void rt_cgroup_sweep (void);

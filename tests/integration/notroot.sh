@@ -1,8 +1,9 @@
 #!/bin/bash
 # notroot.sh - runtime as a user who is not root: every command that
 # manages sandboxes refuses at once with one permission_denied (before it
-# reads state or fetches a kernel), --help and client mode still work.
-# Boots nothing: run in the unit suite.
+# reads state or fetches a kernel), --help and client mode still work,
+# and `runtime doctor` reports, as that user and as root, changing
+# nothing.  Boots nothing: run in the unit suite.
 . "$(dirname "$0")/libtest.sh"
 
 # A real user of the host with a home of its own, made for this test.
@@ -73,4 +74,41 @@ check "--version still works" sh -c 'runuser -u "$1" -- runtime --version | grep
 as_user env RUNTIME_API_URL=http://127.0.0.1:1 RUNTIME_API_KEY=x runtime sandbox ls >"$tmp/out" 2>"$tmp/err"
 check "client mode: not refused for not being root (unavailable)" grep -q '^Error \[unavailable\]' "$tmp/err"
 
+# -- runtime doctor, as the user: works, says it may not manage sandboxes.
+as_user runtime doctor >"$tmp/out" 2>"$tmp/err"; rc=$?
+is "doctor as the user: exit 0" "$rc" "0"
+check "doctor as the user: says it may not manage sandboxes" grep -q "^caller: .*may not manage sandboxes" "$tmp/out"
+check "doctor: the accelerator and why" grep -qE "^accelerator: +(kvm|tcg|unknown): ." "$tmp/out"
+check "doctor: QEMU's version" grep -qE "^QEMU: +QEMU emulator version" "$tmp/out"
+json=$(as_user runtime doctor --json 2>"$tmp/err")
+is "doctor --json as the user: caller" "$(json_get '[o["caller"]["uid"], o["caller"]["canManage"]]' <<<"$json")" \
+    "[$(id -u "$user"), False]"
+is "doctor --json as the user: root's directories, for a bug report" \
+    "$(json_get '[o["directories"][k] for k in ("state", "data", "cache")]' <<<"$json")" \
+    "['/run/runtime', '/var/lib/runtime', '/var/cache/runtime']"
+is "doctor --json: what it could not read is a list" "$(json_get 'type(o["unreadable"]).__name__' <<<"$json")" "list"
+is "nothing was made in the user's home by doctor" "$(find "$home" | sort)" "$before"
+
+# -- as root, on this test's own directories.
+export RUNTIME_CACHE_DIR=$tmp/cache RUNTIME_ACCEL=tcg
+json=$(runtime doctor --json 2>"$tmp/err")
+is "doctor --json as root: the keys" "$(json_get 'sorted(o)' <<<"$json")" \
+    "['accelerator', 'apiUrl', 'caches', 'caller', 'defaultImage', 'directories', 'host', 'jail', 'kernel', 'mode', 'qemu', 'trial', 'unreadable', 'version']"
+is "doctor --json as root: may manage" "$(json_get 'o["caller"]["canManage"]' <<<"$json")" "True"
+is "doctor --json: RUNTIME_ACCEL is the reason" "$(json_get 'o["accelerator"]' <<<"$json")" \
+    "{'name': 'tcg', 'why': 'RUNTIME_ACCEL=tcg'}"
+is "doctor --json: the directories RUNTIME_*_DIR set" "$(json_get 'o["directories"]["data"]' <<<"$json")" "$RUNTIME_DATA_DIR"
+is "doctor --json: a cache not made yet is 0 bytes" "$(json_get 'o["caches"]["kernel"]["bytes"]' <<<"$json")" "0"
+is "doctor --json: no default image yet" "$(json_get '[o["defaultImage"]["name"], o["defaultImage"]["built"]]' <<<"$json")" \
+    "['runtime', False]"
+is "doctor --json: the whole trial" "$(json_get 'o["trial"]' <<<"$json")" "{'hoursLeft': 50.0, 'running': 0}"
+is "doctor --json: the default shape" "$(json_get 'o["host"]["defaultShape"]' <<<"$json")" \
+    "{'vcpu': 2, 'memoryMiB': 4096, 'diskMiB': 4096}"
+is "doctor --json: the jail's cgroup version" "$(json_get 'o["jail"]["cgroup"] in ("v1", "v2", "none")' <<<"$json")" "True"
+is "doctor --json: runtime's own version" "$(json_get 'o["version"]' <<<"$json")" "$(runtime --version | sed -n 's/^runtime //p')"
+is "doctor made none of the directories" "$(ls "$tmp" | grep -E '^(state|data|cache)$')" ""
+runtime doctor >"$tmp/out" 2>"$tmp/err"
+check "doctor as root: the text report" grep -q "^caller: .*may manage sandboxes: root" "$tmp/out"
+expect_error "doctor with an unknown option: usage" usage runtime doctor --all
+expect_error "doctor with an argument: usage" usage runtime doctor now
 done_testing

@@ -109,6 +109,7 @@ const entry table[] = {
   FN (rt_secret_list_json),
   FN (rt_secret_remove),
   FN (rt_usage_json),
+  FN (rt_doctor_json),
   // runtime/serve.h
   FN (rt_serve),
   FN (rt_node_list_json),
@@ -183,6 +184,8 @@ call_context (rt_context *ctx, rt_error *&err)
   std::free (json);
   ok (outcome (rt_context_can_manage (ctx, &err), err, geteuid () == 0 ? nullptr : "permission_denied"),
       "rt_context_can_manage");
+  ok (outcome (rt_doctor_json (ctx, &json, &err), err, nullptr) && json[0] == '{', "rt_doctor_json");
+  std::free (json);
 }
 
 // The state enum from C++: the function's name hides the enum's, which
