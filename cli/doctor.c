@@ -64,8 +64,9 @@ print_report (json_object *o)
     printf ("image:        default %s, not built yet (the first sandbox builds it)\n", text (img, "name"));
   printf ("trial:        %s hours left, %s trial sandboxes running\n", text (trial, "hoursLeft"),
           text (trial, "running"));
-  printf ("jail:         %s, uids %s (%s), cgroup %s\n", json_object_get_boolean (get (jail, "on")) ? "on" : "OFF",
-          text (jail, "uidRange"), text (jail, "uids"), text (jail, "cgroup"));
+  printf ("jail:         %s, uids %s (%s, %s in use), cgroup %s\n",
+          json_object_get_boolean (get (jail, "on")) ? "on" : "OFF", text (jail, "uidRange"), text (jail, "uids"),
+          text (jail, "uidsInUse"), text (jail, "cgroup"));
   printf ("host:         %s CPUs, %s of %s MiB memory available, %s MiB disk free; default shape %s vCPU, %s MiB, "
           "%s MiB disk: %s\n",
           text (host, "cpus"), text (host, "memoryAvailableMiB"), text (host, "memoryTotalMiB"),

@@ -170,7 +170,7 @@ int rt_usage_json (rt_context *ctx, char **json, rt_error **err);
  *        baseRootfs, bootDisks, overlays, templates, images, snapshots,
  *        sandboxes: {path, bytes}; spares: a count}, defaultImage {name,
  *        id, built}, trial {hoursLeft, running}, jail {on, uidRange, uids,
- *        cgroup ("v1", "v2", "none")}, host {cpus, memoryTotalMiB,
+ *        uidsInUse, cgroup ("v1", "v2", "none")}, host {cpus, memoryTotalMiB,
  *        memoryAvailableMiB, diskFreeMiB, defaultShape {vcpu, memoryMiB,
  *        diskMiB}, fitsDefaultShape}, unreadable ["what: why", …]; a value
  *        it could not read is null and said in unreadable.

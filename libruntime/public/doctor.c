@@ -211,6 +211,30 @@ add_trial (struct report *r, rt_context *ctx)
   put (r->o, "trial", t);
 }
 
+/* Uids of the pool a live sandbox holds, from the lock files there are
+   (as many as the most sandboxes ever live at once), or -1.  */
+static int
+uids_in_use (struct report *r)
+{
+  cleanup_dir DIR *d = opendir (RT_UID_LOCK_DIR);
+  struct dirent *e;
+  int n = 0;
+
+  if (d == NULL && errno != ENOENT)
+    {
+      unreadable (r, RT_UID_LOCK_DIR, strerror (errno));
+      return -1;
+    }
+  while (d && (e = readdir (d)))
+    {
+      char *end;
+      unsigned long uid = strtoul (e->d_name, &end, 10);
+      if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && *end == '\0')
+        n += rt_uid_in_use ((uid_t) uid) != 0;
+    }
+  return n;
+}
+
 static void
 add_jail (struct report *r, rt_context *ctx)
 {
@@ -218,12 +242,15 @@ add_jail (struct report *r, rt_context *ctx)
   cleanup_error rt_error *err = NULL;
   unsigned count = 0;
   uid_t first = 0;
+  int n;
 
   put (j, "on", json_object_new_boolean (!ctx->unsafe_no_jail));
   put (j, "uidRange", json_object_new_string (ctx->uid_range ? ctx->uid_range : RT_UID_RANGE_DEFAULT));
   if (rt_uid_range_parse (ctx->uid_range, &first, &count, &err) < 0)
     unreadable (r, "uid range", err->msg);
   put (j, "uids", err ? NULL : json_object_new_int64 (count));
+  n = uids_in_use (r);
+  put (j, "uidsInUse", n >= 0 ? json_object_new_int (n) : NULL);
   put (j, "cgroup", json_object_new_string (rt_cgroup_version ()));
   put (r->o, "jail", j);
 }

@@ -109,6 +109,7 @@ is "doctor --json: no default image yet" "$(json_get '[o["defaultImage"]["name"]
 is "doctor --json: the whole trial" "$(json_get 'o["trial"]' <<<"$json")" "{'hoursLeft': 50.0, 'running': 0}"
 is "doctor --json: the default shape" "$(json_get 'o["host"]["defaultShape"]' <<<"$json")" \
     "{'vcpu': 2, 'memoryMiB': 4096, 'diskMiB': 4096}"
+is "doctor --json: the uids live sandboxes hold, a number" "$(json_get 'type(o["jail"]["uidsInUse"]).__name__' <<<"$json")" "int"
 is "doctor --json: the jail's cgroup version" "$(json_get 'o["jail"]["cgroup"] in ("v1", "v2", "none")' <<<"$json")" "True"
 is "doctor --json: runtime's own version" "$(json_get 'o["version"]' <<<"$json")" "$(runtime --version | sed -n 's/^runtime //p')"
 is "doctor made none of the directories" "$(ls "$tmp" | grep -E '^(state|data|cache)$')" ""
