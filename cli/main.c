@@ -121,8 +121,9 @@ main (int argc, char **argv)
               ".SH FILES\nAs root:\n.TP\n.I /run/runtime\nstate of live sandboxes\n"
               ".TP\n.I /var/lib/runtime\ndata: images/, snapshots/, sandboxes/ (records of ended sandboxes, disks and paused state of live ones), ledger/, secrets.json, ca/, rates.json (optional prices), tokens.json (API token hashes), tenants/ (each token's secrets)\n"
               ".TP\n.I /var/cache/runtime\ncache: kernel/, disks/, templates/, accel\n"
-              ".PP\nAs another user: \\fI$XDG_RUNTIME_DIR/runtime\\fR, \\fI$XDG_DATA_HOME/runtime\\fR "
-              "(\\fI~/.local/share/runtime\\fR) and \\fI$XDG_CACHE_HOME/runtime\\fR (\\fI~/.cache/runtime\\fR).\n"
+              ".PP\nOnly root manages sandboxes here: another user gets permission_denied from every command but "
+              "\\-\\-help, \\-\\-version and doctor, unless RUNTIME_API_URL makes runtime a client of a "
+              "runtime serve.\n"
               ".SH SEE ALSO\nThe README of the source tree.\n");
       return 0;
     }
