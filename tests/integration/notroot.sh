@@ -92,6 +92,9 @@ is "doctor --json as the user: root's directories, for a bug report" \
     "$(json_get '[o["directories"][k] for k in ("state", "data", "cache")]' <<<"$json")" \
     "['/run/runtime', '/var/lib/runtime', '/var/cache/runtime']"
 is "doctor --json: what it could not read is a list" "$(json_get 'type(o["unreadable"]).__name__' <<<"$json")" "list"
+json=$(as_user env RUNTIME_API_URL=http://127.0.0.1:1/ RUNTIME_API_KEY=x runtime doctor --json 2>"$tmp/err")
+is "doctor --json in client mode: the server decides" \
+    "$(json_get '[o["mode"], o["apiUrl"], o["caller"]["canManage"]]' <<<"$json")" "['client', 'http://127.0.0.1:1', True]"
 is "nothing was made in the user's home by doctor" "$(find "$home" | sort)" "$before"
 
 # -- as root, on this test's own directories.
