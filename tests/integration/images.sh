@@ -60,9 +60,9 @@ is "--no-cache runs every step" "$(grep -c '(cached)$' "$tmp/log3")" "0"
 runtime image build --run 'echo oops >&2; exit 3' --name broken >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "a failing step fails the build" test "$rc" = 1
 check "… naming the step and its exit code" grep -q "^Error \[build_failed\]: step 1/1 (run echo oops >&2; exit 3) failed with exit code 3" "$tmp/err"
-# The error line names the command (and so "oops"): the output is what
-# follows the hint's header.
-is "… with its last output" "$(sed -n '/^Hint: its last output:$/{n;p;}' "$tmp/err")" "oops"
+# The error line names the command (and so "oops"): the output is on the
+# hint's one line.
+is "… with its last output, on the hint's one line" "$(grep '^Hint: ' "$tmp/err")" "Hint: its last output: oops"
 expect_error "… and leaves no image" image_not_found runtime image get broken
 
 # -- a recipe folder
