@@ -117,7 +117,7 @@ check "… the id first, shortened" sh -c "runtime image ls | grep -q '^${rid:0:
 
 # -- images in use, export, rm, import
 id=$(runtime sandbox create --image demo@1 --timeout 600)
-expect_error "rm refuses an image a live sandbox runs" invalid_request runtime image rm demo@1
+expect_error "rm refuses an image a live sandbox runs" image_in_use runtime image rm demo@1
 runtime sandbox rm "$id" >/dev/null; id=
 is "export prints the archive's path" "$(runtime image export demo@1 "$tmp/demo.tar")" "$tmp/demo.tar"
 check "export writes an archive" bash -c "tar -tf '$tmp/demo.tar' manifest.json >/dev/null"
