@@ -156,7 +156,9 @@ cp_print_json (rt_sandbox *sb, const rt_copy_result *r)
       json_object_object_add (kinds, "links", json_object_new_int64 (r->links));
       json_object_object_add (kinds, "hardlinks", json_object_new_int64 (r->hardlinks));
       json_object_object_add (kinds, "others", json_object_new_int64 (r->others));
-      json_object_object_add (o, "skipped_kinds", kinds);
+      json_object_object_add (o, "skippedKinds", kinds);
+      /* The old name, deprecated: gone in the next release (docs/sandboxes.md).  */
+      json_object_object_add (o, "skipped_kinds", json_object_get (kinds));
     }
   else
     json_object_put (kinds);

@@ -55,7 +55,7 @@ EOF
 cost_line() { grep '^runtime: .*tokens: ' "$tmp/err" | tail -1; }
 
 # charged: what this data dir's sandboxes were charged in all, in µ$.
-charged() { runtime usage --json | json_get 'o["charged_micros"]'; }
+charged() { runtime usage --json | json_get 'o["chargedMicros"]'; }
 
 if ! testnet_up; then
     echo "Bail out! cannot make the test network"
