@@ -31,9 +31,10 @@ cli_error (const rt_error *err)
   else
     {
       /* A message or hint may quote the guest (its console, a path it
-         named): shown as text, the hint's lines kept.  */
+         named): shown as text.  The library folds both to one line
+         (libruntime/core/error.c); what is left, escaped, stays on it.  */
       cleanup_free char *safe_msg = rt_text_escape (msg, false);
-      cleanup_free char *safe_hint = hint ? rt_text_escape (hint, true) : NULL;
+      cleanup_free char *safe_hint = hint ? rt_text_escape (hint, false) : NULL;
       fprintf (stderr, "Error [%s]: %s\n", code, safe_msg ? safe_msg : msg);
       if (hint)
         fprintf (stderr, "Hint: %s\n", safe_hint ? safe_hint : hint);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sandbox.h"
@@ -156,7 +157,9 @@ cp_print_json (rt_sandbox *sb, const rt_copy_result *r)
       json_object_object_add (kinds, "links", json_object_new_int64 (r->links));
       json_object_object_add (kinds, "hardlinks", json_object_new_int64 (r->hardlinks));
       json_object_object_add (kinds, "others", json_object_new_int64 (r->others));
-      json_object_object_add (o, "skipped_kinds", kinds);
+      json_object_object_add (o, "skippedKinds", kinds);
+      /* The old name, deprecated: gone in the next release (docs/sandboxes.md).  */
+      json_object_object_add (o, "skipped_kinds", json_object_get (kinds));
     }
   else
     json_object_put (kinds);
@@ -187,6 +190,20 @@ cli_sandbox_cp (struct cli_command *cmd, int argc, char **argv)
     return 1;
   opts.follow = cli_opt (cmd, &a, "follow") != NULL;
   opts.keep_links = cli_opt (cmd, &a, "keep-links") != NULL;
+  opts.user = cli_opt (cmd, &a, "user");
+  if (opts.user && strcmp (opts.user, "runtime") != 0 && strcmp (opts.user, "root") != 0)
+    return cli_usage_error ("for example: --user root", "--user must be runtime or root, not '%s'", opts.user);
+  if (opts.user && src_ref)
+    return cli_usage_error (NULL, "--user is for a copy into the sandbox");
+  /* The host's side before the sandbox's: a missing source is the
+     mistake, whatever state the sandbox is in.  */
+  if (dst_ref && access (a.pos[0], F_OK) < 0 && errno == ENOENT)
+    {
+      struct stat st;
+      if (lstat (a.pos[0], &st) < 0)
+        return cli_fail ("file_not_found", "check the path; cp copies files and directories of this host",
+                         "no such file or directory on this host: %s", a.pos[0]);
+    }
   ctx = cli_context ();
   if (ctx == NULL)
     return 1;
@@ -215,6 +232,7 @@ const struct cli_opt cli_cp_opts[] = {
   { "max-size", "SIZE", "out: fail, writing nothing, past this many bytes (K, M, G, T suffixes)", "10G", false },
   { "keep-links", NULL, "out: the copied item may itself be a symlink", NULL, false },
   { "follow", NULL, "in: a symlink named as SRC is copied as what it points to", NULL, false },
+  { "user", "USER", "in: write in the sandbox as runtime or root", "runtime", false },
   { NULL, NULL, NULL, NULL, false },
 };
 

@@ -7,9 +7,19 @@
 
 #include "cli.h"
 
-static const char *const columns[] = { "resource_id",       "name",          "kind",      "state",
-                                       "created_at",        "vcpu",          "memory_mib", "running_seconds",
-                                       "active_cpu_seconds", "memory_gib_seconds", "charged_usd", NULL };
+/* The CSV's columns (its header keeps these names) and the JSON keys
+   they come from.  */
+static const struct
+{
+  const char *header, *key;
+} columns[] = {
+  { "resource_id", "resourceId" },         { "name", "name" },
+  { "kind", "kind" },                      { "state", "state" },
+  { "created_at", "createdAt" },           { "vcpu", "vcpu" },
+  { "memory_mib", "memoryMiB" },           { "running_seconds", "runningSeconds" },
+  { "active_cpu_seconds", "activeCpuSeconds" }, { "memory_gib_seconds", "memoryGiBSeconds" },
+  { "charged_usd", "chargedUsd" },         { NULL, NULL },
+};
 
 /* A CSV field: quoted when it holds a comma, a quote or a line break.  */
 static void
@@ -67,33 +77,33 @@ usage_show (struct cli_command *cmd, int argc, char **argv)
     return cli_fail ("internal", NULL, "the library returned unreadable JSON");
   if (cli_opt (cmd, &a, "csv"))
     {
-      for (size_t c = 0; columns[c]; c++)
-        printf ("%s%s", c ? "," : "", columns[c]);
+      for (size_t c = 0; columns[c].header; c++)
+        printf ("%s%s", c ? "," : "", columns[c].header);
       putchar ('\n');
       for (size_t i = 0; i < json_object_array_length (rows); i++)
         {
           json_object *row = json_object_array_get_idx (rows, i);
-          for (size_t c = 0; columns[c]; c++)
+          for (size_t c = 0; columns[c].header; c++)
             {
               if (c)
                 putchar (',');
-              csv_field (field (row, columns[c]));
+              csv_field (field (row, columns[c].key));
             }
           putchar ('\n');
         }
       return 0;
     }
-  printf ("Trial hours left: %s of 50\nCharged in all:   $%s\n\n", field (o, "trial_hours_left"), field (o, "charged_usd"));
+  printf ("Trial hours left: %s of 50\nCharged in all:   $%s\n\n", field (o, "trialHoursLeft"), field (o, "chargedUsd"));
   printf ("%-16s %-16s %-8s %-7s %7s %10s %10s %12s\n", "ID", "NAME", "STATE", "FUNDING", "CPU/MIB", "RUNNING s",
           "CPU s", "CHARGED $");
   for (size_t i = 0; i < json_object_array_length (rows); i++)
     {
       json_object *row = json_object_array_get_idx (rows, i);
       char shape[32];
-      snprintf (shape, sizeof shape, "%s/%s", field (row, "vcpu"), field (row, "memory_mib"));
-      printf ("%-16s %-16s %-8s %-7s %7s %10s %10s %12s\n", field (row, "resource_id"),
+      snprintf (shape, sizeof shape, "%s/%s", field (row, "vcpu"), field (row, "memoryMiB"));
+      printf ("%-16s %-16s %-8s %-7s %7s %10s %10s %12s\n", field (row, "resourceId"),
               *field (row, "name") ? field (row, "name") : "-", field (row, "state"), field (row, "funding"), shape,
-              field (row, "running_seconds"), field (row, "active_cpu_seconds"), field (row, "charged_usd"));
+              field (row, "runningSeconds"), field (row, "activeCpuSeconds"), field (row, "chargedUsd"));
     }
   return 0;
 }

@@ -151,10 +151,11 @@ int rt_secret_remove (rt_context *ctx, const char *name, rt_error **err);
 /**
  * rt_usage_json - what was used and charged, from the ledger
  * @ctx:  the context
- * @json: {trial_hours_left, charged_micros, charged_usd, sandboxes: [{resource_id,
- *        name, kind, state, funding, created_at, vcpu, memory_mib, running_seconds,
- *        active_cpu_seconds, memory_gib_seconds, charged_usd}]} newest first, at
- *        most 100 (free())
+ * @json: {trialHoursLeft, chargedMicros, chargedUsd, sandboxes: [{resourceId,
+ *        name, kind, state, funding, createdAt, vcpu, memoryMiB, runningSeconds,
+ *        activeCpuSeconds, memoryGiBSeconds, chargedUsd}]} newest first, at
+ *        most 100 (free()); each camelCase key also under its old snake_case
+ *        name (trial_hours_left, …), deprecated, gone in the next release
  * @err:  set on failure (an unreadable ledger)
  * Return: 0, or <0 with @err set.
  */

@@ -48,6 +48,9 @@ int rt_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, cha
  * @max_size:   out: at most this many bytes land, counted as the archive
  *              does (file bytes plus 512 per entry); 0 means
  *              RT_COPY_MAX_SIZE_DEFAULT
+ * @user:       in: who writes in the sandbox, "runtime" (NULL, the default)
+ *              or "root"; a directory that user may not write is
+ *              "permission_denied"
  */
 typedef struct rt_copy_opts
 {
@@ -55,6 +58,7 @@ typedef struct rt_copy_opts
   bool follow;
   bool keep_links;
   uint64_t max_size;
+  const char *user;
 } rt_copy_opts;
 
 /**

@@ -477,7 +477,7 @@ srv_sandbox_delete (struct srv_req *r)
     {
       /* Stopped, not forgotten: a repeat answers the same from the record.  */
       if (rt_sandbox_open (ctx, rt_json_str (info, "id"), &sb, &err) < 0
-          && strcmp (err->code, "sandbox_not_ready") != 0)
+          && strcmp (err->code, "sandbox_stopped") != 0 && strcmp (err->code, "sandbox_not_ready") != 0)
         return srv_reply_rt_error (r, err);
       if (sb && rt_sandbox_destroy (sb, &err) < 0)
         return srv_reply_rt_error (r, err);

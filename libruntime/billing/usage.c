@@ -27,6 +27,16 @@ money (int64_t micros)
   return json_object_new_string (s);
 }
 
+/* @v under @key, the API's camelCase, and under @old, the snake_case
+   this JSON had before: deprecated, gone in the next release
+   (docs/billing.md).  */
+static void
+add_key (json_object *o, const char *key, const char *old, json_object *v)
+{
+  json_object_object_add (o, old, json_object_get (v));
+  json_object_object_add (o, key, v);
+}
+
 int
 rt_local_usage_json (rt_context *ctx, char **json, rt_error **err)
 {
@@ -68,21 +78,21 @@ rt_local_usage_json (rt_context *ctx, char **json, rt_error **err)
       /* A monitor that died wrote no last line: the store knows better.  */
       if (json_object_object_get_ex (known, rt_json_str (o, "id"), &rec) && rt_json_str (rec, "state"))
         state = rt_json_str (rec, "state");
-      json_object_object_add (row, "resource_id", json_object_new_string (rt_json_str (o, "id")));
+      add_key (row, "resourceId", "resource_id", json_object_new_string (rt_json_str (o, "id")));
       json_object_object_add (row, "name", rt_json_str (o, "name") ? json_object_new_string (rt_json_str (o, "name")) : NULL);
       json_object_object_add (row, "kind", json_object_new_string ("sandbox"));
       json_object_object_add (row, "state", json_object_new_string (state ? state : "unknown"));
       json_object_object_add (row, "funding", json_object_new_string (rt_json_str (o, "funding") ? rt_json_str (o, "funding") : "paid"));
-      json_object_object_add (row, "created_at", json_object_new_string (rt_json_str (o, "createdAt") ? rt_json_str (o, "createdAt") : ""));
+      add_key (row, "createdAt", "created_at", json_object_new_string (rt_json_str (o, "createdAt") ? rt_json_str (o, "createdAt") : ""));
       json_object_object_add (row, "vcpu", json_object_new_int64 (get_i64 (o, "vcpu")));
-      json_object_object_add (row, "memory_mib", json_object_new_int64 (get_i64 (o, "memoryMiB")));
+      add_key (row, "memoryMiB", "memory_mib", json_object_new_int64 (get_i64 (o, "memoryMiB")));
       snprintf (num, sizeof num, "%.3f", get_i64 (o, "runningUs") / 1e6);
-      json_object_object_add (row, "running_seconds", json_object_new_double_s (get_i64 (o, "runningUs") / 1e6, num));
+      add_key (row, "runningSeconds", "running_seconds", json_object_new_double_s (get_i64 (o, "runningUs") / 1e6, num));
       snprintf (num, sizeof num, "%.3f", get_i64 (o, "cpuUs") / 1e6);
-      json_object_object_add (row, "active_cpu_seconds", json_object_new_double_s (get_i64 (o, "cpuUs") / 1e6, num));
+      add_key (row, "activeCpuSeconds", "active_cpu_seconds", json_object_new_double_s (get_i64 (o, "cpuUs") / 1e6, num));
       snprintf (num, sizeof num, "%.3f", get_i64 (o, "memoryMiB") / 1024.0 * (get_i64 (o, "runningUs") / 1e6));
-      json_object_object_add (row, "memory_gib_seconds", json_object_new_double_s (get_i64 (o, "memoryMiB") / 1024.0 * (get_i64 (o, "runningUs") / 1e6), num));
-      json_object_object_add (row, "charged_usd", money (get_i64 (o, "micros")));
+      add_key (row, "memoryGiBSeconds", "memory_gib_seconds", json_object_new_double_s (get_i64 (o, "memoryMiB") / 1024.0 * (get_i64 (o, "runningUs") / 1e6), num));
+      add_key (row, "chargedUsd", "charged_usd", money (get_i64 (o, "micros")));
       json_object_array_add (list, row);
     }
   ret = rt_trial_left (ctx, &left_us, NULL, err);
@@ -91,10 +101,10 @@ rt_local_usage_json (rt_context *ctx, char **json, rt_error **err)
   {
     char hours[32];
     snprintf (hours, sizeof hours, "%.6f", left_us / 3.6e9);
-    json_object_object_add (out, "trial_hours_left", json_object_new_double_s (left_us / 3.6e9, hours));
+    add_key (out, "trialHoursLeft", "trial_hours_left", json_object_new_double_s (left_us / 3.6e9, hours));
   }
-  json_object_object_add (out, "charged_micros", json_object_new_int64 (total));
-  json_object_object_add (out, "charged_usd", money (total));
+  add_key (out, "chargedMicros", "charged_micros", json_object_new_int64 (total));
+  add_key (out, "chargedUsd", "charged_usd", money (total));
   json_object_object_add (out, "sandboxes", json_object_get (list));
   *json = strdup (json_object_to_json_string_ext (out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
   return *json ? 0 : rt_error_oom (err);

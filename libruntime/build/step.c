@@ -498,7 +498,7 @@ rt_build_run_step (struct build *b, size_t first, size_t i, char **apt, rt_error
     {
       rt_error_set (err, EIO, "build_failed", "step %zu/%zu (%s) failed with exit code %d", i + 1, b->n, s->text,
                     res.signal ? 128 + res.signal : res.exit_code);
-      return rt_error_hint (err, "its last output:\n%s", last_lines (&t, 8));
+      return rt_error_hint (err, "its last output: %s", last_lines (&t, 8));
     }
   ret = rt_build_guest_must (b, "unmounting the step's overlay", umount_script, margs, err);
   if (ret < 0)

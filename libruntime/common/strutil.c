@@ -106,3 +106,56 @@ rt_text_escape (const char *text, bool multiline)
   *o = '\0';
   return out;
 }
+
+/* Cuts @s (of @len bytes) to at most @max bytes, the last three of them
+   "…", at a character's boundary; returns the new length.  */
+static size_t
+cut_with_ellipsis (char *s, size_t len, size_t max)
+{
+  static const char ellipsis[] = "\xe2\x80\xa6";
+  size_t keep = max - (sizeof ellipsis - 1);
+
+  if (len <= max)
+    return len;
+  while (keep > 0 && ((unsigned char) s[keep] & 0xc0) == 0x80)
+    keep--;
+  while (keep > 0 && s[keep - 1] == ' ')
+    keep--;
+  memcpy (s + keep, ellipsis, sizeof ellipsis);
+  return keep + sizeof ellipsis - 1;
+}
+
+char *
+rt_text_fold (const char *text, size_t max)
+{
+  const char *p = text ? text : "";
+  char *out = malloc (strlen (p) * 2 + 4), *o = out;
+  bool line_break = false, space = false;
+
+  if (out == NULL)
+    return NULL;
+  for (; *p; p++)
+    {
+      if (*p == '\n' || *p == '\r')
+        line_break = o > out;
+      else if (*p == ' ' || *p == '\t' || *p == '\v' || *p == '\f')
+        space = o > out;
+      else
+        {
+          if (line_break)
+            {
+              if (strchr (":;,.", o[-1]) == NULL)
+                *o++ = ';';
+              *o++ = ' ';
+            }
+          else if (space)
+            *o++ = ' ';
+          line_break = space = false;
+          *o++ = *p;
+        }
+    }
+  *o = '\0';
+  o = out + cut_with_ellipsis (out, (size_t) (o - out), max < 8 ? 8 : max);
+  *o = '\0';
+  return out;
+}

@@ -21,5 +21,11 @@ bool rt_env_name_valid (const char *s, size_t len);
    bytes that are not UTF-8 as \xHH (each byte), newlines and tabs kept only when
    @multiline.  A new string, or NULL when out of memory.  Public too.  */
 char *rt_text_escape (const char *text, bool multiline);
+/* @text on one line of at most @max bytes (@max >= 8), for an error: its
+   lines joined by "; " (by a space after ':', ';', ',' or '.'), blank
+   lines dropped, runs of spaces and tabs made one space, ends trimmed, and
+   cut at a character's boundary with "…" when longer.  A new string, or
+   NULL when out of memory.  */
+char *rt_text_fold (const char *text, size_t max);
 
 #endif

@@ -6,6 +6,25 @@
 
 #include "common/util.h"
 
+/* Every error is one line (a console's tail, a Python traceback or an
+   API's HTML page folded and cut): what a terminal, a log line or a JSON
+   client shows whole.  */
+#define MSG_MAX 1000
+#define HINT_MAX 500
+
+/* *@s folded to one line (rt_text_fold); left as it was when out of
+   memory.  */
+static void
+fold_in_place (char **s, size_t max)
+{
+  char *folded = *s ? rt_text_fold (*s, max) : NULL;
+
+  if (folded == NULL)
+    return;
+  free (*s);
+  *s = folded;
+}
+
 static rt_error oom_error = { ENOMEM, (char *) "internal", (char *) "out of memory", NULL };
 
 int
@@ -33,6 +52,7 @@ rt_error_set (rt_error **err, int status, const char *code, const char *fmt, ...
   if (vasprintf (&e->msg, fmt, ap) < 0)
     e->msg = NULL;
   va_end (ap);
+  fold_in_place (&e->msg, MSG_MAX);
   if (e->code == NULL || e->msg == NULL)
     {
       rt_error_free (e);
@@ -55,6 +75,7 @@ rt_error_hint (rt_error **err, const char *fmt, ...)
   if (vasprintf (&hint, fmt, ap) < 0)
     hint = NULL;
   va_end (ap);
+  fold_in_place (&hint, HINT_MAX);
   free ((*err)->hint);
   (*err)->hint = hint;
   return -(*err)->status;

@@ -198,20 +198,14 @@ rt_chat (rt_context *ctx, const rt_chat_opts *o, char **transcript, rt_error **e
   int calls = 0, ret = 0;
   json_object *user = json_object_new_object ();
 
+  /* A --base-url that is no URL is a mistake of its own, said first.  */
+  if (rt_chat_api_url (base, o->strict, &url, err) < 0)
+    return -EINVAL;
   if (o->api_key == NULL || *o->api_key == '\0')
     {
       rt_error_set (err, EINVAL, "invalid_request", "DEEPSEEK_API_KEY is not set");
       return rt_error_hint (err, "export DEEPSEEK_API_KEY=… (it is sent to the API only, never into a sandbox)");
     }
-  {
-    /* One trailing slash in --base-url is no reason to fail.  */
-    size_t bl = strlen (base);
-    while (bl > 0 && base[bl - 1] == '/')
-      bl--;
-    url = rt_strdup_printf ("%.*s%s/chat/completions", (int) bl, base, o->strict ? "/beta" : "");
-  }
-  if (url == NULL)
-    return rt_error_oom (err);
   tools = json_object_new_array ();
   json_object_array_add (tools, tool_schema (o->strict));
   json_object_object_add (user, "role", json_object_new_string ("user"));

@@ -200,6 +200,48 @@ on_body (char *buf, size_t size, size_t n, void *data)
   return len;
 }
 
+/* A short excerpt of a body that is not the API's JSON (a proxy's HTML
+   page, say) into @msg: an HTML page's <title>, else its text without the
+   tags, on one line and cut.  */
+static void
+body_excerpt (const char *body, char *msg, size_t size)
+{
+  enum
+  {
+    EXCERPT_MAX = 120
+  };
+  const char *title = strcasestr (body, "<title>"), *end = title ? strcasestr (title, "</title>") : NULL;
+  cleanup_free char *text = NULL, *folded = NULL;
+  char *o;
+
+  if (title && end)
+    body = title + 7;
+  else
+    end = body + strlen (body);
+  text = strndup (body, (size_t) (end - body));
+  if (text == NULL)
+    {
+      snprintf (msg, size, "no details");
+      return;
+    }
+  /* Tags out, each one a space.  */
+  o = text;
+  for (const char *p = text; *p; p++)
+    if (*p == '<')
+      {
+        const char *close = strchr (p, '>');
+        *o++ = ' ';
+        if (close == NULL)
+          break;
+        p = close;
+      }
+    else
+      *o++ = *p;
+  *o = '\0';
+  folded = rt_text_fold (text, size < EXCERPT_MAX ? size : EXCERPT_MAX);
+  snprintf (msg, size, "%s", folded && *folded ? folded : "no details");
+}
+
 /* The API's own words for a failure, into @msg (the caller's buffer: the
    library keeps no state of its own).  */
 static const char *
@@ -211,8 +253,38 @@ api_message (const char *body, char *msg, size_t size)
   if (o && json_object_object_get_ex (o, "error", &e) && json_object_object_get_ex (e, "message", &m))
     snprintf (msg, size, "%s", json_object_get_string (m));
   else
-    snprintf (msg, size, "%.200s", body && *body ? body : "no details");
+    body_excerpt (body ? body : "", msg, size);
   return msg;
+}
+
+int
+rt_chat_api_url (const char *base, bool strict, char **url, rt_error **err)
+{
+  CURLU *u = curl_url ();
+  char *scheme = NULL, *host = NULL;
+  const char *slashes = strstr (base, "://");
+  bool good;
+  size_t bl = strlen (base);
+
+  if (u == NULL)
+    return rt_error_oom (err);
+  /* curl reads "http:///v1" as the host v1: no host is no URL here.  */
+  good = slashes && slashes[3] != '/' && curl_url_set (u, CURLUPART_URL, base, 0) == CURLUE_OK && curl_url_get (u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK
+         && (strcmp (scheme, "http") == 0 || strcmp (scheme, "https") == 0)
+         && curl_url_get (u, CURLUPART_HOST, &host, 0) == CURLUE_OK && *host;
+  curl_free (scheme);
+  curl_free (host);
+  curl_url_cleanup (u);
+  if (!good)
+    {
+      rt_error_set (err, EINVAL, "invalid_request", "--base-url '%s' is not an http or https URL with a host", base);
+      return rt_error_hint (err, "for example --base-url https://api.deepseek.com or http://127.0.0.1:8000");
+    }
+  /* One trailing slash in --base-url is no reason to fail.  */
+  while (bl > 0 && base[bl - 1] == '/')
+    bl--;
+  *url = rt_strdup_printf ("%.*s%s/chat/completions", (int) bl, base, strict ? "/beta" : "");
+  return *url ? 0 : rt_error_oom (err);
 }
 
 /* What every attempt of one call shares.  */
@@ -297,6 +369,14 @@ take_reply (const rt_chat_opts *o, struct reply *r, json_object **msg, json_obje
   return 0;
 }
 
+/* A status worth another try: a rate limit or a server that may be back
+   soon.  Other 4xx and 501 answer the same every time.  */
+static bool
+retried (long status)
+{
+  return status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
+}
+
 /* Waits before retrying a 429 or 5xx: as Retry-After says, else backing
    off, at most wait_max; true when Ctrl-C cut it short.  */
 static bool
@@ -333,19 +413,19 @@ call_failed (const struct call *k, struct reply *r, CURLcode rc, long status, cu
     return rt_chat_interrupted (err);
   if (rc == CURLE_OPERATION_TIMEDOUT && connected_us == 0)
     {
-      rt_error_set (err, ETIMEDOUT, "internal", "cannot connect to the API at %s: no answer within %u s", k->url,
+      rt_error_set (err, ETIMEDOUT, "unavailable", "cannot connect to the API at %s: no answer within %u s", k->url,
                     k->connect_s);
       return rt_error_hint (err, "check --base-url and the network");
     }
   if (r->read_timed_out)
     {
-      rt_error_set (err, ETIMEDOUT, "internal", "the API at %s sent nothing for %u s (read timeout)", k->url,
+      rt_error_set (err, ETIMEDOUT, "unavailable", "the API at %s sent nothing for %u s (read timeout)", k->url,
                     k->read_s);
       return rt_error_hint (err, "the API may be overloaded; try again later");
     }
   if (rc != CURLE_OK)
     {
-      rt_error_set (err, EIO, "internal", "cannot reach the API at %s: %s", k->url, curl_easy_strerror (rc));
+      rt_error_set (err, EIO, "unavailable", "cannot reach the API at %s: %s", k->url, curl_easy_strerror (rc));
       return rt_error_hint (err, "check --base-url and the network");
     }
   {
@@ -359,9 +439,11 @@ call_failed (const struct call *k, struct reply *r, CURLcode rc, long status, cu
     else if (status == 429)
       ret = rt_error_set (err, EAGAIN, "quota_exceeded", "the API is rate limiting (HTTP 429) after %d retries: %s",
                           MAX_RETRIES, m);
-    else if (status >= 500)
-      ret = rt_error_set (err, EIO, "internal", "the API failed (HTTP %ld) after %d retries: %s", status,
+    else if (retried (status))
+      ret = rt_error_set (err, EIO, "unavailable", "the API failed (HTTP %ld) after %d retries: %s", status,
                           MAX_RETRIES, m);
+    else if (status >= 500)
+      ret = rt_error_set (err, EIO, "unavailable", "the API failed (HTTP %ld): %s", status, m);
     else
       ret = rt_error_set (err, EINVAL, "invalid_request", "the API refused the request (HTTP %ld): %s", status, m);
     return ret;
@@ -399,7 +481,7 @@ rt_chat_api_call (const rt_chat_opts *o, const char *url, json_object *req, json
         return take_reply (o, &r, msg, usage, err);
       json_object_put (r.msg);
       json_object_put (r.usage);
-      if (rc == CURLE_OK && (status == 429 || status >= 500) && attempt < MAX_RETRIES)
+      if (rc == CURLE_OK && retried (status) && attempt < MAX_RETRIES)
         {
           free (r.body);
           if (wait_to_retry (&k, status, r.retry_after, attempt))

@@ -551,7 +551,7 @@ bool
 mon_exec_refused (struct mon *m, struct mon_refusal *r)
 {
   if (mon_stopping (m))
-    return !mon_refuse (r, 409, "sandbox_not_ready", NULL, "sandbox %s stopped", m->cfg->id);
+    return !mon_refuse (r, 409, "sandbox_stopped", NULL, "sandbox %s stopped", m->cfg->id);
   if (m->phase == MON_PAUSED)
     return !mon_refuse (r, 409, "sandbox_paused", "runtime sandbox wake wakes it", "sandbox %s is paused",
                         m->cfg->id);

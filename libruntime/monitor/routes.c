@@ -255,7 +255,7 @@ mon_handle_request (struct evhttp_request *req, void *arg)
     /* Stopping what stops already is done.  */
     return r->handler (m, req, NULL);
   if (mon_stopping (m))
-    return mon_reply_error (req, 409, "sandbox_not_ready", "runtime sandbox create starts a new one",
+    return mon_reply_error (req, 409, "sandbox_stopped", "runtime sandbox create starts a new one",
                             "sandbox %s is stopped", m->cfg->id);
   /* An unclaimed spare runs nothing (spare.h).  */
   if (m->phase == MON_SPARE && r->handler != mon_handle_reserve && r->handler != mon_handle_claim

@@ -131,7 +131,7 @@ check_unused (rt_context *ctx, const char *id, const char *ref, rt_error **err)
       const char *uses = rt_json_str (sb, "imageId");
       if (uses && strcmp (uses, id) == 0)
         {
-          rt_error_set (err, EBUSY, "invalid_request", "image '%s' is in use by sandbox %s", ref,
+          rt_error_set (err, EBUSY, "image_in_use", "image '%s' is in use by sandbox %s", ref,
                         rt_json_str (sb, "id"));
           return rt_error_hint (err, "stop the sandboxes that use it first (runtime sandbox stop ID)");
         }

@@ -304,6 +304,9 @@ rt_remote_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_co
   cleanup_free char *abs = NULL, *name = NULL, *target = NULL;
   struct stat st;
   int ret = rt_copy_in_source (src, opts && opts->follow, &abs, &name, err);
+  /* The archive route writes as the sandbox's user: no other.  */
+  if (ret == 0 && opts && opts->user && strcmp (opts->user, "runtime") != 0)
+    return rt_remote_unsupported (err, "cp --user");
   if (ret == 0 && stat (abs, &st) < 0)
     ret = rt_error_set (err, errno, "file_not_found", "cannot copy '%s': %s", src, strerror (errno));
   if (ret == 0 && !S_ISREG (st.st_mode) && !S_ISDIR (st.st_mode))

@@ -151,7 +151,7 @@ rt_remote_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_e
   st = rt_json_str (info, "state");
   if (st && (rt_state_is (st, RT_SANDBOX_STOPPED) || rt_state_is (st, RT_SANDBOX_STOPPING)))
     {
-      rt_error_set (err, ENOENT, "sandbox_not_ready", "sandbox %s is stopped", rt_json_str (info, "id"));
+      rt_error_set (err, ENOENT, "sandbox_stopped", "sandbox %s is stopped", rt_json_str (info, "id"));
       return rt_error_hint (err, "runtime sandbox create starts a new one");
     }
   return handle_for (ctx, info, out, err);

@@ -563,8 +563,12 @@ rt_copy_in_source (const char *src, bool follow, char **abs, char **name, rt_err
     return ret;
   *abs = realpath (src, NULL);
   if (*abs == NULL)
-    return rt_error_set (err, errno, errno == ENOENT ? "file_not_found" : "internal", "cannot copy '%s': %s", src,
-                         strerror (errno));
+    {
+      if (errno == ENOENT)
+        return rt_error_set (err, errno, "file_not_found", "no such file or directory on this host: %s", src);
+      return rt_error_set (err, errno, errno == EACCES ? "permission_denied" : "internal", "cannot copy '%s': %s", src,
+                           strerror (errno));
+    }
   /* Named as given: a link is copied as what it points to, under its own
      name.  */
   *name = base_name (src);
@@ -585,12 +589,15 @@ rt_copy_wait_child (pid_t pid)
   return wait_child (pid);
 }
 
+/* The copy-in script's exit code for a directory its user may not write.  */
+#define EXIT_CP_DENIED 66
+
 int
 rt_local_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts, rt_error **err)
 {
   const char *argv[] = { (char *) "sh", (char *) "-c",
                    (char *) "d=$1; n=$2; if [ -d \"$d\" ]; then dest=\"$d/$n\"; p=\"$d\"; "
-                            "else dest=\"$d\"; p=$(dirname \"$d\"); fi; [ -d \"$p\" ] || exit 67; "
+                            "else dest=\"$d\"; p=$(dirname \"$d\"); fi; [ -d \"$p\" ] || exit 67; [ -w \"$p\" ] || exit 66; "
                             "t=$(mktemp -d \"$p/.rt-cp.XXXXXX\") || exit 1; "
                             "if tar -xf - -C \"$t\" --no-same-owner && mv -T \"$t/$n\" \"$dest\"; "
                             "then rmdir \"$t\"; exit 0; fi; rm -rf \"$t\"; exit 1",
@@ -602,11 +609,12 @@ rt_local_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, cons
   int errfd = -1, ret, status;
   pid_t pid = -1;
 
+  /* The host's side first: a missing source wakes nothing.  */
   ret = check_source (src, opts && opts->follow, err);
   if (ret == 0)
-    ret = rt_sandbox_auto_wake (sb, err);
-  if (ret == 0)
     ret = rt_copy_in_source (src, true, &abs, &name, err);
+  if (ret == 0)
+    ret = rt_sandbox_auto_wake (sb, err);
   if (ret < 0)
     return ret;
   argv[5] = name;
@@ -616,7 +624,8 @@ rt_local_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, cons
   if (ret < 0)
     return ret;
   {
-    rt_exec_opts o = { .cancel_fd = opts ? opts->cancel_fd : -1, .on_output = upload_output, .data = &c };
+    rt_exec_opts o = { .cancel_fd = opts ? opts->cancel_fd : -1, .on_output = upload_output, .data = &c,
+                       .user = opts ? opts->user : NULL };
     ret = rt_exec_stdin_path (sb, argv, &o, fifo, &res, err);
   }
   /* If the monitor never opened the FIFO, the child still waits for it.  */
@@ -632,6 +641,13 @@ rt_local_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, cons
     ret = rt_error_set (err, EINTR, "interrupted", "the copy to %s was interrupted; nothing was written", dst);
   else if (ret == 0 && res.exit_code == EXIT_MISSING)
     ret = rt_error_set (err, ENOENT, "file_not_found", "no such directory in the sandbox for %s", dst);
+  else if (ret == 0 && res.exit_code == EXIT_CP_DENIED)
+    {
+      const char *who = opts && opts->user ? opts->user : "runtime";
+      rt_error_set (err, EACCES, "permission_denied", "the user %s may not write into the directory of %s in the sandbox",
+                    who, dst);
+      ret = rt_error_hint (err, "copy into a directory of %s (/workspace), or pass --user root", who);
+    }
   else if (ret == 0 && res.exit_code != 0 && status == 0)
     ret = rt_error_set (err, EIO, "internal", "cannot write %s in the sandbox: %s", dst,
                         guest_err_text (&c, guest_err, sizeof (guest_err), "tar failed"));

@@ -33,7 +33,7 @@ rt_local_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_er
   st = rt_json_str (state, "state");
   if (st && (rt_state_is (st, RT_SANDBOX_STOPPED) || rt_state_is (st, RT_SANDBOX_STOPPING)))
     {
-      rt_error_set (err, ENOENT, "sandbox_not_ready", "sandbox %s is stopped", rt_json_str (state, "id"));
+      rt_error_set (err, ENOENT, "sandbox_stopped", "sandbox %s is stopped", rt_json_str (state, "id"));
       return rt_error_hint (err, "runtime sandbox create starts a new one");
     }
   *out = rt_sandbox_handle_new (ctx, rt_json_str (state, "id"));

@@ -506,6 +506,7 @@ srv_status_for (const char *code)
     { "idempotency_conflict", 409 },
     { "not_paused", 409 },
     { "sandbox_not_ready", 409 },
+    { "sandbox_stopped", 409 },
     { "sandbox_paused", 409 },
     { "busy", 409 },
     { "image_in_use", 409 },

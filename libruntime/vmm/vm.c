@@ -537,10 +537,10 @@ rt_vm_startup_error (struct rt_vm *vm, rt_error **err, const char *what)
       for (show = panic; show > tail && lines < 3; show--)
         if (show[-1] == '\n' && ++lines == 3)
           break;
-      return rt_error_hint (err, "console:\n%.*s", (int) (strchrnul (panic, '\n') - show), show);
+      return rt_error_hint (err, "console: %.*s", (int) (strchrnul (panic, '\n') - show), show);
     }
   for (show = tail + strlen (tail); show > tail; show--)
     if (show[-1] == '\n' && ++lines == 8)
       break;
-  return rt_error_hint (err, "last console lines:\n%s", show);
+  return rt_error_hint (err, "last console lines: %s", show);
 }

@@ -17,7 +17,7 @@ is "the next command sees it stopped by the host" "$(state_of "$id")" "stopped h
 check "its state dir is gone" test ! -e "$RUNTIME_STATE_DIR/$id"
 runtime sandbox exec "$id" -- true 2>"$tmp/err"; rc=$?
 is "exec on it fails" "$rc" 1
-check "… with sandbox_not_ready" grep -q "sandbox_not_ready" "$tmp/err"
+check "… with sandbox_stopped" grep -q "^Error \[sandbox_stopped\]: " "$tmp/err"
 
 # kill -9 of QEMU: the monitor notices at once and cleans up itself.
 id=$(runtime sandbox create --timeout 300)

@@ -35,6 +35,27 @@ expect_error "bad --auto-wake" usage "auto-wake must be one of on, off" runtime 
 expect_error "unknown snapshot" not_found "no snapshot 'nope-snap'" runtime snapshot get nope-snap
 expect_error "removing an unknown snapshot" not_found "no snapshot 'nope-snap'" runtime snapshot rm nope-snap
 
+# cp: the host's side named as such, a directory the user may not write
+# is permission_denied (--user root writes it), a stopped sandbox is
+# sandbox_stopped.
+expect_error "cp of a missing host path" file_not_found "no such file or directory on this host: ./nope" \
+    runtime sandbox cp ./nope nosuch:/x
+expect_error "cp --user of another user" usage "user must be runtime or root" runtime sandbox cp --user bob "$0" x:/tmp/
+cpid=$(runtime sandbox create --timeout 300 2>/dev/null)
+echo data >"$tmp/f.txt"
+expect_error "cp into a root-owned directory is permission_denied" permission_denied "may not write into" \
+    runtime sandbox cp "$tmp/f.txt" "$cpid:/etc/"
+check "… with the --user root hint" grep -q "^Hint: .*--user root" "$tmp/err"
+runtime sandbox cp --user root "$tmp/f.txt" "$cpid:/etc/" >/dev/null 2>"$tmp/err"
+is "cp --user root writes it, as root" "$(runtime sandbox exec "$cpid" -- stat -c '%U %s' /etc/f.txt 2>&1)" "root 5"
+runtime sandbox cp "$tmp/f.txt" "$cpid:/workspace/" >/dev/null 2>&1
+is "cp by default writes as runtime" "$(runtime sandbox exec "$cpid" -- stat -c %U /workspace/f.txt 2>&1)" "runtime"
+runtime sandbox stop "$cpid" >/dev/null 2>&1
+expect_error "exec on a stopped sandbox is sandbox_stopped" sandbox_stopped "is stopped" runtime sandbox exec "$cpid" -- true
+expect_error "cp into a stopped sandbox is sandbox_stopped" sandbox_stopped "is stopped" \
+    runtime sandbox cp "$tmp/f.txt" "$cpid:/workspace/"
+runtime sandbox rm "$cpid" >/dev/null 2>&1
+
 # --json errors are one JSON object on stderr.
 runtime sandbox run --json --memory-mib 1 -- true >"$tmp/out" 2>"$tmp/err"; rc=$?
 is "--json usage error exits 1" "$rc" 1
@@ -71,6 +92,7 @@ printf '#!/bin/nonexistent\n' > "$tmp/bad-agent"; chmod +x "$tmp/bad-agent"
 expect_error "a guest that fails to boot is startup_failed" startup_failed "did not start" \
     env RUNTIME_CACHE_DIR="$cache" RUNTIME_AGENT="$tmp/bad-agent" runtime sandbox run -- true
 check "… with the console's last lines" grep -qi "panic\|init" "$tmp/err"
+is "… on the hint's one line: no dump" "$(grep -v '^Error \[[a-z_]*\]: \|^Hint: \|^runtime: ' "$tmp/err")" ""
 check_no_leaks "after a failed boot"
 
 # A default image that cannot be built: its mirror refuses at once (a closed

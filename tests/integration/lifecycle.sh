@@ -219,7 +219,7 @@ expect_error "stop: unknown id is not_found" not_found runtime sandbox stop sb-0
 is "stop prints the id" "$(runtime sandbox stop "$id")" "$id"
 is "stopped, by request" "$(runtime sandbox get "$id" --json | jq_ 'o["state"], o["stopReason"], o["endedAt"] is not None')" \
     "('stopped', 'requested', True)"
-expect_error "exec on a stopped sandbox is sandbox_not_ready" sandbox_not_ready runtime sandbox exec "$id" -- true
+expect_error "exec on a stopped sandbox is sandbox_stopped" sandbox_stopped runtime sandbox exec "$id" -- true
 is "stop again: done already, exit 0, the id" "$(runtime sandbox stop "$id")" "$id"
 is "ls without --all hides it" "$(runtime sandbox ls --json | ids | grep -c "^$id\$")" 0
 is "ls --all shows it" "$(runtime sandbox ls --all --json | ids | grep -c "^$id\$")" 1

@@ -26,7 +26,7 @@ cpu_now() {
 # sampled them at, not over when this shell got the answers.
 per10() { python3 -c "a, b = $1, $2; print(round((b[0] - a[0]) * 10 / (b[1] - a[1]), 2))"; }
 now() { date +%s.%N; }
-left() { runtime usage --json | json_get 'o["trial_hours_left"]'; }
+left() { runtime usage --json | json_get 'o["trialHoursLeft"]'; }
 is "a fresh ledger: 50 trial hours" "$(left)" "50.0"
 
 id=$(runtime sandbox create --paid --vcpu 2 --memory 1024 --timeout 600)
@@ -102,17 +102,17 @@ import json, sys
 for line in open(sys.argv[1]): json.loads(line)' "$RUNTIME_DATA_DIR/ledger/ledger.jsonl"
 check "usage: the killed sandbox keeps its metered time (at most one 5 s interval lost)" python3 -c '
 import json, sys
-u = json.load(open(sys.argv[1])); r = [s for s in u["sandboxes"] if s["resource_id"] == sys.argv[2]][0]
-assert float(sys.argv[3]) - 5.5 <= r["running_seconds"] <= float(sys.argv[3]) + 5 and r["state"] == "stopped", (r, sys.argv[3])' \
+u = json.load(open(sys.argv[1])); r = [s for s in u["sandboxes"] if s["resourceId"] == sys.argv[2]][0]
+assert float(sys.argv[3]) - 5.5 <= r["runningSeconds"] <= float(sys.argv[3]) + 5 and r["state"] == "stopped", (r, sys.argv[3])' \
     "$tmp/usage.json" "$id2" "$ran"
 check "usage: the busy sandbox is there, stopped, charged" python3 -c '
 import json, sys
-u = json.load(open(sys.argv[1])); r = [s for s in u["sandboxes"] if s["resource_id"] == sys.argv[2]][0]
-assert r["state"] == "stopped" and r["active_cpu_seconds"] >= 19 and float(r["charged_usd"]) > 0, r' "$tmp/usage.json" "$id"
+u = json.load(open(sys.argv[1])); r = [s for s in u["sandboxes"] if s["resourceId"] == sys.argv[2]][0]
+assert r["state"] == "stopped" and r["activeCpuSeconds"] >= 19 and float(r["chargedUsd"]) > 0, r' "$tmp/usage.json" "$id"
 check "usage: the total is the sum of the rows" python3 -c '
 import json, sys
 u = json.load(open(sys.argv[1]))
-assert abs(sum(float(s["charged_usd"]) for s in u["sandboxes"]) - float(u["charged_usd"])) < 1e-6, u' "$tmp/usage.json"
+assert abs(sum(float(s["chargedUsd"]) for s in u["sandboxes"]) - float(u["chargedUsd"])) < 1e-6, u' "$tmp/usage.json"
 runtime usage --csv >"$tmp/usage.csv"
 is "usage --csv: the header" "$(head -1 "$tmp/usage.csv")" \
     "resource_id,name,kind,state,created_at,vcpu,memory_mib,running_seconds,active_cpu_seconds,memory_gib_seconds,charged_usd"

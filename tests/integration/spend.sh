@@ -50,4 +50,23 @@ is "GET is not refused" "$(ask "$spent" GET "$sb")" "404 not_found None None"
 is "a token under its limit may :extend" "$(ask "$fresh" POST "$sb:extend" '{"seconds":600}')" "404 not_found None None"
 is "… and exec" "$(ask "$fresh" POST "$sb:exec" '{"argv":["true"]}')" "404 not_found None None"
 check "the server still runs" kill -0 "$serve"
+
+# One JSON casing: usage in camelCase, as the rest of the API, the old
+# snake_case keys kept one release (deprecated) with the same values.
+keys='import json, sys
+u = json.load(sys.stdin); r = u["sandboxes"][0]
+print(u["chargedMicros"], u["chargedUsd"], "trialHoursLeft" in u, r["resourceId"], r["memoryMiB"], r["runningSeconds"],
+      r["activeCpuSeconds"], r["memoryGiBSeconds"], r["chargedUsd"], r["createdAt"],
+      all(u[o] == u[n] for o, n in [("charged_micros", "chargedMicros"), ("charged_usd", "chargedUsd"),
+                                    ("trial_hours_left", "trialHoursLeft")]),
+      all(r[o] == r[n] for o, n in [("resource_id", "resourceId"), ("memory_mib", "memoryMiB"),
+                                    ("created_at", "createdAt"), ("charged_usd", "chargedUsd")]))'
+is "usage --json: camelCase, the old keys alike" "$(runtime usage --json | python3 -c "$keys")" \
+    "14 0.000014 True sb-00000000000c 256 0.0 0.0 0.0 0.000007 2026-01-01T00:00:00.000Z True True"
+curl -s -H "Authorization: Bearer $fresh" "http://127.0.0.1:$port/v1/usage" >"$tmp/usage.json"
+is "GET /v1/usage: the same keys, a tenant's own" "$(python3 -c "$keys" <"$tmp/usage.json")" \
+    "7 0.000007 True sb-00000000000c 256 0.0 0.0 0.0 0.000007 2026-01-01T00:00:00.000Z True True"
+is "usage --csv keeps its header" "$(runtime usage --csv | head -1)" \
+    "resource_id,name,kind,state,created_at,vcpu,memory_mib,running_seconds,active_cpu_seconds,memory_gib_seconds,charged_usd"
+is "… and its rows" "$(runtime usage --csv | sed -n 2p | cut -d, -f1,7)" "sb-00000000000c,256"
 done_testing

@@ -178,7 +178,7 @@ main (void)
   ok (usage_has (a, id) && usage_has (host, id), "ta's and the host's usage count it");
   ok (!usage_has (b, id), "tb's usage does not");
   ok (rt_token_remove (host, ta, &err) == 0, "token ta removed");
-  ok (strcmp (code_of (rt_sandbox_open (a, id, &sb, &err), &err, c), "sandbox_not_ready") == 0,
+  ok (strcmp (code_of (rt_sandbox_open (a, id, &sb, &err), &err, c), "sandbox_stopped") == 0,
       "its sandbox was stopped (%s)", c);
   ok (rt_sandbox_get_json (a, id, &json, &err) == 0 && strstr (json, "\"stopReason\":\"requested\""),
       "with its record written");

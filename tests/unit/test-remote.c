@@ -182,8 +182,8 @@ test_calls (rt_context *ctx)
   }
   rt_sandbox_close (sb);
   e = NULL;
-  ok (rt_sandbox_open (ctx, "gone", &sb, &e) < 0 && code_is (e, "sandbox_not_ready"),
-      "opening a stopped sandbox is sandbox_not_ready, as locally");
+  ok (rt_sandbox_open (ctx, "gone", &sb, &e) < 0 && code_is (e, "sandbox_stopped"),
+      "opening a stopped sandbox is sandbox_stopped, as locally");
   rt_error_free (e);
   ok (rt_sandbox_list_json (ctx, true, &json, NULL) == 0 && strcmp (json, "[{\"id\":\"sb-a\"},{\"id\":\"sb-b\"}]") == 0,
       "list follows nextCursor (escaped) and joins the pages: %s", json ? json : "");

@@ -1,6 +1,7 @@
 /* test-strutil.c - rt_text_escape: what a guest puts in a file name, a
    command line or a log line reaches the terminal as text, never as an
-   escape sequence; ordinary text, UTF-8 included, is shown as it is.  */
+   escape sequence; ordinary text, UTF-8 included, is shown as it is.
+   rt_text_fold and rt_error_set: every error is one line, cut.  */
 #include <string.h>
 
 #include "common/strutil.h"
@@ -17,9 +18,49 @@ is_escaped (const char *in, bool multiline, const char *want, const char *what)
     printf ("# got '%s', want '%s'\n", got, want);
 }
 
+static void
+is_folded (const char *in, size_t max, const char *want, const char *what)
+{
+  cleanup_free char *got = rt_text_fold (in, max);
+
+  ok (got && strcmp (got, want) == 0, "%s", what);
+  if (got && strcmp (got, want) != 0)
+    printf ("# got '%s', want '%s'\n", got, want);
+}
+
+/* rt_text_fold, and the errors it is for: no message or hint of any
+   rt_error holds a newline, however many lines went in.  */
+static void
+test_fold (void)
+{
+  rt_error *err = NULL;
+  char big[3000];
+
+  is_folded ("plain text", 100, "plain text", "one line is kept");
+  is_folded ("the sandbox did not start:\n  [ 0.1] Kernel panic\n\n  not syncing\n", 100,
+             "the sandbox did not start: [ 0.1] Kernel panic; not syncing", "lines joined, blank ones and indents dropped");
+  is_folded ("a\r\nb\tc  d", 100, "a; b c d", "CRLF, tabs and runs of spaces");
+  is_folded ("a;\nb.\nc,\nd", 100, "a; b. c, d", "no '; ' after punctuation");
+  is_folded ("\n\n  x  \n", 100, "x", "ends trimmed");
+  is_folded ("0123456789abcdef", 12, "012345678\xe2\x80\xa6", "cut to 12 bytes with an ellipsis");
+  is_folded ("01234567\xc3\xa9xyz", 12, "01234567\xe2\x80\xa6", "cut before a character, not inside it");
+  is_folded (NULL, 100, "", "NULL is the empty string");
+  memset (big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  for (size_t i = 50; i < sizeof big - 1; i += 50)
+    big[i] = '\n';
+  rt_error_set (&err, EIO, "internal", "%s", big);
+  rt_error_hint (&err, "last lines:\n%s", big);
+  ok (err && strchr (err->msg, '\n') == NULL && strchr (err->hint, '\n') == NULL,
+      "rt_error_set and rt_error_hint fold a message and a hint to one line");
+  ok (err && strlen (err->msg) <= 1000 && strlen (err->hint) <= 500, "… and cut them (1000 and 500 bytes)");
+  rt_error_free (err);
+}
+
 int
 main (void)
 {
+  test_fold ();
   is_escaped ("report.txt", false, "report.txt", "plain ASCII is kept");
   is_escaped ("caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80", false, "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80",
               "UTF-8 (2, 3 and 4 bytes) is kept");

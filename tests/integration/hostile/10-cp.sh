@@ -45,7 +45,7 @@ else
         "runtime: skipped 5 entries: device nodes (2), FIFOs (1), symlinks leading out of the copy (2)"
     json=$(hcp --json "$sb:/workspace/x" "$cpd/out2" 2>/dev/null)
     is "… and counted in --json" \
-        "$(echo "$json" | json_get 'o["skipped"], o["skipped_kinds"]["devices"], o["skipped_kinds"]["fifos"], o["skipped_kinds"]["links"]')" \
+        "$(echo "$json" | json_get 'o["skipped"], o["skippedKinds"]["devices"], o["skippedKinds"]["fifos"], o["skippedKinds"]["links"]')" \
         "5 2 1 2"
     check "… no temporary dir left" no_temp
 
