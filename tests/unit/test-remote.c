@@ -166,6 +166,9 @@ test_calls (rt_context *ctx)
   ok (rt_now_ms () - t0 >= 1000, "… after its Retry-After");
   json_object_put (s);
   s = seen (ctx);
+  ok (strcmp (rt_http_reason (429), "Too Many Requests") == 0 && strcmp (rt_http_reason (401), "Unauthorized") == 0
+          && strcmp (rt_http_reason (418), "Client Error") == 0,
+      "the server's reason phrases: 429 Too Many Requests, 401 Unauthorized, else the status's class");
   t0 = rt_now_ms ();
   ok (rt_sandbox_get_json (ctx, "overquota", &json, &e) < 0 && code_is (e, "quota_exceeded") && e->hint,
       "a 429 quota_exceeded is the error, with its hint");
