@@ -640,3 +640,50 @@ rt_copy_file (const char *src, const char *dst, rt_error **err)
   return 0;
 }
 
+
+const char *
+rt_http_reason (int status)
+{
+  static const struct
+  {
+    int status;
+    const char *reason;
+  } table[] = {
+    { 200, "OK" },
+    { 201, "Created" },
+    { 202, "Accepted" },
+    { 204, "No Content" },
+    { 206, "Partial Content" },
+    { 304, "Not Modified" },
+    { 400, "Bad Request" },
+    { 401, "Unauthorized" },
+    { 403, "Forbidden" },
+    { 404, "Not Found" },
+    { 405, "Method Not Allowed" },
+    { 406, "Not Acceptable" },
+    { 408, "Request Timeout" },
+    { 409, "Conflict" },
+    { 410, "Gone" },
+    { 411, "Length Required" },
+    { 412, "Precondition Failed" },
+    { 413, "Content Too Large" },
+    { 414, "URI Too Long" },
+    { 415, "Unsupported Media Type" },
+    { 416, "Range Not Satisfiable" },
+    { 422, "Unprocessable Content" },
+    { 429, "Too Many Requests" },
+    { 431, "Request Header Fields Too Large" },
+    { 499, "Client Closed Request" },
+    { 500, "Internal Server Error" },
+    { 501, "Not Implemented" },
+    { 502, "Bad Gateway" },
+    { 503, "Service Unavailable" },
+    { 504, "Gateway Timeout" },
+    { 507, "Insufficient Storage" },
+  };
+
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+    if (table[i].status == status)
+      return table[i].reason;
+  return status < 300 ? "OK" : status < 400 ? "Redirect" : status < 500 ? "Client Error" : "Server Error";
+}

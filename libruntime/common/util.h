@@ -90,6 +90,9 @@ int rt_lock_dir (const char *dir, int *out, rt_error **err);
 /* Removes the entries of @dir matching the fnmatch @pattern: leftovers of
    a process that died in a slow step.  Call with the dir's lock held.  */
 void rt_remove_matching (const char *dir, const char *pattern);
+/* The reason phrase of HTTP @status (RFC 9110, and 429 of RFC 6585),
+   what the server and the monitor send: libevent knows none past 417.  */
+const char *rt_http_reason (int status);
 /* The string at @key of a JSON object, or NULL.  */
 const char *rt_json_str (json_object *o, const char *key);
 /* @o's integer member @key, or 0 when it is missing or not an integer.  */

@@ -16,7 +16,7 @@ mon_reply_json (struct evhttp_request *req, int code, json_object *obj)
                                                      &len);
   evbuffer_add (buf, s, len);
   evhttp_add_header (evhttp_request_get_output_headers (req), "Content-Type", "application/json");
-  evhttp_send_reply (req, code, code < 400 ? "OK" : "Error", buf);
+  evhttp_send_reply (req, code, rt_http_reason (code), buf);
   evbuffer_free (buf);
 }
 
@@ -63,7 +63,7 @@ void
 mon_start_stream (struct evhttp_request *req)
 {
   evhttp_add_header (evhttp_request_get_output_headers (req), "Content-Type", "application/x-ndjson");
-  evhttp_send_reply_start (req, 200, "OK");
+  evhttp_send_reply_start (req, 200, rt_http_reason (200));
 }
 
 void

@@ -311,6 +311,22 @@ try_once (rt_context *ctx, const struct rt_remote_req *req, const char *key, lon
   return rc;
 }
 
+/* Whether a 429 is a limit that ends by waiting (rate_limited, with
+   Retry-After): a quota_exceeded stays until something is freed, so it
+   is answered at once rather than after minutes of tries.  */
+static bool
+transient_429 (const struct rt_remote_answer *a)
+{
+  cleanup_json json_object *o = a->body ? json_tokener_parse (a->body) : NULL;
+  json_object *e = NULL;
+  const char *code;
+
+  if (o == NULL || !json_object_object_get_ex (o, "error", &e))
+    return true;
+  code = rt_json_str (e, "code");
+  return code == NULL || strcmp (code, "quota_exceeded") != 0;
+}
+
 /* Whether a failed try is tried again, and after how long (ms).  */
 static bool
 retry_after (const struct rt_remote_req *req, const struct exchange *x, CURLcode rc, int tries, long *delay_ms)
@@ -326,6 +342,8 @@ retry_after (const struct rt_remote_req *req, const struct exchange *x, CURLcode
   if (transport && req->on_data && strcmp (req->method, "GET") != 0 && !unsent)
     return false;
   if (!transport && s != 429 && s != 502 && s != 503 && s != 504)
+    return false;
+  if (s == 429 && !transient_429 (x->ans))
     return false;
   *delay_ms = 250L << (tries - 1); /* 250 ms, 0.5 s, 1 s, 2 s */
   if (x->retry_after_s >= 0)

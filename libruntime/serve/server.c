@@ -196,7 +196,7 @@ send_whole (struct srv_req *r)
   if (r->idem_id)
     idem_done (r);
   add_head (r);
-  evhttp_send_reply (r->req, r->status, r->status < 400 ? "OK" : "Error", r->out);
+  evhttp_send_reply (r->req, r->status, rt_http_reason (r->status), r->out);
 }
 
 void
@@ -232,7 +232,7 @@ srv_req_flush (struct srv_req *r)
       if (whole)
         send_whole (r);
       else
-        evhttp_send_reply (r->req, r->status, "Gone", NULL);
+        evhttp_send_reply (r->req, r->status, rt_http_reason (r->status), NULL);
       if (chunk)
         evbuffer_free (chunk);
       return loop_release (r, 499);
@@ -242,7 +242,7 @@ srv_req_flush (struct srv_req *r)
   if (start)
     {
       add_head (r);
-      evhttp_send_reply_start (r->req, r->status, "OK");
+      evhttp_send_reply_start (r->req, r->status, rt_http_reason (r->status));
     }
   if (chunk)
     {

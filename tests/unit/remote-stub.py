@@ -91,6 +91,10 @@ class Handler(BaseHTTPRequestHandler):
                 return self.obj(429, {"error": {"code": "rate_limited", "message": "slow down"}},
                                 headers=[("Retry-After", "1")])
             return self.obj(200, {"id": "sb-000000000002", "state": "running"})
+        if p == "/v1/sandboxes/overquota":
+            return self.obj(429, {"error": {"code": "quota_exceeded", "message": "token t's maxSandboxes is 1",
+                                            "hint": "stop or delete a sandbox of this token first"}},
+                            headers=[("Retry-After", "30")])
         if p == "/v1/sandboxes/broken":
             return self.reply(502, b"<html>bad gateway</html>", ctype="text/html")
         if p == "/v1/sandboxes" and self.command == "GET":

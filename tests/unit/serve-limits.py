@@ -2,7 +2,8 @@
 """serve-limits.py - what clients without a token cost a real `runtime
 serve` on 127.0.0.1 (libruntime/serve/gate.h): a 401 or 413 at the
 request's head, before its body is sent, so its memory stays small; a head
-dribbled past the header timeout closed; 800 half-sent requests from one
+dribbled past the header timeout closed; each status line has its
+reason phrase ("401 Unauthorized", not "Error"); 800 half-sent requests from one
 source (127.0.0.2) neither starve /v1/health nor a token's calls from
 another (127.0.0.1) under a 1024-fd limit, while 60 connections at once
 with a token from one source are all answered.  Keep-alive, pipelining, an
@@ -153,6 +154,34 @@ def small_limit(port, token):
     st, body = answer(s, 1.5)
     ok(st == 400 and "chunked" in body["error"]["message"], "… a chunked body to a JSON route: 400", (st, body))
     s.close()
+
+
+def status_line(port, req):
+    s = conn(port)
+    s.sendall(req)
+    s.settimeout(2)
+    buf = b""
+    try:
+        while b"\r\n" not in buf:
+            got = s.recv(4096)
+            if not got:
+                break
+            buf += got
+    except (socket.timeout, ConnectionError):
+        pass
+    s.close()
+    return buf.split(b"\r\n", 1)[0].decode("latin-1")
+
+
+def reasons(port, token):
+    """The status line's reason phrase is the status's, not "Error"."""
+    for req, want in ((head("GET", "/v1/health"), "HTTP/1.1 200 OK"),
+                      (head("GET", "/v1/me"), "HTTP/1.1 401 Unauthorized"),
+                      (head("GET", "/v1/no-such-route", token), "HTTP/1.1 404 Not Found"),
+                      (head("POST", "/v1/sandboxes", token, "Content-Length: %d\r\n" % (2 << 20)),
+                       "HTTP/1.1 413 Content Too Large")):
+        got = status_line(port, req)
+        ok(got == want, "status line %r" % want, got)
 
 
 def keep_alive(port, token):
@@ -310,6 +339,7 @@ def main():
             s.close()
             bodies_first(port, p.pid)
             small_limit(port, token)
+            reasons(port, token)
             keep_alive(port, token)
             dribble(port)
             tokenless_bodies(port)

@@ -166,6 +166,20 @@ test_calls (rt_context *ctx)
   ok (rt_now_ms () - t0 >= 1000, "… after its Retry-After");
   json_object_put (s);
   s = seen (ctx);
+  ok (strcmp (rt_http_reason (429), "Too Many Requests") == 0 && strcmp (rt_http_reason (401), "Unauthorized") == 0
+          && strcmp (rt_http_reason (418), "Client Error") == 0,
+      "the server's reason phrases: 429 Too Many Requests, 401 Unauthorized, else the status's class");
+  t0 = rt_now_ms ();
+  ok (rt_sandbox_get_json (ctx, "overquota", &json, &e) < 0 && code_is (e, "quota_exceeded") && e->hint,
+      "a 429 quota_exceeded is the error, with its hint");
+  ok (rt_now_ms () - t0 < 1000, "… answered at once, not after its Retry-After");
+  rt_error_free (e);
+  e = NULL;
+  json_object_put (s);
+  s = seen (ctx);
+  ok (json_object_array_length (s) == 1, "… asked once (%zu)", json_object_array_length (s));
+  json_object_put (s);
+  s = seen (ctx);
 
   ok (rt_sandbox_open (ctx, "sb-000000000001", &sb, NULL) == 0 && strcmp (rt_sandbox_id (sb), "sb-000000000001") == 0,
       "open gives a handle with the server's id");
