@@ -116,7 +116,9 @@ unknown_option (struct cli_command *cmd, struct cli_args *a, const char *name)
   names[n++] = "help";
   names[n] = NULL;
   s = cli_suggest (name, names);
-  if (cmd->takes_command && a->rest == NULL)
+  /* A slip of one of ours gets its name alone; "after --" is for an option
+     that may well be the command's own.  */
+  if (cmd->takes_command && a->rest == NULL && s == NULL)
     snprintf (hint, sizeof (hint), "put the command to run after --: runtime %s%s%s %s", cmd->group,
               *cmd->group ? " " : "", cmd->name, cmd->usage);
   else
@@ -127,12 +129,26 @@ unknown_option (struct cli_command *cmd, struct cli_args *a, const char *name)
     cli_usage_error (hint, "Unknown option --%s.", name);
 }
 
+/* The long form of a one-letter option @arg, or NULL: -h for --help
+   everywhere, -a for --all where there is one (as ls -a, docker ps -a).  */
+static const char *
+short_alias (struct cli_command *cmd, const char *arg)
+{
+  int idx;
+
+  if (strcmp (arg, "-h") == 0)
+    return "--help";
+  if (strcmp (arg, "-a") == 0 && find_opt (cmd, "all", &idx))
+    return "--all";
+  return NULL;
+}
+
 /* One --name or --name=value at argv[*i] (the value may take the next
    word: *i moves past it).  -1 after a usage error, 1 after --help.  */
 static int
 parse_option (struct cli_command *cmd, int argc, char **argv, int *i, struct cli_args *a)
 {
-  char *arg = argv[*i];
+  char *arg = short_alias (cmd, argv[*i]) ? (char *) short_alias (cmd, argv[*i]) : argv[*i];
   const char *eq = strchr (arg + 2, '=');
   const struct cli_opt *o;
   const char *value = NULL;
@@ -211,7 +227,7 @@ cli_parse (struct cli_command *cmd, int argc, char **argv, struct cli_args *a)
           a->nrest = argc - i - 1;
           break;
         }
-      if (strncmp (arg, "--", 2) == 0)
+      if (strncmp (arg, "--", 2) == 0 || short_alias (cmd, arg))
         {
           int ret = parse_option (cmd, argc, argv, &i, a);
           if (ret != 0)
@@ -317,6 +333,56 @@ cli_opt_usd (struct cli_command *cmd, struct cli_args *a, const char *name, int6
       return -1;
     }
   *micros = (int64_t) (usd * 1e6 + 0.5);
+  return 0;
+}
+
+int
+cli_parse_size (const char *v, int plain_shift, uint64_t *out)
+{
+  static const char units[] = "KMGT";
+  const char *u;
+  char *end = NULL;
+  unsigned long long n;
+  int shift = plain_shift;
+
+  errno = 0;
+  n = strtoull (v, &end, 10);
+  if (*end && (u = strchr (units, *end & ~0x20)) != NULL)
+    {
+      shift = 10 * (int) (u - units + 1);
+      end++;
+      if (strcmp (end, "B") == 0 || strcmp (end, "iB") == 0 || strcmp (end, "b") == 0)
+        end += strlen (end);
+    }
+  else if (strcmp (end, "B") == 0 || strcmp (end, "b") == 0)
+    {
+      shift = 0;
+      end++;
+    }
+  if (*v == '\0' || *v == '-' || *end != '\0' || errno != 0 || n == 0 || n > (UINT64_MAX >> shift))
+    return -1;
+  *out = (uint64_t) n << shift;
+  return 0;
+}
+
+int
+cli_opt_mib (struct cli_command *cmd, struct cli_args *a, const char *name, unsigned long min, unsigned long max,
+             unsigned long *out)
+{
+  const char *v = cli_opt (cmd, a, name);
+  uint64_t bytes = 0;
+  char hint[96];
+
+  if (v == NULL)
+    return 0;
+  if (cli_parse_size (v, 20, &bytes) < 0 || bytes % (1 << 20) != 0 || (bytes >> 20) < min || (bytes >> 20) > max)
+    {
+      snprintf (hint, sizeof (hint), "a number is MiB; or say the unit: --%s %lum, --%s %lug", name, min, name,
+                max >> 10);
+      cli_usage_error (hint, "--%s must be from %lu MiB to %lu MiB (%lu GiB), not '%s'", name, min, max, max >> 10, v);
+      return -1;
+    }
+  *out = (unsigned long) (bytes >> 20);
   return 0;
 }
 

@@ -79,6 +79,16 @@ bool cli_begin (struct cli_command *cmd, int argc, char **argv, struct cli_args 
 int cli_opt_uint (struct cli_command *cmd, struct cli_args *a, const char *name, unsigned long min,
                   unsigned long max, unsigned long *out);
 
+/* A size @v: a whole number of 1 << @plain_shift bytes (0: bytes, 20:
+   MiB), or with K, M, G or T (powers of 1024, as cp --max-size; a
+   trailing B or iB is allowed, B alone is bytes).  -1 for anything else
+   (nothing printed).  */
+int cli_parse_size (const char *v, int plain_shift, uint64_t *out);
+/* A size option in whole MiB within [min, max] MiB (cli_parse_size, a
+   plain number MiB: --memory 512, 512m, 4g); prints a usage error.  */
+int cli_opt_mib (struct cli_command *cmd, struct cli_args *a, const char *name, unsigned long min, unsigned long max,
+                 unsigned long *out);
+
 /* Parses a dollar amount option (more than 0, at most a million) into
    microdollars; prints a usage error.  */
 int cli_opt_usd (struct cli_command *cmd, struct cli_args *a, const char *name, int64_t *micros);

@@ -75,38 +75,18 @@ remote_ref (const char *arg, const char **path)
   return strndup (arg, colon - arg);
 }
 
-/* --max-size: bytes, or with a K, M, G or T suffix (powers of 1024; a
-   trailing "B" or "iB" is allowed).  */
+/* --max-size: bytes, or with a K, M, G or T suffix (cli_parse_size).  */
 static int
 cp_max_size (struct cli_command *cmd, struct cli_args *a, uint64_t *out)
 {
   const char *v = cli_opt (cmd, a, "max-size");
-  static const char units[] = "KMGT";
-  const char *u;
-  char *end = NULL;
-  unsigned long long n;
-  int shift = 0;
 
-  if (v == NULL)
-    return 0;
-  errno = 0;
-  n = strtoull (v, &end, 10);
-  if (*end && (u = strchr (units, *end & ~0x20)) != NULL)
-    {
-      shift = 10 * (int) (u - units + 1);
-      end++;
-      if (strcmp (end, "B") == 0 || strcmp (end, "iB") == 0)
-        end += strlen (end);
-    }
-  else if (strcmp (end, "B") == 0)
-    end++;
-  if (*v == '\0' || *v == '-' || *end != '\0' || errno != 0 || n == 0 || n > (UINT64_MAX >> shift))
+  if (v != NULL && cli_parse_size (v, 0, out) < 0)
     {
       cli_usage_error ("for example --max-size 20G or --max-size 512M",
                        "--max-size must be a size in bytes, with K, M, G or T, not '%s'", v);
       return -1;
     }
-  *out = (uint64_t) n << shift;
   return 0;
 }
 
