@@ -279,7 +279,7 @@ image_warm (struct cli_command *cmd, int argc, char **argv)
   if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
   if (cli_opt_uint (cmd, &a, "vcpu", 1, RT_MAX_VCPU, &vcpu) < 0
-      || cli_opt_uint (cmd, &a, "memory", RT_MIN_MEMORY_MIB, RT_MAX_MEMORY_MIB, &mem) < 0)
+      || cli_opt_mib (cmd, &a, "memory", RT_MIN_MEMORY_MIB, RT_MAX_MEMORY_MIB, &mem) < 0)
     return 1;
   ctx = cli_context ();
   if (ctx == NULL)
@@ -312,7 +312,7 @@ static const struct cli_opt build_opts[] = {
 
 static const struct cli_opt warm_opts[] = {
   { "vcpu", "N", "the shape's virtual CPUs (1-16)", "2", false },
-  { "memory", "MiB", "the shape's memory (256-65536)", "4096", false },
+  { "memory", "SIZE", "the shape's memory, MiB or 512m, 4g (256m-64g)", "4096", false },
   { NULL, NULL, NULL, NULL, false },
 };
 

@@ -21,7 +21,7 @@ pool_set (struct cli_command *cmd, int argc, char **argv)
   if (!cli_opt (cmd, &a, "spares"))
     return cli_usage_error (NULL, "--spares N is needed (0 stops the spares)");
   if (cli_opt_uint (cmd, &a, "spares", 0, 64, &spares) < 0 || cli_opt_uint (cmd, &a, "vcpu", 1, RT_MAX_VCPU, &vcpu) < 0
-      || cli_opt_uint (cmd, &a, "memory", RT_MIN_MEMORY_MIB, RT_MAX_MEMORY_MIB, &mem) < 0)
+      || cli_opt_mib (cmd, &a, "memory", RT_MIN_MEMORY_MIB, RT_MAX_MEMORY_MIB, &mem) < 0)
     return 1;
   ctx = cli_context ();
   if (ctx == NULL)
@@ -79,7 +79,7 @@ pool_rm (struct cli_command *cmd, int argc, char **argv)
 static const struct cli_opt set_opts[] = {
   { "spares", "N", "paused clones to keep ready (0-64; 0 stops them)", NULL, false },
   { "vcpu", "N", "the shape's virtual CPUs (1-16)", "2", false },
-  { "memory", "MiB", "the shape's memory (256-65536)", "4096", false },
+  { "memory", "SIZE", "the shape's memory, MiB or 512m, 4g (256m-64g)", "4096", false },
   { NULL, NULL, NULL, NULL, false },
 };
 

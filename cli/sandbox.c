@@ -147,8 +147,8 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
   int nlabels, nenv, idle = 0;
 
   if (cli_opt_uint (cmd, a, "vcpu", 1, RT_MAX_VCPU, &vcpu) < 0
-      || cli_opt_uint (cmd, a, "memory", RT_MIN_MEMORY_MIB, RT_MAX_MEMORY_MIB, &mem) < 0
-      || cli_opt_uint (cmd, a, "disk", RT_MIN_DISK_MIB, RT_MAX_DISK_MIB, &disk) < 0)
+      || cli_opt_mib (cmd, a, "memory", RT_MIN_MEMORY_MIB, RT_MAX_MEMORY_MIB, &mem) < 0
+      || cli_opt_mib (cmd, a, "disk", RT_MIN_DISK_MIB, RT_MAX_DISK_MIB, &disk) < 0)
     return -1;
   cfg->vcpu = vcpu;
   cfg->memory_mib = mem;
@@ -427,8 +427,8 @@ out:
   { "label", "K=V", "a label to find the sandbox by (at most 32)", NULL, true },                   \
   { "env", "K=V", "a variable for every command; only its name is shown again", NULL, true },      \
   { "vcpu", "N", "virtual CPUs (1-16)", "2", false },                                              \
-  { "memory", "MiB", "guest memory (256-65536)", "4096", false },                                  \
-  { "disk", "MiB", "disk size (4096-65536)", "4096", false },                                           \
+  { "memory", "SIZE", "guest memory, MiB or with a unit: 512m, 4g (256m-64g)", "4096", false },    \
+  { "disk", "SIZE", "disk size, MiB or with a unit: 10g (4g-64g)", "4096", false },                \
   { "image", "REF", "image to boot", "runtime", false },                                          \
   { "no-internet", NULL, "refuse every connection out of the sandbox", NULL, false },             \
   { "allow", "HOST", "reach only these: a name, *.domain (its subdomains), an IP or a CIDR", "everything public", \

@@ -1,4 +1,5 @@
 /* test-options.c - the CLI's option parser and did-you-mean.  */
+#include <stdint.h>
 #include <string.h>
 
 #include "cli.h"
@@ -18,6 +19,7 @@ static const struct cli_opt opts[] = {
   { "memory", "MiB", "m", NULL, false },
   { "label", "K=V", "l", NULL, true },
   { "keep", NULL, "k", NULL, false },
+  { "all", NULL, "a", NULL, false },
   { NULL, NULL, NULL, NULL, false },
 };
 
@@ -127,6 +129,39 @@ main (void)
     const char *argv4[] = { "run", "--timeout", "7", "--", "x", NULL };
     parse (&run, &a, 5, argv4);
     ok (cli_opt_uint (&run, &a, "timeout", 1, 10, &v) == 0 && v == 7, "in-range value accepted");
+    cli_args_free (&a);
+  }
+  {
+    /* Sizes as cp --max-size takes them; a plain number keeps its unit.  */
+    uint64_t b = 0;
+    unsigned long mib = 0;
+    ok (cli_parse_size ("512m", 20, &b) == 0 && b == 512ull << 20, "512m is 512 MiB");
+    ok (cli_parse_size ("4g", 20, &b) == 0 && b == 4ull << 30, "4g is 4 GiB");
+    ok (cli_parse_size ("4GiB", 20, &b) == 0 && b == 4ull << 30, "4GiB is 4 GiB");
+    ok (cli_parse_size ("1024", 20, &b) == 0 && b == 1024ull << 20, "a plain 1024 is MiB where MiB is the unit");
+    ok (cli_parse_size ("1024", 0, &b) == 0 && b == 1024, "a plain 1024 is bytes where bytes are");
+    ok (cli_parse_size ("3x", 20, &b) < 0 && cli_parse_size ("0", 20, &b) < 0 && cli_parse_size ("-1g", 20, &b) < 0
+          && cli_parse_size ("", 20, &b) < 0 && cli_parse_size ("99999999999t", 20, &b) < 0,
+        "3x, 0, -1g, an empty size and an overflow refused");
+    const char *argv[] = { "run", "--memory", "4g", "--", "x", NULL };
+    parse (&run, &a, 5, argv);
+    ok (cli_opt_mib (&run, &a, "memory", 256, 65536, &mib) == 0 && mib == 4096, "--memory 4g is 4096 MiB");
+    cli_args_free (&a);
+    const char *argv2[] = { "run", "--memory", "100g", "--", "x", NULL };
+    parse (&run, &a, 5, argv2);
+    ok (cli_opt_mib (&run, &a, "memory", 256, 65536, &mib) < 0, "--memory 100g over the most refused");
+    cli_args_free (&a);
+    const char *argv3[] = { "run", "--memory", "1536k", "--", "x", NULL };
+    parse (&run, &a, 5, argv3);
+    ok (cli_opt_mib (&run, &a, "memory", 256, 65536, &mib) < 0, "--memory that is not whole MiB refused");
+    cli_args_free (&a);
+  }
+  {
+    const char *argv[] = { "get", "-h", NULL };
+    ok (parse (&get, &a, 2, argv) == 1, "-h is --help");
+    cli_args_free (&a);
+    const char *argv2[] = { "get", "-a", "sb-1", NULL };
+    ok (parse (&get, &a, 3, argv2) == 0 && cli_opt (&get, &a, "all") != NULL, "-a is --all where there is one");
     cli_args_free (&a);
   }
   return tap_done ();
