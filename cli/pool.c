@@ -86,7 +86,7 @@ static const struct cli_opt set_opts[] = {
 static struct cli_command pool_cmds[] = {
   { "set", pool_set,
     "Keep N paused clones of an image and shape ready: a create of exactly that shape (without secrets) starts "
-    "from one in a few tens of ms. Spares use no CPU and are not billed; together they hold at most "
+    "from one in a fraction of a second (about 0.2 s under TCG). Spares use no CPU and are not billed; together they hold at most "
     "RUNTIME_POOL_MAX_MIB (default a tenth of the host's RAM). Waits until the template and the spares exist.",
     "[REF] --spares N [--vcpu N] [--memory MiB]", "runtime pool set --spares 2 --vcpu 1 --memory 1024", set_opts,
     false, 0, 1, NULL },

@@ -46,4 +46,26 @@ is "… and leaves the red one running" "$(runtime sandbox get "$c" --json | jso
 runtime sandbox rm "$a" >/dev/null; runtime sandbox rm "$b" >/dev/null
 runtime sandbox rm "$c" >/dev/null
 check_no_leaks "examples"
+
+# -- every command of the docs, in order per file (tests/docs-blocks.py has
+# the rule); `port` is the docs' variable for runtime serve's port. Each file
+# has a data dir of its own: their tokens share names, and a removed token's
+# name is never given again.
+root=$(cd "$(dirname "$0")/../.." && pwd)
+data=$RUNTIME_DATA_DIR
+for f in $(python3 "$root/tests/docs-blocks.py" list "$root"); do
+    export RUNTIME_DATA_DIR=$tmp/docs-data-${f//\//-}
+    start=$SECONDS
+    out=$(port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') \
+        python3 "$root/tests/docs-blocks.py" run "$root" "$f"); rc=$?
+    is "docs: $f runs as written ($((SECONDS - start)) s)" "$rc" 0
+    if [ "$rc" != 0 ]; then
+        diag "$out"
+        for s in $(runtime sandbox ls --all --json | json_get '" ".join(s["id"] for s in o)'); do
+            runtime sandbox rm "$s" >/dev/null
+        done
+    fi
+    check_no_leaks "after $f"
+done
+RUNTIME_DATA_DIR=$data
 done_testing
