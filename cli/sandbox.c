@@ -331,8 +331,17 @@ sandbox_run (struct cli_command *cmd, int argc, char **argv)
                id, id, id);
       rt_sandbox_close (sb);
     }
-  else if (rt_sandbox_destroy (sb, &err) < 0)
-    code = cli_lib_fail (err);
+  else
+    {
+      /* As docker run --rm: the ledger, not the record, keeps what it
+         cost (usage), so nothing of it need stay unless asked.  */
+      char *id = strdup (rt_sandbox_id (sb));
+      if (rt_sandbox_destroy (sb, &err) < 0)
+        code = cli_lib_fail (err);
+      else if (id && !cli_has_opt (cmd, &a, "keep-record") && rt_sandbox_remove (ctx, id, &err) < 0)
+        code = cli_lib_fail (err);
+      free (id);
+    }
   sb = NULL;
 
 out:
@@ -447,6 +456,7 @@ out:
 static const struct cli_opt run_opts[] = {
   { "timeout", "S", "kill the command's process group after S seconds (exit 124)", "none; 60 with --json", false },
   { "keep", NULL, "keep the sandbox afterwards and print how to use and stop it", NULL, false },
+  { "keep-record", NULL, "keep the stopped sandbox's record for ls --all and get (removed by default)", NULL, false },
   CREATE_OPTS,
   { NULL, NULL, NULL, NULL, false },
 };
@@ -502,14 +512,14 @@ static struct cli_command sandbox_cmds[] = {
   { "ps", cli_sandbox_ps, "List a sandbox's background processes.", "ID", "runtime sandbox ps dev", cli_no_opts, false,
     1, 1, NULL },
   { "logs", cli_sandbox_logs, "Print a background process's output (its latest 1 MiB).", "ID PROCESS [-f]",
-    "runtime sandbox logs dev 1 -f", cli_logs_opts, false, 2, 2, NULL },
+    "p=$(runtime sandbox spawn dev -- CMD); runtime sandbox logs dev \"$p\" -f", cli_logs_opts, false, 2, 2, NULL },
   { "kill", cli_sandbox_kill, "Signal a background process's group.", "ID PROCESS [--signal SIG]",
-    "runtime sandbox kill dev 1 --signal INT", cli_kill_opts, false, 2, 2, NULL },
+    "runtime sandbox kill dev \"$p\" --signal INT", cli_kill_opts, false, 2, 2, NULL },
   { "write", cli_sandbox_write,
     "Send what this command reads on its stdin to a background process's stdin (spawn --stdin); a retry "
     "never repeats bytes. One writer at a time per process: bytes sent over what another writer wrote since "
     "are refused (invalid_offset).",
-    "ID PROCESS [--eof]", "echo hello | runtime sandbox write dev 1 --eof", cli_write_opts, false, 2, 2, NULL },
+    "ID PROCESS [--eof]", "echo hello | runtime sandbox write dev \"$p\" --eof", cli_write_opts, false, 2, 2, NULL },
   { "cp", cli_sandbox_cp,
     "Copy a file or a whole directory into or out of a sandbox (modes kept; out: no devices, FIFOs, setuid or "
     "links leading out).",

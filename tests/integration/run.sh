@@ -5,6 +5,15 @@
 out=$(runtime sandbox run -- python3 -c 'print(6*7)'); rc=$?
 is "prints 42" "$out" "42"
 is "exit 0" "$rc" 0
+# As docker run --rm: no record left, yet usage (the ledger) still has it.
+before=$(runtime sandbox ls --all --json | json_get 'len(o)')
+runtime sandbox run -- true
+is "run leaves no record" "$(runtime sandbox ls --all --json | json_get 'len(o)')" "$before"
+runtime sandbox run --keep-record --label t=keeprec -- true
+is "--keep-record keeps it, stopped" "$(runtime sandbox ls --all --label t=keeprec --json | json_get '[s["state"] for s in o]')" "['stopped']"
+kept=$(runtime sandbox ls --all --label t=keeprec --json | json_get 'o[0]["id"]')
+check "usage still counts what run removed" bash -c "runtime usage --json | grep -q '\"resourceId\"'"
+runtime sandbox rm "$kept" >/dev/null
 
 runtime sandbox run -- false; is "exit 1 passed through" "$?" 1
 runtime sandbox run -- bash -c 'exit 3'; is "exit 3 passed through" "$?" 3
