@@ -542,7 +542,7 @@ rt_image_resolve (rt_context *ctx, const char *ref, char **id_out, rt_error **er
       found = rt_image_resolve_in (ctx, index, ref);
     }
   if (found == NULL)
-    return rt_image_not_found (err, ref ? ref : RT_IMAGE_DEFAULT);
+    return rt_image_unresolved (ctx, index, ref, err);
   *id_out = strdup (found);
   return *id_out ? 0 : rt_error_oom (err);
 }

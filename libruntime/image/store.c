@@ -257,8 +257,21 @@ rt_image_index_resolve (json_object *index, const char *ref)
         return id;
     }
 
-  if (strlen (ref) < 12 || strspn (ref, "0123456789abcdef") != strlen (ref))
-    return NULL;
+  return rt_image_index_prefix (index, ref, &id) == 1 ? id : NULL;
+}
+
+int
+rt_image_index_prefix (json_object *index, const char *ref, const char **id)
+{
+  json_object *names;
+  const char *first = NULL;
+  int n = 0;
+
+  /* As docker: any 4 or more hex digits of an id's start, if only one
+     image's id starts so (an id under several names counts once).  */
+  if (ref == NULL || strlen (ref) < RT_IMAGE_MIN_PREFIX || strspn (ref, "0123456789abcdef") != strlen (ref)
+      || !json_object_object_get_ex (index, "names", &names) || !json_object_is_type (names, json_type_object))
+    return 0;
   json_object_object_foreach (names, k, v)
   {
     json_object *versions;
@@ -269,11 +282,30 @@ rt_image_index_resolve (json_object *index, const char *ref)
     {
       const char *s = json_object_get_string (vid);
       (void) vk;
-      if (rt_image_is_sha256 (s) && strncmp (s, ref, strlen (ref)) == 0)
-        return s;
+      if (!rt_image_is_sha256 (s) || strncmp (s, ref, strlen (ref)) != 0 || (first && strcmp (first, s) == 0))
+        continue;
+      if (first == NULL)
+        first = s;
+      n++;
     }
   }
-  return NULL;
+  if (id)
+    *id = first;
+  return n;
+}
+
+int
+rt_image_unresolved (rt_context *ctx, json_object *index, const char *ref, rt_error **err)
+{
+  int n;
+
+  /* A tenant is not told how many images it cannot see share a prefix.  */
+  if (ctx->tenant == NULL && (n = rt_image_index_prefix (index, ref, NULL)) > 1)
+    {
+      rt_error_set (err, EINVAL, "ambiguous", "the id prefix '%s' is the start of %d images' ids", ref, n);
+      return rt_error_hint (err, "give more of the id (runtime image ls --json shows them whole)");
+    }
+  return rt_image_not_found (err, ref ? ref : RT_IMAGE_DEFAULT);
 }
 
 int
@@ -289,7 +321,7 @@ rt_image_manifest (rt_context *ctx, const char *ref, json_object **manifest, rt_
     return ret;
   id = rt_image_resolve_in (ctx, index, ref);
   if (id == NULL)
-    return rt_image_not_found (err, ref ? ref : RT_IMAGE_DEFAULT);
+    return rt_image_unresolved (ctx, index, ref, err);
   path = rt_strdup_printf ("%s/images/manifests/%s.json", ctx->data_dir, id);
   if (path == NULL)
     return rt_error_oom (err);
@@ -567,7 +599,7 @@ rt_local_image_get_json (rt_context *ctx, const char *ref, char **json, rt_error
     return ret;
   id = rt_image_resolve_in (ctx, index, ref);
   if (id == NULL || rt_image_index_find (index, id, &img, &version) == NULL)
-    return rt_image_not_found (err, ref);
+    return rt_image_unresolved (ctx, index, ref, err);
   o = image_object (ctx, img, version, id);
   *json = strdup (json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
   return *json ? 0 : rt_error_oom (err);
@@ -682,7 +714,7 @@ rt_image_removable (rt_context *ctx, const char *ref, char id[65], int *lockfd_o
     return ret;
   found = rt_image_resolve_in (ctx, index, ref);
   if (found == NULL)
-    return rt_image_not_found (err, ref);
+    return rt_image_unresolved (ctx, index, ref, err);
   snprintf (id, 65, "%s", found);
   ret = refuse_shared (ctx, index, id, err);
   if (ret == 0)

@@ -37,9 +37,16 @@ int rt_image_write_json (const char *path, json_object *o, rt_error **err);
    opened (rt_image_store_open) first.  */
 int rt_image_read_index (rt_context *ctx, json_object **index, rt_error **err);
 /* Resolves an image reference: "name", "name:tag", "name@version", or an
-   id or id prefix of at least 12 hex digits.  NULL or "" is the default.
-   Return: the id (owned by @index), or NULL.  */
+   id or a prefix of one id of at least RT_IMAGE_MIN_PREFIX hex digits.
+   NULL or "" is the default.  Return: the id (owned by @index), or NULL.  */
 const char *rt_image_index_resolve (json_object *index, const char *ref);
+#define RT_IMAGE_MIN_PREFIX 4
+/* How many distinct ids @ref (hex, RT_IMAGE_MIN_PREFIX or more) starts;
+   the first in *id (owned by @index) when @id is given.  */
+int rt_image_index_prefix (json_object *index, const char *ref, const char **id);
+/* The error for a @ref that resolved to nothing: `ambiguous` when it is
+   the start of several ids (to the host only), else image_not_found.  */
+int rt_image_unresolved (rt_context *ctx, json_object *index, const char *ref, rt_error **err);
 /* The name of the image version @id in @index (its entry in *img_out,
    its version key in *version), or NULL.  */
 const char *rt_image_index_find (json_object *index, const char *id, json_object **img_out, const char **version);

@@ -9,6 +9,7 @@
 
 #include "core/context.h"
 #include "image/scope.h"
+#include "image/store.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/test-image-scope-XXXXXX";
@@ -115,6 +116,9 @@ main (void)
       "each tenant's 'app' is its own");
   ok (strcmp (get (ta, "app:latest", c), "ok") == 0 && strcmp (get (ta, "app@1", c), "ok") == 0, "by tag and version");
   ok (strcmp (get (ta, ID_TA, c), "ok") == 0 && strcmp (get (ta, "bbbbbbbbbbbb", c), "ok") == 0, "by id and id prefix");
+  ok (strcmp (get (ta, "bbbb", c), "ok") == 0 && strcmp (get (host, "dddd", c), "ok") == 0,
+      "any 4 hex digits of an id's start");
+  ok (strcmp (get (host, "ddd", c), "image_not_found") == 0, "3 are too few: image_not_found");
   ok (strcmp (get (ta, "runtime", c), "ok") == 0 && strcmp (get (ta, "", c), "ok") == 0, "the default image");
   ok (strcmp (get (ta, ID_TB, c), "image_not_found") == 0, "tb's by id: image_not_found (%s)", c);
   ok (strcmp (get (ta, "cccccccccccc", c), "image_not_found") == 0, "tb's by id prefix: image_not_found");
@@ -144,6 +148,26 @@ main (void)
   ok (rt_image_name_visible (ta, "runtime") && !rt_image_name_visible (ta, "tab/x") && !rt_image_name_visible (ta, "ta")
           && rt_image_name_visible (host, "tb/app"),
       "visibility: the default, its own prefix exactly, the host all");
+
+  {
+    /* Two ids that start alike: the prefix names neither.  */
+    json_object *two = json_tokener_parse ("{\"names\":{\"a\":{\"versions\":{\"1\":\"" ID_TA "\"}},"
+                                           "\"b\":{\"versions\":{\"1\":\"bbbbcccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc\"}},"
+                                           "\"c\":{\"versions\":{\"1\":\"" ID_TA "\"}}}}");
+    ok (two && rt_image_index_prefix (two, "bbbb", NULL) == 2 && rt_image_index_resolve (two, "bbbb") == NULL,
+        "a prefix of two ids resolves to none");
+    ok (rt_image_index_prefix (two, "bbbbc", NULL) == 1 && rt_image_index_resolve (two, "bbbbc") != NULL,
+        "one more digit tells them apart");
+    ok (rt_image_unresolved (host, two, "bbbb", &err) < 0 && strcmp (err->code, "ambiguous") == 0,
+        "the host is told: ambiguous");
+    rt_error_free (err);
+    err = NULL;
+    ok (rt_image_unresolved (ta, two, "bbbb", &err) < 0 && strcmp (err->code, "image_not_found") == 0,
+        "a tenant is not told of ids it cannot see: image_not_found");
+    rt_error_free (err);
+    err = NULL;
+    json_object_put (two);
+  }
 
   rt_context_free (ta);
   rt_context_free (tb);
