@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sandbox.h"
 
@@ -108,6 +109,17 @@ out:
   return code;
 }
 
+/* The --label K=V options of @a, each checked; -1 after a usage error.  */
+static int
+read_labels (struct cli_command *cmd, struct cli_args *a, const char ***kv, int *n)
+{
+  *kv = cli_opt_list (cmd, a, "label", n);
+  for (int i = 0; i < *n; i++)
+    if (strchr ((*kv)[i], '=') == NULL || (*kv)[i][0] == '=')
+      return cli_usage_error ("for example: --label team=ml", "--label '%s' is not key=value", (*kv)[i]), -1;
+  return 0;
+}
+
 int
 cli_sandbox_ls (struct cli_command *cmd, int argc, char **argv)
 {
@@ -121,13 +133,8 @@ cli_sandbox_ls (struct cli_command *cmd, int argc, char **argv)
 
   if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
-  labels = cli_opt_list (cmd, &a, "label", &nlabels);
-  for (int i = 0; i < nlabels; i++)
-    if (strchr (labels[i], '=') == NULL || labels[i][0] == '=')
-      {
-        cli_usage_error ("for example: --label team=ml", "--label '%s' is not key=value", labels[i]);
-        goto out;
-      }
+  if (read_labels (cmd, &a, &labels, &nlabels) < 0)
+    goto out;
   state = cli_opt (cmd, &a, "state");
   if (state && check_state (state) < 0)
     goto out;
@@ -313,7 +320,7 @@ sandbox_act (struct cli_command *cmd, int argc, char **argv, enum action act)
       cleanup_free char *json = NULL;
       json_object *v;
       /* Stopping what has stopped already is done, as rm is idempotent.  */
-      if (act != ACT_STOP || strcmp (err->code, "sandbox_not_ready") != 0)
+      if (act != ACT_STOP || (strcmp (err->code, "sandbox_stopped") != 0 && strcmp (err->code, "sandbox_not_ready") != 0))
         return cli_lib_fail (err);
       rt_error_free (err);
       err = NULL;
@@ -368,39 +375,215 @@ cli_sandbox_wake (struct cli_command *cmd, int argc, char **argv)
   return sandbox_act (cmd, argc, argv, ACT_WAKE);
 }
 
-int
-cli_sandbox_rm (struct cli_command *cmd, int argc, char **argv)
+/* Removes @ref (learning the id behind a name first: afterwards nothing
+   knows it) and says so; removing what was removed is done, an id that
+   never was is not_found (rt_sandbox_remove).  Adds to @out with --json.  */
+static int
+rm_one (rt_context *ctx, const char *ref, json_object *out)
 {
-  cleanup_cli_args struct cli_args a;
-  cleanup_context rt_context *ctx = NULL;
-  rt_error *err = NULL;
   cleanup_json json_object *o = NULL;
   cleanup_free char *json = NULL, *id = NULL;
-  int code;
+  rt_error *err = NULL;
 
-  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
-    return code;
-  /* Learn the id behind a name first (afterwards nothing knows it) and
-     remove by id.  An unknown ref is no error: removing is idempotent.  */
-  if (rt_sandbox_get_json (ctx, a.pos[0], &json, &err) == 0 && (o = json_tokener_parse (json)) && cli_jstr (o, "id"))
+  if (rt_sandbox_get_json (ctx, ref, &json, &err) == 0 && (o = json_tokener_parse (json)) && cli_jstr (o, "id"))
     id = strdup (cli_jstr (o, "id"));
   rt_error_free (err);
   err = NULL;
-  if (id == NULL && (id = strdup (a.pos[0])) == NULL)
-    return 1;
+  if (id == NULL && (id = strdup (ref)) == NULL)
+    return -1;
   if (rt_sandbox_remove (ctx, id, &err) < 0)
-    return cli_lib_fail (err);
-  if (a.json)
+    return cli_lib_fail (err), -1;
+  if (out)
     {
-      cleanup_json json_object *r = json_object_new_object ();
+      json_object *r = json_object_new_object ();
       json_object_object_add (r, "id", json_object_new_string (id));
       json_object_object_add (r, "removed", json_object_new_boolean (true));
-      cli_print_json (r);
+      json_object_array_add (out, r);
     }
   else
     printf ("%s\n", id);
   return 0;
 }
+
+/* The ids of every sandbox (stopped ones too) for which @keep says yes,
+   into @ids; -1 after saying why.  */
+static int
+pick (rt_context *ctx, bool (*keep) (json_object *sb, const void *arg), const void *arg, json_object *ids)
+{
+  cleanup_json json_object *all = NULL;
+  cleanup_free char *json = NULL;
+  rt_error *err = NULL;
+
+  if (rt_sandbox_list_json (ctx, true, &json, &err) < 0)
+    return cli_lib_fail (err), -1;
+  all = cli_parse_json (json);
+  if (all == NULL || !json_object_is_type (all, json_type_array))
+    return cli_fail ("internal", NULL, "the library's sandbox list is not an array"), -1;
+  for (size_t i = 0; i < json_object_array_length (all); i++)
+    {
+      json_object *sb = json_object_array_get_idx (all, i);
+      if (cli_jstr (sb, "id") && keep (sb, arg))
+        json_object_array_add (ids, json_object_new_string (cli_jstr (sb, "id")));
+    }
+  return 0;
+}
+
+struct labels
+{
+  const char **kv;
+  int n;
+};
+
+static bool
+has_labels (json_object *sb, const void *arg)
+{
+  const struct labels *l = arg;
+
+  for (int i = 0; i < l->n; i++)
+    if (!has_label (sb, l->kv[i]))
+      return false;
+  return true;
+}
+
+/* Removes every sandbox in @ids (strings), going on past a failure as
+   docker rm does; the exit code.  With @json a list, or with @one the
+   one object `rm ID` always gave.  */
+static int
+rm_all (rt_context *ctx, json_object *ids, bool json, bool one)
+{
+  cleanup_json json_object *out = json ? json_object_new_array () : NULL;
+  int code = 0;
+
+  for (size_t i = 0; i < json_object_array_length (ids); i++)
+    if (rm_one (ctx, json_object_get_string (json_object_array_get_idx (ids, i)), out) < 0)
+      code = 1;
+  if (out)
+    {
+      if (one && json_object_array_length (out) == 1)
+        cli_print_json (json_object_array_get_idx (out, 0));
+      else if (!one && (code == 0 || json_object_array_length (out) > 0))
+        cli_print_json (out);
+    }
+  return code;
+}
+
+int
+cli_sandbox_rm (struct cli_command *cmd, int argc, char **argv)
+{
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_json json_object *ids = json_object_new_array ();
+  struct labels l = { 0 };
+  int code = 1;
+
+  if (!cli_begin (cmd, argc, argv, &a, &code))
+    return code;
+  if (read_labels (cmd, &a, &l.kv, &l.n) < 0)
+    return 1;
+  if ((a.npos == 0) == (l.n == 0))
+    return cli_usage_error ("for example: runtime sandbox rm dev sb-1234abcd5678, or runtime sandbox rm --label team=ml",
+                            "give the sandboxes to remove, or --label K=V, not both");
+  ctx = cli_context ();
+  if (ctx == NULL)
+    return 1;
+  for (int i = 0; i < a.npos; i++)
+    json_object_array_add (ids, json_object_new_string (a.pos[i]));
+  if (l.n && pick (ctx, has_labels, &l, ids) < 0)
+    return 1;
+  return rm_all (ctx, ids, a.json, a.npos == 1 && l.n == 0);
+}
+
+/* Seconds in "30", "90s", "15m", "24h", "7d"; -1 if not one.  */
+static long long
+parse_age (const char *v)
+{
+  char *end = NULL;
+  long long n;
+
+  errno = 0;
+  n = strtoll (v, &end, 10);
+  if (end == v || n < 0 || errno)
+    return -1;
+  switch (*end)
+    {
+    case '\0':
+    case 's':
+      break;
+    case 'm':
+      n *= 60;
+      break;
+    case 'h':
+      n *= 3600;
+      break;
+    case 'd':
+      n *= 86400;
+      break;
+    default:
+      return -1;
+    }
+  return *end && end[1] ? -1 : n;
+}
+
+struct prune
+{
+  long long before;
+  struct labels labels;
+};
+
+/* Stopped, ended before @arg's time (seconds since the epoch), and with
+   its labels.  */
+static bool
+prunable (json_object *sb, const void *arg)
+{
+  const struct prune *p = arg;
+  const char *st = cli_jstr (sb, "state"), *ended = cli_jstr (sb, "endedAt");
+  struct tm tm = { 0 };
+
+  if (st == NULL || !cli_state_is (st, RT_SANDBOX_STOPPED) || !has_labels (sb, &p->labels))
+    return false;
+  /* No end written (a monitor killed): as old as can be.  */
+  if (ended == NULL || strptime (ended, "%Y-%m-%dT%H:%M:%S", &tm) == NULL)
+    return true;
+  return (long long) timegm (&tm) <= p->before;
+}
+
+int
+cli_sandbox_prune (struct cli_command *cmd, int argc, char **argv)
+{
+  cleanup_cli_args struct cli_args a;
+  cleanup_context rt_context *ctx = NULL;
+  cleanup_json json_object *ids = json_object_new_array ();
+  struct prune p = { 0 };
+  const char *v;
+  long long age = 0;
+  int code = 1;
+
+  if (!cli_begin (cmd, argc, argv, &a, &code))
+    return code;
+  v = cli_opt (cmd, &a, "older-than");
+  if (v && (age = parse_age (v)) < 0)
+    return cli_usage_error ("for example --older-than 24h (s, m, h, d)", "--older-than must be an age, not '%s'", v);
+  if (read_labels (cmd, &a, &p.labels.kv, &p.labels.n) < 0)
+    return 1;
+  ctx = cli_context ();
+  if (ctx == NULL)
+    return 1;
+  p.before = (long long) time (NULL) - age;
+  if (pick (ctx, prunable, &p, ids) < 0)
+    return 1;
+  return rm_all (ctx, ids, a.json, false);
+}
+
+const struct cli_opt cli_rm_opts[] = {
+  { "label", "K=V", "every sandbox with this label (all of them if repeated), stopped ones too", NULL, true },
+  { NULL, NULL, NULL, NULL, false },
+};
+
+const struct cli_opt cli_prune_opts[] = {
+  { "older-than", "AGE", "only those that ended this long ago: 90s, 15m, 24h, 7d", "0 (every stopped one)", false },
+  { "label", "K=V", "only those with this label", NULL, true },
+  { NULL, NULL, NULL, NULL, false },
+};
 
 int
 cli_sandbox_extend (struct cli_command *cmd, int argc, char **argv)

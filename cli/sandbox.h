@@ -118,10 +118,13 @@ int cli_sandbox_stop (struct cli_command *cmd, int argc, char **argv);
 int cli_sandbox_pause (struct cli_command *cmd, int argc, char **argv);
 int cli_sandbox_wake (struct cli_command *cmd, int argc, char **argv);
 int cli_sandbox_rm (struct cli_command *cmd, int argc, char **argv);
+int cli_sandbox_prune (struct cli_command *cmd, int argc, char **argv);
 int cli_sandbox_extend (struct cli_command *cmd, int argc, char **argv);
 /* A get object, one "key  value" line per field.  */
 void cli_print_fields (json_object *o);
 extern const struct cli_opt cli_ls_opts[];
+extern const struct cli_opt cli_rm_opts[];
+extern const struct cli_opt cli_prune_opts[];
 
 /* sandbox-network.c  */
 int cli_sandbox_network (struct cli_command *cmd, int argc, char **argv);

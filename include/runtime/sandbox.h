@@ -275,7 +275,8 @@ int rt_sandbox_extend (rt_sandbox *sb, unsigned seconds, char **expires_at, rt_e
  * @ctx: the context
  * @ref: its id or name
  * @err: as for rt_sandbox_stop
- * Idempotent: an unknown or already removed @ref is not an error.
+ * Idempotent for a sandbox that was: one removed already (its id is in
+ * the ledger) is not an error; one that never was is "not_found".
  * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err);

@@ -185,10 +185,9 @@ rt_remote_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err)
   if (path == NULL)
     return rt_error_oom (err);
   ret = rt_remote_json (ctx, "DELETE", path, NULL, NULL, NULL, &e);
-  /* As locally: removing what is not there is not an error.  */
-  if (ret < 0 && strcmp (e->code, "not_found") == 0)
-    ret = 0;
-  else if (ret < 0 && err && *err == NULL)
+  /* As locally: the server answers a repeat of a delete as the first
+     (200), and not_found only for what never was.  */
+  if (ret < 0 && err && *err == NULL)
     *err = steal_pointer (&e);
   rt_error_free (e);
   return ret;

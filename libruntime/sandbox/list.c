@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/state.h"
+#include "billing/ledger.h"
 #include "sandbox/handle.h"
 #include "sandbox/list.h"
 #include "common/pidfile.h"
@@ -77,6 +78,23 @@ rt_local_sandbox_list (rt_context *ctx, bool all, enum rt_view who, json_object 
   return 0;
 }
 
+/* True when the ledger has a sandbox with id @ref the context sees.  */
+static bool
+ledger_knows (rt_context *ctx, const char *ref)
+{
+  cleanup_json json_object *rows = NULL;
+
+  if (strncmp (ref, "sb-", 3) != 0 || rt_ledger_fold (ctx, &rows, NULL) < 0)
+    return false;
+  if (ctx->tenant)
+    rt_ledger_keep_tenant (rows, ctx->tenant);
+  for (size_t i = 0; i < json_object_array_length (rows); i++)
+    if (rt_json_str (json_object_array_get_idx (rows, i), "id")
+        && strcmp (rt_json_str (json_object_array_get_idx (rows, i), "id"), ref) == 0)
+      return true;
+  return false;
+}
+
 int
 rt_local_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err)
 {
@@ -87,10 +105,12 @@ rt_local_sandbox_remove (rt_context *ctx, const char *ref, rt_error **err)
 
   if (rt_store_resolve (ctx, ref, &state, &lookup) < 0)
     {
-      /* Idempotent: what is not there is removed already.  */
-      if (strcmp (lookup->code, "not_found") == 0)
+      /* Idempotent for what was (the ledger keeps every sandbox that
+         ran, record or not); what never was is not_found.  */
+      if (strcmp (lookup->code, "not_found") == 0 && ledger_knows (ctx, ref))
         return 0;
-      return rt_error_set (err, lookup->status, lookup->code, "%s", lookup->msg);
+      int ret = rt_error_set (err, lookup->status, lookup->code, "%s", lookup->msg);
+      return lookup->hint ? rt_error_hint (err, "%s", lookup->hint) : ret;
     }
   id = rt_json_str (state, "id");
   st = rt_json_str (state, "state");

@@ -230,6 +230,10 @@ is "rm: gone from ls --all" "$(runtime sandbox ls --all --json | ids | grep -c "
 runtime sandbox rm "$id" >/dev/null; is "rm again: still exit 0" "$?" 0
 is "rm --json" "$(runtime sandbox rm "$id" --json | jq_ 'o')" "{'id': '$id', 'removed': True}"
 expect_error "get after rm is not_found" not_found runtime sandbox get "$id"
+expect_error "rm of an id that never was is not_found" not_found runtime sandbox rm sb-000000000000
+expect_error "rm of a name that never was is not_found" not_found runtime sandbox rm "no-such-$$"
+expect_error "rm with neither ids nor --label is a usage error" usage runtime sandbox rm
+expect_error "prune --older-than 3x is a usage error" usage runtime sandbox prune --older-than 3x
 
 # -- a signal while create boots: no sandbox whose id nobody saw
 runtime sandbox create --label "t=$tag" --label role=interrupted >"$tmp/out" 2>"$tmp/err" &
@@ -260,7 +264,20 @@ import datetime, json, sys
 end = json.loads(sys.argv[1])["expiresAt"]
 sys.exit(datetime.datetime.fromisoformat(end.replace("Z", "+00:00")) <= datetime.datetime.now(datetime.timezone.utc))' \
     "$(runtime sandbox get "$please" --json)"
-runtime sandbox rm "$please" >/dev/null
+# -- clean-up as docker's: prune, rm of several, rm --label
+runtime sandbox stop "$please" >/dev/null
+is "prune --older-than 1d leaves what just ended" \
+    "$(runtime sandbox prune --older-than 1d --label "t=$tag" --json)" "[]"
+is "prune removes the stopped ones, not the live" \
+    "$(runtime sandbox prune --label "t=$tag" --json | jq_ '"'"$lease"'" in [s["id"] for s in o] and "'"$id"'" not in [s["id"] for s in o]')" "True"
+expect_error "… gone: get is not_found" not_found runtime sandbox get "$lease"
+runtime sandbox rm "$please" "$lease" >"$tmp/out"; rc=$?
+is "rm of several (one removed already): exit 0, each id" "$rc $(tr '\n' ' ' <"$tmp/out")" "0 $please $lease "
+runtime sandbox rm "$please" sb-000000000000 >"$tmp/out" 2>"$tmp/err"; rc=$?
+is "rm of several goes on past one that never was, exit 1" "$rc $(cat "$tmp/out")" "1 $please"
+check "… naming it" grep -q "not_found.*sb-000000000000" "$tmp/err"
+runtime sandbox rm --label "t=$tag" >/dev/null; rc=$?
+is "rm --label removes every one with it" "$rc $(runtime sandbox ls --all --label "t=$tag" --json)" "0 []"
 
 for s in "${made[@]}"; do runtime sandbox rm "$s" >/dev/null; done
 is "nothing of this test is listed" "$(runtime sandbox ls --all --label "t=$tag" --json)" "[]"

@@ -96,8 +96,9 @@ test_lookups (rt_context *a, rt_context *b, rt_context *host, const char *id)
       "tb gets no egress log of it: %s", c);
   ok (!lists (b, true, id), "tb's list (--all) lacks it");
   ok (lists (a, false, id) && lists (host, false, id), "ta's and the host's lists have it");
-  ok (rt_sandbox_remove (b, id, &err) == 0 && rt_sandbox_open (a, id, &sb, &err) == 0,
-      "tb's remove of it is a no-op (as for a missing one): it still runs");
+  ok (strcmp (code_of (rt_sandbox_remove (b, id, &err), &err, c), "not_found") == 0
+          && rt_sandbox_open (a, id, &sb, &err) == 0,
+      "tb's remove of it is not_found (as of one that never was): it still runs");
   rt_sandbox_close (sb);
   sb = NULL;
   ok (rt_sandbox_get_json (host, id, &json, &err) == 0 && strstr (json, "\"tenant\":\"ta"),

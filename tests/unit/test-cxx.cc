@@ -175,7 +175,7 @@ call_context (rt_context *ctx, rt_error *&err)
   ok (outcome (rt_sandbox_get_json (ctx, "sb-none", &json, &err), err, "not_found"), "rt_sandbox_get_json");
   ok (outcome (rt_sandbox_open (ctx, "sb-none", &sb, &err), err, "not_found"), "rt_sandbox_open");
   ok (outcome (rt_sandbox_egress_log (ctx, "sb-none", &path, &err), err, "not_found"), "rt_sandbox_egress_log");
-  ok (outcome (rt_sandbox_remove (ctx, "sb-none", &err), err, nullptr), "rt_sandbox_remove: idempotent");
+  ok (outcome (rt_sandbox_remove (ctx, "sb-none", &err), err, "not_found"), "rt_sandbox_remove: one that never was");
   bad.vcpu = 99;
   ok (outcome (rt_sandbox_create (ctx, &bad, &sb, &err), err, "invalid_request"), "rt_sandbox_create: 99 vCPUs");
   rt_sandbox_close (nullptr);

@@ -159,7 +159,10 @@ main (void)
   ok (strstr (json, "000001") && strstr (json, "000002") && strstr (json, "000003") && strstr (json, "000005"),
       "the host's list: all");
   free (json);
-  ok (rt_sandbox_remove (ta, "sb-000000000002", &err) == 0, "ta's remove of tb's: as of a missing one, 0");
+  ok (rt_sandbox_remove (ta, "sb-000000000002", &err) < 0 && strcmp (err->code, "not_found") == 0,
+      "ta's remove of tb's: as of one that never was, not_found");
+  rt_error_free (err);
+  err = NULL;
   snprintf (path, sizeof path, "%s/data/sandboxes/sb-000000000002.json", dir);
   ok (stat (path, &st) == 0, "and tb's record is still there");
   ok (rt_sandbox_egress_log (ta, "sb-000000000002", &json, &err) < 0 && strcmp (err->code, "not_found") == 0,
