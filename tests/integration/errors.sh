@@ -16,7 +16,9 @@ expect_error() {
 
 expect_error "unknown option suggests the right one" usage "Unknown option --memory-mib. Did you mean --memory?" \
     runtime sandbox run --memory-mib 512 -- true
-check "a stray option hints to put the command after --" grep -q "^Hint: put the command to run after --" "$tmp/err"
+check "… and points at --help, not after --" grep -q "^Hint: runtime sandbox run --help lists the options" "$tmp/err"
+expect_error "an option like none of ours" usage "Unknown option --zzzq" runtime sandbox run --zzzq 1 -- true
+check "… hints to put the command after --" grep -q "^Hint: put the command to run after --" "$tmp/err"
 expect_error "a command without -- is refused" usage "is not an option" runtime sandbox run python3 -c 1
 expect_error "no command at all" usage "no command given" runtime sandbox run
 expect_error "unknown command suggests" usage "Did you mean 'run'" runtime sandbox rnu
