@@ -26,14 +26,14 @@
 /* Reconnects to the monitor in a row that brought nothing new.  */
 #define MAX_IDLE_RECONNECTS 4
 
-static const struct srv_field exec_fields[] = {
+const struct srv_field srv_fields_exec[] = {
   { "argv", json_type_array },    { "command", json_type_string }, { "cwd", json_type_string },
   { "env", json_type_object },    { "stdin", json_type_string },   { "stdinBase64", json_type_string },
   { "timeoutMs", json_type_int }, { "stream", json_type_boolean }, { "user", json_type_string },
   { NULL, 0 },
 };
 
-static const struct srv_field spawn_fields[] = {
+const struct srv_field srv_fields_spawn[] = {
   { "argv", json_type_array },    { "command", json_type_string },   { "cwd", json_type_string },
   { "env", json_type_object },    { "timeoutMs", json_type_int },    { "stdinMode", json_type_string },
   { "pty", json_type_null },      { "user", json_type_string },      { NULL, 0 },
@@ -500,7 +500,7 @@ exec_stream (struct srv_req *r, rt_sandbox *sb, struct command *c)
 void
 srv_exec (struct srv_req *r)
 {
-  cleanup_json json_object *body = srv_body_json (r, exec_fields);
+  cleanup_json json_object *body = srv_body_json (r, srv_fields_exec);
   cleanup_command struct command c = { 0 };
   rt_sandbox *sb;
   json_object *v;
@@ -609,7 +609,7 @@ processes (struct srv_req *r, rt_sandbox *sb, uint32_t pid)
 void
 srv_process_spawn (struct srv_req *r)
 {
-  cleanup_json json_object *body = srv_body_json (r, spawn_fields);
+  cleanup_json json_object *body = srv_body_json (r, srv_fields_spawn);
   cleanup_command struct command c = { 0 };
   cleanup_error rt_error *err = NULL;
   const char *mode;

@@ -231,11 +231,11 @@ srv_files_stat (struct srv_req *r)
   srv_reply_json (r, 200, json_object_get (o));
 }
 
-static const struct srv_field mkdir_fields[]
+const struct srv_field srv_fields_mkdir[]
     = { { "path", json_type_string }, { "parents", json_type_boolean }, { NULL, 0 } };
-static const struct srv_field remove_fields[]
+const struct srv_field srv_fields_remove[]
     = { { "path", json_type_string }, { "recursive", json_type_boolean }, { NULL, 0 } };
-static const struct srv_field rename_fields[]
+const struct srv_field srv_fields_rename[]
     = { { "from", json_type_string }, { "to", json_type_string }, { "overwrite", json_type_boolean }, { NULL, 0 } };
 
 static bool
@@ -269,7 +269,7 @@ srv_files_verb (struct srv_req *r)
   if (!mk && !rm && !mv)
     return srv_reply_error (r, 404, "not_found", "files:mkdir, files:remove, files:rename", NULL,
                             "no such verb: files:%s", verb);
-  body = srv_body_json (r, mk ? mkdir_fields : rm ? remove_fields : rename_fields);
+  body = srv_body_json (r, mk ? srv_fields_mkdir : rm ? srv_fields_remove : srv_fields_rename);
   if (body == NULL || (sb = srv_sandbox_open (r)) == NULL)
     return;
   path = srv_files_path (r, mv ? "from" : "path", required (body, mv ? "from" : "path"));

@@ -13,6 +13,21 @@
    (cluster/nats.h).  */
 extern const struct srv_app srv_api_app;
 
+/* The body fields each route checks (srv_body_json), for its handler and
+   for the document openapi.c makes of them: one list, so the two agree.  */
+extern const struct srv_field srv_fields_create[], srv_fields_network[];     /* sandboxes.c */
+extern const struct srv_field srv_fields_none[], srv_fields_wake[], srv_fields_extend[], srv_fields_update[],
+    srv_fields_fork[], srv_fields_snapshot[];                                /* sandbox-verbs.c */
+extern const struct srv_field srv_fields_exec[], srv_fields_spawn[];        /* exec.c */
+extern const struct srv_field srv_fields_mkdir[], srv_fields_remove[], srv_fields_rename[]; /* files.c */
+extern const struct srv_field srv_fields_build[], srv_fields_recipe[];      /* images.c */
+extern const struct srv_field srv_fields_secret[];                          /* secrets.c */
+
+/* openapi.c: GET /v1/openapi.json, and the document it answers (the caller
+   owns it).  */
+void srv_openapi (struct srv_req *r);
+json_object *srv_openapi_document (void);
+
 /* sandboxes.c */
 void srv_sandbox_create (struct srv_req *r);
 void srv_sandbox_list (struct srv_req *r);

@@ -233,13 +233,13 @@ build_main (void *arg)
   return NULL;
 }
 
-static const struct srv_field build_fields[] = {
+const struct srv_field srv_fields_build[] = {
   { "name", json_type_string },
   { "recipe", json_type_object },
   { NULL, 0 },
 };
 
-static const struct srv_field recipe_fields[] = {
+const struct srv_field srv_fields_recipe[] = {
   { "base", json_type_string },  { "apt", json_type_array },      { "pip", json_type_array },
   { "npm", json_type_array },    { "commands", json_type_array }, { "env", json_type_object },
   { "files", json_type_object }, { "workdir", json_type_string }, { NULL, 0 },
@@ -252,7 +252,7 @@ recipe_check (json_object *recipe, json_object *issues)
   {
     const struct srv_field *f;
     cleanup_free char *path = rt_strdup_printf ("recipe.%s", key);
-    for (f = recipe_fields; f->name && strcmp (f->name, key) != 0; f++)
+    for (f = srv_fields_recipe; f->name && strcmp (f->name, key) != 0; f++)
       ;
     if (f->name == NULL)
       srv_issue (issues, path ? path : key, "unknown field");
@@ -386,7 +386,7 @@ name_ok (const char *name)
 void
 srv_image_build (struct srv_req *r)
 {
-  cleanup_json json_object *body = srv_body_json (r, build_fields);
+  cleanup_json json_object *body = srv_body_json (r, srv_fields_build);
   cleanup_json json_object *issues = json_object_new_array (), *rec = NULL;
   const char *tenant = srv_token (r) ? srv_token (r)->name : NULL;
   cleanup_error rt_error *err = NULL;

@@ -10,6 +10,9 @@
 
 static const struct srv_route routes[] = {
   { EVHTTP_REQ_GET, "/v1/health", srv_health, SRV_INLINE | SRV_NO_AUTH },
+  /* What the API is, for a client or a generator before it has a token:
+     the same for everyone, and nothing of any tenant's.  */
+  { EVHTTP_REQ_GET, "/v1/openapi.json", srv_openapi, SRV_INLINE | SRV_NO_AUTH },
   { EVHTTP_REQ_GET, "/v1/me", srv_me, SRV_INLINE },
   { EVHTTP_REQ_GET, "/v1/usage", srv_usage, 0 },
 

@@ -23,20 +23,20 @@ enum verb
   V_SNAPSHOT,
 };
 
-static const struct srv_field no_fields[] = { { NULL, 0 } };
-static const struct srv_field wake_fields[] = { { "timeoutSeconds", json_type_int }, { NULL, 0 } };
-static const struct srv_field extend_fields[] = { { "seconds", json_type_int }, { NULL, 0 } };
-static const struct srv_field update_fields[] = {
+const struct srv_field srv_fields_none[] = { { NULL, 0 } };
+const struct srv_field srv_fields_wake[] = { { "timeoutSeconds", json_type_int }, { NULL, 0 } };
+const struct srv_field srv_fields_extend[] = { { "seconds", json_type_int }, { NULL, 0 } };
+const struct srv_field srv_fields_update[] = {
   { "name", json_type_null },        { "labels", json_type_null },          { "env", json_type_null },
   { "autoWake", json_type_boolean }, { "idlePauseSeconds", json_type_int }, { NULL, 0 },
 };
-static const struct srv_field fork_fields[] = {
+const struct srv_field srv_fields_fork[] = {
   { "count", json_type_int },
   { "name", json_type_string },
   { "labels", json_type_object },
   { NULL, 0 },
 };
-static const struct srv_field snapshot_fields[] = {
+const struct srv_field srv_fields_snapshot[] = {
   { "name", json_type_string },
   { "labels", json_type_object },
   { NULL, 0 },
@@ -47,13 +47,13 @@ static const struct
   const char *name;
   const struct srv_field *fields;
 } verbs[] = {
-  [V_STOP] = { "stop", no_fields },
-  [V_PAUSE] = { "pause", no_fields },
-  [V_WAKE] = { "wake", wake_fields },
-  [V_EXTEND] = { "extend", extend_fields },
-  [V_UPDATE] = { "update", update_fields },
-  [V_FORK] = { "fork", fork_fields },
-  [V_SNAPSHOT] = { "snapshot", snapshot_fields },
+  [V_STOP] = { "stop", srv_fields_none },
+  [V_PAUSE] = { "pause", srv_fields_none },
+  [V_WAKE] = { "wake", srv_fields_wake },
+  [V_EXTEND] = { "extend", srv_fields_extend },
+  [V_UPDATE] = { "update", srv_fields_update },
+  [V_FORK] = { "fork", srv_fields_fork },
+  [V_SNAPSHOT] = { "snapshot", srv_fields_snapshot },
 };
 
 /* A state change (stop, pause, wake) run on a thread of its own, so that

@@ -26,7 +26,7 @@ srv_sandbox_info (rt_context *ctx, const char *ref, rt_error **err)
   return rt_sandbox_info (ctx, ref, RT_VIEW_TENANT, &o, err) < 0 ? NULL : o;
 }
 
-static const struct srv_field create_fields[] = {
+const struct srv_field srv_fields_create[] = {
   { "name", json_type_string },          { "labels", json_type_object },      { "env", json_type_object },
   { "funding", json_type_string },       { "vcpu", json_type_int },           { "memoryMiB", json_type_int },
   { "diskMiB", json_type_int },          { "timeoutSeconds", json_type_int }, { "onLeaseEnd", json_type_string },
@@ -35,7 +35,7 @@ static const struct srv_field create_fields[] = {
   { "snapshot", json_type_string },      { "cold", json_type_boolean },       { NULL, 0 },
 };
 
-static const struct srv_field network_fields[] = {
+const struct srv_field srv_fields_network[] = {
   { "internet", json_type_boolean },
   { "allow", json_type_array },
   { "deny", json_type_array },
@@ -60,7 +60,7 @@ network_parse (json_object *net, const char *prefix, bool *internet, char ***all
   {
     const struct srv_field *f;
     cleanup_free char *path = rt_strdup_printf ("%s%s", prefix, key);
-    for (f = network_fields; f->name && strcmp (f->name, key) != 0; f++)
+    for (f = srv_fields_network; f->name && strcmp (f->name, key) != 0; f++)
       ;
     if (f->name == NULL)
       srv_issue (issues, path ? path : key, "unknown field");
@@ -288,7 +288,7 @@ void
 srv_sandbox_create (struct srv_req *r)
 {
   cleanup_json json_object *issues = json_object_new_array ();
-  cleanup_json json_object *body = srv_body_json_into (r, create_fields, issues);
+  cleanup_json json_object *body = srv_body_json_into (r, srv_fields_create, issues);
   cleanup_strv char **labels = NULL, **env = NULL, **allow = NULL, **deny = NULL;
   cleanup_error rt_error *err = NULL;
   cleanup_free char *before = NULL;
@@ -579,7 +579,7 @@ srv_network_get (struct srv_req *r)
 void
 srv_network_put (struct srv_req *r)
 {
-  cleanup_json json_object *body = srv_body_json (r, network_fields);
+  cleanup_json json_object *body = srv_body_json (r, srv_fields_network);
   cleanup_json json_object *issues = json_object_new_array (), *info = NULL;
   cleanup_strv char **allow = NULL, **deny = NULL;
   cleanup_error rt_error *err = NULL;

@@ -39,7 +39,7 @@ srv_secret_list (struct srv_req *r)
   srv_reply_json (r, 200, out);
 }
 
-static const struct srv_field put_fields[] = {
+const struct srv_field srv_fields_secret[] = {
   { "value", json_type_string },
   { "hosts", json_type_array },
   { "header", json_type_string },
@@ -53,7 +53,7 @@ bool
 srv_secret_parse (struct srv_req *r, json_object **body_out, rt_secret_opts *opts, char ***hosts_out,
                   char ***rules_out)
 {
-  cleanup_json json_object *body = srv_body_json (r, put_fields);
+  cleanup_json json_object *body = srv_body_json (r, srv_fields_secret);
   cleanup_json json_object *issues = json_object_new_array ();
   cleanup_strv char **hosts = NULL, **rules = NULL;
   json_object *v;
