@@ -457,6 +457,8 @@ static const struct cli_opt run_opts[] = {
   { "timeout", "S", "kill the command's process group after S seconds (exit 124)", "none; 60 with --json", false },
   { "keep", NULL, "keep the sandbox afterwards and print how to use and stop it", NULL, false },
   { "keep-record", NULL, "keep the stopped sandbox's record for ls --all and get (removed by default)", NULL, false },
+  { "cwd", "DIR", "working directory (absolute)", "/workspace", false },
+  { "user", "NAME", "run as runtime (uid 1000) or root", "runtime", false },
   CREATE_OPTS,
   { NULL, NULL, NULL, NULL, false },
 };

@@ -44,6 +44,7 @@ is "one argument runs under bash -c" "$out" "$(printf 'X2\nbash')"
 out=$(printf 'from the host\n' | runtime sandbox run -- tr a-z A-Z)
 is "piped stdin reaches the command" "$out" "FROM THE HOST"
 
+is "run --cwd and --user as exec has them" "$(runtime sandbox run --cwd /tmp --user root -- sh -c 'pwd; id -un' | tr '\n' ' ')" "/tmp root "
 out=$(runtime sandbox run -- bash -c 'id -un; pwd; echo $HOME')
 is "runs as user runtime in /workspace" "$out" "$(printf 'runtime\n/workspace\n/workspace')"
 
