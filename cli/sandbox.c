@@ -233,11 +233,16 @@ say_funding (rt_context *ctx, rt_sandbox *sb)
   char *json = NULL;
   json_object *o = NULL;
 
-  if (rt_sandbox_get_json (ctx, rt_sandbox_id (sb), &json, NULL) == 0 && (o = json_tokener_parse (json)))
-    fprintf (stderr, "runtime: funding: %s\n",
-             cli_jstr (o, "funding") && strcmp (cli_jstr (o, "funding"), "trial") == 0
-                 ? "trial (the free hours; runtime usage shows what is left)"
-                 : "paid");
+  /* Only what costs money is said, and why it does: the trial is what a
+     sandbox is unless told, and `runtime usage` shows its hours.  */
+  if (rt_sandbox_get_json (ctx, rt_sandbox_id (sb), &json, NULL) == 0 && (o = json_tokener_parse (json))
+      && !(cli_jstr (o, "funding") && strcmp (cli_jstr (o, "funding"), "trial") == 0))
+    {
+      if (cli_jstr (o, "fundingReason"))
+        fprintf (stderr, "runtime: funding: paid (%s)\n", cli_jstr (o, "fundingReason"));
+      else
+        fprintf (stderr, "runtime: funding: paid\n");
+    }
   json_object_put (o);
   free (json);
 }

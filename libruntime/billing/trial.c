@@ -124,9 +124,30 @@ rt_trial_left (rt_context *ctx, int64_t *left_us, int *running, rt_error **err)
   return 0;
 }
 
+#define STR_(x) #x
+#define STR(x) STR_ (x)
+
+/* Why a sandbox with no funding asked for is not the trial's, or NULL
+   when it may be.  */
+static const char *
+why_paid (unsigned vcpu, unsigned memory_mib, int running, int64_t left, unsigned lease_s)
+{
+  if (vcpu > RT_TRIAL_MAX_VCPU)
+    return STR (RT_TRIAL_MAX_VCPU) " vCPUs are the trial's most";
+  if (memory_mib > RT_TRIAL_MAX_MIB)
+    return STR (RT_TRIAL_MAX_MIB) " MiB is the trial's most";
+  if (running >= RT_TRIAL_MAX_RUNNING)
+    return STR (RT_TRIAL_MAX_RUNNING) " trial sandboxes run, the trial's most";
+  if (left < 60LL * 1000000)
+    return "the trial's hours are used up";
+  if (left < (int64_t) lease_s * 1000000)
+    return "the lease is longer than the trial's hours left";
+  return NULL;
+}
+
 int
 rt_trial_reserve (rt_context *ctx, const char *id, const char *want, unsigned vcpu, unsigned memory_mib,
-                  unsigned *lease_s, const char **funding, rt_error **err)
+                  unsigned *lease_s, const char **funding, const char **why, rt_error **err)
 {
   cleanup_close int lock = -1;
   cleanup_json json_object *reserved = NULL;
@@ -164,8 +185,12 @@ rt_trial_reserve (rt_context *ctx, const char *id, const char *want, unsigned vc
   else if (want)
     trial = false;
   else
-    trial = vcpu <= RT_TRIAL_MAX_VCPU && memory_mib <= RT_TRIAL_MAX_MIB && running < RT_TRIAL_MAX_RUNNING
-            && left >= (int64_t) *lease_s * 1000000;
+    {
+      const char *w = why_paid (vcpu, memory_mib, running, left, *lease_s);
+      trial = w == NULL;
+      if (why)
+        *why = w;
+    }
   *funding = trial ? "trial" : "paid";
   if (!trial)
     return rt_write_file_atomic (path, json_object_to_json_string (reserved),

@@ -18,11 +18,12 @@ int rt_trial_left (rt_context *ctx, int64_t *left_us, int *running, rt_error **e
 /* Decides a new sandbox's funding (@want "trial", "paid" or NULL for
    trial while hours remain) and, for a trial, reserves its lease, which
    may be shortened to what is left.  invalid_trial, trial_busy,
-   trial_exhausted for a --trial that cannot be.  The caller holds the
+   trial_exhausted for a --trial that cannot be.  *@why: with @want NULL
+   and "paid" chosen, why (a static string), else left as it was.  The caller holds the
    store lock (rt_store_lock) and writes the sandbox's state.json before
    letting it go.  */
 int rt_trial_reserve (rt_context *ctx, const char *id, const char *want, unsigned vcpu, unsigned memory_mib,
-                      unsigned *lease_s, const char **funding, rt_error **err);
+                      unsigned *lease_s, const char **funding, const char **why, rt_error **err);
 
 /* A trial sandbox that ran @ran_us takes a lease of *@lease_us from now:
    it grew (extend) or began again (wake).  It then holds @ran_us +

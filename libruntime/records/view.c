@@ -15,6 +15,7 @@ static const struct
   { "labels", false },
   { "state", false },
   { "funding", false },
+  { "fundingReason", false },
   { "vcpu", false },
   { "memoryMiB", false },
   { "diskMiB", false },

@@ -352,14 +352,14 @@ static int
 reserve_funding (struct creation *c, rt_error **err)
 {
   const rt_sandbox_config *cfg = c->cfg;
-  const char *funding = "paid";
+  const char *funding = "paid", *why = NULL;
   int ret;
 
   if (cfg->funding && strcmp (cfg->funding, "trial") != 0 && strcmp (cfg->funding, "paid") != 0)
     ret = rt_error_set (err, EINVAL, "invalid_request", "funding is trial or paid, not '%s'", cfg->funding);
   else
     ret = rt_trial_reserve (c->ctx, c->id, c->on ? "paid" : c->funding, c->vcpu, c->mem, &c->timeout, &funding,
-                            err);
+                            &why, err);
   if (ret == 0 && strcmp (funding, "paid") == 0 && cfg->max_cost_micros > 0)
     {
       struct rt_rates rates;
@@ -385,6 +385,9 @@ reserve_funding (struct creation *c, rt_error **err)
                             c->has_saved ? saved_image_ref (&c->saved) : cfg->image ? cfg->image : "runtime",
                             &c->rules, c->now);
   json_object_object_add (c->state, "funding", json_object_new_string (funding));
+  /* Paid without being asked: say why (runtime sandbox get, create's line).  */
+  if (why)
+    json_object_object_add (c->state, "fundingReason", json_object_new_string (why));
   /* Whose it is: what every lookup of a tenant context filters on.  */
   if (c->ctx->tenant)
     json_object_object_add (c->state, "tenant", json_object_new_string (c->ctx->tenant));

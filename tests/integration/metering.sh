@@ -129,8 +129,7 @@ import json, subprocess
 u = json.loads(subprocess.check_output(['runtime', 'usage', '--json']))
 assert {s['charged_usd'] for s in u['sandboxes'] if s['funding'] == 'trial'} == {'0.000000'}, u"
 id=$(runtime sandbox create --timeout 3600 --memory 512 2>"$tmp/err")
-is "without --trial or --paid, create says the funding it chose" "$(cat "$tmp/err")" \
-    "runtime: funding: trial (the free hours; runtime usage shows what is left)"
+is "without --trial or --paid, a trial sandbox says nothing of funding" "$(cat "$tmp/err")" ""
 is "a live trial sandbox holds its whole lease" "$(runtime sandbox get "$id" --json | json_get 'o["funding"]')" "trial"
 check "… 1 h of it" python3 -c "assert 48.9 < $(left) < 49.0"
 runtime sandbox rm "$id" >/dev/null; id=
@@ -142,6 +141,8 @@ check "extending a trial sandbox holds the longer lease (+0.5 h)" python3 -c "as
 runtime sandbox rm "$id" >/dev/null; id=
 expect_error "--trial with 4 vCPU is invalid_trial" invalid_trial runtime sandbox create --trial --vcpu 4
 expect_error "--trial with 8 GiB is invalid_trial" invalid_trial runtime sandbox create --trial --memory 8192
+runtime sandbox run --memory 5g -- true 2>"$tmp/err"
+is "a shape over the trial's is paid, and says why" "$(cat "$tmp/err")" "runtime: funding: paid (4096 MiB is the trial's most)"
 # Not invalid_trial: no funding allows it, so the CLI refuses the option.
 expect_error "--trial with a lease over 1 h is a usage error, as for paid" usage \
     runtime sandbox create --trial --timeout 3601
@@ -154,7 +155,8 @@ expect_error "the 9th is trial_busy" trial_busy runtime sandbox create --trial -
 ids+=("$(runtime sandbox create --no-wait --memory 256 --timeout 600 2>"$tmp/err")")
 is "with 8 trial sandboxes running, the default falls to paid" \
     "$(runtime sandbox get "${ids[-1]}" --json 2>/dev/null | json_get 'o["funding"]')" "paid"
-is "… and says so" "$(cat "$tmp/err")" "runtime: funding: paid"
+is "… and says so, and why" "$(cat "$tmp/err")" "runtime: funding: paid (8 trial sandboxes run, the trial's most)"
+is "… in get too" "$(runtime sandbox get "${ids[-1]}" --json | json_get 'o["fundingReason"]')" "8 trial sandboxes run, the trial's most"
 # Their monitors write the ledger as they come up and, removed all at
 # once, as they stop: concurrent writers.
 state_of() { runtime sandbox get "$1" --json 2>/dev/null | json_get 'o["state"]'; }
@@ -197,9 +199,9 @@ is "… which stays paused" "$(state_of "$w2")" "paused"
 runtime sandbox rm "$w1" >/dev/null
 runtime sandbox rm "$w2" >/dev/null
 runtime sandbox run --vcpu 1 --memory 256 -- true 2>"$tmp/err"
-is "run without --trial or --paid says its funding too" "$(cat "$tmp/err")" "runtime: funding: paid"
+is "run without --trial or --paid says its funding too" "$(cat "$tmp/err")" "runtime: funding: paid (the trial's hours are used up)"
 id=$(runtime sandbox create --timeout 600 --memory 512 2>"$tmp/err")
-is "the default falls to paid, and says so" "$(cat "$tmp/err")" "runtime: funding: paid"
+is "the default falls to paid, and says so" "$(cat "$tmp/err")" "runtime: funding: paid (the trial's hours are used up)"
 is "… it is paid" "$(runtime sandbox get "$id" --json | json_get 'o["funding"]')" "paid"
 runtime sandbox rm "$id" >/dev/null; id=
 expect_error "--max-cost below the first lease's worst case is refused" invalid_request \

@@ -56,7 +56,7 @@ main (void)
   ok (rt_store_lock (ctx, &lock, &err) == 0, "the creator holds the store lock");
   snprintf (path, sizeof path, "%s/state/sb-00000000000a", dir);
   mkdir (path, 0700);
-  ok (rt_trial_reserve (ctx, "sb-00000000000a", "trial", 1, 256, &lease, &funding, &err) == 0
+  ok (rt_trial_reserve (ctx, "sb-00000000000a", "trial", 1, 256, &lease, &funding, NULL, &err) == 0
           && strcmp (funding, "trial") == 0,
       "a trial sandbox reserves its lease");
   ok (reserved (dir, "sb-00000000000a"), "… in trial.json");
