@@ -66,6 +66,7 @@ mon_clone_woken (struct mon *m)
   m->meter.billed_cpu_us = (uint64_t) rt_json_i64 (meter, "billedCpuUs");
   json_object_object_del (m->state, "paused");
   mon_set_str (m, "pausedAt", NULL);
+  mon_set_str (m, "pauseReason", NULL);
   for (size_t i = 0; i < sizeof spent / sizeof spent[0]; i++)
     {
       cleanup_free char *p = rt_strdup_printf ("%s/%s", m->cfg->saved->dir, spent[i]);

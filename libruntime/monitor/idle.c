@@ -106,7 +106,7 @@ on_idle (evutil_socket_t fd, short what, void *arg)
       cleanup_error rt_error *err = NULL;
       /* A whole idle period passes before the next try: each try stops the
          VM and may write its memory.  */
-      if (mon_pause (m, &err) < 0)
+      if (mon_pause (m, "idle", &err) < 0)
         {
           fprintf (stderr, "idle pause of %s failed: %s\n", m->cfg->id, err ? err->msg : "unknown error");
           m->idle.last_activity_us = now;

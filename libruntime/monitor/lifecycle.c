@@ -25,11 +25,19 @@ mon_set_expires (struct mon *m, int64_t expires_ms)
 }
 
 int
-mon_pause (struct mon *m, rt_error **err)
+mon_pause (struct mon *m, const char *reason, rt_error **err)
 {
+  int ret;
+
   if (m->phase == MON_PAUSED)
     return 0;
-  return mon_pause_to_disk (m, err);
+  /* Saved with the rest of the state; a wake clears it with pausedAt
+     (clone.c).  */
+  mon_set_str (m, "pauseReason", reason);
+  ret = mon_pause_to_disk (m, err);
+  if (ret < 0)
+    mon_set_str (m, "pauseReason", NULL);
+  return ret;
 }
 
 /* The lease ended: a command waiting for it is cut (it would hold the
@@ -45,7 +53,7 @@ mon_on_lease (evutil_socket_t fd, short what, void *arg)
   if (m->cfg->stop_on_timeout)
     return mon_stop (m, "time_limit");
   mon_exec_fail_clients (m, "sandbox_paused", "the lease ended: the sandbox paused");
-  if (mon_pause (m, &err) < 0)
+  if (mon_pause (m, "lease_ended", &err) < 0)
     {
       fprintf (stderr, "cannot pause at the end of the lease, stopping: %s\n", err->msg);
       mon_stop (m, "time_limit");
@@ -74,7 +82,7 @@ mon_handle_pause (struct mon *m, struct evhttp_request *req, json_object *body)
   cleanup_error rt_error *err = NULL;
 
   (void) body;
-  if (mon_pause (m, &err) < 0)
+  if (mon_pause (m, "requested", &err) < 0)
     return mon_reply_error (req, strcmp (err->code, "internal") == 0 ? 500 : 409, err->code, err->hint, "%s",
                             err->msg);
   mon_reply_json (req, 200, m->state);

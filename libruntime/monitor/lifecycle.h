@@ -12,8 +12,9 @@ void mon_set_expires (struct mon *m, int64_t expires_ms);
 /* The lease timer's callback: stop (stop_on_timeout) or pause.  */
 void mon_on_lease (evutil_socket_t fd, short what, void *arg);
 
-/* Pauses the sandbox to disk (capture.h); nothing when it is paused.  */
-int mon_pause (struct mon *m, rt_error **err);
+/* Pauses the sandbox to disk (capture.h), @reason (lease_ended, idle,
+   requested) shown as pauseReason; nothing when it is paused.  */
+int mon_pause (struct mon *m, const char *reason, rt_error **err);
 
 /* POST :stop, :pause, :wake → the state object.  */
 void mon_handle_stop (struct mon *m, struct evhttp_request *req, json_object *body);

@@ -31,6 +31,7 @@ static const struct
   { "stopReason", false },
   { "error", false },
   { "pausedAt", false },
+  { "pauseReason", false }, /* lease_ended, idle, requested */
   { "paused", false }, /* {path (host only), storedBytes} */
   { "network", false },
   { "envNames", false },

@@ -192,10 +192,12 @@ is "extend --json" "$(runtime sandbox extend "$id" 1 --json | jq_ 'o["id"], type
 # -- pause and wake
 is "pause prints the id" "$(runtime sandbox pause "$name")" "$id"
 is "state paused" "$(state_of "$id")" "paused"
+is "… pauseReason requested" "$(runtime sandbox get "$id" --json | jq_ 'o.get("pauseReason")')" "requested"
 is "ls --state paused" "$(runtime sandbox ls --state paused --label "t=$tag" --json | ids)" "$id"
 expect_error "exec on a paused sandbox is sandbox_paused" sandbox_paused runtime sandbox exec "$id" -- true
 is "wake prints the id" "$(runtime sandbox wake "$id")" "$id"
 is "state running again" "$(state_of "$id")" "running"
+is "… no pauseReason once awake" "$(runtime sandbox get "$id" --json | jq_ 'o.get("pauseReason")')" "None"
 is "exec works after wake" "$(runtime sandbox exec "$id" -- cat /workspace/state-file)" "kept"
 
 # -- run --keep
@@ -256,6 +258,7 @@ is "the lease ended: stopped, time_limit" \
 is "… and its QEMU is gone" "$(pgrep -f "qemu-system-x86_64.*$lease" || true)" ""
 for _ in $(seq 30); do [ "$(state_of "$please")" = paused ] && break; sleep 1; done
 is "a lease that ends by default pauses the sandbox" "$(state_of "$please")" "paused"
+is "… and get says why" "$(runtime sandbox get "$please" --json | jq_ 'o["pauseReason"]')" "lease_ended"
 expect_error "… exec on it is sandbox_paused" sandbox_paused runtime sandbox exec "$please" -- true
 runtime sandbox wake "$please" >/dev/null
 is "wake resumes it" "$(runtime sandbox exec "$please" -- echo awake)" "awake"
