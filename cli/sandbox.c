@@ -3,6 +3,7 @@
    live in sandbox-*.c, by what they act on.  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +139,23 @@ cli_check_env (const char **env, int n)
   return 0;
 }
 
+/* This host's memory in MiB (MemTotal), or ULONG_MAX when unknown.  A
+   client asks another host's, so it does not look (RUNTIME_API_URL).  */
+static unsigned long
+host_mib (void)
+{
+  unsigned long kib = 0;
+  char line[128];
+  FILE *f = fopen ("/proc/meminfo", "re");
+
+  while (f && fgets (line, sizeof line, f))
+    if (sscanf (line, "MemTotal: %lu kB", &kib) == 1)
+      break;
+  if (f)
+    fclose (f);
+  return kib ? kib / 1024 : ULONG_MAX;
+}
+
 /* The options `create` and `run` share, into @cfg (which points into @a).  */
 static int
 read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config *cfg)
@@ -150,6 +168,12 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
       || cli_opt_mib (cmd, a, "memory", RT_MIN_MEMORY_MIB, RT_MAX_MEMORY_MIB, &mem) < 0
       || cli_opt_mib (cmd, a, "disk", RT_MIN_DISK_MIB, RT_MAX_DISK_MIB, &disk) < 0)
     return -1;
+  if (mem && mem > host_mib () && !cli_has_opt (cmd, a, "overcommit") && !getenv ("RUNTIME_API_URL"))
+    {
+      cli_usage_error ("ask for less, or --overcommit if the guest will not touch it all",
+                       "--memory %lu MiB is more than this host's %lu MiB", mem, host_mib ());
+      return -1;
+    }
   cfg->vcpu = vcpu;
   cfg->memory_mib = mem;
   cfg->disk_mib = disk;
@@ -443,6 +467,7 @@ out:
   { "vcpu", "N", "virtual CPUs (1-16)", "2", false },                                              \
   { "memory", "SIZE", "guest memory, MiB or with a unit: 512m, 4g (256m-64g)", "4096", false },    \
   { "disk", "SIZE", "disk size, MiB or with a unit: 10g (4g-64g)", "4096", false },                \
+  { "overcommit", NULL, "allow --memory above this host's memory", NULL, false },                 \
   { "image", "REF", "image to boot", "runtime", false },                                          \
   { "no-internet", NULL, "refuse every connection out of the sandbox", NULL, false },             \
   { "allow", "HOST", "reach only these: a name, *.domain (its subdomains), an IP or a CIDR", "everything public", \

@@ -20,6 +20,13 @@ check "… and points at --help, not after --" grep -q "^Hint: runtime sandbox r
 expect_error "an option like none of ours" usage "Unknown option --zzzq" runtime sandbox run --zzzq 1 -- true
 check "… hints to put the command after --" grep -q "^Hint: put the command to run after --" "$tmp/err"
 expect_error "a command without -- is refused" usage "is not an option" runtime sandbox run python3 -c 1
+host_mib=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
+if [ "$host_mib" -lt 65000 ]; then
+    expect_error "--memory above the host's is refused" usage "more than this host's" runtime sandbox create --memory 65536
+    check "… naming --overcommit" grep -q "overcommit" "$tmp/err"
+else
+    ok "# SKIP the host has 64 GiB or more"
+fi
 expect_error "no command at all" usage "no command given" runtime sandbox run
 expect_error "unknown command suggests" usage "Did you mean 'run'" runtime sandbox rnu
 expect_error "unknown group suggests" usage "Did you mean 'sandbox'" runtime sandbx run
