@@ -156,6 +156,7 @@ cli_sandbox_cp (struct cli_command *cmd, int argc, char **argv)
   cleanup_free char *src_ref = NULL, *dst_ref = NULL;
   const char *src_path = NULL, *dst_path = NULL;
   rt_copy_opts opts = { .cancel_fd = -1 };
+  const char *user = NULL;
   rt_copy_result res = { 0 };
   int ret, code = 1;
 
@@ -170,10 +171,10 @@ cli_sandbox_cp (struct cli_command *cmd, int argc, char **argv)
     return 1;
   opts.follow = cli_opt (cmd, &a, "follow") != NULL;
   opts.keep_links = cli_opt (cmd, &a, "keep-links") != NULL;
-  opts.user = cli_opt (cmd, &a, "user");
-  if (opts.user && strcmp (opts.user, "runtime") != 0 && strcmp (opts.user, "root") != 0)
-    return cli_usage_error ("for example: --user root", "--user must be runtime or root, not '%s'", opts.user);
-  if (opts.user && src_ref)
+  user = cli_opt (cmd, &a, "user");
+  if (user && strcmp (user, "runtime") != 0 && strcmp (user, "root") != 0)
+    return cli_usage_error ("for example: --user root", "--user must be runtime or root, not '%s'", user);
+  if (user && src_ref)
     return cli_usage_error (NULL, "--user is for a copy into the sandbox");
   /* The host's side before the sandbox's: a missing source is the
      mistake, whatever state the sandbox is in.  */
@@ -196,7 +197,7 @@ cli_sandbox_cp (struct cli_command *cmd, int argc, char **argv)
     cli_block_stop_signals (&mask);
     opts.cancel_fd = signalfd (-1, &mask, SFD_CLOEXEC);
     ret = src_ref ? rt_sandbox_copy_out (sb, src_path, a.pos[1], &opts, &res, &err)
-                  : rt_sandbox_copy_in (sb, a.pos[0], dst_path, &opts, &err);
+                  : rt_sandbox_copy_in_as (sb, a.pos[0], dst_path, &opts, user, &err);
     code = ret < 0 ? (strcmp (err->code, "interrupted") == 0 ? (rt_error_free (err), 130) : cli_lib_fail (err)) : 0;
     if (opts.cancel_fd >= 0)
       close (opts.cancel_fd);

@@ -493,35 +493,24 @@ cli_sandbox_rm (struct cli_command *cmd, int argc, char **argv)
   return rm_all (ctx, ids, a.json, a.npos == 1 && l.n == 0);
 }
 
-/* Seconds in "30", "90s", "15m", "24h", "7d"; -1 if not one.  */
+/* Seconds in "30", "90s", "15m", "24h", "7d" (at most 100 years); -1 if
+   not one.  */
 static long long
 parse_age (const char *v)
 {
   char *end = NULL;
   long long n;
 
+  long long unit;
+
   errno = 0;
   n = strtoll (v, &end, 10);
   if (end == v || n < 0 || errno)
     return -1;
-  switch (*end)
-    {
-    case '\0':
-    case 's':
-      break;
-    case 'm':
-      n *= 60;
-      break;
-    case 'h':
-      n *= 3600;
-      break;
-    case 'd':
-      n *= 86400;
-      break;
-    default:
-      return -1;
-    }
-  return *end && end[1] ? -1 : n;
+  unit = *end == 'm' ? 60 : *end == 'h' ? 3600 : *end == 'd' ? 86400 : 1;
+  if ((*end && !strchr ("smhd", *end)) || (*end && end[1]) || n > 100LL * 365 * 86400 / unit)
+    return -1;
+  return n * unit;
 }
 
 struct prune

@@ -48,9 +48,6 @@ int rt_sandbox_files_json (rt_sandbox *sb, const char *path, unsigned depth, cha
  * @max_size:   out: at most this many bytes land, counted as the archive
  *              does (file bytes plus 512 per entry); 0 means
  *              RT_COPY_MAX_SIZE_DEFAULT
- * @user:       in: who writes in the sandbox, "runtime" (NULL, the default)
- *              or "root"; a directory that user may not write is
- *              "permission_denied"
  */
 typedef struct rt_copy_opts
 {
@@ -58,7 +55,6 @@ typedef struct rt_copy_opts
   bool follow;
   bool keep_links;
   uint64_t max_size;
-  const char *user;
 } rt_copy_opts;
 
 /**
@@ -96,6 +92,22 @@ typedef struct rt_copy_result
  * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts, rt_error **err);
+
+/**
+ * rt_sandbox_copy_in_as - rt_sandbox_copy_in, written in the sandbox by @user
+ * @sb:   as rt_sandbox_copy_in's
+ * @src:  as rt_sandbox_copy_in's
+ * @dst:  as rt_sandbox_copy_in's
+ * @opts: as rt_sandbox_copy_in's
+ * @user: "runtime" (NULL: the default, as rt_sandbox_copy_in) or "root"
+ * @err:  as rt_sandbox_copy_in's
+ * A directory @user may not write is "permission_denied", before anything
+ * is sent; "root" through a server is "unsupported_remote".  Since
+ * LIBRUNTIME_0.2 (rt_copy_opts stays as 0.1 laid it out).
+ * Return: 0, or <0 with @err set.
+ */
+int rt_sandbox_copy_in_as (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts,
+                           const char *user, rt_error **err);
 
 /**
  * rt_sandbox_copy_out - copy a sandbox file or directory to the host

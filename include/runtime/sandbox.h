@@ -158,7 +158,8 @@ int rt_sandbox_egress_log (rt_context *ctx, const char *ref, char **path, rt_err
  * @ctx: the context
  * @ref: its id, or its name when exactly one live sandbox has it
  * @out: the handle (free with rt_sandbox_close)
- * @err: "not_found"; "sandbox_not_ready" when it has stopped
+ * @err: "not_found"; "sandbox_stopped" when it has stopped (was
+ *       "sandbox_not_ready" before LIBRUNTIME_0.2)
  * Return: 0, or <0 with @err set.
  */
 int rt_sandbox_open (rt_context *ctx, const char *ref, rt_sandbox **out, rt_error **err);

@@ -335,7 +335,11 @@ answered_by_state (struct srv_req *r, rt_context *ctx, enum verb v)
   st = rt_json_str (info, "state");
   if (v == V_STOP && st && rt_state_is (st, RT_SANDBOX_STOPPED))
     return srv_reply_json (r, 200, info), 1;
-  if (v == V_WAKE && st && !rt_state_is (st, RT_SANDBOX_PAUSED) && !rt_state_is (st, RT_SANDBOX_PAUSING) && !rt_state_is (st, RT_SANDBOX_STOPPED))
+  /* Awake already (running, starting, resuming): nothing to do.  A
+     stopping or stopped one goes on to the verb, which says so.  */
+  if (v == V_WAKE && st
+      && (rt_state_is (st, RT_SANDBOX_RUNNING) || rt_state_is (st, RT_SANDBOX_STARTING)
+          || rt_state_is (st, RT_SANDBOX_RESUMING)))
     return srv_reply_json (r, 200, info), 1;
   json_object_put (info);
   return 0;

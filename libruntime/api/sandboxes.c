@@ -440,6 +440,16 @@ deleted_again (struct srv_req *r, rt_context *ctx, rt_error *err)
   if (strcmp (err->code, "not_found") == 0 && path && rt_read_file (path, &text, NULL, NULL) == 0
       && (o = json_tokener_parse (text)))
     return srv_reply_json (r, 200, o);
+  /* Gone another way (run, the host's rm, an answer swept): done, as
+     locally, when the ledger knows it for this tenant (rt_sandbox_remove).  */
+  if (strcmp (err->code, "not_found") == 0 && rt_sandbox_remove (ctx, srv_param (r, "id"), NULL) == 0)
+    {
+      o = json_object_new_object ();
+      json_object_object_add (o, "id", json_object_new_string (srv_param (r, "id")));
+      json_object_object_add (o, "status", json_object_new_string ("deleted"));
+      json_object_object_add (o, "state", json_object_new_string ("stopped"));
+      return srv_reply_json (r, 200, o);
+    }
   srv_reply_rt_error (r, err);
 }
 

@@ -83,7 +83,7 @@ start_sandbox (struct build *b, size_t first, char **tmpdisk, rt_error **err)
     const char *ca = getenv ("SSL_CERT_FILE");
     if (ca == NULL || access (ca, R_OK) < 0)
       ca = "/etc/ssl/certs/ca-certificates.crt";
-    if (access (ca, R_OK) == 0 && (ret = rt_local_sandbox_copy_in (b->sb, ca, "/tmp/rtb-ca.pem", &(rt_copy_opts){ .follow = true }, err)) < 0)
+    if (access (ca, R_OK) == 0 && (ret = rt_local_sandbox_copy_in (b->sb, ca, "/tmp/rtb-ca.pem", &(rt_copy_opts){ .follow = true }, NULL, err)) < 0)
       return ret;
   }
   return rt_build_guest_must (b, "preparing the build", "set -e; mkdir -p " WORK "/base; mount --bind / " WORK "/base", NULL,

@@ -471,7 +471,7 @@ rt_build_run_step (struct build *b, size_t first, size_t i, char **apt, rt_error
     args[n++] = (char *) inner[s->kind];
   if (s->kind == STEP_FILE)
     {
-      ret = rt_local_sandbox_copy_in (b->sb, s->words[0], "/tmp/rtb-in", &(rt_copy_opts){ .follow = true }, err);
+      ret = rt_local_sandbox_copy_in (b->sb, s->words[0], "/tmp/rtb-in", &(rt_copy_opts){ .follow = true }, NULL, err);
       if (ret < 0)
         return ret;
       args[n++] = (char *) "";

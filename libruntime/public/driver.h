@@ -64,7 +64,7 @@ struct rt_driver
   /* Files: public/files.c.  */
   int (*sandbox_cat) (rt_sandbox *sb, const char *path, const rt_exec_opts *opts, rt_error **err);
   int (*sandbox_files_json) (rt_sandbox *sb, const char *path, unsigned depth, char **json, rt_error **err);
-  int (*sandbox_copy_in) (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts,
+  int (*sandbox_copy_in) (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts, const char *user,
                           rt_error **err);
   int (*sandbox_copy_out) (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts,
                            rt_copy_result *res, rt_error **err);

@@ -299,13 +299,14 @@ copy_tree_in (rt_sandbox *sb, const char *abs, const char *src, const char *targ
 }
 
 int
-rt_remote_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts, rt_error **err)
+rt_remote_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts, const char *user,
+                   rt_error **err)
 {
   cleanup_free char *abs = NULL, *name = NULL, *target = NULL;
   struct stat st;
   int ret = rt_copy_in_source (src, opts && opts->follow, &abs, &name, err);
   /* The archive route writes as the sandbox's user: no other.  */
-  if (ret == 0 && opts && opts->user && strcmp (opts->user, "runtime") != 0)
+  if (ret == 0 && user && strcmp (user, "runtime") != 0)
     return rt_remote_unsupported (err, "cp --user");
   if (ret == 0 && stat (abs, &st) < 0)
     ret = rt_error_set (err, errno, "file_not_found", "cannot copy '%s': %s", src, strerror (errno));

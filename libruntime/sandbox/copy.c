@@ -593,7 +593,8 @@ rt_copy_wait_child (pid_t pid)
 #define EXIT_CP_DENIED 66
 
 int
-rt_local_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts, rt_error **err)
+rt_local_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts, const char *user,
+                          rt_error **err)
 {
   const char *argv[] = { (char *) "sh", (char *) "-c",
                    (char *) "d=$1; n=$2; if [ -d \"$d\" ]; then dest=\"$d/$n\"; p=\"$d\"; "
@@ -625,7 +626,7 @@ rt_local_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, cons
     return ret;
   {
     rt_exec_opts o = { .cancel_fd = opts ? opts->cancel_fd : -1, .on_output = upload_output, .data = &c,
-                       .user = opts ? opts->user : NULL };
+                       .user = user };
     ret = rt_exec_stdin_path (sb, argv, &o, fifo, &res, err);
   }
   /* If the monitor never opened the FIFO, the child still waits for it.  */
@@ -643,7 +644,7 @@ rt_local_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, cons
     ret = rt_error_set (err, ENOENT, "file_not_found", "no such directory in the sandbox for %s", dst);
   else if (ret == 0 && res.exit_code == EXIT_CP_DENIED)
     {
-      const char *who = opts && opts->user ? opts->user : "runtime";
+      const char *who = user ? user : "runtime";
       rt_error_set (err, EACCES, "permission_denied", "the user %s may not write into the directory of %s in the sandbox",
                     who, dst);
       ret = rt_error_hint (err, "copy into a directory of %s (/workspace), or pass --user root", who);

@@ -34,7 +34,7 @@ int rt_copy_wait_child (pid_t pid);
 
 /* The local driver (public/driver.h): these do what include/runtime.h
    says of their rt_ names, on this machine.  */
-int rt_local_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts,
+int rt_local_sandbox_copy_in (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts, const char *user,
                               rt_error **err);
 int rt_local_sandbox_copy_out (rt_sandbox *sb, const char *src, const char *dst, const rt_copy_opts *opts,
                                rt_copy_result *res, rt_error **err);

@@ -48,7 +48,7 @@ NODES = [
     """.split()),
     ("LIBRUNTIME_0.2", """
         rt_sandbox_config_check rt_sandbox_state rt_sandbox_state_name rt_sandbox_state_parse rt_context_can_manage
-        rt_doctor_json
+        rt_doctor_json rt_sandbox_copy_in_as
     """.split()),
 ]
 

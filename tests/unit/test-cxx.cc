@@ -110,6 +110,7 @@ const entry table[] = {
   FN (rt_secret_remove),
   FN (rt_usage_json),
   FN (rt_doctor_json),
+  FN (rt_sandbox_copy_in_as),
   // runtime/serve.h
   FN (rt_serve),
   FN (rt_node_list_json),
