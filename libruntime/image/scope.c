@@ -38,6 +38,12 @@ rt_image_name_visible (rt_context *ctx, const char *name)
   return strcmp (name, RT_IMAGE_DEFAULT) == 0 || (strncmp (name, ctx->tenant, n) == 0 && name[n] == '/');
 }
 
+bool
+rt_image_visible_name (const char *name, void *arg)
+{
+  return rt_image_name_visible (arg, name);
+}
+
 const char *
 rt_image_shown_name (rt_context *ctx, const char *name)
 {
@@ -64,7 +70,11 @@ rt_image_resolve_in (rt_context *ctx, json_object *index, const char *ref)
       if (id)
         return id;
     }
-  /* The default image, or an id: only one the tenant sees.  */
+  /* An id or 4+ digits of one: among the tenant's, so that another's
+     image that starts alike neither hides one nor is hinted at.  */
+  if (rt_image_index_prefix (index, ref, &id, rt_image_visible_name, ctx) == 1)
+    return id;
+  /* The default image: only one the tenant sees.  */
   id = rt_image_index_resolve (index, ref);
   if (id == NULL || !rt_image_name_visible (ctx, rt_image_index_find (index, id, &img, &version)))
     return NULL;

@@ -26,4 +26,8 @@ const char *rt_image_shown_name (rt_context *ctx, const char *name);
    (or not this tenant's).  */
 const char *rt_image_resolve_in (rt_context *ctx, json_object *index, const char *ref);
 
+/* rt_image_name_visible as a @keep of rt_image_index_prefix (@arg the
+   context).  */
+bool rt_image_visible_name (const char *name, void *arg);
+
 #endif

@@ -257,11 +257,12 @@ rt_image_index_resolve (json_object *index, const char *ref)
         return id;
     }
 
-  return rt_image_index_prefix (index, ref, &id) == 1 ? id : NULL;
+  return rt_image_index_prefix (index, ref, &id, NULL, NULL) == 1 ? id : NULL;
 }
 
 int
-rt_image_index_prefix (json_object *index, const char *ref, const char **id)
+rt_image_index_prefix (json_object *index, const char *ref, const char **id, bool (*keep) (const char *name, void *arg),
+                       void *arg)
 {
   json_object *names;
   const char *first = NULL;
@@ -275,8 +276,8 @@ rt_image_index_prefix (json_object *index, const char *ref, const char **id)
   json_object_object_foreach (names, k, v)
   {
     json_object *versions;
-    (void) k;
-    if (!json_object_object_get_ex (v, "versions", &versions) || !json_object_is_type (versions, json_type_object))
+    if (!json_object_object_get_ex (v, "versions", &versions) || !json_object_is_type (versions, json_type_object)
+        || (keep && !keep (k, arg)))
       continue;
     json_object_object_foreach (versions, vk, vid)
     {
@@ -299,8 +300,8 @@ rt_image_unresolved (rt_context *ctx, json_object *index, const char *ref, rt_er
 {
   int n;
 
-  /* A tenant is not told how many images it cannot see share a prefix.  */
-  if (ctx->tenant == NULL && (n = rt_image_index_prefix (index, ref, NULL)) > 1)
+  /* A tenant counts only the images it sees (rt_image_visible_name).  */
+  if ((n = rt_image_index_prefix (index, ref, NULL, rt_image_visible_name, ctx)) > 1)
     {
       rt_error_set (err, EINVAL, "ambiguous", "the id prefix '%s' is the start of %d images' ids", ref, n);
       return rt_error_hint (err, "give more of the id (runtime image ls --json shows them whole)");

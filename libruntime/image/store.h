@@ -41,11 +41,13 @@ int rt_image_read_index (rt_context *ctx, json_object **index, rt_error **err);
    NULL or "" is the default.  Return: the id (owned by @index), or NULL.  */
 const char *rt_image_index_resolve (json_object *index, const char *ref);
 #define RT_IMAGE_MIN_PREFIX 4
-/* How many distinct ids @ref (hex, RT_IMAGE_MIN_PREFIX or more) starts;
-   the first in *id (owned by @index) when @id is given.  */
-int rt_image_index_prefix (json_object *index, const char *ref, const char **id);
+/* How many distinct ids @ref (hex, RT_IMAGE_MIN_PREFIX or more) starts,
+   of the names @keep (when given) says yes to; the first in *id (owned by
+   @index) when @id is given.  */
+int rt_image_index_prefix (json_object *index, const char *ref, const char **id, bool (*keep) (const char *name, void *arg),
+                           void *arg);
 /* The error for a @ref that resolved to nothing: `ambiguous` when it is
-   the start of several ids (to the host only), else image_not_found.  */
+   the start of several ids the context sees, else image_not_found.  */
 int rt_image_unresolved (rt_context *ctx, json_object *index, const char *ref, rt_error **err);
 /* The name of the image version @id in @index (its entry in *img_out,
    its version key in *version), or NULL.  */

@@ -196,7 +196,7 @@ rt_chat (rt_context *ctx, const rt_chat_opts *o, char **transcript, rt_error **e
   bool priced = model_price (model, &pin, &pout);
   unsigned max_turns = o->max_turns ? o->max_turns : 8;
   int calls = 0, ret = 0;
-  json_object *user = json_object_new_object ();
+  json_object *user;
 
   /* A --base-url that is no URL is a mistake of its own, said first.  */
   if (rt_chat_api_url (base, o->strict, &url, err) < 0)
@@ -208,6 +208,7 @@ rt_chat (rt_context *ctx, const rt_chat_opts *o, char **transcript, rt_error **e
     }
   tools = json_object_new_array ();
   json_object_array_add (tools, tool_schema (o->strict));
+  user = json_object_new_object ();
   json_object_object_add (user, "role", json_object_new_string ("user"));
   json_object_object_add (user, "content", json_object_new_string (o->prompt));
   json_object_array_add (messages, user);

@@ -37,6 +37,27 @@ str_or_null (const char *s)
   return s ? json_object_new_string (s) : NULL;
 }
 
+/* @url without a user:password@ part: the report is for pasting.  */
+static json_object *
+url_without_login (const char *url)
+{
+  const char *host = url ? strstr (url, "://") : NULL, *at, *slash;
+
+  if (url == NULL)
+    return NULL;
+  if (host == NULL)
+    return json_object_new_string (url);
+  host += 3;
+  at = strchr (host, '@');
+  slash = strchr (host, '/');
+  if (at == NULL || (slash && slash < at))
+    return json_object_new_string (url);
+  {
+    cleanup_free char *s = rt_strdup_printf ("%.*s%s", (int) (host - url), url, at + 1);
+    return s ? json_object_new_string (s) : NULL;
+  }
+}
+
 static void
 unreadable (struct report *r, const char *what, const char *why)
 {
@@ -328,7 +349,7 @@ add_caller (struct report *r, rt_context *ctx)
   put (c, "why", json_object_new_string (err ? err->msg : client ? "a client: the server decides" : "root"));
   put (r->o, "caller", c);
   put (r->o, "mode", json_object_new_string (client ? "client" : "local"));
-  put (r->o, "apiUrl", str_or_null (client ? ctx->api_url : NULL));
+  put (r->o, "apiUrl", client ? url_without_login (ctx->api_url) : NULL);
 }
 
 int

@@ -150,20 +150,24 @@ main (void)
       "visibility: the default, its own prefix exactly, the host all");
 
   {
-    /* Two ids that start alike: the prefix names neither.  */
-    json_object *two = json_tokener_parse ("{\"names\":{\"a\":{\"versions\":{\"1\":\"" ID_TA "\"}},"
-                                           "\"b\":{\"versions\":{\"1\":\"bbbbcccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc\"}},"
-                                           "\"c\":{\"versions\":{\"1\":\"" ID_TA "\"}}}}");
-    ok (two && rt_image_index_prefix (two, "bbbb", NULL) == 2 && rt_image_index_resolve (two, "bbbb") == NULL,
-        "a prefix of two ids resolves to none");
-    ok (rt_image_index_prefix (two, "bbbbc", NULL) == 1 && rt_image_index_resolve (two, "bbbbc") != NULL,
+    /* Two ids that start alike, ta's and tb's: the prefix names neither
+       for the host, and ta's for ta (tb's is not counted).  */
+    json_object *two = json_tokener_parse ("{\"names\":{\"ta/a\":{\"versions\":{\"1\":\"" ID_TA "\"}},"
+                                           "\"tb/b\":{\"versions\":{\"1\":\"bbbbcccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc\"}},"
+                                           "\"ta/c\":{\"versions\":{\"1\":\"" ID_TA "\"}}}}");
+    ok (two && rt_image_index_prefix (two, "bbbb", NULL, NULL, NULL) == 2 && rt_image_index_resolve (two, "bbbb") == NULL,
+        "a prefix of two ids resolves to none (an id under two names counts once)");
+    ok (rt_image_index_prefix (two, "bbbbc", NULL, NULL, NULL) == 1 && rt_image_index_resolve (two, "bbbbc") != NULL,
         "one more digit tells them apart");
     ok (rt_image_unresolved (host, two, "bbbb", &err) < 0 && strcmp (err->code, "ambiguous") == 0,
         "the host is told: ambiguous");
     rt_error_free (err);
     err = NULL;
-    ok (rt_image_unresolved (ta, two, "bbbb", &err) < 0 && strcmp (err->code, "image_not_found") == 0,
-        "a tenant is not told of ids it cannot see: image_not_found");
+    ok (rt_image_resolve_in (ta, two, "bbbb") && strcmp (rt_image_resolve_in (ta, two, "bbbb"), ID_TA) == 0,
+        "for ta the prefix is its own image's: tb's that starts alike neither hides it nor counts");
+    ok (rt_image_resolve_in (tb, two, "bbbbb") == NULL && rt_image_unresolved (tb, two, "bbbbb", &err) < 0
+            && strcmp (err->code, "image_not_found") == 0,
+        "tb is not told of ta's: image_not_found, not ambiguous");
     rt_error_free (err);
     err = NULL;
     json_object_put (two);
