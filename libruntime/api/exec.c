@@ -731,11 +731,12 @@ signal_of (json_object *v)
   return 0;
 }
 
+const struct srv_field srv_fields_signal[] = { { "signal", json_type_null }, { NULL, 0 } };
+
 void
 srv_process_signal (struct srv_req *r)
 {
-  static const struct srv_field fields[] = { { "signal", json_type_null }, { NULL, 0 } };
-  cleanup_json json_object *body = srv_body_json (r, fields);
+  cleanup_json json_object *body = srv_body_json (r, srv_fields_signal);
   cleanup_error rt_error *err = NULL;
   rt_sandbox *sb;
   uint32_t pid;

@@ -18,7 +18,9 @@ extern const struct srv_app srv_api_app;
 extern const struct srv_field srv_fields_create[], srv_fields_network[];     /* sandboxes.c */
 extern const struct srv_field srv_fields_none[], srv_fields_wake[], srv_fields_extend[], srv_fields_update[],
     srv_fields_fork[], srv_fields_snapshot[];                                /* sandbox-verbs.c */
-extern const struct srv_field srv_fields_exec[], srv_fields_spawn[];        /* exec.c */
+extern const struct srv_field srv_fields_exec[], srv_fields_spawn[], srv_fields_signal[]; /* exec.c */
+extern const struct srv_field srv_fields_write[], srv_fields_size[];        /* stdin.c */
+extern const struct srv_field srv_fields_upload[];                          /* uploads.c */
 extern const struct srv_field srv_fields_mkdir[], srv_fields_remove[], srv_fields_rename[]; /* files.c */
 extern const struct srv_field srv_fields_build[], srv_fields_recipe[];      /* images.c */
 extern const struct srv_field srv_fields_secret[];                          /* secrets.c */

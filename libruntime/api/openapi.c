@@ -12,8 +12,9 @@
 #define SB "/v1/sandboxes/{id}"
 
 /* The routes whose body is a JSON object of known fields; a {verb}
-   route's verbs each by its own path.  A route not here takes no JSON
-   body (a GET, a DELETE) or raw bytes (a file, an upload's chunk).  */
+   route's verbs each by its own path.  A route not here takes no body (a
+   GET, a DELETE), raw bytes (a file, an archive, an upload's chunk) or an
+   empty one (an upload's :commit and :abort).  */
 static const struct
 {
   int method;
@@ -33,6 +34,10 @@ static const struct
   { EVHTTP_REQ_POST, SB ":fork", srv_fields_fork, NULL, NULL },
   { EVHTTP_REQ_POST, SB ":snapshot", srv_fields_snapshot, NULL, NULL },
   { EVHTTP_REQ_POST, SB "/processes", srv_fields_spawn, NULL, NULL },
+  { EVHTTP_REQ_POST, SB "/processes/{pid}:write", srv_fields_write, NULL, NULL },
+  { EVHTTP_REQ_POST, SB "/processes/{pid}:signal", srv_fields_signal, NULL, NULL },
+  { EVHTTP_REQ_POST, SB "/processes/{pid}:resize", srv_fields_size, NULL, NULL },
+  { EVHTTP_REQ_POST, SB "/uploads", srv_fields_upload, NULL, NULL },
   { EVHTTP_REQ_POST, SB "/files:mkdir", srv_fields_mkdir, NULL, NULL },
   { EVHTTP_REQ_POST, SB "/files:remove", srv_fields_remove, NULL, NULL },
   { EVHTTP_REQ_POST, SB "/files:rename", srv_fields_rename, NULL, NULL },

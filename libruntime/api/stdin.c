@@ -26,7 +26,7 @@ parse_size (struct srv_req *r, json_object *o, const char *what, unsigned *cols,
   return true;
 }
 
-static const struct srv_field size_fields[] = { { "cols", json_type_int }, { "rows", json_type_int }, { NULL, 0 } };
+const struct srv_field srv_fields_size[] = { { "cols", json_type_int }, { "rows", json_type_int }, { NULL, 0 } };
 
 bool
 srv_parse_pty (struct srv_req *r, json_object *pty, rt_exec_opts *opts)
@@ -38,21 +38,21 @@ srv_parse_pty (struct srv_req *r, json_object *pty, rt_exec_opts *opts)
   if (!json_object_is_type (pty, json_type_object))
     return bad_request (r, "pty must be an object {cols, rows}");
   issues = json_object_new_array ();
-  srv_fields_check (pty, size_fields, "pty", issues);
+  srv_fields_check (pty, srv_fields_size, "pty", issues);
   if (srv_reply_issues (r, issues))
     return false;
   return parse_size (r, pty, "pty", &opts->pty_cols, &opts->pty_rows);
 }
 
+const struct srv_field srv_fields_write[] = {
+  { "data", json_type_string }, { "base64", json_type_string }, { "offset", json_type_int },
+  { "eof", json_type_boolean }, { NULL, 0 },
+};
+
 void
 srv_process_write (struct srv_req *r)
 {
-  static const struct srv_field fields[] = { { "data", json_type_string },
-                                             { "base64", json_type_string },
-                                             { "offset", json_type_int },
-                                             { "eof", json_type_boolean },
-                                             { NULL, 0 } };
-  cleanup_json json_object *body = srv_body_json (r, fields);
+  cleanup_json json_object *body = srv_body_json (r, srv_fields_write);
   cleanup_error rt_error *err = NULL;
   cleanup_free uint8_t *data = NULL;
   json_object *o, *v;
@@ -86,7 +86,7 @@ srv_process_write (struct srv_req *r)
 void
 srv_process_resize (struct srv_req *r)
 {
-  cleanup_json json_object *body = srv_body_json (r, size_fields);
+  cleanup_json json_object *body = srv_body_json (r, srv_fields_size);
   cleanup_error rt_error *err = NULL;
   unsigned cols, rows;
   rt_sandbox *sb;

@@ -124,7 +124,7 @@ owed_all (const char *uploads)
   return owed;
 }
 
-static const struct srv_field begin_fields[] = {
+const struct srv_field srv_fields_upload[] = {
   { "path", json_type_string },
   { "size", json_type_int },
   { "sha256", json_type_string },
@@ -136,7 +136,7 @@ static const struct srv_field begin_fields[] = {
 static json_object *
 begin_body (struct srv_req *r, unsigned *mode)
 {
-  json_object *body = srv_body_json (r, begin_fields), *v;
+  json_object *body = srv_body_json (r, srv_fields_upload), *v;
   const char *sha;
   int64_t size;
 
@@ -190,9 +190,11 @@ make_upload (const char *path, json_object *meta, uint64_t size, rt_error **err)
 void
 srv_upload_begin (struct srv_req *r)
 {
-  cleanup_sandbox rt_sandbox *sb = srv_sandbox_open (r);
   unsigned mode = 0644;
-  cleanup_json json_object *body = sb ? begin_body (r, &mode) : NULL;
+  /* The body first, as every route checks it (openapi.c): a wrong one
+     wakes no sandbox.  */
+  cleanup_json json_object *body = begin_body (r, &mode);
+  cleanup_sandbox rt_sandbox *sb = body ? srv_sandbox_open (r) : NULL;
   cleanup_free char *dir = tenant_dir (r), *path = NULL, *root = NULL;
   cleanup_error rt_error *err = NULL;
   cleanup_close int lock = -1;
@@ -202,7 +204,7 @@ srv_upload_begin (struct srv_req *r)
   json_object *meta, *o;
   char created[32];
 
-  if (body == NULL || dir == NULL)
+  if (body == NULL || sb == NULL || dir == NULL)
     return;
   size = (uint64_t) rt_json_i64 (body, "size");
   if (rt_lock_dir (dir, &lock, &err) < 0)
