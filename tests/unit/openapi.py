@@ -17,19 +17,9 @@ import time
 import urllib.error
 import urllib.request
 
+from taplib import done, ok
+
 RUNTIME, ROUTES = sys.argv[1], sys.argv[2]
-n = 0
-failed = False
-
-
-def ok(cond, desc, diag=None):
-    global n, failed
-    n += 1
-    print(("ok" if cond else "not ok") + " %d - %s" % (n, desc))
-    if not cond:
-        failed = True
-        if diag:
-            print("# " + str(diag).replace("\n", "\n# "))
 
 
 def call(port, method, path, body=None, token=None):
@@ -128,8 +118,7 @@ def main():
             p.wait()
     finally:
         shutil.rmtree(data, ignore_errors=True)
-    print("1..%d" % n)
-    sys.exit(1 if failed else 0)
+    done()
 
 
 main()

@@ -20,21 +20,11 @@ import sys
 import tempfile
 import time
 
+from taplib import done, ok
+
 RUNTIME, UNIT = sys.argv[1], sys.argv[2]
 HEADER_TIMEOUT = 2
 rest = {}  # per socket: bytes read past an answer
-n = 0
-failed = False
-
-
-def ok(cond, desc, diag=None):
-    global n, failed
-    n += 1
-    print(("ok" if cond else "not ok") + " %d - %s" % (n, desc))
-    if not cond:
-        failed = True
-        if diag:
-            print("# " + str(diag).replace("\n", "\n# "))
 
 
 def start(data, extra=(), fds=1024):
@@ -353,8 +343,7 @@ def main():
         ok(limit and int(limit[0]) >= 65536, "the systemd unit sets LimitNOFILE=65536 or more", limit)
     finally:
         shutil.rmtree(data, ignore_errors=True)
-    print("1..%d" % n)
-    sys.exit(1 if failed else 0)
+    done()
 
 
 main()
