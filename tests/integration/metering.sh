@@ -43,18 +43,27 @@ runtime sandbox exec "$id" --user root -- bash -c 'printf "cpu  0 0 0 999999 0 0
 runtime sandbox spawn "$id" -- timeout 16 sh -c 'while :; do :; done' >/dev/null
 runtime sandbox spawn "$id" -- timeout 16 sh -c 'while :; do :; done' >/dev/null
 sleep 2
-c0=$(cpu_now "$id")
+# The host's own count of QEMU's CPU (utime + stime of the whole process,
+# in ticks), read just before and just after each of the monitor's fresh
+# readings: the meter's figure must lie between them, whatever the load.
+qemu=$(pgrep -f "qemu-system-x86_64.*$RUNTIME_STATE_DIR/$id" | head -1)
+ticks() { awk '{ print $14 + $15 }' "/proc/$qemu/stat"; }
+hb0=$(ticks); c0=$(cpu_now "$id"); ha0=$(ticks)
 sleep 10
-c1=$(cpu_now "$id")
+hb1=$(ticks); c1=$(cpu_now "$id"); ha1=$(ticks)
 busy=$(per10 "$c0" "$c1")
-diag "busy: $busy CPU-s per 10 s (2 vCPUs)"
-# 20 +- 1 where the host has the cores to give.  On a 2-core host the
-# vCPU threads share them with QEMU's other threads (0.18-0.26 CPU-s per
-# 10 s), the monitor (0.002) and whatever else runs: over the monitor's own
-# sample window 19.05-19.51 in six windows on a lightly loaded machine, so
-# a 19 floor would leave 0.05 of margin (16.7 while other VM tests ran).
-# Timed by the shell's clock instead, the same windows read 18.2-22.8.
-check "both vCPUs busy for 10 s are metered at 20 CPU-s (18.5-21)" python3 -c "assert 18.5 <= $busy <= 21.0"
+busy_cpu=$(python3 -c "print(($c1)[0])")
+hz=$(getconf CLK_TCK)
+diag "busy: $busy CPU-s per 10 s (2 vCPUs); the host's count: $(( (hb1 - ha0) * 100 / hz ))-$(( (ha1 - hb0) * 100 / hz )) cs"
+# Ticks are rounded down on each of utime and stime: 2 ticks of slack.
+check "both vCPUs busy for 10 s: metered as the host counted QEMU's CPU" python3 -c "
+d = ($c1)[0] - ($c0)[0]
+assert ($hb1 - $ha0 - 2) / $hz <= d <= ($ha1 - $hb0 + 2) / $hz, d"
+# 20 where the host has the cores to give; on a 2-core host the vCPU
+# threads share them with everything else that runs (16.7 was seen while
+# other VM tests ran), so only "clearly busy" is asserted: the faked
+# /proc/stat says idle, and an idle VM is metered at <= 1.
+check "both vCPUs busy for 10 s are metered as busy (5-21 CPU-s)" python3 -c "assert 5 <= $busy <= 21.0"
 is "the guest's own /proc/stat was faked (and ignored)" "$(runtime sandbox exec "$id" -- head -c 12 /proc/stat)" "cpu  0 0 0 9"
 # Two trial sandboxes whose 60 s leases end (and pause them) while the
 # rest runs, to be woken at the end.
@@ -68,7 +77,7 @@ check "metrics: cost so far in dollars" grep -qE '^cost so far +\$0\.[0-9]{6}$' 
 sleep 6
 runtime sandbox get "$id" --json >"$tmp/get.json"
 check "get --json: cpuSeconds and chargedMicros" python3 -c '
-import json, sys; o = json.load(open(sys.argv[1])); assert o["cpuSeconds"] >= 19 and o["chargedMicros"] > 0, o' "$tmp/get.json"
+import json, sys; o = json.load(open(sys.argv[1])); assert o["cpuSeconds"] >= float(sys.argv[2]) and o["chargedMicros"] > 0, o' "$tmp/get.json" "$busy_cpu"
 # Paused: neither running time nor money moves.
 metered() {
     { curl -s --unix-socket "$RUNTIME_STATE_DIR/$1/api.sock" "http://localhost/v1/sandboxes/$1/metrics" 2>/dev/null ||
@@ -108,7 +117,7 @@ assert float(sys.argv[3]) - 5.5 <= r["runningSeconds"] <= float(sys.argv[3]) + 5
 check "usage: the busy sandbox is there, stopped, charged" python3 -c '
 import json, sys
 u = json.load(open(sys.argv[1])); r = [s for s in u["sandboxes"] if s["resourceId"] == sys.argv[2]][0]
-assert r["state"] == "stopped" and r["activeCpuSeconds"] >= 19 and float(r["chargedUsd"]) > 0, r' "$tmp/usage.json" "$id"
+assert r["state"] == "stopped" and r["activeCpuSeconds"] >= float(sys.argv[3]) and float(r["chargedUsd"]) > 0, r' "$tmp/usage.json" "$id" "$busy_cpu"
 check "usage: the total is the sum of the rows" python3 -c '
 import json, sys
 u = json.load(open(sys.argv[1]))
