@@ -24,10 +24,16 @@ host_mib=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
 if [ "$host_mib" -lt 65000 ]; then
     expect_error "--memory above the host's is refused" usage "more than this host's" runtime sandbox create --memory 65536
     check "… naming --overcommit" grep -q "overcommit" "$tmp/err"
+    expect_error "… and passes with --overcommit (on to the next check: the image)" image_not_found "no-such-image" \
+        runtime sandbox create --memory 65536 --overcommit --image no-such-image
 else
     ok "# SKIP the host has 64 GiB or more"
 fi
 expect_error "no command at all" usage "no command given" runtime sandbox run
+expect_error "prune --older-than beyond 100 years is a usage error" usage "must be an age" \
+    runtime sandbox prune --older-than 40000d
+expect_error "prune --older-than a negative age is a usage error" usage "must be an age" \
+    runtime sandbox prune --older-than -1d
 expect_error "unknown command suggests" usage "Did you mean 'run'" runtime sandbox rnu
 expect_error "unknown group suggests" usage "Did you mean 'sandbox'" runtime sandbx run
 expect_error "bad --vcpu" usage "vcpu must be a whole number from 1 to 16" runtime sandbox run --vcpu 0 -- true

@@ -45,7 +45,7 @@ runtime sandbox create --help >"$tmp/out"; is "create --help exits 0" "$?" 0
 check "… and lists --on-timeout" grep -q -- "--on-timeout" "$tmp/out"
 
 # -- a sandbox whose 60 s lease stops it; looked at again near the end
-lease=$(runtime sandbox create --timeout 60 --on-timeout stop --vcpu 1 --memory 512 --label "t=$tag" 2>"$tmp/err")
+lease=$(runtime sandbox create --timeout 60 --on-timeout stop --vcpu 1 --memory 512 --label "t=$tag" --label "u=$tag" 2>"$tmp/err")
 rc=$?; lease_made=$(date +%s)
 made+=($lease)
 is "create with a 60 s lease" "$rc" 0
@@ -54,7 +54,8 @@ is "… its lease and what ends it" \
     "$(runtime sandbox get "$lease" --json | jq_ 'o["timeoutSeconds"], o["onLeaseEnd"]')" "(60, 'stop')"
 check "… a QEMU runs for it" test -n "$(pgrep -f "qemu-system-x86_64.*$lease")"
 # … and one left to the default end of a lease: pause.
-please=$(runtime sandbox create --timeout 60 --vcpu 1 --memory 512)
+# (u=$tag: the lease and this one, for prune: one stopped, one live.)
+please=$(runtime sandbox create --timeout 60 --vcpu 1 --memory 512 --label "u=$tag")
 made+=($please)
 
 # -- the long-lived sandbox
@@ -268,11 +269,12 @@ end = json.loads(sys.argv[1])["expiresAt"]
 sys.exit(datetime.datetime.fromisoformat(end.replace("Z", "+00:00")) <= datetime.datetime.now(datetime.timezone.utc))' \
     "$(runtime sandbox get "$please" --json)"
 # -- clean-up as docker's: prune, rm of several, rm --label
-runtime sandbox stop "$please" >/dev/null
 is "prune --older-than 1d leaves what just ended" \
     "$(runtime sandbox prune --older-than 1d --label "t=$tag" --json)" "[]"
 is "prune removes the stopped ones, not the live" \
-    "$(runtime sandbox prune --label "t=$tag" --json | jq_ '"'"$lease"'" in [s["id"] for s in o] and "'"$id"'" not in [s["id"] for s in o]')" "True"
+    "$(runtime sandbox prune --label "u=$tag" --json | jq_ '[s["id"] for s in o]')" "['$lease']"
+is "… the live one runs on" "$(state_of "$please")" "running"
+runtime sandbox stop "$please" >/dev/null
 expect_error "… gone: get is not_found" not_found runtime sandbox get "$lease"
 runtime sandbox rm "$please" "$lease" >"$tmp/out"; rc=$?
 is "rm of several (one removed already): exit 0, each id" "$rc $(tr '\n' ' ' <"$tmp/out")" "0 $please $lease "
