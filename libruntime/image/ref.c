@@ -13,6 +13,7 @@
 
 #include "common/strutil.h"
 #include "common/util.h"
+#include "image/oci.h"
 #include "image/ref.h"
 
 #define DOCKER_HUB "docker.io"
@@ -133,21 +134,6 @@ tag_ok (const char *s)
   return true;
 }
 
-/* "sha256:<64 hex>" or "sha512:<128 hex>": what a registry can be asked
-   for and what a pull can check.  */
-static bool
-digest_ok (const char *s)
-{
-  size_t want = strncmp (s, "sha256:", 7) == 0 ? 64 : strncmp (s, "sha512:", 7) == 0 ? 128 : 0;
-
-  if (want == 0 || strlen (s + 7) != want)
-    return false;
-  for (const char *p = s + 7; *p; p++)
-    if (!is_hex (*p))
-      return false;
-  return true;
-}
-
 void
 rt_image_ref_clear (struct rt_image_ref *ref)
 {
@@ -193,7 +179,7 @@ rt_image_ref_parse (const char *s, struct rt_image_ref *ref, rt_error **err)
   name = strndup (s, at ? (size_t) (at - s) : n);
   if (name == NULL)
     return rt_error_oom (err);
-  if (at && !digest_ok (at + 1))
+  if (at && !rt_oci_digest_valid (at + 1))
     return bad (err, s, "the digest must be sha256: and 64 lower-case hex digits (or sha512: and 128)");
   /* The tag: after the last ':' that follows the last '/'.  */
   slash = strrchr (name, '/');
