@@ -58,6 +58,41 @@ rt_layer_path_clean (const char *p)
   return out;
 }
 
+enum rt_layer_oci
+rt_layer_oci_whiteout (const char *clean, char **target)
+{
+  const char *slash = strrchr (clean, '/'), *base = slash ? slash + 1 : clean;
+  size_t dir = slash ? (size_t) (slash - clean) : 0;
+  const char *name = base + 4;
+
+  *target = NULL;
+  if (strncmp (base, ".wh.", 4) != 0)
+    return RT_LAYER_OCI_PLAIN;
+  if (strcmp (base, ".wh..wh..opq") == 0)
+    {
+      *target = strndup (clean, dir);
+      return *target ? RT_LAYER_OCI_OPAQUE : RT_LAYER_OCI_NO_MEMORY;
+    }
+  /* Nothing, ".", "..", or a name the spec keeps for itself.  */
+  if (*name == '\0' || strcmp (name, ".") == 0 || strcmp (name, "..") == 0 || strncmp (name, ".wh.", 4) == 0)
+    return RT_LAYER_OCI_BAD;
+  /* The dir, "/" and the name (no printf helper: fuzz-layer links only
+     this file).  */
+  *target = malloc (dir + 1 + strlen (name) + 1);
+  if (*target == NULL)
+    return RT_LAYER_OCI_NO_MEMORY;
+  memcpy (*target, clean, dir);
+  (*target)[dir] = '/';
+  strcpy (*target + (dir ? dir + 1 : 0), name);
+  if (!rt_layer_path_safe (*target))
+    {
+      free (*target);
+      *target = NULL;
+      return RT_LAYER_OCI_BAD;
+    }
+  return RT_LAYER_OCI_WHITEOUT;
+}
+
 size_t
 rt_layer_through_link (json_object *links, char *path)
 {

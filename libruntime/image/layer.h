@@ -112,6 +112,25 @@ enum rt_layer_verdict rt_layer_check_entry (json_object *links, bool first, cons
                                             struct rt_layer_check *out);
 void rt_layer_check_clear (struct rt_layer_check *c);
 
+/* An OCI layer's whiteout files (the image spec's "Whiteouts"): for a
+   cleaned entry name (rt_layer_path_clean) whose last component starts
+   with ".wh.", what it deletes.  RT_LAYER_OCI_PLAIN: not a whiteout, write
+   it; RT_LAYER_OCI_WHITEOUT: delete *@target (newly allocated, cleaned,
+   never the root, never with ".."); RT_LAYER_OCI_OPAQUE (".wh..wh..opq"):
+   delete what the layers below have in *@target, a directory ("" for the
+   root); RT_LAYER_OCI_BAD: a whiteout of nothing (".wh."), of "." or
+   "..", or another ".wh..wh." name (the spec reserves them): refused;
+   RT_LAYER_OCI_NO_MEMORY.  */
+enum rt_layer_oci
+{
+  RT_LAYER_OCI_PLAIN,
+  RT_LAYER_OCI_WHITEOUT,
+  RT_LAYER_OCI_OPAQUE,
+  RT_LAYER_OCI_BAD,
+  RT_LAYER_OCI_NO_MEMORY,
+};
+enum rt_layer_oci rt_layer_oci_whiteout (const char *clean, char **target);
+
 /* Whether the layer being read, @at bytes unpacked so far (its tar
    stream: libarchive's archive_filter_bytes (a, 0)), then @size more for
    the entry whose header was just read, stays within @b.  */

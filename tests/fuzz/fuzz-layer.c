@@ -11,7 +11,8 @@
  * Checked: whatever is to be written has a clean, relative name with no
  * ".." (and so has a hard link's target); cleaning is idempotent; at
  * import nothing is written through a symlink an earlier entry made, and
- * no device node but a first layer's dev/ passes.
+ * no device node but a first layer's dev/ passes; an OCI whiteout name
+ * deletes only a safe path beside it, never the root.
  */
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -54,6 +55,34 @@ below_link (json_object *links, const char *p)
   return found;
 }
 
+/* An OCI whiteout deletes a clean path with no "..", never the root, in
+   the whiteout's own directory; an opaque marker names that directory.  */
+static void
+check_oci (const char *clean)
+{
+  char *target = NULL;
+  const char *slash = strrchr (clean, '/');
+  size_t dir = slash ? (size_t) (slash - clean) : 0;
+
+  switch (rt_layer_oci_whiteout (clean, &target))
+    {
+    case RT_LAYER_OCI_WHITEOUT:
+      FUZZ_CHECK (target && *target && rt_layer_path_safe (target));
+      FUZZ_CHECK (strncmp (target, clean, dir) == 0 && strchr (target + (dir ? dir + 1 : 0), '/') == NULL);
+      break;
+    case RT_LAYER_OCI_OPAQUE:
+      FUZZ_CHECK (target && strlen (target) == dir && strncmp (target, clean, dir) == 0);
+      break;
+    case RT_LAYER_OCI_PLAIN:
+      FUZZ_CHECK (target == NULL && strncmp (slash ? slash + 1 : clean, ".wh.", 4) != 0);
+      break;
+    case RT_LAYER_OCI_BAD:
+    case RT_LAYER_OCI_NO_MEMORY:
+      FUZZ_CHECK (target == NULL);
+    }
+  free (target);
+}
+
 static void
 check_entry (json_object *links, bool first, const struct rt_layer_entry *e)
 {
@@ -65,7 +94,10 @@ check_entry (json_object *links, bool first, const struct rt_layer_entry *e)
     return;
   v = rt_layer_check_entry (links, first, e, &c);
   if (v != RT_LAYER_BAD_PATH && v != RT_LAYER_NO_MEMORY && c.path && *c.path)
-    check_clean (c.path);
+    {
+      check_clean (c.path);
+      check_oci (c.path);
+    }
   if (v == RT_LAYER_WRITE)
     {
       FUZZ_CHECK (e->hardlink == NULL || c.target != NULL);

@@ -275,9 +275,41 @@ test_clean (void)
     }
 }
 
+static void
+oci (const char *clean, enum rt_layer_oci want, const char *target)
+{
+  static const char *const names[] = { "plain", "whiteout", "opaque", "refused", "no memory" };
+  char *got = NULL;
+  enum rt_layer_oci v = rt_layer_oci_whiteout (clean, &got);
+
+  ok (v == want && (target ? got && strcmp (got, target) == 0 : got == NULL), "OCI '%s': %s%s%s (got %s '%s')", clean,
+      names[want], target ? " of " : "", target ? target : "", names[v], got ? got : "");
+  free (got);
+}
+
+static void
+test_oci_whiteouts (void)
+{
+  oci ("etc/passwd", RT_LAYER_OCI_PLAIN, NULL);
+  oci ("etc/.whitelist", RT_LAYER_OCI_PLAIN, NULL);
+  oci ("etc/.wh.passwd", RT_LAYER_OCI_WHITEOUT, "etc/passwd");
+  oci (".wh.tmp", RT_LAYER_OCI_WHITEOUT, "tmp");
+  oci ("a/b/.wh..hidden", RT_LAYER_OCI_WHITEOUT, "a/b/.hidden");
+  oci ("usr/.wh..wh..opq", RT_LAYER_OCI_OPAQUE, "usr");
+  oci (".wh..wh..opq", RT_LAYER_OCI_OPAQUE, "");
+  oci ("etc/.wh.", RT_LAYER_OCI_BAD, NULL);
+  oci ("etc/.wh..", RT_LAYER_OCI_BAD, NULL);
+  oci ("etc/.wh...", RT_LAYER_OCI_BAD, NULL);
+  oci (".wh...", RT_LAYER_OCI_BAD, NULL);
+  oci ("etc/.wh..wh.plnk", RT_LAYER_OCI_BAD, NULL);
+  oci ("etc/.wh..wh..opq2", RT_LAYER_OCI_BAD, NULL);
+  oci (".wh.etc/passwd", RT_LAYER_OCI_PLAIN, NULL); /* a dir named so: only the last part counts */
+}
+
 int
 main (void)
 {
+  test_oci_whiteouts ();
   test_clean ();
   test_extract ();
   test_dir_name ();
