@@ -385,9 +385,10 @@ lowers (size_t first, size_t i)
 static const char *const inner[] = {
   /* $1 an --apt-mirror or "": its sources list in /run, never in a layer;
      $2 "u" when the lists (in /run/rtb-lists, never in a layer: see
-     lists_path) must be fetched.  A name the lists lack fails
-     the install before it fetches anything: said on a line of its own,
-     exit 42 (missing_package).  An install on cached lists that fails
+     lists_path) must be fetched.  A name the lists lack fails the
+     install before it fetches anything: said on a line of its own, exit
+     42 (missing_package), when there are lists at all (sources that could
+     not be reached are a failed step).  An install on cached lists that fails
      otherwise (a version the mirror has replaced since) fetches them and
      tries once more.  */
   [STEP_APT] = "export DEBIAN_FRONTEND=noninteractive; m=$1; u=$2; shift 2; l=/run/rtb-lists; "
@@ -398,7 +399,7 @@ static const char *const inner[] = {
                "up() { apt-get $o update -q && touch $l/.rtb-fresh; }; "
                "ins() { { apt-get $o install -y -q --no-install-recommends \"$@\" 2>&1; echo $? >/tmp/rtb-rc; } "
                "| tee /tmp/rtb-out; return $(cat /tmp/rtb-rc); }; "
-               "miss() { k=; for p; do n=${p%%=*}; if grep -qxF -e \"E: Unable to locate package $n\" "
+               "miss() { ls $l/*_Packages* >/dev/null 2>&1 || return 1; k=; for p; do n=${p%%=*}; if grep -qxF -e \"E: Unable to locate package $n\" "
                "-e \"E: Version '${p#*=}' for '$n' was not found\" -e \"E: Package '$n' has no installation candidate\" "
                "/tmp/rtb-out; then echo \"rtb: no package $p\"; k=1; fi; done; [ -n \"$k\" ]; }; "
                "if [ -n \"$u\" ]; then up || exit; fi; "
