@@ -5,6 +5,7 @@
 #define RT_CLI_H
 
 #include <json-c/json.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -49,6 +50,10 @@ cli_jsonp (json_object **o)
 #define cleanup_free __attribute__ ((cleanup (cli_freep)))
 #define cleanup_sandbox __attribute__ ((cleanup (cli_sandbox_closep)))
 #define cleanup_json __attribute__ ((cleanup (cli_jsonp)))
+
+/* Blocks the signals that ask us to stop (INT, TERM, HUP) into @mask
+   (cli/sandbox.c).  */
+void cli_block_stop_signals (sigset_t *mask);
 
 int cli_cmd_sandbox (int argc, char **argv);
 int cli_cmd_image (int argc, char **argv);

@@ -4,7 +4,9 @@
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -77,8 +79,9 @@ image_build (struct cli_command *cmd, int argc, char **argv)
   cleanup_context rt_context *ctx = NULL;
   rt_error *err = NULL;
   cleanup_free char *id = NULL;
-  int code = 1;
-  rt_build_opts o = { .log_fd = 2 };
+  int code = 1, ret;
+  rt_build_opts o = { .log_fd = 2, .cancel_fd = -1 };
+  sigset_t mask;
 
   if (!cli_begin (cmd, argc, argv, &a, &code))
     return code;
@@ -102,8 +105,29 @@ image_build (struct cli_command *cmd, int argc, char **argv)
   ctx = cli_context ();
   if (ctx == NULL)
     return 1;
-  if (rt_image_build (ctx, &o, &id, &err) < 0)
-    return cli_lib_fail (err);
+  if (cli_opt (cmd, &a, "quiet"))
+    {
+      o.log_fd = -1;
+      rt_context_set_progress (ctx, NULL, NULL);
+    }
+  /* Ctrl-C, SIGTERM and SIGHUP stop the build through the library (it
+     watches the signalfd), which removes its sandbox and unfinished layer
+     first: as `run`, they must not kill us half-way (nor a closed stderr
+     pipe).  */
+  cli_block_stop_signals (&mask);
+  o.cancel_fd = signalfd (-1, &mask, SFD_CLOEXEC);
+  signal (SIGPIPE, SIG_IGN);
+  ret = rt_image_build (ctx, &o, &id, &err);
+  if (o.cancel_fd >= 0)
+    close (o.cancel_fd);
+  if (ret < 0 && strcmp (err->code, "interrupted") == 0 && !a.json)
+    {
+      fprintf (stderr, "runtime: interrupted; %s\n", err->msg);
+      rt_error_free (err);
+      return 130;
+    }
+  if (ret < 0)
+    return strcmp (err->code, "interrupted") == 0 ? (cli_lib_fail (err), 130) : cli_lib_fail (err);
   if (cli_opt (cmd, &a, "warm"))
     return build_warm (ctx, id, a.json);
   printf (a.json ? "{\"id\":\"%s\"}\n" : "%s\n", id);
@@ -307,6 +331,7 @@ static const struct cli_opt build_opts[] = {
   { "no-cache", NULL, "run every step even when its layer is cached", NULL, false },
   { "apt-mirror", "URL", "the Debian mirror apt steps use and reach", "the default image's", false },
   { "warm", NULL, "then make its template (image warm) for the default shape", NULL, false },
+  { "quiet", NULL, "no progress or step output on stderr (errors still print); only the id", NULL, false },
   { NULL, NULL, NULL, NULL, false },
 };
 

@@ -35,8 +35,6 @@ int cli_show_target_json (struct cli_command *cmd, int argc, char **argv,
                           int (*fetch) (rt_sandbox *sb, struct cli_command *cmd, struct cli_args *a, char **json,
                                         rt_error **err),
                           void (*table) (json_object *value));
-/* Blocks the signals that ask us to stop (INT, TERM, HUP) into @mask.  */
-void cli_block_stop_signals (sigset_t *mask);
 
 /* sandbox-exec.c: running a command, for `run` and `exec`.  */
 struct capture

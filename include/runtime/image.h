@@ -35,6 +35,10 @@ extern "C" {
  *             default image's sources as this host built it.  Never the
  *             sources of the image being built: those are the guest's.
  * @log_fd:    where the steps' progress and output go (-1: nowhere)
+ * @cancel_fd: when readable (a signalfd for SIGINT, say), the build stops:
+ *             its sandbox is removed, its unfinished step leaves nothing
+ *             (the finished ones stay cached) and it fails "interrupted";
+ *             -1 or 0 for none
  */
 typedef struct rt_build_opts
 {
@@ -51,6 +55,7 @@ typedef struct rt_build_opts
   bool no_cache;
   int log_fd;
   const char *apt_mirror;
+  int cancel_fd;
 } rt_build_opts;
 
 /**
@@ -59,7 +64,9 @@ typedef struct rt_build_opts
  * @opts: what to build
  * @id:  the new image's id (free())
  * @err: "build_failed" names the step and carries its last output lines;
- *       "invalid_request" for a bad package name, file or recipe
+ *       "invalid_request" for a bad package name, file or recipe, or an
+ *       apt package the apt sources do not have;
+ *       "interrupted" when @opts->cancel_fd fired
  *
  * Each step runs as root in a build sandbox whose network reaches only
  * what the step needs (Debian's archive for apt, PyPI for pip, the npm

@@ -67,10 +67,11 @@ start_sandbox (struct build *b, size_t first, char **tmpdisk, rt_error **err)
     }
   else
     {
+      cleanup_free char *what = rt_strdup_printf ("%s (its cached steps 1-%zu)", b->name, first);
       *tmpdisk = rt_strdup_printf ("%s/disks/build-%s.ext4", b->ctx->cache_dir, b->steps[first - 1].key);
-      if (*tmpdisk == NULL)
+      if (*tmpdisk == NULL || what == NULL)
         return rt_error_oom (err);
-      ret = rt_image_disk_for_layers (b->ctx, layers, *tmpdisk, err);
+      ret = rt_image_disk_for_layers (b->ctx, layers, what, *tmpdisk, err);
       on.id = (char *) "build";
       on.disk = *tmpdisk;
       on.workdir = (char *) "/";
@@ -166,11 +167,16 @@ run_steps (struct build *b, char **tmpdisk, rt_error **err)
   for (size_t i = first; i < b->n && apt == NULL; i++)
     if (b->steps[i].kind == STEP_APT && (ret = rt_build_apt_hosts (b, &apt, err)) < 0)
       return ret;
+  if ((ret = rt_build_check_cancel (b, err)) < 0)
+    return ret;
   rt_build_say (b, "runtime: starting the build sandbox…");
   if ((ret = start_sandbox (b, first, tmpdisk, err)) < 0)
     return ret;
   for (size_t i = first; i < b->n; i++)
     {
+      if ((ret = rt_build_check_cancel (b, err)) < 0)
+        return ret;
+      b->at = i;
       rt_build_say (b, "runtime: step %zu/%zu: %s", i + 1, b->n, b->steps[i].text);
       if ((ret = rt_build_run_step (b, first, i, apt, err)) < 0)
         return ret;
@@ -278,9 +284,13 @@ rt_local_image_build (rt_context *ctx, const rt_build_opts *o, char **id_out, rt
       ret = rt_error_set (err, EINVAL, "usage", "nothing to build: no --apt, --pip, --npm, --run or --file");
       goto out;
     }
+  b.name = name;
+  b.at = b.n;
   ret = load_base (&b, from, recipe, err);
   if (ret == 0)
     ret = run_steps (&b, &tmpdisk, err);
+  if (ret == 0)
+    ret = rt_build_check_cancel (&b, err);
   if (ret == 0)
     ret = add_image (&b, name, tag, id_out, err);
 out:

@@ -46,6 +46,8 @@ struct build
   json_object *base_layers;
   int log_fd;
   rt_sandbox *sb;
+  const char *name; /* the image's, for progress lines */
+  size_t at;        /* the step running, or n before the first */
 };
 
 /* A NULL-terminated vector with room for @n strings.  */

@@ -6,8 +6,10 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "sandbox/copy.h"
 #include "image/base.h"
@@ -109,8 +111,10 @@ guest_sh (struct build *b, const char *script, char *const *args, struct tail *t
 {
   size_t n = 0;
   const char *argv[64];
-  rt_exec_opts opts = { .user = "root", .timeout_ms = STEP_TIMEOUT_MS, .cancel_fd = -1,
-                        .on_output = on_step_output, .data = t };
+  rt_exec_opts opts = { .user = "root", .timeout_ms = STEP_TIMEOUT_MS,
+                        .cancel_fd = b->o->cancel_fd > 0 ? b->o->cancel_fd : -1, .on_output = on_step_output,
+                        .data = t };
+  int ret;
 
   argv[n++] = (char *) "sh";
   argv[n++] = (char *) "-c";
@@ -120,7 +124,29 @@ guest_sh (struct build *b, const char *script, char *const *args, struct tail *t
     argv[n++] = *args;
   argv[n] = NULL;
   memset (res, 0, sizeof *res);
-  return rt_local_sandbox_exec (b->sb, argv, &opts, res, err);
+  ret = rt_local_sandbox_exec (b->sb, argv, &opts, res, err);
+  if (ret == 0 && res->interrupted)
+    return rt_build_interrupted (b, err);
+  return ret;
+}
+
+int
+rt_build_interrupted (struct build *b, rt_error **err)
+{
+  if (b->at < b->n)
+    return rt_error_set (err, EINTR, "interrupted", "the build stopped at step %zu/%zu (%s); it left no sandbox and "
+                                                    "no partial layer", b->at + 1, b->n, b->steps[b->at].text);
+  return rt_error_set (err, EINTR, "interrupted", "the build stopped before its steps ran; it left no sandbox");
+}
+
+int
+rt_build_check_cancel (struct build *b, rt_error **err)
+{
+  struct pollfd p = { .fd = b->o->cancel_fd, .events = POLLIN };
+
+  if (b->o->cancel_fd > 0 && poll (&p, 1, 0) > 0)
+    return rt_build_interrupted (b, err);
+  return 0;
 }
 
 int
@@ -357,12 +383,30 @@ lowers (size_t first, size_t i)
 /* What a package or command step runs in its chroot, on its words (a
    command step: on its workdir and its command).  */
 static const char *const inner[] = {
-  /* $1 an --apt-mirror or "": its sources list in /run, never in a layer.  */
-  [STEP_APT] = "export DEBIAN_FRONTEND=noninteractive; m=$1; shift; o=; if [ -n \"$m\" ]; then "
-               "[ -r /etc/os-release ] && . /etc/os-release; echo \"deb $m ${VERSION_CODENAME:-bookworm} main\" >/run/rtb-apt.list; "
-               "o='-o Dir::Etc::SourceList=/run/rtb-apt.list -o Dir::Etc::SourceParts=/nonexistent'; fi; "
-               "apt-get $o update -q && apt-get $o install -y -q --no-install-recommends \"$@\" && apt-get clean "
-               "&& rm -rf /var/lib/apt/lists/*",
+  /* $1 an --apt-mirror or "": its sources list in /run, never in a layer;
+     $2 "u" when the lists (in /run/rtb-lists, never in a layer: see
+     lists_path) must be fetched.  A name the lists lack fails the
+     install before it fetches anything: said on a line of its own, exit
+     42 (missing_package), when there are lists at all (sources that could
+     not be reached are a failed step).  An install on cached lists that fails
+     otherwise (a version the mirror has replaced since) fetches them and
+     tries once more.  */
+  [STEP_APT] = "export DEBIAN_FRONTEND=noninteractive; m=$1; u=$2; shift 2; l=/run/rtb-lists; "
+               "o=\"-o Dir::State::Lists=$l -o Acquire::Languages=none\"; "
+               "if [ -n \"$m\" ]; then [ -r /etc/os-release ] && . /etc/os-release; "
+               "echo \"deb $m ${VERSION_CODENAME:-bookworm} main\" >/run/rtb-apt.list; "
+               "o=\"$o -o Dir::Etc::SourceList=/run/rtb-apt.list -o Dir::Etc::SourceParts=/nonexistent\"; fi; "
+               "up() { apt-get $o update -q && touch $l/.rtb-fresh; }; "
+               "ins() { { apt-get $o install -y -q --no-install-recommends \"$@\" 2>&1; echo $? >/tmp/rtb-rc; } "
+               "| tee /tmp/rtb-out; return $(cat /tmp/rtb-rc); }; "
+               "miss() { ls $l/*_Packages* >/dev/null 2>&1 || return 1; k=; for p; do n=${p%%=*}; if grep -qxF -e \"E: Unable to locate package $n\" "
+               "-e \"E: Version '${p#*=}' for '$n' was not found\" -e \"E: Package '$n' has no installation candidate\" "
+               "/tmp/rtb-out; then echo \"rtb: no package $p\"; k=1; fi; done; [ -n \"$k\" ]; }; "
+               "if [ -n \"$u\" ]; then up || exit; fi; "
+               "ins \"$@\" || { miss \"$@\" && exit 42; [ -z \"$u\" ] || exit 1; "
+               "echo 'runtime: the install failed on the cached apt lists: fetching them'; "
+               "up && ins \"$@\" || { miss \"$@\" && exit 42; exit 1; }; }; "
+               "apt-get $o clean && rm -rf /var/lib/apt/lists/*",
   [STEP_PIP] = "python3 -m pip install --no-cache-dir --break-system-packages --root-user-action=ignore "
                "--progress-bar off \"$@\"",
   /* Debian's npm package pulls in ~500 packages (10 min under TCG):
@@ -376,10 +420,26 @@ static const char *const inner[] = {
   [STEP_RUN] = "cd \"$1\" 2>/dev/null || cd /; eval \"$2\"",
 };
 
+/* Runs @script with its stdout into the new file @path (a mkostemp
+   template; the caller unlinks it): the guest picks what it sends, so the
+   file is O_EXCL and stops at RT_LAYER_MAX_BYTES (t->too_big).  */
+static int
+guest_to_file (struct build *b, const char *script, char *const *args, char *path, struct tail *t,
+               rt_exec_result *res, rt_error **err)
+{
+  int fd = mkostemp (path, O_CLOEXEC), ret;
+
+  if (fd < 0)
+    return rt_error_set (err, errno, "internal", "cannot create '%s': %s", path, strerror (errno));
+  *t = (struct tail){ .b = b, .fd = fd };
+  ret = guest_sh (b, script, args, t, res, err);
+  close (fd);
+  return ret;
+}
+
 /* Step @i's changes: the upper dir, tarred by the guest, stored by the
    host as its layer, and cached.  The tar is the guest's to fake: it
-   lands in a file of the private store (O_EXCL) and stops at
-   RT_LAYER_MAX_BYTES.  */
+   lands in a file of the private store (guest_to_file).  */
 static int
 capture_layer (struct build *b, size_t i, char *const *margs, rt_error **err)
 {
@@ -387,19 +447,14 @@ capture_layer (struct build *b, size_t i, char *const *margs, rt_error **err)
   struct step *s = &b->steps[i];
   cleanup_free char *raw = NULL;
   cleanup_error rt_error *e = NULL;
-  struct tail t;
+  struct tail t = { .b = b, .fd = -1 };
   rt_exec_result res;
-  int ret, fd;
+  int ret;
 
   raw = rt_strdup_printf ("%s/images/layers/raw.tmp.XXXXXX", b->ctx->data_dir);
   if (raw == NULL)
     return rt_error_oom (err);
-  fd = mkostemp (raw, O_CLOEXEC);
-  if (fd < 0)
-    return rt_error_set (err, errno, "internal", "cannot create '%s': %s", raw, strerror (errno));
-  t = (struct tail){ .b = b, .fd = fd };
-  ret = guest_sh (b, capture_script, margs, &t, &res, &e);
-  close (fd);
+  ret = guest_to_file (b, capture_script, margs, raw, &t, &res, &e);
   if (t.too_big)
     {
       rt_error_set (err, EFBIG, "build_failed", "step %zu/%zu (%s) changed more than %llu MiB", i + 1, b->n, s->text,
@@ -419,6 +474,120 @@ capture_layer (struct build *b, size_t i, char *const *margs, rt_error **err)
   if (ret == 0)
     cache_store (b, s);
   return ret;
+}
+
+/* apt's package lists, kept from one build to the next (24-28 s of
+   apt-get update each): <cache>/apt-lists/<key>.tar.gz, the key the SHA-256
+   of the apt step's parent (the base image's id, or the --file steps' key
+   over it: those may change the sources) and the --apt-mirror.  They are
+   a guest's tar, as a layer is: the host only keeps it, in the builder's
+   own cache (cache_dir), and copies it into that builder's next build
+   sandbox, whose tar unpacks it.  Older than a day, or with --no-cache,
+   they are fetched again.  */
+#define LISTS_MAX_AGE_S (24 * 3600)
+
+static char *
+lists_path (struct build *b, const char *parent)
+{
+  cleanup_free char *dir = cache_dir (b);
+  const char *mirror = b->o->apt_mirror ? b->o->apt_mirror : "";
+  unsigned char digest[32];
+  char hex[65];
+  EVP_MD_CTX *md = EVP_MD_CTX_new ();
+
+  if (dir == NULL || md == NULL || EVP_DigestInit_ex (md, EVP_sha256 (), NULL) != 1)
+    {
+      EVP_MD_CTX_free (md);
+      return NULL;
+    }
+  EVP_DigestUpdate (md, parent, strlen (parent) + 1);
+  EVP_DigestUpdate (md, mirror, strlen (mirror) + 1);
+  EVP_DigestFinal_ex (md, digest, NULL);
+  EVP_MD_CTX_free (md);
+  for (unsigned i = 0; i < 32; i++)
+    sprintf (hex + 2 * i, "%02x", digest[i]);
+  return rt_strdup_printf ("%s/apt-lists/%s.tar.gz", dir, hex);
+}
+
+/* Into the guest's WORK/lists (bound at the step's /run/rtb-lists): the
+   cached lists at @path when fresh (*fetch false), else nothing (*fetch
+   true).  */
+static int
+lists_load (struct build *b, const char *path, char *const *margs, bool *fetch, rt_error **err)
+{
+  static const char lists_script[] =
+      "set -e; r=" WORK "/r$1; mkdir -p " WORK "/lists $r/run/rtb-lists; if [ -f /tmp/rtb-lists.tar ]; then "
+      "tar -xzf /tmp/rtb-lists.tar -C " WORK "/lists; rm -f /tmp/rtb-lists.tar; fi; "
+      "mount --bind " WORK "/lists $r/run/rtb-lists";
+  rt_copy_opts copy = { .follow = true, .cancel_fd = b->o->cancel_fd > 0 ? b->o->cancel_fd : -1 };
+  time_t now = time (NULL);
+  struct stat st;
+  int ret;
+
+  *fetch = b->o->no_cache || path == NULL || stat (path, &st) < 0 || st.st_mtime > now + 60
+           || now - st.st_mtime > LISTS_MAX_AGE_S;
+  if (!*fetch)
+    {
+      cleanup_error rt_error *e = NULL;
+      ret = rt_local_sandbox_copy_in (b->sb, path, "/tmp/rtb-lists.tar", &copy, NULL, &e);
+      if (ret < 0 && strcmp (e->code, "interrupted") == 0)
+        return rt_build_interrupted (b, err);
+      *fetch = ret < 0;
+    }
+  if (!*fetch)
+    {
+      char when[32];
+      struct tm tm;
+      gmtime_r (&st.st_mtime, &tm);
+      strftime (when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
+      rt_build_say (b, "runtime: apt lists of %s reused (--no-cache fetches them again)", when);
+    }
+  return rt_build_guest_must (b, "preparing the apt lists", lists_script, margs, err);
+}
+
+/* The guest's lists, when its step fetched them, into the cache at @path.
+   Best effort: a build without them only takes longer.  */
+static int
+lists_store (struct build *b, const char *path, rt_error **err)
+{
+  static const char store_script[] = "[ -f " WORK "/lists/.rtb-fresh ] || exit 3; rm -f " WORK "/lists/.rtb-fresh; "
+                                     "exec tar --numeric-owner -C " WORK "/lists --exclude=./lock --exclude=./partial -czf - .";
+  cleanup_free char *dir = path ? strndup (path, strrchr (path, '/') - path) : NULL;
+  cleanup_free char *tmp = dir ? rt_strdup_printf ("%s/.tmp.XXXXXX", dir) : NULL;
+  cleanup_free char *top = cache_dir (b);
+  cleanup_error rt_error *e = NULL;
+  struct tail t = { .b = b, .fd = -1 };
+  rt_exec_result res;
+  int ret;
+
+  if (tmp == NULL || top == NULL || rt_image_private_dir (top, NULL) < 0 || rt_image_private_dir (dir, NULL) < 0)
+    return 0;
+  ret = guest_to_file (b, store_script, NULL, tmp, &t, &res, &e);
+  if (ret == 0 && res.exit_code == 0 && !res.signal && !t.failed && !t.too_big && rename (tmp, path) == 0)
+    return 0;
+  unlink (tmp);
+  if (ret < 0 && strcmp (e->code, "interrupted") == 0)
+    {
+      *err = steal_pointer (&e);
+      return ret;
+    }
+  return 0;
+}
+
+/* The package of @s the guest said its lists lack (exit 42, "rtb: no
+   package NAME"), when it is one of the step's: never the guest's text.  */
+static const char *
+missing_package (struct tail *t, struct step *s)
+{
+  t->buf[t->len < TAIL_MAX ? t->len : TAIL_MAX - 1] = '\0';
+  for (char **w = s->words; *w; w++)
+    {
+      char needle[320];
+      snprintf (needle, sizeof needle, "rtb: no package %s\n", *w);
+      if (strstr (t->buf, needle))
+        return *w;
+    }
+  return NULL;
 }
 
 int
@@ -449,6 +618,9 @@ rt_build_run_step (struct build *b, size_t first, size_t i, char **apt, rt_error
       "exec chroot \"$r\" sh -c \"$s\" sh \"$@\"";
   struct step *s = &b->steps[i];
   cleanup_free char *low = lowers (first, i);
+  cleanup_free char *lists = s->kind == STEP_APT ? lists_path (b, i ? b->steps[i - 1].key : b->base_id) : NULL;
+  bool fetch = true;
+  const char *missing;
   char idx[24];
   char *margs[] = { idx, low, NULL };
   char *args[64];
@@ -486,14 +658,28 @@ rt_build_run_step (struct build *b, size_t first, size_t i, char **apt, rt_error
   else
     {
       if (s->kind == STEP_APT)
-        args[n++] = (char *) (b->o->apt_mirror ? b->o->apt_mirror : "");
+        {
+          if ((ret = lists_load (b, lists, margs, &fetch, err)) < 0)
+            return ret;
+          args[n++] = (char *) (b->o->apt_mirror ? b->o->apt_mirror : "");
+          args[n++] = (char *) (fetch ? "u" : "");
+        }
       for (char **w = s->words; *w && n < 62; w++)
         args[n++] = *w;
     }
   args[n] = NULL;
   ret = guest_sh (b, s->kind == STEP_FILE ? file_script : chroot_script, args, &t, &res, err);
+  if (ret == 0 && s->kind == STEP_APT)
+    ret = lists_store (b, lists, err);
   if (ret < 0)
     return ret;
+  if (s->kind == STEP_APT && res.exit_code == 42 && (missing = missing_package (&t, s)))
+    {
+      rt_error_set (err, EINVAL, "invalid_request", "no package '%s' in %s", missing,
+                    b->o->apt_mirror ? b->o->apt_mirror : "the image's apt sources");
+      return rt_error_hint (err, fetch ? "apt-cache search WORD in a sandbox after apt-get update lists the names"
+                                       : "its apt lists were cached; --no-cache fetches them again");
+    }
   if (res.exit_code != 0 || res.signal || res.timed_out)
     {
       rt_error_set (err, EIO, "build_failed", "step %zu/%zu (%s) failed with exit code %d", i + 1, b->n, s->text,

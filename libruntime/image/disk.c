@@ -224,11 +224,11 @@ rt_image_ensure_disk (rt_context *ctx, const char *ref, struct rt_image_disk *ou
 }
 
 int
-rt_image_disk_for_layers (rt_context *ctx, json_object *layers, const char *disk, rt_error **err)
+rt_image_disk_for_layers (rt_context *ctx, json_object *layers, const char *name, const char *disk, rt_error **err)
 {
   cleanup_json json_object *m = json_object_new_object ();
 
-  json_object_object_add (m, "name", json_object_new_string ("build"));
+  json_object_object_add (m, "name", json_object_new_string (name));
   json_object_object_add (m, "layers", json_object_get (layers));
   return make_disk (ctx, "build", m, disk, err);
 }

@@ -18,7 +18,9 @@ struct rt_image_disk
 int rt_image_ensure_disk (rt_context *ctx, const char *ref, struct rt_image_disk *out, rt_error **err);
 void rt_image_disk_clear (struct rt_image_disk *d);
 
-/* An ext4 boot disk at @disk holding @layers (a JSON array of digests).  */
-int rt_image_disk_for_layers (rt_context *ctx, json_object *layers, const char *disk, rt_error **err);
+/* An ext4 boot disk at @disk holding @layers (a JSON array of digests);
+   @name is what the progress line calls it.  */
+int rt_image_disk_for_layers (rt_context *ctx, json_object *layers, const char *name, const char *disk,
+                              rt_error **err);
 
 #endif

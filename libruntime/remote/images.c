@@ -191,8 +191,9 @@ on_log (void *data, const char *buf, size_t n)
 /* Follows the log from its cursor until the end event, and takes the
    image's id from it.  */
 static int
-await_build (rt_context *ctx, const char *build, int log_fd, char **id, rt_error **err)
+await_build (rt_context *ctx, const char *build, const rt_build_opts *o, char **id, rt_error **err)
 {
+  int log_fd = o->log_fd;
   struct build_log l = { .fd = log_fd };
   struct rt_ndjson lines = { .on_line = log_line, .data = &l };
   const char *state = NULL;
@@ -203,7 +204,8 @@ await_build (rt_context *ctx, const char *build, int log_fd, char **id, rt_error
       char suffix[64];
       cleanup_free char *path = NULL;
       struct rt_remote_req req = { .method = "GET", .accept = "application/x-ndjson", .on_data = on_log,
-                                   .data = &lines, .watch_fd = -1 };
+                                   .data = &lines, .watch_fd = o->cancel_fd > 0 ? o->cancel_fd : -1,
+                                   .abort_on_watch = true };
       struct rt_remote_answer ans = { 0 };
       uint64_t before = l.cursor;
 
@@ -214,6 +216,15 @@ await_build (rt_context *ctx, const char *build, int log_fd, char **id, rt_error
         {
           req.path = path;
           ret = rt_remote_send (ctx, &req, &ans, err);
+        }
+      /* The API has no way to stop a build: say that it goes on.  */
+      if (ans.interrupted)
+        {
+          rt_remote_answer_clear (&ans);
+          free (lines.buf);
+          json_object_put (l.end);
+          rt_error_set (err, EINTR, "interrupted", "stopped following build %s; %s goes on with it", build, ctx->api_url);
+          return rt_error_hint (err, "runtime image get %s shows how it ends", build);
         }
       rt_remote_answer_clear (&ans);
       lines.len = 0;
@@ -254,7 +265,7 @@ rt_remote_image_build (rt_context *ctx, const rt_build_opts *opts, char **id, rt
   got = rt_json_str (img, "id");
   if (got == NULL)
     return rt_error_set (err, EIO, "internal", "%s answered without an image id", ctx->api_url);
-  return await_build (ctx, got, opts->log_fd, id, err);
+  return await_build (ctx, got, opts, id, err);
 }
 
 int

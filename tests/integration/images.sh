@@ -11,6 +11,8 @@
 export RUNTIME_DATA_DIR="$tmp/data"
 mkdir -p "$RUNTIME_DATA_DIR"
 if [ -d "${RUNTIME_TEST_DATA:-}/images" ]; then cp -al "$RUNTIME_TEST_DATA/images" "$RUNTIME_DATA_DIR/"; fi
+# The first --apt build below must fetch apt's lists itself.
+rm -rf "$RUNTIME_DATA_DIR/images/cache/apt-lists"
 
 id=
 trap 'runtime sandbox rm "$id" >/dev/null 2>&1; testnet_down; cleanup' EXIT
@@ -34,6 +36,7 @@ runtime image build --run 'echo built >/built; rm -rf /usr/share/doc' --file "$t
     --env GREETING=hi --workdir /opt --name demo >"$tmp/id1" 2>"$tmp/log1"
 check "build --run --file prints an id" grep -qE '^[0-9a-f]{64}$' "$tmp/id1"
 check "… and a progress line per step" test "$(grep -c '^runtime: step [12]/2: ' "$tmp/log1")" = 2
+is "… and leaves no sandbox record" "$(runtime sandbox ls -a | tail -n +2)" ""
 out=$(runtime sandbox run --image demo -- bash -c 'cat /built /opt/hello.txt; echo $GREETING; pwd; ls /usr/share/doc 2>&1 | wc -l')
 is "a sandbox from the image has its files, env and workdir (and the deletion)" "$out" "$(printf 'built\nv1\nhi\n/opt\n1')"
 runtime image build --run 'echo built >/built; rm -rf /usr/share/doc' --file "$tmp/hello.txt:/opt/" \
@@ -41,6 +44,10 @@ runtime image build --run 'echo built >/built; rm -rf /usr/share/doc' --file "$t
 is "an identical build answers with the same image" "$(cat "$tmp/id1b")" "$(cat "$tmp/id1")"
 is "… with every step cached" "$(grep -c '(cached)$' "$tmp/log1b")" "2"
 check "… and no build sandbox" sh -c "! grep -q 'starting the build sandbox' '$tmp/log1b'"
+runtime image build --quiet --run 'echo built >/built; rm -rf /usr/share/doc' --file "$tmp/hello.txt:/opt/" \
+    --env GREETING=hi --workdir /opt --name demo >"$tmp/id1q" 2>"$tmp/log1q"
+is "--quiet prints the id" "$(cat "$tmp/id1q")" "$(cat "$tmp/id1")"
+is "… and nothing on stderr" "$(cat "$tmp/log1q")" ""
 runtime image build --run 'echo built >/built; rm -rf /usr/share/doc' --file "$tmp/hello.txt:/opt/" \
     --env GREETING=bye --workdir /opt --name envdemo >/dev/null 2>"$tmp/log1c"
 is "another --env keeps the --file step cached" "$(grep -c '(cached)$' "$tmp/log1c")" "1"
@@ -93,6 +100,18 @@ is "build --apt installs a Debian package" "$rc" "0"
 [ "$rc" = 0 ] || diag "$(tail -5 "$tmp/log")"
 is "… which the image runs" "$(runtime sandbox run --image aptimg -- bash -c 'tree --version | cut -c1-4')" "tree"
 check "… and no apt lists are left in the image" test "$(runtime sandbox run --image aptimg -- bash -c 'ls /var/lib/apt/lists | grep -vc -e lock -e partial')" = 0
+check "… fetching apt's lists (apt-get update)" grep -q 'InRelease' "$tmp/log"
+# The same base: apt's lists come from the cache, and the unknown name is
+# found before anything is installed.
+runtime image build --apt tree --apt nosuch-rt-pkg --name aptbad >"$tmp/out" 2>"$tmp/err"; rc=$?
+is "an unknown --apt name fails the build" "$rc" "1"
+is "… in one error line naming it" "$(grep -v '^Hint: ' "$tmp/err" | grep -c '^Error')" "1"
+check "… that line" grep -qx "Error \[invalid_request\]: no package 'nosuch-rt-pkg' in the image's apt sources" "$tmp/err"
+check "… on the cached apt lists" grep -q '^runtime: apt lists of .* reused' "$tmp/err"
+check "… without apt-get update" sh -c "! grep -q InRelease '$tmp/err'"
+check "… before installing anything" sh -c "! grep -q '^Unpacking' '$tmp/err'"
+expect_error "… and leaves no image" image_not_found runtime image get aptbad
+is "… nor a sandbox record" "$(runtime sandbox ls -a | tail -n +2)" ""
 
 # -- npm from the npm registry (Node.js from Debian, npm from the registry)
 runtime image build --from aptimg --apt nodejs --npm is-number --name npmimg >/dev/null 2>"$tmp/log"; rc=$?
@@ -114,6 +133,25 @@ is "an id prefix is a ref" "$(runtime image get "${rid:0:12}" --json | json_get 
 is "image ls shows ID NAME VERSION TAGS MIB CREATED" "$(runtime image ls | head -1 | tr -s ' ')" \
     "ID NAME VERSION TAGS MIB CREATED"
 check "… the id first, shortened" sh -c "runtime image ls | grep -q '^${rid:0:12} *recipeimg *1 '"
+
+# -- Ctrl-C (SIGINT from a script) mid-build: nothing of it stays.  The
+# --file step is demo's (cached), so the build boots a disk of it.
+disks=$(ls "$RUNTIME_CACHE_DIR/disks")
+runtime image build --file "$tmp/hello.txt:/opt/" --run 'echo started; sleep 600' --name intr >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+for _ in $(seq 3000); do grep -q '^started' "$tmp/err" 2>/dev/null && break; sleep 0.1; done
+check "the interrupted build's step started" grep -q '^started' "$tmp/err"
+check "… on a boot disk named after the image" grep -q '^runtime: Making the boot disk of image intr ' "$tmp/err"
+kill -INT $pid
+wait $pid; rc=$?
+is "SIGINT stops a build with exit 130" "$rc" "130"
+check "… saying it was interrupted" grep -q '^runtime: interrupted; the build stopped at step 2/2' "$tmp/err"
+is "… leaving no sandbox record" "$(runtime sandbox ls -a | tail -n +2)" ""
+for _ in $(seq 50); do [ -z "$(our_qemus)" ] && break; sleep 0.1; done
+is "… no QEMU" "$(our_qemus)" ""
+is "… no temporary layer" "$(ls "$RUNTIME_DATA_DIR/images/layers" | grep -c tmp)" "0"
+is "… no disk or temporary file in the disk cache" "$(ls "$RUNTIME_CACHE_DIR/disks")" "$disks"
+expect_error "… and no image" image_not_found runtime image get intr
 
 # -- images in use, export, rm, import
 id=$(runtime sandbox create --image demo@1 --timeout 600)
