@@ -122,6 +122,7 @@ struct srv_req
   bool authed;
   bool session;             /* authed by a session (sess), acting as its token */
   struct srv_session sess;
+  char idem_owner[72]; /* a session's: its Idempotency-Keys are its own, not its token's */
   struct srv_bucket *bucket; /* loop thread: its token's, while in flight */
   char request_id[72];
   uint64_t t0_ms; /* CLOCK_MONOTONIC: its start */

@@ -318,13 +318,7 @@ dispatch_idem (struct srv_req *r)
     return srv_reply_error (r, 400, "invalid_request", "send 1 to 255 characters", NULL, "bad Idempotency-Key");
   /* Only here is the body hashed: not for every request.  */
   rt_sha256_hex (r->body ? r->body : (const unsigned char *) "", r->body_len, r->body_sha);
-  {
-    /* A session's keys are its own, not its token's: neither replays the
-       other's answers.  */
-    char owner[sizeof r->token.name + sizeof r->sess.id + 1];
-    snprintf (owner, sizeof owner, "%s%s%s", r->token.name, r->session ? "/" : "", r->session ? r->sess.id : "");
-    r->idem_id = srv_idem_id (owner, srv_method (r), r->path, key);
-  }
+  r->idem_id = srv_idem_id (r->session ? r->idem_owner : r->token.name, srv_method (r), r->path, key);
   if (r->idem_id == NULL)
     return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
   st = srv_idem_begin (r->srv->idem, r->idem_id, r->body_sha, &status, &ctype, &body, &len);

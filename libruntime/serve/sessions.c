@@ -325,6 +325,8 @@ srv_session_admit (struct srv_req *r, int state)
                        "a session reaches only sandbox %s's exec, processes and files, by its id", r->sess.sandbox);
       return false;
     }
+  /* Neither it nor its token replays the other's answers.  */
+  snprintf (r->idem_owner, sizeof r->idem_owner, "%s/%s", r->token.name, r->sess.id);
   return r->authed = true;
 }
 
