@@ -7,7 +7,8 @@
  * queue and replies), commands.c (one running command), requests.c (what
  * the host asks), connect.c (CONNECT: a TCP connection as a stream),
  * restore.c (FREEZE, QUIESCE, RESTORE), conn.c (the port and its state),
- * loop.c (the poll() loop).
+ * loop.c (the poll() loop); watch.c (a directory watch on inotify, not yet
+ * called by the loop).
  *
  * Every header of this folder includes this one and no other of it.
  */

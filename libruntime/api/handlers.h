@@ -24,6 +24,7 @@ extern const struct srv_field srv_fields_upload[];                          /* u
 extern const struct srv_field srv_fields_mkdir[], srv_fields_remove[], srv_fields_rename[]; /* files.c */
 extern const struct srv_field srv_fields_build[], srv_fields_recipe[];      /* images.c */
 extern const struct srv_field srv_fields_secret[];                          /* secrets.c */
+extern const struct srv_field srv_fields_session[];                         /* sessions.c */
 
 /* openapi.c: GET /v1/openapi.json, and the document it answers (the caller
    owns it).  */
@@ -49,6 +50,12 @@ void srv_snapshot_delete (struct srv_req *r);
 json_object *srv_sandbox_info (rt_context *ctx, const char *ref, rt_error **err);
 json_object *srv_sandbox_wait (struct srv_req *r, rt_context *ctx, const char *ref, const char *want, int timeout_s,
                                rt_error **err);
+
+/* sessions.c */
+void srv_session_create (struct srv_req *r);
+void srv_session_list (struct srv_req *r);
+void srv_session_delete (struct srv_req *r);
+void srv_session_verb (struct srv_req *r); /* :revoke */
 
 /* exec.c */
 void srv_exec (struct srv_req *r);

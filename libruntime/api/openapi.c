@@ -33,6 +33,8 @@ static const struct
   { EVHTTP_REQ_POST, SB ":update", srv_fields_update, NULL, NULL },
   { EVHTTP_REQ_POST, SB ":fork", srv_fields_fork, NULL, NULL },
   { EVHTTP_REQ_POST, SB ":snapshot", srv_fields_snapshot, NULL, NULL },
+  { EVHTTP_REQ_POST, SB "/sessions", srv_fields_session, NULL, NULL },
+  { EVHTTP_REQ_POST, SB "/sessions/{session}:revoke", srv_fields_none, NULL, NULL },
   { EVHTTP_REQ_POST, SB "/processes", srv_fields_spawn, NULL, NULL },
   { EVHTTP_REQ_POST, SB "/processes/{pid}:write", srv_fields_write, NULL, NULL },
   { EVHTTP_REQ_POST, SB "/processes/{pid}:signal", srv_fields_signal, NULL, NULL },

@@ -435,7 +435,10 @@ judge (struct gate *g, char *blk, size_t *body, bool *open, bool *authed_out)
   struct evhttp_uri *uri = NULL;
   const struct srv_route *rt;
   struct rt_token_info info;
+  struct srv_session ss;
+  const char *bearer;
   bool authed, big;
+  int sess;
   long long n;
   int method;
 
@@ -449,12 +452,18 @@ judge (struct gate *g, char *blk, size_t *body, bool *open, bool *authed_out)
   evhttp_uri_free (uri);
   if (method < 0)
     return R_METHOD;
-  authed
-      = h.auth && strncasecmp (h.auth, "Bearer ", 7) == 0 && rt_tokens_check (g->srv->tokens, h.auth + 7, &info) == 1;
+  /* An active session counts as a token here; what it may reach is
+     srv_session_admit's to say, once the request is read.  One that
+     ended passes as a tokenless request does (a small body, timed), so
+     that its 401 carries its page's CORS (sessions.h).  */
+  bearer = h.auth && strncasecmp (h.auth, "Bearer ", 7) == 0 ? h.auth + 7 : NULL;
+  authed = bearer && rt_tokens_check (g->srv->tokens, bearer, &info) == 1;
+  sess = bearer && !authed ? srv_sessions_check (g->srv, bearer, &ss) : 0;
+  authed |= sess == 1;
   if (g->probation && !authed)
     return R_CROWDED;
   g->probation = false;
-  if (rt && !(rt->flags & SRV_NO_AUTH) && !authed)
+  if (rt && !(rt->flags & SRV_NO_AUTH) && !authed && sess != -1)
     return h.auth ? R_BAD_TOKEN : R_NO_TOKEN;
   *authed_out = authed;
   if (authed)

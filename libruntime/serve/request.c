@@ -29,6 +29,8 @@ srv_method_name (int method)
       return "HEAD";
     case EVHTTP_REQ_PATCH:
       return "PATCH";
+    case EVHTTP_REQ_OPTIONS:
+      return "OPTIONS";
     default:
       return "OTHER";
     }
@@ -38,7 +40,7 @@ int
 srv_method_code (const char *name)
 {
   static const int codes[] = { EVHTTP_REQ_GET,    EVHTTP_REQ_POST, EVHTTP_REQ_PUT,
-                               EVHTTP_REQ_DELETE, EVHTTP_REQ_HEAD, EVHTTP_REQ_PATCH };
+                               EVHTTP_REQ_DELETE, EVHTTP_REQ_HEAD, EVHTTP_REQ_PATCH, EVHTTP_REQ_OPTIONS };
 
   for (size_t i = 0; name && i < sizeof codes / sizeof codes[0]; i++)
     if (strcmp (srv_method_name (codes[i]), name) == 0)
@@ -182,6 +184,12 @@ const struct rt_token_info *
 srv_token (struct srv_req *r)
 {
   return r->authed ? &r->token : NULL;
+}
+
+bool
+srv_tls (struct srv_req *r)
+{
+  return r->srv->ssl != NULL;
 }
 
 /* A context of the host's, acting as the token's tenant when there is
@@ -424,8 +432,10 @@ srv_add_header (struct srv_req *r, const char *name, const char *value)
   pthread_mutex_unlock (&r->mu);
 }
 
-void
-srv_reply_bytes (struct srv_req *r, int status, const char *ctype, const void *data, size_t len)
+/* The answer @data; what its Idempotency-Key keeps, @kept.  */
+static void
+reply_kept (struct srv_req *r, int status, const char *ctype, const void *data, size_t len, const void *kept,
+            size_t kept_len)
 {
   bool first;
 
@@ -435,8 +445,8 @@ srv_reply_bytes (struct srv_req *r, int status, const char *ctype, const void *d
   /* Kept here, off the loop thread (an fsync), before the loop can send
      the answer and let a retry waiting for it read it.  The loop reads
      idem_id only once the answer is there.  */
-  if (first && r->idem_id && srv_idem_keepable (status, ctype, len))
-    srv_idem_store (r->srv->idem, r->idem_id, r->body_sha, status, ctype, data, len);
+  if (first && r->idem_id && srv_idem_keepable (status, ctype, kept_len))
+    srv_idem_store (r->srv->idem, r->idem_id, r->body_sha, status, ctype, kept, kept_len);
   pthread_mutex_lock (&r->mu);
   if (!r->whole && !r->started)
     {
@@ -448,6 +458,32 @@ srv_reply_bytes (struct srv_req *r, int status, const char *ctype, const void *d
     }
   pthread_mutex_unlock (&r->mu);
   srv_req_wake (r);
+}
+
+void
+srv_reply_bytes (struct srv_req *r, int status, const char *ctype, const void *data, size_t len)
+{
+  reply_kept (r, status, ctype, data, len, data, len);
+}
+
+void
+srv_reply_json_once (struct srv_req *r, int status, json_object *o, const char *field)
+{
+  const int flags = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
+  char *whole = strdup (json_object_to_json_string_ext (o, flags));
+  size_t len;
+  const char *kept;
+
+  json_object_object_add (o, field, NULL);
+  kept = json_object_to_json_string_length (o, flags, &len);
+  if (whole == NULL)
+    srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
+  else
+    reply_kept (r, status, "application/json", whole, strlen (whole), kept, len);
+  if (whole)
+    explicit_bzero (whole, strlen (whole));
+  free (whole);
+  json_object_put (o);
 }
 
 void

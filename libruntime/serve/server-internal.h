@@ -14,6 +14,7 @@
 
 #include "serve/idem.h"
 #include "serve/server.h"
+#include "serve/sessions.h"
 
 #define SRV_MAX_PARAMS 4
 /* Requests queued or answered by worker threads at once (and threads);
@@ -51,6 +52,7 @@ struct srv
   struct evhttp *http;
   SSL_CTX *ssl;
   struct rt_tokens *tokens;
+  struct srv_sessions *sessions; /* sessions.c */
   struct srv_idem *idem;
   struct evhttp_bound_socket *bound;
   struct event *sigterm, *sigint, *stop_timer, *sweep_timer;
@@ -118,6 +120,9 @@ struct srv_req
   const struct srv_route *route;
   struct rt_token_info token;
   bool authed;
+  bool session;             /* authed by a session (sess), acting as its token */
+  struct srv_session sess;
+  char idem_owner[72]; /* a session's: its Idempotency-Keys are its own, not its token's */
   struct srv_bucket *bucket; /* loop thread: its token's, while in flight */
   char request_id[72];
   uint64_t t0_ms; /* CLOCK_MONOTONIC: its start */

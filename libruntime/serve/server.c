@@ -318,7 +318,7 @@ dispatch_idem (struct srv_req *r)
     return srv_reply_error (r, 400, "invalid_request", "send 1 to 255 characters", NULL, "bad Idempotency-Key");
   /* Only here is the body hashed: not for every request.  */
   rt_sha256_hex (r->body ? r->body : (const unsigned char *) "", r->body_len, r->body_sha);
-  r->idem_id = srv_idem_id (r->token.name, srv_method (r), r->path, key);
+  r->idem_id = srv_idem_id (r->session ? r->idem_owner : r->token.name, srv_method (r), r->path, key);
   if (r->idem_id == NULL)
     return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
   st = srv_idem_begin (r->srv->idem, r->idem_id, r->body_sha, &status, &ctype, &body, &len);
@@ -432,9 +432,13 @@ bool
 srv_authenticate (struct srv_req *r)
 {
   const char *h = srv_header (r, "Authorization");
+  const char *bearer = h && strncasecmp (h, "Bearer ", 7) == 0 ? h + 7 : NULL;
+  int sess;
 
-  if (h && strncasecmp (h, "Bearer ", 7) == 0 && rt_tokens_check (r->srv->tokens, h + 7, &r->token) == 1)
+  if (bearer && rt_tokens_check (r->srv->tokens, bearer, &r->token) == 1)
     return r->authed = true;
+  if (bearer && (sess = srv_sessions_check (r->srv, bearer, &r->sess)) != 0)
+    return srv_session_admit (r, sess);
   srv_reply_error (r, 401, "unauthorized", "send Authorization: Bearer <token> (runtime token create)", NULL,
                    h ? "the token is not valid" : "no token given");
   return false;
@@ -571,6 +575,8 @@ on_request (struct evhttp_request *req, void *arg)
       return srv_reply_error (r, 503, "unavailable", "retry: a restarted server answers", NULL,
                               "the server is stopping");
     }
+  if (r->method == EVHTTP_REQ_OPTIONS)
+    return srv_session_preflight (r);
   r->route = srv_find_route (r);
   if (r->route == NULL)
     return;
@@ -669,6 +675,7 @@ srv_free (struct srv *s)
   if (s->ssl)
     SSL_CTX_free (s->ssl);
   rt_tokens_free (s->tokens);
+  srv_sessions_free (s);
   srv_idem_free (s->idem);
   pthread_cond_destroy (&s->idle);
   pthread_cond_destroy (&s->work);
@@ -694,7 +701,7 @@ srv_setup (struct srv *s, rt_context *ctx, const rt_serve_opts *opts, int fd, rt
       || (s->http = evhttp_new (s->base)) == NULL)
     return rt_error_oom (err);
   evhttp_set_allowed_methods (s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE
-                                           | EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH);
+                                           | EVHTTP_REQ_HEAD | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
   evhttp_set_max_body_size (s->http, SRV_MAX_BODY);
   evhttp_set_max_headers_size (s->http, 64 << 10);
   /* The time a connection may be idle, or a body or answer stalled; a
@@ -707,7 +714,7 @@ srv_setup (struct srv *s, rt_context *ctx, const rt_serve_opts *opts, int fd, rt
   s->sigint = evsignal_new (s->base, SIGINT, on_signal, s);
   s->stop_timer = evtimer_new (s->base, on_stop_tick, s);
   s->sweep_timer = event_new (s->base, -1, EV_PERSIST, on_sweep, s);
-  if (s->bound == NULL || srv_conns_setup (s) < 0 || srv_gate_setup (s) < 0 || s->sigterm == NULL || s->sigint == NULL || s->stop_timer == NULL
+  if (s->bound == NULL || srv_conns_setup (s) < 0 || srv_gate_setup (s) < 0 || srv_sessions_setup (s) < 0 || s->sigterm == NULL || s->sigint == NULL || s->stop_timer == NULL
       || s->sweep_timer == NULL || evsignal_add (s->sigterm, NULL) < 0 || evsignal_add (s->sigint, NULL) < 0
       || event_add (s->sweep_timer, &sweep_every) < 0 || srv_spend_watch (s) < 0)
     return rt_error_set (err, EIO, "internal", "cannot start the server's event loop");

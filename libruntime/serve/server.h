@@ -38,6 +38,7 @@ enum
   SRV_NO_AUTH = 1 << 1, /* answered without a token (none yet) */
   SRV_OWN_IDEM = 1 << 2, /* keeps Idempotency-Key itself (cluster/replica-routes.c) */
   SRV_BIG_BODY = 1 << 3, /* takes a body up to SRV_MAX_BODY, not SRV_MAX_JSON_BODY */
+  SRV_SESSION = 1 << 4,  /* a session of its sandbox may use it (serve/sessions.h) */
 };
 
 struct srv_route
@@ -81,6 +82,8 @@ const char *srv_method (struct srv_req *r);
 const char *srv_path (struct srv_req *r);
 const char *srv_request_id (struct srv_req *r);
 const struct rt_token_info *srv_token (struct srv_req *r);
+/* True when the server answers over TLS.  */
+bool srv_tls (struct srv_req *r);
 /* A context acting as the token's tenant, made on first use and freed with
    the request; NULL after replying the error.  */
 rt_context *srv_ctx (struct srv_req *r);
@@ -147,6 +150,9 @@ void srv_quota_snapshot_done (struct srv_req *r);
 void srv_add_header (struct srv_req *r, const char *name, const char *value);
 /* Takes ownership of @o.  */
 void srv_reply_json (struct srv_req *r, int status, json_object *o);
+/* The same, but what an Idempotency-Key keeps of it has @field null: a
+   secret answered once (a session's token), never written to disk.  */
+void srv_reply_json_once (struct srv_req *r, int status, json_object *o, const char *field);
 /* @json is a serialized object or array (copied).  */
 void srv_reply_json_text (struct srv_req *r, int status, const char *json);
 void srv_reply_bytes (struct srv_req *r, int status, const char *ctype, const void *data, size_t len);

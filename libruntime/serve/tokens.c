@@ -98,8 +98,8 @@ lock (rt_context *ctx, int *fd, rt_error **err)
   return rt_json_store_lock (ctx->data_dir, "tokens.lock", 0755, fd, err);
 }
 
-static void
-sha256 (const char *s, unsigned char out[32])
+void
+rt_token_hash (const char *s, unsigned char out[32])
 {
   unsigned len = 32;
   EVP_Digest (s, strlen (s), out, &len, EVP_sha256 (), NULL);
@@ -115,24 +115,33 @@ unhex (const char *s, unsigned char *out, size_t n)
   return true;
 }
 
+int
+rt_token_random (char *out, size_t nchars)
+{
+  static const char b32[] = "abcdefghijklmnopqrstuvwxyz234567";
+  unsigned char rnd[64];
+  size_t nbytes = (nchars * 5 + 7) / 8;
+
+  if (nbytes > sizeof rnd || getrandom (rnd, nbytes, 0) != (ssize_t) nbytes)
+    return -1;
+  for (size_t i = 0; i < nchars; i++)
+    {
+      size_t bit = i * 5;
+      unsigned v = (rnd[bit / 8] << 8 | (bit / 8 + 1 < nbytes ? rnd[bit / 8 + 1] : 0)) >> (11 - bit % 8);
+      out[i] = b32[v & 31];
+    }
+  out[nchars] = '\0';
+  explicit_bzero (rnd, sizeof rnd);
+  return 0;
+}
+
 /* "rt_" and TOKEN_CHARS base32 characters from getrandom.  */
 static int
 new_token (char out[3 + TOKEN_CHARS + 1], rt_error **err)
 {
-  static const char b32[] = "abcdefghijklmnopqrstuvwxyz234567";
-  unsigned char rnd[TOKEN_CHARS * 5 / 8];
-
-  if (getrandom (rnd, sizeof rnd, 0) != sizeof rnd)
-    return rt_error_set (err, errno, "internal", "getrandom: %s", strerror (errno));
   memcpy (out, "rt_", 3);
-  for (size_t i = 0; i < TOKEN_CHARS; i++)
-    {
-      size_t bit = i * 5;
-      unsigned v = (rnd[bit / 8] << 8 | (bit / 8 + 1 < sizeof rnd ? rnd[bit / 8 + 1] : 0)) >> (11 - bit % 8);
-      out[3 + i] = b32[v & 31];
-    }
-  out[3 + TOKEN_CHARS] = '\0';
-  explicit_bzero (rnd, sizeof rnd);
+  if (rt_token_random (out + 3, TOKEN_CHARS) < 0)
+    return rt_error_set (err, errno, "internal", "getrandom: %s", strerror (errno));
   return 0;
 }
 
@@ -143,7 +152,7 @@ new_entry (const char *name, const rt_token_limits *l, const char *token)
   unsigned char h[32];
   char h_hex[65], prefix[RT_TOKEN_PREFIX_LEN + 1], now[32];
 
-  sha256 (token, h);
+  rt_token_hash (token, h);
   rt_hex (h, sizeof h, h_hex);
   snprintf (prefix, sizeof prefix, "%s", token);
   rt_format_time (rt_epoch_ms (), now);
@@ -409,7 +418,7 @@ rt_tokens_check (struct rt_tokens *t, const char *bearer, struct rt_token_info *
   if (bearer == NULL || strlen (bearer) != 3 + TOKEN_CHARS)
     return 0;
   reload (t);
-  sha256 (bearer, h);
+  rt_token_hash (bearer, h);
   /* Every entry compared, each in constant time: how long a check takes
      says nothing of which hash came close.  */
   for (size_t i = 0; i < t->n; i++)

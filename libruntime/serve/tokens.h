@@ -44,6 +44,12 @@ void rt_tokens_free (struct rt_tokens *t);
    spend watch (serve/spend.c), which loads one of its own.  */
 const struct rt_token_info *rt_tokens_at (const struct rt_tokens *t, size_t i);
 
+/* The SHA-256 of @s, as tokens (and sessions, sessions.h) are kept.  */
+void rt_token_hash (const char *s, unsigned char out[32]);
+/* @nchars (at most 100) random base32 characters from getrandom, and a
+   NUL, into @out; -1 with errno set when getrandom failed.  */
+int rt_token_random (char *out, size_t nchars);
+
 /* What a tenant holds and spent, for its limits: live sandboxes (running
    or paused), their vCPUs, and microdollars charged to it in all.  */
 struct rt_tenant_usage
