@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/text.h"
 #include "common/b64.h"
 #include "serve/ws.h"
 
@@ -95,15 +94,43 @@ srv_ws_reader_push (struct srv_ws_reader *rd, const void *data, size_t n)
   return 0;
 }
 
+/* RFC 3629: no overlong form, no surrogate, nothing past U+10FFFF.  */
 static bool
 valid_utf8 (const uint8_t *s, size_t n)
 {
-  size_t len;
-  bool valid = false;
-  char *text = srv_utf8_text (s, n, &len, &valid);
+  size_t i = 0;
 
-  free (text);
-  return text && valid;
+  while (i < n)
+    {
+      uint32_t c = s[i], min;
+      size_t more;
+
+      if (c < 0x80)
+        {
+          i++;
+          continue;
+        }
+      if ((c & 0xe0) == 0xc0)
+        more = 1, c &= 0x1f, min = 0x80;
+      else if ((c & 0xf0) == 0xe0)
+        more = 2, c &= 0x0f, min = 0x800;
+      else if ((c & 0xf8) == 0xf0)
+        more = 3, c &= 0x07, min = 0x10000;
+      else
+        return false;
+      if (n - i <= more)
+        return false;
+      for (size_t k = 1; k <= more; k++)
+        {
+          if ((s[i + k] & 0xc0) != 0x80)
+            return false;
+          c = c << 6 | (s[i + k] & 0x3f);
+        }
+      if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+        return false;
+      i += more + 1;
+    }
+  return true;
 }
 
 /* RFC 6455 7.4: the codes a peer may send.  */
@@ -120,6 +147,36 @@ sendable_code (unsigned code)
       return -(code);                                                                                                  \
     }                                                                                                                  \
   while (0)
+
+/* A control frame may come between a message's fragments: it is given
+   now, from a copy past the message's bytes.  */
+static int
+take_control (struct srv_ws_reader *rd, struct srv_ws_msg *m, int op, const uint8_t *payload, size_t len,
+              size_t used, const char **why)
+{
+  uint8_t *copy = realloc (rd->msg, rd->msg_len + len + 1);
+
+  if (copy == NULL)
+    FAIL (SRV_WS_INTERNAL, "out of memory");
+  rd->msg = copy;
+  memcpy (copy + rd->msg_len, payload, len);
+  memmove (rd->buf, rd->buf + used, rd->len - used);
+  rd->len -= used;
+  m->opcode = op;
+  m->data = copy + rd->msg_len;
+  m->len = len;
+  m->code = 1005;
+  if (op != SRV_WS_CLOSE || len == 0)
+    return 1;
+  if (len == 1)
+    FAIL (SRV_WS_PROTOCOL, "a close frame of one byte");
+  m->code = (uint16_t) (m->data[0] << 8 | m->data[1]);
+  if (!sendable_code (m->code))
+    FAIL (SRV_WS_PROTOCOL, "a close code no peer may send");
+  if (!valid_utf8 (m->data + 2, m->len - 2))
+    FAIL (SRV_WS_BAD_DATA, "a close reason not UTF-8");
+  return 1;
+}
 
 int
 srv_ws_reader_next (struct srv_ws_reader *rd, struct srv_ws_msg *m, const char **why)
@@ -187,35 +244,7 @@ srv_ws_reader_next (struct srv_ws_reader *rd, struct srv_ws_msg *m, const char *
       size_t used = at + 4 + (size_t) len;
 
       if (op >= SRV_WS_CLOSE)
-        {
-          /* A control frame may come between a message's fragments: it is
-             answered now, from a copy at the message buffer's end.  */
-          uint8_t *copy = realloc (rd->msg, rd->msg_len + len + 1);
-          if (copy == NULL)
-            FAIL (SRV_WS_INTERNAL, "out of memory");
-          rd->msg = copy;
-          memcpy (copy + rd->msg_len, payload, len);
-          memmove (rd->buf, rd->buf + used, rd->len - used);
-          rd->len -= used;
-          m->opcode = op;
-          m->data = copy + rd->msg_len;
-          m->len = (size_t) len;
-          m->code = 1005;
-          if (op == SRV_WS_CLOSE)
-            {
-              if (len == 1)
-                FAIL (SRV_WS_PROTOCOL, "a close frame of one byte");
-              if (len >= 2)
-                {
-                  m->code = (uint16_t) (m->data[0] << 8 | m->data[1]);
-                  if (!sendable_code (m->code))
-                    FAIL (SRV_WS_PROTOCOL, "a close code no peer may send");
-                  if (!valid_utf8 (m->data + 2, m->len - 2))
-                    FAIL (SRV_WS_BAD_DATA, "a close reason not UTF-8");
-                }
-            }
-          return 1;
-        }
+        return take_control (rd, m, op, payload, (size_t) len, used, why);
       uint8_t *grown = realloc (rd->msg, rd->msg_len + len + 1);
       if (grown == NULL)
         FAIL (SRV_WS_INTERNAL, "out of memory");
