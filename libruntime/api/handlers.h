@@ -102,6 +102,7 @@ void srv_secret_delete (struct srv_req *r);
 
 /* terminal.c: the terminal, and what tunnel.c shares of it.  */
 void srv_terminal (struct srv_req *r);
+void srv_tunnel (struct srv_req *r); /* tunnel.c */
 /* Every query parameter is one of @known; false after answering 400.  */
 bool srv_query_known (struct srv_req *r, const char *const known[]);
 /* On an accepted WebSocket: {"type":"error","error":{code,message}} of

@@ -34,6 +34,7 @@ static const struct srv_route routes[] = {
   { EVHTTP_REQ_POST, SB "/processes/{pid}:signal", srv_process_signal, 0 },
   { EVHTTP_REQ_POST, SB "/processes/{pid}:resize", srv_process_resize, 0 },
   { EVHTTP_REQ_GET, SB "/terminal", srv_terminal, SRV_WEBSOCKET },
+  { EVHTTP_REQ_GET, SB "/tunnel", srv_tunnel, SRV_WEBSOCKET },
 
   { EVHTTP_REQ_GET, SB "/files/content", srv_files_get, 0 },
   { EVHTTP_REQ_PUT, SB "/files/content", srv_files_put, 0 },
