@@ -32,6 +32,8 @@ static const struct srv_route routes[] = {
   { EVHTTP_REQ_GET, SB "/sessions", srv_session_list, 0 },
   { EVHTTP_REQ_DELETE, SB "/sessions/{session}", srv_session_delete, 0 },
   { EVHTTP_REQ_POST, SB "/sessions/{session}:{verb}", srv_session_verb, 0 },
+  { EVHTTP_REQ_GET, SB "/terminal", srv_terminal, SRV_WEBSOCKET },
+  { EVHTTP_REQ_GET, SB "/tunnel", srv_tunnel, SRV_WEBSOCKET },
 
   { EVHTTP_REQ_POST, SB "/processes", srv_process_spawn, SRV_SESSION },
   { EVHTTP_REQ_GET, SB "/processes", srv_process_list, SRV_SESSION },

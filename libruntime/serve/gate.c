@@ -647,6 +647,19 @@ srv_gate_set_close (struct srv *s, struct evhttp_connection *evcon,
   g->close_arg = arg;
 }
 
+void
+srv_gate_open (struct srv *s, struct evhttp_connection *evcon)
+{
+  struct gate *g = s->gates ? *gate_slot (s, evcon) : NULL;
+
+  if (g == NULL)
+    return;
+  g->state = G_OPEN;
+  g->timing = false;
+  evtimer_del (g->timer);
+  evbuffer_add_buffer (bufferevent_get_input (g->bev), g->hold);
+}
+
 bool
 srv_gate_answer (struct srv_req *r)
 {

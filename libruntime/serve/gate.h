@@ -66,6 +66,10 @@ int srv_gate_watch (struct srv *s, struct bufferevent *bev);
    the gate's.  */
 void srv_gate_set_close (struct srv *s, struct evhttp_connection *evcon,
                          void (*cb) (struct evhttp_connection *evcon, void *arg), void *arg);
+/* @evcon's client speaks another protocol from here on (a WebSocket:
+   serve/wsconn.c): every byte passes, held ones first, and the header
+   timeout is off.  */
+void srv_gate_open (struct srv *s, struct evhttp_connection *evcon);
 /* A request the gate put in place of one it refused: answered (the JSON
    error) and true; false for any other.  */
 bool srv_gate_answer (struct srv_req *r);

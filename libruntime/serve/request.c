@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/sys.h"
 #include "serve/server-internal.h"
@@ -68,6 +69,7 @@ srv_req_new (struct srv *s, struct evhttp_request *req)
   r->refs = 1;
   r->loop_ref = true;
   r->status = 500;
+  r->ws_efd = -1;
   pthread_mutex_init (&r->mu, NULL);
   pthread_cond_init (&r->cond, NULL);
   TAILQ_INIT (&r->out_headers);
@@ -100,6 +102,11 @@ srv_req_unref (struct srv_req *r)
     event_free (r->wake);
   if (r->out)
     evbuffer_free (r->out);
+  if (r->ws_in)
+    evbuffer_free (r->ws_in);
+  if (r->ws_efd >= 0)
+    close (r->ws_efd);
+  srv_ws_reader_free (&r->ws_rd);
   evhttp_clear_headers (&r->out_headers);
   evhttp_clear_headers (&r->query);
   evhttp_clear_headers (&r->headers);
@@ -154,6 +161,22 @@ srv_query_all (struct srv_req *r, const char *name, const char **vals, size_t ma
   if (strcmp (kv->key, name) == 0 && n < max)
     vals[n++] = kv->value;
   return n;
+}
+
+const char *
+srv_query_unknown (struct srv_req *r, const char *const known[])
+{
+  struct evkeyval *kv;
+
+  TAILQ_FOREACH (kv, &r->query, next)
+  {
+    size_t i = 0;
+    while (known[i] && strcmp (known[i], kv->key) != 0)
+      i++;
+    if (known[i] == NULL)
+      return kv->key;
+  }
+  return NULL;
 }
 
 const char *

@@ -15,6 +15,7 @@
 #include "serve/idem.h"
 #include "serve/server.h"
 #include "serve/sessions.h"
+#include "serve/ws.h"
 
 #define SRV_MAX_PARAMS 4
 /* Requests queued or answered by worker threads at once (and threads);
@@ -140,6 +141,18 @@ struct srv_req
      0 for none: a transport without a client that can leave (nats.c).  */
   uint64_t deadline_ms;
   void (*transport_free) (void *transport); /* with the request */
+
+  /* WebSocket (wsconn.c), from srv_ws_accept on: under mu but ws_rd (the
+     handler's) and ws_accept (set before the handler runs).  */
+  bool ws;            /* accepted: the loop takes the connection over */
+  bool ws_closed;     /* our close frame queued */
+  bool ws_paused;     /* loop: reading stopped, ws_in full */
+  bool ws_up;         /* loop only: the connection is taken over */
+  unsigned ws_idle;   /* loop: read timeouts in a row (a ping each) */
+  int ws_efd;         /* eventfd: bytes in ws_in, or gone */
+  struct evbuffer *ws_in; /* read, for the handler */
+  struct srv_ws_reader ws_rd;
+  char ws_accept[SRV_WS_ACCEPT_LEN + 1];
 };
 
 /* server.c: a server's common part (its locks, request id seed, @ctx),
@@ -155,6 +168,14 @@ bool srv_authenticate (struct srv_req *r);
    for none (gate.c looks before a request is made).  */
 const struct srv_route *srv_route_lookup (const struct srv_route *routes, int method, const char *path);
 void srv_set_request_id (struct srv_req *r);
+/* The loop lets go of a request that is answered or whose client left
+   (logged with @status).  */
+void srv_loop_release (struct srv_req *r, int status);
+/* wsconn.c: a SRV_WEBSOCKET request's Upgrade headers, checked on the
+   loop before it is dispatched; false after answering 400 or 426.  The
+   loop's side of an accepted one: srv_req_flush calls srv_ws_flush.  */
+bool srv_ws_check (struct srv_req *r);
+void srv_ws_flush (struct srv_req *r);
 
 /* request.c; a request of a server without an event base (cluster/nats.c)
    has no wake event and needs on_answer.  */

@@ -1,22 +1,15 @@
 /* server.c - `runtime serve`: the listener, the event loop, and each
    request's way from its bytes to a handler and back (see server.h).
    (no header of its own: server.h and server-internal.h declare it).  */
-#include <arpa/inet.h>
-#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/thread.h>
-#include <netdb.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "serve/conns.h"
@@ -60,9 +53,8 @@ idem_done (struct srv_req *r)
   resume_waiters (r->srv, id);
 }
 
-/* The loop lets go of a request that is answered or whose client left.  */
-static void
-loop_release (struct srv_req *r, int status)
+void
+srv_loop_release (struct srv_req *r, int status)
 {
   if (!r->loop_ref)
     return;
@@ -92,7 +84,7 @@ on_complete (struct evhttp_request *req, void *arg)
   gone = r->gone;
   pthread_mutex_unlock (&r->mu);
   /* Written into a connection its client had closed (on_peer_closed).  */
-  loop_release (r, gone ? 499 : r->status);
+  srv_loop_release (r, gone ? 499 : r->status);
 }
 
 static void
@@ -121,7 +113,7 @@ on_close (struct evhttp_connection *evcon, void *arg)
       evhttp_send_reply_end (r->req);
     }
   if (sent)
-    loop_release (r, 499);
+    srv_loop_release (r, r->ws_up ? 101 : 499);
 }
 
 /* The client closed its end while its request is handled: evhttp reads
@@ -208,6 +200,11 @@ srv_req_flush (struct srv_req *r)
   if (r->req == NULL)
     return;
   pthread_mutex_lock (&r->mu);
+  if (r->ws)
+    {
+      pthread_mutex_unlock (&r->mu);
+      return srv_ws_flush (r);
+    }
   if (!r->start_sent && (r->whole || r->started))
     {
       r->start_sent = true;
@@ -235,7 +232,7 @@ srv_req_flush (struct srv_req *r)
         evhttp_send_reply (r->req, r->status, rt_http_reason (r->status), NULL);
       if (chunk)
         evbuffer_free (chunk);
-      return loop_release (r, 499);
+      return srv_loop_release (r, 499);
     }
   if (whole)
     send_whole (r);
@@ -581,6 +578,8 @@ on_request (struct evhttp_request *req, void *arg)
   if (r->route == NULL)
     return;
   if (!(r->route->flags & SRV_NO_AUTH) && (!srv_authenticate (r) || !within_rate (r)))
+    return;
+  if ((r->route->flags & SRV_WEBSOCKET) && !srv_ws_check (r))
     return;
   watch_peer (r, req);
   dispatch_idem (r);

@@ -39,6 +39,9 @@ enum
   SRV_OWN_IDEM = 1 << 2, /* keeps Idempotency-Key itself (cluster/replica-routes.c) */
   SRV_BIG_BODY = 1 << 3, /* takes a body up to SRV_MAX_BODY, not SRV_MAX_JSON_BODY */
   SRV_SESSION = 1 << 4,  /* a session of its sandbox may use it (serve/sessions.h) */
+  /* A GET upgraded to WebSocket (srv_ws_accept): its Upgrade headers are
+     checked with its token, before the handler runs.  */
+  SRV_WEBSOCKET = 1 << 5,
 };
 
 struct srv_route
@@ -77,6 +80,8 @@ const char *srv_param (struct srv_req *r, const char *name);
 const char *srv_query (struct srv_req *r, const char *name);
 /* Every value of a repeatable query parameter, at most @max; their count.  */
 size_t srv_query_all (struct srv_req *r, const char *name, const char **vals, size_t max);
+/* The first query parameter not in @known (NULL-terminated), or NULL.  */
+const char *srv_query_unknown (struct srv_req *r, const char *const known[]);
 const char *srv_header (struct srv_req *r, const char *name);
 const char *srv_method (struct srv_req *r);
 const char *srv_path (struct srv_req *r);
@@ -172,5 +177,26 @@ int srv_stream_write (struct srv_req *r, const void *data, size_t len);
 /* One NDJSON line; takes ownership of @o.  */
 int srv_stream_line (struct srv_req *r, json_object *o);
 void srv_stream_end (struct srv_req *r);
+
+/* WebSocket, on a SRV_WEBSOCKET route (serve/wsconn.c; frames:
+   serve/ws.h).  srv_ws_accept answers 101 (before it, the handler may
+   still answer an error as any route does); after it, only these.  -1
+   when the client has gone, or the request came by another transport
+   than HTTP (answered 400 then).  */
+#define SRV_WS_MAX_MESSAGE ((1u << 20) + 64)
+struct srv_ws_msg;
+int srv_ws_accept (struct srv_req *r);
+/* To poll() for POLLIN: the client sent something, or left.  */
+int srv_ws_fd (struct srv_req *r);
+/* The client's next text or binary message in @m (valid until the next
+   call): 1; 0 when none is whole yet; -1 once the connection closes (a
+   close from the client, answered; a client that broke the protocol,
+   closed with the code it earned; gone).  Pings are answered here.  */
+int srv_ws_read (struct srv_req *r, struct srv_ws_msg *m);
+/* A message; blocks while SRV_STREAM_HIGH bytes wait for a slow client.  */
+int srv_ws_send (struct srv_req *r, int opcode, const void *data, size_t len);
+/* The close frame (@reason: at most 120 bytes of it go), and the
+   connection's end once it is written.  Once only; later sends fail.  */
+void srv_ws_close (struct srv_req *r, unsigned code, const char *reason);
 
 #endif
