@@ -273,6 +273,11 @@ cli_args_free (struct cli_args *a)
       free (a->multi[i]);
       a->multi[i] = NULL;
     }
+  for (int i = 0; i < a->nowned; i++)
+    free (a->owned[i]);
+  free (a->owned);
+  a->owned = NULL;
+  a->nowned = 0;
 }
 
 const char *

@@ -44,6 +44,8 @@ struct cli_args
   char **rest; /* after -- */
   int nrest;
   bool json;
+  char **owned; /* strings made from the arguments (env-file.c), freed with them */
+  int nowned;
 };
 
 /* The table of a command with no options of its own.  */

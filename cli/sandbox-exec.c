@@ -15,7 +15,6 @@
 
 #define JSON_SMALL_CAP (64 * 1024)
 #define JSON_LARGE_CAP (1024 * 1024)
-#define DEFAULT_JSON_TIMEOUT_S 60
 
 static int
 capture_add (struct capture *c, const char *buf, size_t len)
@@ -153,6 +152,8 @@ cli_job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, str
   if (with_env)
     {
       int n;
+      if (cli_read_env_files (cmd, a) < 0)
+        return -1;
       j->env = cli_opt_list (cmd, a, "env", &n);
       if (cli_check_env (j->env, n) < 0)
         return -1;
@@ -168,9 +169,9 @@ cli_job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, str
     }
   else
     j->argv = (const char *const *) a->rest;
+  /* --json changes what is printed, not how long the command may run
+     (as the API's exec: no timeoutMs, no timeout).  */
   j->o.json = a->json;
-  if (a->json && j->timeout_s == 0)
-    j->timeout_s = DEFAULT_JSON_TIMEOUT_S;
   j->o.out.cap = j->o.err.cap = j->timeout_s > 0 && j->timeout_s <= 60 ? JSON_SMALL_CAP : JSON_LARGE_CAP;
   /* Streamed (exec -i, shell): nothing is read before the command runs.  */
   ret = j->attach ? 0 : read_stdin (&j->input, &j->input_len);
@@ -243,7 +244,6 @@ cli_job_free (struct job *j)
 int
 cli_sandbox_exec (struct cli_command *cmd, int argc, char **argv)
 {
-  static const char *const longs[] = { "--interactive", "--tty" };
   cleanup_cli_args struct cli_args a;
   struct job j = { .sfd = -1 };
   cleanup_context rt_context *ctx = NULL;
@@ -254,7 +254,7 @@ cli_sandbox_exec (struct cli_command *cmd, int argc, char **argv)
   int code;
 
   /* -i, -t and -it, as docker exec and kubectl exec take them.  */
-  if ((args = cli_short_flags (argc, argv, "it", longs, &argc)) == NULL)
+  if ((args = cli_short_flags (argc, argv, "it", cli_attach_longs, &argc)) == NULL)
     return cli_fail ("internal", NULL, "out of memory");
   if (!cli_start (cmd, argc, args, &a, &ctx, &code))
     return code;
@@ -300,30 +300,29 @@ cli_sandbox_spawn (struct cli_command *cmd, int argc, char **argv)
   uint32_t process;
   int code;
 
-  if (!cli_open_target (cmd, argc, argv, &a, &ctx, &sb, &code))
+  if (!cli_start (cmd, argc, argv, &a, &ctx, &code))
     return code;
+  /* The command's own arguments are checked before the sandbox, as exec's.  */
   if (cli_job_prepare (cmd, &a, true, &j) < 0)
+    code = 1;
+  else if (rt_sandbox_open (ctx, a.pos[0], &sb, &err) < 0)
+    code = cli_lib_fail (err);
+  else
     {
-      cli_job_free (&j);
-      return 1;
+      rt_exec_opts opts = { .cwd = j.cwd, .user = j.user, .env = j.env, .stdin_data = j.input,
+                            .stdin_len = j.input_len, .timeout_ms = j.timeout_s * 1000ULL, .cancel_fd = -1,
+                            .keep_stdin = cli_has_opt (cmd, &a, "stdin") };
+      if (rt_sandbox_spawn (sb, j.argv, &opts, &process, &err) < 0)
+        code = cli_lib_fail (err);
+      else
+        {
+          if (a.json)
+            printf ("{\"id\":\"%s\",\"process\":%u}\n", rt_sandbox_id (sb), process);
+          else
+            printf ("%u\n", process);
+          code = 0;
+        }
     }
-  {
-    rt_exec_opts opts = { .cwd = j.cwd, .user = j.user, .env = j.env, .stdin_data = j.input,
-                          .stdin_len = j.input_len, .timeout_ms = j.timeout_s * 1000ULL, .cancel_fd = -1,
-                          .keep_stdin = cli_has_opt (cmd, &a, "stdin") };
-    if (rt_sandbox_spawn (sb, j.argv, &opts, &process, &err) < 0)
-      code = cli_lib_fail (err);
-    else if (a.json)
-      {
-        printf ("{\"id\":\"%s\",\"process\":%u}\n", rt_sandbox_id (sb), process);
-        code = 0;
-      }
-    else
-      {
-        printf ("%u\n", process);
-        code = 0;
-      }
-  }
   cli_job_free (&j);
   return code;
 }
@@ -545,14 +544,15 @@ cli_sandbox_write (struct cli_command *cmd, int argc, char **argv)
   return 0;
 }
 
+const char *const cli_attach_longs[] = { "--interactive", "--tty" };
+
 const struct cli_opt cli_exec_opts[] = {
-  { "interactive", NULL, "keep stdin open and stream it to the command, any size (also -i)", NULL, false },
-  { "tty", NULL, "run it on a terminal in the sandbox; with -i this terminal turns raw, ^C goes in (also -t)", NULL,
-    false },
+  CLI_ATTACH_OPTS,
   { "cwd", "DIR", "working directory (absolute)", "/workspace", false },
   { "user", "NAME", "run as runtime (uid 1000) or root", "runtime", false },
   { "env", "K=V", "an environment variable for this command", NULL, true },
-  { "timeout", "S", "kill the command's process group after S seconds (exit 124)", "none; 60 with --json", false },
+  CLI_ENV_FILE_OPT,
+  { "timeout", "S", "kill the command's process group after S seconds (exit 124)", "none", false },
   { NULL, NULL, NULL, NULL, false },
 };
 
@@ -560,6 +560,7 @@ const struct cli_opt cli_spawn_opts[] = {
   { "cwd", "DIR", "working directory (absolute)", "/workspace", false },
   { "user", "NAME", "run as runtime (uid 1000) or root", "runtime", false },
   { "env", "K=V", "an environment variable for this command", NULL, true },
+  CLI_ENV_FILE_OPT,
   { "timeout", "S", "kill the command's process group after S seconds", "none", false },
   { "stdin", NULL, "keep its stdin open for 'runtime sandbox write' (after piped input, if any)", NULL, false },
   { NULL, NULL, NULL, NULL, false },

@@ -62,11 +62,16 @@ cli_attach_prepare (struct cli_command *cmd, struct cli_args *a, struct job *j, 
     }
   if (tty && !isatty (STDIN_FILENO))
     {
-      cli_usage_error (strcmp (what, "-t") == 0 ? "standard input is a pipe or a file: drop -t and pass it with -i "
-                                                  "(runtime sandbox exec -i ID -- CMD)"
-                                                : "without a terminal, pipe commands to a shell: "
-                                                  "runtime sandbox exec -i ID -- bash -s",
-                       "%s needs a terminal on standard input", what);
+      bool run = strcmp (cmd->name, "run") == 0;
+      if (strcmp (what, "-t") == 0)
+        cli_usage_error (run ? "standard input is a pipe or a file: drop -t and pass it with -i "
+                               "(runtime sandbox run -i -- CMD)"
+                             : "standard input is a pipe or a file: drop -t and pass it with -i "
+                               "(runtime sandbox exec -i ID -- CMD)",
+                         "-t needs a terminal on standard input");
+      else
+        cli_usage_error ("without a terminal, pipe commands to a shell: runtime sandbox exec -i ID -- bash -s",
+                         "%s needs a terminal on standard input", what);
       return -1;
     }
   if (tty && add_term (j) < 0)

@@ -181,6 +181,8 @@ read_create_opts (struct cli_command *cmd, struct cli_args *a, rt_sandbox_config
   cfg->name = cli_opt (cmd, a, "name");
   labels = cli_opt_list (cmd, a, "label", &nlabels);
   cfg->labels = labels;
+  if (cli_read_env_files (cmd, a) < 0)
+    return -1;
   env = cli_opt_list (cmd, a, "env", &nenv);
   cfg->env = env;
   cfg->no_internet = cli_has_opt (cmd, a, "no-internet");
@@ -329,11 +331,21 @@ sandbox_run (struct cli_command *cmd, int argc, char **argv)
   rt_sandbox *sb = NULL;
   rt_error *err = NULL;
   rt_sandbox_config cfg = { 0 };
+  cleanup_free char **args = NULL;
+  bool tty, interactive;
   int code = 1;
 
-  if (!cli_begin (cmd, argc, argv, &a, &code))
+  /* -i, -t and -it, as exec (and docker run) take them.  */
+  if ((args = cli_short_flags (argc, argv, "it", cli_attach_longs, &argc)) == NULL)
+    return cli_fail ("internal", NULL, "out of memory");
+  if (!cli_begin (cmd, argc, args, &a, &code))
     return code;
-  if (read_create_opts (cmd, &a, &cfg) < 0 || cli_job_prepare (cmd, &a, false, &j) < 0)
+  tty = cli_has_opt (cmd, &a, "tty");
+  interactive = cli_has_opt (cmd, &a, "interactive");
+  j.attach = tty || interactive;
+  /* All of it checked before a sandbox is made: -t needs a terminal.  */
+  if (read_create_opts (cmd, &a, &cfg) < 0 || cli_job_prepare (cmd, &a, false, &j) < 0
+      || (j.attach && cli_attach_prepare (cmd, &a, &j, tty, interactive) < 0))
     goto out;
   /* Without --keep the sandbox must not outlive us, even after kill -9.  */
   cfg.ephemeral = !cli_has_opt (cmd, &a, "keep");
@@ -350,7 +362,7 @@ sandbox_run (struct cli_command *cmd, int argc, char **argv)
     }
   if (cfg.funding == NULL)
     say_funding (ctx, sb);
-  code = cli_job_run (sb, &j);
+  code = j.attach ? cli_attach_run (sb, &j) : cli_job_run (sb, &j);
   if (cli_has_opt (cmd, &a, "keep"))
     {
       const char *id = rt_sandbox_id (sb);
@@ -469,6 +481,7 @@ out:
   { "name", "N", "a name unique among live sandboxes; use it in place of the id", "none", false },   \
   { "label", "K=V", "a label to find the sandbox by (at most 32)", NULL, true },                   \
   { "env", "K=V", "a variable for every command; only its name is shown again", NULL, true },      \
+  CLI_ENV_FILE_OPT,                                                                                \
   { "vcpu", "N", "virtual CPUs (1-16)", "2", false },                                              \
   { "memory", "SIZE", "guest memory, MiB or with a unit: 512m, 4g (256m-64g)", "4096", false },    \
   { "disk", "SIZE", "disk size, MiB or with a unit: 10g (4g-64g)", "4096", false },                \
@@ -489,7 +502,8 @@ out:
   { "auto-wake", NULL, "an exec, cp, cat, files or API call to it when paused wakes it first", NULL, false }
 
 static const struct cli_opt run_opts[] = {
-  { "timeout", "S", "kill the command's process group after S seconds (exit 124)", "none; 60 with --json", false },
+  CLI_ATTACH_OPTS,
+  { "timeout", "S", "kill the command's process group after S seconds (exit 124)", "none", false },
   { "keep", NULL, "keep the sandbox afterwards and print how to use and stop it", NULL, false },
   { "keep-record", NULL, "keep the stopped sandbox's record for ls --all and get (removed by default)", NULL, false },
   { "cwd", "DIR", "working directory (absolute)", "/workspace", false },
@@ -509,7 +523,7 @@ static const struct cli_opt create_opts[] = {
 
 static struct cli_command sandbox_cmds[] = {
   { "run", sandbox_run, "Run one command in a fresh sandbox, stream its output, stop the sandbox.",
-    "[options] -- CMD [ARG…]", "runtime sandbox run -- python3 -c 'print(6*7)'", run_opts, true, 0, 0, NULL },
+    "[-i] [-t] [options] -- CMD [ARG…]", "runtime sandbox run -- python3 -c 'print(6*7)'", run_opts, true, 0, 0, NULL },
   { "create", sandbox_create, "Start a sandbox and print its id once it answers commands.", "[options]",
     "id=$(runtime sandbox create --name dev --timeout 600)", create_opts, false, 0, 0, NULL },
   { "exec", cli_sandbox_exec, "Run one command in a running sandbox, stream its output, exit with its code.",
@@ -547,20 +561,21 @@ static struct cli_command sandbox_cmds[] = {
     "ID… | --label K=V", "runtime sandbox rm dev sb-1234abcd5678", cli_rm_opts, false, 0, 64, NULL },
   { "prune", cli_sandbox_prune, "Forget stopped sandboxes (their records and egress logs); print each id.",
     "[--older-than AGE]", "runtime sandbox prune --older-than 24h", cli_prune_opts, false, 0, 0, NULL },
-  { "spawn", cli_sandbox_spawn, "Start a command in the background; print its process number.",
+  { "spawn", cli_sandbox_spawn,
+    "Start a command in the background; print its process number (1, 2, 3… in spawn order, per sandbox).",
     "ID [options] [--stdin] -- CMD [ARG…]", "runtime sandbox spawn dev -- python3 -m http.server 8000", cli_spawn_opts,
     true, 1, 1, NULL },
   { "ps", cli_sandbox_ps, "List a sandbox's background processes.", "ID", "runtime sandbox ps dev", cli_no_opts, false,
     1, 1, NULL },
   { "logs", cli_sandbox_logs, "Print a background process's output (its latest 1 MiB).", "ID PROCESS [-f]",
-    "p=$(runtime sandbox spawn dev -- CMD); runtime sandbox logs dev \"$p\" -f", cli_logs_opts, false, 2, 2, NULL },
+    "runtime sandbox logs dev 1 -f", cli_logs_opts, false, 2, 2, NULL },
   { "kill", cli_sandbox_kill, "Signal a background process's group.", "ID PROCESS [--signal SIG]",
-    "runtime sandbox kill dev \"$p\" --signal INT", cli_kill_opts, false, 2, 2, NULL },
+    "runtime sandbox kill dev 1 --signal INT", cli_kill_opts, false, 2, 2, NULL },
   { "write", cli_sandbox_write,
     "Send what this command reads on its stdin to a background process's stdin (spawn --stdin); a retry "
     "never repeats bytes. One writer at a time per process: bytes sent over what another writer wrote since "
     "are refused (invalid_offset).",
-    "ID PROCESS [--eof]", "echo hello | runtime sandbox write dev \"$p\" --eof", cli_write_opts, false, 2, 2, NULL },
+    "ID PROCESS [--eof]", "echo hello | runtime sandbox write dev 1 --eof", cli_write_opts, false, 2, 2, NULL },
   { "cp", cli_sandbox_cp,
     "Copy a file or a whole directory into or out of a sandbox (modes kept; out: no devices, FIFOs, setuid or "
     "links leading out).",

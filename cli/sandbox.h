@@ -35,6 +35,14 @@ int cli_show_target_json (struct cli_command *cmd, int argc, char **argv,
                           int (*fetch) (rt_sandbox *sb, struct cli_command *cmd, struct cli_args *a, char **json,
                                         rt_error **err),
                           void (*table) (json_object *value));
+/* env-file.c: every --env-file FILE (docker's format) read into the
+   --env list, ahead of the --env values (the last of a name wins);
+   -1 after printing the error (file_not_found, or FILE:LINE).  */
+int cli_read_env_files (struct cli_command *cmd, struct cli_args *a);
+/* Its entry in an option table, next to --env.  */
+#define CLI_ENV_FILE_OPT                                                                                   \
+  { "env-file", "FILE", "--env for each KEY=VALUE line of FILE (docker's format: # comments, blank lines)", \
+    NULL, true }
 
 /* sandbox-exec.c: running a command, for `run` and `exec`.  */
 struct capture
@@ -91,6 +99,13 @@ int cli_attach_prepare (struct cli_command *cmd, struct cli_args *a, struct job 
 /* Runs it; returns the exit code, as cli_job_run.  */
 int cli_attach_run (rt_sandbox *sb, struct job *j);
 int cli_sandbox_shell (struct cli_command *cmd, int argc, char **argv);
+/* -i and -t of exec and run: their entries in the option table, and the
+   long names cli_short_flags makes of "it".  */
+#define CLI_ATTACH_OPTS                                                                                       \
+  { "interactive", NULL, "keep stdin open and stream it to the command, any size (also -i)", NULL, false },   \
+  { "tty", NULL, "run it on a terminal in the sandbox; with -i this terminal turns raw, ^C goes in (also -t)", \
+    NULL, false }
+extern const char *const cli_attach_longs[];
 extern const struct cli_opt cli_shell_opts[];
 
 /* The commands, each with its option table.  */

@@ -126,7 +126,7 @@ complete -c runtime -n '__runtime_first_arg token rm' -a '(timeout 2 runtime tok
 complete -c runtime -n '__runtime_first_arg secrets get rm' -a '(timeout 2 runtime secrets ls 2>/dev/null | awk \'NR > 1 { print $1 }\')'
 # Values of the options that have a fixed or known set; none for the others.
 complete -c runtime -n '__runtime_prev_is --image --from' -a '(__runtime_images)'
-complete -c runtime -n '__runtime_prev_is --file --tls-cert --tls-key' -F
+complete -c runtime -n '__runtime_prev_is --file --env-file --tls-cert --tls-key' -F
 complete -c runtime -n '__runtime_prev_is --on-timeout' -a 'pause stop'
 complete -c runtime -n '__runtime_prev_is --snapshot' -a '(__runtime_snapshots)'
 complete -c runtime -n '__runtime_cmd_is sandbox update; and __runtime_prev_is --auto-wake' -a 'on off'

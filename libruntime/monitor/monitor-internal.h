@@ -93,7 +93,9 @@ struct mon_follow
    bytes) for `logs`, and its exit for `ps`.  */
 struct mon_proc
 {
-  uint32_t id;
+  uint32_t id;                /* what ps, logs, kill and the API call it:
+                                 1, 2, 3… in spawn order, per sandbox */
+  uint32_t stream;            /* its agent stream, shared with execs */
   char *command;
   struct evbuffer *log;
   size_t log_bytes;
@@ -138,6 +140,7 @@ struct mon
   unsigned n_sessions;
   struct evconnlistener *session_listener;
   uint32_t next_stream;
+  uint32_t next_proc;         /* the number the next spawn gets */
   int64_t expires_ms;
   struct rt_netns net;
   struct rt_proxy *proxy;

@@ -642,7 +642,7 @@ static void __attribute__ ((noreturn))
 monitor_main (rt_context *ctx, const struct rt_monitor_config *cfg, int sync_fd, int claim_fd)
 {
   struct mon m = { .ctx = ctx, .cfg = cfg, .phase = MON_STARTING, .chan = MON_CHAN_INIT, .spare = MON_SPARE_INIT,
-                   .next_stream = 1, .owner_pidfd = -1, .claim_fd = 4, .ram_fd = -1,
+                   .next_stream = 1, .next_proc = 1, .owner_pidfd = -1, .claim_fd = 4, .ram_fd = -1,
                    .layer_fds = { -1, -1, -1, -1, -1, -1, -1, -1 },
                    .net = { -1, -1, -1, -1, -1, -1 }, .meter = { .ledger_fd = -1 },
                    .console = { .sock = -1, .log_fd = -1 } };

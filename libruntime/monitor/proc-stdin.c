@@ -92,7 +92,7 @@ mon_proc_stdin_json (const struct mon_proc *p, json_object *o)
 static void
 pump_one (struct mon *m, struct mon_proc *p)
 {
-  struct mon_exec *e = p->exit || p->stdin_closed ? NULL : mon_exec_find (m, p->id);
+  struct mon_exec *e = p->exit || p->stdin_closed ? NULL : mon_exec_find (m, p->stream);
   size_t n;
 
   if (e == NULL)
@@ -104,7 +104,7 @@ pump_one (struct mon *m, struct mon_proc *p)
         n = RT_WINDOW_INITIAL - e->stdin_inflight;
       if (n > STDIN_CHUNK)
         n = STDIN_CHUNK;
-      mon_chan_queue (m, RT_FRAME_STDIN, p->id, evbuffer_pullup (p->stdin_pending, (ssize_t) n), n);
+      mon_chan_queue (m, RT_FRAME_STDIN, p->stream, evbuffer_pullup (p->stdin_pending, (ssize_t) n), n);
       evbuffer_drain (p->stdin_pending, n);
       e->stdin_inflight += (uint32_t) n;
     }
@@ -112,7 +112,7 @@ pump_one (struct mon *m, struct mon_proc *p)
     {
       /* A pty ignores it (proto.h): its program sees no end unless sent
          0x04.  */
-      mon_chan_queue (m, RT_FRAME_STDIN, p->id, NULL, 0);
+      mon_chan_queue (m, RT_FRAME_STDIN, p->stream, NULL, 0);
       p->stdin_closed = true;
       mon_proc_stdin_end (p);
     }
@@ -284,7 +284,7 @@ mon_handle_resize (struct mon *m, struct evhttp_request *req, json_object *body)
   p->pty_rows = rows;
   size = pty_json (p);
   if (p->exit == NULL)
-    mon_chan_queue_json (m, RT_FRAME_RESIZE, p->id, size);
+    mon_chan_queue_json (m, RT_FRAME_RESIZE, p->stream, size);
   o = json_object_new_object ();
   json_object_object_add (o, "process", json_object_new_int64 (p->id));
   json_object_object_add (o, "pty", json_object_get (size));

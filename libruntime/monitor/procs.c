@@ -216,7 +216,10 @@ mon_handle_spawn (struct mon *m, struct evhttp_request *req, json_object *body)
       return;
     }
   json_object_object_get_ex (body, "argv", &argv);
-  p->id = e->stream;
+  /* Its own number, not its stream's: execs and sessions take streams
+     too, and the docs' `logs dev 1` means the first spawn.  */
+  p->id = m->next_proc++;
+  p->stream = e->stream;
   p->command = join_argv (argv);
   p->cwd = strdup (json_object_object_get_ex (body, "cwd", &v) && v ? json_object_get_string (v)
                    : m->cfg->workdir                               ? m->cfg->workdir
@@ -361,7 +364,7 @@ mon_handle_kill (struct mon *m, struct evhttp_request *req, json_object *body)
   if (mon_chan_full (m))
     return mon_reply_error (req, 409, "sandbox_not_ready", NULL, "sandbox %s is not reading its channel", m->cfg->id);
   if (p->exit == NULL)
-    mon_chan_signal (m, p->id, (int) sig);
+    mon_chan_signal (m, p->stream, (int) sig);
   reply_proc (req, p);
 }
 
@@ -377,7 +380,7 @@ mon_procs_save (struct mon *m)
       json_object *o = json_object_new_object ();
       size_t len = evbuffer_get_length (p->log);
       json_object *log = rt_b64_json (evbuffer_pullup (p->log, -1), len);
-      struct mon_exec *e = mon_exec_find (m, p->id);
+      struct mon_exec *e = mon_exec_find (m, p->stream);
 
       if (o == NULL || log == NULL)
         {
@@ -387,6 +390,7 @@ mon_procs_save (struct mon *m)
           return NULL;
         }
       json_object_object_add (o, "id", json_object_new_int64 (p->id));
+      json_object_object_add (o, "stream", json_object_new_int64 (p->stream));
       json_object_object_add (o, "command", json_object_new_string (p->command ? p->command : ""));
       json_object_object_add (o, "log", log);
       json_object_object_add (o, "dropped", json_object_new_int64 ((int64_t) p->dropped));
@@ -438,6 +442,8 @@ proc_load (json_object *o)
       return NULL;
     }
   p->id = json_object_object_get_ex (o, "id", &v) ? (uint32_t) json_object_get_int64 (v) : 0;
+  /* Saved before ids had their own sequence, the id was the stream.  */
+  p->stream = json_object_object_get_ex (o, "stream", &v) ? (uint32_t) json_object_get_int64 (v) : p->id;
   p->command = strdup (json_object_object_get_ex (o, "command", &v) ? json_object_get_string (v) : "");
   p->dropped = json_object_object_get_ex (o, "dropped", &v) ? (uint64_t) json_object_get_int64 (v) : 0;
   if (json_object_object_get_ex (o, "cwd", &v) && json_object_is_type (v, json_type_string))
@@ -478,8 +484,10 @@ mon_procs_load (struct mon *m, json_object *procs, bool reset, rt_error **err)
       mon_proc_stdin_load (p, json_object_object_get (o, "stdin"), &inflight);
       *tail = p;
       tail = &p->next;
-      if (p->id >= m->next_stream)
-        m->next_stream = p->id + 1;
+      if (p->stream >= m->next_stream)
+        m->next_stream = p->stream + 1;
+      if (p->id >= m->next_proc)
+        m->next_proc = p->id + 1;
       /* Still running: its output comes on its stream as before.  */
       if (p->exit == NULL && outstanding >= 0)
         {
@@ -487,7 +495,7 @@ mon_procs_load (struct mon *m, json_object *procs, bool reset, rt_error **err)
           if (e == NULL)
             return rt_error_oom (err);
           e->m = m;
-          e->stream = p->id;
+          e->stream = p->stream;
           e->proc = p;
           e->stdin_fd = -1;
           /* Its stdin the guest holds still counts against the window:

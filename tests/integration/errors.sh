@@ -38,6 +38,25 @@ expect_error "unknown command suggests" usage "Did you mean 'run'" runtime sandb
 expect_error "unknown group suggests" usage "Did you mean 'sandbox'" runtime sandbx run
 expect_error "bad --vcpu" usage "vcpu must be a whole number from 1 to 16" runtime sandbox run --vcpu 0 -- true
 expect_error "bad --timeout" usage "timeout must be a whole number" runtime sandbox run --timeout soon -- true
+# --env-file (docker's format): a missing file, a line that is no
+# variable (named FILE:LINE), all before any sandbox is made.
+expect_error "a missing --env-file is file_not_found" file_not_found "env-file '$tmp/no.env'" \
+    runtime sandbox run --env-file "$tmp/no.env" -- true
+printf 'A=1\n# ok\n\nnot a name=2\n' >"$tmp/bad.env"
+bad_line="$tmp/bad.env:4: 'not a name' is not a valid variable name"
+expect_error "run: a bad --env-file line is invalid_env naming FILE:LINE" invalid_env "$bad_line" \
+    runtime sandbox run --env-file "$tmp/bad.env" -- true
+expect_error "… create's" invalid_env "$bad_line" runtime sandbox create --env-file "$tmp/bad.env"
+expect_error "… exec's, before the sandbox is looked up" invalid_env "$bad_line" \
+    runtime sandbox exec nosuch --env-file "$tmp/bad.env" -- true
+expect_error "… spawn's" invalid_env "$bad_line" runtime sandbox spawn nosuch --env-file "$tmp/bad.env" -- true
+printf '1X=2\n' >"$tmp/digit.env"
+expect_error "… a name starting with a digit" invalid_env "digit.env:1: '1X'" runtime sandbox create --env-file "$tmp/digit.env"
+expect_error "a directory as --env-file" invalid_env "Is a directory" runtime sandbox run --env-file "$tmp" -- true
+printf 'A=\0\n' >"$tmp/nul.env"
+expect_error "a binary --env-file" invalid_env "not text" runtime sandbox run --env-file "$tmp/nul.env" -- true
+expect_error "-t without a terminal on run" usage "-t needs a terminal" runtime sandbox run -t -- true
+check "… pointing at run -i" grep -q "^Hint: .*runtime sandbox run -i" "$tmp/err"
 expect_error "unknown image" image_not_found "image 'nope' not found" runtime sandbox run --image nope -- true
 # Snapshots, fork, idle pause: refused before any sandbox is touched.
 expect_error "bad --idle-pause" usage "idle-pause must be 0 or a whole number of seconds from 10 to 86400" \

@@ -139,8 +139,10 @@ json=$(runtime sandbox exec "$id" --json -- bash -c 'echo hi; echo oops >&2; exi
 is "--json keeps the exit code" "$rc" 5
 is "--json result" "$(printf '%s' "$json" | jq_ 'sorted(o), o["exitCode"], o["stdout"], o["stderr"], o["timedOut"], o["stdoutTruncated"], o["stderrTruncated"], type(o["durationMs"]).__name__')" \
     "(['durationMs', 'exitCode', 'stderr', 'stderrTruncated', 'stdout', 'stdoutTruncated', 'timedOut'], 5, 'hi\\n', 'oops\\n', False, False, False, 'int')"
+json=$(runtime sandbox exec "$id" --json --timeout 60 -- head -c 100000 /dev/zero)
+is "--json with --timeout 60 caps stdout at 64 KiB" "$(printf '%s' "$json" | jq_ 'len(o["stdout"]), o["stdoutTruncated"]')" "(65536, True)"
 json=$(runtime sandbox exec "$id" --json -- head -c 100000 /dev/zero)
-is "--json caps stdout at 64 KiB" "$(printf '%s' "$json" | jq_ 'len(o["stdout"]), o["stdoutTruncated"]')" "(65536, True)"
+is "--json alone sets no timeout: 100 kB kept whole" "$(printf '%s' "$json" | jq_ 'len(o["stdout"]), o["stdoutTruncated"]')" "(100000, False)"
 
 runtime sandbox exec "$id" -- bash -c 'echo kept > /workspace/state-file' &&
     is "state kept between execs" "$(runtime sandbox exec "$id" -- cat /workspace/state-file)" "kept"

@@ -3,13 +3,33 @@
 . "$(dirname "$0")/libtest.sh"
 
 id=$(runtime sandbox create --timeout 600)
-trap 'runtime sandbox rm "$id" >/dev/null 2>&1; cleanup' EXIT
+id2=
+trap 'runtime sandbox rm "$id" $id2 >/dev/null 2>&1; cleanup' EXIT
 
 # -- background processes
 p1=$(runtime sandbox spawn "$id" -- bash -c 'for i in 1 2 3; do echo tick $i; echo tock $i >&2; sleep 0.5; done; exit 2')
 is "spawn prints a process number" "$p1" 1
 p2=$(runtime sandbox spawn "$id" -- sleep 300)
 is "a second spawn gets the next number" "$p2" 2
+# Numbers are the spawns' own, per sandbox: execs (and the streams the
+# docs' first exec takes) do not use them up.
+runtime sandbox exec "$id" -- true
+is "an exec between spawns takes no number: the next spawn is 3" "$(runtime sandbox spawn "$id" -- true)" 3
+printf 'FROM_FILE=yes\n' >"$tmp/sb.env"
+id2=$(runtime sandbox create --timeout 600 --env-file "$tmp/sb.env")
+runtime sandbox exec "$id2" -- true; runtime sandbox exec "$id2" -- true
+is "another sandbox, after two execs, numbers its own from 1" "$(runtime sandbox spawn "$id2" -- sleep 300)" 1
+is "… as the docs show it: logs, kill and ps by that number" \
+    "$(runtime sandbox kill "$id2" 1 --signal KILL; runtime sandbox ps "$id2" --json | json_get '[p["process"] for p in o]')" \
+    "$(printf '1\n[1]')"
+is "create --env-file: the sandbox's variables" "$(runtime sandbox exec "$id2" -- printenv FROM_FILE)" "yes"
+printf 'FROM_FILE=exec\n' >"$tmp/cmd.env"
+is "exec --env-file: the command's, over the sandbox's" \
+    "$(runtime sandbox exec "$id2" --env-file "$tmp/cmd.env" -- printenv FROM_FILE)" "exec"
+pe=$(runtime sandbox spawn "$id2" --env-file "$tmp/cmd.env" -- printenv FROM_FILE)
+for _ in $(seq 50); do runtime sandbox ps "$id2" | grep -qE "^$pe +exited" && break; sleep 0.1; done
+is "spawn --env-file too" "$pe $(runtime sandbox logs "$id2" "$pe")" "2 exec"
+runtime sandbox rm "$id2" >/dev/null; id2=
 runtime sandbox ps "$id" >"$tmp/ps"
 check "ps has its header" grep -q "^PROCESS  *STATE  *EXIT  *COMMAND" "$tmp/ps"
 check "ps shows the sleeper running" grep -qE "^2 +running +- +sleep 300" "$tmp/ps"
@@ -117,6 +137,8 @@ runtime sandbox write "$id" "$pp" <"$tmp/in15"
 runtime sandbox pause "$id" >/dev/null && runtime sandbox wake "$id" >/dev/null
 is "after pause and wake its stdin is still open where it was" "$(ps_of "$pp" '["state","stdinOpen","stdinOffset"]')" \
     "['running', True, 1572864]"
+pn=$(runtime sandbox spawn "$id" -- true)
+is "… and the next spawn after the wake goes on from its number" "$pn" "$((pp + 1))"
 is "… and a stale writer's other bytes before its end are still invalid_offset" \
     "$(mon write "{\"process\":$pp,\"data\":\"$(printf 'TWO\n' | base64 -w0)\",\"offset\":1572860}" | json_get 'o["error"]["code"]')" \
     "invalid_offset"
@@ -135,6 +157,7 @@ printf 'child\n' | runtime sandbox write "$kid" "$pf" --eof
 for _ in $(seq 100); do runtime sandbox ps "$kid" | grep -qE "^$pf +exited" && break; sleep 0.1; done
 is "… the child's process got the shared bytes, then its own" "$(runtime sandbox logs "$kid" "$pf")" "$(printf 'both\nchild')"
 is "… the parent's, its own" "$(runtime sandbox logs "$id" "$pf")" "$(printf 'both\nparent')"
+is "… the child keeps its parent's numbers and goes on from them" "$(runtime sandbox spawn "$kid" -- true)" "$((pf + 1))"
 runtime sandbox rm "$kid" >/dev/null
 
 # -- files

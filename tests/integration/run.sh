@@ -61,8 +61,34 @@ json=$(runtime sandbox run --json -- bash -c 'echo hi; echo oops >&2; exit 5'); 
 is "--json keeps the exit code" "$rc" 5
 is "--json result" "$(printf '%s' "$json" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["exitCode"], repr(r["stdout"]), repr(r["stderr"]), r["timedOut"], r["stdoutTruncated"], r["stderrTruncated"], type(r["durationMs"]).__name__)')" "5 'hi\\n' 'oops\\n' False False False int"
 
+# --json sets no timeout of its own (the cap follows --timeout): 100 kB
+# whole without one, 64 KiB kept with --timeout 60.
 json=$(runtime sandbox run --json -- head -c 100000 /dev/zero)
-is "--json caps stdout at 64 KiB with the default 60 s timeout" "$(printf '%s' "$json" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(len(r["stdout"]), r["stdoutTruncated"])')" "65536 True"
+is "--json without --timeout keeps 100 kB whole (no 60 s default)" "$(printf '%s' "$json" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(len(r["stdout"]), r["stdoutTruncated"], r["timedOut"])')" "100000 False False"
+json=$(runtime sandbox run --json --timeout 60 -- head -c 100000 /dev/zero)
+is "--json caps stdout at 64 KiB with --timeout 60" "$(printf '%s' "$json" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(len(r["stdout"]), r["stdoutTruncated"])')" "65536 True"
+json=$(runtime sandbox run --json --timeout 2 -- sleep 60)
+is "--json --timeout 2: timedOut, 124" "$(printf '%s' "$json" | json_get '[o["timedOut"], o["exitCode"]]')" "[True, 124]"
+
+# -i and -t, as exec has them.
+head -c 3000000 /dev/urandom >"$tmp/in3"
+is "run -i streams stdin past 1 MiB, whole" "$(runtime sandbox run -i -- sha256sum <"$tmp/in3" | cut -d' ' -f1)" \
+    "$(sha256sum <"$tmp/in3" | cut -d' ' -f1)"
+is "… and keeps the exit code" "$(runtime sandbox run -i -- sh -c 'cat >/dev/null; exit 4' </dev/null; echo $?)" 4
+out=$(script -qec "runtime sandbox run --paid -t -- sh -c 'tty; test -t 0 && echo on-a-terminal; exit 3'" /dev/null </dev/null); rc=$?
+is "run -t: the command is on a terminal in the guest" "$(printf '%s' "$out" | tr -d '\r' | grep -v '^$' | sed 's#/dev/pts/[0-9]*#/dev/pts/N#')" \
+    "$(printf '/dev/pts/N\non-a-terminal')"
+is "… its exit code passed through" "$rc" 3
+out=$(script -qec "runtime sandbox run --paid -it -- sh -c 'read l; echo got \$l'" /dev/null <<<"typed"); rc=$?
+check "run -it: typed input reaches it" grep -q "got typed" <<<"$out"
+
+# --env-file: docker's format; --env and later files win.
+printf '# the app\n\nMODE=test\r\n  LEVEL=3\nQUOTED="kept as is"\nFROM_HOST\nUNSET_HERE\nEMPTY=\n' >"$tmp/app.env"
+printf 'LEVEL=4\n' >"$tmp/more.env"
+out=$(FROM_HOST=yes runtime sandbox run --env-file "$tmp/app.env" --env-file "$tmp/more.env" --env MODE=cli -- \
+    sh -c 'echo "$MODE|$LEVEL|$QUOTED|$FROM_HOST|${UNSET_HERE-unset}|${EMPTY-unset}"')
+is "run --env-file: comments, blanks, CRLF, host values; later files and --env win" "$out" \
+    'cli|4|"kept as is"|yes|unset|'
 
 out=$(runtime sandbox run -- nosuchprogram 2>"$tmp/err"); rc=$?
 is "a missing program exits 127" "$rc" 127

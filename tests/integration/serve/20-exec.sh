@@ -132,8 +132,12 @@ is "follow on a killed process ends with its exit" \
 api GET "$X/processes/$pid" >/dev/null
 is "get: killed, ended" "$(bj '[o["state"], o["endedAt"] is not None]')" "['killed', True]"
 
+api POST "$X:exec" '{"argv":["true"]}' >/dev/null
 api POST "$X/processes" '{"argv":["sh","-c","sleep 1; echo done; exit 4"]}' >/dev/null
 pid2=$(bj 'o["id"]')
+is "an :exec between two spawns takes no process number: the next is one more" "$pid2" "$((pid + 1))"
+api GET "$X/processes" >/dev/null
+is "… and the list has them in that order, numbered so" "$(bj "[p['id'] for p in o['data']][-2:]")" "['$pid', '$pid2']"
 api GET "$X/processes/$pid2/output?follow=true" >/dev/null
 is "follow from 0: the output as it comes, then exit" "$status $body" \
     "$(printf '200 {"type":"stdout","data":"done\\n","offset":0}\n{"type":"exit","exitCode":4,"state":"exited","timedOut":false,"durationMs":%s,"signal":null,"interrupted":false}' \
