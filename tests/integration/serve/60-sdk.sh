@@ -116,9 +116,21 @@ api POST "/v1/sandboxes/$SB:exec" '{"argv": ["sudo", "-n", "rm", "-f", "/home/us
 api -H 'Prefer: wait=120' POST /v1/sandboxes '{"vcpu": 1, "memoryMiB": 512, "name": "srv60", "labels": {"part": "60"}}' >/dev/null
 P60=$(bj 'o["id"]')
 is "a sandbox of this part: running" "$status $(bj 'o["state"]')" "201 running"
+# 6 again, in an image without bash (this sandbox's, bash moved away): sh -c.
+api POST "/v1/sandboxes/$P60:exec" '{"argv": ["mv", "/usr/bin/bash", "/usr/bin/bash.away"], "user": "root"}' >/dev/null
+api POST "/v1/sandboxes/$P60:exec" '{"command": "echo ${BASH_VERSION:-no bash}; echo $((6*7))"}' >/dev/null
+is "exec {command} where the image has no bash: sh -c runs it" "$status $(bj 'o["exitCode"], o["stdout"]')" \
+    "200 (0, 'no bash\\n42\\n')"
+api POST "/v1/sandboxes/$P60:exec" '{"argv": ["mv", "/usr/bin/bash.away", "/usr/bin/bash"], "user": "root"}' >/dev/null
 api POST "/v1/sandboxes/$P60:snapshot" '{"name": "srv60-snap"}' >/dev/null
 S60=$(bj 'o["id"]')
 is ":snapshot: ready" "$status $(bj 'o["state"]')" "200 ready"
+api GET "/v1/snapshots?sandboxId=$P60&state=ready" >/dev/null
+is "snapshots.list({sandboxId, state}): it" "$status $(bj '[s["id"] == "'"$S60"'" for s in o["data"]]')" "200 [True]"
+api GET "/v1/snapshots?sandboxId=sb-none&name=srv60-snap" >/dev/null
+is "… of another sandbox: none" "$status $(bj 'o["data"]')" "200 []"
+api GET "/v1/images?state=ready&name=no-such-image" >/dev/null
+is "images.list({state, name}): filtered (none of that name)" "$status $(bj 'o["data"]')" "200 []"
 API_TOKEN=$TOKEN_B api POST "/v1/snapshots/$S60:delete" >/dev/null
 is "B's POST :delete of A's snapshot: 404" "$status" 404
 api POST "/v1/snapshots/$S60:delete" >/dev/null
