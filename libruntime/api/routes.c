@@ -90,6 +90,7 @@ static const struct srv_query_names queries[] = {
   { EVHTTP_REQ_GET, "/v1/images/{id}", "" },
   { EVHTTP_REQ_GET, "/v1/images/{id}/logs", "cursor follow" },
   { EVHTTP_REQ_GET, "/v1/egress-secrets", "" },
+  { EVHTTP_REQ_PUT, "/v1/egress-secrets/{name}", "" },
   { 0, NULL, NULL },
 };
 
