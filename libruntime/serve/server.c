@@ -396,37 +396,6 @@ srv_route_lookup (const struct srv_route *routes, int method, const char *path)
   return NULL;
 }
 
-/* Whether every query parameter of @r is one its route takes (else
-   answered).  */
-static bool
-query_known (struct srv_req *r)
-{
-  const struct srv_query_names *q = r->srv->app->queries;
-  struct evkeyval *kv;
-
-  for (; q && q->pattern; q++)
-    if (q->method == r->method && strcmp (q->pattern, r->route->pattern) == 0)
-      break;
-  if (q == NULL || q->pattern == NULL)
-    return true;
-  TAILQ_FOREACH (kv, &r->query, next)
-  {
-    size_t n = strlen (kv->key);
-    const char *at = q->names;
-
-    while (n && (at = strstr (at, kv->key)) && !((at == q->names || at[-1] == ' ') && (at[n] == ' ' || !at[n])))
-      at += n;
-    if (n == 0 || at == NULL)
-      {
-        cleanup_free char *hint = *q->names ? rt_strdup_printf ("it takes: %s", q->names) : NULL;
-        srv_reply_error (r, 400, "invalid_request", hint ? hint : "it takes no query parameters", NULL,
-                         "unknown query parameter '%s' on %s %s", kv->key, srv_method (r), r->route->pattern);
-        return false;
-      }
-  }
-  return true;
-}
-
 const struct srv_route *
 srv_find_route (struct srv_req *r)
 {
@@ -607,7 +576,7 @@ on_request (struct evhttp_request *req, void *arg)
     return;
   if (!(r->route->flags & SRV_NO_AUTH) && (!srv_authenticate (r) || !within_rate (r)))
     return;
-  if (!query_known (r))
+  if (!srv_query_known (r))
     return;
   watch_peer (r, req);
   dispatch_idem (r);
