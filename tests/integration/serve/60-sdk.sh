@@ -70,7 +70,7 @@ is "… it is there, whole" "$(bj '[o["size"], o["mode"]]')" "[$size, '640']"
 
 # -- 3. files.download(dir) and files.upload(dir): symmetric archives
 api GET "$f60/stat?path=/workspace/t60/sub" >/dev/null
-is "files.download first stats: a directory" "$(bj 'o["exists"], o["type"]')" "(True, 'directory')"
+is "files.download first stats: a directory" "$(bj '[o["exists"], o["type"]]')" "[True, 'directory']"
 status=$(curl -sS --noproxy '*' -o "$tmp/t60.tgz" -w '%{http_code}' -H "Authorization: Bearer $TOKEN_A" \
     -H 'Accept: application/gzip' "$API$f60/archive?path=/workspace/t60/sub&gzip=true")
 is "GET files/archive?path=DIR&gzip=true: entries relative to DIR, as the SDK unpacks them" \
@@ -98,17 +98,17 @@ is "… stdin that is no string: 400 naming it" "$status $(bj '[i["path"] for i 
 
 # -- 6. exec with a string command: bash -c, as the SDK documents
 api POST "/v1/sandboxes/$SB:exec" '{"command": "[[ -n $BASH_VERSION ]] && echo bash; echo ${0##*/}"}' >/dev/null
-is "exec {command}: run by bash (its [[ ]] and \$BASH_VERSION)" "$status $(bj 'o["exitCode"], o["stdout"]')" \
-    "200 (0, 'bash\\nbash\\n')"
+is "exec {command}: run by bash (its [[ ]] and \$BASH_VERSION)" "$status $(bj '[o["exitCode"], o["stdout"]]')" \
+    "200 [0, 'bash\\nbash\\n']"
 api POST "/v1/sandboxes/$SB:exec" '{"command": "printf %s \"$1\"; exit 3"}' >/dev/null
-is "… its exit code and positional parameters are the command's own" "$status $(bj 'o["exitCode"], o["stdout"]')" \
-    "200 (3, '')"
+is "… its exit code and positional parameters are the command's own" "$status $(bj '[o["exitCode"], o["stdout"]]')" \
+    "200 [3, '']"
 api POST "/v1/sandboxes/$SB:exec" '{"argv": ["sh", "-c", "echo $0"]}' >/dev/null
 is "… argv still runs without a shell of ours" "$(bj 'o["stdout"]')" "sh"
 
 # -- 8. sudo for the sandbox user (the E2B layer's sudo ln -s …)
 api POST "/v1/sandboxes/$SB:exec" '{"argv": ["sudo", "-n", "sh", "-c", "id -u; ln -sfn /workspace /home/user"]}' >/dev/null
-is "sudo -n as the sandbox user: root, without a password" "$status $(bj 'o["exitCode"], o["stdout"]')" "200 (0, '0\\n')"
+is "sudo -n as the sandbox user: root, without a password" "$status $(bj '[o["exitCode"], o["stdout"]]')" "200 [0, '0\\n']"
 api POST "/v1/sandboxes/$SB:exec" '{"argv": ["sudo", "-n", "rm", "-f", "/home/user"]}' >/dev/null
 
 # -- 5. snapshots.delete: POST /v1/snapshots/{id}:delete;
@@ -119,8 +119,8 @@ is "a sandbox of this part: running" "$status $(bj 'o["state"]')" "201 running"
 # 6 again, in an image without bash (this sandbox's, bash moved away): sh -c.
 api POST "/v1/sandboxes/$P60:exec" '{"argv": ["mv", "/usr/bin/bash", "/usr/bin/bash.away"], "user": "root"}' >/dev/null
 api POST "/v1/sandboxes/$P60:exec" '{"command": "echo ${BASH_VERSION:-no bash}; echo $((6*7))"}' >/dev/null
-is "exec {command} where the image has no bash: sh -c runs it" "$status $(bj 'o["exitCode"], o["stdout"]')" \
-    "200 (0, 'no bash\\n42\\n')"
+is "exec {command} where the image has no bash: sh -c runs it" "$status $(bj '[o["exitCode"], o["stdout"]]')" \
+    "200 [0, 'no bash\\n42\\n']"
 api POST "/v1/sandboxes/$P60:exec" '{"argv": ["mv", "/usr/bin/bash.away", "/usr/bin/bash"], "user": "root"}' >/dev/null
 api POST "/v1/sandboxes/$P60:snapshot" '{"name": "srv60-snap"}' >/dev/null
 S60=$(bj 'o["id"]')
@@ -134,8 +134,8 @@ is "images.list({state, name}): filtered (none of that name)" "$status $(bj 'o["
 API_TOKEN=$TOKEN_B api POST "/v1/snapshots/$S60:delete" >/dev/null
 is "B's POST :delete of A's snapshot: 404" "$status" 404
 api POST "/v1/snapshots/$S60:delete" >/dev/null
-is "snapshots.delete: POST /v1/snapshots/{id}:delete, 200 deleted" "$status $(bj 'o["id"] == "'"$S60"'", o["status"]')" \
-    "200 (True, 'deleted')"
+is "snapshots.delete: POST /v1/snapshots/{id}:delete, 200 deleted" "$status $(bj '[o["id"] == "'"$S60"'", o["status"]]')" \
+    "200 [True, 'deleted']"
 api GET "/v1/snapshots/$S60" >/dev/null
 is "… then GET: 404" "$status" 404
 api POST "/v1/snapshots/$S60:delete" >/dev/null
