@@ -158,13 +158,16 @@ cli_job_prepare (struct cli_command *cmd, struct cli_args *a, bool with_env, str
       if (cli_check_env (j->env, n) < 0)
         return -1;
     }
-  /* One argument runs under bash -c, several as argv with no shell.  */
+  /* One argument runs under bash -c (sh -c without bash), several as
+     argv with no shell.  */
   if (a->nrest == 1)
     {
-      j->shell[0] = "bash";
+      j->shell[0] = "/bin/sh";
       j->shell[1] = "-c";
-      j->shell[2] = a->rest[0];
-      j->shell[3] = NULL;
+      j->shell[2] = RT_SHELL_SCRIPT;
+      j->shell[3] = "sh";
+      j->shell[4] = a->rest[0];
+      j->shell[5] = NULL;
       j->argv = j->shell;
     }
   else

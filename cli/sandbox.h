@@ -67,7 +67,7 @@ int cli_on_output (void *data, int stream, const char *buf, size_t len);
 struct job
 {
   const char *const *argv;
-  const char *shell[4];
+  const char *shell[6];
   const char *cwd;
   const char *user;
   const char **env;

@@ -3,7 +3,9 @@
 # Debian 12 minbase with python3, pip, venv, ca-certificates, curl, git,
 # iproute2 and nftables (so that tests can show root in the guest changes
 # nothing on the host), less and procps (a shell in a sandbox has a pager,
-# ps and top),
+# ps and top), sudo (passwordless for the sandbox user, as Runtime
+# Cloud's base image: root in the guest is assumed hostile anyway,
+# docs/security.md),
 # user runtime (1000:1000, home /workspace), without docs, man pages,
 # locales, apt lists and logs.
 #
@@ -19,7 +21,7 @@ LC_ALL=C
 export LC_ALL
 
 suite=bookworm
-packages=python3,python3-pip,python3-venv,ca-certificates,curl,git,iproute2,nftables,less,procps
+packages=python3,python3-pip,python3-venv,ca-certificates,curl,git,iproute2,nftables,less,procps,sudo
 
 say () { echo "runtime: $*" >&2; }
 die () { say "error: $*"; exit 1; }
@@ -129,6 +131,10 @@ chroot "$dir" groupadd -g 1000 runtime
 chroot "$dir" useradd -m -d /workspace -u 1000 -g 1000 -s /bin/bash runtime
 chown 1000:1000 "$dir/workspace"
 chmod 0755 "$dir/workspace"
+say "giving user runtime passwordless sudo"
+printf 'runtime ALL=(ALL:ALL) NOPASSWD: ALL\n' >"$dir/etc/sudoers.d/runtime"
+chmod 0440 "$dir/etc/sudoers.d/runtime"
+chroot "$dir" visudo -c -q -f /etc/sudoers.d/runtime || die "the sudoers rule does not parse"
 
 echo runtime >"$dir/etc/hostname"
 printf '127.0.0.1\tlocalhost runtime\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$dir/etc/hosts"

@@ -54,6 +54,14 @@ typedef struct rt_exec_opts
 } rt_exec_opts;
 
 /**
+ * RT_SHELL_SCRIPT: how one string of shell runs, in the API's `command`
+ * as in the CLI's single argument: argv { "/bin/sh", "-c",
+ * RT_SHELL_SCRIPT, "sh", command, NULL } runs it under `bash -c` when
+ * the image has bash (Runtime Cloud's rule), else under `sh -c`.
+ */
+#define RT_SHELL_SCRIPT "command -v bash >/dev/null 2>&1 && exec bash -c \"$1\"; exec sh -c \"$1\""
+
+/**
  * rt_exec_result - how a command ended
  * @exit_code:   its exit code; 128+N after signal N; 124 after a timeout
  * @signal:      the signal that ended it, or 0

@@ -79,3 +79,25 @@ srv_reply_issues (struct srv_req *r, json_object *issues)
                    rt_json_str (json_object_array_get_idx (issues, 0), "path"));
   return true;
 }
+
+json_object *
+srv_filter (struct srv_req *r, json_object *all, const char *const pairs[])
+{
+  json_object *out = json_object_new_array ();
+
+  for (size_t i = 0; i < json_object_array_length (all); i++)
+    {
+      json_object *o = json_object_array_get_idx (all, i);
+      bool keep = true;
+
+      for (size_t k = 0; keep && pairs[k]; k += 2)
+        {
+          const char *want = srv_query (r, pairs[k]), *v = rt_json_str (o, pairs[k + 1]);
+          keep = want == NULL || (v && strcmp (v, want) == 0);
+        }
+      if (keep)
+        json_object_array_add (out, json_object_get (o));
+    }
+  json_object_put (all);
+  return out;
+}

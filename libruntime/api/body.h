@@ -18,5 +18,9 @@ char **srv_strings_of (json_object *arr, const char *field, size_t max, json_obj
 /* When @issues holds any: replies 400 invalid_request naming them all and
    returns true.  */
 bool srv_reply_issues (struct srv_req *r, json_object *issues);
+/* The items of @all (taken) whose string fields match the list filters
+   of @r: @pairs is { query parameter, field, …, NULL }, and an item is
+   kept when, for each parameter given, its field is that value.  */
+json_object *srv_filter (struct srv_req *r, json_object *all, const char *const pairs[]);
 
 #endif

@@ -36,7 +36,8 @@ const struct srv_field srv_fields_exec[] = {
 const struct srv_field srv_fields_spawn[] = {
   { "argv", json_type_array },    { "command", json_type_string },   { "cwd", json_type_string },
   { "env", json_type_object },    { "timeoutMs", json_type_int },    { "stdinMode", json_type_string },
-  { "pty", json_type_null },      { "user", json_type_string },      { NULL, 0 },
+  { "pty", json_type_null },      { "user", json_type_string },      { "stdin", json_type_string },
+  { "stdinBase64", json_type_string }, { NULL, 0 },
 };
 
 /* A command request, checked.  */
@@ -71,9 +72,10 @@ parse_argv (struct srv_req *r, json_object *body, struct command *c)
     {
       if (*command == '\0')
         return bad_request (r, "command must not be empty");
-      c->argv = calloc (4, sizeof (char *));
+      c->argv = calloc (6, sizeof (char *));
       if (c->argv == NULL || !(c->argv[0] = strdup ("/bin/sh")) || !(c->argv[1] = strdup ("-c"))
-          || !(c->argv[2] = strdup (command)))
+          || !(c->argv[2] = strdup (RT_SHELL_SCRIPT)) || !(c->argv[3] = strdup ("sh"))
+          || !(c->argv[4] = strdup (command)))
         return (srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory"), false);
       return true;
     }
@@ -622,6 +624,10 @@ srv_process_spawn (struct srv_req *r)
   mode = rt_json_str (body, "stdinMode");
   if (mode && strcmp (mode, "closed") != 0 && strcmp (mode, "pipe") != 0)
     return (void) bad_request (r, "stdinMode must be \"closed\" or \"pipe\"");
+  /* Given stdin is written once, then closed: not with a pipe kept open.  */
+  if (mode && strcmp (mode, "pipe") == 0
+      && (json_object_object_get (body, "stdin") || json_object_object_get (body, "stdinBase64")))
+    return (void) bad_request (r, "give stdin or stdinMode \"pipe\", not both");
   if (!parse_command (r, body, &c) || !srv_parse_pty (r, json_object_object_get (body, "pty"), &c.opts))
     return;
   c.opts.keep_stdin = mode && strcmp (mode, "pipe") == 0;

@@ -3,6 +3,7 @@
    guest's tools do the work (sandbox/fileops.h): nothing a client or the
    guest names is a path on the host.  handlers.h declares its routes,
    files.h what uploads.c shares of it.  */
+#include <fnmatch.h>
 #include <openssl/evp.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -179,25 +180,127 @@ srv_files_put (struct srv_req *r)
   srv_reply_json (r, 200, srv_files_written (path, len, mode));
 }
 
+/* Whether @s, a path relative to the listed directory, matches @pat:
+   fnmatch's words per '/'-separated part, and "**" as any number of
+   parts (none too), as the SDK's glob (**, then *.py) means.  */
+static bool
+glob_match (const char *pat, const char *s)
+{
+  const char *pe = strchr (pat, '/'), *se = strchr (s, '/');
+  size_t pl = pe ? (size_t) (pe - pat) : strlen (pat), sl = se ? (size_t) (se - s) : strlen (s);
+  char p1[256], s1[256];
+
+  if (pl == 2 && strncmp (pat, "**", 2) == 0)
+    {
+      if (pe == NULL)
+        return true;
+      for (const char *at = s;; at = strchr (at, '/') + 1)
+        {
+          if (glob_match (pe + 1, at))
+            return true;
+          if (strchr (at, '/') == NULL)
+            return false;
+        }
+    }
+  if (pl >= sizeof (p1) || sl >= sizeof (s1) || (pe == NULL) != (se == NULL))
+    return false;
+  memcpy (p1, pat, pl);
+  p1[pl] = '\0';
+  memcpy (s1, s, sl);
+  s1[sl] = '\0';
+  if (fnmatch (p1, s1, FNM_PERIOD) != 0)
+    return false;
+  return pe == NULL || glob_match (pe + 1, se + 1);
+}
+
+/* A boolean query parameter: true, false, or absent (@dflt).  */
+static int
+query_bool (struct srv_req *r, const char *name, bool dflt, bool *out)
+{
+  const char *v = srv_query (r, name);
+
+  *out = v ? strcmp (v, "true") == 0 || strcmp (v, "1") == 0 : dflt;
+  if (v && !*out && strcmp (v, "false") != 0 && strcmp (v, "0") != 0)
+    {
+      srv_reply_error (r, 400, "invalid_request", NULL, NULL, "%s is true or false, not '%s'", name, v);
+      return -1;
+    }
+  return 0;
+}
+
+/* Whether @rel (relative to the listed directory) has a part that
+   starts with a dot.  */
+static bool
+hidden_path (const char *rel)
+{
+  for (const char *p = rel; p; p = strchr (p, '/') ? strchr (p, '/') + 1 : NULL)
+    if (*p == '.')
+      return true;
+  return false;
+}
+
 void
 srv_files_list (struct srv_req *r)
 {
   cleanup_sandbox rt_sandbox *sb = srv_sandbox_open (r);
   const char *path = sb ? srv_files_path (r, "path", NULL) : NULL, *d = srv_query (r, "depth");
+  const char *glob = srv_query (r, "glob"), *l = srv_query (r, "limit");
   cleanup_error rt_error *err = NULL;
-  json_object *arr, *o;
-  unsigned long depth = 1;
+  cleanup_json json_object *arr = NULL;
+  json_object *o, *kept;
+  unsigned long depth = 1, limit = RT_LIST_MAX_ENTRIES;
+  size_t root;
   char *end = NULL;
-  bool cut;
+  bool cut, hidden;
 
   if (path == NULL)
     return;
   if (d && ((depth = strtoul (d, &end, 10)) < 1 || depth > RT_LIST_MAX_DEPTH || *d == '\0' || *end))
     return srv_reply_error (r, 400, "invalid_request", NULL, NULL, "depth is 1 to %d, not '%s'", RT_LIST_MAX_DEPTH, d);
+  if (l && ((limit = strtoul (l, &end, 10)) < 1 || limit > RT_LIST_MAX_ENTRIES || *l == '\0' || *end))
+    return srv_reply_error (r, 400, "invalid_request", NULL, NULL, "limit is 1 to %d, not '%s'", RT_LIST_MAX_ENTRIES,
+                            l);
+  if (glob && (*glob == '\0' || *glob == '/' || strlen (glob) > 1024))
+    return srv_reply_error (r, 400, "invalid_request", "for example glob=**/*.py", NULL,
+                            "glob is a pattern relative to path, not '%s'", glob);
+  if (query_bool (r, "hidden", true, &hidden) < 0)
+    return;
+  /* A glob reaches as deep as its parts, any depth with "**", unless
+     depth says.  */
+  if (glob && d == NULL)
+    {
+      depth = 1;
+      for (const char *p = glob; (p = strchr (p, '/')); p++)
+        depth++;
+      if (strstr (glob, "**"))
+        depth = RT_LIST_MAX_DEPTH;
+      depth = depth > RT_LIST_MAX_DEPTH ? RT_LIST_MAX_DEPTH : depth;
+    }
   if (rt_guest_entries (sb, path, (unsigned) depth, RT_ENTRY_BELOW, &arr, &cut, &err) < 0)
     return srv_reply_rt_error (r, err);
+  root = strlen (path);
+  while (root > 1 && path[root - 1] == '/')
+    root--;
+  kept = json_object_new_array ();
+  for (size_t i = 0; i < json_object_array_length (arr); i++)
+    {
+      json_object *e = json_object_array_get_idx (arr, i);
+      const char *p = rt_json_str (e, "path"), *rel;
+
+      if (p == NULL || strncmp (p, path, root) != 0)
+        continue;
+      rel = p + root + (p[root] == '/');
+      if ((!hidden && hidden_path (rel)) || (glob && !glob_match (glob, rel)))
+        continue;
+      if (json_object_array_length (kept) == limit)
+        {
+          cut = true;
+          break;
+        }
+      json_object_array_add (kept, json_object_get (e));
+    }
   o = json_object_new_object ();
-  json_object_object_add (o, "data", arr);
+  json_object_object_add (o, "data", kept);
   if (cut)
     json_object_object_add (o, "truncated", json_object_new_boolean (true));
   srv_reply_json (r, 200, o);
@@ -319,7 +422,9 @@ srv_archive_get (struct srv_req *r)
 {
   cleanup_sandbox rt_sandbox *sb = srv_sandbox_open (r);
   const char *path = sb ? srv_files_path (r, "path", NULL) : NULL, *gz = srv_query (r, "gzip");
+  const char *nm = srv_query (r, "named");
   bool gzip = gz && (strcmp (gz, "true") == 0 || strcmp (gz, "1") == 0);
+  bool named = nm && (strcmp (nm, "true") == 0 || strcmp (nm, "1") == 0);
   struct tar_out t = { .r = r, .ctype = gzip ? "application/gzip" : "application/x-tar" };
   cleanup_error rt_error *err = NULL;
   rt_exec_opts o = { .cancel_fd = -1, .on_output = tar_out, .data = &t };
@@ -327,7 +432,7 @@ srv_archive_get (struct srv_req *r)
 
   if (path == NULL)
     return;
-  ret = rt_guest_tar_out (sb, path, gzip, &o, &err);
+  ret = rt_guest_tar_out (sb, path, gzip, named, &o, &err);
   /* Once started, a failure can only cut the stream short: the archive
      then lacks its end, which tar readers report.  */
   if (t.started)

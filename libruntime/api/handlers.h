@@ -110,8 +110,6 @@ void srv_secret_delete (struct srv_req *r);
 /* terminal.c: the terminal, and what tunnel.c shares of it.  */
 void srv_terminal (struct srv_req *r);
 void srv_tunnel (struct srv_req *r); /* tunnel.c */
-/* Every query parameter is one of @known; false after answering 400.  */
-bool srv_query_known (struct srv_req *r, const char *const known[]);
 /* On an accepted WebSocket: {"type":"error","error":{code,message}} of
    @err, then the close with @close_code.  */
 void srv_ws_fail (struct srv_req *r, const rt_error *err, unsigned close_code);

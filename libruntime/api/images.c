@@ -504,7 +504,8 @@ srv_image_list (struct srv_req *r)
       if (img == NULL || i == json_object_array_length (all))
         json_object_array_add (all, rec);
     }
-  srv_reply_page (r, all);
+  /* The SDK's images.list filters.  */
+  srv_reply_page (r, srv_filter (r, all, (const char *const[]){ "state", "state", "name", "name", NULL }));
 }
 
 /* The build or image {id}; NULL after replying 404.  *rec: whether it is

@@ -102,7 +102,24 @@ object_schema (const struct srv_field *fields, const char *nested, const struct 
   return s;
 }
 
-/* One operation of @path: its path parameters, its token, its body.  */
+/* A string parameter @name (@len bytes) in the path (required) or the
+   query.  */
+static json_object *
+parameter (const char *name, size_t len, const char *in)
+{
+  json_object *param = json_object_new_object (), *schema = json_object_new_object ();
+
+  json_object_object_add (param, "name", json_object_new_string_len (name, (int) len));
+  json_object_object_add (param, "in", json_object_new_string (in));
+  if (strcmp (in, "path") == 0)
+    json_object_object_add (param, "required", json_object_new_boolean (true));
+  json_object_object_add (schema, "type", json_object_new_string ("string"));
+  json_object_object_add (param, "schema", schema);
+  return param;
+}
+
+/* One operation of @path: its path and query parameters, its token, its
+   body.  */
 static json_object *
 operation (const char *path, const struct srv_route *route, int body)
 {
@@ -113,16 +130,19 @@ operation (const char *path, const struct srv_route *route, int body)
   for (const char *p = strchr (path, '{'); p; p = strchr (p + 1, '{'))
     {
       const char *end = strchr (p, '}');
-      json_object *param = json_object_new_object (), *schema = json_object_new_object ();
       if (end == NULL)
         break;
-      json_object_object_add (param, "name", json_object_new_string_len (p + 1, (int) (end - p - 1)));
-      json_object_object_add (param, "in", json_object_new_string ("path"));
-      json_object_object_add (param, "required", json_object_new_boolean (true));
-      json_object_object_add (schema, "type", json_object_new_string ("string"));
-      json_object_object_add (param, "schema", schema);
-      json_object_array_add (params, param);
+      json_object_array_add (params, parameter (p + 1, (size_t) (end - p - 1), "path"));
     }
+  /* The query parameters the server takes (any other is refused).  */
+  for (const struct srv_query_names *q = srv_api_app.queries; q && q->pattern; q++)
+    if (q->method == route->method && strcmp (q->pattern, route->pattern) == 0)
+      for (const char *n = q->names; *n; n += strspn (n, " "))
+        {
+          size_t len = strcspn (n, " ");
+          json_object_array_add (params, parameter (n, len, "query"));
+          n += len;
+        }
   json_object_object_add (op, "parameters", params);
   if (route->flags & SRV_NO_AUTH)
     json_object_object_add (op, "security", json_object_new_array ());

@@ -57,6 +57,8 @@ static const struct srv_route routes[] = {
   { EVHTTP_REQ_GET, "/v1/snapshots", srv_snapshot_list, 0 },
   { EVHTTP_REQ_GET, "/v1/snapshots/{id}", srv_snapshot_get, 0 },
   { EVHTTP_REQ_DELETE, "/v1/snapshots/{id}", srv_snapshot_delete, 0 },
+  /* The SDK's snapshots.delete (POST …:delete), as images take it.  */
+  { EVHTTP_REQ_POST, "/v1/snapshots/{id}:delete", srv_snapshot_delete, 0 },
 
   { EVHTTP_REQ_POST, "/v1/images", srv_image_build, 0 },
   { EVHTTP_REQ_GET, "/v1/images", srv_image_list, 0 },
@@ -70,4 +72,38 @@ static const struct srv_route routes[] = {
   { 0, NULL, NULL, 0 },
 };
 
-const struct srv_app srv_api_app = { .routes = routes };
+/* Every GET route's query parameters, and the PUTs' (docs/API.md).  */
+static const struct srv_query_names queries[] = {
+  { EVHTTP_REQ_GET, "/v1/health", "" },
+  { EVHTTP_REQ_GET, "/v1/openapi.json", "" },
+  { EVHTTP_REQ_GET, "/v1/me", "" },
+  { EVHTTP_REQ_GET, "/v1/usage", "" },
+  { EVHTTP_REQ_GET, "/v1/sandboxes", "state name label includeStopped limit cursor" },
+  { EVHTTP_REQ_GET, SB, "waitFor timeoutSeconds" },
+  { EVHTTP_REQ_GET, SB "/network", "" },
+  { EVHTTP_REQ_PUT, SB "/network", "" },
+  { EVHTTP_REQ_GET, SB "/metrics", "" },
+  { EVHTTP_REQ_GET, SB "/sessions", "" },
+  { EVHTTP_REQ_GET, SB "/terminal", "cols rows command cwd" },
+  { EVHTTP_REQ_GET, SB "/tunnel", "" },
+  { EVHTTP_REQ_GET, SB "/processes", "limit cursor" },
+  { EVHTTP_REQ_GET, SB "/processes/{pid}", "" },
+  { EVHTTP_REQ_GET, SB "/processes/{pid}/output", "cursor follow" },
+  { EVHTTP_REQ_GET, SB "/files/content", "path" },
+  { EVHTTP_REQ_PUT, SB "/files/content", "path mode" },
+  { EVHTTP_REQ_GET, SB "/files/list", "path depth glob hidden limit" },
+  { EVHTTP_REQ_GET, SB "/files/stat", "path" },
+  { EVHTTP_REQ_PUT, SB "/uploads/{upload}", "offset" },
+  { EVHTTP_REQ_GET, SB "/files/archive", "path gzip named" },
+  { EVHTTP_REQ_PUT, SB "/files/archive", "path" },
+  { EVHTTP_REQ_GET, "/v1/snapshots", "sandboxId name state limit cursor" },
+  { EVHTTP_REQ_GET, "/v1/snapshots/{id}", "" },
+  { EVHTTP_REQ_GET, "/v1/images", "state name limit cursor" },
+  { EVHTTP_REQ_GET, "/v1/images/{id}", "" },
+  { EVHTTP_REQ_GET, "/v1/images/{id}/logs", "cursor follow" },
+  { EVHTTP_REQ_GET, "/v1/egress-secrets", "" },
+  { EVHTTP_REQ_PUT, "/v1/egress-secrets/{name}", "" },
+  { 0, NULL, NULL },
+};
+
+const struct srv_app srv_api_app = { .routes = routes, .queries = queries };

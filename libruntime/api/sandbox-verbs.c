@@ -438,7 +438,9 @@ srv_snapshot_list (struct srv_req *r)
     return srv_reply_error (r, 500, "internal", NULL, NULL, "the snapshots could not be read");
   for (size_t i = 0; i < json_object_array_length (all); i++)
     json_object_object_del (json_object_array_get_idx (all, i), "path");
-  srv_reply_page (r, all);
+  /* The SDK's snapshots.list filters.  */
+  srv_reply_page (r, srv_filter (r, all, (const char *const[]){ "sandboxId", "sourceSandboxId", "name", "name",
+                                                                 "state", "state", NULL }));
 }
 
 /* The snapshot {id}; NULL after replying the error.  */

@@ -369,15 +369,18 @@ keep (struct srv_req *r, json_object *o)
 void
 srv_sandbox_list (struct srv_req *r)
 {
-  const char *inc = srv_query (r, "includeStopped");
+  const char *inc = srv_query (r, "includeStopped"), *state[1];
   cleanup_error rt_error *err = NULL;
   cleanup_json json_object *all = NULL;
   json_object *out;
   rt_context *ctx = srv_ctx (r);
+  /* A state filter reaches every state it names, stopped ones too,
+     without includeStopped (Runtime Cloud's list, docs/API.md).  */
+  bool stopped = (inc && strcmp (inc, "true") == 0) || srv_query_all (r, "state", state, 1) > 0;
 
   if (ctx == NULL)
     return;
-  if (rt_sandbox_list (ctx, inc && strcmp (inc, "true") == 0, RT_VIEW_TENANT, &all, &err) < 0)
+  if (rt_sandbox_list (ctx, stopped, RT_VIEW_TENANT, &all, &err) < 0)
     return srv_reply_rt_error (r, err);
   out = json_object_new_array ();
   for (size_t i = 0; all && i < json_object_array_length (all); i++)

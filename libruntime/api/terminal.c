@@ -19,21 +19,6 @@
 
 #define TERM_BUF 16384
 
-static const char *const term_params[] = { "cols", "rows", "command", "cwd", NULL };
-
-/* Every query parameter is one of @known; false after answering 400.  */
-bool
-srv_query_known (struct srv_req *r, const char *const known[])
-{
-  const char *bad = srv_query_unknown (r, known);
-
-  if (bad == NULL)
-    return true;
-  srv_reply_error (r, 400, "invalid_request", "docs/API.md lists the parameters each route takes", NULL,
-                   "unknown query parameter '%s'", bad);
-  return false;
-}
-
 /* A side of the terminal from the query: @def when absent; 0 after
    answering 400.  */
 static unsigned
@@ -216,7 +201,7 @@ srv_terminal (struct srv_req *r)
   json_object *o;
   int ret;
 
-  if (!srv_query_known (r, term_params) || (opts.pty_cols = side_param (r, "cols", 80)) == 0
+  if ((opts.pty_cols = side_param (r, "cols", 80)) == 0
       || (opts.pty_rows = side_param (r, "rows", 24)) == 0)
     return;
   if (command && (*command == '\0' || strlen (command) > 65536))

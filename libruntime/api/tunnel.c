@@ -269,7 +269,6 @@ run (struct tunnel *t)
     }
 }
 
-static const char *const tunnel_params[] = { NULL };
 
 void
 srv_tunnel (struct srv_req *r)
@@ -278,7 +277,7 @@ srv_tunnel (struct srv_req *r)
   struct tunnel t = { .r = r };
   static const char ready[] = "{\"type\":\"ready\"}";
 
-  if (!srv_query_known (r, tunnel_params) || (sb = srv_sandbox_open (r)) == NULL)
+  if ((sb = srv_sandbox_open (r)) == NULL)
     return;
   if (srv_ws_accept (r) < 0)
     return;

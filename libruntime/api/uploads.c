@@ -32,7 +32,7 @@
 #define UPLOAD_MAX_SIZE RT_COPY_MAX_SIZE_DEFAULT /* 10 GiB, as cp's limit */
 #define UPLOAD_MAX_OPEN 8
 #define UPLOAD_TTL_S (24 * 3600)
-#define UPLOAD_CHUNK (4u << 20)  /* what a client is told to send */
+#define UPLOAD_CHUNK (1u << 20)  /* what a client is told to send: the SDK takes at most 1 MiB */
 #define UPLOAD_BLOCK (64u << 10) /* chunks start and end on these */
 /* Room left on the host's disk beside an upload.  */
 #define UPLOAD_SPARE (256ull << 20)
@@ -354,6 +354,8 @@ srv_upload_chunk (struct srv_req *r)
       o = json_object_new_object ();
       json_object_object_add (o, "offset", json_object_new_int64 ((int64_t) off));
       json_object_object_add (o, "length", json_object_new_int64 ((int64_t) len));
+      /* What the SDK reads: the bytes this chunk brought.  */
+      json_object_object_add (o, "received", json_object_new_int64 ((int64_t) len));
       srv_reply_json (r, 200, o);
     }
   upload_close (&u);

@@ -119,7 +119,9 @@ rt_remote_copy_out (rt_sandbox *sb, const char *src, const char *dst, const rt_c
   rt_exec_result res = { 0 };
   int ret;
 
-  if ((url = files_path (sb, "files/archive", src, NULL)) == NULL)
+  /* named: entries from the source's own name, as the local copy-out
+     lays them down (the SDK's download takes them relative).  */
+  if ((url = files_path (sb, "files/archive", src, "&named=true")) == NULL)
     return rt_error_oom (err);
   ret = rt_copy_out_start (src, dst, opts, &k, err);
   if (ret < 0)

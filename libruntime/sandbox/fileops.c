@@ -316,12 +316,16 @@ rt_guest_rename (rt_sandbox *sb, const char *from, const char *to, bool overwrit
 }
 
 int
-rt_guest_tar_out (rt_sandbox *sb, const char *path, bool gzip, const rt_exec_opts *opts, rt_error **err)
+rt_guest_tar_out (rt_sandbox *sb, const char *path, bool gzip, bool named, const rt_exec_opts *opts,
+                  rt_error **err)
 {
+  /* A directory's entries are relative to it (./…) unless @named; a
+     file's entry is its own name.  */
   static const char script[]
-      = "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 67; cd -- \"$(dirname -- \"$1\")\" || exit 1; n=$(basename -- \"$1\"); "
-        "if [ \"$2\" = 1 ]; then exec tar -czf - -- \"$n\"; fi; exec tar -cf - -- \"$n\"";
-  const char *args[] = { path, gzip ? "1" : "0", NULL };
+      = "[ -e \"$1\" ] || [ -L \"$1\" ] || exit 67; z=; [ \"$2\" = 1 ] && z=z; "
+        "if [ \"$3\" = 0 ] && [ -d \"$1\" ] && ! [ -L \"$1\" ]; then cd -- \"$1\" || exit 1; exec tar -c${z}f - .; fi; "
+        "cd -- \"$(dirname -- \"$1\")\" || exit 1; n=$(basename -- \"$1\"); exec tar -c${z}f - -- \"$n\"";
+  const char *args[] = { path, gzip ? "1" : "0", named ? "1" : "0", NULL };
   struct run g = { .pass = opts };
   int code = 0, ret = rt_check_guest_path (path, err);
 

@@ -60,11 +60,13 @@ int rt_guest_remove (rt_sandbox *sb, const char *path, bool recursive, bool *rem
    "permission_denied".  */
 int rt_guest_rename (rt_sandbox *sb, const char *from, const char *to, bool overwrite, rt_error **err);
 
-/* A tar (gzip'd when @gzip) of @path, entries named from its last
-   component, to @opts->on_output (stream 1).  Errors: "usage",
-   "file_not_found"; "internal" when tar failed (the bytes sent so far are
-   a broken archive).  */
-int rt_guest_tar_out (rt_sandbox *sb, const char *path, bool gzip, const rt_exec_opts *opts, rt_error **err);
+/* A tar (gzip'd when @gzip) of @path to @opts->on_output (stream 1): a
+   directory's entries relative to it (./…, as rt_guest_tar_in takes
+   them back), or, when @named or @path is not a directory, named from
+   its last component.  Errors: "usage", "file_not_found"; "internal"
+   when tar failed (the bytes sent so far are a broken archive).  */
+int rt_guest_tar_out (rt_sandbox *sb, const char *path, bool gzip, bool named, const rt_exec_opts *opts,
+                      rt_error **err);
 /* Unpacks the tar (gzip'd when @gzip) read from @fd under directory @path,
    made if missing.  Errors: "usage", "file_not_found", "invalid_request"
    (tar refused the archive), "permission_denied".  */

@@ -151,6 +151,35 @@ srv_query (struct srv_req *r, const char *name)
   return evhttp_find_header (&r->query, name);
 }
 
+bool
+srv_query_known (struct srv_req *r)
+{
+  const struct srv_query_names *q = r->srv->app->queries;
+  struct evkeyval *kv;
+
+  for (; q && q->pattern; q++)
+    if (q->method == r->method && strcmp (q->pattern, r->route->pattern) == 0)
+      break;
+  if (q == NULL || q->pattern == NULL)
+    return true;
+  TAILQ_FOREACH (kv, &r->query, next)
+  {
+    size_t n = strlen (kv->key);
+    const char *at = q->names;
+
+    while (n && (at = strstr (at, kv->key)) && !((at == q->names || at[-1] == ' ') && (at[n] == ' ' || !at[n])))
+      at += n;
+    if (n == 0 || at == NULL)
+      {
+        cleanup_free char *hint = *q->names ? rt_strdup_printf ("it takes: %s", q->names) : NULL;
+        srv_reply_error (r, 400, "invalid_request", hint ? hint : "it takes no query parameters", NULL,
+                         "unknown query parameter '%s' on %s %s", kv->key, srv_method (r), r->route->pattern);
+        return false;
+      }
+  }
+  return true;
+}
+
 size_t
 srv_query_all (struct srv_req *r, const char *name, const char **vals, size_t max)
 {
@@ -161,22 +190,6 @@ srv_query_all (struct srv_req *r, const char *name, const char **vals, size_t ma
   if (strcmp (kv->key, name) == 0 && n < max)
     vals[n++] = kv->value;
   return n;
-}
-
-const char *
-srv_query_unknown (struct srv_req *r, const char *const known[])
-{
-  struct evkeyval *kv;
-
-  TAILQ_FOREACH (kv, &r->query, next)
-  {
-    size_t i = 0;
-    while (known[i] && strcmp (known[i], kv->key) != 0)
-      i++;
-    if (known[i] == NULL)
-      return kv->key;
-  }
-  return NULL;
 }
 
 const char *

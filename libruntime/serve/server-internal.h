@@ -163,6 +163,9 @@ void srv_free (struct srv *s);
    answering 404 or 405; its Bearer token checked, false after answering
    401; r->request_id from x-request-id when sane, else a new one.  */
 const struct srv_route *srv_find_route (struct srv_req *r);
+/* Whether every query parameter of @r is one its route takes (its app's
+   queries); else answers 400 and returns false.  */
+bool srv_query_known (struct srv_req *r);
 bool srv_authenticate (struct srv_req *r);
 /* The route of @routes for @method on @path, its params not kept; NULL
    for none (gate.c looks before a request is made).  */

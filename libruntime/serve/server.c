@@ -579,6 +579,8 @@ on_request (struct evhttp_request *req, void *arg)
     return;
   if (!(r->route->flags & SRV_NO_AUTH) && (!srv_authenticate (r) || !within_rate (r)))
     return;
+  if (!srv_query_known (r))
+    return;
   if ((r->route->flags & SRV_WEBSOCKET) && !srv_ws_check (r))
     return;
   watch_peer (r, req);

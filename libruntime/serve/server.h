@@ -55,6 +55,17 @@ struct srv_route
 
 struct srv;
 
+/* The query parameters a route takes, as a space-separated list of
+   names ("" takes none): one not listed is refused with 400
+   invalid_request naming it, so a client's misspelt or unsupported
+   filter is never silently ignored.  */
+struct srv_query_names
+{
+  int method;
+  const char *pattern; /* as in its srv_route */
+  const char *names;
+};
+
 /* What a server serves: its route table (NULL-pattern terminated), and
    what runs around its life: @start before it listens (a failure ends
    it, nothing served), @stop once it stopped (also after a failed
@@ -65,6 +76,8 @@ struct srv_app
 {
   const char *banner;  /* a line on stderr once listening, or NULL */
   const struct srv_route *routes;
+  /* NULL-pattern terminated, or NULL; a route not in it is not checked.  */
+  const struct srv_query_names *queries;
   int (*start) (struct srv *s, const rt_serve_opts *opts, void **data, rt_error **err);
   void (*stop) (void *data);
 };
@@ -80,8 +93,6 @@ const char *srv_param (struct srv_req *r, const char *name);
 const char *srv_query (struct srv_req *r, const char *name);
 /* Every value of a repeatable query parameter, at most @max; their count.  */
 size_t srv_query_all (struct srv_req *r, const char *name, const char **vals, size_t max);
-/* The first query parameter not in @known (NULL-terminated), or NULL.  */
-const char *srv_query_unknown (struct srv_req *r, const char *const known[]);
 const char *srv_header (struct srv_req *r, const char *name);
 const char *srv_method (struct srv_req *r);
 const char *srv_path (struct srv_req *r);

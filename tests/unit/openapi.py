@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """openapi.py - GET /v1/openapi.json of a real `runtime serve` (no VM)
 against the server itself: every route of libruntime/api/routes.c is in
-the document and every path of the document is a route; and for each
+the document and every path of the document is a route; every GET and
+PUT refuses a query parameter it does not document and takes those it
+does; and for each
 documented body the server refuses what the schema refuses (an unknown
 field, each field of the wrong type) and takes each documented field.
 Bodies are checked before anything is looked up or made, so the
@@ -113,6 +115,21 @@ def main():
                 right["zzUnknown"] = 1
                 st, ans = call(port, m.upper(), concrete(path), right, token)
                 ok(st == 400 and issues(ans) == ["zzUnknown"], where + ": each documented field taken", ans)
+            # Query parameters: those documented are taken, any other refused
+            # by name (docs/API.md, "Transport"), on every GET and PUT.
+            queried = [(m, path, [q["name"] for q in op.get("parameters", []) if q["in"] == "query"])
+                       for path, ops in paths.items() for m, op in ops.items() if m in ("get", "put")]
+            ok(sum(1 for _, _, qs in queried if qs) >= 12, "query parameters documented on %d routes"
+               % sum(1 for _, _, qs in queried if qs))
+            for m, path, qs in queried:
+                where = "%s %s" % (m.upper(), path)
+                st, ans = call(port, m.upper(), concrete(path) + "?zzUnknown=1", None, token)
+                msg = ((ans or {}).get("error") or {}).get("message", "")
+                ok(st == 400 and "unknown query parameter 'zzUnknown'" in msg, where + ": an unknown one refused", ans)
+                if qs:
+                    st, ans = call(port, m.upper(), concrete(path) + "?" + "&".join(q + "=1" for q in qs), None, token)
+                    msg = ((ans or {}).get("error") or {}).get("message", "")
+                    ok("unknown query parameter" not in msg, where + ": each documented one taken", ans)
         finally:
             p.terminate()
             p.wait()

@@ -217,10 +217,18 @@ is "a ninth open upload of a tenant: 429 quota_exceeded" "$status $(bj 'o["error
 for id in $opened; do api POST "$u30/$id:abort" >/dev/null; done
 
 # -- archives
-get30 "$f30/archive?path=/workspace/t30/a" "$tmp/f30.tar"
-is "GET archive: 200, a tar named from the path's last component" \
+get30 "$f30/archive?path=/workspace/t30/a" "$tmp/f30-rel.tar"
+is "GET archive of a directory: 200, a tar of entries relative to it (as PUT archive takes them)" \
+    "$status $(tar -tf "$tmp/f30-rel.tar" 2>&1 | sort | tr '\n' ' ')" "200 ./ ./b/ ./b/c/ ./b/c/run.sh "
+api PUT "$f30/archive?path=/workspace/t30/again" "@$tmp/f30-rel.tar" >/dev/null
+api GET "$f30/stat?path=/workspace/t30/again/b/c/run.sh" >/dev/null
+is "… PUT back under another directory: the same tree there" "$(bj '[o["exists"], o["size"]]')" "[True, 18]"
+get30 "$f30/archive?path=/workspace/t30/a/b/c/run.sh" "$tmp/f30-one.tar"
+is "… of a file: its own name" "$status $(tar -tf "$tmp/f30-one.tar" 2>&1 | tr '\n' ' ')" "200 run.sh "
+get30 "$f30/archive?path=/workspace/t30/a&named=true" "$tmp/f30.tar"
+is "… named=true (the CLI's cp): named from the path's last component" \
     "$status $(tar -tf "$tmp/f30.tar" 2>&1 | sort | tr '\n' ' ')" "200 a/ a/b/ a/b/c/ a/b/c/run.sh "
-get30 "$f30/archive?path=/workspace/t30/a&gzip=true" "$tmp/f30.tgz"
+get30 "$f30/archive?path=/workspace/t30/a&gzip=true&named=true" "$tmp/f30.tgz"
 is "… gzip=true: a tar.gz of the same" "$(h30 content-type) $(tar -tzf "$tmp/f30.tgz" 2>&1 | sort | tr '\n' ' ')" \
     "application/gzip a/ a/b/ a/b/c/ a/b/c/run.sh "
 api GET "$f30/archive?path=/workspace/t30/none" >/dev/null
