@@ -180,37 +180,76 @@ srv_files_put (struct srv_req *r)
   srv_reply_json (r, 200, srv_files_written (path, len, mode));
 }
 
-/* Whether @s, a path relative to the listed directory, matches @pat:
-   fnmatch's words per '/'-separated part, and "**" as any number of
-   parts (none too), as the SDK's glob (**, then *.py) means.  */
-static bool
-glob_match (const char *pat, const char *s)
+/* A glob of the SDK's (**, then *.py): fnmatch's words per
+   '/'-separated part, "**" as any number of parts (none too); runs of
+   "**" made one.  At most GLOB_PARTS parts of NAME_MAX.  */
+#define GLOB_PARTS 32
+#define GLOB_DEPTH 64
+struct glob
 {
-  const char *pe = strchr (pat, '/'), *se = strchr (s, '/');
-  size_t pl = pe ? (size_t) (pe - pat) : strlen (pat), sl = se ? (size_t) (se - s) : strlen (s);
-  char p1[256], s1[256];
+  char part[GLOB_PARTS][256];
+  size_t n;
+};
 
-  if (pl == 2 && strncmp (pat, "**", 2) == 0)
+static int
+glob_compile (const char *pat, struct glob *g)
+{
+  g->n = 0;
+  for (const char *p = pat;;)
     {
-      if (pe == NULL)
-        return true;
-      for (const char *at = s;; at = strchr (at, '/') + 1)
+      const char *end = strchr (p, '/');
+      size_t len = end ? (size_t) (end - p) : strlen (p);
+      bool any = len == 2 && strncmp (p, "**", 2) == 0;
+
+      if (len == 0 || len >= sizeof g->part[0])
+        return -1;
+      if (!(any && g->n > 0 && strcmp (g->part[g->n - 1], "**") == 0))
         {
-          if (glob_match (pe + 1, at))
-            return true;
-          if (strchr (at, '/') == NULL)
-            return false;
+          if (g->n == GLOB_PARTS)
+            return -1;
+          memcpy (g->part[g->n], p, len);
+          g->part[g->n++][len] = '\0';
         }
+      if (end == NULL)
+        return 0;
+      p = end + 1;
     }
-  if (pl >= sizeof (p1) || sl >= sizeof (s1) || (pe == NULL) != (se == NULL))
-    return false;
-  memcpy (p1, pat, pl);
-  p1[pl] = '\0';
-  memcpy (s1, s, sl);
-  s1[sl] = '\0';
-  if (fnmatch (p1, s1, FNM_PERIOD) != 0)
-    return false;
-  return pe == NULL || glob_match (pe + 1, se + 1);
+}
+
+/* Whether @s, a path relative to the listed directory, matches @g: a
+   table over (pattern part, path part), so time is parts x depth, not
+   exponential in the "**" (a pattern of many was a worker's CPU for
+   ever).  */
+static bool
+glob_match (const struct glob *g, const char *s)
+{
+  char part[GLOB_DEPTH][256];
+  bool m[GLOB_PARTS + 1][GLOB_DEPTH + 1];
+  size_t n = 0;
+
+  for (const char *p = s;;)
+    {
+      const char *end = strchr (p, '/');
+      size_t len = end ? (size_t) (end - p) : strlen (p);
+
+      if (n == GLOB_DEPTH || len >= sizeof part[0])
+        return false;
+      memcpy (part[n], p, len);
+      part[n++][len] = '\0';
+      if (end == NULL)
+        break;
+      p = end + 1;
+    }
+  /* m[i][j]: the pattern's parts from i match the path's from j.  */
+  for (size_t i = g->n + 1; i-- > 0;)
+    for (size_t j = n + 1; j-- > 0;)
+      if (i == g->n)
+        m[i][j] = j == n;
+      else if (strcmp (g->part[i], "**") == 0)
+        m[i][j] = m[i + 1][j] || (j < n && m[i][j + 1]);
+      else
+        m[i][j] = j < n && m[i + 1][j + 1] && fnmatch (g->part[i], part[j], FNM_PERIOD) == 0;
+  return m[0][0];
 }
 
 /* A boolean query parameter: true, false, or absent (@dflt).  */
@@ -247,6 +286,7 @@ srv_files_list (struct srv_req *r)
   const char *glob = srv_query (r, "glob"), *l = srv_query (r, "limit");
   cleanup_error rt_error *err = NULL;
   cleanup_json json_object *arr = NULL;
+  cleanup_free struct glob *g = NULL;
   json_object *o, *kept;
   unsigned long depth = 1, limit = RT_LIST_MAX_ENTRIES;
   size_t root;
@@ -260,9 +300,11 @@ srv_files_list (struct srv_req *r)
   if (l && ((limit = strtoul (l, &end, 10)) < 1 || limit > RT_LIST_MAX_ENTRIES || *l == '\0' || *end))
     return srv_reply_error (r, 400, "invalid_request", NULL, NULL, "limit is 1 to %d, not '%s'", RT_LIST_MAX_ENTRIES,
                             l);
-  if (glob && (*glob == '\0' || *glob == '/' || strlen (glob) > 1024))
+  if (glob && (g = malloc (sizeof *g)) == NULL)
+    return srv_reply_error (r, 500, "internal", NULL, NULL, "out of memory");
+  if (glob && (*glob == '\0' || *glob == '/' || strlen (glob) > 1024 || glob_compile (glob, g) < 0))
     return srv_reply_error (r, 400, "invalid_request", "for example glob=**/*.py", NULL,
-                            "glob is a pattern relative to path, not '%s'", glob);
+                            "glob is a pattern relative to path of at most %d parts, not '%s'", GLOB_PARTS, glob);
   if (query_bool (r, "hidden", true, &hidden) < 0)
     return;
   /* A glob reaches as deep as its parts, any depth with "**", unless
@@ -290,7 +332,7 @@ srv_files_list (struct srv_req *r)
       if (p == NULL || strncmp (p, path, root) != 0)
         continue;
       rel = p + root + (p[root] == '/');
-      if ((!hidden && hidden_path (rel)) || (glob && !glob_match (glob, rel)))
+      if ((!hidden && hidden_path (rel)) || (glob && !glob_match (g, rel)))
         continue;
       if (json_object_array_length (kept) == limit)
         {

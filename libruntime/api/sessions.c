@@ -124,6 +124,9 @@ srv_session_create (struct srv_req *r)
     return srv_reply_error (r, 429, "quota_exceeded", "revoke one (POST …/sessions/{sessionId}:revoke)", NULL,
                             "sandbox %s has %d active sessions, the most it may", ss.sandbox,
                             SRV_SESSIONS_PER_SANDBOX);
+  if (ret == -EDQUOT)
+    return srv_reply_error (r, 429, "quota_exceeded", "revoke one (POST …/sessions/{sessionId}:revoke)", NULL,
+                            "this token has %d active sessions, the most it may", SRV_SESSIONS_PER_TENANT);
   if (ret == -ENOSPC)
     return srv_reply_error (r, 503, "unavailable", "retry once sessions have ended", NULL,
                             "the server holds %d sessions, the most it keeps", SRV_SESSIONS_MAX);

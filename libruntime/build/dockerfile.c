@@ -83,8 +83,6 @@ at_line (rt_error **err, unsigned line, const char *fmt, ...)
   return rt_error_set (err, EINVAL, "invalid_request", "Dockerfile line %u: %s", line, msg);
 }
 
-/* -- physical lines --------------------------------------------------- */
-
 struct reader
 {
   const char *p, *end;
@@ -194,8 +192,6 @@ read_directives (struct reader *r, char *escape, rt_error **err)
         }
     }
 }
-
-/* -- instructions ----------------------------------------------------- */
 
 /* One more zeroed element at the end of *@v, of *@n elements of @size, or
    NULL when out of memory (*@v unchanged).  */
@@ -338,14 +334,41 @@ heredoc_keyword (const char *k)
   return strcmp (k, "RUN") == 0 || strcmp (k, "COPY") == 0 || strcmp (k, "ADD") == 0;
 }
 
+/* The next "<<" at or after @p outside quotes (a "<<EOF" in a quoted
+   string opens nothing, as BuildKit lexes words first), or NULL; *@quote
+   is the quote @p is in, kept from one call to the next, so the args are
+   read once however many "<<" they hold.  */
+static const char *
+unquoted_heredoc (const char *p, char *quote)
+{
+  for (const char *c = p; *c; c++)
+    {
+      if (*quote)
+        {
+          if (*c == '\\' && *quote == '"' && c[1])
+            c++;
+          else if (*c == *quote)
+            *quote = 0;
+        }
+      else if (*c == '\\' && c[1])
+        c++;
+      else if (*c == '\'' || *c == '"')
+        *quote = *c;
+      else if (c[0] == '<' && c[1] == '<')
+        return c;
+    }
+  return NULL;
+}
+
 /* The heredocs the args open (words "<<EOF", "<<-EOF", "<<'EOF'",
    "<<\"EOF\""), their bodies read from @r.  */
 static int
 read_heredocs (struct rt_df_instr *in, struct reader *r, rt_error **err)
 {
   const char *p = in->args;
+  char in_quote = 0;
 
-  while ((p = strstr (p, "<<")) != NULL)
+  while ((p = unquoted_heredoc (p, &in_quote)) != NULL)
     {
       const char *w = p + 2, *name;
       bool strip = false, quoted = false;
@@ -519,8 +542,6 @@ rt_dockerfile_parse (const char *text, size_t len, struct rt_dockerfile *df, rt_
   return 0;
 }
 
-/* -- words ------------------------------------------------------------- */
-
 struct lex
 {
   const char *p;
@@ -529,6 +550,8 @@ struct lex
   void *data;
   bool words; /* take quotes off (and split, when .split); else expand only */
   bool split; /* end a word at a blank: not inside ${…:-word} */
+  unsigned depth; /* of ${…:-${…}} nesting: bounded, each level is a
+                     call (a deep one overflowed a worker's stack) */
   rt_error **err;
 };
 
@@ -578,8 +601,13 @@ lex_var (struct lex *l, struct sb *out)
         {
           bool split = l->split;
 
+          if (l->depth == RT_DF_MAX_NESTING)
+            return rt_error_set (l->err, EINVAL, "invalid_request", "${…} nested more than %u deep",
+                                 RT_DF_MAX_NESTING);
           l->split = false;
+          l->depth++;
           ret = lex_word (l, &word, "}");
+          l->depth--;
           l->split = split;
           if (ret < 0)
             {

@@ -19,6 +19,7 @@
 #define RT_DF_MAX_INSTRUCTIONS 100000u
 #define RT_DF_MAX_FLAGS 32u
 #define RT_DF_MAX_HEREDOCS 16u
+#define RT_DF_MAX_NESTING 32u
 
 struct rt_df_flag
 {

@@ -71,7 +71,15 @@ rt_layer_oci_whiteout (const char *clean, char **target)
   if (strcmp (base, ".wh..wh..opq") == 0)
     {
       *target = strndup (clean, dir);
-      return *target ? RT_LAYER_OCI_OPAQUE : RT_LAYER_OCI_NO_MEMORY;
+      if (*target == NULL)
+        return RT_LAYER_OCI_NO_MEMORY;
+      if (!rt_layer_path_safe (*target))
+        {
+          free (*target);
+          *target = NULL;
+          return RT_LAYER_OCI_BAD;
+        }
+      return RT_LAYER_OCI_OPAQUE;
     }
   /* Nothing, ".", "..", or a name the spec keeps for itself.  */
   if (*name == '\0' || strcmp (name, ".") == 0 || strcmp (name, "..") == 0 || strncmp (name, ".wh.", 4) == 0)

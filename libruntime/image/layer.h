@@ -118,7 +118,7 @@ void rt_layer_check_clear (struct rt_layer_check *c);
    it; RT_LAYER_OCI_WHITEOUT: delete *@target (newly allocated, cleaned,
    never the root, never with ".."); RT_LAYER_OCI_OPAQUE (".wh..wh..opq"):
    delete what the layers below have in *@target, a directory ("" for the
-   root); RT_LAYER_OCI_BAD: a whiteout of nothing (".wh."), of "." or
+   root; never with ".."); RT_LAYER_OCI_BAD: a whiteout of nothing (".wh."), of "." or
    "..", or another ".wh..wh." name (the spec reserves them): refused;
    RT_LAYER_OCI_NO_MEMORY.  */
 enum rt_layer_oci

@@ -173,7 +173,7 @@ srv_sessions_add (struct srv_req *r, struct srv_session *ss, char token[48])
 {
   struct srv_sessions *t = r->srv->sessions;
   int64_t now = rt_epoch_ms (), ttl = ss->expires_ms - ss->created_ms;
-  unsigned live = 0;
+  unsigned live = 0, mine = 0;
   char id[ID_CHARS + 1];
   int ret = 0;
 
@@ -189,9 +189,32 @@ srv_sessions_add (struct srv_req *r, struct srv_session *ss, char token[48])
   pthread_mutex_lock (&t->mu);
   prune (t, now);
   for (size_t i = 0; i < t->n; i++)
-    live += active (&t->v[i], now) && strcmp (t->v[i].sandbox, ss->sandbox) == 0;
+    if (active (&t->v[i], now))
+      {
+        live += strcmp (t->v[i].sandbox, ss->sandbox) == 0;
+        mine += strcmp (t->v[i].tenant, ss->tenant) == 0;
+      }
+  /* Full: the session that ended first goes (ended ones are kept only
+     for the list), so a tenant making and revoking sessions cannot keep
+     out everyone else's.  */
+  if (t->n >= SRV_SESSIONS_MAX && live < SRV_SESSIONS_PER_SANDBOX && mine < SRV_SESSIONS_PER_TENANT)
+    {
+      size_t old = SIZE_MAX;
+
+      for (size_t i = 0; i < t->n; i++)
+        if (!active (&t->v[i], now) && (old == SIZE_MAX || ended_at (&t->v[i]) < ended_at (&t->v[old])))
+          old = i;
+      if (old != SIZE_MAX)
+        {
+          /* Shifted, not swapped: the list keeps time order.  */
+          memmove (&t->v[old], &t->v[old + 1], (t->n - old - 1) * sizeof *t->v);
+          explicit_bzero (&t->v[--t->n], sizeof *t->v);
+        }
+    }
   if (live >= SRV_SESSIONS_PER_SANDBOX)
     ret = -EMFILE;
+  else if (mine >= SRV_SESSIONS_PER_TENANT)
+    ret = -EDQUOT;
   else if (t->n >= SRV_SESSIONS_MAX)
     ret = -ENOSPC;
   else if (t->n == t->cap)

@@ -28,7 +28,10 @@
 #define SRV_SESSION_NAME_MAX 64
 /* Active sessions of one sandbox; more are refused 429 quota_exceeded.  */
 #define SRV_SESSIONS_PER_SANDBOX 32
-/* Sessions kept in all (ended ones a day); more are refused 503.  */
+/* Active sessions of one token; more are refused 429 quota_exceeded.  */
+#define SRV_SESSIONS_PER_TENANT 256
+/* Sessions kept in all (ended ones a day, the oldest of them forgotten
+   first to make room); more active ones are refused 503.  */
 #define SRV_SESSIONS_MAX 4096
 
 struct srv_session

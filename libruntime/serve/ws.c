@@ -65,7 +65,7 @@ srv_ws_reader_free (struct srv_ws_reader *rd)
 size_t
 srv_ws_reader_held (const struct srv_ws_reader *rd)
 {
-  return rd->len;
+  return rd->len - rd->off;
 }
 
 int
@@ -75,6 +75,14 @@ srv_ws_reader_push (struct srv_ws_reader *rd, const void *data, size_t n)
      than that is a client ahead of the reader.  */
   size_t room = rd->max + 14;
 
+  /* The frames read are dropped here, once a push, not one memmove a
+     frame: a flood of tiny frames was quadratic.  */
+  if (rd->off)
+    {
+      memmove (rd->buf, rd->buf + rd->off, rd->len - rd->off);
+      rd->len -= rd->off;
+      rd->off = 0;
+    }
   if (n > room || rd->len > room - n)
     return -SRV_WS_TOO_BIG;
   if (rd->len + n > rd->cap)
@@ -160,8 +168,7 @@ take_control (struct srv_ws_reader *rd, struct srv_ws_msg *m, int op, const uint
     FAIL (SRV_WS_INTERNAL, "out of memory");
   rd->msg = copy;
   memcpy (copy + rd->msg_len, payload, len);
-  memmove (rd->buf, rd->buf + used, rd->len - used);
-  rd->len -= used;
+  rd->off += used;
   m->opcode = op;
   m->data = copy + rd->msg_len;
   m->len = len;
@@ -187,8 +194,8 @@ srv_ws_reader_next (struct srv_ws_reader *rd, struct srv_ws_msg *m, const char *
     why = &unused;
   for (;;)
     {
-      uint8_t *b = rd->buf;
-      size_t have = rd->len, at = 2;
+      uint8_t *b = rd->buf + rd->off;
+      size_t have = rd->len - rd->off, at = 2;
       uint64_t len;
       bool fin;
       int op;
@@ -253,8 +260,7 @@ srv_ws_reader_next (struct srv_ws_reader *rd, struct srv_ws_msg *m, const char *
       rd->msg_len += (size_t) len;
       if (op != SRV_WS_CONT)
         rd->msg_op = op;
-      memmove (rd->buf, rd->buf + used, rd->len - used);
-      rd->len -= used;
+      rd->off += used;
       if (!fin)
         continue;
       m->opcode = rd->msg_op;

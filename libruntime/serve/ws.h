@@ -58,8 +58,8 @@ size_t srv_ws_head (uint8_t head[SRV_WS_HEAD_MAX], int opcode, uint64_t len);
 struct srv_ws_reader
 {
   size_t max;   /* of a message, and of a frame */
-  uint8_t *buf; /* bytes read, not yet a frame */
-  size_t len, cap;
+  uint8_t *buf; /* bytes read, not yet a frame: from .off to .len */
+  size_t off, len, cap;
   uint8_t *msg; /* the message whose fragments are coming */
   size_t msg_len;
   int msg_op; /* its opcode, 0 for none */

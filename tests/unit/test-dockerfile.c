@@ -99,9 +99,9 @@ test_parse (void)
   parses ("heredocs: quoted (no expansion), <<- (tabs off), two on a line, COPY's",
           "RUN <<-'A' cat <<B\n\tx $V\n\tA\ny\nB\nCOPY <<conf /etc/app.conf\nk=$V\nconf\n",
           "1 RUN |<<-'A' cat <<B| heredoc=-'A:x $V\n heredoc=B:y\n\n6 COPY |<<conf /etc/app.conf| heredoc=conf:k=$V\n");
-  parses ("not a heredoc: in a word, in JSON, on another instruction, a << without a name",
-          "RUN echo a<<EOF\nRUN [\"sh\", \"-c\", \"cat <<EOF\"]\nENV X=<<EOF\nRUN echo << 1\n",
-          "1 RUN |echo a<<EOF|\n2 RUN |[\"sh\", \"-c\", \"cat <<EOF\"]| json=sh,-c,cat <<EOF\n3 ENV |X=<<EOF|\n4 RUN |echo << 1|");
+  parses ("not a heredoc: in a word, in JSON, on another instruction, a << without a name, in quotes",
+          "RUN echo a<<EOF\nRUN [\"sh\", \"-c\", \"cat <<EOF\"]\nENV X=<<EOF\nRUN echo << 1\nRUN echo \"a <<EOF\" 'b <<E'\n",
+          "1 RUN |echo a<<EOF|\n2 RUN |[\"sh\", \"-c\", \"cat <<EOF\"]| json=sh,-c,cat <<EOF\n3 ENV |X=<<EOF|\n4 RUN |echo << 1|\n5 RUN |echo \"a <<EOF\" 'b <<E'|");
   parses ("the escape directive: ` continues lines, \\ is ordinary",
           "# escape=`\nFROM mcr.microsoft.com/windows\nRUN dir c:\\ `\n  && echo\n",
           "2 FROM |mcr.microsoft.com/windows|\n3 RUN |dir c:\\   && echo|");
@@ -234,6 +234,40 @@ test_words (void)
   word_refused ("${V/x/y}", "only :- - :+ + :? follow a name");
   word_refused ("${NO:?must be set}", "NO: must be set");
   word_refused ("${EMPTY:?}", "EMPTY: is not set");
+  {
+    /* 20,000 levels overflowed a 1 MiB stack; 32 are taken, 33 not.  */
+    size_t n = 20000;
+    char *deep = malloc (n * 6 + n + 1), *p = deep;
+
+    for (size_t i = 0; i < n; i++)
+      p += sprintf (p, "${a:-");
+    memset (p, '}', n);
+    p[n] = '\0';
+    {
+      char **w = NULL;
+      size_t nw = 0;
+      rt_error *err = NULL;
+
+      ok (rt_df_words (deep, '\\', vars, NULL, &w, &nw, &err) < 0 && w == NULL && err
+              && strstr (err->msg, "nested more than 32 deep"),
+          "words of 20,000 nested ${a:-…}: refused, not a stack overflow");
+      rt_error_free (err);
+    }
+    p = deep;
+    for (size_t i = 0; i < 32; i++)
+      p += sprintf (p, "${a:-");
+    memset (p, '}', 32);
+    p[32] = '\0';
+    {
+      char **w = NULL;
+      size_t nw = 0;
+
+      ok (rt_df_words (deep, '\\', vars, NULL, &w, &nw, NULL) == 0 && nw == 1 && strcmp (w[0], "") == 0,
+          "… 32 nested are taken");
+      rt_df_words_free (w);
+    }
+    free (deep);
+  }
 
   ok (rt_df_expand_text ("k=$V '${V}' \"x\" \\$V \\n ${NO:-d}\n", vars, NULL, &text, NULL) == 0
           && strcmp (text, "k=3.12 '3.12' \"x\" $V \\n d\n") == 0,

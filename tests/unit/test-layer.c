@@ -297,6 +297,8 @@ test_oci_whiteouts (void)
   oci ("a/b/.wh..hidden", RT_LAYER_OCI_WHITEOUT, "a/b/.hidden");
   oci ("usr/.wh..wh..opq", RT_LAYER_OCI_OPAQUE, "usr");
   oci (".wh..wh..opq", RT_LAYER_OCI_OPAQUE, "");
+  oci ("../x/.wh..wh..opq", RT_LAYER_OCI_BAD, NULL);
+  oci ("../.wh.x", RT_LAYER_OCI_BAD, NULL);
   oci ("etc/.wh.", RT_LAYER_OCI_BAD, NULL);
   oci ("etc/.wh..", RT_LAYER_OCI_BAD, NULL);
   oci ("etc/.wh...", RT_LAYER_OCI_BAD, NULL);
