@@ -65,23 +65,9 @@ sb_take (struct sb *b)
   return s;
 }
 
-static int
-at_line (rt_error **err, unsigned line, const char *fmt, ...) RT_PRINTF (3, 4);
-
-static int
-at_line (rt_error **err, unsigned line, const char *fmt, ...)
-{
-  cleanup_free char *msg = NULL;
-  va_list ap;
-
-  va_start (ap, fmt);
-  if (vasprintf (&msg, fmt, ap) < 0)
-    msg = NULL;
-  va_end (ap);
-  if (msg == NULL)
-    return rt_error_oom (err);
-  return rt_error_set (err, EINVAL, "invalid_request", "Dockerfile line %u: %s", line, msg);
-}
+/* An error at a line of the Dockerfile.  */
+#define at_line(err, line, fmt, ...)                                                                                   \
+  rt_error_set (err, EINVAL, "invalid_request", "Dockerfile line %u: " fmt, line, ##__VA_ARGS__)
 
 struct reader
 {
@@ -724,11 +710,7 @@ lex_word (struct lex *l, struct sb *out, const char *stop)
 void
 rt_df_words_free (char **words)
 {
-  if (words == NULL)
-    return;
-  for (char **w = words; *w; w++)
-    free (*w);
-  free (words);
+  cleanup_strvp (&words);
 }
 
 int

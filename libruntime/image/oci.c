@@ -270,24 +270,14 @@ rt_oci_manifest_parse (const char *json, size_t len, struct rt_oci_manifest *m, 
   return 0;
 }
 
-static void
-strv_free (char **v)
-{
-  if (v == NULL)
-    return;
-  for (char **p = v; *p; p++)
-    free (*p);
-  free (v);
-}
-
 void
 rt_oci_config_clear (struct rt_oci_config *c)
 {
-  strv_free (c->env);
-  strv_free (c->entrypoint);
-  strv_free (c->cmd);
-  strv_free (c->healthcheck);
-  strv_free (c->diff_ids);
+  cleanup_strvp (&c->env);
+  cleanup_strvp (&c->entrypoint);
+  cleanup_strvp (&c->cmd);
+  cleanup_strvp (&c->healthcheck);
+  cleanup_strvp (&c->diff_ids);
   free (c->workdir);
   free (c->user);
   memset (c, 0, sizeof *c);
