@@ -11,18 +11,6 @@
    big is the wrong file.  */
 #define ENV_FILE_MAX (256 * 1024)
 
-/* The index of option @name in @cmd's table, or -1.  */
-static int
-opt_index (struct cli_command *cmd, const char *name)
-{
-  int i = 0;
-
-  for (const struct cli_opt *o = cmd->opts; o && o->name; o++, i++)
-    if (strcmp (o->name, name) == 0)
-      return i;
-  return -1;
-}
-
 /* @s for cli_args_free to free with the arguments; -1 without memory.  */
 static int
 own (struct cli_args *a, char *s)
@@ -153,7 +141,7 @@ read_file (struct cli_args *a, const char *path, const char ***list, int *n)
 int
 cli_read_env_files (struct cli_command *cmd, struct cli_args *a)
 {
-  int fi = opt_index (cmd, "env-file"), ei = opt_index (cmd, "env");
+  int fi = cli_opt_index (cmd, "env-file"), ei = cli_opt_index (cmd, "env");
   const char **list = NULL;
   int n = 0;
 

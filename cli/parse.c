@@ -280,6 +280,14 @@ cli_args_free (struct cli_args *a)
   a->nowned = 0;
 }
 
+int
+cli_opt_index (struct cli_command *cmd, const char *name)
+{
+  int i = -1;
+
+  return find_opt (cmd, name, &i) ? i : -1;
+}
+
 const char *
 cli_opt (struct cli_command *cmd, struct cli_args *a, const char *name)
 {

@@ -67,6 +67,9 @@ void cli_args_free (struct cli_args *a);
    NULL-terminated argv sharing the other words (free it alone) with its
    count in *out_argc; NULL without memory.  */
 char **cli_short_flags (int argc, char **argv, const char *letters, const char *const *names, int *out_argc);
+/* The index of option @name in @cmd's own table (its a->val, a->count,
+   a->multi), or -1 when it has none of that name.  */
+int cli_opt_index (struct cli_command *cmd, const char *name);
 const char *cli_opt (struct cli_command *cmd, struct cli_args *a, const char *name);
 /* --@name, else the environment's @var when set and not empty (a unit's
    EnvironmentFile leaves a setting out as empty).  */
