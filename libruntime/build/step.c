@@ -491,21 +491,16 @@ lists_path (struct build *b, const char *parent)
 {
   cleanup_free char *dir = cache_dir (b);
   const char *mirror = b->o->apt_mirror ? b->o->apt_mirror : "";
-  unsigned char digest[32];
+  size_t plen = strlen (parent), mlen = strlen (mirror);
+  cleanup_free char *key = malloc (plen + mlen + 2);
   char hex[65];
-  EVP_MD_CTX *md = EVP_MD_CTX_new ();
 
-  if (dir == NULL || md == NULL || EVP_DigestInit_ex (md, EVP_sha256 (), NULL) != 1)
-    {
-      EVP_MD_CTX_free (md);
-      return NULL;
-    }
-  EVP_DigestUpdate (md, parent, strlen (parent) + 1);
-  EVP_DigestUpdate (md, mirror, strlen (mirror) + 1);
-  EVP_DigestFinal_ex (md, digest, NULL);
-  EVP_MD_CTX_free (md);
-  for (unsigned i = 0; i < 32; i++)
-    sprintf (hex + 2 * i, "%02x", digest[i]);
+  if (dir == NULL || key == NULL)
+    return NULL;
+  /* Both with their NUL: no parent and mirror can be read as another pair.  */
+  memcpy (key, parent, plen + 1);
+  memcpy (key + plen + 1, mirror, mlen + 1);
+  rt_sha256_hex (key, plen + mlen + 2, hex);
   return rt_strdup_printf ("%s/apt-lists/%s.tar.gz", dir, hex);
 }
 
